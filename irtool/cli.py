@@ -1,0 +1,85 @@
+"""The `irtool` command line: a thin layer over the library calls."""
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import click
+
+from . import summary as summary_mod
+from .errors import DumpError
+from .parse import load
+
+
+def _progress_loader(path: str, lenient: bool) -> Any:
+    """Load with a progress bar on stderr when stderr is a terminal; quietly otherwise."""
+    if not sys.stderr.isatty():
+        return load(path, lenient=lenient)
+    import os
+
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    total = os.path.getsize(path)
+    if path.endswith((".xz", ".gz", ".bz2")):
+        total = None  # compressed: the decompressed size is not known up front
+    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                  TransferSpeedColumn(), transient=True, console=_err_console()) as bar:
+        task = bar.add_task(os.path.basename(path), total=total)
+        return load(path, lenient=lenient, progress=lambda done: bar.update(task, completed=done))
+
+
+def _err_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _run(fn: Callable[[], int | None]) -> None:
+    """Run a command body: bad input -> one line on stderr and exit 2, never a traceback."""
+    try:
+        code = fn() or 0
+    except DumpError as exc:
+        click.echo(f"irtool: {exc}", err=True)
+        sys.exit(2)
+    except (OSError, MemoryError, RecursionError) as exc:
+        click.echo(f"irtool: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(2)
+    sys.exit(code)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="irtool")
+def main() -> None:
+    """Read MindSpore MindIR `.ir` dumps and show what the compiled graph does."""
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=True))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
+              show_default=True, help="Output format; json is documented and versioned.")
+@click.option("--lenient", is_flag=True, help="Skip bad nodes or lines (reported) instead of failing.")
+@click.option("--check", "deep", is_flag=True,
+              help="Also parse every attribute and type and resolve every reference (slower).")
+def summarize(path: str, fmt: str, lenient: bool, deep: bool) -> None:
+    """Summarize a dump: counts parsed and declared, operators, warnings."""
+
+    def body() -> int:
+        dump = _progress_loader(path, lenient)
+        if deep:
+            dump.check()
+        result = summary_mod.summarize(dump)
+        if fmt == "json":
+            click.echo(summary_mod.to_json(result))
+        elif fmt == "markdown":
+            click.echo(summary_mod.to_markdown(result), nl=False)
+        else:
+            from rich.console import Console
+
+            summary_mod.print_text(result, Console())
+        return 0
+
+    _run(body)
+
+
+if __name__ == "__main__":
+    main()

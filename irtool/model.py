@@ -1,0 +1,281 @@
+"""The dump model: Dump -> Subgraph -> Node / Param, plus parsed values and types.
+
+A node keeps the text of its statement line; its inputs, attributes and types are parsed from
+that text the first time they are asked for (see `irtool.values`), so reading a dump costs one
+pass over its lines and a caller pays only for what it looks at.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+PRIMFUNC_PREFIX = "PrimFunc_"
+CALL = "(call)"
+
+
+@dataclass(frozen=True)
+class Warning_:
+    """Something kept as raw text or otherwise worth a reader's attention, with its line."""
+
+    line: int
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference inside a node's arguments: `%3`, `%para3_w`, `@graph`, `$(@graph:para3_w)`."""
+
+    kind: str  # "node" | "param" | "graph" | "free"
+    name: str  # "%3", "%para3_w", "@g", "$(@g:para3_w)"
+
+
+@dataclass(frozen=True)
+class Input:
+    """One argument of a node, by position: a reference, or a constant kept as its text."""
+
+    index: int
+    text: str
+    ref: Ref | None  # set when the argument is exactly one reference
+    nested: tuple[Ref, ...] = ()  # references inside a constant tuple or call, e.g. `(%1, %2)`
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    """One abstract type as printed, e.g. `<Tensor[Float32], (16, 32)>`.
+
+    `kind` is the outer constructor (`Tensor`, `Ref`, `Tuple`, `UMonad`, ...), `dtype` the element
+    type when there is one, `shape` the dimensions (None when the type has no shape, a tuple of
+    shapes for `TupleShape`).
+    """
+
+    text: str
+    kind: str
+    dtype: str | None = None
+    shape: Any = None
+
+
+@dataclass
+class Param:
+    """A graph parameter: `%para3_fc1.weight: <Ref[Tensor[Float32]], (64, 32), ...>  :  has_default`."""
+
+    ref: str  # "%para3_fc1.weight"
+    line: int
+    type_text: str = ""
+    rest: str = ""
+    graph: str | None = None  # owning subgraph for subgraph parameters, None for header ones
+
+    @property
+    def index(self) -> int:
+        return int(self.ref[5 : self.ref.index("_")])
+
+    @property
+    def name(self) -> str:
+        """The parameter's own name, e.g. `fc1.weight`."""
+        return self.ref[self.ref.index("_") + 1 :]
+
+    @property
+    def type(self) -> TypeInfo | None:
+        from .values import parse_type
+
+        return parse_type(self.type_text) if self.type_text else None
+
+    @property
+    def has_default(self) -> bool:
+        return "has_default" in self.rest
+
+
+class Node:
+    """One CNode: `%N(name) = Op(args) {instance name: ...} primitive_attrs: {...} ...`.
+
+    Eager fields come from one regex over the statement line; `inputs`, `attrs` and the types are
+    parsed on first use and cached.
+    """
+
+    __slots__ = ("graph", "id", "name", "callee", "op", "text", "args_start", "line", "type_lines",
+                 "scope", "sources", "notes", "_inputs", "_attrs", "_args_end", "__weakref__")
+
+    def __init__(self, graph: str, id: int | None, name: str, callee: str, op: str, text: str,
+                 args_start: int, line: int, type_lines: tuple[str, ...], scope: str | None,
+                 sources: tuple[str, ...], notes: tuple[str, ...]) -> None:
+        self.graph = graph
+        self.id = id  # None for the Return node
+        self.name = name
+        self.callee = callee  # "PrimFunc_MatMul", "@g" for `call @g`, "%3" for a computed callee
+        self.op = op  # primitive name without PrimFunc_, "Return", or "(call)"
+        self.text = text  # the statement line without its indentation
+        self.args_start = args_start  # offset in `text` just after the callee's "("
+        self.line = line
+        self.type_lines = type_lines
+        self.scope = scope
+        self.sources = sources
+        self.notes = notes
+        self._inputs: list[Input] | None = None
+        self._attrs: dict[str, Any] | None = None
+        self._args_end = -1
+
+    # --- identity
+    @property
+    def key(self) -> str:
+        """Unique within its subgraph: `%N`, or `Return`."""
+        return "Return" if self.id is None else f"%{self.id}"
+
+    @property
+    def uid(self) -> str:
+        """Unique within the dump: `graph/%N`."""
+        return f"{self.graph}/{self.key}"
+
+    @property
+    def is_call(self) -> bool:
+        return self.op == CALL
+
+    def __repr__(self) -> str:
+        return f"<Node {self.key}({self.name}) = {self.callee} line {self.line}>"
+
+    # --- lazily parsed parts
+    @property
+    def inputs(self) -> list[Input]:
+        """The arguments by position; references resolved to their kind."""
+        if self._inputs is None:
+            from .values import scan_args
+
+            self._inputs, self._args_end = scan_args(self.text, self.args_start)
+        return self._inputs
+
+    @property
+    def tail(self) -> str:
+        """The text after the argument list: instance name and attribute groups."""
+        if self._args_end < 0:
+            self.inputs  # noqa: B018 - computes _args_end
+        return self.text[self._args_end :]
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """Attribute groups: `instance_name`, `primitive_attrs`, `cnode_attrs`,
+        `cnode_primal_attrs`, and `extra` for trailing `{in_strategy: ...}` blocks."""
+        if self._attrs is None:
+            from .values import parse_tail
+
+            self._attrs = parse_tail(self)
+        return self._attrs
+
+    @property
+    def instance_name(self) -> str | None:
+        return self.attrs.get("instance_name")
+
+    @property
+    def primitive_attrs(self) -> dict[str, Any]:
+        return self.attrs.get("primitive_attrs", {})
+
+    @property
+    def cnode_attrs(self) -> dict[str, Any]:
+        return self.attrs.get("cnode_attrs", {})
+
+    @property
+    def primal_attrs(self) -> dict[str, Any]:
+        return self.attrs.get("cnode_primal_attrs", {})
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        """First value of `key` in primitive, cnode, primal, then trailing attribute blocks."""
+        for group in ("primitive_attrs", "cnode_attrs", "cnode_primal_attrs", "extra"):
+            values = self.attrs.get(group)
+            if values and key in values:
+                return values[key]
+        return default
+
+    @property
+    def signature(self) -> tuple[list[TypeInfo], list[TypeInfo]] | None:
+        """(input types, output types) from the first type line, if the dump printed one."""
+        if not self.type_lines:
+            return None
+        from .values import parse_type_sig
+
+        return parse_type_sig(self.type_lines[0])
+
+    @property
+    def input_types(self) -> list[TypeInfo]:
+        sig = self.signature
+        return sig[0] if sig else []
+
+    @property
+    def output_type(self) -> TypeInfo | None:
+        sig = self.signature
+        return sig[1][0] if sig and sig[1] else None
+
+
+@dataclass
+class Subgraph:
+    """A function graph: `subgraph @name(%para..) { nodes }` and what is printed before it."""
+
+    name: str
+    line: int
+    params: list[str] = field(default_factory=list)  # parameter references, in order
+    parent: str | None = None
+    attrs: dict[str, str] = field(default_factory=dict)
+    instance: str | None = None
+    preamble: list[str] = field(default_factory=list)  # other lines printed before it, raw
+    nodes: list[Node] = field(default_factory=list)
+
+    @property
+    def return_node(self) -> Node | None:
+        return self.nodes[-1] if self.nodes and self.nodes[-1].id is None else None
+
+
+@dataclass
+class Dump:
+    """One `.ir` file."""
+
+    path: str
+    entry: str | None = None
+    declared: dict[str, int] = field(default_factory=dict)  # counts the header states
+    attrs: dict[str, str] = field(default_factory=dict)
+    jit_config: dict[str, str] = field(default_factory=dict)
+    params: list[Param] = field(default_factory=list)  # header parameters (`# Params:`)
+    subgraphs: list[Subgraph] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)  # `# Order:` lines, raw
+    sorted_order: bool = False  # printed with MS_DEV_SAVE_GRAPHS_SORT_MODE=1
+    warnings: list[Warning_] = field(default_factory=list)
+    size: int = 0  # bytes of text read
+
+    # --- navigation
+    def nodes(self) -> Iterator[Node]:
+        """Every node of every subgraph, in print order (Return nodes included)."""
+        for g in self.subgraphs:
+            yield from g.nodes
+
+    def subgraph(self, name: str) -> Subgraph:
+        name = name.lstrip("@")
+        for g in self.subgraphs:
+            if g.name == name:
+                return g
+        raise KeyError(name)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """What was parsed, counted as MindSpore counts it in the header: `cnodes` includes each
+        subgraph's Return node, `params` the header's `# Params:` lines only."""
+        return {"subgraphs": len(self.subgraphs), "params": len(self.params),
+                "cnodes": sum(len(g.nodes) for g in self.subgraphs)}
+
+    def op_histogram(self) -> Counter:
+        """Operator -> count over all nodes (Return included; calls of graphs as `(call)`)."""
+        return Counter(n.op for n in self.nodes())
+
+    def graph(self) -> nx.MultiDiGraph:
+        """The dump as a networkx MultiDiGraph (see `irtool.graph.build`)."""
+        from .graph import build
+
+        return build(self)
+
+    def check(self) -> list[Warning_]:
+        """Parse every lazily parsed part now (inputs, attributes, types) and resolve every
+        reference; returns the warnings found (also appended to `self.warnings`)."""
+        from .values import check_dump
+
+        return check_dump(self)

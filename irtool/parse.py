@@ -1,0 +1,461 @@
+"""Read a dump into the model in one streaming pass.
+
+Every line becomes one token (its kind found by the whole-line terminals of the grammar); the
+LALR document parser checks the line structure and, as it reduces, the `Builder` turns tokens into
+model objects. Nothing holds the whole text: each line is dropped once its node is built, and the
+long `# In file` lines, which repeat a lot, are interned.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+from typing import Any, Callable, Iterator
+
+from lark import Token, Transformer
+from lark.exceptions import UnexpectedInput, VisitError
+from lark.lexer import Lexer
+
+from .errors import DumpError, show
+from .grammar import document_parser, grammar_text
+from .model import CALL, PRIMFUNC_PREFIX, Dump, Node, Param, Subgraph, Warning_
+from .source import read_lines
+from .values import scan_args, terminal
+
+# Lines carry no structure past their first characters, so a node line longer than this is
+# refused rather than scanned (see README, "Limits and guarantees").
+MAX_LINE = 64 * 1024 * 1024
+
+# How the messages name line kinds; the keys are the grammar's terminals.
+LINE_NAMES = {
+    "ENTRY_LINE": "'# IR entry: @...'", "TOTAL_SUBGRAPHS_LINE": "'# Total subgraphs: N'",
+    "JIT_CONFIG_OPEN_LINE": "'jit config {'", "ATTRS_HEAD_LINE": "'# Attrs:'",
+    "TOTAL_PARAMS_LINE": "'# Total params: N'", "PARAMS_HEAD_LINE": "'# Params:'",
+    "PARAM_LINE": "a parameter line '%paraN_name: <type>'",
+    "NODE_COUNT_HEAD_LINE": "'Node counting information:'",
+    "TOTAL_NODES_LINE": "'Total number of nodes: N'", "TOTAL_CNODES_LINE": "'Total number of cnodes: N'",
+    "GRAPH_ATTR_HEAD_LINE": "'subgraph attr:'", "GRAPH_INSTANCE_LINE": "'subgraph instance: ...'",
+    "PARAMETERS_LINE": "'# Parameters: N, (...)'", "GRAPH_OPEN_LINE": "'subgraph @name(...) {'",
+    "NODE_LINE": "a node line '  %N(name) = Op(...)'", "RETURN_LINE": "'  Return(...)'",
+    "TYPE_LINE": "a type line ': (...) -> (...)'", "SCOPE_LINE": "a scope line",
+    "SOURCE_LINE": "a '# In file' line", "SIDE_EFFECT_LINE": "'# SideEffect: ...'",
+    "CANDIDATE_LINE": "'# Corresponding ... candidate:'", "CLOSE_LINE": "'}'",
+    "ORDER_HEAD_LINE": "'# Order:'", "ORDER_LINE": "an order line", "KV_LINE": "an attribute line 'key: value'",
+    "UNKNOWN_LINE": "a line", "$END": "end of file",
+}
+
+
+@functools.cache
+def _line_regex() -> re.Pattern[str]:
+    """All whole-line terminals of the grammar, in the order the grammar lists them."""
+    found = re.findall(r"^([A-Z_]+_LINE)\s*:\s*/(.*)/\s*$", grammar_text(), flags=re.M)
+    return re.compile("|".join(f"(?P<{name}>{regex})" for name, regex in found))
+
+
+class _Lines:
+    """The line iterator handed to the parser; remembers where it is for error messages."""
+
+    def __init__(self, path: str, lines: Iterator[tuple[int, str]]) -> None:
+        self.path, self.lines = path, lines
+        self.last_line = 0
+        self.open_graph: tuple[str, int] | None = None
+        self.size = 0
+
+
+_NODE_KINDS = frozenset({"NODE_LINE", "RETURN_LINE"})
+_INFO_KINDS = frozenset({"TYPE_LINE", "SCOPE_LINE", "SOURCE_LINE", "SIDE_EFFECT_LINE", "CANDIDATE_LINE"})
+
+
+class InfoToken(Token):
+    """A NODE_INFO token: the run of lines printed under a node, each with its line kind."""
+
+    __slots__ = ("lines", "kinds")
+
+
+class LineLexer(Lexer):
+    """Lark lexer that turns each non-blank line into one token of its whole-line terminal;
+    the lines under a node statement are grouped into one NODE_INFO token."""
+
+    def __init__(self, lexer_conf: Any) -> None:
+        pass
+
+    def lex(self, data: _Lines, *_: Any) -> Iterator[Token]:  # type: ignore[override]
+        match = _line_regex().fullmatch
+        info: InfoToken | None = None
+        in_node = False
+        for number, text in data.lines:
+            data.last_line = number
+            data.size += len(text) + 1
+            if not text or text.isspace():
+                continue
+            if len(text) > MAX_LINE:
+                raise DumpError(data.path, number, 1, f"a line shorter than {MAX_LINE} characters",
+                                f"{len(text)} characters")
+            m = match(text)
+            kind = m.lastgroup if m else "UNKNOWN_LINE"
+            if in_node and kind in _INFO_KINDS:
+                if info is None:
+                    info = InfoToken("NODE_INFO", text, line=number, column=1)
+                    info.lines, info.kinds = [], []
+                info.lines.append(text)
+                info.kinds.append(kind)
+                continue
+            if info is not None:
+                yield info
+                info = None
+            if kind == "GRAPH_OPEN_LINE":
+                data.open_graph = (text, number)
+            elif kind == "CLOSE_LINE":
+                data.open_graph = None
+            if kind in _NODE_KINDS:
+                in_node = True
+            elif kind != "UNKNOWN_LINE":
+                in_node = False
+            yield Token(kind, text, line=number, column=1)
+        if info is not None:
+            yield info
+
+
+class Builder(Transformer):
+    """Reductions of the document grammar -> model objects (called while parsing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reset("", False)
+
+    def reset(self, path: str, lenient: bool) -> None:
+        self.path, self.lenient = path, lenient
+        self.warnings: list[Warning_] = []
+
+    # --- header
+    def header(self, items: list) -> dict:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            out[key] = value
+        return out
+
+    def entry_line(self, items: list) -> tuple:
+        return ("entry", items[0].split("@", 1)[1].strip())
+
+    def total_subgraphs(self, items: list) -> tuple:
+        return ("subgraphs", (_int_after_colon(items[0]), items[0].startswith("# Total subgraph:")))
+
+    def jit_config(self, items: list) -> tuple:
+        return ("jit_config", dict(i[1] for i in items if isinstance(i, tuple)))
+
+    def dump_attrs(self, items: list) -> tuple:
+        return ("attrs", dict(i[1] for i in items[1:]))
+
+    def params(self, items: list) -> tuple:
+        return ("params", (_int_after_colon(items[0]), items[2:]))
+
+    def param_line(self, items: list) -> Param:
+        tok = items[0]
+        m = _param_regex().fullmatch(tok)
+        if not m:
+            return self._bad(tok, 1, "a parameter line '%paraN_name: <type>'", show(str(tok)),
+                             Param(ref=str(tok).split(":")[0], line=tok.line, rest=str(tok)))
+        return Param(ref=m.group(1), line=tok.line, type_text=m.group(2), rest=(m.group(3) or "").strip())
+
+    def node_counts(self, items: list) -> tuple:
+        return ("node_counts", (_int_after_colon(items[1]), _int_after_colon(items[2])))
+
+    def kv_line(self, items: list) -> tuple:
+        key, _, value = str(items[0]).partition(":")
+        return ("kv", (key.strip(), value.strip()))
+
+    # --- things printed before a subgraph
+    def graph_attr_head(self, items: list) -> tuple:
+        return ("attr_head", None)
+
+    def graph_instance(self, items: list) -> tuple:
+        return ("instance", str(items[0]).split(":", 1)[1].rsplit(" : ", 1)[0].strip())
+
+    def graph_parameters(self, items: list) -> tuple:
+        return ("raw", str(items[0]))
+
+    def side_effect(self, items: list) -> tuple:
+        return ("raw", str(items[0]).strip())
+
+    def source_line(self, items: list) -> tuple:
+        return ("source", sys.intern(str(items[0]).strip()))
+
+    def unknown_line(self, items: list) -> tuple:
+        tok = items[0]
+        self.warnings.append(Warning_(tok.line, f"unrecognised line kept as raw text: {show(str(tok), 60)}"))
+        return ("raw", str(tok))
+
+    # --- a subgraph
+    def graph_section(self, items: list) -> Subgraph:
+        opener = items[0]
+        m = _graph_regex().fullmatch(opener)
+        if m:
+            name, parent = m.group(1)[1:], (m.group(2)[1:] if m.group(2) else None)
+            params = [p.strip() for p in m.group(3).split(",") if p.strip()]
+        else:
+            self._bad(opener, 1, "'subgraph @name(%para...) {'", show(str(opener)), None)
+            name, parent, params = str(opener)[len("subgraph @"):].split("(")[0].strip(), None, []
+        g = Subgraph(name=name, line=opener.line, params=params, parent=parent)
+        g.nodes = [n for n in items[1:-1] if n is not None]
+        for n in g.nodes:
+            n.graph = name
+        return g
+
+    def node(self, items: list) -> Node | None:
+        tok = items[0]
+        text = str(tok)[2:]
+        types, sources, notes, scope = [], [], [], None
+        intern = sys.intern
+        for item in items[1:]:
+            if not isinstance(item, InfoToken):  # an unknown line, already reported
+                notes.append(item[1])
+                continue
+            for kind, line in zip(item.kinds, item.lines):
+                if kind == "SOURCE_LINE":
+                    sources.append(intern(line.strip()))
+                elif kind == "TYPE_LINE":
+                    types.append(intern(line.strip()))
+                elif kind == "SCOPE_LINE" and scope is None:
+                    inner = line.split(": ", 1)[1]
+                    scope = intern(inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner)
+                else:
+                    notes.append(line.strip())
+        if tok.type == "RETURN_LINE":
+            nid, name, callee, op, start = None, "Return", "Return", "Return", len("Return(")
+        else:
+            m = _head_regex().match(text)
+            if not m:
+                return self._bad(tok, 3, "a node statement '%N(name) = Op(...)'", show(text), None)
+            nid, name, callee = int(m.group(1)[1:]), m.group(2), m.group(3)
+            start = m.end()
+            if text.startswith("[", start):  # `%3[@FuncUnion(@a, @b)]()`: skip the annotation
+                start = scan_args(text, start + 1)[1]
+            if not text.startswith("(", start):
+                return self._bad(tok, start + 3, "'(' opening the argument list",
+                                 show(text[start:]) if start < len(text) else "end of line", None)
+            start += 1
+            op = CALL if callee[0] in "@%$" else _strip_prefix(callee)
+        problem = _structure_problem(text, start)
+        if problem:
+            col, expected, found = problem
+            return self._bad(tok, col + 3, expected, found, None)
+        return Node("", nid, name, callee, op, text, start, tok.line, tuple(types), scope,
+                    tuple(sources), tuple(notes))
+
+    def order_section(self, items: list) -> tuple:
+        return ("order", [str(t) for t in items[1:]])
+
+    # --- the whole file
+    def dump(self, items: list) -> tuple:
+        """Attach the preamble items printed before each subgraph to it."""
+        header, rest = items[0], items[1:]
+        graphs, pending, order = [], [], []
+        for item in rest:
+            if isinstance(item, Subgraph):
+                _attach(item, pending)
+                graphs.append(item)
+                pending = []
+            elif item[0] == "order":
+                order.extend(item[1])
+            else:
+                pending.append(item)
+        return header, graphs, pending, order
+
+    def _bad(self, tok: Token, col: int, expected: str, found: str, fallback: Any) -> Any:
+        err = DumpError(self.path, tok.line, col, expected, found)
+        if not self.lenient:
+            raise err
+        self.warnings.append(Warning_(tok.line, f"skipped: {err}"))
+        return fallback
+
+
+def _attach(g: Subgraph, preamble: list[tuple[str, Any]]) -> None:
+    for kind, value in preamble:
+        if kind == "kv":
+            g.attrs[value[0]] = value[1]
+        elif kind == "instance":
+            g.instance = value
+        elif kind != "attr_head":
+            g.preamble.append(value)
+
+
+def _strip_prefix(callee: str) -> str:
+    return callee[len(PRIMFUNC_PREFIX):] if callee.startswith(PRIMFUNC_PREFIX) else callee
+
+
+def _int_after_colon(tok: Token) -> int:
+    return int(str(tok).rsplit(":", 1)[1])
+
+
+@functools.cache
+def _head_regex() -> re.Pattern[str]:
+    # The head of `node_stmt` in the grammar, built from its terminals.
+    return re.compile(rf"({terminal('NODE_REF')})\(({terminal('DEBUG_NAME')})\) = (?:call )?"
+                      rf"({terminal('GRAPH_REF')}|{terminal('NODE_REF')}|{terminal('FREE_VAR')}|{terminal('NAME')})")
+
+
+@functools.cache
+def _graph_regex() -> re.Pattern[str]:
+    # `graph_sig` of the grammar, built from its terminals.
+    g, p = terminal("GRAPH_REF"), terminal("PARAM_REF")
+    return re.compile(rf"subgraph ({g})(?: parent: \[subgraph ({g})\])?\(((?:{p}(?:, )?)*)\) *\{{ *")
+
+
+@functools.cache
+def _param_regex() -> re.Pattern[str]:
+    # `param_decl` of the grammar: reference, type, then the rest (`: has_default`, backend info).
+    return re.compile(rf"({terminal('PARAM_REF')}): (<.*?>|\S+)((?:\s+:\s.*)?)\s*")
+
+
+@functools.cache
+def _lexical_regex() -> re.Pattern[str]:
+    """Greedy run of tokens of the line grammar; where it stops early, the line holds a
+    character no token of the grammar allows. Matching without an end anchor never backtracks,
+    so this is linear in the line's length."""
+    names = ["STRING", "FREE_VAR", "PARAM_REF", "NODE_REF", "GRAPH_REF", "NUMBER", "NAME"]
+    return re.compile("(?:" + "|".join(terminal(n) for n in names) + r"|[\s()\[\]{}<>,:=*+\-.$]|[^\x00-\x7f])*")
+
+
+@functools.cache
+def _string_regex() -> re.Pattern[str]:
+    return re.compile(terminal("STRING"))
+
+
+_PAIRS = {")": "(", "]": "[", "}": "{"}
+_CLOSE = {"(": ")", "[": "]", "{": "}"}
+
+
+def _structure_problem(text: str, start: int) -> tuple[int, str, str] | None:
+    """Check brackets and characters of a statement from `start` (after the head, whose debug
+    name may hold any character). Counting is done in C; only a line whose counts disagree, or
+    that has quotes or stray characters, is walked character by character."""
+    body = text[start:]
+    if '"' in body or "'" in body:
+        body = _string_regex().sub('""', body)
+    if (body.count("(") + 1 == body.count(")") and body.count("[") == body.count("]")
+            and body.count("{") == body.count("}") and _lexical_regex().match(body).end() == len(body)):
+        return None
+    stack: list[tuple[str, int]] = [("(", start - 1)]
+    lexical = _lexical_regex()
+    string_re = _string_regex()
+    i, n = start, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            m = string_re.match(text, i)
+            if not m:
+                return i + 1, f"a closing {c}", "end of line"
+            i = m.end()
+            continue
+        if c in "([{":
+            stack.append((c, i))
+        elif c in ")]}":
+            if not stack or stack[-1][0] != _PAIRS[c]:
+                return i + 1, f"'{_CLOSE[stack[-1][0]]}'" if stack else "end of line", repr(c)
+            stack.pop()
+        else:
+            m = lexical.match(text, i)
+            if m.end() == i and not c.isspace():
+                return i + 1, "a value, name, reference or bracket", repr(c)
+            if m.end() > i:
+                # advance over plain tokens but stop at brackets/quotes handled above
+                j = i
+                while j < m.end() and text[j] not in "()[]{}\"'":
+                    j += 1
+                i = max(j, i + 1)
+                continue
+        i += 1
+    if stack:
+        c, pos = stack[-1]
+        return n + 1, f"'{_CLOSE[c]}' closing the '{c}' at column {pos + 3}", "end of line"
+    return None
+
+
+_BUILDER = Builder()
+
+
+def load(path: str | os.PathLike, lenient: bool = False,
+         progress: Callable[[int], None] | None = None) -> Dump:
+    """Read one dump (`.ir`, `.ir.gz`, `.ir.xz`).
+
+    Raises `DumpError` (one line, `path:line:col: expected ..., found ...`) on input that is not a
+    well-formed dump; with `lenient=True` a bad node or line is skipped and reported in
+    `Dump.warnings` instead. `progress`, if given, is called with the bytes read so far.
+    """
+    name = str(path)
+    lines = read_lines(path)
+    if progress is not None:
+        lines = _report(lines, progress)
+    data = _Lines(name, lines)
+    builder = _BUILDER
+    builder.reset(name, lenient)
+    parser = document_parser(LineLexer, builder)
+
+    def on_error(exc: UnexpectedInput) -> bool:
+        builder.warnings.append(Warning_(getattr(exc, "line", 0) or data.last_line,
+                                         f"skipped: {_message(name, exc, data)}"))
+        return True
+
+    try:
+        parsed = parser.parse(data, on_error=on_error if lenient else None)
+    except UnexpectedInput as exc:
+        raise DumpError(name, *_located(exc, data)) from None
+    except VisitError as exc:  # a DumpError raised inside a Builder callback
+        if isinstance(exc.orig_exc, DumpError):
+            raise exc.orig_exc from None
+        raise
+    return _assemble(name, parsed, builder, data)
+
+
+def _report(lines: Iterator[tuple[int, str]], progress: Callable[[int], None]) -> Iterator[tuple[int, str]]:
+    done = 0
+    for number, text in lines:
+        done += len(text) + 1
+        if number % 20000 == 0:
+            progress(done)
+        yield number, text
+    progress(done)
+
+
+def _located(exc: UnexpectedInput, data: _Lines) -> tuple[int, int, str, str]:
+    tok = getattr(exc, "token", None)
+    expected = sorted(getattr(exc, "expected", None) or ())
+    if tok is None or tok.type == "$END":
+        line = data.last_line + 1 if data.last_line else 1
+        found = "end of file"
+        if data.open_graph and "CLOSE_LINE" in expected:
+            return (line, 1, f"'}}' closing the subgraph opened at line {data.open_graph[1]}", found)
+        if data.last_line == 0:
+            found = "an empty file"
+    else:
+        line = tok.line
+        found = f"{LINE_NAMES.get(tok.type, tok.type)} {show(str(tok))}" if tok.type != "UNKNOWN_LINE" else show(str(tok))
+    names = [LINE_NAMES.get(e, e) for e in expected if e != "UNKNOWN_LINE"]
+    wanted = " or ".join(names[:4]) + (" or ..." if len(names) > 4 else "")
+    return (line, 1, wanted or "nothing more", found)
+
+
+def _message(name: str, exc: UnexpectedInput, data: _Lines) -> str:
+    return str(DumpError(name, *_located(exc, data)))
+
+
+def _assemble(name: str, parsed: tuple, builder: Builder, data: _Lines) -> Dump:
+    header, graphs, trailing, order = parsed
+    dump = Dump(path=name, size=data.size, entry=header.get("entry"), subgraphs=graphs, order=order,
+                attrs=header.get("attrs", {}), jit_config=header.get("jit_config", {}))
+    if "subgraphs" in header:
+        dump.declared["subgraphs"], dump.sorted_order = header["subgraphs"]
+    if "params" in header:
+        dump.declared["params"], dump.params = header["params"]
+    if "node_counts" in header:
+        dump.declared["nodes"], dump.declared["cnodes"] = header["node_counts"]
+    dump.warnings.extend(builder.warnings)
+    if trailing:
+        dump.warnings.append(Warning_(data.last_line, f"{len(trailing)} line(s) after the last subgraph kept as raw text"))
+    counts = dump.counts
+    for key in ("subgraphs", "params", "cnodes"):
+        if key in dump.declared and dump.declared[key] != counts[key]:
+            dump.warnings.append(Warning_(0, f"header declares {dump.declared[key]} {key}, parsed {counts[key]}"))
+    builder.reset("", False)
+    return dump

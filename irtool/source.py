@@ -1,0 +1,60 @@
+"""Open a dump (`.ir`, `.ir.gz`, `.ir.xz`) and yield its lines as text, one at a time.
+
+Lines are decoded one by one so that a large dump is never held in memory. Bytes that are not
+UTF-8 are an error, except inside `# In file` lines: those quote the user's own source files,
+which may use any encoding, so there they are replaced.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+from typing import IO, Iterator
+
+from .errors import DumpError
+
+_OPENERS = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
+_BINARY_MAGIC = (b"\x89PNG", b"\x7fELF", b"PK\x03\x04", b"%PDF", b"\x08\x01\x12", b"GIF8", b"\xff\xd8\xff")
+
+
+def open_binary(path: str | os.PathLike) -> IO[bytes]:
+    """Open `path` for reading bytes, decompressing by suffix."""
+    opener = _OPENERS.get(os.path.splitext(str(path))[1].lower(), open)
+    return opener(path, "rb")
+
+
+def read_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """Yield `(line_number, text)` for every line of the dump, without its line break."""
+    name = str(path)
+    try:
+        stream = open_binary(path)
+    except OSError as exc:
+        raise DumpError(name, 0, 0, "a readable file", exc.strerror or str(exc)) from None
+    with stream:
+        try:
+            yield from _decode(name, stream)
+        except (OSError, EOFError, lzma.LZMAError) as exc:  # corrupt or cut compressed data
+            raise DumpError(name, 0, 0, "intact compressed data", str(exc) or type(exc).__name__) from None
+
+
+def _decode(name: str, stream: IO[bytes]) -> Iterator[tuple[int, str]]:
+    number = 0
+    for raw in stream:
+        number += 1
+        if number == 1:
+            if raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if raw.startswith(_BINARY_MAGIC) or b"\0" in raw[:4096]:
+                raise DumpError(name, 1, 1, "a MindIR text dump", "binary data")
+        if b"\0" in raw:
+            raise DumpError(name, number, raw.index(b"\0") + 1, "text", "a NUL byte")
+        raw = raw.rstrip(b"\r\n")
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if raw.lstrip().startswith(b"# In file"):
+                yield number, raw.decode("utf-8", errors="replace")
+            else:
+                col = len(raw[: exc.start].decode("utf-8", errors="replace")) + 1
+                raise DumpError(name, number, col, "UTF-8 text", f"the byte 0x{raw[exc.start]:02x}") from None

@@ -1,0 +1,440 @@
+"""Parse the inside of lines on demand: node arguments, attribute groups, types.
+
+Two paths, both driven by `grammar/mindir.lark`:
+- `scan_args` splits a node's argument list and finds its references with one regex built from
+  the grammar's own terminals (STRING, FREE_VAR, PARAM_REF, NODE_REF, GRAPH_REF). It is cheap
+  enough to run on every node of a large dump, which building the graph needs.
+- `parse_tail` / `parse_type_sig` run the lark line parser and turn its tree into Python values.
+  Type lines repeat a lot (a 68 MB dump has ~6 k distinct ones among 42 k), so they are cached.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from lark import Token, Transformer, v_args
+from lark.exceptions import LarkError
+
+from .grammar import line_parser
+from .model import Dump, Input, Node, Ref, TypeInfo, Warning_
+
+
+@functools.cache
+def terminal(name: str) -> str:
+    """The regex of a terminal of the line grammar."""
+    for t in line_parser().terminals:
+        if t.name == name:
+            return t.pattern.to_regexp()
+    raise KeyError(name)
+
+
+@functools.cache
+def _scanner() -> re.Pattern[str]:
+    parts = [f"(?P<string>{terminal('STRING')})", f"(?P<free>{terminal('FREE_VAR')})",
+             f"(?P<param>{terminal('PARAM_REF')})", f"(?P<node>{terminal('NODE_REF')})",
+             f"(?P<graph>{terminal('GRAPH_REF')})", r"(?P<open>[(\[{])", r"(?P<close>[)\]}])",
+             r"(?P<comma>,)"]
+    return re.compile("|".join(parts))
+
+
+def scan_args(text: str, start: int) -> tuple[list[Input], int]:
+    """Split the argument list that opens at `text[start-1] == '('`.
+
+    Returns the inputs and the offset just after the closing ')'. The statement was checked for
+    balanced brackets when it was read, so the list always closes.
+    """
+    inputs: list[Input] = []
+    depth, item_start, refs = 0, start, []
+    end = len(text)
+    for m in _scanner().finditer(text, start):
+        kind = m.lastgroup
+        if kind == "open":
+            depth += 1
+        elif kind == "close":
+            if depth == 0:
+                end = m.end()
+                _add(inputs, text[item_start : m.start()], refs)
+                break
+            depth -= 1
+        elif kind == "comma":
+            if depth == 0:
+                _add(inputs, text[item_start : m.start()], refs)
+                item_start, refs = m.end(), []
+        elif kind != "string":
+            refs.append(Ref(kind, m.group()))
+    return inputs, end
+
+
+def _add(inputs: list[Input], raw: str, refs: list[Ref]) -> None:
+    raw = raw.strip()
+    if not raw:
+        return
+    if len(refs) == 1 and refs[0].name == raw:
+        inputs.append(Input(len(inputs), raw, refs[0]))
+    else:
+        inputs.append(Input(len(inputs), raw, None, tuple(refs)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+# ---------------------------------------------------------------------------------------------
+
+SCALAR_TYPES = {"I8": int, "I16": int, "I32": int, "I64": int, "U8": int, "U16": int, "U32": int,
+                "U64": int, "F16": float, "F32": float, "F64": float, "BF16": float}
+
+
+class Apply:
+    """A constructor-like value the model keeps structured: `Tensor(shape=[2], dtype=..., ...)`,
+    `UMonad[U]`, `ValueProblem[DeadNode]`, `TupleShape(...)`."""
+
+    __slots__ = ("name", "args", "kwargs", "bracket")
+
+    def __init__(self, name: str, args: list, kwargs: dict, bracket: str = "(") -> None:
+        self.name, self.args, self.kwargs, self.bracket = name, args, kwargs, bracket
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Apply) and (self.name, self.args, self.kwargs) == (
+            other.name, other.args, other.kwargs)
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        inner = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        close = ")" if self.bracket == "(" else "]"
+        return f"{self.name}{self.bracket}{', '.join(inner)}{close}"
+
+
+_WORDS = {"None": None, "true": True, "false": False}
+
+
+class Name(str):
+    """A bare word value such as `F32`, `dp`, `U`: kept as text, distinguishable from strings."""
+
+
+@v_args(inline=True)
+class ValueTransformer(Transformer):
+    """Lark tree of a value -> plain Python: tuples, lists, dicts, ints, floats, bools, str."""
+
+    def node_ref(self, tok: Token) -> Ref:
+        return Ref("node", str(tok))
+
+    def param_ref(self, tok: Token) -> Ref:
+        return Ref("param", str(tok))
+
+    def graph_ref(self, tok: Token) -> Ref:
+        return Ref("graph", str(tok))
+
+    def free_var(self, tok: Token) -> Ref:
+        return Ref("free", str(tok))
+
+    def number(self, tok: Token) -> int | float:
+        s = str(tok)
+        try:
+            return int(s)
+        except ValueError:
+            return float(s)
+
+    def string(self, tok: Token) -> str:
+        return _unquote(str(tok))
+
+    def name(self, tok: Token) -> Any:
+        s = str(tok)
+        return _WORDS[s] if s in _WORDS else Name(s)
+
+    def ellipsis(self) -> Name:
+        return Name("...")
+
+    def args(self, *items: Any) -> list:
+        return list(items)
+
+    def list_items(self, *items: Any) -> list:
+        return list(items)
+
+    def kwargs(self, *items: Any) -> list:
+        return list(items)
+
+    def keyword(self, key: Token, value: Any) -> tuple:
+        return ("=", str(key), value)
+
+    def tuple(self, items: list | None = None) -> tuple:
+        return tuple(items or ())
+
+    def list(self, items: list | None = None) -> list:
+        return list(items or ())
+
+    def dict(self, *items: Any) -> dict:
+        return dict(i for i in items if i is not None)
+
+    def dict_item(self, key: Token, value: Any) -> tuple:
+        k = str(key)
+        return (_unquote(k) if k[:1] in "\"'" else k, value)
+
+    def apply(self, name: Token, kwargs: list | None = None) -> Any:
+        args, kw = _split_kwargs(kwargs)
+        n = str(name)
+        if not kw and len(args) == 1:
+            if n == "Bool":
+                return bool(args[0])
+            cast = SCALAR_TYPES.get(n)
+            if cast is not None and isinstance(args[0], (int, float)):
+                return cast(args[0])
+        return Apply(n, args, kw)
+
+    def indexed(self, name: Token, kwargs: list | None = None) -> Apply:
+        args, kw = _split_kwargs(kwargs)
+        return Apply(str(name), args, kw, "[")
+
+
+def _split_kwargs(items: list | None) -> tuple[list, dict]:
+    args, kw = [], {}
+    for item in items or ():
+        if isinstance(item, tuple) and len(item) == 3 and item[0] == "=":
+            kw[item[1]] = item[2]
+        else:
+            args.append(item)
+    return args, kw
+
+
+def _unquote(s: str) -> str:
+    body = s[1:-1]
+    return body.encode("latin-1", "backslashreplace").decode("unicode_escape") if "\\" in body else body
+
+
+@v_args(inline=True)
+class _TailTransformer(ValueTransformer):
+    def node_tail(self, *extras: Any) -> dict:
+        out: dict[str, Any] = {}
+        for kind, key, value in extras:
+            if kind == "group":
+                out.setdefault(key, {}).update(value)
+            elif kind == "extra":
+                out.setdefault("extra", {}).update(value)
+            else:
+                out["instance_name"] = value
+        return out
+
+    def instance_name(self, _kw: Token, name: Token) -> tuple:
+        return ("instance", "instance_name", str(name))
+
+    def attr_group(self, name: Token, values: dict) -> tuple:
+        return ("group", str(name), values)
+
+    def extra_dict(self, values: dict) -> tuple:
+        return ("extra", "extra", values)
+
+
+_TAIL = _TailTransformer()
+
+
+def parse_tail(node: Node) -> dict[str, Any]:
+    """Attribute groups of a node. Text the grammar cannot read is kept under `raw` with a
+    warning attached to the node (the dump's warning list is filled by `Dump.check`)."""
+    tail = node.tail.strip()
+    if not tail:
+        return {}
+    try:
+        return _TAIL.transform(line_parser().parse(tail, start="node_tail"))
+    except LarkError as exc:
+        return {"raw": tail, "error": _lark_message(exc)}
+
+
+def _lark_message(exc: LarkError) -> str:
+    col = getattr(exc, "column", None)
+    tok = getattr(exc, "token", None)
+    where = f"col {col}" if isinstance(col, int) and col > 0 else "end"
+    found = repr(str(tok))[:40] if tok is not None else "end of line"
+    expected = sorted(getattr(exc, "expected", None) or getattr(exc, "allowed", None) or [])
+    return f"at {where}: expected {' or '.join(expected[:6]) or 'more input'}, found {found}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Types
+# ---------------------------------------------------------------------------------------------
+
+@v_args(inline=True)
+class _TypeTransformer(Transformer):
+    """Type tree -> nested lists of atoms; `abstract` -> TypeInfo."""
+
+    def tname(self, tok: Token) -> str:
+        return str(tok)
+
+    def tnumber(self, tok: Token) -> int | float:
+        s = str(tok)
+        return int(s) if s.lstrip("+-").isdigit() else float(s)
+
+    def tcolon(self) -> str:
+        return ":"
+
+    def tstar(self) -> str:
+        return "*"
+
+    def tellipsis(self) -> str:
+        return "..."
+
+    def tstring(self, tok: Token) -> str:
+        return str(tok)
+
+    def tparts(self, *parts: Any) -> list:
+        return [p for p in parts if p is not None]
+
+    def tpart(self, *atoms: Any) -> tuple:
+        return ("part", list(atoms))
+
+    def tkeyword(self, key: Token, *atoms: Any) -> tuple:
+        return ("kw", str(key), list(atoms))
+
+    def tparen(self, parts: list | None = None) -> tuple:
+        return ("()", parts or [])
+
+    def tbracket(self, parts: list | None = None) -> tuple:
+        return ("[]", parts or [])
+
+    def tbrace(self, parts: list | None = None) -> tuple:
+        return ("{}", parts or [])
+
+    def abstract(self, parts: list) -> TypeInfo:
+        return _type_info(parts)
+
+    def type(self, *atoms: Any) -> TypeInfo:
+        if len(atoms) == 1 and isinstance(atoms[0], TypeInfo):
+            return atoms[0]
+        return TypeInfo(text=" ".join(map(str, atoms)), kind=str(atoms[0]))
+
+    def types(self, *items: TypeInfo) -> list:
+        return list(items)
+
+    def type_sig(self, ins: list | None, outs: list | None = None) -> tuple:
+        return (ins or [], outs or [])
+
+
+def _shape(atom: Any) -> Any:
+    """A printed shape -> tuple of ints; `TupleShape(...)` -> tuple of shapes; else None."""
+    if isinstance(atom, tuple) and atom[0] == "()":
+        dims = []
+        for part in atom[1]:
+            if part[0] != "part" or len(part[1]) != 1:
+                return tuple(_shape(p[1][0]) if p[0] == "part" else None for p in atom[1])
+            dims.append(part[1][0] if isinstance(part[1][0], int) else _shape(part[1][0]))
+        return tuple(dims)
+    return None
+
+
+def _type_info(parts: list) -> TypeInfo:
+    first = parts[0][1] if parts and parts[0][0] == "part" else []
+    kind = first[0] if first and isinstance(first[0], str) else "?"
+    dtype = None
+    # Tensor[Float32], Ref[Tensor[Float32]], Tuple[Tensor[Float32]*2]: innermost leading name
+    atoms = first
+    while len(atoms) >= 2 and isinstance(atoms[1], tuple) and atoms[1][0] == "[]" and atoms[1][1]:
+        inner = atoms[1][1][0]
+        if inner[0] != "part":
+            break
+        atoms = inner[1]
+        if atoms and isinstance(atoms[0], str):
+            dtype = atoms[0]
+    if dtype is None and kind.endswith("xDefaultFormat"):  # backend: Float32xDefaultFormat[..]{..}
+        dtype = kind[: -len("xDefaultFormat")]
+    shape = None
+    if len(parts) > 1 and parts[1][0] == "part":
+        atoms = parts[1][1]
+        if len(atoms) == 1:
+            shape = _shape(atoms[0])
+        elif len(atoms) == 2 and atoms[0] == "TupleShape":
+            shape = tuple(_shape(p[1][0]) if p[0] == "part" and len(p[1]) == 1 else None
+                          for p in atoms[1][1])
+    if kind in ("Tensor", "Ref") and dtype is not None and dtype.startswith("Tensor"):
+        dtype = None
+    return TypeInfo(text=_render(parts), kind=kind, dtype=dtype, shape=shape)
+
+
+def _render(parts: list) -> str:
+    return "<" + ", ".join(_render_part(p) for p in parts) + ">"
+
+
+def _render_part(part: tuple) -> str:
+    if part[0] == "kw":
+        return f"{part[1]}={''.join(_render_atom(a) for a in part[2])}"
+    return "".join(_render_atom(a) for a in part[1])
+
+
+def _render_atom(atom: Any) -> str:
+    if isinstance(atom, TypeInfo):
+        return atom.text
+    if isinstance(atom, tuple):
+        o, c = atom[0]
+        return o + ", ".join(_render_part(p) for p in atom[1]) + c
+    return str(atom)
+
+
+_TYPES = _TypeTransformer()
+
+
+@functools.lru_cache(maxsize=65536)
+def parse_type_sig(text: str) -> tuple[list[TypeInfo], list[TypeInfo]]:
+    """`: (<in>, ...) -> (<out>)` -> (input types, output types). Unreadable text gives one
+    TypeInfo of kind `?` holding the raw text."""
+    try:
+        return _TYPES.transform(line_parser().parse(text.strip(), start="type_sig"))
+    except LarkError:
+        return ([], [TypeInfo(text=text.strip(), kind="?")])
+
+
+@functools.lru_cache(maxsize=65536)
+def parse_type(text: str) -> TypeInfo:
+    """One type, e.g. `<Tensor[Float32], (16, 32)>`."""
+    ins, _ = parse_type_sig(f": ({text})")
+    return ins[0] if len(ins) == 1 else TypeInfo(text=text, kind="?")
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole-dump check
+# ---------------------------------------------------------------------------------------------
+
+def check_dump(dump: Dump) -> list[Warning_]:
+    """Parse every node's inputs, attributes and types and resolve every reference."""
+    found: list[Warning_] = []
+    graphs = {g.name: g for g in dump.subgraphs}
+    # A parameter is identified by its number: bootstrap dumps declare `%para1_inputs` and use
+    # it as `%para1_Parameter_3`.
+    params = {_param_index(p.ref) for p in dump.params}
+    for g in dump.subgraphs:
+        params.update(_param_index(p) for p in g.params)
+    names = {g.name: {n.name for n in g.nodes} for g in dump.subgraphs}
+    for g in dump.subgraphs:
+        local = {n.key for n in g.nodes}
+        for n in g.nodes:
+            attrs = n.attrs
+            if "error" in attrs:
+                found.append(Warning_(n.line, f"attributes kept as raw text: {attrs['error']}"))
+            for tl in n.type_lines:
+                ins, outs = parse_type_sig(tl)
+                if any(t.kind == "?" for t in ins + outs):
+                    found.append(Warning_(n.line, f"type line kept as raw text: {tl.strip()[:60]}"))
+            refs = [r for i in n.inputs for r in ((i.ref,) if i.ref else i.nested)]
+            if n.callee[0] in "%$":
+                refs.append(Ref("node" if n.callee[0] == "%" else "free", n.callee.split("[")[0]))
+            for r in refs:
+                ok = (r.name in local if r.kind == "node"
+                      else _param_index(r.name) in params if r.kind == "param"
+                      else r.name[1:] in graphs or r.name == "@FuncUnion" if r.kind == "graph"
+                      else _free_ok(r.name, names, params))
+                if not ok:
+                    found.append(Warning_(n.line, f"unresolved reference {r.name} in {n.key}"))
+    dump.warnings.extend(found)
+    return found
+
+
+def _param_index(ref: str) -> int:
+    return int(ref[ref.index("para") + 4 : ref.index("_")])
+
+
+def _free_ok(name: str, names: dict[str, set[str]], params: set[int]) -> bool:
+    """`$(@g:para3_w)` names a parameter, `$(@g:CNode_5)` a node of graph g."""
+    graph, _, item = name[3:-1].partition(":")
+    if graph not in names:
+        return False
+    if item.startswith("para") and item[4:5].isdigit():
+        return _param_index(item) in params
+    return item in names[graph]
