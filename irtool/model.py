@@ -273,9 +273,29 @@ class Dump:
 
         return build(self)
 
+    def comm_nodes(self) -> list:
+        """Communication nodes, classified (see `irtool.parallel`)."""
+        from .parallel import comm_nodes
+
+        return comm_nodes(self)
+
+    def strategies(self) -> list:
+        """Operators with sharding strategies or layouts (see `irtool.parallel`)."""
+        from .parallel import strategies
+
+        return strategies(self)
+
+    @property
+    def stage(self) -> int | None:
+        """This rank's pipeline stage; None when the dump has no pipeline (see `irtool.parallel`)."""
+        from .parallel import infer_stage
+
+        return infer_stage(self)
+
     def check(self) -> list[Warning_]:
         """Parse every lazily parsed part now (inputs, attributes, types) and resolve every
         reference; returns the warnings found (also appended to `self.warnings`)."""
         from .values import check_dump
 
         return check_dump(self)
+
