@@ -44,6 +44,10 @@ def _run(fn: Callable[[], int | None]) -> None:
     except (OSError, MemoryError, RecursionError) as exc:
         click.echo(f"irtool: {type(exc).__name__}: {exc}", err=True)
         sys.exit(2)
+    except Exception as exc:  # last resort: a bug in irtool, still one line and exit 2
+        text = " ".join(str(exc).split())[:200]
+        click.echo(f"irtool: internal error: {type(exc).__name__}: {text}", err=True)
+        sys.exit(2)
     sys.exit(code)
 
 

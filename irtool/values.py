@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from itertools import accumulate
 from typing import Any
 
 from lark import Token, Transformer, v_args
@@ -74,6 +75,39 @@ def _add(inputs: list[Input], raw: str, refs: list[Ref]) -> None:
         inputs.append(Input(len(inputs), raw, refs[0]))
     else:
         inputs.append(Input(len(inputs), raw, None, tuple(refs)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Nesting limit
+# ---------------------------------------------------------------------------------------------
+
+# Deepest bracket nesting (`(`, `[`, `{`, `<`) the lazy line parser accepts in one attribute tail or
+# type line. lark's LALR parse is iterative, but its Transformer recurses about five Python frames
+# per nesting level, so with Python's default recursion limit (1000) ~190 levels overflow. Real
+# dumps nest at most ~5 levels; deeper text is kept raw with a warning (see docs/limits.md).
+MAX_DEPTH = 100
+
+_BRACKET_RE = re.compile(r"->|[()\[\]{}<>]")
+_STEP = {"(": 1, "[": 1, "{": 1, "<": 1, ")": -1, "]": -1, "}": -1, ">": -1, "->": 0}
+
+
+def nesting_depth(text: str) -> int:
+    """Deepest bracket nesting of `text` (quotes are not skipped, so this may over-count).
+
+    Costs four `str.count` calls for ordinary lines; only a line with more than MAX_DEPTH opening
+    brackets is scanned bracket by bracket."""
+    opening = text.count("(") + text.count("[") + text.count("{") + text.count("<")
+    if opening <= MAX_DEPTH:
+        return opening  # an upper bound, enough to say "within the limit"
+    return max(accumulate(_STEP[c] for c in _BRACKET_RE.findall(text)), default=0)
+
+
+def _too_deep(text: str) -> str | None:
+    """An error message when `text` nests deeper than MAX_DEPTH, else None."""
+    depth = nesting_depth(text)
+    if depth > MAX_DEPTH:
+        return f"nesting depth {depth} exceeds the limit of {MAX_DEPTH}"
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,10 +268,15 @@ def parse_tail(node: Node) -> dict[str, Any]:
     tail = node.tail.strip()
     if not tail:
         return {}
+    deep = _too_deep(tail)
+    if deep:
+        return {"raw": tail, "error": deep}
     try:
         return _TAIL.transform(line_parser().parse(tail, start="node_tail"))
     except LarkError as exc:
         return {"raw": tail, "error": _lark_message(exc)}
+    except RecursionError:  # not reachable below MAX_DEPTH; kept as a last guard
+        return {"raw": tail, "error": "nesting too deep to parse"}
 
 
 def _lark_message(exc: LarkError) -> str:
@@ -262,7 +301,12 @@ class _TypeTransformer(Transformer):
 
     def tnumber(self, tok: Token) -> int | float:
         s = str(tok)
-        return int(s) if s.lstrip("+-").isdigit() else float(s)
+        if s.lstrip("+-").isdigit():
+            try:
+                return int(s)
+            except ValueError:  # more digits than int() accepts (sys.get_int_max_str_digits)
+                return float(s)
+        return float(s)
 
     def tcolon(self) -> str:
         return ":"
@@ -375,9 +419,11 @@ _TYPES = _TypeTransformer()
 def parse_type_sig(text: str) -> tuple[list[TypeInfo], list[TypeInfo]]:
     """`: (<in>, ...) -> (<out>)` -> (input types, output types). Unreadable text gives one
     TypeInfo of kind `?` holding the raw text."""
+    if _too_deep(text):
+        return ([], [TypeInfo(text=text.strip(), kind="?")])
     try:
         return _TYPES.transform(line_parser().parse(text.strip(), start="type_sig"))
-    except LarkError:
+    except (LarkError, RecursionError):
         return ([], [TypeInfo(text=text.strip(), kind="?")])
 
 
