@@ -227,6 +227,9 @@ class Builder(Transformer):
             m = _head_regex().match(text)
             if not m:
                 return self._bad(tok, 3, "a node statement '%N(name) = Op(...)'", show(text), None)
+            if len(m.group(1)) > MAX_DIGITS + 1:
+                return self._bad(tok, 4, f"a node number of at most {MAX_DIGITS} digits",
+                                 f"{len(m.group(1)) - 1} digits", None)
             nid, name, callee = int(m.group(1)[1:]), m.group(2), m.group(3)
             start = m.end()
             if text.startswith("[", start):  # `%3[@FuncUnion(@a, @b)]()`: skip the annotation
@@ -284,8 +287,17 @@ def _strip_prefix(callee: str) -> str:
     return callee[len(PRIMFUNC_PREFIX):] if callee.startswith(PRIMFUNC_PREFIX) else callee
 
 
+# Counts and node numbers longer than this are refused: Python's int() rejects > 4300 digits, and
+# no real dump has a count near 10**18.
+MAX_DIGITS = 18
+
+
 def _int_after_colon(tok: Token) -> int:
-    return int(str(tok).rsplit(":", 1)[1])
+    digits = str(tok).rsplit(":", 1)[1].strip()
+    if len(digits) > MAX_DIGITS:
+        raise DumpError("", tok.line, len(str(tok)) - len(digits) + 1, f"a count of at most {MAX_DIGITS} digits",
+                        f"{len(digits)} digits")
+    return int(digits)
 
 
 @functools.cache
@@ -401,9 +413,16 @@ def load(path: str | os.PathLike, lenient: bool = False,
         parsed = parser.parse(data, on_error=on_error if lenient else None)
     except UnexpectedInput as exc:
         raise DumpError(name, *_located(exc, data)) from None
+    except DumpError as exc:
+        if not exc.path:  # raised by a helper that does not know the file name
+            raise DumpError(name, exc.line, exc.col, exc.expected, exc.found) from None
+        raise
     except VisitError as exc:  # a DumpError raised inside a Builder callback
-        if isinstance(exc.orig_exc, DumpError):
-            raise exc.orig_exc from None
+        orig = exc.orig_exc
+        if isinstance(orig, DumpError):
+            if not orig.path:  # raised by a helper that does not know the file name
+                raise DumpError(name, orig.line, orig.col, orig.expected, orig.found) from None
+            raise orig from None
         raise
     return _assemble(name, parsed, builder, data)
 

@@ -472,11 +472,12 @@ def check_dump(dump: Dump) -> list[Warning_]:
     return found
 
 
-def _param_index(ref: str) -> int:
-    return int(ref[ref.index("para") + 4 : ref.index("_")])
+def _param_index(ref: str) -> str:
+    """The number of `%paraN_name` as digit text (never int(): N may have thousands of digits)."""
+    return ref[ref.index("para") + 4 : ref.index("_")].lstrip("0") or "0"
 
 
-def _free_ok(name: str, names: dict[str, set[str]], params: set[int]) -> bool:
+def _free_ok(name: str, names: dict[str, set[str]], params: set[str]) -> bool:
     """`$(@g:para3_w)` names a parameter, `$(@g:CNode_5)` a node of graph g."""
     graph, _, item = name[3:-1].partition(":")
     if graph not in names:
