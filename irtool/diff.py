@@ -1,0 +1,335 @@
+"""Diff two dumps (or two dump folders) for CI: communication, strategies, operators, parameters.
+
+Nodes are matched by what survives a recompilation - stage, normalised scope, operator, category,
+order of occurrence within (scope, operator) and shapes - never by `%N`, `CNode_123` names,
+unique ids, addresses or paths (see `irtool.diff_match`). Output formats live in
+`irtool.diff_report`; the JSON schema `irtool.diff/1` is documented in docs/diff.md.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .diff_facts import STRATEGY_FIELDS, CommFact, StrategyFact, comm_facts, stage_of, strategy_facts
+from .diff_match import match, plain
+from .errors import DumpError
+from .model import Dump
+
+SCHEMA = "irtool.diff/1"
+FAIL_KINDS = ("comm", "strategy", "ops", "params", "any")
+DEFAULT_FAIL_ON = ("comm", "strategy")
+COMM_FIELDS = ("category", "group_size", "shape", "dtype", "bytes")
+_RANK = re.compile(r"(?:^|[/\\])rank_(\d+)(?:[/\\]|$)")
+
+
+@dataclass
+class RankDiff:
+    """The differences between one old dump and one new dump (usually the same rank)."""
+
+    old_path: str
+    new_path: str
+    old_rank: int | None
+    new_rank: int | None
+    old_stage: int | None
+    new_stage: int | None
+    comm: list[dict[str, Any]] = field(default_factory=list)
+    rank_specific: list[dict[str, Any]] = field(default_factory=list)
+    strategy: list[dict[str, Any]] = field(default_factory=list)
+    ops: list[dict[str, Any]] = field(default_factory=list)
+    params: list[dict[str, Any]] = field(default_factory=list)
+    comm_bytes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def comm_bytes_total(self) -> tuple[int, int]:
+        return (sum(r["old"] for r in self.comm_bytes), sum(r["new"] for r in self.comm_bytes))
+
+    def counts(self) -> dict[str, int]:
+        return {"comm": len(self.comm), "strategy": len(self.strategy), "ops": len(self.ops),
+                "params": len(self.params), "rank_specific": len(self.rank_specific)}
+
+    def as_dict(self) -> dict[str, Any]:
+        old_total, new_total = self.comm_bytes_total
+        return {"old": {"path": self.old_path, "rank": self.old_rank, "stage": self.old_stage},
+                "new": {"path": self.new_path, "rank": self.new_rank, "stage": self.new_stage},
+                "counts": self.counts(), "comm": self.comm, "rank_specific": self.rank_specific,
+                "strategy": self.strategy, "ops": self.ops, "params": self.params,
+                "comm_bytes": self.comm_bytes, "comm_bytes_total": {"old": old_total, "new": new_total}}
+
+
+@dataclass
+class DiffResult:
+    """The whole diff: one RankDiff per matched rank, plus ranks present on one side only."""
+
+    ranks: list[RankDiff] = field(default_factory=list)
+    only_old: list[int] = field(default_factory=list)
+    only_new: list[int] = field(default_factory=list)
+
+    def failures(self, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
+                 max_comm_bytes_increase: str | None = None) -> list[str]:
+        """Reasons to fail, one line each; empty when nothing relevant changed."""
+        kinds = set(parse_fail_on(fail_on))
+        if "any" in kinds:
+            kinds = {"comm", "strategy", "ops", "params", "ranks"}
+        reasons = []
+        if "ranks" in kinds and (self.only_old or self.only_new):
+            reasons.append(f"ranks only in old: {self.only_old}, only in new: {self.only_new}")
+        limit = parse_threshold(max_comm_bytes_increase) if max_comm_bytes_increase else None
+        for r in self.ranks:
+            label = _label(r)
+            counts = r.counts()
+            for kind in ("comm", "strategy", "ops", "params"):
+                if kind in kinds and counts[kind]:
+                    reasons.append(f"{label}: {counts[kind]} {kind} difference(s)")
+            if limit is not None:
+                old, new = r.comm_bytes_total
+                if _exceeds(old, new, limit):
+                    reasons.append(f"{label}: communication bytes {old} -> {new} exceed +{max_comm_bytes_increase}")
+        return reasons
+
+    def as_dict(self, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
+                max_comm_bytes_increase: str | None = None) -> dict[str, Any]:
+        reasons = self.failures(fail_on, max_comm_bytes_increase)
+        return {"schema": SCHEMA, "identical": self.identical, "failed": bool(reasons), "failures": reasons,
+                "fail_on": sorted(set(parse_fail_on(fail_on))), "max_comm_bytes_increase": max_comm_bytes_increase,
+                "only_old_ranks": self.only_old, "only_new_ranks": self.only_new,
+                "ranks": [r.as_dict() for r in self.ranks]}
+
+    @property
+    def identical(self) -> bool:
+        """No difference at all, rank-specific ones aside."""
+        if self.only_old or self.only_new:
+            return False
+        return all(not any(v for k, v in r.counts().items() if k != "rank_specific") for r in self.ranks)
+
+
+def _label(r: RankDiff) -> str:
+    if r.old_rank == r.new_rank:
+        return f"rank {r.old_rank}" if r.old_rank is not None else os.path.basename(r.new_path)
+    return f"rank {r.old_rank} vs {r.new_rank}"
+
+
+def parse_fail_on(values: Iterable[str] | str) -> list[str]:
+    """`["comm,strategy", "ops"]` -> `["comm", "strategy", "ops"]`; unknown kinds are an error."""
+    if isinstance(values, str):
+        values = [values]
+    out = []
+    for value in values:
+        for kind in value.split(","):
+            kind = kind.strip()
+            if not kind:
+                continue
+            if kind not in FAIL_KINDS:
+                raise DumpError(f"--fail-on: unknown kind {kind!r} (choose from {', '.join(FAIL_KINDS)})")
+            out.append(kind)
+    return out
+
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+
+
+def parse_threshold(text: str) -> tuple[str, float]:
+    """`5%` -> ("relative", 0.05); `1048576`, `10MB`, `4MiB` -> ("absolute", bytes)."""
+    s = text.strip().lower().replace(" ", "")
+    try:
+        if s.endswith("%"):
+            return "relative", float(s[:-1]) / 100.0
+        m = re.fullmatch(r"([0-9.]+)([a-z]*)", s)
+        if m and m.group(2) in _UNITS:
+            return "absolute", float(m.group(1)) * _UNITS[m.group(2)]
+    except ValueError:
+        pass
+    raise DumpError(f"--max-comm-bytes-increase: cannot read {text!r} (use e.g. 5% or 1048576 or 10MB)")
+
+
+def _exceeds(old: int, new: int, limit: tuple[str, float]) -> bool:
+    kind, value = limit
+    if kind == "relative":
+        return new > old * (1.0 + value) if old else new > 0
+    return new - old > value
+
+
+# --- the diff itself
+
+def rank_of(path: str) -> int | None:
+    """The rank from a `rank_N` folder in the path, else None."""
+    found = _RANK.findall(os.path.abspath(path))
+    return int(found[-1]) if found else None
+
+
+def diff(old: Dump, new: Dump, old_rank: int | None = None, new_rank: int | None = None) -> DiffResult:
+    """Diff two loaded dumps. Ranks default to the `rank_N` folder of each path; when the two
+    ranks differ, differences in group membership and peer ranks are reported as rank-specific."""
+    old_rank = rank_of(old.path) if old_rank is None else old_rank
+    new_rank = rank_of(new.path) if new_rank is None else new_rank
+    return DiffResult(ranks=[diff_rank(old, new, old_rank, new_rank)])
+
+
+def diff_rank(old: Dump, new: Dump, old_rank: int | None, new_rank: int | None) -> RankDiff:
+    """The RankDiff of two dumps."""
+    old_stage, new_stage = stage_of(old), stage_of(new)
+    r = RankDiff(old.path, new.path, old_rank, new_rank, old_stage, new_stage)
+    cross_rank = old_rank is not None and new_rank is not None and old_rank != new_rank
+    old_comm, new_comm = comm_facts(old, old_stage), comm_facts(new, new_stage)
+    _diff_comm(r, old_comm, new_comm, cross_rank)
+    _diff_strategies(r, strategy_facts(old, old_stage), strategy_facts(new, new_stage))
+    _diff_ops(r, old, new)
+    _diff_params(r, old, new)
+    r.comm_bytes = _comm_bytes(old_comm, new_comm)
+    return r
+
+
+def _comm_group(c: CommFact) -> tuple:
+    return (c.stage, c.scope, c.op)
+
+
+def _diff_comm(r: RankDiff, old: list[CommFact], new: list[CommFact], cross_rank: bool) -> None:
+    same, changed, removed, added = match(old, new, _comm_group, CommFact.signature, lambda c: c.order)
+    for c in removed:
+        r.comm.append({"change": "removed", **_comm_id(c), "old": c.as_dict(), "new": None, "fields": []})
+    for c in added:
+        r.comm.append({"change": "added", **_comm_id(c), "old": None, "new": c.as_dict(), "fields": []})
+    for a, b in changed + same:
+        fields = [f for f in COMM_FIELDS if getattr(a, f) != getattr(b, f)]
+        specific = _rank_fields(a, b)
+        if specific and not cross_rank:
+            fields.extend(f for f in specific if f == "group_ranks")
+        if fields:
+            r.comm.append({"change": "changed", **_comm_id(b), "old": a.as_dict(), "new": b.as_dict(),
+                           "fields": fields})
+        if specific and cross_rank:
+            r.rank_specific.append({**_comm_id(b), "node_scope": b.raw_scope, "fields": specific,
+                                    "old": {f: plain(_rank_value(a, f)) for f in specific},
+                                    "new": {f: plain(_rank_value(b, f)) for f in specific}})
+    r.comm.sort(key=lambda e: (_sort_stage(e["stage"]), e["scope"], e["op"], e["change"]))
+
+
+def _sort_stage(stage: int | None) -> int:
+    return -1 if stage is None else stage
+
+
+def _comm_id(c: CommFact) -> dict[str, Any]:
+    return {"stage": c.stage, "scope": c.scope, "op": c.op, "category": c.category}
+
+
+def _rank_fields(a: CommFact, b: CommFact) -> list[str]:
+    out = [f for f in ("group", "group_ranks") if getattr(a, f) != getattr(b, f)]
+    out.extend(k for k in sorted(set(a.peers) | set(b.peers)) if a.peers.get(k) != b.peers.get(k))
+    return out
+
+
+def _rank_value(c: CommFact, name: str) -> Any:
+    return getattr(c, name) if name in ("group", "group_ranks") else c.peers.get(name)
+
+
+def _diff_strategies(r: RankDiff, old: list[StrategyFact], new: list[StrategyFact]) -> None:
+    same, changed, removed, added = match(old, new, lambda s: (s.stage, s.scope, s.op), StrategyFact.signature,
+                                          lambda s: s.order)
+    for s in removed:
+        r.strategy.append(_strategy_entry("removed", s, None, s.values, None))
+    for s in added:
+        r.strategy.append(_strategy_entry("added", s, None, None, s.values))
+    for a, b in changed:
+        for f in STRATEGY_FIELDS:
+            if a.values.get(f) != b.values.get(f):
+                r.strategy.append(_strategy_entry("changed", b, f, a.values.get(f), b.values.get(f)))
+    r.strategy.sort(key=lambda e: (_sort_stage(e["stage"]), e["scope"], e["op"], e["change"], e["field"] or ""))
+
+
+def _strategy_entry(change: str, s: StrategyFact, name: str | None, old: Any, new: Any) -> dict[str, Any]:
+    return {"change": change, "stage": s.stage, "scope": s.scope, "op": s.op, "name": s.name, "field": name,
+            "old": plain(old), "new": plain(new)}
+
+
+def _diff_ops(r: RankDiff, old: Dump, new: Dump) -> None:
+    a, b = old.op_histogram(), new.op_histogram()
+    for op in sorted(set(a) | set(b)):
+        if a.get(op, 0) != b.get(op, 0):
+            r.ops.append({"op": op, "old": a.get(op, 0), "new": b.get(op, 0), "delta": b.get(op, 0) - a.get(op, 0)})
+
+
+def _diff_params(r: RankDiff, old: Dump, new: Dump) -> None:
+    a = {p.name: p for p in old.params}
+    b = {p.name: p for p in new.params}
+    for name in sorted(set(a) | set(b)):
+        pa, pb = a.get(name), b.get(name)
+        ta = pa.type if pa else None
+        tb = pb.type if pb else None
+        old_shape, new_shape = plain(ta.shape) if ta else None, plain(tb.shape) if tb else None
+        old_dtype, new_dtype = (ta.dtype if ta else None), (tb.dtype if tb else None)
+        if pa is None or pb is None:
+            change = "added" if pa is None else "removed"
+        elif old_shape != new_shape or old_dtype != new_dtype:
+            change = "changed"
+        else:
+            continue
+        r.params.append({"change": change, "name": name, "old_shape": old_shape, "new_shape": new_shape,
+                         "old_dtype": old_dtype, "new_dtype": new_dtype})
+
+
+def _comm_bytes(old: list[CommFact], new: list[CommFact]) -> list[dict[str, Any]]:
+    table: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for side, facts in ((0, old), (1, new)):
+        for c in facts:
+            row = table[(c.stage, c.category)]
+            row[side] += c.bytes or 0
+            row[side + 2] += 1
+    return [{"stage": s, "category": cat, "old": v[0], "new": v[1], "old_count": v[2], "new_count": v[3]}
+            for (s, cat), v in sorted(table.items(), key=lambda kv: (_sort_stage(kv[0][0]), kv[0][1]))]
+
+
+# --- files and folders
+
+def pick_file(folder: str, pass_name: str = "validate") -> str:
+    """The dump of pass `pass_name` in a rank folder (`*_validate_*` by default); `.ir` before `.ir.xz`."""
+    found = [p for p in glob.glob(os.path.join(folder, "*.ir*"))
+             if re.search(rf"(^|_){re.escape(pass_name)}(_|$)", _stem(os.path.basename(p)))]
+    if not found:
+        raise DumpError(f"{folder}: no dump of pass {pass_name!r} (*_{pass_name}_*.ir)")
+    by_stem: dict[str, str] = {}
+    for p in sorted(found, key=lambda p: (len(p), p), reverse=True):
+        by_stem[_stem(os.path.basename(p))] = p  # shortest name (plain .ir) wins
+    return by_stem[sorted(by_stem)[-1]]
+
+
+def _stem(name: str) -> str:
+    for ext in (".ir.xz", ".ir.gz", ".ir.bz2", ".ir"):
+        if name.endswith(ext):
+            return name[: -len(ext)]
+    return name
+
+
+def rank_files(path: str, pass_name: str = "validate") -> dict[int | None, str]:
+    """rank -> dump file, for a `.ir` file, a rank folder, or a folder of `rank_N` folders."""
+    if os.path.isfile(path):
+        return {rank_of(path): path}
+    if not os.path.isdir(path):
+        raise DumpError(f"{path}: no such file or folder")
+    subs = {}
+    for entry in sorted(os.listdir(path)):
+        m = re.fullmatch(r"rank_(\d+)", entry)
+        if m and os.path.isdir(os.path.join(path, entry)):
+            subs[int(m.group(1))] = pick_file(os.path.join(path, entry), pass_name)
+    if subs:
+        return subs
+    return {rank_of(os.path.join(path, "x")): pick_file(path, pass_name)}
+
+
+def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate") -> DiffResult:
+    """Diff two dumps or dump folders, ranks matched by rank number (a lone rank on each side is
+    compared with the other even when the numbers differ)."""
+    from .parse import load
+
+    old_files, new_files = rank_files(old_dir, pass_name), rank_files(new_dir, pass_name)
+    if len(old_files) == 1 and len(new_files) == 1:
+        (ro, po), (rn, pn) = next(iter(old_files.items())), next(iter(new_files.items()))
+        return DiffResult(ranks=[diff_rank(load(po), load(pn), ro, rn)])
+    result = DiffResult()
+    for rank in sorted(set(old_files) & set(new_files), key=lambda r: -1 if r is None else r):
+        result.ranks.append(diff_rank(load(old_files[rank]), load(new_files[rank]), rank, rank))
+    result.only_old = sorted(r for r in old_files if r not in new_files and r is not None)
+    result.only_new = sorted(r for r in new_files if r not in old_files and r is not None)
+    return result

@@ -1,0 +1,129 @@
+"""Stable identities for matching nodes of two compilations (used by `irtool.diff`).
+
+Nothing here looks at `%N`, `CNode_123` names, unique ids, addresses or file paths: a node is
+identified by its normalised scope, its operator and its position among the nodes of the same
+(scope, operator) that have the same signature (shapes, category, ...).
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
+
+T = TypeVar("T")
+
+_OWN_COMPONENT = re.compile(r"^[A-Za-z_][\w.]*-op\d+$")
+_OP_SUFFIX = re.compile(r"-op\d+")
+_IDS = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
+    (re.compile(r"\bCNode_\d+"), "CNode_?"),
+    (re.compile(r"\bequiv_\d+"), "equiv_?"),
+    (re.compile(r"\d{8,}"), "?"),  # hashes and unique ids inside names
+]
+_OP_NUM = re.compile(r"-op(\d+)$")
+
+
+def normalise_scope(scope: str | None) -> str:
+    """Scope without the node's own `Op-opN` component and without numeric ids.
+
+    Default-order dumps print `.../fc1-Dense/MatMul-op0` (`Fullname with scope`), sorted-order
+    ones `.../fc1-Dense`; both normalise to `.../fc1-Dense`.
+    """
+    if not scope:
+        return ""
+    parts = scope.split("/")
+    if len(parts) > 1 and _OWN_COMPONENT.match(parts[-1]):
+        parts = parts[:-1]
+    text = _OP_SUFFIX.sub("-op", "/".join(parts))
+    for pattern, repl in _IDS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def op_number(scope: str | None) -> int:
+    """The creation counter `N` of a trailing `-opN` (stable across print orders); -1 without one."""
+    if not scope:
+        return -1
+    m = _OP_NUM.search(scope)
+    return int(m.group(1)) if m else -1
+
+
+def match(old: Sequence[T], new: Sequence[T], group: Callable[[T], Hashable],
+          signature: Callable[[T], Hashable], order: Callable[[T], Any]) -> tuple[
+              list[tuple[T, T]], list[tuple[T, T]], list[T], list[T]]:
+    """Match two lists of items.
+
+    Items are grouped by `group` (e.g. stage, scope, operator); inside a group they are sorted by
+    `order`, items with equal `signature` are paired first (in order), and the leftovers are
+    paired by position. Returns (same, changed, removed, added), each in a deterministic order.
+    """
+    old_groups: dict[Hashable, list[T]] = defaultdict(list)
+    new_groups: dict[Hashable, list[T]] = defaultdict(list)
+    for item in old:
+        old_groups[group(item)].append(item)
+    for item in new:
+        new_groups[group(item)].append(item)
+    same: list[tuple[T, T]] = []
+    changed: list[tuple[T, T]] = []
+    removed: list[T] = []
+    added: list[T] = []
+    keys = list(old_groups) + [k for k in new_groups if k not in old_groups]
+    for key in keys:
+        olds = sorted(old_groups.get(key, []), key=order)
+        news = sorted(new_groups.get(key, []), key=order)
+        by_sig: dict[Hashable, list[int]] = defaultdict(list)
+        for i, item in enumerate(news):
+            by_sig[signature(item)].append(i)
+        taken = [False] * len(news)
+        rest_old: list[T] = []
+        for item in olds:
+            slots = by_sig.get(signature(item))
+            if slots:
+                j = slots.pop(0)
+                taken[j] = True
+                same.append((item, news[j]))
+            else:
+                rest_old.append(item)
+        rest_new = [item for j, item in enumerate(news) if not taken[j]]
+        for a, b in zip(rest_old, rest_new):
+            changed.append((a, b))
+        removed.extend(rest_old[len(rest_new):])
+        added.extend(rest_new[len(rest_old):])
+    return same, changed, removed, added
+
+
+def freeze(value: Any) -> Hashable:
+    """A hashable version of a parsed attribute value (lists, dicts, tuples nested)."""
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted(freeze(v) for v in value))
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+def plain(value: Any) -> Any:
+    """A JSON-friendly version of a parsed value: tuples become lists, unknown objects text."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def unique(items: Iterable[T]) -> list[T]:
+    """Items in first-seen order without repeats."""
+    seen: set = set()
+    out: list[T] = []
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
