@@ -85,5 +85,35 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool) -> None:
     _run(body)
 
 
+@main.command("diff")
+@click.argument("old", type=click.Path(exists=True, dir_okay=True))
+@click.argument("new", type=click.Path(exists=True, dir_okay=True))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
+              show_default=True, help="Output format; json is documented (docs/diff.md) and versioned.")
+@click.option("--fail-on", "fail_on", multiple=True, default=("comm,strategy",), show_default=True,
+              help="Exit 1 on these differences: comm, strategy, ops, params, any (repeat or comma-separate).")
+@click.option("--max-comm-bytes-increase", "max_increase", default=None,
+              help="Also exit 1 when a rank's communication bytes grow by more than this (5%, 1048576, 10MB).")
+@click.option("--pass", "pass_name", default="validate", show_default=True,
+              help="Which dump of a folder to compare (`*_<pass>_*.ir`).")
+def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increase: str | None,
+             pass_name: str) -> None:
+    """Diff two dumps (files, rank folders or folders of rank_N): communication, strategies,
+    operators, parameters. Exit 0 nothing relevant changed, 1 differences matching --fail-on, 2 error."""
+    from . import diff as diff_mod
+    from . import diff_report
+
+    def body() -> int:
+        diff_mod.parse_fail_on(fail_on)
+        if max_increase:
+            diff_mod.parse_threshold(max_increase)
+        result = diff_mod.diff_dirs(old, new, pass_name=pass_name)
+        render = {"json": diff_report.to_json, "markdown": diff_report.to_markdown}.get(fmt, diff_report.to_text)
+        click.echo(render(result, fail_on, max_increase), nl=fmt == "json")
+        return 1 if result.failures(fail_on, max_increase) else 0
+
+    _run(body)
+
+
 if __name__ == "__main__":
     main()
