@@ -1,0 +1,161 @@
+"""Draw a folded graph from `irtool.render`: DOT with pydot; SVG, PNG, PDF with Graphviz `dot`.
+
+Visual language (also drawn as a legend cluster in every picture):
+- operator: white box; with a sharding strategy: yellow box, strategy printed as `(2,1)(1,4)`;
+- folded scope: blue 3-D box with operator count and marks (strategy, redist, grad-agg, Send, Recv),
+  border coloured like the dominant communication category inside;
+- communication: filled with its category colour, one shape per category; Send and Receive are
+  arrows (`rarrow`/`larrow`) naming the peer stage.
+Every text from the dump is escaped so the output is inert; files are written atomically.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Optional
+
+import networkx as nx
+import pydot
+
+from .render import RenderError
+
+FORMATS = ("dot", "svg", "png", "pdf")
+
+# category -> (fill colour, shape)
+STYLE = {
+    "redistribution": ("#ffb347", "hexagon"),
+    "operator-forward": ("#c9a0ff", "octagon"),
+    "gradient-aggregation": ("#ff6b6b", "doubleoctagon"),
+    "optimizer-parallel": ("#8fd694", "parallelogram"),
+    "pipeline": ("#6fa8ff", "cds"),
+    "other": ("#c8c8c8", "diamond"),
+}
+STRATEGY_FILL = "#fff3b0"
+FOLD_FILL = "#dde8f5"
+P2P_SHAPES = {"Send": "rarrow", "Receive": "larrow"}
+
+
+def escape(text: str) -> str:
+    """Quote arbitrary text as a DOT string that Graphviz shows literally.
+
+    Backslashes are doubled (so `\\N`, `\\G`, `\\l` stay text), quotes escaped, newlines become
+    DOT line breaks, `&` becomes `&amp;` (Graphviz would otherwise read entities), and control
+    characters are dropped. Labels are never HTML-like and shapes never `record`, so `<>{}|` are
+    plain characters; SVG output escapes `<` and `>` itself.
+    """
+    text = "".join(ch for ch in str(text) if ch in "\n\t" or ord(ch) >= 32)
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
+    text = text.replace("\r", "").replace("\t", " ").replace("\n", "\\n")
+    return f'"{text}"'
+
+
+def _node_style(a: dict) -> dict[str, str]:
+    if a["folded"]:
+        cats = a["comm"]
+        colour = STYLE[cats.most_common(1)[0][0]][0] if cats else "#5b7fa6"
+        return {"shape": "box3d", "style": "filled", "fillcolor": FOLD_FILL, "color": colour,
+                "penwidth": "3" if cats else "1"}
+    cat = a.get("category")
+    if cat:
+        fill, shape = STYLE.get(cat, STYLE["other"])
+        shape = P2P_SHAPES.get(a["op"], shape)
+        return {"shape": shape, "style": "filled", "fillcolor": fill, "penwidth": "2"}
+    if a.get("strategy_text"):
+        return {"shape": "box", "style": "rounded,filled", "fillcolor": STRATEGY_FILL}
+    return {"shape": "box", "style": "rounded", "color": "#555555"}
+
+
+def _legend() -> pydot.Cluster:
+    c = pydot.Cluster("legend", label=escape("legend"), style="dashed", fontsize="12")
+    items = [("legend_op", "operator", {"shape": "box", "style": "rounded"}),
+             ("legend_strategy", "operator with strategy\n(2,1)(1,4)",
+              {"shape": "box", "style": "rounded,filled", "fillcolor": STRATEGY_FILL}),
+             ("legend_fold", "folded scope\nN ops · marks", {"shape": "box3d", "style": "filled",
+                                                             "fillcolor": FOLD_FILL})]
+    for cat, (fill, shape) in STYLE.items():
+        items.append((f"legend_{cat.replace('-', '_')}", cat, {"shape": shape, "style": "filled", "fillcolor": fill}))
+    items.append(("legend_send", "Send\nto stage N", {"shape": "rarrow", "style": "filled",
+                                                       "fillcolor": STYLE["pipeline"][0]}))
+    items.append(("legend_receive", "Receive\nfrom stage N", {"shape": "larrow", "style": "filled",
+                                                               "fillcolor": STYLE["pipeline"][0]}))
+    rows = [items[i:i + 4] for i in range(0, len(items), 4)]
+    for r, row in enumerate(rows):
+        same = pydot.Subgraph(f"legend_row{r}", rank="same")
+        for name, label, style in row:
+            same.add_node(pydot.Node(name, label=escape(label), fontsize="10", **style))
+        c.add_subgraph(same)
+        for (a, _, _), (b, _, _) in zip(row, row[1:]):
+            c.add_edge(pydot.Edge(a, b, style="invis"))
+        if r:
+            c.add_edge(pydot.Edge(rows[r - 1][0][0], row[0][0], style="invis"))
+    return c
+
+
+def to_pydot(graph: nx.DiGraph, legend: bool = True, title: Optional[str] = None) -> pydot.Dot:
+    """The folded graph as a pydot graph: box ids as DOT ids, escaped labels and tooltips."""
+    dot = pydot.Dot("irtool", graph_type="digraph", rankdir="TB", fontname="Helvetica", newrank="true")
+    label = title if title is not None else graph.graph.get("title", "")
+    notes = graph.graph.get("notes") or []
+    if notes:
+        label = "\n".join([label, *notes]) if label else "\n".join(notes)
+    if label:
+        dot.set("label", escape(label))
+        dot.set("labelloc", "t")
+    dot.set_node_defaults(fontname="Helvetica", fontsize="11")
+    dot.set_edge_defaults(fontname="Helvetica", fontsize="9", color="#666666")
+    for bid, a in graph.nodes(data=True):
+        dot.add_node(pydot.Node(bid, label=escape(a["label"]), tooltip=escape(a.get("tooltip", "")),
+                                **_node_style(a)))
+    for u, v, e in graph.edges(data=True):
+        attrs = {"label": escape(e.get("label", ""))} if e.get("label") else {}
+        if e.get("count", 1) > 1:
+            attrs["penwidth"] = str(min(1 + e["count"] / 4, 5))
+        dot.add_edge(pydot.Edge(u, v, **attrs))
+    if legend:
+        dot.add_subgraph(_legend())
+    return dot
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".irtool-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def format_for(path: str, fmt: Optional[str] = None) -> str:
+    """The output format: `fmt` if given, otherwise OUT's suffix."""
+    fmt = fmt or os.path.splitext(path)[1].lstrip(".").lower()
+    if fmt not in FORMATS:
+        raise RenderError(f"unknown output format {fmt!r}: use --format with one of {', '.join(FORMATS)}")
+    return fmt
+
+
+def to_bytes(graph: nx.DiGraph, fmt: str, legend: bool = True) -> bytes:
+    """The picture as bytes in `fmt` (dot text, or Graphviz output for svg/png/pdf)."""
+    text = to_pydot(graph, legend=legend).to_string()
+    if fmt == "dot":
+        return text.encode("utf-8")
+    import graphviz
+
+    try:
+        return graphviz.Source(text).pipe(format=fmt)
+    except graphviz.ExecutableNotFound as exc:
+        raise RenderError(f"Graphviz 'dot' is not installed; use --format dot ({exc})") from None
+    except graphviz.CalledProcessError as exc:
+        raise RenderError(f"Graphviz failed: {str(exc.stderr or exc).strip().splitlines()[-1:]}") from None
+
+
+def export(graph: nx.DiGraph, path: str, fmt: Optional[str] = None, legend: bool = True) -> str:
+    """Write the picture to `path` atomically; returns the format used."""
+    fmt = format_for(path, fmt)
+    _atomic_write(path, to_bytes(graph, fmt, legend=legend))
+    return fmt

@@ -1,0 +1,417 @@
+"""Select part of a dump and fold it by name scope into a small graph ready to draw.
+
+The pipeline is `load_input` (a file or a dump folder) -> `Semantics` (parallel facts per node) ->
+`select` (which operator nodes) -> `fold` (boxes and edges). `irtool.export` turns the result into
+DOT, SVG, PNG or PDF. Every function returns plain networkx graphs and sets so tests can check the
+picture against the model.
+"""
+from __future__ import annotations
+
+import glob
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional, Union
+
+import networkx as nx
+
+from .graph import data_graph
+from .model import Dump, Node
+from .parallel import CATEGORIES, is_comm
+from .parse import load
+
+MAX_BOXES = 2000  # above this Graphviz layout gets slow: refuse and suggest a deeper fold
+READABLE_BOXES = 60  # the automatic depth keeps at most this many boxes
+P2P_OPS = ("Send", "Receive")
+# irtool.parallel is optional: unfinished rules raise NotImplementedError (or are not there yet)
+_NOT_READY = (NotImplementedError, ImportError)
+
+
+class RenderError(Exception):
+    """A selection or input that cannot be drawn; `str()` is the one-line message users see."""
+
+
+@dataclass
+class Semantics:
+    """Parallel facts about the nodes of one dump, tolerant of an unfinished `irtool.parallel`."""
+
+    category: dict[str, str] = field(default_factory=dict)  # uid -> communication category
+    phase: dict[str, str] = field(default_factory=dict)  # uid -> phase (comm nodes only)
+    peer_stage: dict[str, Optional[int]] = field(default_factory=dict)  # uid -> peer stage (p2p)
+    strategy: dict[str, str] = field(default_factory=dict)  # uid -> "(2,1)(1,4)"
+    stage: Optional[int] = None
+    parallel_ready: bool = True  # False when irtool.parallel is not implemented yet
+
+    @classmethod
+    def of(cls, dump: Dump) -> Semantics:
+        """Collect categories, phases, peer stages, strategies and the stage of `dump`."""
+        sem = cls()
+        try:
+            for c in dump.comm_nodes():
+                sem.category[c.node.uid] = c.category if c.category in CATEGORIES else "other"
+                sem.phase[c.node.uid] = c.phase
+                sem.peer_stage[c.node.uid] = c.peer_stage
+        except _NOT_READY:
+            sem.parallel_ready = False
+            for n in dump.nodes():
+                if is_comm(n):
+                    sem.category[n.uid] = "other"
+        try:
+            for s in dump.strategies():
+                text = format_strategy(s.in_strategy if s.in_strategy is not None else s.in_layout)
+                if text:
+                    sem.strategy[s.node.uid] = text
+        except _NOT_READY:
+            sem.parallel_ready = False
+            for n in dump.nodes():
+                text = format_strategy(n.attr("in_strategy"))
+                if text:
+                    sem.strategy[n.uid] = text
+        try:
+            sem.stage = dump.stage
+        except _NOT_READY:
+            sem.parallel_ready = False
+            sem.stage = None
+        return sem
+
+
+def format_strategy(value: Any) -> str:
+    """`((2, 1), (1, 4))` -> `(2,1)(1,4)`; empty string for no strategy."""
+    if value is None:
+        return ""
+    if isinstance(value, (tuple, list)):
+        if value and all(isinstance(v, (tuple, list)) for v in value):
+            return "".join("(" + ",".join(str(x) for x in v) + ")" for v in value)
+        return "(" + ",".join(str(x) for x in value) + ")"
+    return str(value).replace(" ", "")
+
+
+# --- input -------------------------------------------------------------------------------------
+
+def rank_files(folder: str) -> list[tuple[int, str]]:
+    """(rank, validate file) for each `rank_N/` of a dump folder, by rank."""
+    out = []
+    for d in glob.glob(os.path.join(folder, "rank_*")):
+        tail = os.path.basename(d)[5:]
+        if not tail.isdigit():
+            continue
+        files = sorted(glob.glob(os.path.join(d, "*_validate_*.ir*")))
+        if files:
+            out.append((int(tail), files[-1]))
+    return sorted(out)
+
+
+def load_input(path: str, stage: Optional[int] = None) -> tuple[Dump, str]:
+    """Load a `.ir`/`.ir.xz` file, or the validate file of one rank of a dump folder.
+
+    For a folder, `stage` picks the first rank whose dump is on that pipeline stage; without it
+    rank 0 (the lowest rank) is used. Returns the dump and a one-line note on what was chosen.
+    """
+    if not os.path.isdir(path):
+        return load(path), f"file {path}"
+    ranks = rank_files(path)
+    if not ranks:
+        raise RenderError(f"{path}: no rank_*/ folder with a *_validate_* file")
+    if stage is None:
+        rank, file = ranks[0]
+        return load(file), f"rank {rank} ({file})"
+    first: Optional[tuple[Dump, str]] = None
+    for rank, file in ranks:
+        dump = load(file)
+        try:
+            found = dump.stage
+        except _NOT_READY:
+            return dump, f"rank {rank} ({file}); stage unknown (parallel semantics not available)"
+        if found == stage:
+            return dump, f"rank {rank} ({file}), stage {stage}"
+        first = first or (dump, f"rank {rank} ({file})")
+    stages = "no pipeline" if first is None else "other stages only"
+    raise RenderError(f"{path}: no rank is on stage {stage} ({stages}); try another --stage")
+
+
+# --- selection ---------------------------------------------------------------------------------
+
+@dataclass
+class Selection:
+    """Operator nodes chosen for drawing (uids) and notes explaining the choice."""
+
+    uids: set[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def is_backward(node: Node, sem: Semantics) -> bool:
+    """Backward by scope (`Gradients/...`) or by the phase irtool.parallel gave the node."""
+    return (node.scope or "").startswith("Gradients/") or sem.phase.get(node.uid) in ("backward", "recompute")
+
+
+def operator_graph(g: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """Data edges between operator nodes only (no parameters, subgraph nodes, control edges)."""
+    dg = data_graph(g)
+    return nx.subgraph_view(dg, filter_node=lambda n: g.nodes[n]["kind"] == "node")
+
+
+def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: Optional[int] = None,
+           subgraph: Optional[str] = None, scope: Optional[str] = None, comm_only: bool = False,
+           hops: int = 1, direction: Optional[str] = None) -> Selection:
+    """Choose operator nodes of `dump` (graph `g`, semantics `sem`).
+
+    - `stage`: one file is one rank, so its nodes (with its own Send/Receive) are its stage; a dump
+      on another stage gives an empty selection and a note.
+    - `subgraph`: nodes of that subgraph (name with or without `@`).
+    - `scope`: nodes whose scope starts with the prefix (also matched after `Gradients/`).
+    - `comm_only`: communication nodes plus `hops` hops of context on the undirected data graph.
+    - `direction`: "forward" or "backward" (scope `Gradients/` or the node's phase).
+    """
+    notes: list[str] = []
+    nodes = {n.uid: n for n in dump.nodes()}
+    chosen = set(nodes)
+    if stage is not None:
+        if not sem.parallel_ready and sem.stage is None:
+            notes.append("stage unknown (parallel semantics not available): showing the whole rank")
+        elif sem.stage is None:
+            notes.append(f"this dump has no pipeline: all of it is stage {stage}")
+        elif sem.stage != stage:
+            notes.append(f"this dump is stage {sem.stage}, not stage {stage}: nothing to show")
+            return Selection(set(), notes)
+    if subgraph is not None:
+        name = subgraph.lstrip("@")
+        if name not in {s.name for s in dump.subgraphs}:
+            raise RenderError(f"no subgraph @{name} in {dump.path}")
+        chosen = {u for u in chosen if nodes[u].graph == name}
+    if scope is not None:
+        prefix = scope.rstrip("/")
+
+        def under(s: str) -> bool:
+            s = s[len("Gradients/"):] if s.startswith("Gradients/") and not prefix.startswith("Gradients") else s
+            return s == prefix or s.startswith(prefix + "/")
+
+        chosen = {u for u in chosen if under(nodes[u].scope or "")}
+    if direction in ("forward", "backward"):
+        want = direction == "backward"
+        chosen = {u for u in chosen if is_backward(nodes[u], sem) == want}
+    if comm_only:
+        seeds = [u for u in chosen if u in sem.category]
+        if hops > 0 and seeds:
+            view = operator_graph(g).subgraph(chosen).to_undirected(as_view=True)
+            dist = nx.multi_source_dijkstra_path_length(view, seeds, cutoff=hops, weight=None)
+            chosen = set(dist)
+        else:
+            chosen = set(seeds)
+    if not chosen:
+        notes.append("the selection is empty")
+    return Selection(chosen, notes)
+
+
+# --- folding -----------------------------------------------------------------------------------
+
+Depth = Union[int, str, None]  # an int, "all", or None for automatic
+
+
+def scope_parts(node: Node) -> list[str]:
+    """The cell path of a node's scope, without the operator's own last component and without the
+    per-operator `Grad_Op` wrappers of backward scopes (so a cell's gradient folds as one box)."""
+    parts = [p for p in (node.scope or "").split("/") if p]
+    return [p for p in parts[:-1] if not p.startswith("Grad_")]
+
+
+def fold_key(node: Node, depth: Optional[int]) -> tuple[str, bool]:
+    """(box key, folded?) for a node at `depth` (None = no folding).
+
+    A backward scope `Gradients/<forward scope>/Grad_Op/...` folds like its forward scope, so the
+    gradient of a cell lands in one box `Gradients/<cell>` next to the cell's forward box.
+    """
+    parts = scope_parts(node)
+    if depth is None:
+        return node.uid, False
+    if not parts:
+        return f"(no scope)/@{node.graph}", True
+    head = []
+    if parts[0] == "Gradients":
+        head, parts = parts[:1], parts[1:]
+    return "/".join(head + parts[:depth]), True
+
+
+def max_depth(nodes: Iterable[Node]) -> int:
+    return max((len(scope_parts(n)) for n in nodes), default=0)
+
+
+def box_name(key: str) -> str:
+    """A short title for a folded box: the last two cells, `∇` before a backward scope."""
+    grad = key.startswith("Gradients/")
+    parts = key.split("/")[1:] if grad else key.split("/")
+    short = "/".join(parts[-2:]) if len(parts) > 1 else parts[0]
+    return ("∇ " if grad else "") + short
+
+
+def count_boxes(nodes: list[Node], depth: Optional[int]) -> int:
+    return len({fold_key(n, depth)[0] for n in nodes}) if depth is not None else len(nodes)
+
+
+def choose_depth(nodes: list[Node], limit: int = READABLE_BOXES) -> Optional[int]:
+    """The deepest fold that keeps at most `limit` boxes (None = unfolded if that fits)."""
+    if len(nodes) <= limit:
+        return None
+    best = 1
+    for d in range(1, max_depth(nodes) + 1):
+        if count_boxes(nodes, d) > limit:
+            break
+        best = d
+    return best
+
+
+def parse_depth(text: Optional[str]) -> Depth:
+    """CLI text -> depth: None (automatic), "all", or a positive int."""
+    if text is None or text == "auto":
+        return None
+    if text == "all":
+        return "all"
+    try:
+        value = int(text)
+    except ValueError:
+        raise RenderError(f"--depth must be a number, 'all' or 'auto', not {text!r}") from None
+    if value < 1:
+        raise RenderError("--depth must be at least 1")
+    return value
+
+
+def shape_text(node: Node) -> str:
+    t = node.output_type
+    if t is None:
+        return ""
+    if t.shape is None:
+        return t.kind
+    s = t.shape
+    if isinstance(s, tuple) and s and all(isinstance(x, tuple) for x in s):
+        return "(" + ", ".join(str(x) for x in s) + ")"
+    return str(s).replace(",)", ")")
+
+
+def tooltip(node: Node) -> str:
+    """Full attributes and source lines of a node as plain text (escaped by the exporter)."""
+    lines = [f"{node.uid} {node.name} = {node.op}", f"scope: {node.scope or ''}", f"line: {node.line}"]
+    try:
+        attrs = node.attrs
+    except Exception as exc:  # noqa: BLE001 - a tooltip must not stop a picture
+        attrs = {"unparsed": str(exc)}
+    for group, values in attrs.items():
+        lines.append(f"{group}: {values}")
+    if node.type_lines:
+        lines.append(f"type: {node.type_lines[0].strip()}")
+    lines.extend(f"source: {s.strip()}" for s in node.sources[:3])
+    text = "\n".join(lines)
+    return text if len(text) <= 3000 else text[:3000] + "..."
+
+
+def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, depth: Depth = None) -> nx.DiGraph:
+    """Fold the selected nodes by name scope into boxes; returns a DiGraph ready for export.
+
+    Boxes are keyed `b0, b1, ...` (also their DOT ids and SVG titles). Every box has `key` (scope
+    prefix or node uid), `label`, `folded`, `count`, and the counters `strategy`, `redistribution`,
+    `gradient`, `send`, `receive`, `comm` (Counter of categories). Unfolded boxes also have `op`,
+    `name`, `scope`, `category` (or None), `strategy_text`, `peer_stage`, `tooltip`. Edges carry
+    `count` and `shapes` (Counter of the producer's output shape) and a `label`.
+    Graph attributes: `depth` (int or None for unfolded), `notes`.
+    Raises RenderError when more than MAX_BOXES boxes would be drawn.
+    """
+    nodes = {n.uid: n for n in dump.nodes() if n.uid in selection.uids}
+    ordered = sorted(nodes.values(), key=lambda n: n.line)
+    if depth == "all":
+        d: Optional[int] = None
+    elif depth is None:
+        d = choose_depth(ordered)
+    else:
+        d = int(depth)
+    n_boxes = count_boxes(ordered, d)
+    if n_boxes > MAX_BOXES:
+        raise RenderError(f"{n_boxes} boxes is too many to lay out (limit {MAX_BOXES}); "
+                          f"fold deeper with a smaller --depth or narrow with --scope/--stage/--comm-only")
+    out = nx.DiGraph(depth=d, notes=list(selection.notes))
+    box_of: dict[str, str] = {}
+    ids: dict[str, str] = {}
+    for n in ordered:
+        key, folded = fold_key(n, d)
+        bid = ids.get(key)
+        if bid is None:
+            bid = ids[key] = f"b{len(ids)}"
+            out.add_node(bid, key=key, folded=folded, count=0, strategy=0, redistribution=0, gradient=0,
+                         send=0, receive=0, comm=Counter(), ops=Counter(), line=n.line)
+        box_of[n.uid] = bid
+        a = out.nodes[bid]
+        a["count"] += 1
+        a["ops"][n.op] += 1
+        cat = sem.category.get(n.uid)
+        if n.uid in sem.strategy:
+            a["strategy"] += 1
+        if cat:
+            a["comm"][cat] += 1
+            a["redistribution"] += cat == "redistribution"
+            a["gradient"] += cat == "gradient-aggregation"
+            a["send"] += n.op == "Send"
+            a["receive"] += n.op == "Receive"
+        if not folded:
+            a.update(op=n.op, name=n.name, scope=n.scope or "", category=cat, strategy_text=sem.strategy.get(n.uid, ""),
+                     peer_stage=sem.peer_stage.get(n.uid), tooltip=tooltip(n), uid=n.uid)
+    for bid, a in out.nodes(data=True):
+        a["label"] = box_label(a)
+        if a["folded"]:
+            a["tooltip"] = f"{a['key']}\n{a['count']} operators: " + ", ".join(
+                f"{op} x{c}" for op, c in a["ops"].most_common(12))
+    for u, v in operator_graph(g).edges():
+        bu, bv = box_of.get(u), box_of.get(v)
+        if bu is None or bv is None or bu == bv:
+            continue
+        if not out.has_edge(bu, bv):
+            out.add_edge(bu, bv, count=0, shapes=Counter())
+        e = out.edges[bu, bv]
+        e["count"] += 1
+        e["shapes"][shape_text(nodes[u])] += 1
+    for _, _, e in out.edges(data=True):
+        e["label"] = edge_label(e)
+    return out
+
+
+def box_label(a: dict) -> str:
+    """The visible text of a box (plain text; the exporter escapes it)."""
+    if not a["folded"]:
+        lines = [a["op"], a["name"]]
+        if a.get("strategy_text"):
+            lines.append(a["strategy_text"])
+        if a["op"] in P2P_OPS:
+            peer = a.get("peer_stage")
+            lines.append(f"{'to' if a['op'] == 'Send' else 'from'} stage {'?' if peer is None else peer}")
+        elif a.get("category"):
+            lines.append(f"[{a['category']}]")
+        return "\n".join(lines)
+    lines = [box_name(a["key"]), f"{a['count']} ops"]
+    marks = []
+    for label, k in (("strategy", "strategy"), ("redist", "redistribution"), ("grad-agg", "gradient"),
+                     ("Send", "send"), ("Recv", "receive")):
+        if a[k]:
+            marks.append(f"{label} {a[k]}")
+    other = sum(a["comm"].values()) - a["redistribution"] - a["gradient"] - a["send"] - a["receive"]
+    if other:
+        marks.append(f"comm {other}")
+    if marks:
+        lines.append(" · ".join(marks))
+    return "\n".join(lines)
+
+
+def edge_label(e: dict) -> str:
+    shapes = [s for s, _ in e["shapes"].most_common() if s]
+    text = shapes[0] if shapes else ""
+    if len(shapes) > 1:
+        text += f" +{len(shapes) - 1}"
+    return f"{text} ×{e['count']}" if e["count"] > 1 else text
+
+
+def render_graph(dump: Dump, *, stage: Optional[int] = None, subgraph: Optional[str] = None,
+                 scope: Optional[str] = None, comm_only: bool = False, hops: int = 1,
+                 direction: Optional[str] = None, depth: Depth = None) -> nx.DiGraph:
+    """Selection and folding in one call: the graph `irtool.export` draws."""
+    sem = Semantics.of(dump)
+    g = dump.graph()
+    sel = select(dump, g, sem, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,
+                 hops=hops, direction=direction)
+    out = fold(dump, g, sem, sel, depth)
+    out.graph["title"] = os.path.basename(dump.path) + (f" stage {sem.stage}" if sem.stage is not None else "")
+    return out
