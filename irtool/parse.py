@@ -232,13 +232,17 @@ class Builder(Transformer):
                                  f"{len(m.group(1)) - 1} digits", None)
             nid, name, callee = int(m.group(1)[1:]), m.group(2), m.group(3)
             start = m.end()
-            if text.startswith("[", start):  # `%3[@FuncUnion(@a, @b)]()`: skip the annotation
+            # A callee that is a value rather than a primitive: a graph (`call @g`), another node
+            # (`%3`), a free variable (`$(@g:CNode_5)`), or a parameter printed with the function
+            # it holds (`Parameter_9[@FuncUnion(@a, @b)]`); all count as "(call)".
+            computed = callee[0] in "@%$" or text.startswith("[", start)
+            if text.startswith("[", start):
                 start = scan_args(text, start + 1)[1]
             if not text.startswith("(", start):
                 return self._bad(tok, start + 3, "'(' opening the argument list",
                                  show(text[start:]) if start < len(text) else "end of line", None)
             start += 1
-            op = CALL if callee[0] in "@%$" else _strip_prefix(callee)
+            op = CALL if computed else _strip_prefix(callee)
         problem = _structure_problem(text, start)
         if problem:
             col, expected, found = problem

@@ -1,0 +1,50 @@
+# Set-up and checks. `make run` and `make test` are the two commands a new machine needs.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+FIXTURE := fixtures/mindir/semi_auto_8p/rank_0/19_validate_0078.ir.xz
+SHARED := ../shared/fixtures/mindir
+
+.PHONY: run test install deps dot lint fidelity bench fuzz clean
+
+$(BIN)/irtool: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(BIN)/irtool dot
+
+# Graphviz's `dot` renders SVG/PNG; install it from Debian when it is missing.
+dot:
+	@command -v dot >/dev/null 2>&1 || { \
+	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz >/dev/null; }
+
+## Install, then summarize a bundled real dump.
+run: install
+	$(BIN)/irtool summarize $(FIXTURE)
+
+## Install, then run the whole test suite (unit, property and CLI tests) and the linter.
+test: install
+	$(BIN)/ruff check irtool tests bench tools
+	$(BIN)/pytest -q
+
+lint: install
+	$(BIN)/ruff check irtool tests bench tools
+
+## The shared checker on every real dump (needs ../shared).
+fidelity: install
+	$(BIN)/python tools/fidelity_ci.py ../shared/tools/fidelity_check.py --irtool $(BIN)/irtool $(SHARED)
+
+## Speed and memory on the large dump (needs ../shared).
+bench: install
+	$(BIN)/python bench/parse_bench.py
+
+## Coverage-guided fuzzing for a set time.
+fuzz: install
+	$(BIN)/pip install --quiet atheris
+	$(BIN)/python fuzz/fuzz_parse.py -max_total_time=$${FUZZ_SECONDS:-60}
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
