@@ -115,5 +115,61 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
     _run(body)
 
 
+@main.command()
+@click.argument("input_path", metavar="INPUT", type=click.Path(exists=True, dir_okay=True))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Output file.")
+@click.option("--format", "fmt", type=click.Choice(["dot", "svg", "png", "pdf"]), default=None,
+              help="Output format (default: OUT's suffix).")
+@click.option("--stage", type=int, default=None, help="Pipeline stage to draw (its nodes plus its Send/Receive).")
+@click.option("--subgraph", default=None, help="Only this subgraph (name, with or without @).")
+@click.option("--scope", default=None, help="Only nodes under this name-scope prefix.")
+@click.option("--comm-only", is_flag=True, help="Only communication nodes plus --hops of context.")
+@click.option("--hops", type=int, default=1, show_default=True, help="Context hops around communication nodes.")
+@click.option("--forward", "direction", flag_value="forward", help="Forward nodes only.")
+@click.option("--backward", "direction", flag_value="backward", help="Backward (Gradients/) nodes only.")
+@click.option("--depth", default=None, help="Fold by name scope to this depth; 'all' = no folding (default: auto).")
+def render(input_path: str, out: str, fmt: str | None, stage: int | None, subgraph: str | None,
+           scope: str | None, comm_only: bool, hops: int, direction: str | None, depth: str | None) -> None:
+    """Draw a dump (file or rank_* folder) as DOT/SVG/PNG/PDF, folded by name scope."""
+    from . import export as export_mod
+    from . import render as render_mod
+
+    def body() -> int:
+        try:
+            fmt_used = export_mod.format_for(out, fmt)
+            dump, chosen = render_mod.load_input(input_path, stage)
+            graph = render_mod.render_graph(dump, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,
+                                            hops=hops, direction=direction, depth=render_mod.parse_depth(depth))
+            export_mod.export(graph, out, fmt_used)
+        except render_mod.RenderError as exc:
+            click.echo(f"irtool: {exc}", err=True)
+            return 2
+        for note in graph.graph.get("notes", []):
+            click.echo(f"irtool: {note}", err=True)
+        d = graph.graph.get("depth")
+        click.echo(f"{out}: {graph.number_of_nodes()} boxes, {graph.number_of_edges()} edges, "
+                   f"depth {'all' if d is None else d} ({chosen})", err=True)
+        return 0
+
+    _run(body)
+
+
+def _summarize_dir(path: str, fmt: str, stage: int | None, pass_name: str | None, jobs: int | None) -> int:
+    """`summarize DIR`: each rank's file summarized in a process pool, grouped by stage."""
+    from .dumpdir import load_dir
+    from .parallel_render import markdown_dir, print_dir
+
+    result = summary_mod.summarize_dir(path, load_dir(path, pass_name, stage, jobs), stage)
+    if fmt == "json":
+        click.echo(summary_mod.to_json(result))
+    elif fmt == "markdown":
+        click.echo(markdown_dir(result), nl=False)
+    else:
+        from rich.console import Console
+
+        print_dir(result, Console())
+    return 0
+
+
 if __name__ == "__main__":
     main()

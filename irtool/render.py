@@ -21,7 +21,7 @@ from .parallel import CATEGORIES, is_comm
 from .parse import load
 
 MAX_BOXES = 2000  # above this Graphviz layout gets slow: refuse and suggest a deeper fold
-READABLE_BOXES = 60  # the automatic depth keeps at most this many boxes
+READABLE_BOXES = 30  # the automatic depth keeps at most this many boxes
 P2P_OPS = ("Send", "Receive")
 # irtool.parallel is optional: unfinished rules raise NotImplementedError (or are not there yet)
 _NOT_READY = (NotImplementedError, ImportError)
