@@ -109,7 +109,10 @@ class DiffResult:
 def _label(r: RankDiff) -> str:
     if r.old_rank == r.new_rank:
         return f"rank {r.old_rank}" if r.old_rank is not None else os.path.basename(r.new_path)
-    return f"rank {r.old_rank} vs {r.new_rank}"
+    def name(rank: int | None) -> str:
+        return "dump" if rank is None else f"rank {rank}"
+
+    return f"{name(r.old_rank)} vs {name(r.new_rank)}"
 
 
 def parse_fail_on(values: Iterable[str] | str) -> list[str]:
@@ -201,7 +204,7 @@ def _diff_comm(r: RankDiff, old: list[CommFact], new: list[CommFact], cross_rank
             r.comm.append({"change": "changed", **_comm_id(b), "old": a.as_dict(), "new": b.as_dict(),
                            "fields": fields})
         if specific and cross_rank:
-            r.rank_specific.append({**_comm_id(b), "node_scope": b.raw_scope, "fields": specific,
+            r.rank_specific.append({**_comm_id(b), "fields": specific,
                                     "old": {f: plain(_rank_value(a, f)) for f in specific},
                                     "new": {f: plain(_rank_value(b, f)) for f in specific}})
     r.comm.sort(key=lambda e: (_sort_stage(e["stage"]), e["scope"], e["op"], e["change"]))
@@ -212,7 +215,7 @@ def _sort_stage(stage: int | None) -> int:
 
 
 def _comm_id(c: CommFact) -> dict[str, Any]:
-    return {"stage": c.stage, "scope": c.scope, "op": c.op, "category": c.category}
+    return {"stage": c.stage, "scope": c.scope, "op": c.op, "category": c.category, "node_scope": c.raw_scope}
 
 
 def _rank_fields(a: CommFact, b: CommFact) -> list[str]:
@@ -240,7 +243,8 @@ def _diff_strategies(r: RankDiff, old: list[StrategyFact], new: list[StrategyFac
 
 
 def _strategy_entry(change: str, s: StrategyFact, name: str | None, old: Any, new: Any) -> dict[str, Any]:
-    return {"change": change, "stage": s.stage, "scope": s.scope, "op": s.op, "name": s.name, "field": name,
+    return {"change": change, "stage": s.stage, "scope": s.scope, "op": s.op, "name": s.name, "node_scope": s.raw_scope,
+            "field": name,
             "old": plain(old), "new": plain(new)}
 
 

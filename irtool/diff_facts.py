@@ -62,6 +62,7 @@ class StrategyFact:
     op: str
     stage: int | None
     scope: str
+    raw_scope: str
     name: str | None
     line: int
     order: tuple
@@ -169,5 +170,6 @@ def strategy_facts(dump: Dump, stage: int | None) -> list[StrategyFact]:
 
 
 def _strategy(node: Node, stage: int | None, values: dict[str, Any]) -> StrategyFact:
-    return StrategyFact(op=node.op, stage=stage, scope=normalise_scope(node.scope), name=node.instance_name,
+    return StrategyFact(op=node.op, stage=stage, scope=normalise_scope(node.scope),
+                         raw_scope=node.scope or "", name=node.instance_name,
                         line=node.line, order=_order(node), values=values)

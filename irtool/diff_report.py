@@ -41,12 +41,12 @@ def _comm_row(e: dict[str, Any]) -> list[str]:
         what = "; ".join(f"{f}: {_fmt(e['old'][f])} -> {_fmt(e['new'][f])}" for f in e["fields"])
     else:
         what = f"group size {_fmt(side['group_size'])}, shape {_fmt(side['shape'])}, {_fmt(side['bytes'])} bytes"
-    return [e["change"], _stage(e["stage"]), e["op"], e["category"], e["scope"], what]
+    return [e["change"], _stage(e["stage"]), e["op"], e["category"], e["node_scope"] or e["scope"], what]
 
 
 def _strategy_row(e: dict[str, Any]) -> list[str]:
     what = f"{e['field']}: {_fmt(e['old'])} -> {_fmt(e['new'])}" if e["field"] else _fmt(e["old"] or e["new"])
-    return [e["change"], _stage(e["stage"]), e["op"], e["name"] or "-", e["scope"], what]
+    return [e["change"], _stage(e["stage"]), e["op"], e["name"] or "-", e["node_scope"] or e["scope"], what]
 
 
 def _param_row(e: dict[str, Any]) -> list[str]:

@@ -1,0 +1,213 @@
+"""`irtool diff` on real fixtures: identical compilations, rank-specific groups, known changes."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from irtool.cli import main
+from irtool.diff import diff, diff_dirs, parse_threshold, rank_files
+from irtool.diff_match import normalise_scope
+from irtool.diff_report import to_json, to_markdown, to_text
+from irtool.parse import load
+
+ROOT = Path(__file__).resolve().parent.parent
+F = ROOT / "fixtures" / "mindir"
+EDITED = ROOT / "fixtures" / "edited" / "semi_auto_8p_rank_0_validate_fc1_strategy.ir"
+RANK_FIELDS = {"group", "group_ranks", "dest_rank", "src_rank", "dst_global_rank", "src_global_rank",
+               "send_rank_ids", "recv_rank_ids"}
+
+
+def run(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(main, ["diff", *map(str, args)])
+    return res.exit_code, res.output
+
+
+def comm_counts(rank) -> Counter:
+    return Counter((e["change"], e["op"]) for e in rank.comm)
+
+
+# --- identical
+
+def test_default_and_sorted_order_are_identical() -> None:
+    result = diff_dirs(str(F / "mlp_cpu"), str(F / "mlp_cpu_sorted"))
+    assert result.identical
+    assert result.failures(["any"]) == []
+    assert result.ranks[0].counts() == {"comm": 0, "strategy": 0, "ops": 0, "params": 0, "rank_specific": 0}
+    code, out = run(F / "mlp_cpu", F / "mlp_cpu_sorted", "--fail-on", "any")
+    assert code == 0
+    assert out.rstrip().endswith("identical")
+
+
+def test_sorted_order_identical_through_the_api() -> None:
+    old = load(str(F / "mlp_cpu" / "rank_0" / "19_validate_0072.ir"))
+    new = load(str(F / "mlp_cpu_sorted" / "rank_0" / "19_validate_0072.ir.xz"))
+    assert diff(old, new).identical
+
+
+def test_two_ranks_of_one_pipeline_stage_differ_only_in_rank_specific_groups() -> None:
+    result = diff_dirs(str(F / "pipeline_2stage_8p" / "rank_0"), str(F / "pipeline_2stage_8p" / "rank_1"))
+    r = result.ranks[0]
+    assert (r.old_rank, r.new_rank, r.old_stage, r.new_stage) == (0, 1, 0, 0)
+    assert result.identical and result.failures(["any"]) == []
+    assert r.rank_specific, "peer ranks of Send/Receive differ between rank 0 and rank 1"
+    for e in r.rank_specific:
+        assert set(e["fields"]) <= RANK_FIELDS
+    sends = [e for e in r.rank_specific if e["op"] == "Send"]
+    assert sends and all(e["old"]["dest_rank"] == 4 and e["new"]["dest_rank"] == 5 for e in sends)
+    code, out = run(F / "pipeline_2stage_8p" / "rank_0", F / "pipeline_2stage_8p" / "rank_1")
+    assert code == 0
+    assert "Rank-specific (expected between two ranks of one stage; not a failure)" in out
+
+
+def test_semi_auto_rank_0_vs_rank_5_rank_specific_groups() -> None:
+    result = diff_dirs(str(F / "semi_auto_8p" / "rank_0"), str(F / "semi_auto_8p" / "rank_5"))
+    r = result.ranks[0]
+    assert result.identical
+    assert len(r.rank_specific) == 31
+    assert all(e["fields"] == ["group", "group_ranks"] for e in r.rank_specific)
+    first = r.rank_specific[0]
+    assert first["op"] == "AllGather"
+    assert first["node_scope"].endswith("body-ShardedAttentionMLP/AllGather-op0")
+    assert first["old"]["group_ranks"] == [0, 1, 2, 3] and first["new"]["group_ranks"] == [4, 5, 6, 7]
+    assert run(F / "semi_auto_8p" / "rank_0", F / "semi_auto_8p" / "rank_5")[0] == 0
+
+
+def test_same_rank_against_itself_has_no_rank_specific_entries() -> None:
+    result = diff_dirs(str(F / "semi_auto_8p" / "rank_0"), str(F / "semi_auto_8p" / "rank_0"))
+    assert result.identical and result.ranks[0].rank_specific == []
+
+
+def test_scenario_folders_match_ranks_by_number() -> None:
+    same = diff_dirs(str(F / "pipeline_2stage_8p"), str(F / "pipeline_2stage_8p"))
+    assert [r.old_rank for r in same.ranks] == list(range(8)) and same.identical
+    mixed = diff_dirs(str(F / "pipeline_2stage_8p"), str(F / "pipeline_4stage_8p"))
+    assert [r.old_rank for r in mixed.ranks] == [0, 2, 4, 6]
+    assert mixed.only_old == [1, 3, 5, 7] and mixed.only_new == []
+
+
+# --- known changes
+
+def test_edited_in_strategy_is_reported_exactly() -> None:
+    result = diff_dirs(str(F / "semi_auto_8p" / "rank_0"), str(EDITED))
+    r = result.ranks[0]
+    assert r.counts() == {"comm": 0, "strategy": 1, "ops": 0, "params": 0, "rank_specific": 0}
+    assert r.strategy == [{
+        "change": "changed", "stage": None,
+        "scope": "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP", "op": "MatMul",
+        "name": "fc1", "node_scope": "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP/MatMul-op2",
+        "field": "in_strategy", "old": [[4, 1], [1, 2]], "new": [[2, 1], [1, 4]],
+    }]
+    assert result.failures() == ["rank 0 vs dump: 1 strategy difference(s)"]
+    code, out = run(F / "semi_auto_8p" / "rank_0", EDITED)
+    assert code == 1
+    assert "in_strategy: ((4, 1), (1, 2)) -> ((2, 1), (1, 4))" in out
+    assert run(F / "semi_auto_8p" / "rank_0", EDITED, "--fail-on", "comm,ops")[0] == 0
+    assert run(F / "semi_auto_8p" / "rank_0", EDITED, "--fail-on", "params", "--fail-on", "strategy")[0] == 1
+
+
+def test_semi_auto_vs_data_parallel() -> None:
+    result = diff_dirs(str(F / "semi_auto_8p" / "rank_0"), str(F / "data_parallel_8p" / "rank_0"))
+    r = result.ranks[0]
+    assert comm_counts(r) == {("added", "AllReduce"): 12, ("removed", "AllGather"): 14,
+                              ("removed", "AllReduce"): 11, ("removed", "ReduceScatter"): 14}
+    assert r.comm_bytes_total == (3592836, 484920)
+    by_cat = {e["category"]: (e["old"], e["new"], e["old_count"], e["new_count"]) for e in r.comm_bytes}
+    assert by_cat["redistribution"] == (3145728, 0, 28, 0)
+    assert Counter(e["change"] for e in r.strategy) == {"removed": 22}
+    ops = {e["op"]: e["delta"] for e in r.ops}
+    assert ops["AllGather"] == -14 and ops["ReduceScatter"] == -14 and ops["AllReduce"] == 1
+    assert ops["Conv2D"] == 2
+    params = {e["name"]: e for e in r.params}
+    assert params["inputs0"]["change"] == "changed"
+    assert (params["inputs0"]["old_shape"], params["inputs0"]["new_shape"]) == ([512, 64], [16, 3, 32, 32])
+    assert params["conv1.weight"]["change"] == "added" and params["body.w1"]["change"] == "removed"
+    assert run(F / "semi_auto_8p" / "rank_0", F / "data_parallel_8p" / "rank_0")[0] == 1
+
+
+def test_pipeline_2_stage_vs_4_stage() -> None:
+    result = diff_dirs(str(F / "pipeline_2stage_8p" / "rank_0"), str(F / "pipeline_4stage_8p" / "rank_0"))
+    r = result.ranks[0]
+    assert (r.old_stage, r.new_stage) == (0, 0)
+    assert comm_counts(r) == {
+        ("added", "AllGather"): 8, ("added", "AllReduce"): 36, ("added", "ReduceScatter"): 8,
+        ("added", "Send"): 4, ("added", "Receive"): 4, ("changed", "Send"): 4, ("changed", "Receive"): 4,
+        ("removed", "AllReduce"): 45}
+    changed = [e for e in r.comm if e["change"] == "changed"]
+    for e in changed:
+        assert e["fields"] == ["shape", "bytes"]
+        assert (e["old"]["shape"], e["new"]["shape"]) == ([4, 64], [8, 64])
+        assert (e["old"]["bytes"], e["new"]["bytes"]) == (1024, 2048)
+        assert e["category"] == "pipeline" and e["stage"] == 0
+    pipeline = [e for e in r.comm_bytes if e["category"] == "pipeline"]
+    assert pipeline == [{"stage": 0, "category": "pipeline", "old": 8192, "new": 32768, "old_count": 8,
+                         "new_count": 16}]
+    ops = {e["op"]: e["delta"] for e in r.ops}
+    assert ops["Send"] == 4 and ops["Receive"] == 4 and ops["LayerNorm"] == 16
+    assert run(F / "pipeline_2stage_8p" / "rank_0", F / "pipeline_4stage_8p" / "rank_0")[0] == 1
+
+
+def test_max_comm_bytes_increase() -> None:
+    result = diff_dirs(str(F / "pipeline_4stage_8p" / "rank_0"), str(F / "pipeline_2stage_8p" / "rank_0"))
+    assert result.ranks[0].comm_bytes_total == (132096, 337920)
+    assert result.failures([], "5%") == ["rank 0: communication bytes 132096 -> 337920 exceed +5%"]
+    assert result.failures([], "200%") == []
+    assert result.failures([], "300000") == []
+    assert result.failures([], "100kB") != []
+    # the other direction is a decrease: never over the threshold
+    back = diff_dirs(str(F / "pipeline_2stage_8p" / "rank_0"), str(F / "pipeline_4stage_8p" / "rank_0"))
+    assert back.failures([], "0%") == []
+    assert parse_threshold("5%") == ("relative", 0.05)
+    assert parse_threshold("2MiB") == ("absolute", 2 * 2**20)
+
+
+# --- formats and errors
+
+def test_json_format_is_versioned() -> None:
+    code, out = run(F / "semi_auto_8p" / "rank_0", EDITED, "--format", "json")
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["schema"] == "irtool.diff/1"
+    assert doc["failed"] is True and doc["identical"] is False
+    assert doc["fail_on"] == ["comm", "strategy"]
+    rank = doc["ranks"][0]
+    assert rank["old"]["rank"] == 0 and rank["new"]["rank"] is None
+    assert rank["strategy"][0]["field"] == "in_strategy"
+    assert set(rank) >= {"comm", "rank_specific", "strategy", "ops", "params", "comm_bytes", "comm_bytes_total"}
+
+
+def test_markdown_and_text_render() -> None:
+    result = diff_dirs(str(F / "semi_auto_8p" / "rank_0"), str(EDITED))
+    md = to_markdown(result)
+    assert md.startswith("### :x: irtool diff")
+    assert "| change | stage | op | name | scope | difference |" in md
+    assert "in_strategy: ((4, 1), (1, 2)) -> ((2, 1), (1, 4))" in md
+    assert "FAIL: rank 0 vs dump: 1 strategy difference(s)" in to_text(result)
+    assert json.loads(to_json(result))["ranks"][0]["counts"]["strategy"] == 1
+    same = diff_dirs(str(F / "mlp_cpu"), str(F / "mlp_cpu_sorted"))
+    assert to_markdown(same).startswith("### :white_check_mark: irtool diff: identical")
+
+
+@pytest.mark.parametrize("extra", [["--fail-on", "bogus"], ["--max-comm-bytes-increase", "lots"],
+                                   ["--pass", "no_such_pass"]])
+def test_bad_input_exits_2_with_one_line(extra: list[str]) -> None:
+    code, out = run(F / "mlp_cpu", F / "mlp_cpu_sorted", *extra)
+    assert code == 2
+    assert out.strip().startswith("irtool:") and len(out.strip().splitlines()) == 1
+
+
+def test_pass_option_picks_another_dump() -> None:
+    files = rank_files(str(F / "pipeline_2stage_8p" / "rank_0"), "step_parallel_end")
+    assert Path(files[0]).name == "step_parallel_end_0019.ir.xz"
+    assert run(F / "mlp_cpu", F / "mlp_cpu_sorted", "--pass", "pipeline_split")[0] == 0
+
+
+def test_normalise_scope() -> None:
+    assert normalise_scope("Default/net-Net/fc1-Dense/MatMul-op12") == "Default/net-Net/fc1-Dense"
+    assert normalise_scope("Default/net-Net/fc1-Dense") == "Default/net-Net/fc1-Dense"
+    assert normalise_scope("Gradients/Default/Grad_AllGather-op3/ReduceScatter-op0") == \
+        "Gradients/Default/Grad_AllGather-op"
+    assert normalise_scope(None) == ""
