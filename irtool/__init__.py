@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from .errors import DumpError
 from .model import Dump, Input, Node, Param, Ref, Subgraph, TypeInfo
+from .dumpdir import load_dir
 from .parse import load
 
-__all__ = ["load", "Dump", "DumpError", "Input", "Node", "Param", "Ref", "Subgraph", "TypeInfo"]
+__all__ = ["load", "load_dir", "Dump", "DumpError", "Input", "Node", "Param", "Ref", "Subgraph", "TypeInfo"]
 __version__ = "0.1.0"

@@ -64,11 +64,24 @@ def main() -> None:
 @click.option("--lenient", is_flag=True, help="Skip bad nodes or lines (reported) instead of failing.")
 @click.option("--check", "deep", is_flag=True,
               help="Also parse every attribute and type and resolve every reference (slower).")
-def summarize(path: str, fmt: str, lenient: bool, deep: bool) -> None:
-    """Summarize a dump: counts parsed and declared, operators, warnings."""
+@click.option("--stage", type=int, default=None, help="Only ranks (folder) / a file of this pipeline stage.")
+@click.option("--pass", "pass_name", default=None,
+              help="Folder: the pass whose file to read per rank, by substring (default: last *_validate_*).")
+@click.option("--jobs", type=int, default=None, help="Folder: worker processes (default: one per rank, up to CPUs).")
+def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None, pass_name: str | None,
+              jobs: int | None) -> None:
+    """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
+    import os
+
+    if os.path.isdir(path):
+        _run(lambda: _summarize_dir(path, fmt, stage, pass_name, jobs))
+        return
 
     def body() -> int:
         dump = _progress_loader(path, lenient)
+        if stage is not None and dump.stage != stage:
+            click.echo(f"irtool: {path} is pipeline stage {dump.stage}, not {stage}", err=True)
+            return 1
         if deep:
             dump.check()
         result = summary_mod.summarize(dump)
@@ -152,6 +165,23 @@ def render(input_path: str, out: str, fmt: str | None, stage: int | None, subgra
         return 0
 
     _run(body)
+
+
+def _summarize_dir(path: str, fmt: str, stage: int | None, pass_name: str | None, jobs: int | None) -> int:
+    """`summarize DIR`: each rank's file summarized in a process pool, grouped by stage."""
+    from .dumpdir import load_dir
+    from .parallel_render import markdown_dir, print_dir
+
+    result = summary_mod.summarize_dir(path, load_dir(path, pass_name, stage, jobs), stage)
+    if fmt == "json":
+        click.echo(summary_mod.to_json(result))
+    elif fmt == "markdown":
+        click.echo(markdown_dir(result), nl=False)
+    else:
+        from rich.console import Console
+
+        print_dir(result, Console())
+    return 0
 
 
 def _summarize_dir(path: str, fmt: str, stage: int | None, pass_name: str | None, jobs: int | None) -> int:

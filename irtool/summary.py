@@ -9,6 +9,8 @@ import json
 from typing import Any
 
 from .model import Dump
+from .parallel_render import markdown_parallel, print_parallel
+from .parallel_summary import comm_totals, parallel_summary
 
 SCHEMA = "irtool.summary/1"
 
@@ -28,7 +30,28 @@ def summarize(dump: Dump) -> dict[str, Any]:
         "subgraphs": [{"name": g.name, "nodes": len(g.nodes), "params": len(g.params)}
                       for g in dump.subgraphs],
         "warnings": [w.as_dict() for w in dump.warnings],
+        **parallel_summary(dump),
     }
+
+
+def summarize_dir(path: str, ranks: list[dict[str, Any]], stage: int | None = None) -> dict[str, Any]:
+    """The summary of a dump folder from `irtool.dumpdir.load_dir` results: per rank and per stage."""
+    rows, stages = [], {}
+    for r in ranks:
+        s = r["summary"]
+        rows.append({"rank": r["rank"], "file": r["file"], "stage": r["stage"], "counts": s["counts"],
+                     "comm_totals": s["comm_totals"], "send_receive": s["send_receive"],
+                     "groups": [g["name"] for g in s["groups"]]})
+        key = "none" if r["stage"] is None else str(r["stage"])
+        e = stages.setdefault(key, {"stage": r["stage"], "ranks": [], "comm": []})
+        e["ranks"].append(r["rank"])
+        e["comm"].extend(s["comm"])
+    for e in stages.values():
+        comm = e.pop("comm")
+        e["comm_totals"] = comm_totals(comm)
+        e["groups"] = sorted({c["group"] for c in comm if c["group"]})
+    return {"schema": SCHEMA, "path": path, "stage": stage, "ranks": rows,
+            "stages": [stages[k] for k in sorted(stages, key=lambda k: (k == "none", k.zfill(6)))]}
 
 
 def to_json(summary: dict[str, Any]) -> str:
@@ -45,6 +68,8 @@ def to_markdown(summary: dict[str, Any]) -> str:
     out += [f"| `{op}` | {n} |" for op, n in summary["ops"].items()]
     if summary["warnings"]:
         out += ["", "**Warnings**", ""] + [f"- line {w['line']}: {w['message']}" for w in summary["warnings"]]
+    if "comm" in summary:
+        out += markdown_parallel(summary)
     return "\n".join(out) + "\n"
 
 
@@ -69,3 +94,5 @@ def print_text(summary: dict[str, Any], console: Any, top: int = 25) -> None:
         console.print(f"[yellow]{len(summary['warnings'])} warning(s)[/yellow]")
         for w in summary["warnings"][:20]:
             console.print(f"  line {w['line']}: {w['message']}", markup=False)
+    if "comm" in summary:
+        print_parallel(summary, console, top)
