@@ -184,22 +184,5 @@ def _summarize_dir(path: str, fmt: str, stage: int | None, pass_name: str | None
     return 0
 
 
-def _summarize_dir(path: str, fmt: str, stage: int | None, pass_name: str | None, jobs: int | None) -> int:
-    """`summarize DIR`: each rank's file summarized in a process pool, grouped by stage."""
-    from .dumpdir import load_dir
-    from .parallel_render import markdown_dir, print_dir
-
-    result = summary_mod.summarize_dir(path, load_dir(path, pass_name, stage, jobs), stage)
-    if fmt == "json":
-        click.echo(summary_mod.to_json(result))
-    elif fmt == "markdown":
-        click.echo(markdown_dir(result), nl=False)
-    else:
-        from rich.console import Console
-
-        print_dir(result, Console())
-    return 0
-
-
 if __name__ == "__main__":
     main()
