@@ -35,15 +35,18 @@ FOLD_FILL = "#dde8f5"
 P2P_SHAPES = {"Send": "rarrow", "Receive": "larrow"}
 
 
-def escape(text: str) -> str:
+def escape(text: str, tooltip: bool = False) -> str:
     """Quote arbitrary text as a DOT string that Graphviz shows literally.
 
     Backslashes are doubled (so `\\N`, `\\G`, `\\l` stay text), quotes escaped, newlines become
     DOT line breaks, `&` becomes `&amp;` (Graphviz would otherwise read entities), and control
-    characters are dropped. Labels are never HTML-like and shapes never `record`, so `<>{}|` are
+    characters are dropped. Graphviz expands `\\N` even after a doubled backslash in tooltips, so
+    with `tooltip=True` a backslash is shown as `⧵` (U+29F5) instead. Labels are never HTML-like and shapes never `record`, so `<>{}|` are
     plain characters; SVG output escapes `<` and `>` itself.
     """
     text = "".join(ch for ch in str(text) if ch in "\n\t" or ord(ch) >= 32)
+    if tooltip:
+        text = text.replace("\\", "\u29f5")
     text = text.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
     text = text.replace("\r", "").replace("\t", " ").replace("\n", "\\n")
     return f'"{text}"'
@@ -104,7 +107,7 @@ def to_pydot(graph: nx.DiGraph, legend: bool = True, title: Optional[str] = None
     dot.set_node_defaults(fontname="Helvetica", fontsize="11")
     dot.set_edge_defaults(fontname="Helvetica", fontsize="9", color="#666666")
     for bid, a in graph.nodes(data=True):
-        dot.add_node(pydot.Node(bid, label=escape(a["label"]), tooltip=escape(a.get("tooltip", "")),
+        dot.add_node(pydot.Node(bid, label=escape(a["label"]), tooltip=escape(a.get("tooltip", ""), tooltip=True),
                                 **_node_style(a)))
     for u, v, e in graph.edges(data=True):
         attrs = {"label": escape(e.get("label", ""))} if e.get("label") else {}
