@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Optional
 
 import networkx as nx
 import pydot
@@ -41,8 +40,9 @@ def escape(text: str, tooltip: bool = False) -> str:
     Backslashes are doubled (so `\\N`, `\\G`, `\\l` stay text), quotes escaped, newlines become
     DOT line breaks, `&` becomes `&amp;` (Graphviz would otherwise read entities), and control
     characters are dropped. Graphviz expands `\\N` even after a doubled backslash in tooltips, so
-    with `tooltip=True` a backslash is shown as `⧵` (U+29F5) instead. Labels are never HTML-like and shapes never `record`, so `<>{}|` are
-    plain characters; SVG output escapes `<` and `>` itself.
+    with `tooltip=True` a backslash is shown as `⧵` (U+29F5) instead.
+    Labels are never HTML-like and shapes never `record`, so `<>{}|` are plain characters;
+    SVG output escapes `<` and `>` itself.
     """
     text = "".join(ch for ch in str(text) if ch in "\n\t" or ord(ch) >= 32)
     if tooltip:
@@ -94,7 +94,7 @@ def _legend() -> pydot.Cluster:
     return c
 
 
-def to_pydot(graph: nx.DiGraph, legend: bool = True, title: Optional[str] = None) -> pydot.Dot:
+def to_pydot(graph: nx.DiGraph, legend: bool = True, title: str | None = None) -> pydot.Dot:
     """The folded graph as a pydot graph: box ids as DOT ids, escaped labels and tooltips."""
     dot = pydot.Dot("irtool", graph_type="digraph", rankdir="TB", fontname="Helvetica", newrank="true")
     label = title if title is not None else graph.graph.get("title", "")
@@ -134,7 +134,7 @@ def _atomic_write(path: str, data: bytes) -> None:
         raise
 
 
-def format_for(path: str, fmt: Optional[str] = None) -> str:
+def format_for(path: str, fmt: str | None = None) -> str:
     """The output format: `fmt` if given, otherwise OUT's suffix."""
     fmt = fmt or os.path.splitext(path)[1].lstrip(".").lower()
     if fmt not in FORMATS:
@@ -157,7 +157,7 @@ def to_bytes(graph: nx.DiGraph, fmt: str, legend: bool = True) -> bytes:
         raise RenderError(f"Graphviz failed: {str(exc.stderr or exc).strip().splitlines()[-1:]}") from None
 
 
-def export(graph: nx.DiGraph, path: str, fmt: Optional[str] = None, legend: bool = True) -> str:
+def export(graph: nx.DiGraph, path: str, fmt: str | None = None, legend: bool = True) -> str:
     """Write the picture to `path` atomically; returns the format used."""
     fmt = format_for(path, fmt)
     _atomic_write(path, to_bytes(graph, fmt, legend=legend))

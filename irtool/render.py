@@ -11,7 +11,7 @@ import glob
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Iterable, Union
 
 import networkx as nx
 
@@ -37,9 +37,9 @@ class Semantics:
 
     category: dict[str, str] = field(default_factory=dict)  # uid -> communication category
     phase: dict[str, str] = field(default_factory=dict)  # uid -> phase (comm nodes only)
-    peer_stage: dict[str, Optional[int]] = field(default_factory=dict)  # uid -> peer stage (p2p)
+    peer_stage: dict[str, int | None] = field(default_factory=dict)  # uid -> peer stage (p2p)
     strategy: dict[str, str] = field(default_factory=dict)  # uid -> "(2,1)(1,4)"
-    stage: Optional[int] = None
+    stage: int | None = None
     parallel_ready: bool = True  # False when irtool.parallel is not implemented yet
 
     @classmethod
@@ -101,7 +101,7 @@ def rank_files(folder: str) -> list[tuple[int, str]]:
     return sorted(out)
 
 
-def load_input(path: str, stage: Optional[int] = None) -> tuple[Dump, str]:
+def load_input(path: str, stage: int | None = None) -> tuple[Dump, str]:
     """Load a `.ir`/`.ir.xz` file, or the validate file of one rank of a dump folder.
 
     For a folder, `stage` picks the first rank whose dump is on that pipeline stage; without it
@@ -115,7 +115,7 @@ def load_input(path: str, stage: Optional[int] = None) -> tuple[Dump, str]:
     if stage is None:
         rank, file = ranks[0]
         return load(file), f"rank {rank} ({file})"
-    first: Optional[tuple[Dump, str]] = None
+    first: tuple[Dump, str] | None = None
     for rank, file in ranks:
         dump = load(file)
         try:
@@ -150,9 +150,9 @@ def operator_graph(g: nx.MultiDiGraph) -> nx.MultiDiGraph:
     return nx.subgraph_view(dg, filter_node=lambda n: g.nodes[n]["kind"] == "node")
 
 
-def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: Optional[int] = None,
-           subgraph: Optional[str] = None, scope: Optional[str] = None, comm_only: bool = False,
-           hops: int = 1, direction: Optional[str] = None) -> Selection:
+def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None = None,
+           subgraph: str | None = None, scope: str | None = None, comm_only: bool = False,
+           hops: int = 1, direction: str | None = None) -> Selection:
     """Choose operator nodes of `dump` (graph `g`, semantics `sem`).
 
     - `stage`: one file is one rank, so its nodes (with its own Send/Receive) are its stage; a dump
@@ -214,7 +214,7 @@ def scope_parts(node: Node) -> list[str]:
     return [p for p in parts[:-1] if not p.startswith("Grad_")]
 
 
-def fold_key(node: Node, depth: Optional[int]) -> tuple[str, bool]:
+def fold_key(node: Node, depth: int | None) -> tuple[str, bool]:
     """(box key, folded?) for a node at `depth` (None = no folding).
 
     A backward scope `Gradients/<forward scope>/Grad_Op/...` folds like its forward scope, so the
@@ -243,11 +243,11 @@ def box_name(key: str) -> str:
     return ("∇ " if grad else "") + short
 
 
-def count_boxes(nodes: list[Node], depth: Optional[int]) -> int:
+def count_boxes(nodes: list[Node], depth: int | None) -> int:
     return len({fold_key(n, depth)[0] for n in nodes}) if depth is not None else len(nodes)
 
 
-def choose_depth(nodes: list[Node], limit: int = READABLE_BOXES) -> Optional[int]:
+def choose_depth(nodes: list[Node], limit: int = READABLE_BOXES) -> int | None:
     """The deepest fold that keeps at most `limit` boxes (None = unfolded if that fits)."""
     if len(nodes) <= limit:
         return None
@@ -259,7 +259,7 @@ def choose_depth(nodes: list[Node], limit: int = READABLE_BOXES) -> Optional[int
     return best
 
 
-def parse_depth(text: Optional[str]) -> Depth:
+def parse_depth(text: str | None) -> Depth:
     """CLI text -> depth: None (automatic), "all", or a positive int."""
     if text is None or text == "auto":
         return None
@@ -316,7 +316,7 @@ def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, d
     nodes = {n.uid: n for n in dump.nodes() if n.uid in selection.uids}
     ordered = sorted(nodes.values(), key=lambda n: n.line)
     if depth == "all":
-        d: Optional[int] = None
+        d: int | None = None
     elif depth is None:
         d = choose_depth(ordered)
     else:
@@ -351,7 +351,7 @@ def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, d
         if not folded:
             a.update(op=n.op, name=n.name, scope=n.scope or "", category=cat, strategy_text=sem.strategy.get(n.uid, ""),
                      peer_stage=sem.peer_stage.get(n.uid), tooltip=tooltip(n), uid=n.uid)
-    for bid, a in out.nodes(data=True):
+    for _, a in out.nodes(data=True):
         a["label"] = box_label(a)
         if a["folded"]:
             a["tooltip"] = f"{a['key']}\n{a['count']} operators: " + ", ".join(
@@ -404,9 +404,9 @@ def edge_label(e: dict) -> str:
     return f"{text} ×{e['count']}" if e["count"] > 1 else text
 
 
-def render_graph(dump: Dump, *, stage: Optional[int] = None, subgraph: Optional[str] = None,
-                 scope: Optional[str] = None, comm_only: bool = False, hops: int = 1,
-                 direction: Optional[str] = None, depth: Depth = None) -> nx.DiGraph:
+def render_graph(dump: Dump, *, stage: int | None = None, subgraph: str | None = None,
+                 scope: str | None = None, comm_only: bool = False, hops: int = 1,
+                 direction: str | None = None, depth: Depth = None) -> nx.DiGraph:
     """Selection and folding in one call: the graph `irtool.export` draws."""
     sem = Semantics.of(dump)
     g = dump.graph()
