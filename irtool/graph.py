@@ -7,6 +7,8 @@ subgraphs by `@name`. Edges run producer -> consumer and carry `kind`:
   Depend, any input of UpdateState), so that data-flow algorithms can skip them;
 - `call`: a node that calls a subgraph (`call @g`, `Partial(@g, ...)`, `Switch` branches) -> the
   subgraph.
+A reference that names nothing in the dump is not dropped silently: it is listed in the graph
+attribute `unresolved` as `(node uid, reference)`.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ def node_attributes(node: Node) -> dict:
 
 def build(dump: Dump) -> nx.MultiDiGraph:
     """Build the graph of every subgraph of `dump` (see the module docstring)."""
-    g = nx.MultiDiGraph(path=dump.path, entry=dump.entry)
+    g = nx.MultiDiGraph(path=dump.path, entry=dump.entry, unresolved=[])
     for p in dump.params:
         g.add_node(p.ref, kind="param", name=p.name, line=p.line, model=p)
     by_name: dict[str, dict[str, str]] = {}
@@ -54,17 +56,22 @@ def build(dump: Dump) -> nx.MultiDiGraph:
                 for ref in (inp.ref,) if inp.ref else inp.nested:
                     source = _resolve(ref, sub.name, local, by_name, param_by_index)
                     if source is None:
+                        if ref.name != "@FuncUnion":  # a marker, not a graph
+                            g.graph["unresolved"].append((n.uid, ref.name))
                         continue
                     if ref.kind == "graph":
                         g.add_edge(n.uid, source, kind="call", index=inp.index)
                         continue
                     producer = local.get(ref.name) if ref.kind == "node" else None
-                    kind = "control" if _is_control(n, inp.index, ref, producer.op if producer else None) else "data"
+                    control = _is_control(n, inp.index, ref, producer.op if producer else None)
+                    kind = "control" if control else "data"
                     g.add_edge(source, n.uid, kind=kind, index=inp.index)
             if n.callee[0] in "@%$":
                 target = _resolve(Ref({"@": "graph", "%": "node", "$": "free"}[n.callee[0]],
                                       n.callee.split("[")[0]), sub.name, local, by_name, param_by_index)
-                if target is not None:
+                if target is None:
+                    g.graph["unresolved"].append((n.uid, n.callee))
+                else:
                     if n.callee[0] == "@":
                         g.add_edge(n.uid, target, kind="call", index=-1)
                     else:
@@ -89,7 +96,6 @@ def _resolve(ref: Ref, graph: str, local: dict, by_name: dict, params: dict) -> 
         name = ref.name[1:]
         return f"@{name}" if name in by_name else None
     owner, _, item = ref.name[3:-1].partition(":")  # $(@g:item)
-    owner = owner[1:]
     if item.startswith("para") and item[4:5].isdigit():
         return params.get(_index(item))
     return by_name.get(owner, {}).get(item)

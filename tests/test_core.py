@@ -1,0 +1,142 @@
+"""The parser against every bundled real dump: counts, references, warnings, both print orders."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+
+import networkx as nx
+import pytest
+
+import irtool
+from irtool.summary import summarize
+
+from conftest import all_dumps, fixture
+
+DUMPS = all_dumps()
+LARGE = "gpt_large_perf/rank_0/19_validate_0078.ir.xz"  # 68 MB raw: counts and graph only
+
+
+def test_every_fixture_is_bundled():
+    # 18 scenarios; 191 dumps (the shared folder's 192 less gpt_large's 11.6 MB pipeline_split,
+    # which the benchmark reads from ../shared).
+    assert len(DUMPS) == 191
+    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18
+
+
+@pytest.mark.parametrize("path", DUMPS, ids=lambda p: "/".join(p.parts[-3:]))
+def test_counts_match_header_and_everything_resolves(path):
+    dump = irtool.load(path)
+    declared = dump.declared
+    # Sorted-order dumps print no `Node counting information`; every other dump declares all three.
+    assert {"subgraphs", "params"} <= declared.keys()
+    if not dump.sorted_order:
+        assert "cnodes" in declared
+    for key in ("subgraphs", "params", "cnodes"):
+        if key in declared:
+            assert dump.counts[key] == declared[key], key
+    graph = dump.graph()
+    assert graph.graph["unresolved"] == []
+    if not str(path).endswith(LARGE):
+        assert dump.check() == []
+    assert dump.warnings == []
+
+
+def test_return_counts_as_a_cnode():
+    # mlp_cpu validate: one subgraph, nodes %0..%66 plus its Return = 68, as the header declares.
+    dump = irtool.load(fixture("mlp_cpu/rank_0/19_validate_0072.ir"))
+    (graph,) = dump.subgraphs
+    assert [n.id for n in graph.nodes[:-1]] == list(range(67))
+    assert graph.nodes[-1].op == "Return"
+    assert dump.counts == {"subgraphs": 1, "params": 24, "cnodes": 68} == {
+        k: dump.declared[k] for k in ("subgraphs", "params", "cnodes")}
+
+
+def test_node_fields_of_a_sharded_matmul():
+    # semi_auto_8p rank 0 step_parallel_end, the `qkv` MatMul (line 6 of the node block):
+    #   %6(qkv) = PrimFunc_MatMul(%3, %5, Bool(0), Bool(0)) {instance name: qkv}
+    #   primitive_attrs: {in_strategy: ((2, 1), (1, 4)), mirror_user_id: "body.w_in"} ...
+    dump = irtool.load(fixture("semi_auto_8p/rank_0/step_parallel_end_0019.ir.xz"))
+    node = next(n for n in dump.nodes() if n.name == "qkv")
+    assert node.op == "MatMul" and node.callee == "PrimFunc_MatMul"
+    assert [i.text for i in node.inputs] == ["%3", "%5", "Bool(0)", "Bool(0)"]
+    assert node.inputs[0].ref == irtool.Ref("node", "%3")
+    assert node.instance_name == "qkv"
+    assert node.primitive_attrs["in_strategy"] == ((2, 1), (1, 4))
+    assert node.primitive_attrs["mirror_user_id"] == "body.w_in"
+    assert node.attrs["extra"]["in_strategy"] == ((2, 1), (1, 4))
+    assert node.primal_attrs["origin_input_shapes"] == ((512, 64), (64, 192))
+    # passes around step_parallel print `# Scope:` (the cell), later ones `# Fullname with scope:`
+    assert node.scope == "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP"
+
+
+def test_types_and_shapes():
+    dump = irtool.load(fixture("mlp_cpu/rank_0/19_validate_0072.ir"))
+    matmul = next(n for n in dump.nodes() if n.op == "MatMul")
+    assert [t.shape for t in matmul.input_types[:2]] == [(16, 32), (64, 32)]
+    assert matmul.output_type.dtype == "Float32" and matmul.output_type.shape == (16, 64)
+    weight = dump.params[2]
+    assert weight.name == "fc1.weight" and weight.type.shape == (64, 32) and weight.has_default
+
+
+def test_backend_graph_has_several_type_lines():
+    dump = irtool.load(fixture("cnn_cpu/rank_0/graph_build_0_0090.ir.xz"))
+    conv = next(n for n in dump.nodes() if n.op == "Conv2D")
+    assert len(conv.type_lines) == 3
+    assert conv.output_type.shape == (8, 6, 28, 28)
+
+
+def test_control_flow_calls_and_free_variables():
+    dump = irtool.load(fixture("control_flow_cpu/rank_0/19_validate_0075.ir.xz"))
+    hist = dump.op_histogram()
+    # 15 subgraphs; `call @g`, `%3[@FuncUnion(..)]()` and `Parameter_N[@..](..)` are calls.
+    assert dump.counts["subgraphs"] == 15
+    assert hist["(call)"] == 10 and hist["Switch"] > 0
+    g = dump.graph()
+    assert any(d["kind"] == "call" for _, _, d in g.edges(data=True))
+
+
+def graph_signature(dump: irtool.Dump) -> tuple:
+    return dump.op_histogram(), dump.graph()
+
+
+def test_sorted_and_default_order_give_the_same_graph():
+    for rel in ("rank_0/19_validate_0072.ir", "rank_0/graph_build_0_0090.ir", "rank_0/11_pipeline_split_0012.ir"):
+        a = irtool.load(fixture(f"mlp_cpu/{rel}" if rel.endswith("0072.ir") else f"mlp_cpu/{rel}"))
+        b = irtool.load(fixture(f"mlp_cpu_sorted/{rel}.xz"))
+        assert b.sorted_order and not a.sorted_order
+        assert a.op_histogram() == b.op_histogram()
+        ga, gb = a.graph(), b.graph()
+        assert ga.number_of_nodes() == gb.number_of_nodes() and ga.number_of_edges() == gb.number_of_edges()
+
+        def same(x, y):
+            return x["kind"] == y["kind"] and x.get("op") == y.get("op")
+
+        def same_edges(x, y):
+            return Counter((d["kind"], d["index"]) for d in x.values()) == Counter(
+                (d["kind"], d["index"]) for d in y.values())
+
+        if ga.number_of_nodes() < 400:  # isomorphism search is exponential in the worst case
+            assert nx.is_isomorphic(ga, gb, node_match=same, edge_match=same_edges)
+
+
+def test_summary_json_schema_fields():
+    dump = irtool.load(fixture("mlp_cpu/rank_0/19_validate_0072.ir"))
+    s = summarize(dump)
+    assert s["schema"] == "irtool.summary/1"
+    assert s["counts"] == {"subgraphs": 1, "params": 24, "cnodes": 68}
+    assert s["header"]["cnodes"] == 68 and s["header"]["nodes"] == 160
+    # mlp_cpu validate histogram, counted by hand with grep: 13 UpdateState, 8 MatMul, 1 Return
+    assert s["ops"]["UpdateState"] == 13 and s["ops"]["MatMul"] == 8 and s["ops"]["Return"] == 1
+    assert sum(s["ops"].values()) == 68
+    assert all(not k.startswith("PrimFunc_") for k in s["ops"])
+
+
+def test_cli_summarize_json_on_compressed_dump():
+    out = subprocess.run([sys.executable, "-m", "irtool.cli", "summarize", "--format", "json",
+                          fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")],
+                         capture_output=True, text=True, check=True)
+    data = json.loads(out.stdout)
+    assert data["counts"] == {k: data["header"][k] for k in ("subgraphs", "params", "cnodes")}
+    assert out.stderr == ""  # not a terminal: no progress output
