@@ -21,6 +21,7 @@ DTYPE_BYTES = {
 # Attributes that name ranks: they differ between two ranks of one stage by construction.
 PEER_ATTRS = ("dest_rank", "src_rank", "dst_global_rank", "src_global_rank", "send_rank_ids", "recv_rank_ids")
 _GROUP_SIZE = re.compile(r"^(\d+)-")
+_INSTANCE = re.compile(r"\{instance name: ([^{}]*)\}")
 
 
 @dataclass
@@ -169,7 +170,13 @@ def strategy_facts(dump: Dump, stage: int | None) -> list[StrategyFact]:
     return out
 
 
+def _instance_name(node: Node) -> str | None:
+    """The `{instance name: ...}` of a node, read from its text without parsing every attribute."""
+    m = _INSTANCE.search(node.text, node.args_start)
+    return m.group(1).strip() if m else None
+
+
 def _strategy(node: Node, stage: int | None, values: dict[str, Any]) -> StrategyFact:
     return StrategyFact(op=node.op, stage=stage, scope=normalise_scope(node.scope),
-                         raw_scope=node.scope or "", name=node.instance_name,
+                         raw_scope=node.scope or "", name=_instance_name(node),
                         line=node.line, order=_order(node), values=values)
