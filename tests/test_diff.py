@@ -211,3 +211,24 @@ def test_normalise_scope() -> None:
     assert normalise_scope("Gradients/Default/Grad_AllGather-op3/ReduceScatter-op0") == \
         "Gradients/Default/Grad_AllGather-op"
     assert normalise_scope(None) == ""
+
+
+@pytest.mark.parametrize("scenario,a,b", [
+    ("gpt_small_dp2mp2pp2", 0, 1), ("gpt_small_dp2mp2pp2", 4, 7), ("layout_8p", 0, 5),
+    ("flash_attention_sp_8p", 0, 6), ("auto_parallel_8p", 0, 6), ("opt_parallel_8p", 0, 7), ("moe_8p", 0, 3),
+])
+def test_ranks_of_one_stage_are_identical_apart_from_rank_specific(scenario: str, a: int, b: int) -> None:
+    result = diff_dirs(str(F / scenario / f"rank_{a}"), str(F / scenario / f"rank_{b}"))
+    r = result.ranks[0]
+    assert r.old_stage == r.new_stage
+    assert result.identical and result.failures(["any"]) == []
+    assert all(set(e["fields"]) <= RANK_FIELDS for e in r.rank_specific)
+
+
+def test_ranks_of_different_stages_differ() -> None:
+    result = diff_dirs(str(F / "gpt_small_dp2mp2pp2" / "rank_0"), str(F / "gpt_small_dp2mp2pp2" / "rank_4"))
+    r = result.ranks[0]
+    assert (r.old_stage, r.new_stage) == (0, 1)
+    assert not result.identical and result.failures() != []
+    assert {e["stage"] for e in r.comm if e["change"] == "removed"} == {0}
+    assert {e["stage"] for e in r.comm if e["change"] == "added"} == {1}
