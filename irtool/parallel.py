@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter, deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .model import Dump, Node, TypeInfo
@@ -77,13 +77,18 @@ class CommNode:
     serves_op: str | None = None  # operator of `serves` when it is a node
 
     def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        del d["node"]
+        d = _shallow(self)
         d["node"] = self.node.uid
         d["line"] = self.node.line
         if isinstance(d["shape"], tuple):
             d["shape"] = _listify(d["shape"])
         return d
+
+
+def _shallow(obj: Any) -> dict[str, Any]:
+    """Fields of a dataclass without `node`; values are immutable parsed data, so no deep copy
+    (dataclasses.asdict deep-copies, which costs seconds on thousands of strategies)."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj) if f.name != "node"}
 
 
 @dataclass
@@ -100,8 +105,7 @@ class Strategy:
     gen_strategy: Any = None
 
     def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        del d["node"]
+        d = _shallow(self)
         d["node"] = self.node.uid
         d["name"] = self.node.name
         d["line"] = self.node.line
@@ -405,6 +409,9 @@ def _p2p(c: CommNode, pa: dict, pr: dict, ca: dict, kind: str) -> None:
         c.peer_stage = _int(pr["src_rank"])
 
 
+_NODE_REF = re.compile(r"%\d+(?![\w.])")
+
+
 class _Index:
     """Nodes by key, and users by key (built on demand), for the subgraphs holding communication."""
 
@@ -423,10 +430,12 @@ class _Index:
     def users(self, node: Node) -> list[Node]:
         if node.graph not in self._users:
             users: dict[str, list[Node]] = {}
+            # A regex over the text after the callee finds the `%N` a node uses far faster than
+            # splitting the arguments of every node; a `%N` inside a string attribute would only
+            # add a spurious user, and MindSpore prints none.
             for n in self.nodes.get(node.graph, {}).values():
-                for i in n.inputs:
-                    if i.ref is not None and i.ref.kind == "node":
-                        users.setdefault(i.ref.name, []).append(n)
+                for key in dict.fromkeys(_NODE_REF.findall(n.text, n.args_start)):
+                    users.setdefault(key, []).append(n)
             self._users[node.graph] = users
         return self._users[node.graph].get(node.key, [])
 

@@ -324,13 +324,11 @@ def _param_regex() -> re.Pattern[str]:
     return re.compile(rf"({terminal('PARAM_REF')}): (<.*?>|\S+)((?:\s+:\s.*)?)\s*")
 
 
-@functools.cache
-def _lexical_regex() -> re.Pattern[str]:
-    """Greedy run of tokens of the line grammar; where it stops early, the line holds a
-    character no token of the grammar allows. Matching without an end anchor never backtracks,
-    so this is linear in the line's length."""
-    names = ["STRING", "FREE_VAR", "PARAM_REF", "NODE_REF", "GRAPH_REF", "NUMBER", "NAME"]
-    return re.compile("(?:" + "|".join(terminal(n) for n in names) + r"|[\s()\[\]{}<>,:=*+\-.$]|[^\x00-\x7f])*")
+# Characters no token of the line grammar allows outside a string: control characters and
+# ASCII punctuation the format never uses. Any of them in a statement is garbage, not an unknown
+# value form. (A bracket- and character-level check is all that can be done eagerly at C speed;
+# the rest of a statement is parsed on demand, where unknown forms become warnings.)
+_STRAY = re.compile(r"[\x00-\x08\x0a-\x1f\x7f!#&;?\\^`|~]")
 
 
 @functools.cache
@@ -344,16 +342,15 @@ _CLOSE = {"(": ")", "[": "]", "{": "}"}
 
 def _structure_problem(text: str, start: int) -> tuple[int, str, str] | None:
     """Check brackets and characters of a statement from `start` (after the head, whose debug
-    name may hold any character). Counting is done in C; only a line whose counts disagree, or
-    that has quotes or stray characters, is walked character by character."""
+    name may hold any character). Counting and searching are done in C; only a line that fails
+    them is walked character by character, to say where."""
     body = text[start:]
     if '"' in body or "'" in body:
         body = _string_regex().sub('""', body)
     if (body.count("(") + 1 == body.count(")") and body.count("[") == body.count("]")
-            and body.count("{") == body.count("}") and _lexical_regex().match(body).end() == len(body)):
+            and body.count("{") == body.count("}") and _STRAY.search(body) is None):
         return None
     stack: list[tuple[str, int]] = [("(", start - 1)]
-    lexical = _lexical_regex()
     string_re = _string_regex()
     i, n = start, len(text)
     while i < n:
@@ -370,17 +367,8 @@ def _structure_problem(text: str, start: int) -> tuple[int, str, str] | None:
             if not stack or stack[-1][0] != _PAIRS[c]:
                 return i + 1, f"'{_CLOSE[stack[-1][0]]}'" if stack else "end of line", repr(c)
             stack.pop()
-        else:
-            m = lexical.match(text, i)
-            if m.end() == i and not c.isspace():
-                return i + 1, "a value, name, reference or bracket", repr(c)
-            if m.end() > i:
-                # advance over plain tokens but stop at brackets/quotes handled above
-                j = i
-                while j < m.end() and text[j] not in "()[]{}\"'":
-                    j += 1
-                i = max(j, i + 1)
-                continue
+        elif _STRAY.match(c):
+            return i + 1, "a value, name, reference or bracket", repr(c)
         i += 1
     if stack:
         c, pos = stack[-1]

@@ -7,6 +7,7 @@ which may use any encoding, so there they are replaced.
 from __future__ import annotations
 
 import bz2
+import io
 import gzip
 import lzma
 import os
@@ -27,18 +28,43 @@ def open_binary(path: str | os.PathLike) -> IO[bytes]:
 def read_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """Yield `(line_number, text)` for every line of the dump, without its line break."""
     name = str(path)
-    try:
-        stream = open_binary(path)
-    except OSError as exc:
-        raise DumpError(name, 0, 0, "a readable file", exc.strerror or str(exc)) from None
-    with stream:
+    done = 0
+    for reader in (_fast, _careful):
         try:
-            yield from _decode(name, stream)
-        except (OSError, EOFError, lzma.LZMAError) as exc:  # corrupt or cut compressed data
-            raise DumpError(name, 0, 0, "intact compressed data", str(exc) or type(exc).__name__) from None
+            stream = open_binary(path)
+        except OSError as exc:
+            raise DumpError(name, 0, 0, "a readable file", exc.strerror or str(exc)) from None
+        with stream:
+            try:
+                for number, text in reader(name, stream):
+                    if number > done:
+                        done = number
+                        yield number, text
+                return
+            except UnicodeDecodeError:
+                continue  # bytes that are not UTF-8 somewhere ahead: read again line by line
+            except (OSError, EOFError, lzma.LZMAError) as exc:  # corrupt or cut compressed data
+                raise DumpError(name, 0, 0, "intact compressed data", str(exc) or type(exc).__name__) from None
 
 
-def _decode(name: str, stream: IO[bytes]) -> Iterator[tuple[int, str]]:
+def _fast(name: str, stream: IO[bytes]) -> Iterator[tuple[int, str]]:
+    """Decode in large chunks (C speed); raises UnicodeDecodeError at the first bad byte."""
+    first = stream.peek(4096)[:4096] if hasattr(stream, "peek") else b""
+    if first.startswith(_BINARY_MAGIC) or b"\0" in first:
+        yield from _careful(name, stream)  # reports binary data with its location
+        return
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="strict", newline="\n")
+    number = 0
+    for line in text:
+        number += 1
+        if "\0" in line:
+            raise DumpError(name, number, line.index("\0") + 1, "text", "a NUL byte")
+        yield number, line.rstrip("\r\n")
+    text.detach()
+
+
+def _careful(name: str, stream: IO[bytes]) -> Iterator[tuple[int, str]]:
+    """Decode line by line, tolerating bad bytes in `# In file` lines, locating any other."""
     number = 0
     for raw in stream:
         number += 1

@@ -17,7 +17,7 @@ from typing import Any
 from lark import Token, Transformer, v_args
 from lark.exceptions import LarkError
 
-from .grammar import line_parser
+from .grammar import line_parser, transforming_parser
 from .model import Dump, Input, Node, Ref, TypeInfo, Warning_
 
 
@@ -264,19 +264,55 @@ _TAIL = _TailTransformer()
 
 def parse_tail(node: Node) -> dict[str, Any]:
     """Attribute groups of a node. Text the grammar cannot read is kept under `raw` with a
-    warning attached to the node (the dump's warning list is filled by `Dump.check`)."""
+    warning attached to the node (the dump's warning list is filled by `Dump.check`).
+
+    Each group (`primitive_attrs: {...}`, `{instance name: ...}`, ...) is parsed on its own and
+    cached: the same primitive attributes recur on hundreds of nodes of a large dump."""
     tail = node.tail.strip()
     if not tail:
         return {}
     deep = _too_deep(tail)
     if deep:
         return {"raw": tail, "error": deep}
+    out: dict[str, Any] = {}
+    for segment in _segments(tail):
+        part = _parse_segment(segment)
+        if "error" in part:
+            return {"raw": tail, "error": part["error"]}
+        for key, value in part.items():
+            if isinstance(value, dict):
+                out.setdefault(key, {}).update(value)
+            else:
+                out[key] = value
+    return out
+
+
+def _segments(tail: str) -> list[str]:
+    """Split a node's tail after each top-level closing brace (strings skipped)."""
+    parts, depth, begin = [], 0, 0
+    for m in _scanner().finditer(tail):
+        kind = m.lastgroup
+        if kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth -= 1
+            if depth == 0:
+                parts.append(tail[begin : m.end()].strip())
+                begin = m.end()
+    rest = tail[begin:].strip()
+    if rest:
+        parts.append(rest)
+    return parts
+
+
+@functools.lru_cache(maxsize=16384)
+def _parse_segment(segment: str) -> dict[str, Any]:
     try:
-        return _TAIL.transform(line_parser().parse(tail, start="node_tail"))
+        return transforming_parser("node_tail", _TAIL).parse(segment)
     except LarkError as exc:
-        return {"raw": tail, "error": _lark_message(exc)}
+        return {"error": _lark_message(exc)}
     except RecursionError:  # not reachable below MAX_DEPTH; kept as a last guard
-        return {"raw": tail, "error": "nesting too deep to parse"}
+        return {"error": "nesting too deep to parse"}
 
 
 def _lark_message(exc: LarkError) -> str:
@@ -422,7 +458,7 @@ def parse_type_sig(text: str) -> tuple[list[TypeInfo], list[TypeInfo]]:
     if _too_deep(text):
         return ([], [TypeInfo(text=text.strip(), kind="?")])
     try:
-        return _TYPES.transform(line_parser().parse(text.strip(), start="type_sig"))
+        return transforming_parser("type_sig", _TYPES).parse(text.strip())
     except (LarkError, RecursionError):
         return ([], [TypeInfo(text=text.strip(), kind="?")])
 
