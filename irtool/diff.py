@@ -20,6 +20,15 @@ from .errors import DumpError
 from .model import Dump
 
 SCHEMA = "irtool.diff/1"
+
+
+class DiffInputError(DumpError):
+    """Bad input to the diff (a missing dump, an unreadable option value): one line for the user."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        Exception.__init__(self, message)
+        self.path, self.line, self.col, self.expected, self.found = path, 0, 0, "", message
+
 FAIL_KINDS = ("comm", "strategy", "ops", "params", "any")
 DEFAULT_FAIL_ON = ("comm", "strategy")
 COMM_FIELDS = ("category", "group_size", "shape", "dtype", "bytes")
@@ -126,7 +135,7 @@ def parse_fail_on(values: Iterable[str] | str) -> list[str]:
             if not kind:
                 continue
             if kind not in FAIL_KINDS:
-                raise DumpError(f"--fail-on: unknown kind {kind!r} (choose from {', '.join(FAIL_KINDS)})")
+                raise DiffInputError(f"--fail-on: unknown kind {kind!r} (choose from {', '.join(FAIL_KINDS)})")
             out.append(kind)
     return out
 
@@ -145,7 +154,7 @@ def parse_threshold(text: str) -> tuple[str, float]:
             return "absolute", float(m.group(1)) * _UNITS[m.group(2)]
     except ValueError:
         pass
-    raise DumpError(f"--max-comm-bytes-increase: cannot read {text!r} (use e.g. 5% or 1048576 or 10MB)")
+    raise DiffInputError(f"--max-comm-bytes-increase: cannot read {text!r} (use e.g. 5% or 1048576 or 10MB)")
 
 
 def _exceeds(old: int, new: int, limit: tuple[str, float]) -> bool:
@@ -292,7 +301,7 @@ def pick_file(folder: str, pass_name: str = "validate") -> str:
     found = [p for p in glob.glob(os.path.join(folder, "*.ir*"))
              if re.search(rf"(^|_){re.escape(pass_name)}(_|$)", _stem(os.path.basename(p)))]
     if not found:
-        raise DumpError(f"{folder}: no dump of pass {pass_name!r} (*_{pass_name}_*.ir)")
+        raise DiffInputError(f"{folder}: no dump of pass {pass_name!r} (*_{pass_name}_*.ir)")
     by_stem: dict[str, str] = {}
     for p in sorted(found, key=lambda p: (len(p), p), reverse=True):
         by_stem[_stem(os.path.basename(p))] = p  # shortest name (plain .ir) wins
@@ -311,7 +320,7 @@ def rank_files(path: str, pass_name: str = "validate") -> dict[int | None, str]:
     if os.path.isfile(path):
         return {rank_of(path): path}
     if not os.path.isdir(path):
-        raise DumpError(f"{path}: no such file or folder")
+        raise DiffInputError(f"{path}: no such file or folder")
     subs = {}
     for entry in sorted(os.listdir(path)):
         m = re.fullmatch(r"rank_(\d+)", entry)

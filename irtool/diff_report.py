@@ -129,7 +129,8 @@ def to_markdown(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
     """Markdown fit for a pull-request comment: verdict first, one collapsible block per rank."""
     reasons = result.failures(fail_on, max_comm_bytes_increase)
     icon = ":x:" if reasons else (":white_check_mark:" if result.identical else ":information_source:")
-    lines = [f"### {icon} irtool diff: {_verdict(result, [])}", ""]
+    headline = f"{len(reasons)} failing difference(s)" if reasons else _verdict(result, [])
+    lines = [f"### {icon} irtool diff: {headline}", ""]
     for reason in reasons:
         lines.append(f"- **{_md_cell(reason)}**")
     if result.only_old or result.only_new:

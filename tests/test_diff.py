@@ -192,11 +192,15 @@ def test_markdown_and_text_render() -> None:
 
 
 @pytest.mark.parametrize("extra", [["--fail-on", "bogus"], ["--max-comm-bytes-increase", "lots"],
-                                   ["--pass", "no_such_pass"]])
+                                   ["--pass", "no_such_pass"], ["missing"]])
 def test_bad_input_exits_2_with_one_line(extra: list[str]) -> None:
-    code, out = run(F / "mlp_cpu", F / "mlp_cpu_sorted", *extra)
+    if extra == ["missing"]:
+        code, out = run(F / "no_such_scenario", F / "mlp_cpu_sorted")
+    else:
+        code, out = run(F / "mlp_cpu", F / "mlp_cpu_sorted", *extra)
     assert code == 2
     assert out.strip().startswith("irtool:") and len(out.strip().splitlines()) == 1
+    assert "internal error" not in out and "Traceback" not in out
 
 
 def test_pass_option_picks_another_dump() -> None:
