@@ -182,7 +182,7 @@ def test_json_format_is_versioned() -> None:
 def test_markdown_and_text_render() -> None:
     result = diff_dirs(str(F / "semi_auto_8p" / "rank_0"), str(EDITED))
     md = to_markdown(result)
-    assert md.startswith("### :x: irtool diff")
+    assert md.startswith("### :x: irtool diff: 1 failing difference(s)")
     assert "| change | stage | op | name | scope | difference |" in md
     assert "in_strategy: ((4, 1), (1, 2)) -> ((2, 1), (1, 4))" in md
     assert "FAIL: rank 0 vs dump: 1 strategy difference(s)" in to_text(result)
