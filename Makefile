@@ -27,11 +27,11 @@ run: install
 
 ## Install, then run the whole test suite (unit, property and CLI tests) and the linter.
 test: install
-	$(BIN)/ruff check irtool tests bench tools
+	$(BIN)/ruff check irtool tests bench tools fuzz
 	$(BIN)/pytest -q
 
 lint: install
-	$(BIN)/ruff check irtool tests bench tools
+	$(BIN)/ruff check irtool tests bench tools fuzz
 
 ## The shared checker on every real dump (needs ../shared).
 fidelity: install

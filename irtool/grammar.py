@@ -42,7 +42,7 @@ def document_parser(lexer_class: type, transformer) -> Lark:
                 transformer=transformer, maybe_placeholders=False)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def transforming_parser(start: str, transformer: object) -> Lark:
     """LALR parser for one line-level start symbol that calls `transformer` as it reduces, so no
     parse tree is built (a third faster than parsing then transforming)."""

@@ -7,8 +7,8 @@ which may use any encoding, so there they are replaced.
 from __future__ import annotations
 
 import bz2
-import io
 import gzip
+import io
 import lzma
 import os
 from typing import IO, Iterator

@@ -8,11 +8,10 @@ from collections import Counter
 
 import networkx as nx
 import pytest
+from conftest import all_dumps, fixture
 
 import irtool
 from irtool.summary import summarize
-
-from conftest import all_dumps, fixture
 
 DUMPS = all_dumps()
 LARGE = "gpt_large_perf/rank_0/19_validate_0078.ir.xz"  # 68 MB raw: counts and graph only
