@@ -10,7 +10,13 @@ import os
 import tempfile
 from typing import IO, Iterator, Union
 
+from .errors import InputError
+
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+class OverwriteError(InputError, ValueError):
+    """The output path is one of the inputs."""
 
 
 def _same_file(a: PathLike, b: PathLike) -> bool:
@@ -20,22 +26,29 @@ def _same_file(a: PathLike, b: PathLike) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_open(path: PathLike, mode: str = "w", protect: tuple[PathLike, ...] = (),
                 encoding: str = "utf-8") -> Iterator[IO]:
     """Context manager yielding a file object; on success the file becomes `path`.
 
     `mode` is "w" (text) or "wb". If the body raises, the temporary file is removed and `path` is
-    left as it was. Refuses (ValueError) to write over any file in `protect` (the input dumps).
+    left as it was. Refuses (OverwriteError) to write over any file in `protect` (the input dumps).
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open mode must be 'w' or 'wb', not {mode!r}")
     for src in protect:
         if _same_file(path, src):
-            raise ValueError(f"refusing to overwrite the input file {os.fspath(src)}")
+            raise OverwriteError(f"refusing to overwrite the input file {os.fspath(src)}")
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give what open() would have
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": encoding})) as f:
             yield f
             f.flush()

@@ -7,7 +7,7 @@ from typing import Any, Callable
 import click
 
 from . import summary as summary_mod
-from .errors import DumpError
+from .errors import DumpError, InputError
 from .parse import load
 
 
@@ -38,7 +38,7 @@ def _run(fn: Callable[[], int | None]) -> None:
     """Run a command body: bad input -> one line on stderr and exit 2, never a traceback."""
     try:
         code = fn() or 0
-    except DumpError as exc:
+    except (DumpError, InputError) as exc:
         click.echo(f"irtool: {exc}", err=True)
         sys.exit(2)
     except (OSError, MemoryError, RecursionError) as exc:
@@ -148,15 +148,11 @@ def render(input_path: str, out: str, fmt: str | None, stage: int | None, subgra
     from . import render as render_mod
 
     def body() -> int:
-        try:
-            fmt_used = export_mod.format_for(out, fmt)
-            dump, chosen = render_mod.load_input(input_path, stage)
-            graph = render_mod.render_graph(dump, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,
-                                            hops=hops, direction=direction, depth=render_mod.parse_depth(depth))
-            export_mod.export(graph, out, fmt_used)
-        except render_mod.RenderError as exc:
-            click.echo(f"irtool: {exc}", err=True)
-            return 2
+        fmt_used = export_mod.format_for(out, fmt)
+        dump, chosen = render_mod.load_input(input_path, stage)
+        graph = render_mod.render_graph(dump, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,
+                                        hops=hops, direction=direction, depth=render_mod.parse_depth(depth))
+        export_mod.export(graph, out, fmt_used, protect=(dump.path,))
         for note in graph.graph.get("notes", []):
             click.echo(f"irtool: {note}", err=True)
         d = graph.graph.get("depth")

@@ -7,7 +7,6 @@ unique ids, addresses or paths (see `irtool.diff_match`). Output formats live in
 """
 from __future__ import annotations
 
-import glob
 import os
 import re
 from collections import defaultdict
@@ -16,23 +15,19 @@ from typing import Any, Iterable
 
 from .diff_facts import STRATEGY_FIELDS, CommFact, StrategyFact, comm_facts, stage_of, strategy_facts
 from .diff_match import match, plain
-from .errors import DumpError
+from .dumpdir import rank_files, rank_of
+from .errors import InputError
 from .model import Dump
 
 SCHEMA = "irtool.diff/1"
 
 
-class DiffInputError(DumpError):
-    """Bad input to the diff (a missing dump, an unreadable option value): one line for the user."""
-
-    def __init__(self, message: str, path: str = "") -> None:
-        Exception.__init__(self, message)
-        self.path, self.line, self.col, self.expected, self.found = path, 0, 0, "", message
+# Kept under its first name for callers of the diff API.
+DiffInputError = InputError
 
 FAIL_KINDS = ("comm", "strategy", "ops", "params", "any")
 DEFAULT_FAIL_ON = ("comm", "strategy")
 COMM_FIELDS = ("category", "group_size", "shape", "dtype", "bytes")
-_RANK = re.compile(r"(?:^|[/\\])rank_(\d+)(?:[/\\]|$)")
 
 
 @dataclass
@@ -135,7 +130,7 @@ def parse_fail_on(values: Iterable[str] | str) -> list[str]:
             if not kind:
                 continue
             if kind not in FAIL_KINDS:
-                raise DiffInputError(f"--fail-on: unknown kind {kind!r} (choose from {', '.join(FAIL_KINDS)})")
+                raise InputError(f"--fail-on: unknown kind {kind!r} (choose from {', '.join(FAIL_KINDS)})")
             out.append(kind)
     return out
 
@@ -154,7 +149,7 @@ def parse_threshold(text: str) -> tuple[str, float]:
             return "absolute", float(m.group(1)) * _UNITS[m.group(2)]
     except ValueError:
         pass
-    raise DiffInputError(f"--max-comm-bytes-increase: cannot read {text!r} (use e.g. 5% or 1048576 or 10MB)")
+    raise InputError(f"--max-comm-bytes-increase: cannot read {text!r} (use e.g. 5% or 1048576 or 10MB)")
 
 
 def _exceeds(old: int, new: int, limit: tuple[str, float]) -> bool:
@@ -165,12 +160,6 @@ def _exceeds(old: int, new: int, limit: tuple[str, float]) -> bool:
 
 
 # --- the diff itself
-
-def rank_of(path: str) -> int | None:
-    """The rank from a `rank_N` folder in the path, else None."""
-    found = _RANK.findall(os.path.abspath(path))
-    return int(found[-1]) if found else None
-
 
 def diff(old: Dump, new: Dump, old_rank: int | None = None, new_rank: int | None = None) -> DiffResult:
     """Diff two loaded dumps. Ranks default to the `rank_N` folder of each path; when the two
@@ -295,41 +284,6 @@ def _comm_bytes(old: list[CommFact], new: list[CommFact]) -> list[dict[str, Any]
 
 
 # --- files and folders
-
-def pick_file(folder: str, pass_name: str = "validate") -> str:
-    """The dump of pass `pass_name` in a rank folder (`*_validate_*` by default); `.ir` before `.ir.xz`."""
-    found = [p for p in glob.glob(os.path.join(folder, "*.ir*"))
-             if re.search(rf"(^|_){re.escape(pass_name)}(_|$)", _stem(os.path.basename(p)))]
-    if not found:
-        raise DiffInputError(f"{folder}: no dump of pass {pass_name!r} (*_{pass_name}_*.ir)")
-    by_stem: dict[str, str] = {}
-    for p in sorted(found, key=lambda p: (len(p), p), reverse=True):
-        by_stem[_stem(os.path.basename(p))] = p  # shortest name (plain .ir) wins
-    return by_stem[sorted(by_stem)[-1]]
-
-
-def _stem(name: str) -> str:
-    for ext in (".ir.xz", ".ir.gz", ".ir.bz2", ".ir"):
-        if name.endswith(ext):
-            return name[: -len(ext)]
-    return name
-
-
-def rank_files(path: str, pass_name: str = "validate") -> dict[int | None, str]:
-    """rank -> dump file, for a `.ir` file, a rank folder, or a folder of `rank_N` folders."""
-    if os.path.isfile(path):
-        return {rank_of(path): path}
-    if not os.path.isdir(path):
-        raise DiffInputError(f"{path}: no such file or folder")
-    subs = {}
-    for entry in sorted(os.listdir(path)):
-        m = re.fullmatch(r"rank_(\d+)", entry)
-        if m and os.path.isdir(os.path.join(path, entry)):
-            subs[int(m.group(1))] = pick_file(os.path.join(path, entry), pass_name)
-    if subs:
-        return subs
-    return {rank_of(os.path.join(path, "x")): pick_file(path, pass_name)}
-
 
 def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate") -> DiffResult:
     """Diff two dumps or dump folders, ranks matched by rank number (a lone rank on each side is

@@ -7,45 +7,52 @@ import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
-from .errors import DumpError
+from .errors import InputError
 from .parallel import pass_name
 
 _RANK_DIR = re.compile(r"^rank_(\d+)$")
+_RANK_IN_PATH = re.compile(r"(?:^|[/\\])rank_(\d+)(?:[/\\]|$)")
+_DUMP = re.compile(r"\.ir(\.(xz|gz|bz2))?$")
 
 
-def _order(name: str) -> int:
-    m = re.match(r"^(\d+)_", name)
-    return int(m.group(1)) if m else -1
+def rank_of(path: str) -> int | None:
+    """The rank from a `rank_N` folder in the path, else None."""
+    found = _RANK_IN_PATH.findall(os.path.abspath(path))
+    return int(found[-1]) if found else None
 
 
-def _seq(name: str) -> int:
+def _sequence(name: str) -> int:
+    """MindSpore numbers the files it writes: `19_validate_0078.ir` -> 78 (the later, the higher)."""
     m = re.search(r"_(\d+)\.ir", name)
     return int(m.group(1)) if m else -1
 
 
-def pick_file(rank_dir: str, pass_name_: str | None = None) -> str | None:
-    """The rank's file for a pass: by substring of the file's pass part; default the last `*_validate_*`."""
-    files = [f for f in os.listdir(rank_dir) if re.search(r"\.ir(\.(xz|gz|bz2))?$", f)]
+def pick_file(folder: str, pass_name_: str | None = None) -> str:
+    """A rank folder's dump for a pass: the files whose pass part contains `pass_name_` (default
+    `validate`, the last frontend pass); of those the last written, a plain `.ir` before a
+    compressed copy."""
     want = pass_name_ or "validate"
-    hits = [f for f in files if want in pass_name(f)]
+    hits = [f for f in os.listdir(folder) if _DUMP.search(f) and want in pass_name(f)]
     if not hits:
-        return None
-    return os.path.join(rank_dir, max(hits, key=lambda f: (_seq(f), _order(f), f)))
+        raise InputError(f"{folder}: no dump of pass {want!r} (*_{want}_*.ir)")
+    return os.path.join(folder, max(hits, key=lambda f: (_sequence(f), -len(f), f)))
 
 
-def rank_files(path: str, pass_name_: str | None = None) -> list[tuple[int, str]]:
-    """(rank, file) for every `rank_*` folder of `path` that has a file for the pass."""
-    out = []
+def rank_files(path: str, pass_name_: str | None = None) -> dict[int | None, str]:
+    """rank -> dump file, for a dump file, a rank folder, or a folder of `rank_N/` folders
+    (rank None when the path does not tell)."""
+    if os.path.isfile(path):
+        return {rank_of(path): path}
+    if not os.path.isdir(path):
+        raise InputError(f"{path}: no such file or folder")
+    ranks = {}
     for entry in os.listdir(path):
         m = _RANK_DIR.match(entry)
-        full = os.path.join(path, entry)
-        if m and os.path.isdir(full):
-            f = pick_file(full, pass_name_)
-            if f is not None:
-                out.append((int(m.group(1)), f))
-    if not out:
-        raise DumpError(f"{path}: no rank_*/ folder with a {pass_name_ or 'validate'} file")
-    return sorted(out)
+        if m and os.path.isdir(os.path.join(path, entry)):
+            ranks[int(m.group(1))] = pick_file(os.path.join(path, entry), pass_name_)
+    if ranks:
+        return dict(sorted(ranks.items()))
+    return {rank_of(os.path.join(path, "x")): pick_file(path, pass_name_)}
 
 
 def summarize_file(path: str) -> dict[str, Any]:
@@ -63,7 +70,7 @@ def load_dir(path: str, pass_name: str | None = None, stage: int | None = None,
     Returns one dict per rank, sorted by rank: `rank`, `file`, `stage`, `summary` (the summarize dict).
     `stage` keeps only the ranks of that pipeline stage. Progress goes to stderr when it is a terminal.
     """
-    files = rank_files(path, pass_name)
+    files = list(rank_files(path, pass_name).items())
     jobs = jobs or min(len(files), os.cpu_count() or 1)
     results: dict[int, dict[str, Any]] = {}
     progress = _progress(len(files))

@@ -1,4 +1,4 @@
-"""The one error type irtool raises for bad input, located as `path:line:col`."""
+"""Errors for bad input: `DumpError`, located as `path:line:col`, and `InputError`."""
 from __future__ import annotations
 
 
@@ -9,6 +9,11 @@ class DumpError(Exception):
         self.path, self.line, self.col = str(path), line, col
         self.expected, self.found = expected, found
         super().__init__(f"{self.path}:{line}:{col}: expected {expected}, found {found}")
+
+
+class InputError(Exception):
+    """Input irtool cannot use that is not a located syntax problem: a missing dump, a folder with
+    no rank files, a bad option value. `str()` is the one-line message; the CLI exits 2."""
 
 
 def show(text: str, limit: int = 40) -> str:

@@ -11,11 +11,11 @@ Every text from the dump is escaped so the output is inert; files are written at
 from __future__ import annotations
 
 import os
-import tempfile
 
 import networkx as nx
 import pydot
 
+from .atomic import atomic_write
 from .render import RenderError
 
 FORMATS = ("dot", "svg", "png", "pdf")
@@ -119,21 +119,6 @@ def to_pydot(graph: nx.DiGraph, legend: bool = True, title: str | None = None) -
     return dot
 
 
-def _atomic_write(path: str, data: bytes) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".irtool-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def format_for(path: str, fmt: str | None = None) -> str:
     """The output format: `fmt` if given, otherwise OUT's suffix."""
     fmt = fmt or os.path.splitext(path)[1].lstrip(".").lower()
@@ -157,8 +142,10 @@ def to_bytes(graph: nx.DiGraph, fmt: str, legend: bool = True) -> bytes:
         raise RenderError(f"Graphviz failed: {str(exc.stderr or exc).strip().splitlines()[-1:]}") from None
 
 
-def export(graph: nx.DiGraph, path: str, fmt: str | None = None, legend: bool = True) -> str:
-    """Write the picture to `path` atomically; returns the format used."""
+def export(graph: nx.DiGraph, path: str, fmt: str | None = None, legend: bool = True,
+           protect: tuple[str, ...] = ()) -> str:
+    """Write the picture to `path` atomically (never over a file in `protect`, the inputs);
+    returns the format used."""
     fmt = format_for(path, fmt)
-    _atomic_write(path, to_bytes(graph, fmt, legend=legend))
+    atomic_write(path, to_bytes(graph, fmt, legend=legend), protect=protect)
     return fmt

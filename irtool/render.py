@@ -7,7 +7,6 @@ picture against the model.
 """
 from __future__ import annotations
 
-import glob
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -15,6 +14,8 @@ from typing import Any, Iterable, Union
 
 import networkx as nx
 
+from .dumpdir import rank_files
+from .errors import InputError
 from .graph import data_graph
 from .model import Dump, Node
 from .parallel import CATEGORIES, is_comm
@@ -27,7 +28,7 @@ P2P_OPS = ("Send", "Receive")
 _NOT_READY = (NotImplementedError, ImportError)
 
 
-class RenderError(Exception):
+class RenderError(InputError):
     """A selection or input that cannot be drawn; `str()` is the one-line message users see."""
 
 
@@ -88,19 +89,6 @@ def format_strategy(value: Any) -> str:
 
 # --- input -------------------------------------------------------------------------------------
 
-def rank_files(folder: str) -> list[tuple[int, str]]:
-    """(rank, validate file) for each `rank_N/` of a dump folder, by rank."""
-    out = []
-    for d in glob.glob(os.path.join(folder, "rank_*")):
-        tail = os.path.basename(d)[5:]
-        if not tail.isdigit():
-            continue
-        files = sorted(glob.glob(os.path.join(d, "*_validate_*.ir*")))
-        if files:
-            out.append((int(tail), files[-1]))
-    return sorted(out)
-
-
 def load_input(path: str, stage: int | None = None) -> tuple[Dump, str]:
     """Load a `.ir`/`.ir.xz` file, or the validate file of one rank of a dump folder.
 
@@ -109,9 +97,7 @@ def load_input(path: str, stage: int | None = None) -> tuple[Dump, str]:
     """
     if not os.path.isdir(path):
         return load(path), f"file {path}"
-    ranks = rank_files(path)
-    if not ranks:
-        raise RenderError(f"{path}: no rank_*/ folder with a *_validate_* file")
+    ranks = list(rank_files(path).items())
     if stage is None:
         rank, file = ranks[0]
         return load(file), f"rank {rank} ({file})"
