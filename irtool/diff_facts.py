@@ -1,23 +1,18 @@
 """What `irtool.diff` compares, extracted from one dump: communication, strategies, stage.
 
-Uses `irtool.parallel` when it is implemented and falls back to plain attribute reading when it
-raises NotImplementedError, so the diff works at every stage of that work.
+Classification, bytes and strategies come from `irtool.parallel`; this module only reshapes them
+into comparable facts.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import parallel
 from .diff_match import freeze, normalise_scope, op_number
-from .model import Dump, Node, TypeInfo
+from .model import Dump, Node
 
-DTYPE_BYTES = {
-    "Bool": 1, "Int8": 1, "UInt8": 1, "Int16": 2, "UInt16": 2, "Int32": 4, "UInt32": 4, "Int64": 8,
-    "UInt64": 8, "Float16": 2, "BFloat16": 2, "Float32": 4, "Float64": 8, "Complex64": 8, "Complex128": 16,
-}
 # Attributes that name ranks: they differ between two ranks of one stage by construction.
 PEER_ATTRS = ("dest_rank", "src_rank", "dst_global_rank", "src_global_rank", "send_rank_ids", "recv_rank_ids")
 _GROUP_SIZE = re.compile(r"^(\d+)-")
@@ -77,30 +72,8 @@ STRATEGY_FIELDS = ("in_strategy", "out_strategy", "in_layout", "out_layout")
 
 
 def stage_of(dump: Dump) -> int | None:
-    """The dump's pipeline stage, None when unknown or not yet implemented."""
-    try:
-        return dump.stage
-    except NotImplementedError:
-        return None
-
-
-def type_bytes(t: TypeInfo | None) -> tuple[Any, str | None, int | None]:
-    """(shape, dtype, bytes) of an output type; bytes None when the size is unknown."""
-    if t is None:
-        return None, None, None
-    size = DTYPE_BYTES.get(t.dtype or "")
-    return t.shape, t.dtype, _nbytes(t.shape, size)
-
-
-def _nbytes(shape: Any, size: int | None) -> int | None:
-    if size is None or shape is None:
-        return None
-    if isinstance(shape, tuple) and shape and all(isinstance(s, tuple) for s in shape):
-        parts = [_nbytes(s, size) for s in shape]
-        return None if any(p is None for p in parts) else sum(parts)  # type: ignore[misc]
-    if not isinstance(shape, tuple) or any(not isinstance(d, int) or d < 0 for d in shape):
-        return None
-    return math.prod(shape) * size
+    """The dump's pipeline stage, None when unknown or without pipeline."""
+    return dump.stage
 
 
 def _group_size(node: Node, group: str | None, ranks: Any) -> int | None:
@@ -119,24 +92,17 @@ def _order(node: Node) -> tuple:
 
 
 def comm_facts(dump: Dump, stage: int | None) -> list[CommFact]:
-    """Communication nodes of `dump` as CommFacts (irtool.parallel, or the fallback)."""
-    try:
-        classified = [(c.node, c) for c in parallel.comm_nodes(dump)]
-    except NotImplementedError:
-        classified = [(n, None) for n in dump.nodes() if parallel.is_comm(n)]
+    """Communication nodes of `dump` as CommFacts."""
     out = []
-    for node, c in classified:
-        shape, dtype, nbytes = type_bytes(node.output_type)
-        group = node.attr("group")
-        ranks = None
-        category, phase = "other", None
-        if c is not None:
-            category, phase = c.category, c.phase
-            group = c.group if c.group is not None else group
-            ranks = c.group_ranks
-            shape = c.shape if c.shape is not None else shape
-            dtype = c.dtype or dtype
-            nbytes = c.bytes if c.bytes is not None else nbytes
+    for c in parallel.comm_nodes(dump):
+        node = c.node
+        shape, dtype, nbytes = parallel.type_bytes(node.output_type, tuple_sum=True)
+        category, phase = c.category, c.phase
+        group = c.group if c.group is not None else node.attr("group")
+        ranks = c.group_ranks
+        shape = c.shape if c.shape is not None else shape
+        dtype = c.dtype or dtype
+        nbytes = c.bytes if c.bytes is not None else nbytes
         if ranks is None:
             value = node.primitive_attrs.get("group_rank_ids") or node.primitive_attrs.get("rank_list")
             ranks = tuple(value) if isinstance(value, (list, tuple)) else None
@@ -151,23 +117,8 @@ def comm_facts(dump: Dump, stage: int | None) -> list[CommFact]:
 
 
 def strategy_facts(dump: Dump, stage: int | None) -> list[StrategyFact]:
-    """Operators with a strategy or layout (irtool.parallel, or the fallback)."""
-    out = []
-    try:
-        for s in parallel.strategies(dump):
-            values = {"in_strategy": s.in_strategy, "out_strategy": s.out_strategy,
-                      "in_layout": s.in_layout, "out_layout": s.out_layout}
-            out.append(_strategy(s.node, stage, values))
-        return out
-    except NotImplementedError:
-        pass
-    for node in dump.nodes():
-        if "_strategy" not in node.text and "_layout" not in node.text:
-            continue  # cheap text test before parsing the attributes
-        values = {k: node.attr(k) for k in STRATEGY_FIELDS}
-        if any(v is not None for v in values.values()):
-            out.append(_strategy(node, stage, values))
-    return out
+    """Operators with a strategy or layout."""
+    return [_strategy(s.node, stage, {k: getattr(s, k) for k in STRATEGY_FIELDS}) for s in parallel.strategies(dump)]
 
 
 def _instance_name(node: Node) -> str | None:

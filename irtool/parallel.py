@@ -194,7 +194,7 @@ def _elements(shape: Any) -> int | None:
     return n
 
 
-def _type_bytes(t: TypeInfo | None, tuple_sum: bool = False) -> tuple[Any, str | None, int | None]:
+def type_bytes(t: TypeInfo | None, tuple_sum: bool = False) -> tuple[Any, str | None, int | None]:
     """(shape, dtype, bytes) of one printed type; a tuple type sums its elements when `tuple_sum`."""
     if t is None or t.dtype not in DTYPE_SIZE:
         return (getattr(t, "shape", None), getattr(t, "dtype", None), None)
@@ -369,7 +369,7 @@ def _bytes(node: Node, pa: dict, pr: dict, kind: str, params: dict) -> tuple[Any
     if op in MIRRORS:
         name = pa.get("mirror_user_id", pr.get("mirror_user_id"))
         p = params.get(name) if isinstance(name, str) else None
-        return _type_bytes(p.type if p else None)
+        return type_bytes(p.type if p else None)
     if kind == "pre":
         return None, None, None
     if op in ("Send", "Receive"):
@@ -380,10 +380,10 @@ def _bytes(node: Node, pa: dict, pr: dict, kind: str, params: dict) -> tuple[Any
         return None, None, None
     ins, out = node.input_types, node.output_type
     if op in GATHERS or op == "Receive":
-        return _type_bytes(out)
+        return type_bytes(out)
     if op in EXCHANGES:
-        return _type_bytes(ins[0] if ins else None, tuple_sum=True)
-    return _type_bytes(ins[0] if ins else None)
+        return type_bytes(ins[0] if ins else None, tuple_sum=True)
+    return type_bytes(ins[0] if ins else None)
 
 
 def _p2p(c: CommNode, pa: dict, pr: dict, ca: dict, kind: str) -> None:

@@ -18,14 +18,12 @@ from .dumpdir import rank_files
 from .errors import InputError
 from .graph import data_graph
 from .model import Dump, Node
-from .parallel import CATEGORIES, is_comm
+from .parallel import CATEGORIES
 from .parse import load
 
 MAX_BOXES = 2000  # above this Graphviz layout gets slow: refuse and suggest a deeper fold
 READABLE_BOXES = 30  # the automatic depth keeps at most this many boxes
 P2P_OPS = ("Send", "Receive")
-# irtool.parallel is optional: unfinished rules raise NotImplementedError (or are not there yet)
-_NOT_READY = (NotImplementedError, ImportError)
 
 
 class RenderError(InputError):
@@ -34,45 +32,26 @@ class RenderError(InputError):
 
 @dataclass
 class Semantics:
-    """Parallel facts about the nodes of one dump, tolerant of an unfinished `irtool.parallel`."""
+    """Parallel facts about the nodes of one dump (from `irtool.parallel`), keyed by node uid."""
 
     category: dict[str, str] = field(default_factory=dict)  # uid -> communication category
     phase: dict[str, str] = field(default_factory=dict)  # uid -> phase (comm nodes only)
     peer_stage: dict[str, int | None] = field(default_factory=dict)  # uid -> peer stage (p2p)
     strategy: dict[str, str] = field(default_factory=dict)  # uid -> "(2,1)(1,4)"
     stage: int | None = None
-    parallel_ready: bool = True  # False when irtool.parallel is not implemented yet
 
     @classmethod
     def of(cls, dump: Dump) -> Semantics:
         """Collect categories, phases, peer stages, strategies and the stage of `dump`."""
-        sem = cls()
-        try:
-            for c in dump.comm_nodes():
-                sem.category[c.node.uid] = c.category if c.category in CATEGORIES else "other"
-                sem.phase[c.node.uid] = c.phase
-                sem.peer_stage[c.node.uid] = c.peer_stage
-        except _NOT_READY:
-            sem.parallel_ready = False
-            for n in dump.nodes():
-                if is_comm(n):
-                    sem.category[n.uid] = "other"
-        try:
-            for s in dump.strategies():
-                text = format_strategy(s.in_strategy if s.in_strategy is not None else s.in_layout)
-                if text:
-                    sem.strategy[s.node.uid] = text
-        except _NOT_READY:
-            sem.parallel_ready = False
-            for n in dump.nodes():
-                text = format_strategy(n.attr("in_strategy"))
-                if text:
-                    sem.strategy[n.uid] = text
-        try:
-            sem.stage = dump.stage
-        except _NOT_READY:
-            sem.parallel_ready = False
-            sem.stage = None
+        sem = cls(stage=dump.stage)
+        for c in dump.comm_nodes():
+            sem.category[c.node.uid] = c.category if c.category in CATEGORIES else "other"
+            sem.phase[c.node.uid] = c.phase
+            sem.peer_stage[c.node.uid] = c.peer_stage
+        for s in dump.strategies():
+            text = format_strategy(s.in_strategy if s.in_strategy is not None else s.in_layout)
+            if text:
+                sem.strategy[s.node.uid] = text
         return sem
 
 
@@ -104,11 +83,7 @@ def load_input(path: str, stage: int | None = None) -> tuple[Dump, str]:
     first: tuple[Dump, str] | None = None
     for rank, file in ranks:
         dump = load(file)
-        try:
-            found = dump.stage
-        except _NOT_READY:
-            return dump, f"rank {rank} ({file}); stage unknown (parallel semantics not available)"
-        if found == stage:
+        if dump.stage == stage:
             return dump, f"rank {rank} ({file}), stage {stage}"
         first = first or (dump, f"rank {rank} ({file})")
     stages = "no pipeline" if first is None else "other stages only"
@@ -152,10 +127,11 @@ def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None 
     nodes = {n.uid: n for n in dump.nodes()}
     chosen = set(nodes)
     if stage is not None:
-        if not sem.parallel_ready and sem.stage is None:
-            notes.append("stage unknown (parallel semantics not available): showing the whole rank")
+        if sem.stage is None and stage == 0:
+            notes.append("this dump has no pipeline: all of it is stage 0")
         elif sem.stage is None:
-            notes.append(f"this dump has no pipeline: all of it is stage {stage}")
+            notes.append(f"this dump has no pipeline (only stage 0), not stage {stage}: nothing to show")
+            return Selection(set(), notes)
         elif sem.stage != stage:
             notes.append(f"this dump is stage {sem.stage}, not stage {stage}: nothing to show")
             return Selection(set(), notes)
