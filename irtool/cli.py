@@ -109,8 +109,9 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
               help="Also exit 1 when a rank's communication bytes grow by more than this (5%, 1048576, 10MB).")
 @click.option("--pass", "pass_name", default="validate", show_default=True,
               help="Which dump of a folder to compare (`*_<pass>_*.ir`).")
+@click.option("--stage", type=int, default=None, help="Only ranks on this pipeline stage (either side).")
 def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increase: str | None,
-             pass_name: str) -> None:
+             pass_name: str, stage: int | None) -> None:
     """Diff two dumps (files, rank folders or folders of rank_N): communication, strategies,
     operators, parameters. Exit 0 nothing relevant changed, 1 differences matching --fail-on, 2 error."""
     from . import diff as diff_mod
@@ -120,7 +121,7 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         diff_mod.parse_fail_on(fail_on)
         if max_increase:
             diff_mod.parse_threshold(max_increase)
-        result = diff_mod.diff_dirs(old, new, pass_name=pass_name)
+        result = diff_mod.diff_dirs(old, new, pass_name=pass_name, stage=stage)
         render = {"json": diff_report.to_json, "markdown": diff_report.to_markdown}.get(fmt, diff_report.to_text)
         click.echo(render(result, fail_on, max_increase), nl=fmt == "json")
         return 1 if result.failures(fail_on, max_increase) else 0

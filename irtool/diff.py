@@ -285,18 +285,24 @@ def _comm_bytes(old: list[CommFact], new: list[CommFact]) -> list[dict[str, Any]
 
 # --- files and folders
 
-def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate") -> DiffResult:
+def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate", stage: int | None = None) -> DiffResult:
     """Diff two dumps or dump folders, ranks matched by rank number (a lone rank on each side is
-    compared with the other even when the numbers differ)."""
+    compared with the other even when the numbers differ). With `stage`, only ranks whose dump is
+    on that pipeline stage on either side are compared."""
     from .parse import load
 
     old_files, new_files = rank_files(old_dir, pass_name), rank_files(new_dir, pass_name)
     if len(old_files) == 1 and len(new_files) == 1:
-        (ro, po), (rn, pn) = next(iter(old_files.items())), next(iter(new_files.items()))
-        return DiffResult(ranks=[diff_rank(load(po), load(pn), ro, rn)])
+        pairs = [(*next(iter(old_files.items())), *next(iter(new_files.items())))]
+    else:
+        pairs = [(r, old_files[r], r, new_files[r])
+                 for r in sorted(set(old_files) & set(new_files), key=lambda r: -1 if r is None else r)]
     result = DiffResult()
-    for rank in sorted(set(old_files) & set(new_files), key=lambda r: -1 if r is None else r):
-        result.ranks.append(diff_rank(load(old_files[rank]), load(new_files[rank]), rank, rank))
-    result.only_old = sorted(r for r in old_files if r not in new_files and r is not None)
-    result.only_new = sorted(r for r in new_files if r not in old_files and r is not None)
+    for old_rank, old_path, new_rank, new_path in pairs:
+        a, b = load(old_path), load(new_path)
+        if stage is None or stage in (stage_of(a) or 0, stage_of(b) or 0):
+            result.ranks.append(diff_rank(a, b, old_rank, new_rank))
+    if len(pairs) > 1:
+        result.only_old = sorted(r for r in old_files if r not in new_files and r is not None)
+        result.only_new = sorted(r for r in new_files if r not in old_files and r is not None)
     return result

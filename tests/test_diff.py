@@ -81,6 +81,13 @@ def test_same_rank_against_itself_has_no_rank_specific_entries() -> None:
     assert result.identical and result.ranks[0].rank_specific == []
 
 
+def test_stage_option_keeps_the_ranks_of_one_stage() -> None:
+    # pipeline_2stage_8p: ranks 4-7 are stage 1 (manifest.json)
+    only = diff_dirs(str(F / "pipeline_2stage_8p"), str(F / "pipeline_2stage_8p"), stage=1)
+    assert [r.old_rank for r in only.ranks] == [4, 5, 6, 7] and only.identical
+    assert run(F / "pipeline_2stage_8p", F / "pipeline_2stage_8p", "--stage", "1")[0] == 0
+
+
 def test_scenario_folders_match_ranks_by_number() -> None:
     same = diff_dirs(str(F / "pipeline_2stage_8p"), str(F / "pipeline_2stage_8p"))
     assert [r.old_rank for r in same.ranks] == list(range(8)) and same.identical
