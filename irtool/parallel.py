@@ -10,7 +10,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .model import Dump, Node, TypeInfo
+from .model import Dump, Node, TypeInfo, Warning_
 
 # Collective and point-to-point primitives, and the virtual operators that become communication.
 COMM_OPS = frozenset({
@@ -337,6 +337,10 @@ def comm_nodes(dump: Dump) -> list[CommNode]:
     kind = _file_kind(dump)
     nodes = [n for n in dump.nodes() if n.op in COMM_OPS]
     attrs = [(n.instance_name or "", n.primitive_attrs, n.cnode_attrs, n.primal_attrs) for n in nodes]
+    for n in nodes:  # never classify from attributes the grammar could not read without saying so
+        if "error" in n.attrs:
+            dump.warnings.append(Warning_(n.line, f"attributes of {n.key} kept as raw text "
+                                                  f"({n.attrs['error']}): its classification may be incomplete"))
     cache["groups"] = groups = _resolve_groups([a[1] for a in attrs])
     by_uid = {str(a[3]["unique_id"]): i for i, a in enumerate(attrs) if "unique_id" in a[3]}
     own = [_classify(n, a[0], a[1], a[3]) for n, a in zip(nodes, attrs)]

@@ -18,6 +18,7 @@ SCHEMA = "irtool.summary/1"
 def summarize(dump: Dump) -> dict[str, Any]:
     """The summary of one dump as a JSON-ready dict (schema `irtool.summary/1`)."""
     hist = dump.op_histogram()
+    parallel = parallel_summary(dump)  # first: it may add warnings
     return {
         "schema": SCHEMA,
         "path": dump.path,
@@ -30,7 +31,7 @@ def summarize(dump: Dump) -> dict[str, Any]:
         "subgraphs": [{"name": g.name, "nodes": len(g.nodes), "params": len(g.params)}
                       for g in dump.subgraphs],
         "warnings": [w.as_dict() for w in dump.warnings],
-        **parallel_summary(dump),
+        **parallel,
     }
 
 

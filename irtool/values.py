@@ -278,7 +278,8 @@ def parse_tail(node: Node) -> dict[str, Any]:
     for segment in _segments(tail):
         part = _parse_segment(segment)
         if "error" in part:
-            return {"raw": tail, "error": part["error"]}
+            group = segment.split(":", 1)[0].strip("{ ")
+            return {"raw": tail, "error": f"{group}: {part['error']}"}
         for key, value in part.items():
             if isinstance(value, dict):
                 out.setdefault(key, {}).update(value)
@@ -316,12 +317,11 @@ def _parse_segment(segment: str) -> dict[str, Any]:
 
 
 def _lark_message(exc: LarkError) -> str:
-    col = getattr(exc, "column", None)
+    """`expected A or B, found 'x'` from a lark error (the part of the line is named by the caller)."""
     tok = getattr(exc, "token", None)
-    where = f"col {col}" if isinstance(col, int) and col > 0 else "end"
-    found = repr(str(tok))[:40] if tok is not None else "end of line"
+    found = repr(str(tok))[:40] if tok is not None and str(tok) else "end of text"
     expected = sorted(getattr(exc, "expected", None) or getattr(exc, "allowed", None) or [])
-    return f"at {where}: expected {' or '.join(expected[:6]) or 'more input'}, found {found}"
+    return f"expected {' or '.join(expected[:6]) or 'more input'}, found {found}"
 
 
 # ---------------------------------------------------------------------------------------------
