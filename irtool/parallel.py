@@ -4,13 +4,13 @@ Rules are documented in docs/parallel.md (section numbers in comments refer to i
 """
 from __future__ import annotations
 
-import ast
 import re
 from collections import Counter, deque
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .model import Dump, Node, TypeInfo, Warning_
+from .values import parse_value
 
 # Collective and point-to-point primitives, and the virtual operators that become communication.
 COMM_OPS = frozenset({
@@ -494,8 +494,21 @@ def _walk_to_strategy(node: Node, index: _Index, through_all: bool = False) -> N
 _STRATEGY_KEYS = ("in_strategy", "out_strategy", "gen_strategy", "in_layout", "out_layout")
 
 
+def format_strategy(value: Any) -> str:
+    """`((2, 1), (1, 4))` -> `(2,1)(1,4)`, as MindInsight shows strategies (lists from JSON too);
+    empty string for no strategy."""
+    if value is None:
+        return ""
+    if isinstance(value, (tuple, list)):
+        if value and all(isinstance(v, (tuple, list)) for v in value):
+            return "".join("(" + ",".join(str(x) for x in v) + ")" for v in value)
+        return "(" + ",".join(str(x) for x in value) + ")"
+    return str(value).replace(" ", "")
+
+
 def _extract(text: str, key: str) -> Any:
-    """Fast path: `key: (...)` read by bracket matching and `ast.literal_eval`; `...` when that fails."""
+    """Fast path: the bracketed value after the last `key: `, found by bracket matching and read
+    with the grammar's `value` rule (cached: strategies recur); `...` when that fails."""
     k = text.rfind(key + ": ")
     if k < 0:
         return None
@@ -513,8 +526,8 @@ def _extract(text: str, key: str) -> Any:
                 break
         j += 1
     try:
-        return ast.literal_eval(text[i : j + 1])
-    except (ValueError, SyntaxError):
+        return parse_value(text[i : j + 1])
+    except ValueError:
         return ...
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .parallel import format_strategy
+
 
 def _b(n: int | None) -> str:
     return "?" if n is None else f"{n:,}"
@@ -14,7 +16,7 @@ def _totals_rows(totals: dict[str, Any], key: str) -> list[tuple[str, str, str]]
 
 
 def _strategy_cell(v: Any) -> str:
-    return "" if v is None else str(v).replace(" ", "")
+    return format_strategy(v)
 
 
 def _sections(s: dict[str, Any], top: int) -> list[tuple[str, list[str], list[tuple]]]:

@@ -7,19 +7,21 @@ picture against the model.
 """
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Union
+from typing import Iterable, Union
 
 import networkx as nx
 
 from .dumpdir import rank_files
 from .errors import InputError
 from .graph import data_graph
-from .model import Dump, Node
-from .parallel import CATEGORIES
+from .model import Dump, Node, TypeInfo
+from .parallel import CATEGORIES, format_strategy
 from .parse import load
+from .values import parse_type_sig
 
 MAX_BOXES = 2000  # above this Graphviz layout gets slow: refuse and suggest a deeper fold
 READABLE_BOXES = 30  # the automatic depth keeps at most this many boxes
@@ -53,17 +55,6 @@ class Semantics:
             if text:
                 sem.strategy[s.node.uid] = text
         return sem
-
-
-def format_strategy(value: Any) -> str:
-    """`((2, 1), (1, 4))` -> `(2,1)(1,4)`; empty string for no strategy."""
-    if value is None:
-        return ""
-    if isinstance(value, (tuple, list)):
-        if value and all(isinstance(v, (tuple, list)) for v in value):
-            return "".join("(" + ",".join(str(x) for x in v) + ")" for v in value)
-        return "(" + ",".join(str(x) for x in value) + ")"
-    return str(value).replace(" ", "")
 
 
 # --- input -------------------------------------------------------------------------------------
@@ -172,8 +163,13 @@ Depth = Union[int, str, None]  # an int, "all", or None for automatic
 def scope_parts(node: Node) -> list[str]:
     """The cell path of a node's scope, without the operator's own last component and without the
     per-operator `Grad_Op` wrappers of backward scopes (so a cell's gradient folds as one box)."""
-    parts = [p for p in (node.scope or "").split("/") if p]
-    return [p for p in parts[:-1] if not p.startswith("Grad_")]
+    return list(_scope_parts(node.scope or ""))
+
+
+@functools.lru_cache(maxsize=65536)
+def _scope_parts(scope: str) -> tuple[str, ...]:
+    parts = [p for p in scope.split("/") if p]
+    return tuple(p for p in parts[:-1] if not p.startswith("Grad_"))
 
 
 def fold_key(node: Node, depth: int | None) -> tuple[str, bool]:
@@ -182,15 +178,14 @@ def fold_key(node: Node, depth: int | None) -> tuple[str, bool]:
     A backward scope `Gradients/<forward scope>/Grad_Op/...` folds like its forward scope, so the
     gradient of a cell lands in one box `Gradients/<cell>` next to the cell's forward box.
     """
-    parts = scope_parts(node)
     if depth is None:
         return node.uid, False
+    parts = _scope_parts(node.scope or "")
     if not parts:
         return f"(no scope)/@{node.graph}", True
-    head = []
     if parts[0] == "Gradients":
-        head, parts = parts[:1], parts[1:]
-    return "/".join(head + parts[:depth]), True
+        return "/".join(parts[: depth + 1]), True
+    return "/".join(parts[:depth]), True
 
 
 def max_depth(nodes: Iterable[Node]) -> int:
@@ -236,8 +231,23 @@ def parse_depth(text: str | None) -> Depth:
     return value
 
 
-def shape_text(node: Node) -> str:
-    t = node.output_type
+def output_text(node: Node) -> str:
+    """The printed output type of a node, e.g. `(<Tensor[Float32], (8, 4)>)` (Return: its input)."""
+    if not node.type_lines:
+        return ""
+    line = node.type_lines[0]
+    return line.rsplit("->", 1)[1].strip() if "->" in line else line.lstrip(": ").strip()
+
+
+def shape_label(output: str) -> str:
+    """`(<Tensor[Float32], (8, 4)>)` -> `(8, 4)`; a type without shape gives its kind."""
+    if not output:
+        return ""
+    outs = parse_type_sig(f": () -> {output}")[1]
+    return shape_text(outs[0] if outs else None)
+
+
+def shape_text(t: TypeInfo | None) -> str:
     if t is None:
         return ""
     if t.shape is None:
@@ -318,16 +328,22 @@ def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, d
         if a["folded"]:
             a["tooltip"] = f"{a['key']}\n{a['count']} operators: " + ", ".join(
                 f"{op} x{c}" for op, c in a["ops"].most_common(12))
-    for u, v in operator_graph(g).edges():
+    # Data edges between selected operators (box_of holds only those). Shapes are counted by their
+    # printed text and parsed once per distinct text: a stage of a large model has 20 k edges.
+    for u, v, kind in g.edges(data="kind"):
         bu, bv = box_of.get(u), box_of.get(v)
-        if bu is None or bv is None or bu == bv:
+        if kind != "data" or bu is None or bv is None or bu == bv:
             continue
         if not out.has_edge(bu, bv):
             out.add_edge(bu, bv, count=0, shapes=Counter())
         e = out.edges[bu, bv]
         e["count"] += 1
-        e["shapes"][shape_text(nodes[u])] += 1
+        e["shapes"][output_text(nodes[u])] += 1
     for _, _, e in out.edges(data=True):
+        shapes: Counter = Counter()
+        for text, count in e["shapes"].items():
+            shapes[shape_label(text)] += count
+        e["shapes"] = shapes
         e["label"] = edge_label(e)
     return out
 

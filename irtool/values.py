@@ -260,6 +260,19 @@ class _TailTransformer(ValueTransformer):
 
 
 _TAIL = _TailTransformer()
+_VALUE = ValueTransformer()
+
+
+@functools.lru_cache(maxsize=16384)
+def parse_value(text: str) -> Any:
+    """One value of the line grammar (`((2, 1), (1, 4))`, `I64(0)`, `"x"`, ...) as Python data;
+    raises ValueError when the text is not one. Cached: strategies and groups recur."""
+    if _too_deep(text):
+        raise ValueError(f"nesting deeper than {MAX_DEPTH}")
+    try:
+        return transforming_parser("value", _VALUE).parse(text)
+    except LarkError as exc:
+        raise ValueError(_lark_message(exc)) from None
 
 
 def parse_tail(node: Node) -> dict[str, Any]:

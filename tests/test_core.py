@@ -139,3 +139,12 @@ def test_cli_summarize_json_on_compressed_dump():
     data = json.loads(out.stdout)
     assert data["counts"] == {k: data["header"][k] for k in ("subgraphs", "params", "cnodes")}
     assert out.stderr == ""  # not a terminal: no progress output
+
+
+def test_one_element_tuples_stay_tuples():
+    # MindIR prints a 1-tuple as `(2)`: semi_auto_8p's Mul has `in_strategy: ((4, 2), (2))`.
+    dump = irtool.load(fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz"))
+    muls = [s.in_strategy for s in dump.strategies() if s.op == "Mul"]
+    assert ((4, 2), (2,)) in muls
+    node = next(s.node for s in dump.strategies() if s.in_strategy == ((4, 2), (2,)))
+    assert node.attr("in_strategy") == ((4, 2), (2,))  # the full attribute parse agrees
