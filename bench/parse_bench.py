@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import lzma
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -26,14 +25,22 @@ def raw_size(path: str) -> int:
     return os.path.getsize(path)
 
 
+# The child reports its own peak RSS on exit (RUSAGE_CHILDREN would give the largest child so far).
+CHILD = ("import atexit, resource, sys\n"
+         "atexit.register(lambda: sys.stderr.write('peak_kb=%d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+         "from irtool.cli import main\n"
+         "sys.argv = ['irtool', 'summarize', '--format', 'json', sys.argv[1]]\n"
+         "main()\n")
+
+
 def measure(path: str) -> tuple[int, float, float]:
-    """(raw bytes, seconds, peak RSS in MB) of one summarize run in a child process."""
+    """(raw bytes, seconds, peak RSS in MB) of one `irtool summarize --format json` in a child."""
     size = raw_size(path)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "irtool.cli", "summarize", "--format", "json", path],
-                   check=True, stdout=subprocess.DEVNULL)
+    run = subprocess.run([sys.executable, "-c", CHILD, path], check=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - start
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    peak_kb = int(run.stderr.rsplit("peak_kb=", 1)[1].split()[0])
     return size, seconds, peak_kb / 1024
 
 

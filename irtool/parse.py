@@ -37,7 +37,7 @@ LINE_NAMES = {
     "TOTAL_NODES_LINE": "'Total number of nodes: N'", "TOTAL_CNODES_LINE": "'Total number of cnodes: N'",
     "GRAPH_ATTR_HEAD_LINE": "'subgraph attr:'", "GRAPH_INSTANCE_LINE": "'subgraph instance: ...'",
     "PARAMETERS_LINE": "'# Parameters: N, (...)'", "GRAPH_OPEN_LINE": "'subgraph @name(...) {'",
-    "NODE_LINE": "a node line '  %N(name) = Op(...)'", "RETURN_LINE": "'  Return(...)'",
+    "NODE_BLOCK": "a node line '  %N(name) = Op(...)'", "RETURN_BLOCK": "'  Return(...)'",
     "TYPE_LINE": "a type line ': (...) -> (...)'", "SCOPE_LINE": "a scope line",
     "SOURCE_LINE": "a '# In file' line", "SIDE_EFFECT_LINE": "'# SideEffect: ...'",
     "CANDIDATE_LINE": "'# Corresponding ... candidate:'", "CLOSE_LINE": "'}'",
@@ -63,27 +63,28 @@ class _Lines:
         self.size = 0
 
 
-_NODE_KINDS = frozenset({"NODE_LINE", "RETURN_LINE"})
-_INFO_KINDS = frozenset({"TYPE_LINE", "SCOPE_LINE", "SOURCE_LINE", "SIDE_EFFECT_LINE", "CANDIDATE_LINE"})
+_BLOCK_OF = {"NODE_LINE": "NODE_BLOCK", "RETURN_LINE": "RETURN_BLOCK"}
+_INFO_KINDS = frozenset({"TYPE_LINE", "SCOPE_LINE", "SOURCE_LINE", "SIDE_EFFECT_LINE", "CANDIDATE_LINE",
+                         "UNKNOWN_LINE"})
 
 
-class InfoToken(Token):
-    """A NODE_INFO token: the run of lines printed under a node, each with its line kind."""
+class BlockToken(Token):
+    """A NODE_BLOCK / RETURN_BLOCK token: its text is the statement line; `lines`, `kinds` and
+    `numbers` are the lines printed under it, their line terminals and line numbers."""
 
-    __slots__ = ("lines", "kinds")
+    __slots__ = ("lines", "kinds", "numbers")
 
 
 class LineLexer(Lexer):
-    """Lark lexer that turns each non-blank line into one token of its whole-line terminal;
-    the lines under a node statement are grouped into one NODE_INFO token."""
+    """Lark lexer that turns each non-blank line into one token of its whole-line terminal; a node
+    statement and the lines under it become one block token."""
 
     def __init__(self, lexer_conf: Any) -> None:
         pass
 
     def lex(self, data: _Lines, *_: Any) -> Iterator[Token]:  # type: ignore[override]
         match = _line_regex().fullmatch
-        info: InfoToken | None = None
-        in_node = False
+        block: BlockToken | None = None
         for number, text in data.lines:
             data.last_line = number
             data.size += len(text) + 1
@@ -94,27 +95,25 @@ class LineLexer(Lexer):
                                 f"{len(text)} characters")
             m = match(text)
             kind = m.lastgroup if m else "UNKNOWN_LINE"
-            if in_node and kind in _INFO_KINDS:
-                if info is None:
-                    info = InfoToken("NODE_INFO", text, line=number, column=1)
-                    info.lines, info.kinds = [], []
-                info.lines.append(text)
-                info.kinds.append(kind)
+            if block is not None:
+                if kind in _INFO_KINDS:
+                    block.lines.append(text)
+                    block.kinds.append(kind)
+                    block.numbers.append(number)
+                    continue
+                yield block
+                block = None
+            if kind in _BLOCK_OF:
+                block = BlockToken(_BLOCK_OF[kind], text, line=number, column=1)
+                block.lines, block.kinds, block.numbers = [], [], []
                 continue
-            if info is not None:
-                yield info
-                info = None
             if kind == "GRAPH_OPEN_LINE":
                 data.open_graph = (text, number)
             elif kind == "CLOSE_LINE":
                 data.open_graph = None
-            if kind in _NODE_KINDS:
-                in_node = True
-            elif kind != "UNKNOWN_LINE":
-                in_node = False
             yield Token(kind, text, line=number, column=1)
-        if info is not None:
-            yield info
+        if block is not None:
+            yield block
 
 
 class Builder(Transformer):
@@ -183,8 +182,11 @@ class Builder(Transformer):
 
     def unknown_line(self, items: list) -> tuple:
         tok = items[0]
-        self.warnings.append(Warning_(tok.line, f"unrecognised line kept as raw text: {show(str(tok), 60)}"))
+        self._unknown(tok.line, str(tok))
         return ("raw", str(tok))
+
+    def _unknown(self, line: int, text: str) -> None:
+        self.warnings.append(Warning_(line, f"unrecognised line kept as raw text: {show(text, 60)}"))
 
     # --- a subgraph
     def graph_section(self, items: list) -> Subgraph:
@@ -207,21 +209,19 @@ class Builder(Transformer):
         text = str(tok)[2:]
         types, sources, notes, scope = [], [], [], None
         intern = sys.intern
-        for item in items[1:]:
-            if not isinstance(item, InfoToken):  # an unknown line, already reported
-                notes.append(item[1])
-                continue
-            for kind, line in zip(item.kinds, item.lines):
-                if kind == "SOURCE_LINE":
-                    sources.append(intern(line.strip()))
-                elif kind == "TYPE_LINE":
-                    types.append(intern(line.strip()))
-                elif kind == "SCOPE_LINE" and scope is None:
-                    inner = line.split(": ", 1)[1]
-                    scope = intern(inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner)
-                else:
-                    notes.append(line.strip())
-        if tok.type == "RETURN_LINE":
+        for kind, line, number in zip(tok.kinds, tok.lines, tok.numbers):
+            if kind == "SOURCE_LINE":
+                sources.append(intern(line.strip()))
+            elif kind == "TYPE_LINE":
+                types.append(intern(line.strip()))
+            elif kind == "SCOPE_LINE" and scope is None:
+                inner = line.split(": ", 1)[1]
+                scope = intern(inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner)
+            else:
+                if kind == "UNKNOWN_LINE":
+                    self._unknown(number, line)
+                notes.append(line.strip())
+        if tok.type == "RETURN_BLOCK":
             nid, name, callee, op, start = None, "Return", "Return", "Return", len("Return(")
         else:
             m = _head_regex().match(text)
