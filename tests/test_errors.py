@@ -182,3 +182,17 @@ def test_deep_nesting_via_cli_check(tmp_path: Path) -> None:
     proc = run_cli("summarize", "--check", "--format", "json", _write(tmp_path, "deep.ir", b"".join(lines)))
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "nesting depth 10001 exceeds the limit" in proc.stdout
+
+
+def test_an_internal_error_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    # The CLI's last-resort handler: a bug in irtool must not show a traceback either.
+    from irtool.cli import _run
+
+    def buggy() -> int:
+        raise KeyError("something irtool did not expect")
+
+    with pytest.raises(SystemExit) as exit_info:
+        _run(buggy)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("irtool: internal error: KeyError:")
