@@ -127,13 +127,7 @@ class Builder(Transformer):
         self.path, self.lenient = path, lenient
         self.warnings: list[Warning_] = []
 
-    # --- header
-    def header(self, items: list) -> dict:
-        out: dict[str, Any] = {}
-        for key, value in items:
-            out[key] = value
-        return out
-
+    # --- header parts: (key, value) pairs gathered by `dump`
     def entry_line(self, items: list) -> tuple:
         return ("entry", items[0].split("@", 1)[1].strip())
 
@@ -141,13 +135,16 @@ class Builder(Transformer):
         return ("subgraphs", (_int_after_colon(items[0]), items[0].startswith("# Total subgraph:")))
 
     def jit_config(self, items: list) -> tuple:
-        return ("jit_config", dict(i[1] for i in items if isinstance(i, tuple)))
+        return ("jit_config", dict(i[1] for i in items if isinstance(i, tuple) and i[0] == "kv"))
 
     def dump_attrs(self, items: list) -> tuple:
         return ("attrs", dict(i[1] for i in items[1:]))
 
+    def total_params(self, items: list) -> tuple:
+        return ("declared_params", _int_after_colon(items[0]))
+
     def params(self, items: list) -> tuple:
-        return ("params", (_int_after_colon(items[0]), items[2:]))
+        return ("params", items[1:])
 
     def param_line(self, items: list) -> Param:
         tok = items[0]
@@ -157,8 +154,14 @@ class Builder(Transformer):
                              Param(ref=str(tok).split(":")[0], line=tok.line, rest=str(tok)))
         return Param(ref=m.group(1), line=tok.line, type_text=m.group(2), rest=(m.group(3) or "").strip())
 
-    def node_counts(self, items: list) -> tuple:
-        return ("node_counts", (_int_after_colon(items[1]), _int_after_colon(items[2])))
+    def node_count_head(self, items: list) -> tuple:
+        return ("node_count_head", None)
+
+    def total_nodes(self, items: list) -> tuple:
+        return ("declared_nodes", _int_after_colon(items[0]))
+
+    def total_cnodes(self, items: list) -> tuple:
+        return ("declared_cnodes", _int_after_colon(items[0]))
 
     def kv_line(self, items: list) -> tuple:
         key, _, value = str(items[0]).partition(":")
@@ -255,16 +258,18 @@ class Builder(Transformer):
 
     # --- the whole file
     def dump(self, items: list) -> tuple:
-        """Attach the preamble items printed before each subgraph to it."""
-        header, rest = items[0], items[1:]
+        """Gather the header parts; attach the preamble items printed before each subgraph to it."""
+        header: dict[str, Any] = {}
         graphs, pending, order = [], [], []
-        for item in rest:
+        for item in items:
             if isinstance(item, Subgraph):
                 _attach(item, pending)
                 graphs.append(item)
                 pending = []
             elif item[0] == "order":
                 order.extend(item[1])
+            elif item[0] in _HEADER_KEYS:
+                header[item[0]] = item[1]
             else:
                 pending.append(item)
         return header, graphs, pending, order
@@ -275,6 +280,10 @@ class Builder(Transformer):
             raise err
         self.warnings.append(Warning_(tok.line, f"skipped: {err}"))
         return fallback
+
+
+_HEADER_KEYS = frozenset({"entry", "subgraphs", "jit_config", "attrs", "declared_params", "params",
+                          "node_count_head", "declared_nodes", "declared_cnodes"})
 
 
 def _attach(g: Subgraph, preamble: list[tuple[str, Any]]) -> None:
@@ -457,10 +466,10 @@ def _assemble(name: str, parsed: tuple, builder: Builder, data: _Lines) -> Dump:
                 attrs=header.get("attrs", {}), jit_config=header.get("jit_config", {}))
     if "subgraphs" in header:
         dump.declared["subgraphs"], dump.sorted_order = header["subgraphs"]
-    if "params" in header:
-        dump.declared["params"], dump.params = header["params"]
-    if "node_counts" in header:
-        dump.declared["nodes"], dump.declared["cnodes"] = header["node_counts"]
+    dump.params = header.get("params", [])
+    for key in ("params", "nodes", "cnodes"):
+        if f"declared_{key}" in header:
+            dump.declared[key] = header[f"declared_{key}"]
     dump.warnings.extend(builder.warnings)
     if trailing:
         dump.warnings.append(Warning_(data.last_line, f"{len(trailing)} line(s) after the last subgraph kept as raw text"))

@@ -40,3 +40,21 @@ def test_unknown_constructs_are_warnings_and_the_rest_is_right(tmp_path):
                if a["category"] != b["category"]]
     assert len(changed) <= 1
     assert Counter(c["op"] for c in dump["comm"]) == Counter(c["op"] for c in real["comm"])
+
+
+def test_unknown_header_lines_are_kept_and_the_counts_still_checked(tmp_path):
+    # mlp_cpu_ms210 (MindSpore 2.10, with a `jit config {` block) with three lines a later version
+    # might print: one inside the header, one in `jit config`, one after the node counts.
+    lines = lzma.open(fixture("mlp_cpu_ms210/rank_0/21_validate_0076.ir.xz"), "rt", encoding="utf-8").read().split("\n")
+    at = lines.index("jit config {")
+    lines.insert(at, "# Dump format: 3")
+    lines.insert(at + 2, "# new_option = on")
+    cnodes = next(i for i, ln in enumerate(lines) if ln.startswith("Total number of cnodes:"))
+    lines.insert(cnodes + 1, "Total number of value nodes: 92")
+    path = tmp_path / "later.ir"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    dump = irtool.load(path)
+    assert [w.line for w in dump.warnings] == [at + 1, at + 3, cnodes + 2]
+    assert all("unrecognised line kept as raw text" in w.message for w in dump.warnings)
+    assert dump.counts == {k: dump.declared[k] for k in ("subgraphs", "params", "cnodes")}
+    assert dump.jit_config["exc_mode"] == "auto"
