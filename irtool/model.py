@@ -221,6 +221,7 @@ class Subgraph:
     instance: str | None = None
     preamble: list[str] = field(default_factory=list)  # other lines printed before it, raw
     nodes: list[Node] = field(default_factory=list)
+    body_notes: list[str] = field(default_factory=list)  # unknown lines among its nodes, raw
 
     @property
     def return_node(self) -> Node | None:

@@ -165,7 +165,7 @@ class Builder(Transformer):
 
     def kv_line(self, items: list) -> tuple:
         key, _, value = str(items[0]).partition(":")
-        return ("kv", (key.strip(), value.strip()))
+        return ("kv", (key.strip(), value.strip()), items[0].line)
 
     # --- things printed before a subgraph
     def graph_attr_head(self, items: list) -> tuple:
@@ -202,9 +202,15 @@ class Builder(Transformer):
             self._bad(opener, 1, "'subgraph @name(%para...) {'", show(str(opener)), None)
             name, parent, params = str(opener)[len("subgraph @"):].split("(")[0].strip(), None, []
         g = Subgraph(name=name, line=opener.line, params=params, parent=parent)
-        g.nodes = [n for n in items[1:-1] if n is not None]
-        for n in g.nodes:
-            n.graph = name
+        for item in items[1:-1]:
+            if isinstance(item, Node):
+                item.graph = name
+                g.nodes.append(item)
+            elif item is not None:  # an unknown or `key: value` line among the nodes, kept raw
+                text = item[1] if item[0] == "raw" else f"{item[1][0]}: {item[1][1]}"
+                g.body_notes.append(text)
+                if item[0] == "kv":  # unknown lines were reported as they were read
+                    self._unknown(item[2], text)
         return g
 
     def node(self, items: list) -> Node | None:
@@ -287,7 +293,7 @@ _HEADER_KEYS = frozenset({"entry", "subgraphs", "jit_config", "attrs", "declared
 
 
 def _attach(g: Subgraph, preamble: list[tuple[str, Any]]) -> None:
-    for kind, value in preamble:
+    for kind, value, *_ in preamble:
         if kind == "kv":
             g.attrs[value[0]] = value[1]
         elif kind == "instance":

@@ -58,3 +58,16 @@ def test_unknown_header_lines_are_kept_and_the_counts_still_checked(tmp_path):
     assert all("unrecognised line kept as raw text" in w.message for w in dump.warnings)
     assert dump.counts == {k: dump.declared[k] for k in ("subgraphs", "params", "cnodes")}
     assert dump.jit_config["exc_mode"] == "auto"
+
+
+def test_unknown_lines_between_nodes_are_kept(tmp_path):
+    lines = open(fixture("mlp_cpu/rank_0/19_validate_0072.ir"), encoding="utf-8").read().split("\n")
+    opener = next(i for i, ln in enumerate(lines) if ln.startswith("subgraph @"))
+    lines.insert(opener + 1, "# Graph kind: training")
+    lines.insert(opener + 2, "fusion_policy: auto")
+    path = tmp_path / "notes.ir"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    dump = irtool.load(path)
+    assert [w.line for w in dump.warnings] == [opener + 2, opener + 3]
+    assert dump.subgraphs[0].body_notes == ["# Graph kind: training", "fusion_policy: auto"]
+    assert dump.counts["cnodes"] == dump.declared["cnodes"] == 68
