@@ -330,13 +330,13 @@ def _head_regex() -> re.Pattern[str]:
 def _graph_regex() -> re.Pattern[str]:
     # `graph_sig` of the grammar, built from its terminals.
     g, p = terminal("GRAPH_REF"), terminal("PARAM_REF")
-    return re.compile(rf"subgraph ({g})(?: parent: \[subgraph ({g})\])?\(((?:{p}(?:, )?)*)\) *\{{ *")
+    return re.compile(rf"subgraph ({g})(?: parent: \[subgraph ({g})\])? *\(((?:{p}(?:, *)?)*)\) *\{{ *")
 
 
 @functools.cache
 def _param_regex() -> re.Pattern[str]:
     # `param_decl` of the grammar: reference, type, then the rest (`: has_default`, backend info).
-    return re.compile(rf"({terminal('PARAM_REF')}): (<.*?>|\S+)((?:\s+:\s.*)?)\s*")
+    return re.compile(rf"({terminal('PARAM_REF')})\s*:\s*(<.*?>|\S+)((?:\s+:\s.*)?)\s*")
 
 
 # Characters no token of the line grammar allows outside a string: control characters and

@@ -148,3 +148,14 @@ def test_one_element_tuples_stay_tuples():
     assert ((4, 2), (2,)) in muls
     node = next(s.node for s in dump.strategies() if s.in_strategy == ((4, 2), (2,)))
     assert node.attr("in_strategy") == ((4, 2), (2,))  # the full attribute parse agrees
+
+
+def test_gzip_dump_reads_like_the_plain_one(tmp_path):
+    import gzip
+
+    plain = fixture("mlp_cpu/rank_0/19_validate_0072.ir")
+    packed = tmp_path / "19_validate_0072.ir.gz"
+    with open(plain, "rb") as src, gzip.open(packed, "wb") as dst:
+        dst.write(src.read())
+    a, b = summarize(irtool.load(plain)), summarize(irtool.load(packed))
+    assert a["counts"] == b["counts"] and a["ops"] == b["ops"] and a["bytes"] == b["bytes"] == 108262
