@@ -2,36 +2,13 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from typing import Callable
 
 import click
 
 from . import summary as summary_mod
 from .errors import DumpError, InputError
-from .parse import load
-
-
-def _progress_loader(path: str, lenient: bool) -> Any:
-    """Load with a progress bar on stderr when stderr is a terminal; quietly otherwise."""
-    if not sys.stderr.isatty():
-        return load(path, lenient=lenient)
-    import os
-
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-
-    total = os.path.getsize(path)
-    if path.endswith((".xz", ".gz", ".bz2")):
-        total = None  # compressed: the decompressed size is not known up front
-    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                  TransferSpeedColumn(), transient=True, console=_err_console()) as bar:
-        task = bar.add_task(os.path.basename(path), total=total)
-        return load(path, lenient=lenient, progress=lambda done: bar.update(task, completed=done))
-
-
-def _err_console() -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True)
+from .progress import load_with_progress
 
 
 def _run(fn: Callable[[], int | None]) -> None:
@@ -78,7 +55,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
         return
 
     def body() -> int:
-        dump = _progress_loader(path, lenient)
+        dump = load_with_progress(path, lenient)
         if stage is not None and dump.stage != stage:
             click.echo(f"irtool: {path} is pipeline stage {dump.stage}, not {stage}", err=True)
             return 1

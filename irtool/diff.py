@@ -289,7 +289,7 @@ def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate", stage: in
     """Diff two dumps or dump folders, ranks matched by rank number (a lone rank on each side is
     compared with the other even when the numbers differ). With `stage`, only ranks whose dump is
     on that pipeline stage on either side are compared."""
-    from .parse import load
+    from .progress import load_with_progress
 
     old_files, new_files = rank_files(old_dir, pass_name), rank_files(new_dir, pass_name)
     if len(old_files) == 1 and len(new_files) == 1:
@@ -299,7 +299,7 @@ def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate", stage: in
                  for r in sorted(set(old_files) & set(new_files), key=lambda r: -1 if r is None else r)]
     result = DiffResult()
     for old_rank, old_path, new_rank, new_path in pairs:
-        a, b = load(old_path), load(new_path)
+        a, b = load_with_progress(old_path), load_with_progress(new_path)
         if stage is None or stage in (stage_of(a) or 0, stage_of(b) or 0):
             result.ranks.append(diff_rank(a, b, old_rank, new_rank))
     if len(pairs) > 1:

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from .errors import InputError
 from .parallel import pass_name
+from .progress import Steps
 
 _RANK_DIR = re.compile(r"^rank_(\d+)$")
 _RANK_IN_PATH = re.compile(r"(?:^|[/\\])rank_(\d+)(?:[/\\]|$)")
@@ -73,7 +73,7 @@ def load_dir(path: str, pass_name: str | None = None, stage: int | None = None,
     files = list(rank_files(path, pass_name).items())
     jobs = jobs or min(len(files), os.cpu_count() or 1)
     results: dict[int, dict[str, Any]] = {}
-    progress = _progress(len(files))
+    progress = Steps("ranks", len(files))
     try:
         if jobs <= 1:
             for rank, f in files:
@@ -92,26 +92,3 @@ def load_dir(path: str, pass_name: str | None = None, stage: int | None = None,
     if stage is not None:
         out = [r for r in out if r["stage"] == stage]
     return out
-
-
-class _progress:
-    """A rich progress bar on stderr when stderr is a terminal; silent otherwise."""
-
-    def __init__(self, total: int) -> None:
-        self.bar: Any = None
-        if sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-            self.bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), console=Console(stderr=True), transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task("ranks", total=total)
-
-    def advance(self) -> None:
-        if self.bar is not None:
-            self.bar.advance(self.task)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()

@@ -20,7 +20,7 @@ from .errors import InputError
 from .graph import data_graph
 from .model import Dump, Node, TypeInfo
 from .parallel import CATEGORIES, format_strategy
-from .parse import load
+from .progress import load_with_progress
 from .values import parse_type_sig
 
 MAX_BOXES = 2000  # above this Graphviz layout gets slow: refuse and suggest a deeper fold
@@ -66,14 +66,14 @@ def load_input(path: str, stage: int | None = None) -> tuple[Dump, str]:
     rank 0 (the lowest rank) is used. Returns the dump and a one-line note on what was chosen.
     """
     if not os.path.isdir(path):
-        return load(path), f"file {path}"
+        return load_with_progress(path), f"file {path}"
     ranks = list(rank_files(path).items())
     if stage is None:
         rank, file = ranks[0]
-        return load(file), f"rank {rank} ({file})"
+        return load_with_progress(file), f"rank {rank} ({file})"
     first: tuple[Dump, str] | None = None
     for rank, file in ranks:
-        dump = load(file)
+        dump = load_with_progress(file)
         if dump.stage == stage:
             return dump, f"rank {rank} ({file}), stage {stage}"
         first = first or (dump, f"rank {rank} ({file})")
