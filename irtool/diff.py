@@ -22,9 +22,6 @@ from .model import Dump
 SCHEMA = "irtool.diff/1"
 
 
-# Kept under its first name for callers of the diff API.
-DiffInputError = InputError
-
 FAIL_KINDS = ("comm", "strategy", "ops", "params", "any")
 DEFAULT_FAIL_ON = ("comm", "strategy")
 COMM_FIELDS = ("category", "group_size", "shape", "dtype", "bytes")

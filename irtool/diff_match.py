@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Hashable, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -116,14 +116,3 @@ def plain(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return str(value)
-
-
-def unique(items: Iterable[T]) -> list[T]:
-    """Items in first-seen order without repeats."""
-    seen: set = set()
-    out: list[T] = []
-    for item in items:
-        if item not in seen:
-            seen.add(item)
-            out.append(item)
-    return out
