@@ -159,3 +159,19 @@ def test_gzip_dump_reads_like_the_plain_one(tmp_path):
         dst.write(src.read())
     a, b = summarize(irtool.load(plain)), summarize(irtool.load(packed))
     assert a["counts"] == b["counts"] and a["ops"] == b["ops"] and a["bytes"] == b["bytes"] == 108262
+
+
+@pytest.mark.parametrize("rel", ["mlp_cpu/rank_0/19_validate_0072.ir", "control_flow_cpu/rank_0/19_validate_0075.ir.xz",
+                                 "control_flow_cpu/rank_0/11_pipeline_split_0012.ir.xz",
+                                 "semi_auto_8p/rank_0/step_parallel_end_0019.ir.xz",
+                                 "layout_8p/rank_0/19_validate_0078.ir.xz", "cnn_cpu/rank_0/graph_build_0_0090.ir.xz"])
+def test_full_statement_rule_agrees_with_the_fast_path(rel):
+    # The grammar's `node_stmt` rule parses every statement whole; its argument count must be
+    # what the fast path (`Node.inputs`, a regex over the grammar's terminals) found.
+    from irtool.grammar import line_parser
+
+    parser = line_parser()
+    for node in irtool.load(fixture(rel)).nodes():
+        tree = parser.parse(node.text, start="node_stmt")
+        args = next((c for c in tree.children if getattr(c, "data", None) == "args"), None)
+        assert (len(args.children) if args is not None else 0) == len(node.inputs), node
