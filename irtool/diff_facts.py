@@ -5,7 +5,6 @@ into comparable facts.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,8 +14,6 @@ from .model import Dump, Node
 
 # Attributes that name ranks: they differ between two ranks of one stage by construction.
 PEER_ATTRS = ("dest_rank", "src_rank", "dst_global_rank", "src_global_rank", "send_rank_ids", "recv_rank_ids")
-_GROUP_SIZE = re.compile(r"^(\d+)-")
-_INSTANCE = re.compile(r"\{instance name: ([^{}]*)\}")
 
 
 @dataclass
@@ -76,17 +73,6 @@ def stage_of(dump: Dump) -> int | None:
     return dump.stage
 
 
-def _group_size(node: Node, group: str | None, ranks: Any) -> int | None:
-    if ranks:
-        return len(ranks)
-    for key in ("group_rank_ids", "rank_list"):
-        value = node.primitive_attrs.get(key)
-        if isinstance(value, (list, tuple)) and value:
-            return len(value)
-    m = _GROUP_SIZE.match(group or "")
-    return int(m.group(1)) if m else None
-
-
 def _order(node: Node) -> tuple:
     return (op_number(node.scope), node.line)
 
@@ -94,6 +80,7 @@ def _order(node: Node) -> tuple:
 def comm_facts(dump: Dump, stage: int | None) -> list[CommFact]:
     """Communication nodes of `dump` as CommFacts."""
     out = []
+    groups = parallel.group_table(dump)
     for c in parallel.comm_nodes(dump):
         node = c.node
         shape, dtype, nbytes = parallel.type_bytes(node.output_type, tuple_sum=True)
@@ -106,12 +93,13 @@ def comm_facts(dump: Dump, stage: int | None) -> list[CommFact]:
         if ranks is None:
             value = node.primitive_attrs.get("group_rank_ids") or node.primitive_attrs.get("rank_list")
             ranks = tuple(value) if isinstance(value, (list, tuple)) else None
+        size = len(ranks) if ranks else groups.get(group, {}).get("size")
         peers = {k: node.primitive_attrs[k] for k in PEER_ATTRS if k in node.primitive_attrs}
         out.append(CommFact(op=node.op, category=category, stage=stage, scope=normalise_scope(node.scope),
                             raw_scope=node.scope or "", line=node.line, order=_order(node), phase=phase,
                             group=str(group) if group is not None else None,
                             group_ranks=tuple(ranks) if ranks is not None else None,
-                            group_size=_group_size(node, group, ranks), shape=shape, dtype=dtype, bytes=nbytes,
+                            group_size=size, shape=shape, dtype=dtype, bytes=nbytes,
                             peers=peers))
     return out
 
@@ -121,13 +109,7 @@ def strategy_facts(dump: Dump, stage: int | None) -> list[StrategyFact]:
     return [_strategy(s.node, stage, {k: getattr(s, k) for k in STRATEGY_FIELDS}) for s in parallel.strategies(dump)]
 
 
-def _instance_name(node: Node) -> str | None:
-    """The `{instance name: ...}` of a node, read from its text without parsing every attribute."""
-    m = _INSTANCE.search(node.text, node.args_start)
-    return m.group(1).strip() if m else None
-
-
 def _strategy(node: Node, stage: int | None, values: dict[str, Any]) -> StrategyFact:
     return StrategyFact(op=node.op, stage=stage, scope=normalise_scope(node.scope),
-                         raw_scope=node.scope or "", name=_instance_name(node),
+                         raw_scope=node.scope or "", name=node.instance_name,
                         line=node.line, order=_order(node), values=values)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from .model import Dump, Node, Ref
+from .model import Dump, Node, Ref, param_number
 
 # Inputs of these operators that only order side effects rather than carry data.
 _CONTROL_INPUTS = {"Depend": lambda i: i >= 1, "UpdateState": lambda i: True}
@@ -48,7 +48,7 @@ def build(dump: Dump) -> nx.MultiDiGraph:
         by_name[sub.name] = {n.name: n.uid for n in sub.nodes}
         for n in sub.nodes:
             g.add_node(n.uid, **node_attributes(n))
-    param_by_index = {_index(n): n for n, d in g.nodes(data=True) if d["kind"] == "param"}
+    param_by_index = {param_number(n): n for n, d in g.nodes(data=True) if d["kind"] == "param"}
     for sub in dump.subgraphs:
         local = {n.key: n for n in sub.nodes}
         for n in sub.nodes:
@@ -79,25 +79,18 @@ def build(dump: Dump) -> nx.MultiDiGraph:
     return g
 
 
-def _index(ref: str) -> int | str:
-    try:
-        return int(ref[ref.index("para") + 4 : ref.index("_")])
-    except ValueError:
-        return ref
-
-
 def _resolve(ref: Ref, graph: str, local: dict, by_name: dict, params: dict) -> str | None:
     if ref.kind == "node":
         n = local.get(ref.name)
         return n.uid if n else None
     if ref.kind == "param":
-        return params.get(_index(ref.name))
+        return params.get(param_number(ref.name))
     if ref.kind == "graph":
         name = ref.name[1:]
         return f"@{name}" if name in by_name else None
     owner, _, item = ref.name[3:-1].partition(":")  # $(@g:item)
     if item.startswith("para") and item[4:5].isdigit():
-        return params.get(_index(item))
+        return params.get(param_number(item))
     return by_name.get(owner, {}).get(item)
 
 

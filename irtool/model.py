@@ -17,6 +17,13 @@ PRIMFUNC_PREFIX = "PrimFunc_"
 CALL = "(call)"
 
 
+def param_number(ref: str) -> str:
+    """The N of `%paraN_name` or `paraN_name`, as digit text: a parameter is identified by its
+    number (bootstrap dumps declare `%para1_inputs` and use it as `%para1_Parameter_3`), and text
+    never fails the way int() does on thousands of digits."""
+    return ref[ref.index("para") + 4 : ref.index("_")].lstrip("0") or "0"
+
+
 @dataclass(frozen=True)
 class Warning_:
     """Something kept as raw text or otherwise worth a reader's attention, with its line."""
@@ -73,7 +80,7 @@ class Param:
 
     @property
     def index(self) -> int:
-        return int(self.ref[5 : self.ref.index("_")])
+        return int(param_number(self.ref))
 
     @property
     def name(self) -> str:
@@ -167,7 +174,12 @@ class Node:
 
     @property
     def instance_name(self) -> str | None:
-        return self.attrs.get("instance_name")
+        """`{instance name: X}`: a fixed form, read from the text without parsing the attributes."""
+        if self._attrs is not None:
+            return self._attrs.get("instance_name")
+        from .values import read_instance_name
+
+        return read_instance_name(self.text, self.args_start)
 
     @property
     def primitive_attrs(self) -> dict[str, Any]:

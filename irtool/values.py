@@ -39,6 +39,18 @@ def _scanner() -> re.Pattern[str]:
     return re.compile("|".join(parts))
 
 
+@functools.cache
+def _instance_regex() -> re.Pattern[str]:
+    # the `instance_name` alternative of `node_extra` in the grammar
+    return re.compile(rf"\{{instance name: ({terminal('INSTANCE_NAME')})\}}")
+
+
+def read_instance_name(text: str, start: int = 0) -> str | None:
+    """The `{instance name: X}` of a statement, without parsing its attribute groups."""
+    m = _instance_regex().search(text, start)
+    return m.group(1) if m else None
+
+
 def scan_args(text: str, start: int) -> tuple[list[Input], int]:
     """Split the argument list that opens at `text[start-1] == '('`.
 
@@ -488,49 +500,20 @@ def parse_type(text: str) -> TypeInfo:
 # ---------------------------------------------------------------------------------------------
 
 def check_dump(dump: Dump) -> list[Warning_]:
-    """Parse every node's inputs, attributes and types and resolve every reference."""
+    """Parse every node's attributes and types, and resolve every reference (with the graph
+    builder's resolution, `irtool.graph.build`)."""
     found: list[Warning_] = []
-    graphs = {g.name: g for g in dump.subgraphs}
-    # A parameter is identified by its number: bootstrap dumps declare `%para1_inputs` and use
-    # it as `%para1_Parameter_3`.
-    params = {_param_index(p.ref) for p in dump.params}
-    for g in dump.subgraphs:
-        params.update(_param_index(p) for p in g.params)
-    names = {g.name: {n.name for n in g.nodes} for g in dump.subgraphs}
-    for g in dump.subgraphs:
-        local = {n.key for n in g.nodes}
-        for n in g.nodes:
-            attrs = n.attrs
-            if "error" in attrs:
-                found.append(Warning_(n.line, f"attributes kept as raw text: {attrs['error']}"))
-            for tl in n.type_lines:
-                ins, outs = parse_type_sig(tl)
-                if any(t.kind == "?" for t in ins + outs):
-                    found.append(Warning_(n.line, f"type line kept as raw text: {tl.strip()[:60]}"))
-            refs = [r for i in n.inputs for r in ((i.ref,) if i.ref else i.nested)]
-            if n.callee[0] in "%$":
-                refs.append(Ref("node" if n.callee[0] == "%" else "free", n.callee.split("[")[0]))
-            for r in refs:
-                ok = (r.name in local if r.kind == "node"
-                      else _param_index(r.name) in params if r.kind == "param"
-                      else r.name[1:] in graphs or r.name == "@FuncUnion" if r.kind == "graph"
-                      else _free_ok(r.name, names, params))
-                if not ok:
-                    found.append(Warning_(n.line, f"unresolved reference {r.name} in {n.key}"))
+    for n in dump.nodes():
+        attrs = n.attrs
+        if "error" in attrs:
+            found.append(Warning_(n.line, f"attributes kept as raw text: {attrs['error']}"))
+        for tl in n.type_lines:
+            ins, outs = parse_type_sig(tl)
+            if any(t.kind == "?" for t in ins + outs):
+                found.append(Warning_(n.line, f"type line kept as raw text: {tl.strip()[:60]}"))
+    g = dump.graph()
+    for uid, ref in g.graph["unresolved"]:
+        node = g.nodes[uid]
+        found.append(Warning_(node["line"], f"unresolved reference {ref} in {node['model'].key}"))
     dump.warnings.extend(found)
     return found
-
-
-def _param_index(ref: str) -> str:
-    """The number of `%paraN_name` as digit text (never int(): N may have thousands of digits)."""
-    return ref[ref.index("para") + 4 : ref.index("_")].lstrip("0") or "0"
-
-
-def _free_ok(name: str, names: dict[str, set[str]], params: set[str]) -> bool:
-    """`$(@g:para3_w)` names a parameter, `$(@g:CNode_5)` a node of graph g."""
-    graph, _, item = name[3:-1].partition(":")
-    if graph not in names:
-        return False
-    if item.startswith("para") and item[4:5].isdigit():
-        return _param_index(item) in params
-    return item in names[graph]
