@@ -14,8 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from irtool import load  # noqa: E402
 from irtool.diff import diff  # noqa: E402
-from irtool.parse import load  # noqa: E402
 
 DEFAULT = ROOT / "fixtures" / "mindir" / "gpt_large_perf" / "rank_0" / "19_validate_0078.ir.xz"
 

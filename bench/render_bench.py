@@ -14,9 +14,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from irtool import load  # noqa: E402
-from irtool.export import export  # noqa: E402
-from irtool.render import render_graph  # noqa: E402
+from irtool import analyze, load  # noqa: E402
+from irtool.report.export import export  # noqa: E402
+from irtool.report.render import render_graph  # noqa: E402
 
 CANDIDATES = [ROOT / "fixtures/mindir/gpt_large_perf/rank_0/19_validate_0078.ir.xz",
               ROOT.parent / "shared/fixtures/mindir/gpt_large_perf/rank_0/19_validate_0078.ir"]
@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
     t0 = time.perf_counter()
     dump = load(path)
     t1 = time.perf_counter()
-    graph = render_graph(dump, stage=0)  # depth None = automatic fold, bounded box count
+    graph = render_graph(dump, analyze(dump), stage=0)  # depth None = automatic fold, bounded box count
     t2 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, f"stage0.{fmt}")

@@ -23,8 +23,8 @@ CHILD = r"""
 import json, resource, sys, time
 import irtool
 import irtool.errors
-from irtool import summary
-from irtool.grammar import line_parser
+from irtool.report import summary
+from irtool.ir.grammar import line_parser
 line_parser()  # build the parsers outside the timed part: a fixed start-up cost, not parsing
 try:
     irtool.load(sys.argv[2])
@@ -32,7 +32,7 @@ except irtool.errors.DumpError:
     pass
 t = time.perf_counter()
 d = irtool.load(sys.argv[1])
-summary.summarize(d)
+summary.summarize(d, irtool.analyze(d))
 print(json.dumps({"seconds": time.perf_counter() - t, "cnodes": d.counts["cnodes"],
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """

@@ -53,7 +53,7 @@ def test_one_input(data: bytes) -> None:
     _TMP.write_bytes(data)
     for lenient in (False, True):
         try:
-            irtool.load(_TMP, lenient=lenient).check()
+            irtool.check(irtool.load(_TMP, lenient=lenient))
         except DumpError:
             STATS["dump_errors"] += 1
 

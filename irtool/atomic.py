@@ -10,13 +10,9 @@ import os
 import tempfile
 from typing import IO, Iterator, Union
 
-from .errors import InputError
+from .errors import OutputError
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-class OverwriteError(InputError, ValueError):
-    """The output path is one of the inputs."""
 
 
 def _same_file(a: PathLike, b: PathLike) -> bool:
@@ -38,13 +34,13 @@ def atomic_open(path: PathLike, mode: str = "w", protect: tuple[PathLike, ...] =
     """Context manager yielding a file object; on success the file becomes `path`.
 
     `mode` is "w" (text) or "wb". If the body raises, the temporary file is removed and `path` is
-    left as it was. Refuses (OverwriteError) to write over any file in `protect` (the input dumps).
+    left as it was. Refuses (OutputError) to write over any file in `protect` (the input dumps).
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open mode must be 'w' or 'wb', not {mode!r}")
     for src in protect:
         if _same_file(path, src):
-            raise OverwriteError(f"refusing to overwrite the input file {os.fspath(src)}")
+            raise OutputError(f"refusing to overwrite the input file {os.fspath(src)}")
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
     try:

@@ -6,16 +6,15 @@ from typing import Callable
 
 import click
 
-from . import summary as summary_mod
-from .errors import DumpError, InputError
-from .progress import load_with_progress
+from .errors import IrtoolError
+from .progress import Steps, load_with_progress
 
 
 def _run(fn: Callable[[], int | None]) -> None:
     """Run a command body: bad input -> one line on stderr and exit 2, never a traceback."""
     try:
         code = fn() or 0
-    except (DumpError, InputError) as exc:
+    except IrtoolError as exc:
         click.echo(f"irtool: {exc}", err=True)
         sys.exit(2)
     except (OSError, MemoryError, RecursionError) as exc:
@@ -45,31 +44,36 @@ def main() -> None:
 @click.option("--pass", "pass_name", default=None,
               help="Folder: the pass whose file to read per rank, by substring (default: last *_validate_*).")
 @click.option("--jobs", type=int, default=None, help="Folder: worker processes (default: one per rank, up to CPUs).")
+@click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 25).")
 def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None, pass_name: str | None,
-              jobs: int | None) -> None:
+              jobs: int | None, show_all: bool) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
     import os
 
-    if os.path.isdir(path):
-        _run(lambda: _summarize_dir(path, fmt, stage, pass_name, jobs))
-        return
+    from .report import summary as summary_mod
+    from .report.tables import to_markdown, to_text
+
+    limit = None if show_all else 25
 
     def body() -> int:
-        dump = load_with_progress(path, lenient)
-        if stage is not None and dump.stage != stage:
-            click.echo(f"irtool: {path} is pipeline stage {dump.stage}, not {stage}", err=True)
-            return 1
-        if deep:
-            dump.check()
-        result = summary_mod.summarize(dump)
+        if os.path.isdir(path):
+            result = _summarize_dir(path, stage, pass_name, jobs, lenient)
+            blocks = summary_mod.dir_blocks(result, limit)
+        else:
+            from .ir import check
+            from .parallel import analyze
+
+            dump = load_with_progress(path, lenient)
+            facts = analyze(dump)
+            if stage is not None and facts.stage != stage:
+                click.echo(f"irtool: {path} is pipeline stage {facts.stage}, not {stage}", err=True)
+                return 1
+            result = summary_mod.summarize(dump, facts, check(dump) if deep else ())
+            blocks = summary_mod.summary_blocks(result, limit)
         if fmt == "json":
             click.echo(summary_mod.to_json(result))
-        elif fmt == "markdown":
-            click.echo(summary_mod.to_markdown(result), nl=False)
         else:
-            from rich.console import Console
-
-            summary_mod.print_text(result, Console())
+            click.echo((to_markdown if fmt == "markdown" else to_text)(blocks), nl=False)
         return 0
 
     _run(body)
@@ -92,13 +96,13 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
     """Diff two dumps (files, rank folders or folders of rank_N): communication, strategies,
     operators, parameters. Exit 0 nothing relevant changed, 1 differences matching --fail-on, 2 error."""
     from . import diff as diff_mod
-    from . import diff_report
+    from .diff import report as diff_report
 
     def body() -> int:
         diff_mod.parse_fail_on(fail_on)
         if max_increase:
             diff_mod.parse_threshold(max_increase)
-        result = diff_mod.diff_dirs(old, new, pass_name=pass_name, stage=stage)
+        result = diff_mod.diff_dirs(old, new, pass_name=pass_name, stage=stage, loader=load_with_progress)
         render = {"json": diff_report.to_json, "markdown": diff_report.to_markdown}.get(fmt, diff_report.to_text)
         click.echo(render(result, fail_on, max_increase), nl=fmt == "json")
         return 1 if result.failures(fail_on, max_increase) else 0
@@ -122,13 +126,13 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
 def render(input_path: str, out: str, fmt: str | None, stage: int | None, subgraph: str | None,
            scope: str | None, comm_only: bool, hops: int, direction: str | None, depth: str | None) -> None:
     """Draw a dump (file or rank_* folder) as DOT/SVG/PNG/PDF, folded by name scope."""
-    from . import export as export_mod
-    from . import render as render_mod
+    from .report import export as export_mod
+    from .report import render as render_mod
 
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
-        dump, chosen = render_mod.load_input(input_path, stage)
-        graph = render_mod.render_graph(dump, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,
+        dump, facts, chosen = render_mod.load_input(input_path, stage, load_with_progress)
+        graph = render_mod.render_graph(dump, facts, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,
                                         hops=hops, direction=direction, depth=render_mod.parse_depth(depth))
         export_mod.export(graph, out, fmt_used, protect=(dump.path,))
         for note in graph.graph.get("notes", []):
@@ -141,21 +145,16 @@ def render(input_path: str, out: str, fmt: str | None, stage: int | None, subgra
     _run(body)
 
 
-def _summarize_dir(path: str, fmt: str, stage: int | None, pass_name: str | None, jobs: int | None) -> int:
-    """`summarize DIR`: each rank's file summarized in a process pool, grouped by stage."""
-    from .dumpdir import load_dir
-    from .parallel_render import markdown_dir, print_dir
+def _summarize_dir(path: str, stage: int | None, pass_name: str | None, jobs: int | None, lenient: bool) -> dict:
+    """`summarize DIR`: each rank's file analysed in a process pool, grouped by stage."""
+    from functools import partial
 
-    result = summary_mod.summarize_dir(path, load_dir(path, pass_name, stage, jobs), stage)
-    if fmt == "json":
-        click.echo(summary_mod.to_json(result))
-    elif fmt == "markdown":
-        click.echo(markdown_dir(result), nl=False)
-    else:
-        from rich.console import Console
+    from .dumpdir import load_dir, map_ranks, rank_facts
+    from .report.summary import summarize_dir
 
-        print_dir(result, Console())
-    return 0
+    with Steps("ranks") as progress:
+        ranks = map_ranks(partial(rank_facts, lenient=lenient), load_dir(path, pass_name), jobs, progress)
+    return summarize_dir(path, ranks, stage)
 
 
 if __name__ == "__main__":

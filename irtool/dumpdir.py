@@ -1,18 +1,29 @@
-"""Dump folders as MindSpore writes them (`rank_0/ ... rank_N/`): one file per rank, summarized in parallel."""
+"""Dump folders as MindSpore writes them (`rank_0/ ... rank_N/`): one file per rank, and work over
+ranks in a process pool.
+
+`load_dir` names each rank's file and loads it on demand; `map_ranks` runs a per-rank function in
+worker processes and returns its (picklable) results in rank order; `rank_facts` is the usual
+such function: counts, operators and parallel facts of one rank.
+"""
 from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Any
+from dataclasses import dataclass
+from typing import Callable, TypeVar
 
 from .errors import InputError
-from .parallel import pass_name
-from .progress import Steps
+from .ir import Dump, load, pass_name
+from .parallel import ParallelFacts, analyze
 
 _RANK_DIR = re.compile(r"^rank_(\d+)$")
 _RANK_IN_PATH = re.compile(r"(?:^|[/\\])rank_(\d+)(?:[/\\]|$)")
 _DUMP = re.compile(r"\.ir(\.(xz|gz|bz2))?$")
+
+T = TypeVar("T")
+Progress = Callable[[int, int], None]  # (done, total)
 
 
 def rank_of(path: str) -> int | None:
@@ -55,40 +66,59 @@ def rank_files(path: str, pass_name_: str | None = None) -> dict[int | None, str
     return {rank_of(os.path.join(path, "x")): pick_file(path, pass_name_)}
 
 
-def summarize_file(path: str) -> dict[str, Any]:
-    """Load one file and return its summary (runs in a worker process; returns plain data only)."""
-    from .parse import load
-    from .summary import summarize
+@dataclass(frozen=True)
+class RankFile:
+    """One rank's dump file; `load()` reads it (each call reads it again)."""
 
-    return summarize(load(path))
+    rank: int | None
+    path: str
+
+    def load(self, lenient: bool = False) -> Dump:
+        return load(self.path, lenient=lenient)
 
 
-def load_dir(path: str, pass_name: str | None = None, stage: int | None = None,
-             jobs: int | None = None) -> list[dict[str, Any]]:
-    """Summaries of each rank's file for a pass, loaded in parallel.
+def load_dir(path: str, pass_name: str | None = None) -> list[RankFile]:
+    """The dump of each rank for a pass, sorted by rank, loaded on demand."""
+    return [RankFile(rank, f) for rank, f in rank_files(path, pass_name).items()]
 
-    Returns one dict per rank, sorted by rank: `rank`, `file`, `stage`, `summary` (the summarize dict).
-    `stage` keeps only the ranks of that pipeline stage. Progress goes to stderr when it is a terminal.
-    """
-    files = list(rank_files(path, pass_name).items())
-    jobs = jobs or min(len(files), os.cpu_count() or 1)
-    results: dict[int, dict[str, Any]] = {}
-    progress = Steps("ranks", len(files))
-    try:
-        if jobs <= 1:
-            for rank, f in files:
-                results[rank] = summarize_file(f)
-                progress.advance()
-        else:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                futures = {pool.submit(summarize_file, f): rank for rank, f in files}
-                for fut in as_completed(futures):
-                    results[futures[fut]] = fut.result()
-                    progress.advance()
-    finally:
-        progress.close()
-    out = [{"rank": rank, "file": f, "stage": results[rank].get("stage"), "summary": results[rank]}
-           for rank, f in files]
-    if stage is not None:
-        out = [r for r in out if r["stage"] == stage]
-    return out
+
+@dataclass
+class RankFacts:
+    """What one rank's dump says, small enough to send between processes."""
+
+    rank: int | None
+    path: str
+    counts: dict[str, int]
+    ops: Counter
+    facts: ParallelFacts
+
+    @property
+    def stage(self) -> int | None:
+        return self.facts.stage
+
+
+def rank_facts(rank: RankFile, lenient: bool = False) -> RankFacts:
+    """Load and analyze one rank (runs in a worker process)."""
+    dump = rank.load(lenient)
+    return RankFacts(rank.rank, rank.path, dump.counts, dump.op_histogram(), analyze(dump))
+
+
+def map_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | None = None,
+              progress: Progress | None = None) -> list[T]:
+    """`fn` of every rank, in worker processes (one per CPU at most), in the order of `ranks`.
+    `fn` must be a module-level function; a worker's error is raised here as it was raised there."""
+    jobs = jobs or min(len(ranks), os.cpu_count() or 1)
+    results: dict[int, T] = {}
+    if jobs <= 1:
+        for i, r in enumerate(ranks):
+            results[i] = fn(r)
+            if progress:
+                progress(i + 1, len(ranks))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(fn, r): i for i, r in enumerate(ranks)}
+            for done, fut in enumerate(as_completed(futures), 1):
+                results[futures[fut]] = fut.result()
+                if progress:
+                    progress(done, len(ranks))
+    return [results[i] for i in range(len(ranks))]

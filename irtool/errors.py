@@ -1,9 +1,16 @@
-"""Errors for bad input: `DumpError`, located as `path:line:col`, and `InputError`."""
+"""Every error irtool raises: one root, `IrtoolError`, whose `str()` is the one line users see.
+
+The CLI turns any of them into `irtool: <message>` on stderr and exit code 2.
+"""
 from __future__ import annotations
 
 
-class DumpError(Exception):
-    """Input that is not a readable MindIR dump. `str()` is the one-line message users see."""
+class IrtoolError(Exception):
+    """Root of irtool's errors; `str()` is a complete one-line message."""
+
+
+class DumpError(IrtoolError):
+    """Input that is not a readable MindIR dump, located as `path:line:col: expected ..., found ...`."""
 
     def __init__(self, path: str, line: int, col: int, expected: str, found: str) -> None:
         self.path, self.line, self.col = str(path), line, col
@@ -11,9 +18,18 @@ class DumpError(Exception):
         super().__init__(f"{self.path}:{line}:{col}: expected {expected}, found {found}")
 
 
-class InputError(Exception):
+class InputError(IrtoolError):
     """Input irtool cannot use that is not a located syntax problem: a missing dump, a folder with
-    no rank files, a bad option value. `str()` is the one-line message; the CLI exits 2."""
+    no rank files, a bad option value."""
+
+
+class SelectionError(InputError):
+    """A selection (stage, scope, subgraph, depth) that matches nothing or cannot be drawn; the
+    message says what exists instead."""
+
+
+class OutputError(InputError):
+    """An output that cannot be written: a missing folder, or the path of an input dump."""
 
 
 def show(text: str, limit: int = 40) -> str:

@@ -1,12 +1,14 @@
-"""Progress on stderr for long work, shown only when stderr is a terminal (quiet in CI and pipes)."""
+"""Progress on stderr for long work, shown only when stderr is a terminal (quiet in CI and pipes).
+
+Only the CLI uses this module: the library reports progress through callbacks.
+"""
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Any, Callable
 
-from .model import Dump
-from .parse import load
+from .ir import Dump, load
 
 
 def _console() -> Any:
@@ -30,22 +32,30 @@ def load_with_progress(path: str, lenient: bool = False) -> Dump:
 
 
 class Steps:
-    """A counting bar (`ranks 3/8`) on a terminal; does nothing otherwise."""
+    """A counting bar (`ranks 3/8`) on a terminal, fed by `(done, total)` callbacks; silent otherwise.
+    Use as a context manager; the instance is the callback."""
 
-    def __init__(self, label: str, total: int) -> None:
+    def __init__(self, label: str) -> None:
+        self.label = label
         self.bar: Any = None
+        self.task: Any = None
+
+    def __enter__(self) -> Callable[[int, int], None]:
         if sys.stderr.isatty():
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
             self.bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                                 TimeElapsedColumn(), console=_console(), transient=True)
             self.bar.start()
-            self.task = self.bar.add_task(label, total=total)
+        return self.update
 
-    def advance(self) -> None:
-        if self.bar is not None:
-            self.bar.advance(self.task)
+    def update(self, done: int, total: int) -> None:
+        if self.bar is None:
+            return
+        if self.task is None:
+            self.task = self.bar.add_task(self.label, total=total)
+        self.bar.update(self.task, completed=done)
 
-    def close(self) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from irtool.atomic import atomic_open, atomic_write
+from irtool.errors import OutputError
 
 
 def test_writes_bytes_and_text(tmp_path: Path) -> None:
@@ -38,8 +39,8 @@ def test_failing_writer_keeps_the_old_file(tmp_path: Path) -> None:
 def test_refuses_to_overwrite_the_input(tmp_path: Path) -> None:
     dump = tmp_path / "x.ir"
     dump.write_text("# IR entry: @g\n")
-    with pytest.raises(ValueError, match="refusing to overwrite the input"):
+    with pytest.raises(OutputError, match="refusing to overwrite the input"):
         atomic_write(dump, "oops", protect=(dump,))
-    with pytest.raises(ValueError):
+    with pytest.raises(OutputError):
         atomic_write(tmp_path / "." / "x.ir", "oops", protect=(str(dump),))
     assert dump.read_text() == "# IR entry: @g\n"

@@ -11,10 +11,15 @@ import pytest
 from conftest import all_dumps, fixture
 
 import irtool
-from irtool.summary import summarize
+from irtool.report.summary import summarize
 
 DUMPS = all_dumps()
 LARGE = "gpt_large_perf/rank_0/19_validate_0078.ir.xz"  # 68 MB raw: counts and graph only
+
+
+def _loaded(path):
+    dump = irtool.load(path)
+    return dump, irtool.analyze(dump)
 
 
 def test_every_fixture_is_bundled():
@@ -35,10 +40,10 @@ def test_counts_match_header_and_everything_resolves(path):
     for key in ("subgraphs", "params", "cnodes"):
         if key in declared:
             assert dump.counts[key] == declared[key], key
-    graph = dump.graph()
+    graph = irtool.build_graph(dump)
     assert graph.graph["unresolved"] == []
     if not str(path).endswith(LARGE):
-        assert dump.check() == []
+        assert irtool.check(dump) == []
     assert dump.warnings == []
 
 
@@ -92,7 +97,7 @@ def test_control_flow_calls_and_free_variables():
     # 15 subgraphs; `call @g`, `%3[@FuncUnion(..)]()` and `Parameter_N[@..](..)` are calls.
     assert dump.counts["subgraphs"] == 15
     assert hist["(call)"] == 10 and hist["Switch"] > 0
-    g = dump.graph()
+    g = irtool.build_graph(dump)
     assert any(d["kind"] == "call" for _, _, d in g.edges(data=True))
 
 
@@ -106,7 +111,7 @@ def test_sorted_and_default_order_give_the_same_graph():
         # the backend printer (graph_build) ignores the sort mode
         assert b.sorted_order == ("graph_build" not in rel) and not a.sorted_order
         assert a.op_histogram() == b.op_histogram()
-        ga, gb = a.graph(), b.graph()
+        ga, gb = irtool.build_graph(a), irtool.build_graph(b)
         assert ga.number_of_nodes() == gb.number_of_nodes() and ga.number_of_edges() == gb.number_of_edges()
 
         def same(x, y):
@@ -122,7 +127,7 @@ def test_sorted_and_default_order_give_the_same_graph():
 
 def test_summary_json_schema_fields():
     dump = irtool.load(fixture("mlp_cpu/rank_0/19_validate_0072.ir"))
-    s = summarize(dump)
+    s = summarize(dump, irtool.analyze(dump))
     assert s["schema"] == "irtool.summary/1"
     assert s["counts"] == {"subgraphs": 1, "params": 24, "cnodes": 68}
     assert s["header"]["cnodes"] == 68 and s["header"]["nodes"] == 160
@@ -144,9 +149,10 @@ def test_cli_summarize_json_on_compressed_dump():
 def test_one_element_tuples_stay_tuples():
     # MindIR prints a 1-tuple as `(2)`: semi_auto_8p's Mul has `in_strategy: ((4, 2), (2))`.
     dump = irtool.load(fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz"))
-    muls = [s.in_strategy for s in dump.strategies() if s.op == "Mul"]
+    muls = [s.in_strategy for s in irtool.analyze(dump).strategies if s.op == "Mul"]
     assert ((4, 2), (2,)) in muls
-    node = next(s.node for s in dump.strategies() if s.in_strategy == ((4, 2), (2,)))
+    uid = next(s.node for s in irtool.analyze(dump).strategies if s.in_strategy == ((4, 2), (2,)))
+    node = next(n for n in dump.nodes() if n.uid == uid)
     assert node.attr("in_strategy") == ((4, 2), (2,))  # the full attribute parse agrees
 
 
@@ -157,7 +163,7 @@ def test_gzip_dump_reads_like_the_plain_one(tmp_path):
     packed = tmp_path / "19_validate_0072.ir.gz"
     with open(plain, "rb") as src, gzip.open(packed, "wb") as dst:
         dst.write(src.read())
-    a, b = summarize(irtool.load(plain)), summarize(irtool.load(packed))
+    a, b = summarize(*_loaded(plain)), summarize(*_loaded(packed))
     assert a["counts"] == b["counts"] and a["ops"] == b["ops"] and a["bytes"] == b["bytes"] == 108262
 
 
@@ -168,7 +174,7 @@ def test_gzip_dump_reads_like_the_plain_one(tmp_path):
 def test_full_statement_rule_agrees_with_the_fast_path(rel):
     # The grammar's `node_stmt` rule parses every statement whole; its argument count must be
     # what the fast path (`Node.inputs`, a regex over the grammar's terminals) found.
-    from irtool.grammar import line_parser
+    from irtool.ir.grammar import line_parser
 
     parser = line_parser()
     for node in irtool.load(fixture(rel)).nodes():

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from irtool import load
 from irtool.cli import main
-from irtool.diff import diff, diff_dirs, parse_threshold, rank_files
-from irtool.diff_match import normalise_scope
-from irtool.diff_report import to_json, to_markdown, to_text
-from irtool.parse import load
+from irtool.diff import diff, diff_dirs, parse_threshold
+from irtool.diff.match import normalise_scope
+from irtool.diff.report import to_json, to_markdown, to_text
+from irtool.dumpdir import rank_files
 
 ROOT = Path(__file__).resolve().parent.parent
 F = ROOT / "fixtures" / "mindir"

@@ -113,7 +113,7 @@ def test_non_utf8_in_a_source_comment_is_tolerated(tmp_path: Path) -> None:
     lines[i] = lines[i].rstrip(b"\n") + b"  # caf\xe9 \xff\xfe\n"
     path = _write(tmp_path, "source.ir", b"".join(lines))
     assert _counts(path) == _counts(str(MLP))
-    irtool.load(path).check()
+    irtool.check(irtool.load(path))
 
 
 @pytest.mark.parametrize("fixture", [MLP, SEMI_AUTO], ids=["mlp_cpu", "semi_auto_8p"])
@@ -125,7 +125,7 @@ def test_crlf_and_bom_give_the_same_counts(tmp_path: Path, fixture: Path) -> Non
     both = _write(tmp_path, "both.ir", b"\xef\xbb\xbf" + data.replace(b"\n", b"\r\n"))
     for path in (crlf, bom, both):
         assert _counts(path) == expected
-        assert not irtool.load(path).check()
+        assert not irtool.check(irtool.load(path))
 
 
 def test_nul_byte_in_a_node_line(tmp_path: Path) -> None:

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import irtool
-from irtool import parse, values
 from irtool.errors import DumpError
+from irtool.ir import parse, values
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 _TMP = tempfile.mkdtemp(prefix="irtool_fuzz_")
@@ -42,7 +42,7 @@ def _path(data: bytes, name: str = "case.ir") -> str:
 def load_or_dump_error(data: bytes, lenient: bool = False) -> str:
     """The property: parse+check succeeds ("ok") or raises DumpError ("error"); nothing else."""
     try:
-        irtool.load(_path(data), lenient=lenient).check()
+        irtool.check(irtool.load(_path(data), lenient=lenient))
         return "ok"
     except DumpError as exc:
         assert "\n" not in str(exc)
@@ -195,7 +195,7 @@ def test_nul_bytes(s: int, at: float) -> None:
 def test_crlf_and_bom_parse_the_same(s: int, crlf: bool, bom: bool) -> None:
     plain = irtool.load(_path(seed(s), "plain.ir"))
     other = irtool.load(_path(crlf_bom(seed(s), crlf, bom), "other.ir"))
-    assert other.counts == plain.counts and not other.check()
+    assert other.counts == plain.counts and not irtool.check(other)
 
 
 # --- deep nesting and long lines -----------------------------------------------------------
@@ -246,7 +246,7 @@ def test_deep_nesting_never_overflows(mutate: Callable[[bytes], bytes]) -> None:
     except DumpError:
         assert mutate is deep_unbalanced
         return
-    found = dump.check()  # must not raise RecursionError
+    found = irtool.check(dump)  # must not raise RecursionError
     for n in dump.subgraphs[0].nodes:
         n.attrs, n.inputs, n.signature  # noqa: B018
     if mutate in (deep_attr, deep_type):

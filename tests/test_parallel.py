@@ -20,7 +20,7 @@ from conftest import FIXTURES, fixture
 
 import irtool
 from irtool.cli import main
-from irtool.parallel import CATEGORIES, comm_nodes, infer_stage, stage_info, strategies
+from irtool.parallel import CATEGORIES, analyze
 
 # (file, comm nodes per op [grep of `= Op(` node lines], per category [rules R1-R10],
 #  bytes per category [sum of element count x dtype size; step_parallel_end: only Send/Receive attrs and
@@ -107,12 +107,12 @@ CASES = [
 
 def _totals(rel: str) -> tuple[Counter, Counter, Counter, int | None]:
     dump = irtool.load(fixture(rel))
-    comms = comm_nodes(dump)
+    comms = analyze(dump).comm
     by_bytes: Counter = Counter()
     for c in comms:
         if c.bytes is not None:
             by_bytes[c.category] += c.bytes
-    return Counter(c.op for c in comms), Counter(c.category for c in comms), by_bytes, infer_stage(dump)
+    return Counter(c.op for c in comms), Counter(c.category for c in comms), by_bytes, analyze(dump).stage
 
 
 @pytest.mark.parametrize(("rel", "ops", "cats", "nbytes", "stage"), CASES, ids=[c[0] for c in CASES])
@@ -126,20 +126,20 @@ def test_expected_numbers(rel: str, ops: dict, cats: dict, nbytes: dict, stage: 
 
 def test_semi_auto_rank0_details() -> None:
     dump = irtool.load(fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz"))
-    comms = comm_nodes(dump)
+    comms = analyze(dump).comm
     phases = Counter(f"{c.category}/{c.phase}" for c in comms)
     # Gradients/ scope or forward_unique_id -> backward; mirrors always backward (§3)
     assert phases == {"gradient-aggregation/backward": 6, "operator-forward/backward": 2, "operator-forward/forward": 3,
                       "redistribution/backward": 14, "redistribution/forward": 14}
-    groups = irtool.parallel.group_table(dump)
+    groups = analyze(dump).groups
     # group -> group_rank_ids / rank_list read from any comm node using it (§6)
-    assert groups["2-16453000547691086251"]["ranks"] == [0, 4]
-    assert groups["4-6301172352641561019"]["ranks"] == [0, 1, 2, 3]
-    assert groups["nccl_world_group"]["ranks"] == list(range(8))
-    assert groups["2-5004544844489628105"]["comm_nodes"] == 10  # comm nodes naming that group
+    assert groups["2-16453000547691086251"].ranks == (0, 4)
+    assert groups["4-6301172352641561019"].ranks == (0, 1, 2, 3)
+    assert groups["nccl_world_group"].ranks == tuple(range(8))
+    assert groups["2-5004544844489628105"].comm_nodes == 10  # comm nodes naming that group
     # 22 node lines contain `in_strategy`, none of them _Virtual* (grep -c in_strategy)
-    assert len(strategies(dump)) == 22
-    assert all(s.in_strategy is not None for s in strategies(dump))
+    assert len(analyze(dump).strategies) == 22
+    assert all(s.in_strategy is not None for s in analyze(dump).strategies)
 
 
 def _manifest_stages(scenario: str) -> dict[int, int]:
@@ -155,12 +155,12 @@ def test_stage_matches_manifest(scenario: str, pass_glob: str) -> None:
     assert expected
     for rank, stage in expected.items():
         (path,) = (FIXTURES / scenario / f"rank_{rank}").glob(pass_glob + ".ir.xz")
-        assert infer_stage(irtool.load(str(path))) == stage, (scenario, rank)  # manifest.json per_rank_meta
+        assert analyze(irtool.load(str(path))).stage == stage, (scenario, rank)  # manifest.json per_rank_meta
 
 
 def test_pipeline_2stage_send_receive_pairs() -> None:
     for rank in range(8):
-        comms = comm_nodes(irtool.load(fixture(f"pipeline_2stage_8p/rank_{rank}/19_validate_0078.ir.xz")))
+        comms = analyze(irtool.load(fixture(f"pipeline_2stage_8p/rank_{rank}/19_validate_0078.ir.xz"))).comm
         p2p = [c for c in comms if c.op in ("Send", "Receive")]
         stage, peer = (0, rank + 4) if rank < 4 else (1, rank - 4)
         fwd_op = "Send" if stage == 0 else "Receive"  # stage 0 sends activations forward, stage 1 receives them
@@ -174,9 +174,9 @@ def test_pipeline_2stage_send_receive_pairs() -> None:
 
 def test_lazyinline_p2p_uses_stage_attr() -> None:
     dump = irtool.load(fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz"))
-    info = stage_info(dump)
+    info = analyze(dump).stage_info
     assert info.stage == 0 and info.how == ["primal stage"] and info.chunks == [0]  # pr.stage 0, pr.chunk 0
-    send = [c for c in comm_nodes(dump) if c.op == "Send" and c.phase == "forward"]
+    send = [c for c in analyze(dump).comm if c.op == "Send" and c.phase == "forward"]
     # 2-rank group `2-16453000547691086251Send` = (0, 4); dst_global_rank 4 (pa.dest_rank 1 is the in-group index)
     assert {(c.group, tuple(c.group_ranks or ()), c.peer_rank, c.peer_stage) for c in send} == {
         ("2-16453000547691086251Send", (0, 4), 4, 1)}
@@ -184,7 +184,7 @@ def test_lazyinline_p2p_uses_stage_attr() -> None:
 
 def test_gpt_large_perf() -> None:
     dump = irtool.load(fixture("gpt_large_perf/rank_0/19_validate_0078.ir.xz"))
-    comms = comm_nodes(dump)
+    comms = analyze(dump).comm
     assert Counter(c.op for c in comms) == {"AllReduce": 1266, "Receive": 8, "Send": 8}  # grep count
     assert Counter(c.category for c in comms) == {"gradient-aggregation": 386, "operator-forward": 880, "pipeline": 16}
     # recompute copies carry cnode_attrs duplicated: Bool(1) (96 AllReduce)
@@ -194,8 +194,8 @@ def test_gpt_large_perf() -> None:
     for c in comms:
         by[c.category] += c.bytes or 0
     assert by == {"gradient-aggregation": 184754176, "operator-forward": 234881024, "pipeline": 8388608}  # §5 sums
-    assert infer_stage(dump) == 0  # 16 votes, primal dest_rank 1 -> stage 0
-    assert len(strategies(dump)) == 7232  # grep -c in_strategy, no _Virtual* among them
+    assert analyze(dump).stage == 0  # 16 votes, primal dest_rank 1 -> stage 0
+    assert len(analyze(dump).strategies) == 7232  # grep -c in_strategy, no _Virtual* among them
 
 
 def _comm_lines(path: Path) -> int:
@@ -210,7 +210,7 @@ SMALL = [p for p in sorted(FIXTURES.rglob("*.ir*")) if "gpt_large_perf" not in s
 
 @pytest.mark.parametrize("path", SMALL, ids=[str(p.relative_to(FIXTURES)) for p in SMALL])
 def test_every_comm_node_classified(path: Path) -> None:
-    comms = comm_nodes(irtool.load(str(path)))
+    comms = analyze(irtool.load(str(path))).comm
     assert all(c.category in CATEGORIES and c.phase for c in comms)
     # `other` only where docs/parallel.md §4 allows it: in these fixtures, pre-step_parallel_end Send/Receive of
     # the pipeline_split/bootstrap files never lack pipeline attrs, so no fixture needs it

@@ -10,8 +10,9 @@ import pydot
 import pytest
 
 import irtool
-from irtool.export import export, to_bytes
-from irtool.render import RenderError, Semantics, fold, render_graph, select
+from irtool.errors import SelectionError as RenderError
+from irtool.report.export import export, to_bytes
+from irtool.report.render import Semantics, fold, render_graph, select
 
 ROOT = Path(__file__).resolve().parents[1]
 MINDIR = ROOT / "fixtures" / "mindir"
@@ -34,7 +35,7 @@ def picture_ids(titles: list[str]) -> set[str]:
 @pytest.mark.parametrize("depth", [None, 3, "all"])
 def test_svg_valid_and_titles_match_selection(depth):
     dump = irtool.load(str(SEMI))
-    graph = render_graph(dump, depth=depth)
+    graph = render_graph(dump, irtool.analyze(dump), depth=depth)
     titles = svg_titles(to_bytes(graph, "svg"))
     assert picture_ids(titles) == set(graph.nodes)
     assert any(t.startswith("legend_") for t in titles)
@@ -46,15 +47,15 @@ def test_svg_valid_and_titles_match_selection(depth):
 
 def test_folded_box_counts_strategies_and_comm():
     dump = irtool.load(str(SEMI))
-    sem = Semantics.of(dump)
-    graph = render_graph(dump, depth=2)
+    sem = Semantics.of(irtool.analyze(dump))
+    graph = render_graph(dump, irtool.analyze(dump), depth=2)
     assert sum(a["strategy"] for _, a in graph.nodes(data=True)) == len(sem.strategy) > 0
     assert sum(sum(a["comm"].values()) for _, a in graph.nodes(data=True)) == len(sem.category) > 0
 
 
 def test_dot_parses_back_to_same_nodes_and_edges(tmp_path):
     dump = irtool.load(str(SEMI))
-    graph = render_graph(dump)
+    graph = render_graph(dump, irtool.analyze(dump))
     out = tmp_path / "g.dot"
     export(graph, str(out))
     (parsed,) = pydot.graph_from_dot_file(str(out))
@@ -67,7 +68,7 @@ def test_dot_parses_back_to_same_nodes_and_edges(tmp_path):
 
 def test_comm_only_hops_is_networkx_neighbourhood():
     dump = irtool.load(str(SEMI))
-    g, sem = dump.graph(), Semantics.of(dump)
+    g, sem = irtool.build_graph(dump), Semantics.of(irtool.analyze(dump))
     zero = select(dump, g, sem, comm_only=True, hops=0).uids
     one = select(dump, g, sem, comm_only=True, hops=1).uids
     assert zero == set(sem.category) and zero < one
@@ -75,7 +76,7 @@ def test_comm_only_hops_is_networkx_neighbourhood():
 
 def test_forward_backward_partition():
     dump = irtool.load(str(SEMI))
-    g, sem = dump.graph(), Semantics.of(dump)
+    g, sem = irtool.build_graph(dump), Semantics.of(irtool.analyze(dump))
     fwd = select(dump, g, sem, direction="forward").uids
     bwd = select(dump, g, sem, direction="backward").uids
     assert fwd and bwd and not fwd & bwd
@@ -86,7 +87,8 @@ def test_forward_backward_partition():
 
 def test_scope_selection():
     dump = irtool.load(str(MLP))
-    graph = render_graph(dump, scope="Default/network-WithLossCell/_backbone-MLP/fc1-Dense", depth="all")
+    fc1 = "Default/network-WithLossCell/_backbone-MLP/fc1-Dense"
+    graph = render_graph(dump, irtool.analyze(dump), scope=fc1, depth="all")
     assert graph.number_of_nodes() > 0
     assert all("fc1-Dense" in a["scope"] for _, a in graph.nodes(data=True))
 
@@ -94,10 +96,10 @@ def test_scope_selection():
 def test_stage_on_pipeline_fixture():
     for rank in sorted(PIPE.glob("rank_*")):
         dump = irtool.load(str(next(rank.glob("*_validate_*"))))
-        sem = Semantics.of(dump)
+        sem = Semantics.of(irtool.analyze(dump))
         assert sem.stage in (0, 1), rank  # the manifest's stages; checked per rank in test_parallel
-        here = render_graph(dump, stage=sem.stage, depth="all")
-        other = render_graph(dump, stage=1 - sem.stage, depth="all")
+        here = render_graph(dump, irtool.analyze(dump), stage=sem.stage, depth="all")
+        other = render_graph(dump, irtool.analyze(dump), stage=1 - sem.stage, depth="all")
         assert other.number_of_nodes() == 0 and other.graph["notes"]
         assert here.number_of_nodes() == sum(1 for _ in dump.nodes())
         p2p = [a for _, a in here.nodes(data=True) if a["op"] in ("Send", "Receive")]
@@ -107,18 +109,18 @@ def test_stage_on_pipeline_fixture():
 
 
 def test_stage_folder_picks_rank_of_that_stage():
-    from irtool.render import load_input
+    from irtool.report.render import load_input
 
     # pipeline_2stage_8p: ranks 0-3 are stage 0, ranks 4-7 stage 1 (manifest.json)
-    dump, chosen = load_input(str(PIPE), stage=1)
-    assert dump.stage == 1 and chosen.startswith("rank 4 ")
+    dump, facts, chosen = load_input(str(PIPE), 1, irtool.load)
+    assert facts.stage == 1 and chosen.startswith("rank 4 ")
 
 
 def test_hostile_scope_is_inert(tmp_path):
     dump = irtool.load(str(HOSTILE))
     assert any("<script>" in (n.scope or "") for n in dump.nodes())
     for depth in ("all", 4):
-        graph = render_graph(dump, depth=depth)
+        graph = render_graph(dump, irtool.analyze(dump), depth=depth)
         data = to_bytes(graph, "svg")
         root = ET.fromstring(data)  # well-formed
         assert not [e for e in root.iter() if e.tag.endswith("script")]
@@ -130,8 +132,8 @@ def test_hostile_scope_is_inert(tmp_path):
 
 def test_too_large_selection_raises():
     dump = irtool.load(str(SEMI))
-    g, sem = dump.graph(), Semantics.of(dump)
-    import irtool.render as r
+    g, sem = irtool.build_graph(dump), Semantics.of(irtool.analyze(dump))
+    import irtool.report.render as r
 
     old = r.MAX_BOXES
     r.MAX_BOXES = 10

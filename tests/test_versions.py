@@ -8,9 +8,14 @@ from collections import Counter
 from conftest import fixture
 
 import irtool
-from irtool.summary import summarize
+from irtool.report.summary import summarize
 
 REAL = fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")
+
+
+def _loaded(path):
+    dump = irtool.load(path)
+    return dump, irtool.analyze(dump)
 
 
 def edited(tmp_path):
@@ -27,7 +32,7 @@ def edited(tmp_path):
 
 def test_unknown_constructs_are_warnings_and_the_rest_is_right(tmp_path):
     path, line = edited(tmp_path)
-    real, dump = summarize(irtool.load(REAL)), summarize(irtool.load(path))
+    real, dump = summarize(*_loaded(REAL)), summarize(*_loaded(path))
     assert real["warnings"] == []
     messages = {w["line"]: w["message"] for w in dump["warnings"]}
     assert "Fusion bucket" in messages[line + 1] and "kept as raw text" in messages[line + 1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from .diff import DEFAULT_FAIL_ON, DiffResult, RankDiff
+from .compare import DEFAULT_FAIL_ON, DiffResult, RankDiff
 
 MAX_ROWS = 200  # per table in text and markdown; JSON is never truncated
 

@@ -1,6 +1,6 @@
 """Load `grammar/mindir.lark` and build the two parsers it defines.
 
-The document parser reads one token per line (see `irtool.lexer.LineLexer`); the line parser
+The document parser reads one token per line (see `irtool.ir.parse.LineLexer`); the line parser
 reads the inside of node, type, signature and parameter lines. Both are LALR: an Earley parser
 would be far too slow for dumps of hundreds of megabytes.
 """
@@ -11,16 +11,18 @@ from pathlib import Path
 
 from lark import Lark
 
+from ..errors import InputError
+
 LINE_STARTS = ["node_stmt", "node_tail", "type_sig", "graph_sig", "param_decl", "value"]
 
 
 def grammar_path() -> Path:
     """The grammar file: bundled in the wheel, or `grammar/` of a source checkout."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "_grammar" / "mindir.lark", here.parent / "grammar" / "mindir.lark"):
+    package = Path(__file__).resolve().parents[1]
+    for candidate in (package / "_grammar" / "mindir.lark", package.parent / "grammar" / "mindir.lark"):
         if candidate.is_file():
             return candidate
-    raise FileNotFoundError("grammar/mindir.lark is missing from the installation")
+    raise InputError("grammar/mindir.lark is missing from the installation")
 
 
 @functools.cache

@@ -18,7 +18,7 @@ from lark import Token, Transformer, v_args
 from lark.exceptions import LarkError
 
 from .grammar import line_parser, transforming_parser
-from .model import Dump, Input, Node, Ref, TypeInfo, Warning_
+from .records import Input, Ref, TypeInfo, Unreadable
 
 
 @functools.cache
@@ -277,34 +277,35 @@ _VALUE = ValueTransformer()
 
 @functools.lru_cache(maxsize=16384)
 def parse_value(text: str) -> Any:
-    """One value of the line grammar (`((2, 1), (1, 4))`, `I64(0)`, `"x"`, ...) as Python data;
-    raises ValueError when the text is not one. Cached: strategies and groups recur."""
-    if _too_deep(text):
-        raise ValueError(f"nesting deeper than {MAX_DEPTH}")
+    """One value of the line grammar (`((2, 1), (1, 4))`, `I64(0)`, `"x"`, ...) as Python data, or
+    `Unreadable` when the text is not one. Cached: strategies and groups recur."""
+    deep = _too_deep(text)
+    if deep:
+        return Unreadable(text, deep)
     try:
         return transforming_parser("value", _VALUE).parse(text)
     except LarkError as exc:
-        raise ValueError(_lark_message(exc)) from None
+        return Unreadable(text, _lark_message(exc))
 
 
-def parse_tail(node: Node) -> dict[str, Any]:
-    """Attribute groups of a node. Text the grammar cannot read is kept under `raw` with a
-    warning attached to the node (the dump's warning list is filled by `Dump.check`).
+def parse_tail(text: str) -> dict[str, Any] | Unreadable:
+    """Attribute groups of a node from the text after its arguments; `Unreadable` (the text and
+    why) when the grammar cannot read them.
 
     Each group (`primitive_attrs: {...}`, `{instance name: ...}`, ...) is parsed on its own and
     cached: the same primitive attributes recur on hundreds of nodes of a large dump."""
-    tail = node.tail.strip()
+    tail = text.strip()
     if not tail:
         return {}
     deep = _too_deep(tail)
     if deep:
-        return {"raw": tail, "error": deep}
+        return Unreadable(tail, deep)
     out: dict[str, Any] = {}
     for segment in _segments(tail):
         part = _parse_segment(segment)
-        if "error" in part:
+        if isinstance(part, str):
             group = segment.split(":", 1)[0].strip("{ ")
-            return {"raw": tail, "error": f"{group}: {part['error']}"}
+            return Unreadable(tail, f"{group}: {part}")
         for key, value in part.items():
             if isinstance(value, dict):
                 out.setdefault(key, {}).update(value)
@@ -332,13 +333,14 @@ def _segments(tail: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=16384)
-def _parse_segment(segment: str) -> dict[str, Any]:
+def _parse_segment(segment: str) -> dict[str, Any] | str:
+    """The groups of one segment, or the reason it cannot be read."""
     try:
         return transforming_parser("node_tail", _TAIL).parse(segment)
     except LarkError as exc:
-        return {"error": _lark_message(exc)}
+        return _lark_message(exc)
     except RecursionError:  # not reachable below MAX_DEPTH; kept as a last guard
-        return {"error": "nesting too deep to parse"}
+        return "nesting too deep to parse"
 
 
 def _lark_message(exc: LarkError) -> str:
@@ -493,27 +495,3 @@ def parse_type(text: str) -> TypeInfo:
     """One type, e.g. `<Tensor[Float32], (16, 32)>`."""
     ins, _ = parse_type_sig(f": ({text})")
     return ins[0] if len(ins) == 1 else TypeInfo(text=text, kind="?")
-
-
-# ---------------------------------------------------------------------------------------------
-# Whole-dump check
-# ---------------------------------------------------------------------------------------------
-
-def check_dump(dump: Dump) -> list[Warning_]:
-    """Parse every node's attributes and types, and resolve every reference (with the graph
-    builder's resolution, `irtool.graph.build`)."""
-    found: list[Warning_] = []
-    for n in dump.nodes():
-        attrs = n.attrs
-        if "error" in attrs:
-            found.append(Warning_(n.line, f"attributes kept as raw text: {attrs['error']}"))
-        for tl in n.type_lines:
-            ins, outs = parse_type_sig(tl)
-            if any(t.kind == "?" for t in ins + outs):
-                found.append(Warning_(n.line, f"type line kept as raw text: {tl.strip()[:60]}"))
-    g = dump.graph()
-    for uid, ref in g.graph["unresolved"]:
-        node = g.nodes[uid]
-        found.append(Warning_(node["line"], f"unresolved reference {ref} in {node['model'].key}"))
-    dump.warnings.extend(found)
-    return found

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import networkx as nx
 
-from .model import Dump, Node, Ref, param_number
+from .model import Dump, Node
+from .records import Ref, param_number
 
 # Inputs of these operators that only order side effects rather than carry data.
 _CONTROL_INPUTS = {"Depend": lambda i: i >= 1, "UpdateState": lambda i: True}
@@ -33,7 +34,7 @@ def node_attributes(node: Node) -> dict:
             "scope": node.scope or "", "line": node.line, "model": node}
 
 
-def build(dump: Dump) -> nx.MultiDiGraph:
+def build_graph(dump: Dump) -> nx.MultiDiGraph:
     """Build the graph of every subgraph of `dump` (see the module docstring)."""
     g = nx.MultiDiGraph(path=dump.path, entry=dump.entry, unresolved=[])
     for p in dump.params:

@@ -11,25 +11,19 @@ import functools
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Union
+from typing import Callable, Iterable, Union
 
 import networkx as nx
 
-from .dumpdir import rank_files
-from .errors import InputError
-from .graph import data_graph
-from .model import Dump, Node, TypeInfo
-from .parallel import CATEGORIES, format_strategy
-from .progress import load_with_progress
-from .values import parse_type_sig
+from ..dumpdir import rank_files
+from ..errors import SelectionError
+from ..ir import Dump, Node, TypeInfo, build_graph, data_graph
+from ..ir.values import parse_type_sig
+from ..parallel import CATEGORIES, ParallelFacts, analyze, format_strategy
 
 MAX_BOXES = 2000  # above this Graphviz layout gets slow: refuse and suggest a deeper fold
 READABLE_BOXES = 30  # the automatic depth keeps at most this many boxes
 P2P_OPS = ("Send", "Receive")
-
-
-class RenderError(InputError):
-    """A selection or input that cannot be drawn; `str()` is the one-line message users see."""
 
 
 @dataclass
@@ -43,42 +37,53 @@ class Semantics:
     stage: int | None = None
 
     @classmethod
-    def of(cls, dump: Dump) -> Semantics:
-        """Collect categories, phases, peer stages, strategies and the stage of `dump`."""
-        sem = cls(stage=dump.stage)
-        for c in dump.comm_nodes():
-            sem.category[c.node.uid] = c.category if c.category in CATEGORIES else "other"
-            sem.phase[c.node.uid] = c.phase
-            sem.peer_stage[c.node.uid] = c.peer_stage
-        for s in dump.strategies():
+    def of(cls, facts: ParallelFacts) -> Semantics:
+        """Collect categories, phases, peer stages, strategies and the stage of one dump's facts."""
+        sem = cls(stage=facts.stage)
+        for c in facts.comm:
+            sem.category[c.node] = c.category if c.category in CATEGORIES else "other"
+            sem.phase[c.node] = c.phase
+            sem.peer_stage[c.node] = c.peer_stage
+        for s in facts.strategies:
             text = format_strategy(s.in_strategy if s.in_strategy is not None else s.in_layout)
             if text:
-                sem.strategy[s.node.uid] = text
+                sem.strategy[s.node] = text
         return sem
 
 
 # --- input -------------------------------------------------------------------------------------
 
-def load_input(path: str, stage: int | None = None) -> tuple[Dump, str]:
-    """Load a `.ir`/`.ir.xz` file, or the validate file of one rank of a dump folder.
+Loader = Callable[[str], Dump]
+
+
+def load_input(path: str, stage: int | None, loader: Loader) -> tuple[Dump, ParallelFacts, str]:
+    """Load a `.ir`/`.ir.xz` file, or the validate file of one rank of a dump folder, with `loader`
+    (e.g. `irtool.load`, or one that shows progress).
 
     For a folder, `stage` picks the first rank whose dump is on that pipeline stage; without it
-    rank 0 (the lowest rank) is used. Returns the dump and a one-line note on what was chosen.
+    rank 0 (the lowest rank) is used. Returns the dump, its facts and a note on what was chosen.
     """
     if not os.path.isdir(path):
-        return load_with_progress(path), f"file {path}"
+        dump = loader(path)
+        return dump, analyze(dump), f"file {path}"
     ranks = list(rank_files(path).items())
     if stage is None:
         rank, file = ranks[0]
-        return load_with_progress(file), f"rank {rank} ({file})"
-    first: tuple[Dump, str] | None = None
+        dump = loader(file)
+        return dump, analyze(dump), f"rank {rank} ({file})"
+    seen: list[int | None] = []
     for rank, file in ranks:
-        dump = load_with_progress(file)
-        if dump.stage == stage:
-            return dump, f"rank {rank} ({file}), stage {stage}"
-        first = first or (dump, f"rank {rank} ({file})")
-    stages = "no pipeline" if first is None else "other stages only"
-    raise RenderError(f"{path}: no rank is on stage {stage} ({stages}); try another --stage")
+        dump = loader(file)
+        facts = analyze(dump)
+        if facts.stage == stage:
+            return dump, facts, f"rank {rank} ({file}), stage {stage}"
+        seen.append(facts.stage)
+    raise SelectionError(f"{path}: no rank is on stage {stage} ({_stages_text(seen)}); try another --stage")
+
+
+def _stages_text(stages: list[int | None]) -> str:
+    known = sorted({s for s in stages if s is not None})
+    return "no pipeline" if not known else "stages " + ", ".join(map(str, known))
 
 
 # --- selection ---------------------------------------------------------------------------------
@@ -129,7 +134,7 @@ def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None 
     if subgraph is not None:
         name = subgraph.lstrip("@")
         if name not in {s.name for s in dump.subgraphs}:
-            raise RenderError(f"no subgraph @{name} in {dump.path}")
+            raise SelectionError(f"no subgraph @{name} in {dump.path}")
         chosen = {u for u in chosen if nodes[u].graph == name}
     if scope is not None:
         prefix = scope.rstrip("/")
@@ -225,9 +230,9 @@ def parse_depth(text: str | None) -> Depth:
     try:
         value = int(text)
     except ValueError:
-        raise RenderError(f"--depth must be a number, 'all' or 'auto', not {text!r}") from None
+        raise SelectionError(f"--depth must be a number, 'all' or 'auto', not {text!r}") from None
     if value < 1:
-        raise RenderError("--depth must be at least 1")
+        raise SelectionError("--depth must be at least 1")
     return value
 
 
@@ -261,12 +266,10 @@ def shape_text(t: TypeInfo | None) -> str:
 def tooltip(node: Node) -> str:
     """Full attributes and source lines of a node as plain text (escaped by the exporter)."""
     lines = [f"{node.uid} {node.name} = {node.op}", f"scope: {node.scope or ''}", f"line: {node.line}"]
-    try:
-        attrs = node.attrs
-    except Exception as exc:  # noqa: BLE001 - a tooltip must not stop a picture
-        attrs = {"unparsed": str(exc)}
-    for group, values in attrs.items():
+    for group, values in node.attrs.items():
         lines.append(f"{group}: {values}")
+    if node.unreadable_attrs is not None:
+        lines.append(f"attributes (unreadable: {node.unreadable_attrs.reason}): {node.unreadable_attrs.text}")
     if node.type_lines:
         lines.append(f"type: {node.type_lines[0].strip()}")
     lines.extend(f"source: {s.strip()}" for s in node.sources[:3])
@@ -283,7 +286,7 @@ def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, d
     `name`, `scope`, `category` (or None), `strategy_text`, `peer_stage`, `tooltip`. Edges carry
     `count` and `shapes` (Counter of the producer's output shape) and a `label`.
     Graph attributes: `depth` (int or None for unfolded), `notes`.
-    Raises RenderError when more than MAX_BOXES boxes would be drawn.
+    Raises SelectionError when more than MAX_BOXES boxes would be drawn.
     """
     nodes = {n.uid: n for n in dump.nodes() if n.uid in selection.uids}
     ordered = sorted(nodes.values(), key=lambda n: n.line)
@@ -295,7 +298,7 @@ def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, d
         d = int(depth)
     n_boxes = count_boxes(ordered, d)
     if n_boxes > MAX_BOXES:
-        raise RenderError(f"{n_boxes} boxes is too many to lay out (limit {MAX_BOXES}); "
+        raise SelectionError(f"{n_boxes} boxes is too many to lay out (limit {MAX_BOXES}); "
                           f"fold deeper with a smaller --depth or narrow with --scope/--stage/--comm-only")
     out = nx.DiGraph(depth=d, notes=list(selection.notes))
     box_of: dict[str, str] = {}
@@ -382,12 +385,12 @@ def edge_label(e: dict) -> str:
     return f"{text} ×{e['count']}" if e["count"] > 1 else text
 
 
-def render_graph(dump: Dump, *, stage: int | None = None, subgraph: str | None = None,
+def render_graph(dump: Dump, facts: ParallelFacts, *, stage: int | None = None, subgraph: str | None = None,
                  scope: str | None = None, comm_only: bool = False, hops: int = 1,
                  direction: str | None = None, depth: Depth = None) -> nx.DiGraph:
-    """Selection and folding in one call: the graph `irtool.export` draws."""
-    sem = Semantics.of(dump)
-    g = dump.graph()
+    """Selection and folding in one call: the graph `irtool.report.export` draws."""
+    sem = Semantics.of(facts)
+    g = build_graph(dump)
     sel = select(dump, g, sem, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,
                  hops=hops, direction=direction)
     out = fold(dump, g, sem, sel, depth)

@@ -15,8 +15,8 @@ import os
 import networkx as nx
 import pydot
 
-from .atomic import atomic_write
-from .render import RenderError
+from ..atomic import atomic_write
+from ..errors import InputError, OutputError
 
 FORMATS = ("dot", "svg", "png", "pdf")
 
@@ -123,7 +123,7 @@ def format_for(path: str, fmt: str | None = None) -> str:
     """The output format: `fmt` if given, otherwise OUT's suffix."""
     fmt = fmt or os.path.splitext(path)[1].lstrip(".").lower()
     if fmt not in FORMATS:
-        raise RenderError(f"unknown output format {fmt!r}: use --format with one of {', '.join(FORMATS)}")
+        raise InputError(f"unknown output format {fmt!r}: use --format with one of {', '.join(FORMATS)}")
     return fmt
 
 
@@ -137,9 +137,9 @@ def to_bytes(graph: nx.DiGraph, fmt: str, legend: bool = True) -> bytes:
     try:
         return graphviz.Source(text).pipe(format=fmt)
     except graphviz.ExecutableNotFound as exc:
-        raise RenderError(f"Graphviz 'dot' is not installed; use --format dot ({exc})") from None
+        raise OutputError(f"Graphviz 'dot' is not installed; use --format dot ({exc})") from None
     except graphviz.CalledProcessError as exc:
-        raise RenderError(f"Graphviz failed: {str(exc.stderr or exc).strip().splitlines()[-1:]}") from None
+        raise OutputError(f"Graphviz failed: {str(exc.stderr or exc).strip().splitlines()[-1:]}") from None
 
 
 def export(graph: nx.DiGraph, path: str, fmt: str | None = None, legend: bool = True,

@@ -4,6 +4,9 @@ Every line becomes one token (its kind found by the whole-line terminals of the 
 LALR document parser checks the line structure and, as it reduces, the `Builder` turns tokens into
 model objects. Nothing holds the whole text: each line is dropped once its node is built, and the
 long `# In file` lines, which repeat a lot, are interned.
+
+`load` is reentrant: the parser and the `Builder` are shared and hold no state; what one load
+collects (its path, lenient mode, warnings) lives in its `_Lines`, which every token points to.
 """
 from __future__ import annotations
 
@@ -17,9 +20,10 @@ from lark import Token, Transformer
 from lark.exceptions import UnexpectedInput, VisitError
 from lark.lexer import Lexer
 
-from .errors import DumpError, show
+from ..errors import DumpError, show
 from .grammar import document_parser, grammar_text
-from .model import CALL, PRIMFUNC_PREFIX, Dump, Node, Param, Subgraph, Warning_
+from .model import Dump, Node, Param, Subgraph
+from .records import CALL, PRIMFUNC_PREFIX, DumpWarning
 from .source import read_lines
 from .values import scan_args, terminal
 
@@ -54,13 +58,18 @@ def _line_regex() -> re.Pattern[str]:
 
 
 class _Lines:
-    """The line iterator handed to the parser; remembers where it is for error messages."""
+    """One load: the line iterator handed to the parser, where it is (for error messages), and
+    the warnings found so far. Every token carries it, so the shared Builder needs no state."""
 
-    def __init__(self, path: str, lines: Iterator[tuple[int, str]]) -> None:
-        self.path, self.lines = path, lines
+    def __init__(self, path: str, lines: Iterator[tuple[int, str]], lenient: bool) -> None:
+        self.path, self.lines, self.lenient = path, lines, lenient
         self.last_line = 0
         self.open_graph: tuple[str, int] | None = None
         self.size = 0
+        self.warnings: list[DumpWarning] = []
+
+    def warn(self, line: int, message: str) -> None:
+        self.warnings.append(DumpWarning(line, message))
 
 
 _BLOCK_OF = {"NODE_LINE": "NODE_BLOCK", "RETURN_LINE": "RETURN_BLOCK"}
@@ -68,7 +77,13 @@ _INFO_KINDS = frozenset({"TYPE_LINE", "SCOPE_LINE", "SOURCE_LINE", "SIDE_EFFECT_
                          "UNKNOWN_LINE"})
 
 
-class BlockToken(Token):
+class LineToken(Token):
+    """A token of one line; `src` is the load it belongs to."""
+
+    __slots__ = ("src",)
+
+
+class BlockToken(LineToken):
     """A NODE_BLOCK / RETURN_BLOCK token: its text is the statement line; `lines`, `kinds` and
     `numbers` are the lines printed under it, their line terminals and line numbers."""
 
@@ -105,27 +120,22 @@ class LineLexer(Lexer):
                 block = None
             if kind in _BLOCK_OF:
                 block = BlockToken(_BLOCK_OF[kind], text, line=number, column=1)
-                block.lines, block.kinds, block.numbers = [], [], []
+                block.lines, block.kinds, block.numbers, block.src = [], [], [], data
                 continue
             if kind == "GRAPH_OPEN_LINE":
                 data.open_graph = (text, number)
             elif kind == "CLOSE_LINE":
                 data.open_graph = None
-            yield Token(kind, text, line=number, column=1)
+            tok = LineToken(kind, text, line=number, column=1)
+            tok.src = data
+            yield tok
         if block is not None:
             yield block
 
 
 class Builder(Transformer):
-    """Reductions of the document grammar -> model objects (called while parsing)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reset("", False)
-
-    def reset(self, path: str, lenient: bool) -> None:
-        self.path, self.lenient = path, lenient
-        self.warnings: list[Warning_] = []
+    """Reductions of the document grammar -> model objects (called while parsing). Stateless:
+    warnings go to the load (`tok.src`) of the token that caused them."""
 
     # --- header parts: (key, value) pairs gathered by `dump`
     def entry_line(self, items: list) -> tuple:
@@ -165,7 +175,7 @@ class Builder(Transformer):
 
     def kv_line(self, items: list) -> tuple:
         key, _, value = str(items[0]).partition(":")
-        return ("kv", (key.strip(), value.strip()), items[0].line)
+        return ("kv", (key.strip(), value.strip()), items[0])
 
     # --- things printed before a subgraph
     def graph_attr_head(self, items: list) -> tuple:
@@ -185,11 +195,8 @@ class Builder(Transformer):
 
     def unknown_line(self, items: list) -> tuple:
         tok = items[0]
-        self._unknown(tok.line, str(tok))
+        _unknown(tok.src, tok.line, str(tok))
         return ("raw", str(tok))
-
-    def _unknown(self, line: int, text: str) -> None:
-        self.warnings.append(Warning_(line, f"unrecognised line kept as raw text: {show(text, 60)}"))
 
     # --- a subgraph
     def graph_section(self, items: list) -> Subgraph:
@@ -210,7 +217,7 @@ class Builder(Transformer):
                 text = item[1] if item[0] == "raw" else f"{item[1][0]}: {item[1][1]}"
                 g.body_notes.append(text)
                 if item[0] == "kv":  # unknown lines were reported as they were read
-                    self._unknown(item[2], text)
+                    _unknown(item[2].src, item[2].line, text)
         return g
 
     def node(self, items: list) -> Node | None:
@@ -228,7 +235,7 @@ class Builder(Transformer):
                 scope = intern(inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner)
             else:
                 if kind == "UNKNOWN_LINE":
-                    self._unknown(number, line)
+                    _unknown(tok.src, number, line)
                 notes.append(line.strip())
         if tok.type == "RETURN_BLOCK":
             nid, name, callee, op, start = None, "Return", "Return", "Return", len("Return(")
@@ -280,12 +287,16 @@ class Builder(Transformer):
                 pending.append(item)
         return header, graphs, pending, order
 
-    def _bad(self, tok: Token, col: int, expected: str, found: str, fallback: Any) -> Any:
-        err = DumpError(self.path, tok.line, col, expected, found)
-        if not self.lenient:
+    def _bad(self, tok: LineToken, col: int, expected: str, found: str, fallback: Any) -> Any:
+        err = DumpError(tok.src.path, tok.line, col, expected, found)
+        if not tok.src.lenient:
             raise err
-        self.warnings.append(Warning_(tok.line, f"skipped: {err}"))
+        tok.src.warn(tok.line, f"skipped: {err}")
         return fallback
+
+
+def _unknown(src: _Lines, line: int, text: str) -> None:
+    src.warn(line, f"unrecognised line kept as raw text: {show(text, 60)}")
 
 
 _HEADER_KEYS = frozenset({"entry", "subgraphs", "jit_config", "attrs", "declared_params", "params",
@@ -391,9 +402,6 @@ def _structure_problem(text: str, start: int) -> tuple[int, str, str] | None:
     return None
 
 
-_BUILDER = Builder()
-
-
 def load(path: str | os.PathLike, lenient: bool = False,
          progress: Callable[[int], None] | None = None) -> Dump:
     """Read one dump (`.ir`, `.ir.gz`, `.ir.xz`).
@@ -406,14 +414,11 @@ def load(path: str | os.PathLike, lenient: bool = False,
     lines = read_lines(path)
     if progress is not None:
         lines = _report(lines, progress)
-    data = _Lines(name, lines)
-    builder = _BUILDER
-    builder.reset(name, lenient)
-    parser = document_parser(LineLexer, builder)
+    data = _Lines(name, lines, lenient)
+    parser = document_parser(LineLexer, _builder())
 
     def on_error(exc: UnexpectedInput) -> bool:
-        builder.warnings.append(Warning_(getattr(exc, "line", 0) or data.last_line,
-                                         f"skipped: {_message(name, exc, data)}"))
+        data.warn(getattr(exc, "line", 0) or data.last_line, f"skipped: {_message(name, exc, data)}")
         return True
 
     try:
@@ -431,7 +436,12 @@ def load(path: str | os.PathLike, lenient: bool = False,
                 raise DumpError(name, orig.line, orig.col, orig.expected, orig.found) from None
             raise orig from None
         raise
-    return _assemble(name, parsed, builder, data)
+    return _assemble(name, parsed, data)
+
+
+@functools.cache
+def _builder() -> Builder:
+    return Builder()
 
 
 def _report(lines: Iterator[tuple[int, str]], progress: Callable[[int], None]) -> Iterator[tuple[int, str]]:
@@ -466,7 +476,7 @@ def _message(name: str, exc: UnexpectedInput, data: _Lines) -> str:
     return str(DumpError(name, *_located(exc, data)))
 
 
-def _assemble(name: str, parsed: tuple, builder: Builder, data: _Lines) -> Dump:
+def _assemble(name: str, parsed: tuple, data: _Lines) -> Dump:
     header, graphs, trailing, order = parsed
     dump = Dump(path=name, size=data.size, entry=header.get("entry"), subgraphs=graphs, order=order,
                 attrs=header.get("attrs", {}), jit_config=header.get("jit_config", {}))
@@ -476,12 +486,11 @@ def _assemble(name: str, parsed: tuple, builder: Builder, data: _Lines) -> Dump:
     for key in ("params", "nodes", "cnodes"):
         if f"declared_{key}" in header:
             dump.declared[key] = header[f"declared_{key}"]
-    dump.warnings.extend(builder.warnings)
     if trailing:
-        dump.warnings.append(Warning_(data.last_line, f"{len(trailing)} line(s) after the last subgraph kept as raw text"))
+        data.warn(data.last_line, f"{len(trailing)} line(s) after the last subgraph kept as raw text")
+    dump.warnings.extend(data.warnings)
     counts = dump.counts
     for key in ("subgraphs", "params", "cnodes"):
         if key in dump.declared and dump.declared[key] != counts[key]:
-            dump.warnings.append(Warning_(0, f"header declares {dump.declared[key]} {key}, parsed {counts[key]}"))
-    builder.reset("", False)
+            dump.warnings.append(DumpWarning(0, f"header declares {dump.declared[key]} {key}, parsed {counts[key]}"))
     return dump

@@ -105,14 +105,3 @@ def freeze(value: Any) -> Hashable:
     except TypeError:
         return repr(value)
     return value
-
-
-def plain(value: Any) -> Any:
-    """A JSON-friendly version of a parsed value: tuples become lists, unknown objects text."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)

@@ -1,71 +1,20 @@
-"""The dump model: Dump -> Subgraph -> Node / Param, plus parsed values and types.
+"""The dump model: Dump -> Subgraph -> Node / Param.
 
 A node keeps the text of its statement line; its inputs, attributes and types are parsed from
-that text the first time they are asked for (see `irtool.values`), so reading a dump costs one
-pass over its lines and a caller pays only for what it looks at.
+that text the first time they are asked for (see `irtool.ir.values`), so reading a dump costs one
+pass over its lines and a caller pays only for what it looks at. The model knows the format only:
+graphs, checks and parallel facts are computed by functions that take a `Dump` and return values
+(`irtool.ir.graph`, `irtool.ir.check`, `irtool.parallel`), and nothing writes into it after
+`irtool.load` built it.
 """
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
-if TYPE_CHECKING:
-    import networkx as nx
-
-PRIMFUNC_PREFIX = "PrimFunc_"
-CALL = "(call)"
-
-
-def param_number(ref: str) -> str:
-    """The N of `%paraN_name` or `paraN_name`, as digit text: a parameter is identified by its
-    number (bootstrap dumps declare `%para1_inputs` and use it as `%para1_Parameter_3`), and text
-    never fails the way int() does on thousands of digits."""
-    return ref[ref.index("para") + 4 : ref.index("_")].lstrip("0") or "0"
-
-
-@dataclass(frozen=True)
-class Warning_:
-    """Something kept as raw text or otherwise worth a reader's attention, with its line."""
-
-    line: int
-    message: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "message": self.message}
-
-
-@dataclass(frozen=True)
-class Ref:
-    """A reference inside a node's arguments: `%3`, `%para3_w`, `@graph`, `$(@graph:para3_w)`."""
-
-    kind: str  # "node" | "param" | "graph" | "free"
-    name: str  # "%3", "%para3_w", "@g", "$(@g:para3_w)"
-
-
-@dataclass(frozen=True)
-class Input:
-    """One argument of a node, by position: a reference, or a constant kept as its text."""
-
-    index: int
-    text: str
-    ref: Ref | None  # set when the argument is exactly one reference
-    nested: tuple[Ref, ...] = ()  # references inside a constant tuple or call, e.g. `(%1, %2)`
-
-
-@dataclass(frozen=True)
-class TypeInfo:
-    """One abstract type as printed, e.g. `<Tensor[Float32], (16, 32)>`.
-
-    `kind` is the outer constructor (`Tensor`, `Ref`, `Tuple`, `UMonad`, ...), `dtype` the element
-    type when there is one, `shape` the dimensions (None when the type has no shape, a tuple of
-    shapes for `TupleShape`).
-    """
-
-    text: str
-    kind: str
-    dtype: str | None = None
-    shape: Any = None
+from .records import CALL, DumpWarning, Input, TypeInfo, Unreadable, param_number
+from .values import parse_tail, parse_type, parse_type_sig, read_instance_name, scan_args
 
 
 @dataclass
@@ -89,8 +38,6 @@ class Param:
 
     @property
     def type(self) -> TypeInfo | None:
-        from .values import parse_type
-
         return parse_type(self.type_text) if self.type_text else None
 
     @property
@@ -124,7 +71,7 @@ class Node:
         self.sources = sources
         self.notes = notes
         self._inputs: list[Input] | None = None
-        self._attrs: dict[str, Any] | None = None
+        self._attrs: dict[str, Any] | Unreadable | None = None
         self._args_end = -1
 
     # --- identity
@@ -150,8 +97,6 @@ class Node:
     def inputs(self) -> list[Input]:
         """The arguments by position; references resolved to their kind."""
         if self._inputs is None:
-            from .values import scan_args
-
             self._inputs, self._args_end = scan_args(self.text, self.args_start)
         return self._inputs
 
@@ -162,23 +107,30 @@ class Node:
             self.inputs  # noqa: B018 - computes _args_end
         return self.text[self._args_end :]
 
+    def _tail(self) -> dict[str, Any] | Unreadable:
+        if self._attrs is None:
+            self._attrs = parse_tail(self.tail)
+        return self._attrs
+
     @property
     def attrs(self) -> dict[str, Any]:
         """Attribute groups: `instance_name`, `primitive_attrs`, `cnode_attrs`,
-        `cnode_primal_attrs`, and `extra` for trailing `{in_strategy: ...}` blocks."""
-        if self._attrs is None:
-            from .values import parse_tail
+        `cnode_primal_attrs`, and `extra` for trailing `{in_strategy: ...}` blocks; empty when the
+        grammar could not read them (then `unreadable_attrs` says why)."""
+        tail = self._tail()
+        return {} if isinstance(tail, Unreadable) else tail
 
-            self._attrs = parse_tail(self)
-        return self._attrs
+    @property
+    def unreadable_attrs(self) -> Unreadable | None:
+        """The attribute text kept raw, and why, when the grammar could not read it."""
+        tail = self._tail()
+        return tail if isinstance(tail, Unreadable) else None
 
     @property
     def instance_name(self) -> str | None:
         """`{instance name: X}`: a fixed form, read from the text without parsing the attributes."""
-        if self._attrs is not None:
+        if isinstance(self._attrs, dict):
             return self._attrs.get("instance_name")
-        from .values import read_instance_name
-
         return read_instance_name(self.text, self.args_start)
 
     @property
@@ -206,8 +158,6 @@ class Node:
         """(input types, output types) from the first type line, if the dump printed one."""
         if not self.type_lines:
             return None
-        from .values import parse_type_sig
-
         return parse_type_sig(self.type_lines[0])
 
     @property
@@ -253,7 +203,7 @@ class Dump:
     subgraphs: list[Subgraph] = field(default_factory=list)
     order: list[str] = field(default_factory=list)  # `# Order:` lines, raw
     sorted_order: bool = False  # printed with MS_DEV_SAVE_GRAPHS_SORT_MODE=1
-    warnings: list[Warning_] = field(default_factory=list)
+    warnings: list[DumpWarning] = field(default_factory=list)  # found while reading
     size: int = 0  # bytes of text read
 
     # --- navigation
@@ -279,36 +229,3 @@ class Dump:
     def op_histogram(self) -> Counter:
         """Operator -> count over all nodes (Return included; calls of graphs as `(call)`)."""
         return Counter(n.op for n in self.nodes())
-
-    def graph(self) -> nx.MultiDiGraph:
-        """The dump as a networkx MultiDiGraph (see `irtool.graph.build`)."""
-        from .graph import build
-
-        return build(self)
-
-    def comm_nodes(self) -> list:
-        """Communication nodes, classified (see `irtool.parallel`)."""
-        from .parallel import comm_nodes
-
-        return comm_nodes(self)
-
-    def strategies(self) -> list:
-        """Operators with sharding strategies or layouts (see `irtool.parallel`)."""
-        from .parallel import strategies
-
-        return strategies(self)
-
-    @property
-    def stage(self) -> int | None:
-        """This rank's pipeline stage; None when the dump has no pipeline (see `irtool.parallel`)."""
-        from .parallel import infer_stage
-
-        return infer_stage(self)
-
-    def check(self) -> list[Warning_]:
-        """Parse every lazily parsed part now (inputs, attributes, types) and resolve every
-        reference; returns the warnings found (also appended to `self.warnings`)."""
-        from .values import check_dump
-
-        return check_dump(self)
-

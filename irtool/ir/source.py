@@ -11,9 +11,10 @@ import gzip
 import io
 import lzma
 import os
+import re
 from typing import IO, Iterator
 
-from .errors import DumpError
+from ..errors import DumpError
 
 _OPENERS = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
 _BINARY_MAGIC = (b"\x89PNG", b"\x7fELF", b"PK\x03\x04", b"%PDF", b"\x08\x01\x12", b"GIF8", b"\xff\xd8\xff")
@@ -84,3 +85,13 @@ def _careful(name: str, stream: IO[bytes]) -> Iterator[tuple[int, str]]:
             else:
                 col = len(raw[: exc.start].decode("utf-8", errors="replace")) + 1
                 raise DumpError(name, number, col, "UTF-8 text", f"the byte 0x{raw[exc.start]:02x}") from None
+
+
+def pass_name(path: str | os.PathLike) -> str:
+    """The compiler pass of a dump from its file name: `19_validate_0078.ir.xz` -> `validate`."""
+    base = str(path).replace("\\", "/").rsplit("/", 1)[-1]
+    for ext in (".xz", ".gz", ".bz2", ".ir"):
+        if base.endswith(ext):
+            base = base[: -len(ext)]
+    base = re.sub(r"^\d+_", "", base)
+    return re.sub(r"_\d+$", "", base)

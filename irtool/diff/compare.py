@@ -2,8 +2,8 @@
 
 Nodes are matched by what survives a recompilation - stage, normalised scope, operator, category,
 order of occurrence within (scope, operator) and shapes - never by `%N`, `CNode_123` names,
-unique ids, addresses or paths (see `irtool.diff_match`). Output formats live in
-`irtool.diff_report`; the JSON schema `irtool.diff/1` is documented in docs/diff.md.
+unique ids, addresses or paths (see `irtool.diff.match`). Output formats live in
+`irtool.diff.report`; the JSON schema `irtool.diff/1` is documented in docs/diff.md.
 """
 from __future__ import annotations
 
@@ -11,13 +11,15 @@ import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from .diff_facts import STRATEGY_FIELDS, CommFact, StrategyFact, comm_facts, stage_of, strategy_facts
-from .diff_match import match, plain
-from .dumpdir import rank_files, rank_of
-from .errors import InputError
-from .model import Dump
+from ..dumpdir import rank_files, rank_of
+from ..errors import InputError
+from ..ir import Dump, load
+from ..parallel import ParallelFacts, analyze
+from ..parallel.records import plain
+from .facts import STRATEGY_FIELDS, CommFact, StrategyFact, comm_facts, strategy_facts
+from .match import match
 
 SCHEMA = "irtool.diff/1"
 
@@ -158,22 +160,25 @@ def _exceeds(old: int, new: int, limit: tuple[str, float]) -> bool:
 
 # --- the diff itself
 
+Side = tuple[Dump, ParallelFacts]
+
+
 def diff(old: Dump, new: Dump, old_rank: int | None = None, new_rank: int | None = None) -> DiffResult:
     """Diff two loaded dumps. Ranks default to the `rank_N` folder of each path; when the two
     ranks differ, differences in group membership and peer ranks are reported as rank-specific."""
     old_rank = rank_of(old.path) if old_rank is None else old_rank
     new_rank = rank_of(new.path) if new_rank is None else new_rank
-    return DiffResult(ranks=[diff_rank(old, new, old_rank, new_rank)])
+    return DiffResult(ranks=[diff_rank((old, analyze(old)), (new, analyze(new)), old_rank, new_rank)])
 
 
-def diff_rank(old: Dump, new: Dump, old_rank: int | None, new_rank: int | None) -> RankDiff:
-    """The RankDiff of two dumps."""
-    old_stage, new_stage = stage_of(old), stage_of(new)
-    r = RankDiff(old.path, new.path, old_rank, new_rank, old_stage, new_stage)
+def diff_rank(old_side: Side, new_side: Side, old_rank: int | None, new_rank: int | None) -> RankDiff:
+    """The RankDiff of two analysed dumps."""
+    (old, old_facts), (new, new_facts) = old_side, new_side
+    r = RankDiff(old.path, new.path, old_rank, new_rank, old_facts.stage, new_facts.stage)
     cross_rank = old_rank is not None and new_rank is not None and old_rank != new_rank
-    old_comm, new_comm = comm_facts(old, old_stage), comm_facts(new, new_stage)
+    old_comm, new_comm = comm_facts(old_facts), comm_facts(new_facts)
     _diff_comm(r, old_comm, new_comm, cross_rank)
-    _diff_strategies(r, strategy_facts(old, old_stage), strategy_facts(new, new_stage))
+    _diff_strategies(r, strategy_facts(old_facts), strategy_facts(new_facts))
     _diff_ops(r, old, new)
     _diff_params(r, old, new)
     r.comm_bytes = _comm_bytes(old_comm, new_comm)
@@ -184,6 +189,10 @@ def _comm_group(c: CommFact) -> tuple:
     return (c.stage, c.scope, c.op)
 
 
+def _strategy_group(s: StrategyFact) -> tuple:
+    return (s.stage, s.scope, s.op)
+
+
 def _diff_comm(r: RankDiff, old: list[CommFact], new: list[CommFact], cross_rank: bool) -> None:
     same, changed, removed, added = match(old, new, _comm_group, CommFact.signature, lambda c: c.order)
     for c in removed:
@@ -191,7 +200,7 @@ def _diff_comm(r: RankDiff, old: list[CommFact], new: list[CommFact], cross_rank
     for c in added:
         r.comm.append({"change": "added", **_comm_id(c), "old": None, "new": c.as_dict(), "fields": []})
     for a, b in changed + same:
-        fields = [f for f in COMM_FIELDS if getattr(a, f) != getattr(b, f)]
+        fields = [f for f in COMM_FIELDS if a.value(f) != b.value(f)]
         specific = _rank_fields(a, b)
         if specific and not cross_rank:
             fields.extend(f for f in specific if f == "group_ranks")
@@ -210,35 +219,40 @@ def _sort_stage(stage: int | None) -> int:
 
 
 def _comm_id(c: CommFact) -> dict[str, Any]:
-    return {"stage": c.stage, "scope": c.scope, "op": c.op, "category": c.category, "node_scope": c.raw_scope}
+    return {"stage": c.stage, "scope": c.scope, "op": c.op, "category": c.category, "node_scope": c.comm.scope}
 
 
 def _rank_fields(a: CommFact, b: CommFact) -> list[str]:
-    out = [f for f in ("group", "group_ranks") if getattr(a, f) != getattr(b, f)]
-    out.extend(k for k in sorted(set(a.peers) | set(b.peers)) if a.peers.get(k) != b.peers.get(k))
+    out = [f for f in ("group", "group_ranks") if a.value(f) != b.value(f)]
+    pa, pb = a.comm.rank_attrs, b.comm.rank_attrs
+    out.extend(k for k in sorted(set(pa) | set(pb)) if pa.get(k) != pb.get(k))
     return out
 
 
 def _rank_value(c: CommFact, name: str) -> Any:
-    return getattr(c, name) if name in ("group", "group_ranks") else c.peers.get(name)
+    return c.value(name) if name in ("group", "group_ranks") else c.comm.rank_attrs.get(name)
 
 
 def _diff_strategies(r: RankDiff, old: list[StrategyFact], new: list[StrategyFact]) -> None:
-    same, changed, removed, added = match(old, new, lambda s: (s.stage, s.scope, s.op), StrategyFact.signature,
-                                          lambda s: s.order)
+    same, changed, removed, added = match(old, new, _strategy_group, StrategyFact.signature, lambda s: s.order)
     for s in removed:
-        r.strategy.append(_strategy_entry("removed", s, None, s.values, None))
+        r.strategy.append(_strategy_entry("removed", s, None, _values(s), None))
     for s in added:
-        r.strategy.append(_strategy_entry("added", s, None, None, s.values))
+        r.strategy.append(_strategy_entry("added", s, None, None, _values(s)))
     for a, b in changed:
         for f in STRATEGY_FIELDS:
-            if a.values.get(f) != b.values.get(f):
-                r.strategy.append(_strategy_entry("changed", b, f, a.values.get(f), b.values.get(f)))
+            if a.value(f) != b.value(f):
+                r.strategy.append(_strategy_entry("changed", b, f, a.value(f), b.value(f)))
     r.strategy.sort(key=lambda e: (_sort_stage(e["stage"]), e["scope"], e["op"], e["change"], e["field"] or ""))
 
 
+def _values(s: StrategyFact) -> dict[str, Any]:
+    return {k: s.value(k) for k in STRATEGY_FIELDS}
+
+
 def _strategy_entry(change: str, s: StrategyFact, name: str | None, old: Any, new: Any) -> dict[str, Any]:
-    return {"change": change, "stage": s.stage, "scope": s.scope, "op": s.op, "name": s.name, "node_scope": s.raw_scope,
+    return {"change": change, "stage": s.stage, "scope": s.scope, "op": s.op, "name": s.strategy.instance,
+            "node_scope": s.strategy.scope,
             "field": name,
             "old": plain(old), "new": plain(new)}
 
@@ -274,7 +288,7 @@ def _comm_bytes(old: list[CommFact], new: list[CommFact]) -> list[dict[str, Any]
     for side, facts in ((0, old), (1, new)):
         for c in facts:
             row = table[(c.stage, c.category)]
-            row[side] += c.bytes or 0
+            row[side] += c.comm.bytes or 0
             row[side + 2] += 1
     return [{"stage": s, "category": cat, "old": v[0], "new": v[1], "old_count": v[2], "new_count": v[3]}
             for (s, cat), v in sorted(table.items(), key=lambda kv: (_sort_stage(kv[0][0]), kv[0][1]))]
@@ -282,12 +296,11 @@ def _comm_bytes(old: list[CommFact], new: list[CommFact]) -> list[dict[str, Any]
 
 # --- files and folders
 
-def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate", stage: int | None = None) -> DiffResult:
+def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate", stage: int | None = None,
+              loader: Callable[[str], Dump] = load) -> DiffResult:
     """Diff two dumps or dump folders, ranks matched by rank number (a lone rank on each side is
     compared with the other even when the numbers differ). With `stage`, only ranks whose dump is
-    on that pipeline stage on either side are compared."""
-    from .progress import load_with_progress
-
+    on that pipeline stage on either side are compared. `loader` reads one file (e.g. with progress)."""
     old_files, new_files = rank_files(old_dir, pass_name), rank_files(new_dir, pass_name)
     if len(old_files) == 1 and len(new_files) == 1:
         pairs = [(*next(iter(old_files.items())), *next(iter(new_files.items())))]
@@ -296,9 +309,10 @@ def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate", stage: in
                  for r in sorted(set(old_files) & set(new_files), key=lambda r: -1 if r is None else r)]
     result = DiffResult()
     for old_rank, old_path, new_rank, new_path in pairs:
-        a, b = load_with_progress(old_path), load_with_progress(new_path)
-        if stage is None or stage in (stage_of(a) or 0, stage_of(b) or 0):
-            result.ranks.append(diff_rank(a, b, old_rank, new_rank))
+        a, b = loader(old_path), loader(new_path)
+        fa, fb = analyze(a), analyze(b)
+        if stage is None or stage in (fa.stage or 0, fb.stage or 0):
+            result.ranks.append(diff_rank((a, fa), (b, fb), old_rank, new_rank))
     if len(pairs) > 1:
         result.only_old = sorted(r for r in old_files if r not in new_files and r is not None)
         result.only_new = sorted(r for r in new_files if r not in old_files and r is not None)

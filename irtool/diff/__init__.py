@@ -1,0 +1,7 @@
+"""Diff two compilations: facts of each side (`facts`), node matching (`match`), the comparison
+(`compare`) and its text, Markdown and JSON forms (`report`)."""
+from __future__ import annotations
+
+from .compare import DEFAULT_FAIL_ON, DiffResult, RankDiff, diff, diff_dirs, parse_fail_on, parse_threshold
+
+__all__ = ["DEFAULT_FAIL_ON", "DiffResult", "RankDiff", "diff", "diff_dirs", "parse_fail_on", "parse_threshold"]

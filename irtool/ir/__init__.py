@@ -1,0 +1,15 @@
+"""The dump format: grammar, reading, the model, the graph, the deep check.
+
+Imports nothing from the layers above (parallel analysis, reports, diff, CLI).
+"""
+from __future__ import annotations
+
+from .check import check
+from .graph import build_graph, data_graph
+from .model import Dump, Node, Param, Subgraph
+from .parse import load
+from .records import DumpWarning, Input, Ref, TypeInfo, Unreadable
+from .source import pass_name
+
+__all__ = ["check", "build_graph", "data_graph", "load", "pass_name", "Dump", "Node", "Param", "Subgraph",
+           "DumpWarning", "Input", "Ref", "TypeInfo", "Unreadable"]

@@ -1,0 +1,72 @@
+"""Leaf records of the dump format: references, arguments, types, warnings, unreadable text.
+
+They import nothing of irtool, so every other module of the format layer can use them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+PRIMFUNC_PREFIX = "PrimFunc_"
+CALL = "(call)"  # the operator of a node whose callee is a value (`call @g`, `%3(...)`, ...)
+
+RefKind = Literal["node", "param", "graph", "free"]
+
+
+def param_number(ref: str) -> str:
+    """The N of `%paraN_name` or `paraN_name`, as digit text: a parameter is identified by its
+    number (bootstrap dumps declare `%para1_inputs` and use it as `%para1_Parameter_3`), and text
+    never fails the way int() does on thousands of digits."""
+    return ref[ref.index("para") + 4 : ref.index("_")].lstrip("0") or "0"
+
+
+@dataclass(frozen=True)
+class DumpWarning:
+    """Something kept as raw text or otherwise worth a reader's attention, with its line."""
+
+    line: int
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """Text the line grammar could not read, kept as it was printed, and why."""
+
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference inside a node's arguments: `%3`, `%para3_w`, `@graph`, `$(@graph:para3_w)`."""
+
+    kind: RefKind
+    name: str  # "%3", "%para3_w", "@g", "$(@g:para3_w)"
+
+
+@dataclass(frozen=True)
+class Input:
+    """One argument of a node, by position: a reference, or a constant kept as its text."""
+
+    index: int
+    text: str
+    ref: Ref | None  # set when the argument is exactly one reference
+    nested: tuple[Ref, ...] = ()  # references inside a constant tuple or call, e.g. `(%1, %2)`
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    """One abstract type as printed, e.g. `<Tensor[Float32], (16, 32)>`.
+
+    `kind` is the outer constructor (`Tensor`, `Ref`, `Tuple`, `UMonad`, ...; `?` for text the
+    grammar could not read), `dtype` the element type when there is one, `shape` the dimensions
+    (None when the type has no shape, a tuple of shapes for `TupleShape`).
+    """
+
+    text: str
+    kind: str
+    dtype: str | None = None
+    shape: Any = None

@@ -1,0 +1,134 @@
+"""The records of parallel analysis: one typed record per concept, turned into JSON at output.
+
+Records hold plain data (no reference to the `Dump` or its nodes), so per-rank facts travel
+between processes cheaply; `uid` (`graph/%N`) and `line` locate the node in its dump.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, get_args
+
+from ..ir import DumpWarning
+
+Category = Literal["redistribution", "operator-forward", "gradient-aggregation", "optimizer-parallel",
+                   "pipeline", "other"]
+Phase = Literal["forward", "backward", "recompute", "optimizer"]
+# Where a dump sits relative to the parallel pass (docs/parallel.md §1): `pre` before
+# step_parallel_end (types logical or stale), `spe` step_parallel_end itself, `post` after it.
+FileKind = Literal["pre", "spe", "post"]
+Direction = Literal["send", "receive"]
+
+CATEGORIES: tuple[str, ...] = get_args(Category)
+PHASES: tuple[str, ...] = get_args(Phase)
+
+
+def plain(value: Any) -> Any:
+    """JSON-ready data: tuples become lists, dict keys text, unknown objects their text."""
+    if isinstance(value, (tuple, list)):
+        return [plain(x) for x in value]
+    if isinstance(value, dict):
+        return {str(k): plain(x) for k, x in value.items()}
+    if value is None or isinstance(value, (int, float, bool, str)):
+        return value
+    return str(value)
+
+
+def _as_dict(record: Any) -> dict[str, Any]:
+    # Not dataclasses.asdict: it deep-copies, which costs seconds on thousands of strategies.
+    return {f.name: plain(getattr(record, f.name)) for f in fields(record)}
+
+
+@dataclass
+class CommNode:
+    """One communication node with what irtool derived about it (docs/parallel.md §2-§8)."""
+
+    op: str
+    category: Category
+    phase: Phase
+    group: str | None = None
+    group_ranks: tuple[int, ...] | None = None
+    shape: Any = None
+    dtype: str | None = None
+    bytes: int | None = None
+    micro: int | None = None
+    peer_stage: int | None = None
+    scope: str = ""
+    serves: str | None = None  # the operator (uid) or parameter the communication is for
+    rule: str = ""  # the docs/parallel.md rule that decided the category
+    instance: str | None = None
+    direction: Direction | None = None  # for point-to-point
+    peer_rank: int | None = None  # global rank of the p2p peer
+    parameter: str | None = None  # for gradient aggregation / optimizer parallel
+    serves_op: str | None = None  # operator of `serves` when it is a node
+    node: str = ""  # uid of the node, `graph/%N`
+    line: int = 0
+    # attributes naming ranks (`dest_rank`, `src_rank`, ...): they differ between ranks by construction
+    rank_attrs: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = _as_dict(self)
+        del d["rank_attrs"]
+        return d
+
+
+@dataclass
+class Strategy:
+    """An operator carrying a sharding strategy or layout (docs/parallel.md §9)."""
+
+    op: str
+    scope: str
+    in_strategy: Any = None
+    out_strategy: Any = None
+    in_layout: Any = None
+    out_layout: Any = None
+    gen_strategy: Any = None
+    node: str = ""  # uid
+    name: str = ""  # the node's debug name
+    line: int = 0
+    instance: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = _as_dict(self)
+        del d["instance"]
+        return d
+
+
+@dataclass
+class Group:
+    """A communication group as the dump's nodes name it (docs/parallel.md §6)."""
+
+    name: str
+    ranks: tuple[int, ...] | None
+    size: int | None
+    comm_nodes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return _as_dict(self)
+
+
+@dataclass
+class StageInfo:
+    """This rank's pipeline stage and the evidence for it (docs/parallel.md §7)."""
+
+    stage: int | None
+    votes: dict[int, int]
+    how: list[str]
+    chunks: list[int]
+    peer_stages: list[int]
+
+
+@dataclass
+class ParallelFacts:
+    """Everything `irtool.parallel.analyze` found in one dump. The dump is left as it was; the
+    warnings are about what the analysis could not read."""
+
+    kind: FileKind
+    comm: list[CommNode]
+    groups: dict[str, Group]
+    strategies: list[Strategy]
+    stage_info: StageInfo
+    warnings: list[DumpWarning]
+
+    @property
+    def stage(self) -> int | None:
+        return self.stage_info.stage

@@ -1,0 +1,94 @@
+"""Which operators communicate, and the rules R1-R10 that say why (docs/parallel.md §2-§4).
+
+Each rule reads one node's own evidence: operator, instance name, scope and attributes. The
+forward-counterpart rule (§2, `-inherited`) needs the whole dump and lives in `analyze`.
+"""
+from __future__ import annotations
+
+import re
+
+from ..ir import Node
+from .records import Category, FileKind, Phase
+
+# Collective and point-to-point primitives, and the virtual operators that become communication.
+COMM_OPS = frozenset({
+    "AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "AllToAll", "AlltoAllV", "AllToAllv", "AllToAllV",
+    "AlltoAllVC", "AllGatherV", "ReduceScatterV", "Broadcast", "Send", "Receive", "NeighborExchange",
+    "NeighborExchangeV2", "CollectivePermute", "BatchISendIRecv", "Reduce", "Barrier",
+    "InnerCommAllReduce", "InnerCommAllGather", "InnerCommReduceScatter", "InnerCommIrecv", "InnerCommIsend",
+    "_MirrorOperator", "_MirrorMicroStepOperator", "_MirrorMiniStepOperator",
+    "_MicroStepAllGather", "_MiniStepAllGather", "_HostAllGather", "_HostReduceScatter",
+})
+MIRRORS = frozenset({"_MirrorOperator", "_MirrorMicroStepOperator", "_MirrorMiniStepOperator"})
+STEP_GATHERS = frozenset({"_MicroStepAllGather", "_MiniStepAllGather"})
+P2P = frozenset({"Send", "Receive", "BatchISendIRecv", "CollectivePermute", "InnerCommIsend", "InnerCommIrecv"})
+GATHERS = frozenset({"AllGather", "AllGatherV", "_HostAllGather", "InnerCommAllGather"}) | STEP_GATHERS
+EXCHANGES = frozenset({"NeighborExchange", "NeighborExchangeV2", "BatchISendIRecv", "CollectivePermute"})
+PIPE_KEYS = frozenset({"pipeline_begin", "pipeline_end", "micro", "stage", "chunk", "src_rank", "dest_rank"})
+
+# Passes before step_parallel_end: types are logical or stale (docs/parallel.md §1).
+PRE_SHARDING_PASSES = ("bootstrap", "pipeline_split", "merge_send_receive", "step_parallel_begin")
+STEP_PARALLEL_END = "step_parallel_end"
+_REPLACE_GRAPH = re.compile(r"^\d+[A-Za-z]+\d+$")
+_OPTIMIZER_SCOPE = re.compile(r"(^|/)(optimizer|optim)[-_]|Optimizer")
+
+
+def is_comm(node: Node) -> bool:
+    """True for a communication node (see COMM_OPS)."""
+    return node.op in COMM_OPS
+
+
+def file_kind(pass_name: str) -> FileKind:
+    """Where a pass sits relative to the parallel pass."""
+    if pass_name == STEP_PARALLEL_END:
+        return "spe"
+    if any(p in pass_name for p in PRE_SHARDING_PASSES):
+        return "pre"
+    return "post"
+
+
+def classify(node: Node, inst: str, pa: dict, pr: dict) -> tuple[Category, str]:
+    """(category, rule) from the node's own evidence: instance name `inst`, primitive attributes
+    `pa` and primal attributes `pr`."""
+    op, scope = node.op, node.scope or ""
+    fwd_name = str(pr.get("forward_node_name", ""))
+    if op in MIRRORS:
+        return "gradient-aggregation", "R1"
+    if op in STEP_GATHERS:
+        return "optimizer-parallel", "R2"
+    if "parallel_optimizer" in inst:
+        return "optimizer-parallel", "R3"
+    if inst.startswith("grad_mirror") or fwd_name.startswith("_Mirror"):
+        return "gradient-aggregation", "R4"
+    if op in P2P:
+        return ("pipeline", "R5") if PIPE_KEYS & set(pr) else ("other", "R5b")
+    core = re.sub(r"^grad_?", "", inst)
+    if core.startswith("redistribution_op"):
+        return "redistribution", "R6"
+    if core.startswith("forward_op"):
+        return "operator-forward", "R7"
+    if _REPLACE_GRAPH.match(inst):
+        return "operator-forward", "R7b"
+    if re.search(r"grad_reducer|GradReducer", scope) or "tensors_allreduce" in node.graph:
+        return "gradient-aggregation", "R8"
+    if op in ("NeighborExchange", "NeighborExchangeV2") and (
+            "FLASH_INDEX" in pa or fwd_name.startswith("NeighborExchange")):
+        return "operator-forward", "R9"
+    return "other", "R10"
+
+
+def phase(node: Node, inst: str, pr: dict, ca: dict, category: Category, rule: str) -> Phase:
+    """forward, backward, recompute or optimizer (docs/parallel.md §3)."""
+    scope = node.scope or ""
+    if rule in ("R1", "R4", "R8") or category == "gradient-aggregation":
+        return "backward"
+    if rule == "R2":
+        return "forward"
+    if scope.startswith("Gradients/") or "forward_unique_id" in pr or "forward_node_name" in pr \
+            or inst.startswith("grad"):
+        return "backward"
+    if ca.get("duplicated") is True:
+        return "recompute"
+    if _OPTIMIZER_SCOPE.search(scope):
+        return "optimizer"
+    return "forward"

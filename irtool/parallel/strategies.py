@@ -1,0 +1,65 @@
+"""Operators with sharding strategies or layouts (docs/parallel.md §9)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir import Dump, Unreadable
+from ..ir.values import parse_value
+from .records import Strategy
+
+STRATEGY_KEYS = ("in_strategy", "out_strategy", "gen_strategy", "in_layout", "out_layout")
+
+
+def format_strategy(value: Any) -> str:
+    """`((2, 1), (1, 4))` -> `(2,1)(1,4)`, as MindInsight shows strategies (lists from JSON too);
+    empty string for no strategy."""
+    if value is None:
+        return ""
+    if isinstance(value, (tuple, list)):
+        if value and all(isinstance(v, (tuple, list)) for v in value):
+            return "".join("(" + ",".join(str(x) for x in v) + ")" for v in value)
+        return "(" + ",".join(str(x) for x in value) + ")"
+    return str(value).replace(" ", "")
+
+
+def _extract(text: str, key: str) -> Any:
+    """Fast path: the bracketed value after the last `key: `, found by bracket matching and read
+    with the grammar's `value` rule (cached: strategies recur); `...` when that fails."""
+    k = text.rfind(key + ": ")
+    if k < 0:
+        return None
+    i = k + len(key) + 2
+    if i >= len(text) or text[i] not in "([":
+        return ...
+    depth, j = 0, i
+    while j < len(text):
+        ch = text[j]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                break
+        j += 1
+    value = parse_value(text[i : j + 1])
+    return ... if isinstance(value, Unreadable) else value
+
+
+def strategies(dump: Dump) -> list[Strategy]:
+    """Every operator with a strategy or layout (`_Virtual*` bookkeeping operators excluded)."""
+    out: list[Strategy] = []
+    for node in dump.nodes():
+        text = node.text
+        if ("in_strategy" not in text and "in_layout" not in text) or node.op.startswith("_Virtual"):
+            continue
+        values: dict[str, Any] = {}
+        for key in STRATEGY_KEYS:
+            if key + ": " not in text:
+                continue
+            v = _extract(text, key)
+            if v is ...:  # layouts (unquoted names, true/false): the full attribute parser
+                v = node.attr(key)
+            values[key] = v
+        out.append(Strategy(op=node.op, scope=node.scope or "", node=node.uid, name=node.name, line=node.line,
+                            instance=node.instance_name, **values))
+    return out

@@ -1,0 +1,98 @@
+"""The parallel fields of `irtool summarize` (docs/parallel.md §12), from `ParallelFacts` records."""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+from ..parallel import CommNode, ParallelFacts
+
+
+def _add(totals: dict[str, Any], key: str, nbytes: int | None) -> None:
+    e = totals.setdefault(key, {"count": 0, "bytes": 0, "bytes_unknown": 0})
+    e["count"] += 1
+    if nbytes is None:
+        e["bytes_unknown"] += 1
+    else:
+        e["bytes"] += nbytes
+
+
+def comm_totals(comm: Iterable[CommNode]) -> dict[str, Any]:
+    """Counts and bytes per category, per op, per category/phase, and overall."""
+    out: dict[str, Any] = {"by_category": {}, "by_op": {}, "by_category_phase": {}}
+    for c in comm:
+        _add(out["by_category"], c.category, c.bytes)
+        _add(out["by_op"], c.op, c.bytes)
+        _add(out["by_category_phase"], f"{c.category}/{c.phase}", c.bytes)
+        _add(out, "total", c.bytes)
+    for key in ("by_category", "by_op", "by_category_phase"):
+        out[key] = dict(sorted(out[key].items()))
+    out.setdefault("total", {"count": 0, "bytes": 0, "bytes_unknown": 0})
+    return out
+
+
+def send_receive(comm: Iterable[CommNode]) -> list[dict[str, Any]]:
+    """Send/Receive nodes grouped by direction, phase, peer and size, with their micro batches."""
+    pairs: dict[tuple, dict[str, Any]] = {}
+    for c in comm:
+        if c.direction is None:
+            continue
+        key = (c.op, c.phase, c.peer_stage, c.peer_rank, c.bytes)
+        e = pairs.setdefault(key, {"op": c.op, "phase": c.phase, "peer_stage": c.peer_stage,
+                                   "peer_rank": c.peer_rank, "bytes_each": c.bytes, "micros": [], "count": 0})
+        e["count"] += 1
+        if c.micro is not None:
+            e["micros"].append(c.micro)
+    for e in pairs.values():
+        e["micros"] = sorted(e["micros"])
+    return sorted(pairs.values(), key=lambda e: (e["phase"], e["op"], str(e["peer_stage"])))
+
+
+def gradient_aggregation(comm: Iterable[CommNode]) -> list[dict[str, Any]]:
+    """Backward gradient aggregation and optimizer-parallel nodes per parameter."""
+    grads: dict[str, dict[str, Any]] = {}
+    for c in comm:
+        if c.category not in ("gradient-aggregation", "optimizer-parallel") or c.phase != "backward":
+            continue
+        name = c.parameter or c.node
+        e = grads.setdefault(name, {"parameter": name, "ops": [], "groups": [], "count": 0, "bytes": 0})
+        e["count"] += 1
+        e["bytes"] += c.bytes or 0
+        if c.op not in e["ops"]:
+            e["ops"].append(c.op)
+        if c.group not in e["groups"]:
+            e["groups"].append(c.group)
+    return sorted(grads.values(), key=lambda e: e["parameter"])
+
+
+def top_scopes(comm: Iterable[CommNode], top: int = 10) -> list[dict[str, Any]]:
+    """The cells (scope without the operator) that move the most bytes."""
+    scopes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for c in comm:
+        scope = _scope_prefix(c.scope)
+        scopes[scope][0] += 1
+        scopes[scope][1] += c.bytes or 0
+    return [{"scope": s, "count": v[0], "bytes": v[1]}
+            for s, v in sorted(scopes.items(), key=lambda kv: (-kv[1][1], -kv[1][0], kv[0]))[:top]]
+
+
+def parallel_summary(facts: ParallelFacts, top: int = 10) -> dict[str, Any]:
+    """The parallel fields added to the `irtool.summary/1` dict of one dump."""
+    info = facts.stage_info
+    return {
+        "stage": info.stage,
+        "stage_evidence": {"votes": {str(k): v for k, v in info.votes.items()}, "how": info.how,
+                           "chunks": info.chunks, "peer_stages": info.peer_stages},
+        "comm": [c.as_dict() for c in facts.comm],
+        "comm_totals": comm_totals(facts.comm),
+        "groups": [g.as_dict() for _, g in sorted(facts.groups.items())],
+        "send_receive": send_receive(facts.comm),
+        "gradient_aggregation": gradient_aggregation(facts.comm),
+        "strategies": [s.as_dict() for s in facts.strategies],
+        "top_scopes": top_scopes(facts.comm, top),
+    }
+
+
+def _scope_prefix(scope: str) -> str:
+    """The cell part of a scope: `Default/net/blocks-CellList/0-FFNBlock/AllReduce-op0` -> without the op."""
+    parts = scope.split("/")
+    return "/".join(parts[:-1]) if len(parts) > 1 else scope
