@@ -17,14 +17,21 @@ def to_json(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
 
 def _fmt(value: Any) -> str:
     if value is None:
-        return "-"
+        return "—"  # unknown
     if isinstance(value, list):
         return "(" + ", ".join(_fmt(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     return str(value)
 
 
+def _side_bytes(e: dict[str, Any], side: str) -> str:
+    """`bytes (nodes)` of one side of a comm_bytes row; nodes of unknown size are said, never added as 0."""
+    count, unknown = e[f"{side}_count"], e.get(f"{side}_bytes_unknown", 0)
+    known = "—" if count and unknown == count else f"{e[side]:,}"
+    return f"{known} ({count}" + (f", {unknown} of unknown size)" if unknown else ")")
+
+
 def _stage(stage: int | None) -> str:
-    return "-" if stage is None else str(stage)
+    return "—" if stage is None else str(stage)
 
 
 def _pct(old: int, new: int) -> str:
@@ -75,8 +82,8 @@ def _sections(r: RankDiff) -> list[tuple[str, list[str], list[list[str]]]]:
         out.append(("Parameters", ["change", "name", "old", "new"], [_param_row(e) for e in r.params]))
     if r.comm_bytes:
         out.append(("Communication bytes per stage and category", ["stage", "category", "old", "new", "change"],
-                    [[_stage(e["stage"]), e["category"], f"{e['old']:,} ({e['old_count']})",
-                      f"{e['new']:,} ({e['new_count']})", _pct(e["old"], e["new"])] for e in r.comm_bytes]))
+                    [[_stage(e["stage"]), e["category"], _side_bytes(e, "old"), _side_bytes(e, "new"),
+                      _pct(e["old"], e["new"])] for e in r.comm_bytes]))
     if r.rank_specific:
         out.append(("Rank-specific (expected between two ranks of one stage; not a failure)",
                     ["stage", "op", "scope", "difference"], [_specific_row(e) for e in r.rank_specific]))

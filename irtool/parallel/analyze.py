@@ -5,10 +5,12 @@ only read: facts and warnings are returned, and the caller keeps them as long as
 """
 from __future__ import annotations
 
+import re
+
 from ..ir import Dump, DumpWarning, Node, pass_name
 from .groups import group_name, group_table
-from .links import NodeIndex, param_of, walk_to_strategy
-from .records import CommNode, FileKind, Group, ParallelFacts
+from .links import NodeIndex, param_through, walk_to_strategy
+from .records import CommNode, FileKind, Group, ParallelFacts, Strategy
 from .rules import COMM_OPS, EXCHANGES, GATHERS, MIRRORS, classify, file_kind, phase
 from .sizes import Sized, attr_bytes, type_bytes
 from .stage import as_int, stage_info
@@ -23,17 +25,19 @@ def analyze(dump: Dump) -> ParallelFacts:
     kind = file_kind(pass_name(dump.path or ""))
     nodes = [n for n in dump.nodes() if n.op in COMM_OPS]
     groups = group_table(n.primitive_attrs for n in nodes)
-    comm = comm_nodes(dump, nodes, groups, kind)
+    strats = strategies(dump)
+    comm = comm_nodes(dump, nodes, groups, kind, {s.node: s for s in strats})
     warnings = [DumpWarning(n.line, f"attributes of {n.key} kept as raw text ({n.unreadable_attrs.reason}): "
                                     "its classification may be incomplete")
                 for n in nodes if n.unreadable_attrs is not None]
     stage = stage_info(kind, comm, {n.uid: n.primal_attrs for n in nodes})
-    return ParallelFacts(kind=kind, comm=comm, groups=groups, strategies=strategies(dump), stage_info=stage,
+    return ParallelFacts(kind=kind, comm=comm, groups=groups, strategies=strats, stage_info=stage,
                          warnings=warnings)
 
 
-def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: FileKind) -> list[CommNode]:
-    """The communication `nodes` of `dump`, classified."""
+def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: FileKind,
+               strats: dict[str, Strategy] | None = None) -> list[CommNode]:
+    """The communication `nodes` of `dump`, classified; `strats` are the operators with a strategy by uid."""
     attrs = [(n.instance_name or "", n.primitive_attrs, n.cnode_attrs, n.primal_attrs) for n in nodes]
     by_uid = {str(a[3]["unique_id"]): i for i, a in enumerate(attrs) if "unique_id" in a[3]}
     own = [classify(n, a[0], a[1], a[3]) for n, a in zip(nodes, attrs)]
@@ -42,7 +46,7 @@ def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: Fi
     out: list[CommNode] = []
     for i, (node, (inst, pa, ca, pr)) in enumerate(zip(nodes, attrs)):
         category, rule = own[i]
-        fwd = by_uid.get(str(pr.get("forward_unique_id"))) if "forward_unique_id" in pr else None
+        fwd = by_uid.get(forward_id(pr) or "")
         if fwd is not None and fwd != i and own[fwd][0] != category:
             # §2: the forward counterpart's category wins; a grad_mirror name on a p2p counterpart contradicts itself
             category, rule = ("other", "R10-contradiction") if rule == "R4" else (own[fwd][0], own[fwd][1] + "-inherited")
@@ -56,6 +60,10 @@ def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: Fi
                      rank_attrs={k: pa[k] for k in RANK_ATTRS if k in pa})
         _p2p(c, pa, pr, kind)
         _serves(c, node, pa, pr, index, nodes[fwd] if fwd is not None else None)
+        if c.serves_op is not None and strats and c.serves in strats:
+            st = strats[c.serves]
+            c.serves_strategy = st.in_strategy if st.in_strategy is not None else st.in_layout
+        c.cell_scope = cell_scope(c.scope, nodes[fwd].scope if fwd is not None and fwd != i else None)
         out.append(c)
     return out
 
@@ -110,7 +118,7 @@ def _serves(c: CommNode, node: Node, pa: dict, pr: dict, index: NodeIndex, fwd: 
     """The operator or parameter the communication is for (§8)."""
     param = pa.get("mirror_user_id", pr.get("mirror_user_id"))
     if c.category in ("gradient-aggregation", "optimizer-parallel"):
-        c.parameter = param if isinstance(param, str) else param_of(node)
+        c.parameter = param if isinstance(param, str) else param_through(node, index)
         if c.parameter and c.parameter.startswith("accu_grads."):
             c.parameter = c.parameter[len("accu_grads."):]
         c.serves = c.parameter
@@ -123,3 +131,37 @@ def _serves(c: CommNode, node: Node, pa: dict, pr: dict, index: NodeIndex, fwd: 
         target = index.producer(fwd if fwd is not None else node)
     if target is not None:
         c.serves, c.serves_op = target.uid, target.op
+
+
+_TRAILING_ID = re.compile(r"_(\d+)$")
+
+
+def forward_id(pr: dict) -> str | None:
+    """The `unique_id` of a backward node's forward counterpart: `pr.forward_unique_id`, else the
+    number ending `pr.forward_node_name` (`AllGather_6979` is the node whose unique_id is 6979)."""
+    if "forward_unique_id" in pr:
+        return str(pr["forward_unique_id"])
+    m = _TRAILING_ID.search(str(pr.get("forward_node_name", "")))
+    return m.group(1) if m else None
+
+
+def cell_scope(scope: str, forward_scope: str | None) -> str:
+    """The scope a backward node is attributed to (§8): MindSpore sometimes prints a backward
+    collective under another cell than its forward counterpart (CSE'd or reused bprop). When the
+    printed cell is not the forward node's cell, the gradient belongs to the forward cell:
+    `Gradients/` + that cell + the printed `Grad_<Op>/<op>` tail. Otherwise the printed scope."""
+    if not forward_scope or not scope.startswith("Gradients/"):
+        return scope
+    parts = scope.split("/")
+    grads = [i for i, p in enumerate(parts) if p.startswith("Grad_")]
+    cut = grads[-1] if grads else len(parts) - 1
+    printed_cell = "/".join(parts[1:cut])
+    fwd_cell = "/".join(forward_scope.split("/")[:-1])
+    if not fwd_cell or _no_recompute(printed_cell) == _no_recompute(fwd_cell):
+        return scope
+    return "/".join(["Gradients", fwd_cell, *parts[cut:]])
+
+
+def _no_recompute(cell: str) -> str:
+    # recomputed copies print their cell as `recompute_<cell>`
+    return cell[len("recompute_"):] if cell.startswith("recompute_") else cell

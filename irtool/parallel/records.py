@@ -60,6 +60,11 @@ class CommNode:
     peer_rank: int | None = None  # global rank of the p2p peer
     parameter: str | None = None  # for gradient aggregation / optimizer parallel
     serves_op: str | None = None  # operator of `serves` when it is a node
+    serves_strategy: Any = None  # `in_strategy` (else `in_layout`) of the `serves` operator
+    segment: int | None = None  # pipeline segment of a Send/Receive (`pr.segment`, folded pipelines)
+    # the scope the node is attributed to: `scope`, except a backward node printed under another
+    # cell than its forward counterpart's (docs/parallel.md §8)
+    cell_scope: str = ""
     node: str = ""  # uid of the node, `graph/%N`
     line: int = 0
     # attributes naming ranks (`dest_rank`, `src_rank`, ...): they differ between ranks by construction

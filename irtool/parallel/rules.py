@@ -25,6 +25,10 @@ P2P = frozenset({"Send", "Receive", "BatchISendIRecv", "CollectivePermute", "Inn
 GATHERS = frozenset({"AllGather", "AllGatherV", "_HostAllGather", "InnerCommAllGather"}) | STEP_GATHERS
 EXCHANGES = frozenset({"NeighborExchange", "NeighborExchangeV2", "BatchISendIRecv", "CollectivePermute"})
 PIPE_KEYS = frozenset({"pipeline_begin", "pipeline_end", "micro", "stage", "chunk", "src_rank", "dest_rank"})
+# Attributes FlashAttentionScore puts on the p2p it generates for sequence/context parallelism (ring
+# attention): they say why the exchange exists, so they win over the `micro` pipeline marks a
+# node inside a pipeline stage also gets (docs/parallel.md §2 R9).
+SP_KEYS = frozenset({"FLASH_SP_COMM_TYPE", "FLASH_INDEX", "RING_ATTENTION_INDEX"})
 
 # Passes before step_parallel_end: types are logical or stale (docs/parallel.md §1).
 PRE_SHARDING_PASSES = ("bootstrap", "pipeline_split", "merge_send_receive", "step_parallel_begin")
@@ -60,6 +64,8 @@ def classify(node: Node, inst: str, pa: dict, pr: dict) -> tuple[Category, str]:
         return "optimizer-parallel", "R3"
     if inst.startswith("grad_mirror") or fwd_name.startswith("_Mirror"):
         return "gradient-aggregation", "R4"
+    if (op in P2P or op in EXCHANGES) and (SP_KEYS & (set(pa) | set(pr)) or fwd_name.startswith("NeighborExchange")):
+        return "operator-forward", "R9"
     if op in P2P:
         return ("pipeline", "R5") if PIPE_KEYS & set(pr) else ("other", "R5b")
     core = re.sub(r"^grad_?", "", inst)
@@ -71,9 +77,6 @@ def classify(node: Node, inst: str, pa: dict, pr: dict) -> tuple[Category, str]:
         return "operator-forward", "R7b"
     if re.search(r"grad_reducer|GradReducer", scope) or "tensors_allreduce" in node.graph:
         return "gradient-aggregation", "R8"
-    if op in ("NeighborExchange", "NeighborExchangeV2") and (
-            "FLASH_INDEX" in pa or fwd_name.startswith("NeighborExchange")):
-        return "operator-forward", "R9"
     return "other", "R10"
 
 

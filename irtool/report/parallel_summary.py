@@ -1,19 +1,22 @@
 """The parallel fields of `irtool summarize` (docs/parallel.md §12), from `ParallelFacts` records."""
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any, Iterable
 
 from ..parallel import CommNode, ParallelFacts
 
 
-def _add(totals: dict[str, Any], key: str, nbytes: int | None) -> None:
-    e = totals.setdefault(key, {"count": 0, "bytes": 0, "bytes_unknown": 0})
+def _count(e: dict[str, Any], nbytes: int | None) -> None:
+    """One more node in a row: its bytes added when known, else counted in `bytes_unknown` (never as 0)."""
     e["count"] += 1
     if nbytes is None:
         e["bytes_unknown"] += 1
     else:
         e["bytes"] += nbytes
+
+
+def _add(totals: dict[str, Any], key: str, nbytes: int | None) -> None:
+    _count(totals.setdefault(key, {"count": 0, "bytes": 0, "bytes_unknown": 0}), nbytes)
 
 
 def comm_totals(comm: Iterable[CommNode]) -> dict[str, Any]:
@@ -54,9 +57,9 @@ def gradient_aggregation(comm: Iterable[CommNode]) -> list[dict[str, Any]]:
         if c.category not in ("gradient-aggregation", "optimizer-parallel") or c.phase != "backward":
             continue
         name = c.parameter or c.node
-        e = grads.setdefault(name, {"parameter": name, "ops": [], "groups": [], "count": 0, "bytes": 0})
-        e["count"] += 1
-        e["bytes"] += c.bytes or 0
+        e = grads.setdefault(name, {"parameter": name, "ops": [], "groups": [], "count": 0, "bytes": 0,
+                                    "bytes_unknown": 0})
+        _count(e, c.bytes)
         if c.op not in e["ops"]:
             e["ops"].append(c.op)
         if c.group not in e["groups"]:
@@ -66,13 +69,11 @@ def gradient_aggregation(comm: Iterable[CommNode]) -> list[dict[str, Any]]:
 
 def top_scopes(comm: Iterable[CommNode], top: int = 10) -> list[dict[str, Any]]:
     """The cells (scope without the operator) that move the most bytes."""
-    scopes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    scopes: dict[str, dict[str, Any]] = {}
     for c in comm:
-        scope = _scope_prefix(c.scope)
-        scopes[scope][0] += 1
-        scopes[scope][1] += c.bytes or 0
-    return [{"scope": s, "count": v[0], "bytes": v[1]}
-            for s, v in sorted(scopes.items(), key=lambda kv: (-kv[1][1], -kv[1][0], kv[0]))[:top]]
+        scope = _scope_prefix(c.cell_scope or c.scope)
+        _count(scopes.setdefault(scope, {"scope": scope, "count": 0, "bytes": 0, "bytes_unknown": 0}), c.bytes)
+    return sorted(scopes.values(), key=lambda e: (-e["bytes"], -e["count"], e["scope"]))[:top]
 
 
 def parallel_summary(facts: ParallelFacts, top: int = 10) -> dict[str, Any]:

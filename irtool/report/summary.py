@@ -70,9 +70,16 @@ def _bytes(n: int | None) -> str:
     return cell(n)
 
 
+def _bytes_known(e: dict[str, Any]) -> str:
+    """Bytes of a row that counts nodes: `—` when none is known, `N (+k unknown)` when some are not."""
+    unknown = e.get("bytes_unknown", 0)
+    if unknown and unknown == e["count"]:
+        return cell(None)
+    return _bytes(e["bytes"]) + (f" (+{unknown} unknown)" if unknown else "")
+
+
 def _totals_rows(totals: dict[str, Any], key: str) -> list[list[str]]:
-    return [[k, cell(v["count"]), _bytes(v["bytes"]) + (f" (+{v['bytes_unknown']} unknown)" if v["bytes_unknown"] else "")]
-            for k, v in totals[key].items()]
+    return [[k, cell(v["count"]), _bytes_known(v)] for k, v in totals[key].items()]
 
 
 def _stage_line(s: dict[str, Any]) -> str:
@@ -106,12 +113,12 @@ def summary_blocks(s: dict[str, Any], limit: int | None = 25) -> list[Block]:
                 ",".join(map(str, p["micros"])) or cell(None)] for p in s["send_receive"]]),
         Table("Gradient aggregation per parameter", ["parameter", "ops", "groups", "count", "bytes"],
               [[g["parameter"], ",".join(g["ops"]), ",".join(x or cell(None) for x in g["groups"]), cell(g["count"]),
-                _bytes(g["bytes"])] for g in s["gradient_aggregation"]]),
+                _bytes_known(g)] for g in s["gradient_aggregation"]]),
         Table("Operators with strategies", ["operator", "scope", "in_strategy", "out_strategy / layout"],
               [[st["op"], st["scope"], format_strategy(st["in_strategy"] or st["in_layout"]) or cell(None),
                 format_strategy(st["out_strategy"] or st["out_layout"]) or cell(None)] for st in s["strategies"]]),
         Table("Top scopes by communication bytes", ["scope", "count", "bytes"],
-              [[x["scope"], cell(x["count"]), _bytes(x["bytes"])] for x in s["top_scopes"]]),
+              [[x["scope"], cell(x["count"]), _bytes_known(x)] for x in s["top_scopes"]]),
     ]
     head = f"{s['path']}  entry @{s['entry']}" + ("  (sorted print order)" if s["sorted_order"] else "")
     blocks: list[Block] = [head, _stage_line(s)]
@@ -125,7 +132,7 @@ def dir_blocks(d: dict[str, Any], limit: int | None = 25) -> list[Block]:
     """The report of a dump folder."""
     ranks = Table("Ranks", ["rank", "stage", "file", "comm nodes", "bytes"],
                   [[cell(r["rank"]), cell(r["stage"]), r["file"], cell(r["comm_totals"]["total"]["count"]),
-                    _bytes(r["comm_totals"]["total"]["bytes"])] for r in d["ranks"]])
+                    _bytes_known(r["comm_totals"]["total"])] for r in d["ranks"]])
     blocks: list[Block] = [d["path"] + (f"  stage {d['stage']}" if d["stage"] is not None else ""), ranks.limited(limit)]
     for st in d["stages"]:
         rows = _totals_rows(st["comm_totals"], "by_category") + _totals_rows(st["comm_totals"], "by_op")
