@@ -206,3 +206,66 @@ def test_picture_folds_the_gradient_with_its_forward_cell(tmp_path: Path) -> Non
     node = next(n for n in dump.nodes() if n.line == 1198)
     assert fold_key(node, 4)[0] == "Gradients/Default/network-WithLossCell/_backbone-Net/head-Head"
     assert fold_key(node, 4, sem.scope)[0] == "Gradients/Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP"
+
+
+# --- 3. parameters of optimizer-parallel gathers, through value-preserving operators
+
+OPT_R0 = "pipeline_opt_shard_8p/rank_0/19_validate_0078.ir.xz"
+
+
+def test_optimizer_gather_names_its_parameter_through_a_cast() -> None:
+    comm = _by_line(OPT_R0)
+    gathers = [c for c in comm.values() if c.op == "AllGather"]
+    # grep -c '= AllGather(' F: 34, all `{instance name: parallel_optimizer_allgather_not_recompute}`
+    assert len(gathers) == 34 and all(c.category == "optimizer-parallel" for c in gathers)
+    # line 185 `%0 = AllGather(%para3_embedding.tok)`: the parameter is the input itself
+    assert comm[185].parameter == "embedding.tok"
+    # line 324 `%24 = PrimFunc_Cast(%para7_0.attention.wq.weight, I64(42))` -> line 327 `%25 = AllGather(%24)`
+    assert comm[327].parameter == "0.attention.wq.weight"
+    # line 1989 `%174 = PrimFunc_Cast(%para35_1.feed_forward.w2.weight, I64(42))` -> line 1992 `%175 = AllGather(%174)`
+    assert comm[1992].parameter == "1.feed_forward.w2.weight"
+    # line 2034 `%179 = PrimFunc_Cast(%para36_1.feed_forward.w2.bias, I64(42))` -> line 2037 `%180 = AllGather(%179)`
+    assert comm[2037].parameter == "1.feed_forward.w2.bias"
+    # every gather names a different parameter: %para3 .. %para36 (34 parameters, 24 of them through a Cast)
+    assert len({c.parameter for c in gathers}) == 34 and None not in {c.parameter for c in gathers}
+
+
+def test_optimizer_gather_parameter_on_the_last_stage() -> None:
+    comm = _by_line("pipeline_opt_shard_8p/rank_4/19_validate_0078.ir.xz")
+    gathers = [c for c in comm.values() if c.op == "AllGather"]
+    # rank 4: 35 AllGather; line 363 `%58 = PrimFunc_Cast(%para37_loss.head.weight, ...)` -> line 366 `%59 = AllGather(%58)`
+    assert len(gathers) == 35 and comm[366].parameter == "loss.head.weight"
+    assert all(c.parameter for c in gathers)
+
+
+# --- 4. optimizer gathers that move no data
+
+SPE_OPT_R0 = "pipeline_opt_shard_8p/rank_0/step_parallel_end_0019.ir.xz"
+
+
+def test_step_gathers_on_a_real_group_are_communication() -> None:
+    dump = irtool.load(fixture(SPE_OPT_R0))
+    s = summarize(dump, analyze(dump))
+    # grep -cE '^  %[^ ]+ = _MicroStepAllGather\(' F: 34; groups "2-5208665662337742843" (21) / "4-6301172352641561019" (13)
+    assert s["comm_totals"]["by_op"]["_MicroStepAllGather"]["count"] == 34
+    assert s["no_op_gathers"] == []
+    assert {g["name"]: g["comm_nodes"] for g in s["groups"]
+            if g["name"] in ("2-5208665662337742843", "4-6301172352641561019")} == \
+        {"2-5208665662337742843": 21, "4-6301172352641561019": 13}
+    assert all(g["name"] for g in s["groups"])  # no blank group name
+
+
+def test_step_gather_on_an_empty_or_one_rank_group_moves_no_data() -> None:
+    from irtool.parallel.rules import moves_no_data
+    dump = irtool.load(fixture(SPE_OPT_R0))
+    # line 4813 `%0(CNode_3205) = _MicroStepAllGather($(...:para3_embedding.tok), $(...:para119_accu_grads.embedding.tok))
+    # {instance name: parallel_optimizer_allgather_not_recompute} primitive_attrs: {... group: "2-5208665662337742843",
+    # group_ranks: "0-2", ... rank_size: I64(2) ...}`
+    node = next(n for n in dump.nodes() if n.line == 4813)
+    inst, pa = node.instance_name or "", node.primitive_attrs
+    assert node.op == "_MicroStepAllGather" and not moves_no_data(node, inst, pa)
+    # the same gather for an unsharded parameter: MindSpore gives it `group: ""` (its bprop skips the
+    # reduction when `self.group == ""`), or a group of one rank
+    assert moves_no_data(node, inst, {**pa, "group": ""})
+    assert moves_no_data(node, inst, {k: v for k, v in pa.items() if k != "group"})
+    assert moves_no_data(node, inst, {**pa, "group": "1-123", "group_ranks": "0", "rank_size": 1})

@@ -11,7 +11,7 @@ from ..ir import Dump, DumpWarning, Node, pass_name
 from .groups import group_name, group_table
 from .links import NodeIndex, param_through, walk_to_strategy
 from .records import CommNode, FileKind, Group, ParallelFacts, Strategy
-from .rules import COMM_OPS, EXCHANGES, GATHERS, MIRRORS, classify, file_kind, phase
+from .rules import COMM_OPS, EXCHANGES, GATHERS, MIRRORS, classify, file_kind, moves_no_data, phase
 from .sizes import Sized, attr_bytes, type_bytes
 from .stage import as_int, stage_info
 from .strategies import strategies
@@ -23,16 +23,20 @@ RANK_ATTRS = ("dest_rank", "src_rank", "dst_global_rank", "src_global_rank", "se
 def analyze(dump: Dump) -> ParallelFacts:
     """The parallel facts of `dump` (docs/parallel.md)."""
     kind = file_kind(pass_name(dump.path or ""))
-    nodes = [n for n in dump.nodes() if n.op in COMM_OPS]
+    found = [n for n in dump.nodes() if n.op in COMM_OPS]
+    silent = {n.uid for n in found if moves_no_data(n, n.instance_name or "", n.primitive_attrs)}
+    nodes = [n for n in found if n.uid not in silent]
     groups = group_table(n.primitive_attrs for n in nodes)
     strats = strategies(dump)
-    comm = comm_nodes(dump, nodes, groups, kind, {s.node: s for s in strats})
+    by_uid = {s.node: s for s in strats}
+    comm = comm_nodes(dump, nodes, groups, kind, by_uid)
+    no_ops = comm_nodes(dump, [n for n in found if n.uid in silent], groups, kind, by_uid) if silent else []
     warnings = [DumpWarning(n.line, f"attributes of {n.key} kept as raw text ({n.unreadable_attrs.reason}): "
                                     "its classification may be incomplete")
-                for n in nodes if n.unreadable_attrs is not None]
+                for n in found if n.unreadable_attrs is not None]
     stage = stage_info(kind, comm, {n.uid: n.primal_attrs for n in nodes})
     return ParallelFacts(kind=kind, comm=comm, groups=groups, strategies=strats, stage_info=stage,
-                         warnings=warnings)
+                         warnings=warnings, no_op_gathers=no_ops)
 
 
 def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: FileKind,

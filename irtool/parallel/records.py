@@ -133,6 +133,9 @@ class ParallelFacts:
     strategies: list[Strategy]
     stage_info: StageInfo
     warnings: list[DumpWarning]
+    # optimizer-parallel gathers on an empty or one-rank group: they move no data, so they are not
+    # in `comm` (docs/parallel.md §2 R2)
+    no_op_gathers: list[CommNode] = field(default_factory=list)
 
     @property
     def stage(self) -> int | None:

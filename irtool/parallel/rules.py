@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 
 from ..ir import Node
+from .groups import ranks_of
 from .records import Category, FileKind, Phase
+from .stage import as_int
 
 # Collective and point-to-point primitives, and the virtual operators that become communication.
 COMM_OPS = frozenset({
@@ -40,6 +42,20 @@ _OPTIMIZER_SCOPE = re.compile(r"(^|/)(optimizer|optim)[-_]|Optimizer")
 def is_comm(node: Node) -> bool:
     """True for a communication node (see COMM_OPS)."""
     return node.op in COMM_OPS
+
+
+def moves_no_data(node: Node, inst: str, pa: dict) -> bool:
+    """An optimizer-parallel gather that communicates nothing (docs/parallel.md §2, R2): MindSpore
+    inserts `_MicroStepAllGather`/`_MiniStepAllGather` for every parameter under pipeline or gradient
+    accumulation, with an empty group when the parameter is not sharded (norms, biases, small
+    embeddings); its bprop skips the reduction for `group == ""`. A group of one rank gathers nothing either."""
+    if node.op not in STEP_GATHERS and not (node.op in GATHERS and "parallel_optimizer" in inst):
+        return False
+    group = pa.get("group")
+    if not isinstance(group, str) or not group:
+        return True
+    ranks = ranks_of(pa)
+    return as_int(pa.get("rank_size")) == 1 or (ranks is not None and len(ranks) == 1)
 
 
 def file_kind(pass_name: str) -> FileKind:

@@ -90,6 +90,7 @@ def parallel_summary(facts: ParallelFacts, top: int = 10) -> dict[str, Any]:
         "gradient_aggregation": gradient_aggregation(facts.comm),
         "strategies": [s.as_dict() for s in facts.strategies],
         "top_scopes": top_scopes(facts.comm, top),
+        "no_op_gathers": [c.as_dict() for c in facts.no_op_gathers],
     }
 
 

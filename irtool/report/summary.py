@@ -119,6 +119,9 @@ def summary_blocks(s: dict[str, Any], limit: int | None = 25) -> list[Block]:
                 format_strategy(st["out_strategy"] or st["out_layout"]) or cell(None)] for st in s["strategies"]]),
         Table("Top scopes by communication bytes", ["scope", "count", "bytes"],
               [[x["scope"], cell(x["count"]), _bytes_known(x)] for x in s["top_scopes"]]),
+        Table("Optimizer gathers that move no data (empty or one-rank group; not counted above)",
+              ["parameter", "op", "line", "scope"],
+              [[cell(g["parameter"]), g["op"], str(g["line"]), g["scope"]] for g in s.get("no_op_gathers", [])]),
     ]
     head = f"{s['path']}  entry @{s['entry']}" + ("  (sorted print order)" if s["sorted_order"] else "")
     blocks: list[Block] = [head, _stage_line(s)]
