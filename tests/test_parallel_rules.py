@@ -269,3 +269,61 @@ def test_step_gather_on_an_empty_or_one_rank_group_moves_no_data() -> None:
     assert moves_no_data(node, inst, {**pa, "group": ""})
     assert moves_no_data(node, inst, {k: v for k, v in pa.items() if k != "group"})
     assert moves_no_data(node, inst, {**pa, "group": "1-123", "group_ranks": "0", "rank_size": 1})
+
+
+# --- 5b. folded pipelines (pipeline_segments_8p: 2 stages x 2 segments, lazy_inline, MindSpore 2.7.1)
+
+SEG = "pipeline_segments_8p/rank_{}/{}"
+
+
+def test_folded_pipeline_stage_zero_hops() -> None:
+    facts = analyze(irtool.load(fixture(SEG.format(0, "19_validate_0087.ir.xz"))))
+    p2p = {c.line: c for c in facts.comm if c.direction}
+    # grep -cE '^  %[^ ]+ = (Send|Receive)\(' F: 24, every one `stage: I64(0)`, peer global rank 4
+    assert len(p2p) == 24 and facts.stage == 0
+    # 8 hops in segment 0 (`chunk: I64(0)`: Send 796 823 904 964, their gradients Receive 1003 1039 1135 1159),
+    # 16 in segment 1 (`chunk: I64(1)`)
+    assert sorted(line for line, c in p2p.items() if c.segment == 0) == [796, 823, 904, 964, 1003, 1039, 1135, 1159]
+    assert sum(c.segment == 1 for c in p2p.values()) == 16
+    # line 829 `Receive ... src_rank: I64(1), src_global_rank: I64(4), sr_tag: I64(524288) ... stage: I64(0),
+    # micro: I64(0), chunk: I64(1)`: forward input of segment 1 on stage 0 = output of the last stage (1) in segment 0;
+    # stage 0 has no upstream stage, so `stage - 1` = -1 is impossible
+    assert (p2p[829].op, p2p[829].phase, p2p[829].peer_stage, p2p[829].segment) == ("Receive", "forward", 1, 1)
+    # line 940 `Send ... sr_tag: I64(524288) ... forward_unique_id ... chunk: I64(1)`: the gradient of that hop,
+    # back to stage 1
+    assert (p2p[940].op, p2p[940].phase, p2p[940].peer_stage) == ("Send", "backward", 1)
+    assert {c.peer_stage for c in p2p.values()} == {1} and facts.stage_info.peer_stages == [1]
+
+
+def test_folded_pipeline_last_stage_hops() -> None:
+    for name in ("19_validate_0089.ir.xz", "step_parallel_end_0019.ir.xz"):
+        facts = analyze(irtool.load(fixture(SEG.format(4, name))))
+        assert facts.stage == 1  # every Send/Receive: `stage: I64(1)`
+        assert facts.stage_info.peer_stages == [0]  # the only other stage, never 2
+    p2p = {c.line: c for c in analyze(irtool.load(fixture(SEG.format(4, "19_validate_0089.ir.xz")))).comm if c.direction}
+    # line 871 `%7 = Send(%6) ... dest_rank: I64(0), dst_global_rank: I64(0) ... sr_tag: I64(524288) ... stage: I64(1),
+    # micro: I64(0), chunk: I64(0)`: the last stage's output of segment 0 goes to stage 0 (segment 1)
+    assert (p2p[871].op, p2p[871].phase, p2p[871].peer_stage, p2p[871].segment) == ("Send", "forward", 0, 0)
+    # line 850 `%0 = Receive(...) ... src_global_rank: I64(0), sr_tag: I64(0) ... stage: I64(1), chunk: I64(0)`
+    assert (p2p[850].op, p2p[850].peer_stage, p2p[850].segment) == ("Receive", 0, 0)
+
+
+def test_folded_pipeline_stage_from_peer_stage_ids() -> None:
+    # Without `pr.stage`, `pr.dest_rank`/`pr.src_rank` name the peer's stage (§7.2). Built from the real forward
+    # Sends of pipeline_2stage_8p rank 0 (`cnode_primal_attrs: {... dest_rank: I64(1) ...}`, 4 micros), plus the
+    # hops a fold adds on stage 0: the Receive of segment 1 from the last stage (`src_rank` 1) -> vote 2 unless
+    # recognised as the wrap; on the last stage, a Send of segment 0 to stage 0 (`dest_rank` 0) -> no vote.
+    dump = irtool.load(fixture("pipeline_2stage_8p/rank_0/step_parallel_end_0019.ir.xz"))
+    sends = [n for n in dump.nodes() if n.op == "Send"]
+    assert len(sends) == 4 and all(n.primal_attrs.get("dest_rank") == 1 for n in sends)
+    comm = [CommNode(op="Send", category="pipeline", phase="forward", node=n.uid, direction="send", segment=0)
+            for n in sends]
+    primal = {n.uid: dict(n.primal_attrs) for n in sends}
+    wrap = CommNode(op="Receive", category="pipeline", phase="forward", node="g/%99", direction="receive", segment=1)
+    primal["g/%99"] = {"src_rank": 1, "micro": 0, "segment": 1}
+    info = stage_info("spe", [*comm, wrap], primal)
+    assert info.stage == 0 and "wrap from the last stage" in info.how
+    last = CommNode(op="Send", category="pipeline", phase="forward", node="g/%98", direction="send", segment=0)
+    up = CommNode(op="Receive", category="pipeline", phase="forward", node="g/%97", direction="receive", segment=0)
+    info = stage_info("spe", [last, up], {"g/%98": {"dest_rank": 0, "segment": 0}, "g/%97": {"src_rank": 0}})
+    assert info.stage == 1 and "wrap to stage 0" in info.how

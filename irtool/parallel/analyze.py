@@ -69,7 +69,61 @@ def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: Fi
             c.serves_strategy = st.in_strategy if st.in_strategy is not None else st.in_layout
         c.cell_scope = cell_scope(c.scope, nodes[fwd].scope if fwd is not None and fwd != i else None)
         out.append(c)
+    if kind != "pre":
+        fold_wraps(out, {c.node: a[3] for c, a in zip(out, attrs)})
     return out
+
+
+def fold_wraps(comm: list[CommNode], primal: dict[str, dict]) -> None:
+    """Peer stages of the hops that wrap around a folded pipeline (§7, `pipeline_segments` > 1).
+
+    With `pr.stage` the peer stage is the own stage ± 1, except where the pipeline folds: the last
+    stage's downstream hop goes to stage 0 of the next segment, and stage 0's upstream hop comes from
+    the last stage of the previous segment. MindSpore places stage s on the global ranks
+    [s·n/S, (s+1)·n/S), so a downstream hop to a lower rank (or an upstream hop from a higher rank,
+    or upstream from stage 0) wraps. `pa.dest_rank`/`pa.src_rank` are then the peer's index in the
+    2-rank p2p group, whose ranks are in ascending order: index 0 = the lower rank. The last stage is
+    the stage of the same peer rank on a hop that does not wrap, else (own rank known from the group)
+    own stage + (peer rank − own rank) / ranks per stage; never a negative or made-up number.
+    """
+    hops = [c for c in comm if c.category == "pipeline" and c.direction and "stage" in primal.get(c.node, {})]
+    stage_of: dict[int, int] = {}
+    step: set[int] = set()
+    wraps: list[tuple[CommNode, bool]] = []
+    for c in hops:
+        own = as_int(primal[c.node]["stage"])
+        if own is None:
+            continue
+        downstream = (c.op == "Send") != (c.phase == "backward")
+        index = as_int(c.rank_attrs.get("dest_rank" if c.op == "Send" else "src_rank"))
+        lower = index == 0 if index is not None else None  # peer is the lower rank of the pair
+        if (downstream and lower) or (not downstream and (own == 0 or lower is False)):
+            wraps.append((c, downstream))
+            continue
+        if c.peer_rank is not None and c.peer_stage is not None:
+            stage_of[c.peer_rank] = c.peer_stage
+            own_rank = _own_rank(c)
+            if own_rank is not None and c.peer_stage != own:
+                step.add(abs(c.peer_rank - own_rank))
+    for c, downstream in wraps:
+        own = as_int(primal[c.node]["stage"])
+        if downstream:
+            c.peer_stage = 0
+        elif c.peer_rank in stage_of:
+            c.peer_stage = stage_of[c.peer_rank]
+        else:
+            own_rank = _own_rank(c)
+            d = next(iter(step)) if len(step) == 1 else None
+            diff = None if own_rank is None or c.peer_rank is None else c.peer_rank - own_rank
+            c.peer_stage = own + diff // d if d and diff is not None and diff > 0 and diff % d == 0 else None
+
+
+def _own_rank(c: CommNode) -> int | None:
+    """This rank in a 2-rank p2p group: the member that is not the peer."""
+    ranks = c.group_ranks
+    if ranks is None or len(ranks) != 2 or c.peer_rank not in ranks:
+        return None
+    return ranks[0] if ranks[1] == c.peer_rank else ranks[1]
 
 
 def _bytes(node: Node, pa: dict, pr: dict, kind: FileKind, params: dict) -> Sized:
@@ -105,6 +159,7 @@ def _p2p(c: CommNode, pa: dict, pr: dict, kind: FileKind) -> None:
     else:
         peer = pa.get("src_global_rank", pa.get("src_rank") if "src_global_rank" not in pa else None)
     c.peer_rank = as_int(peer)
+    c.segment = as_int(pr.get("segment", pr.get("chunk")))
     if kind == "pre":
         return
     if "stage" in pr:
