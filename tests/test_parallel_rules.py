@@ -99,6 +99,35 @@ def test_send_with_ring_attention_attributes_is_operator_forward() -> None:
     assert stage_info("post", [c], {"g/%1": {"micro": 0, "FLASH_INDEX": "0_0"}}).stage is None
 
 
+def test_flash_sp_send_receive_are_operator_forward_without_stage() -> None:
+    # flash_sp_sendrecv_8p (FlashAttentionScore enable_flash_sp, dp2 x sp2 x mp2, no pipeline), rank 0 validate:
+    # grep -nE '^  %[^ ]+ = (Send|Receive)\(' F -> 218 Send, 224 Receive, 287 Send, 755 Receive, 770 Send,
+    # 776 Receive, 876 Send, 885 Receive; all group nccl_world_group, peer rank 2 (`dest_rank`/`src_rank: I64(2)`)
+    facts = analyze(irtool.load(fixture("flash_sp_sendrecv_8p/rank_0/19_validate_0078.ir.xz")))
+    p2p = {c.line: c for c in facts.comm if c.direction}
+    assert sorted(p2p) == [218, 224, 287, 755, 770, 776, 876, 885]
+    assert all(c.category == "operator-forward" and c.peer_stage is None and c.peer_rank == 2 for c in p2p.values())
+    assert facts.stage is None and facts.stage_info.votes == {}
+    # 218: `cnode_primal_attrs: {FLASH_INDEX: "0_0", ... FLASH_SP_COMM_TYPE: "FLASH_SP_COMM_QKV" ...}`
+    assert p2p[218].rule == "R9" and p2p[218].phase == "forward"
+    # 776 `Receive(%175) ... flash_tag: "True"} cnode_primal_attrs: {recv_type: I64(0)}` (no FLASH_* attribute)
+    assert p2p[776].rule == "R9"
+    # 770 `%174 = Send(%173) {instance name: Send} primitive_attrs: {shape: (2, 2, 32, 16), dest_rank: I64(2), ...}`
+    # has no attribute of its own; `%175 = Depend(..., %174)` -> `%176 = Receive(%175)` (line 776): one exchange step
+    assert p2p[770].rule == "R9-paired"
+    # bytes from `shape: (2, 2, 32, 16)`, `dtype: F16`: 2*2*32*16*2 = 4096; 776 `shape: (2, 2, 32, 64)` = 16384
+    assert (p2p[770].bytes, p2p[776].bytes) == (4096, 16384)
+
+
+def test_flash_sp_exchange_inherits_the_backward_phase() -> None:
+    comm = _by_line("flash_sp_sendrecv_8p/rank_2/19_validate_0078.ir.xz")
+    # rank 2 line 1194 `%296 = Send(%295)` (no attribute, scope `Default/Send-op0`); `%295 = Depend(%294, %264)` where
+    # line 1088 `%264 = Receive(%263) ... flash_tag: "True"` is printed under `.../Grad_Receive/Receive-op0` (backward);
+    # `%297 = Depend(%292, %296)` -> line 1200 `%298(dx) = Receive(%297)` with `forward_unique_id: "4077"`
+    assert (comm[1194].category, comm[1194].rule, comm[1194].phase) == ("operator-forward", "R9-paired", "backward")
+    assert (comm[1088].rule, comm[1088].phase) == ("R9", "backward")
+
+
 def test_ring_attention_neighbor_exchange_is_operator_forward_without_stage() -> None:
     comm = _by_line("flash_attention_sp_8p/rank_0/19_validate_0078.ir.xz")
     # line 173 `%30 = NeighborExchange(%29) primitive_attrs: {... FLASH_INDEX: "0_0", ...}`

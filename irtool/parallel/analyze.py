@@ -9,7 +9,7 @@ import re
 
 from ..ir import Dump, DumpWarning, Node, pass_name
 from .groups import group_name, group_table
-from .links import NodeIndex, param_through, walk_to_strategy
+from .links import NodeIndex, ordered_with, param_through, walk_to_strategy
 from .records import CommNode, FileKind, Group, ParallelFacts, Strategy
 from .rules import COMM_OPS, EXCHANGES, GATHERS, MIRRORS, classify, file_kind, moves_no_data, phase
 from .sizes import Sized, attr_bytes, type_bytes
@@ -69,9 +69,27 @@ def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: Fi
             c.serves_strategy = st.in_strategy if st.in_strategy is not None else st.in_layout
         c.cell_scope = cell_scope(c.scope, nodes[fwd].scope if fwd is not None and fwd != i else None)
         out.append(c)
+    _pair_exchanges(out, nodes, index)
     if kind != "pre":
         fold_wraps(out, {c.node: a[3] for c, a in zip(out, attrs)})
     return out
+
+
+def _pair_exchanges(comm: list[CommNode], nodes: list[Node], index: NodeIndex) -> None:
+    """R9 (§2): a Send/Receive with no attribute of its own (R5b) that is chained by `Depend` to a
+    sequence-parallel Send/Receive is the other half of that exchange step, in the same phase
+    (flash_sp_sendrecv_8p: a `Send` in `Default/` scope ordered before a Receive marked `flash_tag`)."""
+    by_uid = {c.node: c for c in comm}
+    for c, node in zip(comm, nodes):
+        if c.rule != "R5b":
+            continue
+        for n in ordered_with(node, index):
+            other = by_uid.get(n.uid)
+            if other is not None and other.rule.startswith("R9"):
+                c.category, c.rule = "operator-forward", "R9-paired"
+                if other.phase == "backward":  # one exchange step runs in one phase
+                    c.phase = "backward"
+                break
 
 
 def fold_wraps(comm: list[CommNode], primal: dict[str, dict]) -> None:

@@ -113,3 +113,26 @@ def walk_to_strategy(node: Node, index: NodeIndex, through_all: bool = False) ->
             if through_all or chain or u.op in GLUE_OPS:
                 queue.append(u)
     return outside or first
+
+
+def ordered_with(node: Node, index: NodeIndex, depth: int = 3) -> list[Node]:
+    """Nodes tied to `node` by ordering only: reached through `Depend` operators from its inputs
+    (any input of a Depend) and from its users. A Send and a Receive forming one exchange step are
+    chained this way (`Receive(Depend(x, Send(...)))`)."""
+    graph = index.nodes.get(node.graph, {})
+    found: list[Node] = []
+    seen = {node.key}
+    frontier = [node]
+    for _ in range(depth):
+        nxt: list[Node] = []
+        for cur in frontier:
+            refs = [i.ref.name for i in cur.inputs if i.ref is not None and i.ref.kind == "node"] \
+                if cur is node or cur.op == "Depend" else []
+            near = [graph[r] for r in refs if r in graph] + (index.users(cur) if cur is node or cur.op == "Depend" else [])
+            for n in near:
+                if n.key not in seen:
+                    seen.add(n.key)
+                    found.append(n)
+                    nxt.append(n)
+        frontier = nxt
+    return found

@@ -30,7 +30,7 @@ PIPE_KEYS = frozenset({"pipeline_begin", "pipeline_end", "micro", "stage", "chun
 # Attributes FlashAttentionScore puts on the p2p it generates for sequence/context parallelism (ring
 # attention): they say why the exchange exists, so they win over the `micro` pipeline marks a
 # node inside a pipeline stage also gets (docs/parallel.md §2 R9).
-SP_KEYS = frozenset({"FLASH_SP_COMM_TYPE", "FLASH_INDEX", "RING_ATTENTION_INDEX"})
+SP_KEYS = frozenset({"FLASH_SP_COMM_TYPE", "FLASH_INDEX", "RING_ATTENTION_INDEX", "flash_tag"})
 
 # Passes before step_parallel_end: types are logical or stale (docs/parallel.md §1).
 PRE_SHARDING_PASSES = ("bootstrap", "pipeline_split", "merge_send_receive", "step_parallel_begin")
