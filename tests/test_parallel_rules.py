@@ -180,7 +180,7 @@ def test_unknown_bytes_print_as_unknown_in_text() -> None:
     rows = [ln.split() for ln in res.output.splitlines()
             if ln.split()[:1] in (["pipeline"], ["Send"], ["pipeline/forward"], ["Default"])]
     assert rows == [["Send", "4"], ["pipeline", "4", "—"], ["Send", "4", "—"], ["pipeline/forward", "4", "—"],
-                    ["Send", "forward", "—", "4", "—", "0,1,2,3"], ["Default", "4", "—"]]
+                    ["Send", "forward", "—", "4", "—", "—", "0,1,2,3"], ["Default", "4", "—"]]
     # diff of the file against itself: the per-category bytes row says the 4 sizes are unknown
     res = CliRunner().invoke(main, ["diff", fixture(rel), fixture(rel), "--format", "json"])
     data = json.loads(res.output)
@@ -335,6 +335,16 @@ def test_folded_pipeline_last_stage_hops() -> None:
     assert (p2p[871].op, p2p[871].phase, p2p[871].peer_stage, p2p[871].segment) == ("Send", "forward", 0, 0)
     # line 850 `%0 = Receive(...) ... src_global_rank: I64(0), sr_tag: I64(0) ... stage: I64(1), chunk: I64(0)`
     assert (p2p[850].op, p2p[850].peer_stage, p2p[850].segment) == ("Receive", 0, 0)
+    # the Send/Receive table has one row per segment, each with micros 0..3 once. Rank 4 (`grep -nE '= (Send|Receive)\('`,
+    # sr_tag / chunk): forward Receive chunk 0 (sr_tag 0..3) and chunk 1 (1048576..), forward Send chunk 0 (524288..,
+    # the wrap); backward Send chunk 0 (0..3) and chunk 1 (1048576..), backward Receive chunk 0 (524288..). The last
+    # segment of the last stage ends in the loss: no forward Send / backward Receive in segment 1.
+    dump = irtool.load(fixture(SEG.format(4, "19_validate_0089.ir.xz")))
+    rows = summarize(dump, analyze(dump))["send_receive"]
+    assert all(r["micros"] == [0, 1, 2, 3] and r["peer_stage"] == 0 and r["bytes_each"] == 1024 for r in rows)
+    assert sorted((r["op"], r["phase"], r["segment"]) for r in rows) == [
+        ("Receive", "backward", 0), ("Receive", "forward", 0), ("Receive", "forward", 1),
+        ("Send", "backward", 0), ("Send", "backward", 1), ("Send", "forward", 0)]
 
 
 def test_folded_pipeline_stage_from_peer_stage_ids() -> None:

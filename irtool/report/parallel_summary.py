@@ -34,20 +34,21 @@ def comm_totals(comm: Iterable[CommNode]) -> dict[str, Any]:
 
 
 def send_receive(comm: Iterable[CommNode]) -> list[dict[str, Any]]:
-    """Send/Receive nodes grouped by direction, phase, peer and size, with their micro batches."""
+    """Send/Receive nodes grouped by direction, phase, peer, size and pipeline segment, with their micro batches."""
     pairs: dict[tuple, dict[str, Any]] = {}
     for c in comm:
         if c.direction is None:
             continue
-        key = (c.op, c.phase, c.peer_stage, c.peer_rank, c.bytes)
+        key = (c.op, c.phase, c.peer_stage, c.peer_rank, c.bytes, c.segment)
         e = pairs.setdefault(key, {"op": c.op, "phase": c.phase, "peer_stage": c.peer_stage,
-                                   "peer_rank": c.peer_rank, "bytes_each": c.bytes, "micros": [], "count": 0})
+                                   "peer_rank": c.peer_rank, "bytes_each": c.bytes, "micros": [], "count": 0,
+                                   "segment": c.segment})
         e["count"] += 1
         if c.micro is not None:
             e["micros"].append(c.micro)
     for e in pairs.values():
         e["micros"] = sorted(e["micros"])
-    return sorted(pairs.values(), key=lambda e: (e["phase"], e["op"], str(e["peer_stage"])))
+    return sorted(pairs.values(), key=lambda e: (e["phase"], e["op"], str(e["peer_stage"]), str(e["segment"])))
 
 
 def gradient_aggregation(comm: Iterable[CommNode]) -> list[dict[str, Any]]:
