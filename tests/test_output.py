@@ -198,3 +198,11 @@ def test_diff_of_a_folder_with_itself_shows_each_stage_once() -> None:
         "== rank 0 (stage 0) -> rank 0 (stage 0)", "== ranks 1-3: same as rank 0",
         "== rank 4 (stage 1) -> rank 4 (stage 1)", "== ranks 5-7: same as rank 4"]
     assert text.endswith("identical\n")
+
+
+def test_markdown_mentions_nobody() -> None:
+    # rank_4 validate header: `# IR entry: @1972_1971_291_289_1_...construct_2557`; on GitHub `@1972` would notify a user
+    md = run("summarize", P2 / "rank_4" / "19_validate_0078.ir.xz", "--format", "markdown")
+    assert "entry &#64;1972_1971_291_289_1_" in md and "@" not in md
+    text = run("summarize", P2 / "rank_4" / "19_validate_0078.ir.xz")
+    assert "entry @1972_1971_291_289_1_" in text  # text keeps the dump's spelling for grep

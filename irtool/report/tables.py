@@ -123,7 +123,13 @@ def to_text(blocks: list[Block]) -> str:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _no_mention(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _no_mention(text: str) -> str:
+    """`@1972_...` (an entry graph) in a pull-request comment would notify GitHub user 1972: write
+    the `@` as an entity, which renders the same."""
+    return text.replace("@", "&#64;")
 
 
 def to_markdown(blocks: list[Block]) -> str:
@@ -131,7 +137,7 @@ def to_markdown(blocks: list[Block]) -> str:
     out: list[str] = []
     for b in blocks:
         if isinstance(b, str):
-            out += [b, ""]
+            out += [_no_mention(b), ""]
             continue
         if not b.rows:
             continue
