@@ -40,17 +40,23 @@ def _rank0_files() -> list[Path]:
     return out
 
 
-def test_no_python_spellings_in_text_or_markdown() -> None:
-    runs: list[tuple[list[object], int]] = [(["summarize", f], 0) for f in _rank0_files()]
-    assert len(runs) >= 30  # 18 committed scenarios; every 8p one has both files
-    runs += [(["summarize", P2], 0), (["summarize", F / "gpt_small_dp2mp2pp2"], 0),
-             (["diff", P2, F / "pipeline_4stage_8p"], 1),  # two different scenarios, 4 rank pairs
-             (["diff", F / "semi_auto_8p" / "rank_0", F / "layout_8p" / "rank_0"], 1)]  # strategies vs layouts
-    for args, code in runs:
-        for fmt in ("text", "markdown"):
-            out = run(*args, "--format", fmt, "--all", code=code)
-            bad = [line for line in out.splitlines() if PYTHON_SPELLINGS.search(line)]
-            assert not bad, f"{args} {fmt}: {bad[:3]}"
+RUNS: list[tuple[list[object], int]] = [(["summarize", f], 0) for f in _rank0_files()] + [
+    (["summarize", P2], 0), (["summarize", F / "gpt_small_dp2mp2pp2"], 0),
+    (["diff", P2, F / "pipeline_4stage_8p"], 1),  # two different scenarios, 4 rank pairs
+    (["diff", F / "semi_auto_8p" / "rank_0", F / "layout_8p" / "rank_0"], 1)]  # strategies vs layouts
+
+
+def test_spelling_runs_cover_every_scenario() -> None:
+    assert len(RUNS) >= 30 + 4  # 18 scenarios at the split; every 8p one has both files
+
+
+@pytest.mark.parametrize("args,code", RUNS, ids=[" ".join(str(a).replace(str(F) + "/", "") for a in r[0])
+                                                 for r in RUNS])
+def test_no_python_spellings_in_text_or_markdown(args: list[object], code: int) -> None:
+    for fmt in ("text", "markdown"):
+        out = run(*args, "--format", fmt, "--all", code=code)
+        bad = [line for line in out.splitlines() if PYTHON_SPELLINGS.search(line)]
+        assert not bad, f"{fmt}: {bad[:3]}"
 
 
 def test_layout_and_strategy_spelling() -> None:
@@ -150,7 +156,6 @@ def test_folder_summary_says_what_it_adds_up() -> None:
 
 # --- point 12: diff ---------------------------------------------------------------------------------
 
-@pytest.mark.skipif(not MISMATCH.is_dir(), reason="fixture check_micro_mismatch_8p not committed yet")
 def test_diff_same_blocks_once_and_peers() -> None:
     text = run("diff", P2, MISMATCH, code=1)
     # Only rank 5 was compiled differently (micro_size 2): its comm nodes per op, grep -oE '= (Send|Receive|...)\('
