@@ -175,12 +175,12 @@ def test_unknown_bytes_print_as_unknown_in_text() -> None:
     rel = "pipeline_2stage_8p/rank_0/11_pipeline_split_0014.ir.xz"  # 4 `= Send(` lines, bytes unknown (§1)
     res = CliRunner().invoke(main, ["summarize", fixture(rel)])
     assert res.exit_code == 0, res.output
-    # rows of the operator histogram, then the category, operator, category/phase, Send/Receive and
-    # top-scope tables: 4 nodes, bytes unknown
+    # rows of the operator histogram, then the category, operator, category/phase, Send/Receive (op, phase,
+    # peer stage, peer rank, bytes each, count, micros; no segment column: no hop has one) and top-scope tables
     rows = [ln.split() for ln in res.output.splitlines()
             if ln.split()[:1] in (["pipeline"], ["Send"], ["pipeline/forward"], ["Default"])]
     assert rows == [["Send", "4"], ["pipeline", "4", "—"], ["Send", "4", "—"], ["pipeline/forward", "4", "—"],
-                    ["Send", "forward", "—", "4", "—", "—", "0,1,2,3"], ["Default", "4", "—"]]
+                    ["Send", "forward", "—", "4", "—", "4", "0,1,2,3"], ["Default", "4", "—"]]
     # diff of the file against itself: the per-category bytes row says the 4 sizes are unknown
     res = CliRunner().invoke(main, ["diff", fixture(rel), fixture(rel), "--format", "json"])
     data = json.loads(res.output)
@@ -342,6 +342,9 @@ def test_folded_pipeline_last_stage_hops() -> None:
     dump = irtool.load(fixture(SEG.format(4, "19_validate_0089.ir.xz")))
     rows = summarize(dump, analyze(dump))["send_receive"]
     assert all(r["micros"] == [0, 1, 2, 3] and r["peer_stage"] == 0 and r["bytes_each"] == 1024 for r in rows)
+    res = CliRunner().invoke(main, ["summarize", fixture(SEG.format(4, "19_validate_0089.ir.xz"))])
+    header = res.output.split("Send/Receive\n", 1)[1].splitlines()[0].split()
+    assert header == ["op", "phase", "peer", "stage", "peer", "rank", "segment", "bytes", "each", "count", "micros"]
     assert sorted((r["op"], r["phase"], r["segment"]) for r in rows) == [
         ("Receive", "backward", 0), ("Receive", "forward", 0), ("Receive", "forward", 1),
         ("Send", "backward", 0), ("Send", "backward", 1), ("Send", "forward", 0)]

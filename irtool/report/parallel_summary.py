@@ -72,7 +72,7 @@ def top_scopes(comm: Iterable[CommNode], top: int = 10) -> list[dict[str, Any]]:
     """The cells (scope without the operator) that move the most bytes."""
     scopes: dict[str, dict[str, Any]] = {}
     for c in comm:
-        scope = _scope_prefix(c.cell_scope or c.scope)
+        scope = cell_scope(c.cell_scope or c.scope)
         _count(scopes.setdefault(scope, {"scope": scope, "count": 0, "bytes": 0, "bytes_unknown": 0}), c.bytes)
     return sorted(scopes.values(), key=lambda e: (-e["bytes"], -e["count"], e["scope"]))[:top]
 
@@ -95,7 +95,7 @@ def parallel_summary(facts: ParallelFacts, top: int = 10) -> dict[str, Any]:
     }
 
 
-def _scope_prefix(scope: str) -> str:
+def cell_scope(scope: str) -> str:
     """The cell part of a scope: `Default/net/blocks-CellList/0-FFNBlock/AllReduce-op0` -> without the op."""
     parts = scope.split("/")
     return "/".join(parts[:-1]) if len(parts) > 1 else scope
