@@ -104,9 +104,14 @@ def rank_facts(rank: RankFile, lenient: bool = False) -> RankFacts:
 
 
 def map_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | None = None,
-              progress: Progress | None = None) -> list[T]:
-    """`fn` of every rank, in worker processes (one per CPU at most), in the order of `ranks`.
-    `fn` must be a module-level function; a worker's error is raised here as it was raised there."""
+              progress: Progress | None = None, scheduler: str | None = None) -> list[T]:
+    """`fn` of every rank, in the order of `ranks`: in worker processes on this machine (one per CPU
+    at most), or on the Dask distributed cluster whose scheduler is at `scheduler` (`tcp://host:8786`;
+    its workers read the files, so the paths must be visible to them; only `fn`'s results travel).
+    `fn` must be a module-level function (or a partial of one); a worker's error is raised here as
+    it was raised there."""
+    if scheduler:
+        return _map_dask(fn, ranks, scheduler, progress)
     jobs = jobs or min(len(ranks), os.cpu_count() or 1)
     results: dict[int, T] = {}
     if jobs <= 1:
@@ -122,3 +127,27 @@ def map_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | No
                 if progress:
                     progress(done, len(ranks))
     return [results[i] for i in range(len(ranks))]
+
+
+def _map_dask(fn: Callable[[RankFile], T], ranks: list[RankFile], scheduler: str,
+              progress: Progress | None) -> list[T]:
+    """`map_ranks` on a Dask distributed cluster (the optional `irtool[dask]` dependency)."""
+    try:
+        import distributed
+    except ImportError:
+        raise InputError("--scheduler needs Dask distributed: pip install 'irtool[dask]'") from None
+    # Absolute paths: the workers' working folder is not ours.
+    ranks = [RankFile(r.rank, os.path.abspath(r.path)) for r in ranks]
+    try:
+        client = distributed.Client(scheduler, timeout="30s", set_as_default=False)
+    except OSError as exc:
+        raise InputError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
+    with client:
+        futures = client.map(fn, ranks, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        results: dict[int, T] = {}
+        for done, fut in enumerate(distributed.as_completed(futures), 1):
+            results[index[fut.key]] = fut.result()
+            if progress:
+                progress(done, len(ranks))
+        return [results[i] for i in range(len(ranks))]
