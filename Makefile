@@ -10,7 +10,7 @@ SHARED := ../shared/fixtures/mindir
 $(BIN)/irtool: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,dask]'
 	touch $@
 
 install: $(BIN)/irtool dot

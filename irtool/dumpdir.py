@@ -68,13 +68,15 @@ def rank_files(path: str, pass_name_: str | None = None) -> dict[int | None, str
 
 @dataclass(frozen=True)
 class RankFile:
-    """One rank's dump file; `load()` reads it (each call reads it again)."""
+    """One rank's dump file; `load()` reads it (each call reads it again). `root` is the folder a
+    relative `path` is relative to when it is read elsewhere (a Dask worker), `""` for here."""
 
     rank: int | None
     path: str
+    root: str = ""
 
     def load(self, lenient: bool = False) -> Dump:
-        return load(self.path, lenient=lenient)
+        return load(os.path.join(self.root, self.path), lenient=lenient)
 
 
 def load_dir(path: str, pass_name: str | None = None) -> list[RankFile]:
@@ -136,18 +138,25 @@ def _map_dask(fn: Callable[[RankFile], T], ranks: list[RankFile], scheduler: str
         import distributed
     except ImportError:
         raise InputError("--scheduler needs Dask distributed: pip install 'irtool[dask]'") from None
-    # Absolute paths: the workers' working folder is not ours.
-    ranks = [RankFile(r.rank, os.path.abspath(r.path)) for r in ranks]
+    # The workers' working folder is not ours; results keep the paths as given.
+    ranks = [RankFile(r.rank, r.path, r.root or os.getcwd()) for r in ranks]
+    from distributed.comm import get_address_host, parse_address
+    from distributed.comm.registry import get_backend
+
+    try:  # checked first: a Client that fails on a bad address leaves its event-loop thread running
+        get_backend(parse_address(scheduler)[0])
+        get_address_host(scheduler)
+    except ValueError as exc:
+        raise InputError(f"--scheduler {scheduler}: not a scheduler address ({exc})") from None
     try:
         client = distributed.Client(scheduler, timeout="30s", set_as_default=False)
     except OSError as exc:
         raise InputError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
     with client:
         futures = client.map(fn, ranks, pure=False)
-        index = {f.key: i for i, f in enumerate(futures)}
-        results: dict[int, T] = {}
-        for done, fut in enumerate(distributed.as_completed(futures), 1):
-            results[index[fut.key]] = fut.result()
+        results: list[T] = []
+        for fut in futures:  # in rank order; all ranks run meanwhile
+            results.append(fut.result())
             if progress:
-                progress(done, len(ranks))
-        return [results[i] for i in range(len(ranks))]
+                progress(len(results), len(ranks))
+        return results

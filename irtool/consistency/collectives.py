@@ -35,7 +35,7 @@ def collective_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]
             first = min(users)
             unchecked.append(Unchecked("collectives", first, folder.files[first],
                                        f"{subject}: {_ranks_are(absent)} not in the folder, "
-                                       "their collectives are not compared"))
+                                       f"{'its' if len(absent) == 1 else 'their'} collectives are not compared"))
         present = {r: users.get(r, []) for r in everyone if r in folder.ranks}
         if len(present) < 2:
             continue
