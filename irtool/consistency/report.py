@@ -11,7 +11,8 @@ from .records import CHECK_TITLES, CHECKS, CheckResult
 def blocks(result: CheckResult) -> list[Block]:
     counts = result.counts()
     n = counts["total"]
-    head = (f"irtool check {result.path}: {len(result.ranks)} ranks (pass {result.pass_name}): "
+    ranks = len(result.ranks)
+    head = (f"irtool check {result.path}: {ranks} rank{'s' if ranks != 1 else ''} (pass {result.pass_name}): "
             + ("consistent, no findings" if not n else f"{n} finding{'s' if n != 1 else ''}")
             + (f", {len(result.unchecked)} not checked" if result.unchecked else ""))
     out: list[Block] = [head]
