@@ -268,3 +268,20 @@ def test_group_local_peer_index() -> None:
     assert _global_peer(local, 0).peer_rank == 4
     assert _global_peer(replace(local, peer_rank=0, rank_attrs={"src_rank": 0}), 4).peer_rank == 0  # index 0 = rank 0
     assert _global_peer(send, 0) is send  # a global peer is left as it is
+
+
+def test_order_differs() -> None:
+    # No compilation reorders one side only, so the pure check is fed the real facts of ranks 0 and 4 of
+    # pipeline_2stage_8p with rank 4's nodes listed backwards. rank_0: Sends to 4 at 1060 (tag 0), 1510 (tag 1), ...;
+    # rank_4: grep -nE "= (Send|Receive)\(" -> Receive from 0 tag 0 first, tag 1 next (in the real order).
+    ranks = [r for r in load_dir(str(FIXTURES / "pipeline_2stage_8p")) if r.rank in (0, 4)]
+    facts = map_ranks(rank_facts, ranks, jobs=2)
+    r = check_ranks(str(FIXTURES / "pipeline_2stage_8p"), facts)
+    assert r.findings == []
+    facts[1].facts.comm.reverse()
+    r = check_ranks(str(FIXTURES / "pipeline_2stage_8p"), facts)
+    assert [(f.subject, f.problem) for f in r.findings] == [("rank 0 -> rank 4", "order differs"),
+                                                            ("rank 4 -> rank 0", "order differs")]
+    first = r.findings[0].sides
+    assert [s.location for s in first[:2]] == [f"rank_0/{V}:1060", f"rank_0/{V}:1510"]
+    assert first[0].text.endswith(" before") and "tag 0" in first[0].text and "tag 1" in first[2].text
