@@ -285,3 +285,21 @@ def test_order_differs() -> None:
     first = r.findings[0].sides
     assert [s.location for s in first[:2]] == [f"rank_0/{V}:1060", f"rank_0/{V}:1510"]
     assert first[0].text.endswith(" before") and "tag 0" in first[0].text and "tag 1" in first[2].text
+
+
+@pytest.mark.parametrize("folder", ["pipeline_2stage_8p", "gpt_small_dp2mp2pp2"])
+def test_consistent_folders_at_step_parallel_end(folder: str) -> None:
+    # Send/Receive there name `group: "nccl_world_group"` without `group_rank_ids`: the world group is every rank
+    r = check_dir(str(FIXTURES / folder), "step_parallel_end", jobs=2)
+    assert r.findings == [] and r.unchecked == []
+
+
+def test_pass_before_the_stages_are_known(tmp_path) -> None:
+    # 11_pipeline_split of ranks 0 and 4 (stages 0 and 1): the Sends/Receives are there, the stage is not (§7),
+    # so the two ranks are not compared as ranks of one stage; the operators differ by construction.
+    d = _folder(tmp_path, "pipeline_2stage_8p", {0: 0, 4: 4})
+    r = check_dir(str(d), "pipeline_split", jobs=2)
+    assert r.findings == []
+    assert [(u.check, u.text) for u in r.unchecked] == [
+        ("stage", "rank 0 has pipeline Send/Receive but no known stage: not compared with other ranks"),
+        ("stage", "rank 4 has pipeline Send/Receive but no known stage: not compared with other ranks")]

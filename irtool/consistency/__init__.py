@@ -25,10 +25,9 @@ def check_ranks(path: str, facts: list[RankFacts], pass_name: str = "validate") 
         if f.rank is None:
             result.unchecked.append(Unchecked("p2p", None, f.path, "the rank is unknown (not in a rank_N folder): "
                                                                    "this file is left out of every check"))
-    for found in (p2p_findings(folder), collective_findings(folder), group_findings(folder)):
+    for found in (p2p_findings(folder), collective_findings(folder), group_findings(folder), stage_findings(folder)):
         result.findings += found[0]
         result.unchecked += found[1]
-    result.findings += stage_findings(folder)
     return result
 
 

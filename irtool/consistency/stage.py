@@ -12,15 +12,22 @@ from ..parallel import Strategy
 from ..parallel.records import plain
 from ..parallel.strategies import STRATEGY_KEYS, format_strategy
 from .folder import Folder, rank_list, variants
-from .records import Finding, Side
+from .records import Finding, Side, Unchecked
 
 Key = tuple[str, str]  # (scope, op)
 
 
-def stage_findings(folder: Folder) -> list[Finding]:
+def stage_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
     stages: dict[int | None, list[int]] = defaultdict(list)
+    unchecked: list[Unchecked] = []
     for rank, rf in sorted(folder.ranks.items()):
-        stages[rf.stage].append(rank)
+        if rf.stage is None and any(c.category == "pipeline" for c in rf.facts.comm):
+            # pipeline communication but no stage (a pass before step_parallel_end, docs/parallel.md §7):
+            # comparing it with ranks of other stages would report every difference between stages
+            unchecked.append(Unchecked("stage", rank, folder.files[rank], f"rank {rank} has pipeline Send/Receive "
+                                       "but no known stage: not compared with other ranks"))
+        else:
+            stages[rf.stage].append(rank)
     out: list[Finding] = []
     for stage, ranks in sorted(stages.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
         if len(ranks) < 2:
@@ -28,7 +35,7 @@ def stage_findings(folder: Folder) -> list[Finding]:
         subject = f"stage {stage}" if stage is not None else "all ranks (no pipeline stage)"
         out += _ops(folder, subject, ranks)
         out += _strategies(folder, subject, ranks)
-    return out
+    return out, unchecked
 
 
 def _ops(folder: Folder, subject: str, ranks: list[int]) -> list[Finding]:
@@ -111,5 +118,5 @@ def _strategy_side(folder: Folder, rank: int, alike: list[int], key: Key, found:
     first = min(found.values(), key=lambda s: s.line)
     text = "; ".join(" ".join(f"{k} {format_strategy(getattr(s, k))}" for k in STRATEGY_KEYS
                               if getattr(s, k) is not None) for s in found.values())
-    name = f" {first.instance}" if first.instance else ""
+    name = f" {first.instance}" if first.instance and first.instance != op else ""
     return folder.side(rank, first.line, f"{op}{name} {text} at {scope}{also}")
