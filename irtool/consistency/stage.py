@@ -4,7 +4,7 @@ or code path that depends on the rank."""
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ..dumpdir import RankFacts
@@ -38,26 +38,34 @@ def stage_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
     return out, unchecked
 
 
+def _counted(rf: RankFacts) -> Counter:
+    """Per operator, the nodes that communicate or carry a strategy. Other local computation may
+    depend on the rank's place (causal sequence parallelism: flash_sp_sendrecv_8p's ranks 0 and 2
+    differ in 86 elementwise nodes and run the same plan), so it is not compared."""
+    nodes = {c.node: c.op for c in rf.facts.comm}
+    nodes.update((s.node, s.op) for s in rf.facts.strategies)
+    return Counter(nodes.values())
+
+
 def _ops(folder: Folder, subject: str, ranks: list[int]) -> list[Finding]:
-    hist = {r: frozenset(folder.ranks[r].ops.items()) for r in ranks}
-    ref, by = variants(hist)
+    counted = {r: _counted(folder.ranks[r]) for r in ranks}
+    ref, by = variants({r: frozenset(c.items()) for r, c in counted.items()})
     base = by[ref][0]
     out = []
     for variant, others in by.items():
         if variant == ref:
             continue
-        a, b = folder.ranks[base].ops, folder.ranks[others[0]].ops
+        a, b = counted[base], counted[others[0]]
         ops = sorted(op for op in set(a) | set(b) if a[op] != b[op])
         out.append(Finding("stage", subject, "operator counts differ", [
-            _count_side(folder, base, by[ref], ops), _count_side(folder, others[0], others, ops)]))
+            _count_side(folder, base, by[ref], a, ops), _count_side(folder, others[0], others, b, ops)]))
     return out
 
 
-def _count_side(folder: Folder, rank: int, alike: list[int], ops: list[str]) -> Side:
-    rf = folder.ranks[rank]
+def _count_side(folder: Folder, rank: int, alike: list[int], counted: Counter, ops: list[str]) -> Side:
     also = f" (also ranks {rank_list(alike[1:])})" if alike[1:] else ""
-    return folder.side(rank, None, f"{rf.counts.get('cnodes', 0):,} nodes{also}: "
-                       + ", ".join(f"{op} {rf.ops[op]:,}" for op in ops))
+    return folder.side(rank, None, f"{folder.ranks[rank].counts.get('cnodes', 0):,} nodes{also}, communicating "
+                       "or sharded: " + ", ".join(f"{op} {counted[op]:,}" for op in ops))
 
 
 def _signature(s: Strategy) -> str:
