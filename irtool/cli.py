@@ -121,9 +121,7 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
 @click.option("--jobs", type=int, default=None, help="Worker processes (default: one per rank, up to CPUs).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
-@click.option("--lenient", is_flag=True, help="Skip bad nodes or lines (reported) instead of failing.")
-def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, scheduler: str | None,
-              lenient: bool) -> None:
+def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, scheduler: str | None) -> None:
     """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group
     membership, ranks of one stage alike). Exit 0 consistent, 1 findings, 2 unreadable input."""
     from .consistency import check_dir
@@ -131,7 +129,7 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
 
     def body() -> int:
         with Steps("ranks") as progress:
-            result = check_dir(path, pass_name, jobs, scheduler, progress, lenient)
+            result = check_dir(path, pass_name, jobs, scheduler, progress)
         click.echo(render(result, fmt), nl=False)
         return 0 if result.consistent else 1
 

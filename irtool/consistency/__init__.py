@@ -3,8 +3,6 @@ found in the compiled graphs before it runs. Each check is a pure function over 
 (`dumpdir.rank_facts`) returning typed findings; docs/check.md says what each one compares."""
 from __future__ import annotations
 
-from functools import partial
-
 from ..dumpdir import Progress, RankFacts, load_dir, map_ranks, rank_facts
 from .collectives import collective_findings
 from .folder import Folder
@@ -32,8 +30,8 @@ def check_ranks(path: str, facts: list[RankFacts], pass_name: str = "validate") 
 
 
 def check_dir(path: str, pass_name: str | None = None, jobs: int | None = None, scheduler: str | None = None,
-              progress: Progress | None = None, lenient: bool = False) -> CheckResult:
-    """Analyse every rank of `path` (process pool, or the Dask cluster at `scheduler`), then check."""
-    ranks = load_dir(path, pass_name)
-    facts = map_ranks(partial(rank_facts, lenient=lenient), ranks, jobs, progress, scheduler)
+              progress: Progress | None = None) -> CheckResult:
+    """Analyse every rank of `path` (process pool, or the Dask cluster at `scheduler`), then check.
+    A rank whose dump does not parse raises its DumpError: a check over part of a dump proves nothing."""
+    facts = map_ranks(rank_facts, load_dir(path, pass_name), jobs, progress, scheduler)
     return check_ranks(path, facts, pass_name or "validate")
