@@ -53,9 +53,9 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     import os
 
     from .report import summary as summary_mod
-    from .report.tables import to_markdown, to_text
+    from .report.tables import DEFAULT_LIMIT, to_markdown, to_text
 
-    limit = None if show_all else 25
+    limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
         if os.path.isdir(path):
@@ -93,8 +93,9 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
 @click.option("--pass", "pass_name", default="validate", show_default=True,
               help="Which dump of a folder to compare (`*_<pass>_*.ir`).")
 @click.option("--stage", type=int, default=None, help="Only ranks on this pipeline stage (either side).")
+@click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 200).")
 def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increase: str | None,
-             pass_name: str, stage: int | None) -> None:
+             pass_name: str, stage: int | None, show_all: bool) -> None:
     """Diff two dumps (files, rank folders or folders of rank_N): communication, strategies,
     operators, parameters. Exit 0 nothing relevant changed, 1 differences matching --fail-on, 2 error."""
     from . import diff as diff_mod
@@ -105,8 +106,12 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         if max_increase:
             diff_mod.parse_threshold(max_increase)
         result = diff_mod.diff_dirs(old, new, pass_name=pass_name, stage=stage, loader=load_with_progress)
-        render = {"json": diff_report.to_json, "markdown": diff_report.to_markdown}.get(fmt, diff_report.to_text)
-        click.echo(render(result, fail_on, max_increase), nl=fmt == "json")
+        if fmt == "json":
+            click.echo(diff_report.to_json(result, fail_on, max_increase))
+        else:
+            render = diff_report.to_markdown if fmt == "markdown" else diff_report.to_text
+            limit = None if show_all else diff_report.DIFF_LIMIT
+            click.echo(render(result, fail_on, max_increase, limit), nl=False)
         return 1 if result.failures(fail_on, max_increase) else 0
 
     _run(body)
