@@ -7,7 +7,8 @@ from collections import defaultdict
 
 from ..parallel import CommNode
 from ..parallel.rules import P2P
-from .folder import Folder, rank_list, variants
+from ..report.tables import rank_list
+from .folder import Folder, variants
 from .records import Finding, Side, Unchecked
 
 

@@ -7,7 +7,7 @@ from typing import Hashable, TypeVar
 
 from ..dumpdir import RankFacts
 from ..parallel import CommNode
-from ..report.tables import cell
+from ..report.tables import DASH, cell
 from .records import Side
 
 K = TypeVar("K", bound=Hashable)
@@ -44,15 +44,14 @@ def describe(c: CommNode) -> str:
         parts.append(f"tag {c.sr_tag}")
     parts += [cell(v) for v in (c.shape, c.dtype) if v is not None]  # unknown before step_parallel_end
     if c.direction == "send":
-        parts.append(f"to rank {cell(c.peer_rank)}")
+        parts.append(f"to rank {_rank(c.peer_rank)}")
     elif c.direction == "receive":
-        parts.append(f"from rank {cell(c.peer_rank)}")
+        parts.append(f"from rank {_rank(c.peer_rank)}")
     return " ".join(parts)
 
 
-def rank_list(ranks: list[int] | tuple[int, ...]) -> str:
-    """`4, 6, 7` (ranks as people read them)."""
-    return ", ".join(str(r) for r in ranks)
+def _rank(rank: int | None) -> str:
+    return DASH if rank is None else str(rank)  # a rank is a name: `1024`, not `1,024`
 
 
 def variants(values: dict[int, K]) -> tuple[K, dict[K, list[int]]]:

@@ -4,7 +4,8 @@ wait on different communicators."""
 from __future__ import annotations
 
 from ..parallel import CommNode
-from .folder import Folder, rank_list, variants
+from ..report.tables import cell, rank_list
+from .folder import Folder, variants
 from .records import Finding, Unchecked
 
 
@@ -24,14 +25,14 @@ def group_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
                                            f"group {group}: the dump names no member ranks"))
             elif c.group_ranks is not None and rank not in c.group_ranks:
                 findings.append(Finding("groups", f"group {group}", "rank not in its own group", [
-                    folder.node_side(rank, c, f" on group {group} = ranks {rank_list(c.group_ranks)}, "
+                    folder.node_side(rank, c, f" on group {group} = ranks {cell(c.group_ranks)}, "
                                               f"which does not hold rank {rank}")]))
         known = {r: c.group_ranks for r, c in nodes.items() if c.group_ranks is not None}
         if len(set(known.values())) < 2:
             continue
         ref, by = variants(known)
         findings.append(Finding("groups", f"group {group}", "means different ranks", [
-            folder.node_side(ranks[0], nodes[ranks[0]], f": group {group} = ranks {rank_list(members)}"
+            folder.node_side(ranks[0], nodes[ranks[0]], f": group {group} = ranks {cell(members)}"
                              + (f" (also on ranks {rank_list(ranks[1:])})" if ranks[1:] else ""))
             for members, ranks in sorted(by.items(), key=lambda kv: (kv[0] != ref, kv[1][0]))]))
     return findings, unchecked

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from ..dumpdir import RankFacts
 from ..parallel import Strategy
 from ..parallel.records import plain
-from ..parallel.strategies import STRATEGY_KEYS, format_strategy
-from .folder import Folder, rank_list, variants
+from ..parallel.strategies import STRATEGY_KEYS
+from ..report.tables import rank_list, strategy_text
+from .folder import Folder, variants
 from .records import Finding, Side, Unchecked
 
 Key = tuple[str, str]  # (scope, op)
@@ -124,7 +125,7 @@ def _strategy_side(folder: Folder, rank: int, alike: list[int], key: Key, found:
     if not found:
         return folder.side(rank, None, f"no {op} with a strategy at {scope}{also}")
     first = min(found.values(), key=lambda s: s.line)
-    text = "; ".join(" ".join(f"{k} {format_strategy(getattr(s, k))}" for k in STRATEGY_KEYS
+    text = "; ".join(" ".join(f"{k} {strategy_text(getattr(s, k))}" for k in STRATEGY_KEYS
                               if getattr(s, k) is not None) for s in found.values())
     name = f" {first.instance}" if first.instance and first.instance != op else ""
     return folder.side(rank, first.line, f"{op}{name} {text} at {scope}{also}")
