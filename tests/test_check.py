@@ -316,3 +316,16 @@ def test_pass_before_the_stages_are_known(tmp_path) -> None:
     assert [(u.check, u.text) for u in r.unchecked] == [
         ("stage", "rank 0 has pipeline Send/Receive but no known stage: not compared with other ranks"),
         ("stage", "rank 4 has pipeline Send/Receive but no known stage: not compared with other ranks")]
+
+
+@pytest.mark.parametrize("folder,code", [("check_micro_mismatch_8p", 1), ("check_strategy_mismatch_8p", 1),
+                                         ("flash_sp_sendrecv_8p", 0), ("semi_auto_8p", 0)])
+def test_no_python_spellings(folder: str, code: int) -> None:
+    from test_output import PYTHON_SPELLINGS
+
+    for fmt in ("text", "markdown"):
+        for pass_name in ("validate", "step_parallel_end"):
+            got, out = run(FIXTURES / folder, "--format", fmt, "--pass", pass_name, "--jobs", "2")
+            assert got == code, out
+            bad = [line for line in out.splitlines() if PYTHON_SPELLINGS.search(line)]
+            assert not bad, f"{fmt}: {bad[:3]}"
