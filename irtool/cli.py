@@ -176,6 +176,67 @@ def render(input_path: str, out: str, fmt: str | None, stage: int | None, subgra
     _run(body)
 
 
+@main.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=True))
+@click.argument("new", required=False, type=click.Path(exists=True, dir_okay=True))
+@click.option("--stage", type=int, default=None, help="Folder: only the rank of this pipeline stage.")
+@click.option("--pass", "pass_name", default=None, help="Folder: the pass to read per rank (default: last validate).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address the server listens on.")
+@click.option("--port", type=int, default=8080, show_default=True, help="Port of the server.")
+@click.option("--no-browser", is_flag=True, help="Do not open a browser (print the URL only).")
+def view(path: str, new: str | None, stage: int | None, pass_name: str | None, host: str, port: int,
+         no_browser: bool) -> None:
+    """Explore a dump (file or rank_* folder) in Google's Model Explorer; with NEW, two
+    compilations side by side with the diff marked. Stops with Ctrl+C."""
+    from .view.models import compare_models, models_for
+    from .view.serve import serve
+
+    def body() -> int:
+        if new is not None:
+            models = compare_models(path, new, pass_name, load_with_progress)
+        else:
+            models = [models_for(path, stage, pass_name, load_with_progress)]
+        serve(models, host, port, not no_browser, lambda url: click.echo(f"irtool: Model Explorer at {url}", err=True))
+        return 0
+
+    _run(body)
+
+
+@main.command("export")
+@click.argument("path", type=click.Path(exists=True, dir_okay=True))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Output graph JSON file.")
+@click.option("--format", "fmt", type=click.Choice(["model-explorer"]), default="model-explorer", show_default=True,
+              help="Model Explorer's graph JSON, loadable in any Model Explorer.")
+@click.option("--stage", type=int, default=None, help="Folder: only the rank of this pipeline stage.")
+@click.option("--pass", "pass_name", default=None, help="Folder: the pass to read per rank (default: last validate).")
+@click.option("--node-data/--no-node-data", default=True, show_default=True,
+              help="Also write the node data overlays next to OUTPUT (OUTPUT stem + `.comm_category.json`, ...).")
+def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str | None, node_data: bool) -> None:
+    """Write a dump (file or rank_* folder) as Model Explorer graph JSON, for people who cannot run a server."""
+    import os
+
+    from .atomic import atomic_write
+    from .view.models import models_for
+
+    def body() -> int:
+        model = models_for(path, stage, pass_name, load_with_progress)
+        inputs = tuple(f for f in (path,) if os.path.isfile(f))
+        atomic_write(out, model.graphs_json(), protect=inputs)
+        written = [out]
+        if node_data:
+            import json
+
+            stem = out[: -len(".json")] if out.endswith(".json") else out
+            for name, data in model.node_data.items():
+                target = f"{stem}.{name.replace(' ', '_')}.json"
+                atomic_write(target, json.dumps(data, indent=1), protect=inputs)
+                written.append(target)
+        click.echo(f"irtool: wrote {', '.join(written)} ({len(model.graphs)} graphs)", err=True)
+        return 0
+
+    _run(body)
+
+
 def _summarize_dir(path: str, stage: int | None, pass_name: str | None, jobs: int | None, lenient: bool,
                    scheduler: str | None) -> dict:
     """`summarize DIR`: each rank's file analysed in a process pool (or on a Dask cluster), grouped by stage."""

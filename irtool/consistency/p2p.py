@@ -22,7 +22,7 @@ def p2p_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
         for c in rf.facts.comm:
             if c.direction is None:
                 continue
-            c = _global_peer(c, rank)
+            c = global_peer(c, rank)
             if c.peer_rank is None:
                 unchecked.append(Unchecked("p2p", rank, f"{folder.files[rank]}:{c.line}",
                                            f"{describe(c)}: the dump names no peer rank"))
@@ -43,7 +43,7 @@ def p2p_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
     return findings, unchecked
 
 
-def _global_peer(c: CommNode, rank: int) -> CommNode:
+def global_peer(c: CommNode, rank: int) -> CommNode:
     """`c` with its peer as a global rank. Without `dst_global_rank` / `src_global_rank` the peer is
     `dest_rank` / `src_rank`, an index into the communicator's members: on the world group the global
     rank, on a smaller group (a p2p group of two, `2-...Send`) it is global only if it names another

@@ -45,6 +45,15 @@ class RankDiff:
     ops: list[dict[str, Any]] = field(default_factory=list)
     params: list[dict[str, Any]] = field(default_factory=list)
     comm_bytes: list[dict[str, Any]] = field(default_factory=list)
+    # node uid -> "added" / "removed" / "changed", per side (for viewers; not in the JSON)
+    old_marks: dict[str, str] = field(default_factory=dict)
+    new_marks: dict[str, str] = field(default_factory=dict)
+
+    def mark(self, old: CommFact | StrategyFact | None, new: CommFact | StrategyFact | None, change: str) -> None:
+        if old is not None:
+            self.old_marks.setdefault(old.uid, change)
+        if new is not None:
+            self.new_marks.setdefault(new.uid, change)
 
     @property
     def comm_bytes_total(self) -> tuple[int, int]:
@@ -201,8 +210,10 @@ def _diff_comm(r: RankDiff, old: list[CommFact], new: list[CommFact], cross_rank
     same, changed, removed, added = match(old, new, _comm_group, CommFact.signature, lambda c: c.order)
     for c in removed:
         r.comm.append({"change": "removed", **_comm_id(c), "old": c.as_dict(), "new": None, "fields": []})
+        r.mark(c, None, "removed")
     for c in added:
         r.comm.append({"change": "added", **_comm_id(c), "old": None, "new": c.as_dict(), "fields": []})
+        r.mark(None, c, "added")
     for a, b in changed + same:
         fields = [f for f in COMM_FIELDS if a.value(f) != b.value(f)]
         specific = _rank_fields(a, b)
@@ -211,6 +222,7 @@ def _diff_comm(r: RankDiff, old: list[CommFact], new: list[CommFact], cross_rank
         if fields:
             r.comm.append({"change": "changed", **_comm_id(b), "old": a.as_dict(), "new": b.as_dict(),
                            "fields": fields})
+            r.mark(a, b, "changed")
         if specific and cross_rank:
             r.rank_specific.append({**_comm_id(b), "fields": specific,
                                     "old": {f: plain(_rank_value(a, f)) for f in specific},
@@ -241,11 +253,14 @@ def _diff_strategies(r: RankDiff, old: list[StrategyFact], new: list[StrategyFac
     same, changed, removed, added = match(old, new, _strategy_group, StrategyFact.signature, lambda s: s.order)
     for s in removed:
         r.strategy.append(_strategy_entry("removed", s, None, _values(s), None))
+        r.mark(s, None, "removed")
     for s in added:
         r.strategy.append(_strategy_entry("added", s, None, None, _values(s)))
+        r.mark(None, s, "added")
     for a, b in changed:
         for f in STRATEGY_FIELDS:
             if a.value(f) != b.value(f):
+                r.mark(a, b, "changed")
                 r.strategy.append(_strategy_entry("changed", b, f, a.value(f), b.value(f)))
     r.strategy.sort(key=lambda e: (_sort_stage(e["stage"]), e["scope"], e["op"], e["change"], e["field"] or ""))
 

@@ -30,6 +30,10 @@ class CommFact:
     def category(self) -> str:
         return self.comm.category
 
+    @property
+    def uid(self) -> str:
+        return self.comm.node
+
     def value(self, name: str) -> Any:
         """A compared field: `group_size` from here, the others from the record."""
         return self.group_size if name == "group_size" else getattr(self.comm, name)
@@ -57,6 +61,10 @@ class StrategyFact:
     @property
     def op(self) -> str:
         return self.strategy.op
+
+    @property
+    def uid(self) -> str:
+        return self.strategy.node
 
     def value(self, name: str) -> Any:
         return getattr(self.strategy, name)
