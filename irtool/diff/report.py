@@ -77,6 +77,13 @@ def _sections(r: RankDiff) -> list[tuple[str, list[str], list[list[str]]]]:
         out.append(("Communication bytes per stage and category", ["stage", "category", "old", "new", "change"],
                     [[_stage(e["stage"]), e["category"], f"{e['old']:,} ({e['old_count']})",
                       f"{e['new']:,} ({e['new_count']})", _pct(e["old"], e["new"])] for e in r.comm_bytes]))
+    if r.parameter_comm:
+        out.append(("Gradient / optimizer communication per parameter", ["parameters", "old", "new", "names"],
+                    [[f"{e['count']} parameter(s)", e["old"], e["new"], ", ".join(e["parameters"])]
+                     for e in r.parameter_comm]))
+    if r.renamed_scopes:
+        out.append(("Scopes matched through renamed wrapper cells", ["old scopes", "note"],
+                    [[str(r.renamed_scopes), "matched by their common suffix under the network (docs/diff.md)"]]))
     if r.rank_specific:
         out.append(("Rank-specific (expected between two ranks of one stage; not a failure)",
                     ["stage", "op", "scope", "difference"], [_specific_row(e) for e in r.rank_specific]))

@@ -6,6 +6,7 @@ only read: facts and warnings are returned, and the caller keeps them as long as
 from __future__ import annotations
 
 from ..ir import Dump, DumpWarning, Node, pass_name
+from .chains import redistribution_chains
 from .groups import group_name, group_table
 from .links import NodeIndex, param_of, walk_to_strategy
 from .records import CommNode, FileKind, Group, ParallelFacts
@@ -28,8 +29,9 @@ def analyze(dump: Dump) -> ParallelFacts:
                                     "its classification may be incomplete")
                 for n in nodes if n.unreadable_attrs is not None]
     stage = stage_info(kind, comm, {n.uid: n.primal_attrs for n in nodes})
-    return ParallelFacts(kind=kind, comm=comm, groups=groups, strategies=strategies(dump), stage_info=stage,
-                         warnings=warnings)
+    strats = strategies(dump)
+    return ParallelFacts(kind=kind, comm=comm, groups=groups, strategies=strats, stage_info=stage,
+                         warnings=warnings, chains=redistribution_chains(dump, comm, groups, strats))
 
 
 def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: FileKind) -> list[CommNode]:

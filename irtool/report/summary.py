@@ -11,15 +11,18 @@ from typing import Any, Iterable
 from ..dumpdir import RankFacts
 from ..ir import Dump, DumpWarning
 from ..parallel import ParallelFacts, format_strategy
-from .parallel_summary import comm_totals, parallel_summary
+from .parallel_summary import comm_totals, parallel_summary, send_receive_matrix
+from .answers import answer_blocks, dir_answer_blocks
 from .tables import Block, Table, cell
 
 SCHEMA = "irtool.summary/1"
 
 
-def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWarning] = ()) -> dict[str, Any]:
+def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWarning] = (),
+              depth: int | None = None) -> dict[str, Any]:
     """The summary of one dump as a JSON-ready dict (schema `irtool.summary/1`); `extra_warnings`
-    are those of a deep check (`irtool.ir.check`)."""
+    are those of a deep check (`irtool.ir.check`); `depth` groups communication per layer by that
+    many scope components instead of by repeated cell."""
     hist = dump.op_histogram()
     warnings = [*dump.warnings, *extra_warnings, *facts.warnings]
     return {
@@ -34,7 +37,7 @@ def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWar
         "subgraphs": [{"name": g.name, "nodes": len(g.nodes), "params": len(g.params)}
                       for g in dump.subgraphs],
         "warnings": [w.as_dict() for w in warnings],
-        **parallel_summary(facts),
+        **parallel_summary(facts, depth=depth),
     }
 
 
@@ -56,8 +59,10 @@ def summarize_dir(path: str, ranks: list[RankFacts], stage: int | None = None) -
         comm = e.pop("comm")
         e["comm_totals"] = comm_totals(comm)
         e["groups"] = sorted({c.group for c in comm if c.group})
+    chosen = [(r.rank, r.facts) for r in ranks if stage is None or r.stage == stage]
     return {"schema": SCHEMA, "path": path, "stage": stage, "ranks": rows,
-            "stages": [stages[k] for k in sorted(stages, key=lambda k: (k == "none", k.zfill(6)))]}
+            "stages": [stages[k] for k in sorted(stages, key=lambda k: (k == "none", k.zfill(6)))],
+            "send_receive_matrix": send_receive_matrix(chosen)}
 
 
 def to_json(summary: dict[str, Any]) -> str:
@@ -118,7 +123,7 @@ def summary_blocks(s: dict[str, Any], limit: int | None = 25) -> list[Block]:
     if s["warnings"]:
         blocks.append(f"{len(s['warnings'])} warning(s)")
         blocks += [f"  line {w['line']}: {w['message']}" for w in s["warnings"]]
-    return blocks + [t.limited(limit) for t in tables]
+    return blocks + [t.limited(limit) for t in tables] + answer_blocks(s, limit)
 
 
 def dir_blocks(d: dict[str, Any], limit: int | None = 25) -> list[Block]:
@@ -131,4 +136,4 @@ def dir_blocks(d: dict[str, Any], limit: int | None = 25) -> list[Block]:
         rows = _totals_rows(st["comm_totals"], "by_category") + _totals_rows(st["comm_totals"], "by_op")
         title = f"Stage {cell(st['stage'])} (ranks {','.join(map(str, st['ranks']))})"
         blocks.append(Table(title, ["category / op", "count", "bytes"], rows).limited(limit))
-    return blocks
+    return blocks + dir_answer_blocks(d, limit)

@@ -1,0 +1,157 @@
+"""Tables that answer an engineer's next question (issue 13): why each redistribution, optimizer
+sharding per parameter, communication per layer, wire traffic; from the summary dict, so text,
+Markdown and JSON say the same."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..parallel import format_strategy
+from .tables import Block, Table, cell
+
+DASH = cell(None)
+
+
+def _layout(end: dict[str, Any] | None) -> str:
+    """How one side of a redistribution lays the tensor out: device matrix and tensor map when the
+    dump gives a layout, else pieces per dimension (full / slice shape), else the strategy."""
+    if not end:
+        return DASH
+    lay = end.get("layout")
+    if isinstance(lay, dict) and "device_matrix" in lay:
+        return f"device matrix {cell(lay['device_matrix'])} tensor map {cell(lay.get('tensor_map'))}"
+    if end.get("split"):
+        return "split " + format_strategy(end["split"])
+    strategy = end.get("strategy")
+    return ("strategy " + format_strategy(strategy)) if strategy else DASH
+
+
+def _end(end: dict[str, Any] | None, consumer: bool) -> str:
+    if not end:
+        return DASH
+    text = f"{end['op']} {end['name']}".strip()
+    if end.get("line"):
+        text += f" (line {end['line']})"
+    if consumer and end.get("input_index") is not None:
+        text += f" input {end['input_index']}"
+    strategy = end.get("strategy")
+    if strategy:
+        text += " " + format_strategy(strategy)
+    return text
+
+
+def chain_ops(nodes: list[str]) -> str:
+    """`%4 Reshape`, `%5 AllGather`, `%7 TupleGetItem` x4 ... -> `Reshape AllGather TupleGetItem x4`."""
+    ops = [n.split(" ", 1)[-1] for n in nodes]
+    out: list[str] = []
+    i = 0
+    while i < len(ops):
+        j = i
+        while j < len(ops) and ops[j] == ops[i]:
+            j += 1
+        out.append(ops[i] + (f" x{j - i}" if j - i > 1 else ""))
+        i = j
+    return " ".join(out)
+
+
+def _ranks(ranks: Any) -> str:
+    return "-".join(map(str, ranks)) if isinstance(ranks, list) and ranks else DASH
+
+
+def redistribution_table(s: dict[str, Any]) -> tuple[Table, int]:
+    """Chains that communicate (the others are local slices: counted, listed in JSON)."""
+    t = Table("Redistributions (why each layout conversion)",
+              ["#", "phase", "producer", "consumer", "tensor", "from -> to", "chain", "groups (ranks)", "bytes",
+               "wire bytes", "source"])
+    local = 0
+    for c in s.get("redistributions", []):
+        if not c["comm"]:
+            local += 1
+            continue
+        p, q = c["producer"], c["consumer"]
+        full = (q or {}).get("full_shape") or (p or {}).get("full_shape")
+        tensor = f"{cell(full) if full is not None else cell((q or {}).get('slice_shape'))} {c['dtype'] or ''}".strip()
+        phase = c["phase"] + (f" (of #{c['of_chain']})" if c["of_chain"] is not None else "")
+        groups = ", ".join(f"{g} ({_ranks(r)})" for g, r in zip(c["groups"], c["group_ranks"])) or DASH
+        t.rows.append([str(c["id"]), phase, _end(p, False), _end(q, True), tensor,
+                       f"{_layout(p)} -> {_layout(q)}", chain_ops(c["nodes"]), groups, cell(c["bytes"]),
+                       cell(c["wire_bytes"]), (q or {}).get("source") or DASH])
+    return t, local
+
+
+def optimizer_table(s: dict[str, Any]) -> Table:
+    t = Table("Optimizer sharding per parameter",
+              ["parameter", "forward", "backward", "group ranks", "slice -> full", "dtype", "forward bytes",
+               "backward bytes", "wire bytes"])
+    for o in s.get("optimizer_sharding", []):
+        t.rows.append([o["parameter"], _ops(o["forward_ops"]), _ops(o["backward_ops"]), _ranks(o["group_ranks"]),
+                       f"{cell(o['slice_shape'])} -> {cell(o['full_shape'])}", o["dtype"] or DASH,
+                       cell(o["forward_bytes"]), cell(o["backward_bytes"]), cell(o["wire_bytes"])])
+    return t
+
+
+def _ops(ops: list[str]) -> str:
+    if not ops:
+        return DASH
+    first = ops[0]
+    return f"{first} x{len(ops)}" if all(o == first for o in ops) and len(ops) > 1 else ", ".join(ops)
+
+
+def layers_table(s: dict[str, Any]) -> Table:
+    layers = s.get("layers") or {}
+    depth = layers.get("by_scope_depth")
+    title = "Communication per layer" + (f" (scope depth {depth})" if depth else "")
+    t = Table(title, ["layer", "count", "bytes", "wire bytes", "forward", "backward", "recompute", "by category"])
+    for r in layers.get("rows", []):
+        cats = "; ".join(f"{k} {cell(v)}" for k, v in r["by_category"].items() if v) or DASH
+        unknown = f" (+{r['bytes_unknown']} unknown)" if r["bytes_unknown"] else ""
+        t.rows.append([r["layer"], cell(r["count"]), cell(r["bytes"]) + unknown, cell(r["wire_bytes"]),
+                       cell(r["by_phase"].get("forward", 0)), cell(r["by_phase"].get("backward", 0)),
+                       cell(r["by_phase"].get("recompute", 0)), cats])
+    return t
+
+
+def traffic_table(s: dict[str, Any]) -> Table:
+    tr = s.get("traffic") or {}
+    t = Table("Traffic: tensor bytes and estimated per-rank wire bytes",
+              ["operator", "count", "tensor bytes", "wire bytes", "formula"])
+    formulas = tr.get("formulas", {})
+    for op, e in tr.get("by_op", {}).items():
+        formula = formulas.get(op) or formulas.get("Send/Receive" if op in ("Send", "Receive") else "", DASH)
+        if op.startswith("_Mirror"):
+            formula = formulas.get("AllReduce", DASH)
+        elif "AllGather" in op:
+            formula = formulas.get("AllGather", DASH)
+        unknown = f" (+{e['wire_unknown']} unknown)" if e["wire_unknown"] else ""
+        t.rows.append([op, cell(e["count"]), cell(e["bytes"]), cell(e["wire_bytes"]) + unknown, formula])
+    if tr.get("total"):
+        e = tr["total"]
+        unknown = f" (+{e['wire_unknown']} unknown)" if e["wire_unknown"] else ""
+        t.rows.append(["total", cell(e["count"]), cell(e["bytes"]), cell(e["wire_bytes"]) + unknown, ""])
+    return t
+
+
+TRAFFIC_NOTE = ("Wire bytes: an estimate of what one rank sends (= receives) under the ring / pairwise "
+                "algorithms, n = group size, S = tensor bytes; the library may choose another algorithm.")
+
+
+def answer_blocks(s: dict[str, Any], limit: int | None = 25) -> list[Block]:
+    """The tables of one file's summary."""
+    redis, local = redistribution_table(s)
+    blocks: list[Block] = [redis.limited(limit)]
+    if local:
+        blocks.append(f"{local} redistribution chain(s) without communication (local slices): "
+                      "in --format json `redistributions`")
+    blocks += [optimizer_table(s).limited(limit), layers_table(s).limited(limit), traffic_table(s).limited(limit)]
+    if s.get("traffic", {}).get("by_op"):
+        blocks.append(TRAFFIC_NOTE)
+    return blocks
+
+
+def dir_answer_blocks(d: dict[str, Any], limit: int | None = 25) -> list[Block]:
+    """The stage x stage Send matrix of a folder."""
+    t = Table("Pipeline Send/Receive between stages (counted at the sender)",
+              ["from stage", "to stage", "count", "bytes"],
+              [[cell(e["from_stage"]), cell(e["to_stage"]), cell(e["count"]),
+                cell(e["bytes"]) + (f" (+{e['bytes_unknown']} unknown)" if e["bytes_unknown"] else "")]
+               for e in d.get("send_receive_matrix", [])])
+    return [t.limited(limit)]
