@@ -128,25 +128,20 @@ def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Gr
                 if ins and all(x.key in members for _, x in ins):
                     members[n.key] = False
         parent = {k: k for k in members}
-
-        def find(k: str) -> str:
-            while parent[k] != k:
-                parent[k] = parent[parent[k]]
-                k = parent[k]
-            return k
-
         for key in members:
             n = graph.nodes[key]
             for _, x in graph.node_inputs(n):
                 if x.key in members and _is_backward(x) == _is_backward(n):
-                    parent[find(x.key)] = find(key)
+                    parent[_find(parent, x.key)] = _find(parent, key)
         parts: dict[str, list[Node]] = {}
         for key in members:
-            parts.setdefault(find(key), []).append(graph.nodes[key])
+            parts.setdefault(_find(parent, key), []).append(graph.nodes[key])
         for nodes in parts.values():
             if not any(members[n.key] for n in nodes):
                 continue  # parallel-inserted nodes of another kind (forward_op replace graphs)
             nodes.sort(key=lambda n: n.line)
+            while len(nodes) > 1 and nodes[-1].op == "MakeTuple":  # packs chain outputs for an operator
+                nodes.pop()
             (backward if _is_backward(nodes[0]) else forward).append((nodes, graph))
     chains: list[RedistributionChain] = []
     fwd_ids: dict[str, int] = {}  # unique_id / forward_comm_node_unique_id of a forward member -> chain id
@@ -169,6 +164,14 @@ def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Gr
             chain.consumers = list(chains[hit].consumers)
         chains.append(chain)
     return chains
+
+
+def _find(parent: dict[str, str], k: str) -> str:
+    """Union-find root, halving the path as it goes."""
+    while parent[k] != k:
+        parent[k] = parent[parent[k]]
+        k = parent[k]
+    return k
 
 
 def _forward_hit(n: Node, fwd_ids: dict[str, int]) -> int | None:

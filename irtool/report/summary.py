@@ -11,8 +11,8 @@ from typing import Any, Iterable
 from ..dumpdir import RankFacts
 from ..ir import Dump, DumpWarning
 from ..parallel import ParallelFacts, format_strategy
-from .parallel_summary import comm_totals, parallel_summary, send_receive_matrix
 from .answers import answer_blocks, dir_answer_blocks
+from .parallel_summary import comm_totals, parallel_summary, send_receive_matrix
 from .tables import Block, Table, cell
 
 SCHEMA = "irtool.summary/1"
