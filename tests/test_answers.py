@@ -222,3 +222,19 @@ def test_diff_parameter_summary() -> None:
     assert added["count"] == 8 and added["parameters"][:2] == ["l1.b", "l1.w"]
     changed = [e for e in result.ranks[0].comm if e["op"] == "AllGather"]
     assert {e["parameter"] for e in changed} == {"l1.w", "l1.b", "l2.w", "l2.b", "l3.w", "l3.b", "l4.w", "l4.b"}
+
+
+def test_gradient_nodes_pair_by_parameter_when_scopes_do_not_align() -> None:
+    # Without the scope alignment every scope of the wrapper build differs; the 13 gradient-aggregation AllReduce of
+    # rank 0 (comm_bytes row "0 gradient-aggregation 296,960 (13)") still pair by their parameter (mirror_user_id)
+    from irtool.diff.compare import RankDiff, _diff_comm
+    from irtool.diff.facts import comm_facts
+
+    old = analyze(load(fixture("pipeline_2stage_8p/rank_0/19_validate_0078.ir.xz")))
+    new = analyze(load(str(WRAPPER / "rank_0" / "19_validate_0078.ir.xz")))
+    r = RankDiff("old", "new", 0, 0, 0, 0)
+    _diff_comm(r, comm_facts(old), comm_facts(new), False)
+    grads = [e for e in r.comm if e["category"] == "gradient-aggregation"]
+    assert grads == []
+    assert sum(1 for c in old.comm if c.category == "gradient-aggregation") == 13
+    assert {e["change"] for e in r.comm} == {"added", "removed"}  # the other nodes: their scopes differ

@@ -204,6 +204,16 @@ def _strategy_group(s: StrategyFact) -> tuple:
 
 def _diff_comm(r: RankDiff, old: list[CommFact], new: list[CommFact], cross_rank: bool) -> None:
     same, changed, removed, added = match(old, new, _comm_group, CommFact.signature, lambda c: c.order)
+    # Nodes that carry a parameter (gradient aggregation, optimizer parallel) pair by it when their
+    # scopes did not line up (a wrapper that moved the gradient reducer, CSE'd backward scopes).
+    lone_old = [c for c in removed if c.comm.parameter]
+    lone_new = [c for c in added if c.comm.parameter]
+    if lone_old and lone_new:
+        s2, c2, r2, a2 = match(lone_old, lone_new, lambda c: (c.stage, c.op, c.category, c.comm.parameter),
+                               CommFact.signature, lambda c: c.order)
+        same, changed = same + s2, changed + c2
+        removed = [c for c in removed if not c.comm.parameter] + r2
+        added = [c for c in added if not c.comm.parameter] + a2
     for c in removed:
         r.comm.append({"change": "removed", **_comm_id(c), "old": c.as_dict(), "new": None, "fields": []})
     for c in added:
