@@ -238,3 +238,32 @@ def test_gradient_nodes_pair_by_parameter_when_scopes_do_not_align() -> None:
     assert grads == []
     assert sum(1 for c in old.comm if c.category == "gradient-aggregation") == 13
     assert {e["change"] for e in r.comm} == {"added", "removed"}  # the other nodes: their scopes differ
+
+
+def test_optimizer_sharding_inside_pipeline_through_cast() -> None:
+    # pipeline_opt_shard_8p rank_0 validate (fixwork NOTES §6): 34 AllGather parallel_optimizer_allgather_not_recompute,
+    # 34 ReduceScatter. 324 %24 = PrimFunc_Cast(%para7_0.attention.wq.weight, I64(42)) -> (<Tensor[Float16], (32, 128)>),
+    # 327 %25 = AllGather(%24) group 2-5208665662337742843 (0, 2): (64, 128) Float16 = 16384 bytes;
+    # 5960 %544 ReduceScatter ... mirror_user_id: "0.attention.wq.weight",
+    # 5961 (<Ref[Tensor[Float32]], (64, 128), ref_key=accu_grads.0.attention.wq.weight ...>) -> (32, 128): 32768 bytes
+    facts = analyze(load(str(F / "pipeline_opt_shard_8p/rank_0/19_validate_0078.ir.xz")))
+    rows = {r.parameter: r for r in optimizer_shards(facts.comm, facts.groups)}
+    assert len(rows) == 34
+    r = rows["0.attention.wq.weight"]
+    assert (r.forward_ops, r.backward_ops, r.group_ranks) == (["AllGather"], ["ReduceScatter"], (0, 2))
+    assert (r.full_shape, r.slice_shape, r.dtype, r.backward_dtype) == ((64, 128), (32, 128), "Float16", "Float32")
+    assert (r.forward_bytes, r.backward_bytes) == (16384, 32768)
+    assert r.wire_bytes == 16384 // 2 + 32768 // 2
+    # 185 %0 = AllGather(%para3_embedding.tok) group (0, 2): the fp32 parameter read directly
+    assert rows["embedding.tok"].forward_ops == ["AllGather"] and rows["embedding.tok"].dtype == "Float32"
+
+
+def test_diff_gradient_allreduce_to_optimizer_sharding() -> None:
+    # gpt_small_dp2mp2pp2 rank 0 (mirror AllReduce per parameter) -> pipeline_opt_shard_8p rank 0 (the same GPT with
+    # enable_parallel_optimizer): every one of the 34 parameters of stage 0 goes from AllReduce to AllGather + ReduceScatter
+    result = diff_dirs(str(F / "gpt_small_dp2mp2pp2/rank_0"), str(F / "pipeline_opt_shard_8p/rank_0"))
+    rows = result.ranks[0].parameter_comm
+    assert [(e["old"], e["new"], e["count"]) for e in rows] == [("AllReduce", "AllGather + ReduceScatter", 34)]
+    text = CliRunner().invoke(main, ["diff", str(F / "gpt_small_dp2mp2pp2/rank_0"),
+                                     str(F / "pipeline_opt_shard_8p/rank_0")]).output
+    assert "34 parameter(s)  AllReduce  AllGather + ReduceScatter" in text

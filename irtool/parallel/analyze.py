@@ -113,6 +113,9 @@ def _serves(c: CommNode, node: Node, pa: dict, pr: dict, index: NodeIndex, fwd: 
     param = pa.get("mirror_user_id", pr.get("mirror_user_id"))
     if c.category in ("gradient-aggregation", "optimizer-parallel"):
         c.parameter = param if isinstance(param, str) else param_of(node)
+        src = index.producer(node) if c.parameter is None else None
+        if src is not None and src.op in ("Cast", "Load"):  # fp16 weights: AllGather(Cast(%para7_w))
+            c.parameter = param_of(src)
         if c.parameter and c.parameter.startswith("accu_grads."):
             c.parameter = c.parameter[len("accu_grads."):]
         c.serves = c.parameter

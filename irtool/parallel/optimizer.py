@@ -32,7 +32,8 @@ def optimizer_shards(comm: list[CommNode], groups: dict[str, Group]) -> list[Opt
         out.append(OptimizerShard(
             parameter=name, forward_ops=[c.op for c in fwd], backward_ops=[c.op for c in bwd], groups=names,
             group_ranks=next((c.group_ranks for c in nodes if c.group_ranks), None), full_shape=full,
-            slice_shape=piece, dtype=next((c.dtype for c in nodes if c.dtype), None),
+            slice_shape=piece, dtype=next((c.dtype for c in fwd + bwd if c.dtype), None),
             forward_bytes=_sum([c.bytes for c in fwd]), backward_bytes=_sum([c.bytes for c in bwd]),
-            wire_bytes=_sum(wires), nodes=[c.node for c in nodes]))
+            wire_bytes=_sum(wires), nodes=[c.node for c in nodes],
+            backward_dtype=next((c.dtype for c in bwd if c.dtype), None)))
     return out

@@ -198,11 +198,12 @@ class OptimizerShard:
     group_ranks: Any
     full_shape: Any  # the gathered parameter
     slice_shape: Any  # this rank's piece: full_shape with dimension 0 divided by the group size
-    dtype: str | None
+    dtype: str | None  # of the forward gather (of the backward nodes when there is none)
     forward_bytes: int | None
     backward_bytes: int | None
     wire_bytes: int | None
     nodes: list[str]  # uids
+    backward_dtype: str | None = None  # the gradient's: Float32 accumulation under a Float16 gather
 
     def as_dict(self) -> dict[str, Any]:
         return _as_dict(self)

@@ -84,9 +84,14 @@ def optimizer_table(s: dict[str, Any]) -> Table:
                "backward bytes", "wire bytes"])
     for o in s.get("optimizer_sharding", []):
         t.rows.append([o["parameter"], _ops(o["forward_ops"]), _ops(o["backward_ops"]), _ranks(o["group_ranks"]),
-                       f"{cell(o['slice_shape'])} -> {cell(o['full_shape'])}", o["dtype"] or DASH,
+                       f"{cell(o['slice_shape'])} -> {cell(o['full_shape'])}", _dtypes(o),
                        cell(o["forward_bytes"]), cell(o["backward_bytes"]), cell(o["wire_bytes"])])
     return t
+
+
+def _dtypes(o: dict[str, Any]) -> str:
+    back = o.get("backward_dtype")
+    return f"{o['dtype']} / {back}" if back and o["dtype"] and back != o["dtype"] else o["dtype"] or back or DASH
 
 
 def _ops(ops: list[str]) -> str:
