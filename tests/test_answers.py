@@ -267,3 +267,13 @@ def test_diff_gradient_allreduce_to_optimizer_sharding() -> None:
     text = CliRunner().invoke(main, ["diff", str(F / "gpt_small_dp2mp2pp2/rank_0"),
                                      str(F / "pipeline_opt_shard_8p/rank_0")]).output
     assert "34 parameter(s)  AllReduce  AllGather + ReduceScatter" in text
+
+
+def test_folder_traffic_per_stage() -> None:
+    # pipeline_2stage_8p stage 1 (ranks 4-7): per rank 4 AllGather (2, 4, 8) Float32 = 256 bytes over a 2-rank group
+    # (rank_4 validate 1059, 2015, 2985, 3937): 16 over the stage, 4,096 tensor bytes, wire (2-1)/2 -> 2,048
+    res = CliRunner().invoke(main, ["summarize", str(F / "pipeline_2stage_8p"), "--format", "json", "--jobs", "1",
+                                    "--stage", "1"])
+    st = json.loads(res.output)["stages"][0]
+    ag = st["traffic"]["by_op"]["AllGather"]
+    assert (ag["count"], ag["bytes"], ag["wire_bytes"]) == (16, 4096, 2048)

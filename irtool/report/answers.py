@@ -153,10 +153,16 @@ def answer_blocks(s: dict[str, Any], limit: int | None = 25) -> list[Block]:
 
 
 def dir_answer_blocks(d: dict[str, Any], limit: int | None = 25) -> list[Block]:
-    """The stage x stage Send matrix of a folder."""
+    """Traffic per stage and the stage x stage Send matrix of a folder."""
+    blocks: list[Block] = []
+    for st in d.get("stages", []):
+        if st.get("traffic", {}).get("by_op"):
+            t = traffic_table(st)
+            t.title = f"Stage {cell(st['stage'])} traffic: tensor bytes and estimated per-rank wire bytes, summed over ranks"
+            blocks.append(t.limited(limit))
     t = Table("Pipeline Send/Receive between stages (counted at the sender)",
               ["from stage", "to stage", "count", "bytes"],
               [[cell(e["from_stage"]), cell(e["to_stage"]), cell(e["count"]),
                 cell(e["bytes"]) + (f" (+{e['bytes_unknown']} unknown)" if e["bytes_unknown"] else "")]
                for e in d.get("send_receive_matrix", [])])
-    return [t.limited(limit)]
+    return blocks + [t.limited(limit)] + ([TRAFFIC_NOTE] if blocks else [])

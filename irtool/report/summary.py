@@ -12,7 +12,7 @@ from ..dumpdir import RankFacts
 from ..ir import Dump, DumpWarning
 from ..parallel import ParallelFacts, format_strategy
 from .answers import answer_blocks, dir_answer_blocks
-from .parallel_summary import comm_totals, parallel_summary, send_receive_matrix
+from .parallel_summary import comm_totals, parallel_summary, send_receive_matrix, traffic
 from .tables import Block, Table, cell
 
 SCHEMA = "irtool.summary/1"
@@ -52,12 +52,14 @@ def summarize_dir(path: str, ranks: list[RankFacts], stage: int | None = None) -
                      "send_receive": parallel_summary(r.facts)["send_receive"],
                      "groups": sorted(r.facts.groups)})
         key = "none" if r.stage is None else str(r.stage)
-        e = stages.setdefault(key, {"stage": r.stage, "ranks": [], "comm": []})
+        e = stages.setdefault(key, {"stage": r.stage, "ranks": [], "comm": [], "group_table": {}})
         e["ranks"].append(r.rank)
         e["comm"].extend(r.facts.comm)
+        e["group_table"].update(r.facts.groups)
     for e in stages.values():
-        comm = e.pop("comm")
+        comm, table = e.pop("comm"), e.pop("group_table")
         e["comm_totals"] = comm_totals(comm)
+        e["traffic"] = traffic(comm, table)
         e["groups"] = sorted({c.group for c in comm if c.group})
     chosen = [(r.rank, r.facts) for r in ranks if stage is None or r.stage == stage]
     return {"schema": SCHEMA, "path": path, "stage": stage, "ranks": rows,
