@@ -277,3 +277,12 @@ def test_folder_traffic_per_stage() -> None:
     st = json.loads(res.output)["stages"][0]
     ag = st["traffic"]["by_op"]["AllGather"]
     assert (ag["count"], ag["bytes"], ag["wire_bytes"]) == (16, 4096, 2048)
+
+
+def test_step_parallel_end_chains_have_no_slice_shapes() -> None:
+    # docs/parallel.md §1: at step_parallel_end inserted nodes print <null> and the other types are logical
+    # (unsharded), so a chain there names its producer and consumer but no slice shape or split
+    facts = analyze(load(fixture("semi_auto_8p/rank_5/step_parallel_end_0019.ir.xz")))
+    assert facts.chains and all(c.consumer is not None for c in facts.chains)
+    ends = [e for c in facts.chains for e in (c.producer, c.consumer) if e is not None]
+    assert all(e.slice_shape is None and e.split is None for e in ends)

@@ -31,7 +31,7 @@ def analyze(dump: Dump) -> ParallelFacts:
     stage = stage_info(kind, comm, {n.uid: n.primal_attrs for n in nodes})
     strats = strategies(dump)
     return ParallelFacts(kind=kind, comm=comm, groups=groups, strategies=strats, stage_info=stage,
-                         warnings=warnings, chains=redistribution_chains(dump, comm, groups, strats))
+                         warnings=warnings, chains=redistribution_chains(dump, comm, groups, strats, kind))
 
 
 def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: FileKind) -> list[CommNode]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..ir import Dump, Node
 from .links import NodeIndex
-from .records import ChainEnd, CommNode, Group, Phase, RedistributionChain, Strategy
+from .records import ChainEnd, CommNode, FileKind, Group, Phase, RedistributionChain, Strategy
 from .rules import COMM_OPS
 from .traffic import node_wire_bytes
 
@@ -100,9 +100,10 @@ class _Graph:
 
 
 def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Group],
-                          strategies: list[Strategy]) -> list[RedistributionChain]:
+                          strategies: list[Strategy], kind: FileKind = "post") -> list[RedistributionChain]:
     """Every redistribution chain of the dump: forward (and recompute) chains first in print order,
-    then backward ones, each linked to the forward chain it is the bprop of."""
+    then backward ones, each linked to the forward chain it is the bprop of. Before validate
+    (`kind` `pre` / `spe`) the printed types are logical or stale (§1): no slice shapes then."""
     comm_by_uid = {c.node: c for c in comm}
     not_redist = {c.node for c in comm if c.category != "redistribution"}
     strat = {s.node: s for s in strategies}
@@ -146,7 +147,7 @@ def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Gr
     chains: list[RedistributionChain] = []
     fwd_ids: dict[str, int] = {}  # unique_id / forward_comm_node_unique_id of a forward member -> chain id
     for nodes, graph in sorted(forward, key=lambda p: (p[0][0].line, p[0][0].graph)):
-        chain = _chain(len(chains), nodes, graph, comm_by_uid, groups, strat)
+        chain = _chain(len(chains), nodes, graph, comm_by_uid, groups, strat, kind == "post")
         chains.append(chain)
         for n in nodes:
             for key in ("unique_id", FC):
@@ -157,7 +158,7 @@ def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Gr
     for nodes, graph, hit in sorted(pieces, key=lambda p: (p[0][0].line, p[0][0].graph)):
         if not any(_REDIST.match(n.instance_name or "") for n in nodes):
             continue  # the bprop of a local slice: no communication
-        chain = _chain(len(chains), nodes, graph, comm_by_uid, groups, strat)
+        chain = _chain(len(chains), nodes, graph, comm_by_uid, groups, strat, kind == "post")
         if hit is not None:
             chain.of_chain = hit
             chain.producer, chain.consumer = chains[hit].producer, chains[hit].consumer
@@ -202,7 +203,7 @@ def _by_forward(nodes: list[Node], graph: _Graph, fwd_ids: dict[str, int]) -> li
 
 
 def _chain(cid: int, nodes: list[Node], graph: _Graph, comm_by_uid: dict[str, CommNode],
-           groups: dict[str, Group], strat: dict[str, Strategy]) -> RedistributionChain:
+           groups: dict[str, Group], strat: dict[str, Strategy], typed: bool) -> RedistributionChain:
     keys = {n.key for n in nodes}
     comms = [comm_by_uid[n.uid] for n in nodes if n.uid in comm_by_uid]
     phase: Phase = comms[0].phase if comms else ("backward" if _is_backward(nodes[0]) else "forward")
@@ -221,6 +222,10 @@ def _chain(cid: int, nodes: list[Node], graph: _Graph, comm_by_uid: dict[str, Co
         dtype = nodes[0].output_type.dtype
     producer = _producer(nodes, keys, graph, strat)
     consumers = _consumers(nodes, keys, graph, strat)
+    if not typed:  # shapes printed before validate are logical or stale
+        for end in [producer, *consumers]:
+            if end is not None:
+                end.slice_shape = end.split = None
     return RedistributionChain(
         id=cid, phase=phase, nodes=[f"{n.key} {n.op}" for n in nodes], comm=[c.node for c in comms],
         comm_ops=[c.op for c in comms], groups=group_names, group_ranks=ranks, dtype=dtype,
