@@ -232,7 +232,7 @@ def _chain(cid: int, nodes: list[Node], graph: _Graph, comm_by_uid: dict[str, Co
         bytes=sum(known) if len(known) == len(comms) else None,
         wire_bytes=sum(w for w in wires if w is not None) if all(w is not None for w in wires) else None,
         producer=producer, consumer=consumers[0] if consumers else None, consumers=[c.node for c in consumers],
-        first_line=nodes[0].line, scope=nodes[0].scope or "")
+        first_line=nodes[0].line, scope=nodes[0].scope or "", lines=[n.line for n in nodes])
 
 
 def _end(node: Node, strat: dict[str, Strategy], index: int | None, as_consumer: bool,

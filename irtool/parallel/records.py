@@ -160,6 +160,7 @@ class RedistributionChain:
     of_chain: int | None = None  # backward: the forward chain this is the bprop of
     first_line: int = 0
     scope: str = ""
+    lines: list[int] = field(default_factory=list)  # dump line of each entry of `nodes`
 
     def as_dict(self) -> dict[str, Any]:
         d = _as_dict(self)

@@ -39,9 +39,10 @@ def _end(end: dict[str, Any] | None, consumer: bool) -> str:
     return text
 
 
-def chain_ops(nodes: list[str]) -> str:
-    """`%4 Reshape`, `%5 AllGather`, `%7 TupleGetItem` x4 ... -> `Reshape AllGather TupleGetItem x4`."""
-    ops = [n.split(" ", 1)[-1] for n in nodes]
+def chain_ops(nodes: list[str], lines: list[int] | None = None, comm: frozenset[int] = frozenset()) -> str:
+    """`%4 Reshape`, `%5 AllGather`, `%7 TupleGetItem` x4 ... -> `Reshape AllGather@104 TupleGetItem x4`:
+    communication nodes with their dump line (the `comm` positions)."""
+    ops = [n.split(" ", 1)[-1] + (f"@{lines[i]}" if lines and i in comm else "") for i, n in enumerate(nodes)]
     out: list[str] = []
     i = 0
     while i < len(ops):
@@ -51,6 +52,11 @@ def chain_ops(nodes: list[str]) -> str:
         out.append(ops[i] + (f" x{j - i}" if j - i > 1 else ""))
         i = j
     return " ".join(out)
+
+
+def _chain_text(c: dict[str, Any]) -> str:
+    keys = {uid.rsplit("/", 1)[-1] for uid in c["comm"]}
+    return chain_ops(c["nodes"], c.get("lines"), frozenset(i for i, n in enumerate(c["nodes"]) if n.split(" ")[0] in keys))
 
 
 def _ranks(ranks: Any) -> str:
@@ -73,7 +79,7 @@ def redistribution_table(s: dict[str, Any]) -> tuple[Table, int]:
         phase = c["phase"] + (f" (of #{c['of_chain']})" if c["of_chain"] is not None else "")
         groups = ", ".join(f"{g} ({_ranks(r)})" for g, r in zip(c["groups"], c["group_ranks"])) or DASH
         t.rows.append([str(c["id"]), phase, _end(p, False), _end(q, True), tensor,
-                       f"{_layout(p)} -> {_layout(q)}", chain_ops(c["nodes"]), groups, cell(c["bytes"]),
+                       f"{_layout(p)} -> {_layout(q)}", _chain_text(c), groups, cell(c["bytes"]),
                        cell(c["wire_bytes"]), (q or {}).get("source") or DASH])
     return t, local
 
