@@ -44,22 +44,24 @@ def main() -> None:
 @click.option("--pass", "pass_name", default=None,
               help="Folder: the pass whose file to read per rank, by substring (default: last *_validate_*).")
 @click.option("--jobs", type=int, default=None, help="Folder: worker processes (default: one per rank, up to CPUs).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Folder: analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 25).")
 @click.option("--by-scope-depth", "depth", type=click.IntRange(min=1), default=None,
               help="Communication per layer by the first N scope components (default: repeated cells).")
 def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None, pass_name: str | None,
-              jobs: int | None, show_all: bool, depth: int | None) -> None:
+              jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
     import os
 
     from .report import summary as summary_mod
-    from .report.tables import to_markdown, to_text
+    from .report.tables import DEFAULT_LIMIT, to_markdown, to_text
 
-    limit = None if show_all else 25
+    limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
         if os.path.isdir(path):
-            result = _summarize_dir(path, stage, pass_name, jobs, lenient)
+            result = _summarize_dir(path, stage, pass_name, jobs, lenient, scheduler)
             blocks = summary_mod.dir_blocks(result, limit)
         else:
             from .ir import check
@@ -93,8 +95,9 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
 @click.option("--pass", "pass_name", default="validate", show_default=True,
               help="Which dump of a folder to compare (`*_<pass>_*.ir`).")
 @click.option("--stage", type=int, default=None, help="Only ranks on this pipeline stage (either side).")
+@click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 200).")
 def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increase: str | None,
-             pass_name: str, stage: int | None) -> None:
+             pass_name: str, stage: int | None, show_all: bool) -> None:
     """Diff two dumps (files, rank folders or folders of rank_N): communication, strategies,
     operators, parameters. Exit 0 nothing relevant changed, 1 differences matching --fail-on, 2 error."""
     from . import diff as diff_mod
@@ -105,9 +108,37 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         if max_increase:
             diff_mod.parse_threshold(max_increase)
         result = diff_mod.diff_dirs(old, new, pass_name=pass_name, stage=stage, loader=load_with_progress)
-        render = {"json": diff_report.to_json, "markdown": diff_report.to_markdown}.get(fmt, diff_report.to_text)
-        click.echo(render(result, fail_on, max_increase), nl=fmt == "json")
+        if fmt == "json":
+            click.echo(diff_report.to_json(result, fail_on, max_increase))
+        else:
+            render = diff_report.to_markdown if fmt == "markdown" else diff_report.to_text
+            limit = None if show_all else diff_report.DIFF_LIMIT
+            click.echo(render(result, fail_on, max_increase, limit), nl=False)
         return 1 if result.failures(fail_on, max_increase) else 0
+
+    _run(body)
+
+
+@main.command("check")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, dir_okay=True))
+@click.option("--pass", "pass_name", default=None,
+              help="The pass whose file to read per rank, by substring (default: last *_validate_*).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
+              show_default=True, help="Output format; json is documented (docs/check.md) and versioned.")
+@click.option("--jobs", type=int, default=None, help="Worker processes (default: one per rank, up to CPUs).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
+def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, scheduler: str | None) -> None:
+    """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group
+    membership, ranks of one stage alike). Exit 0 consistent, 1 findings, 2 unreadable input."""
+    from .consistency import check_dir
+    from .consistency.report import render
+
+    def body() -> int:
+        with Steps("ranks") as progress:
+            result = check_dir(path, pass_name, jobs, scheduler, progress)
+        click.echo(render(result, fmt), nl=False)
+        return 0 if result.consistent else 1
 
     _run(body)
 
@@ -147,15 +178,16 @@ def render(input_path: str, out: str, fmt: str | None, stage: int | None, subgra
     _run(body)
 
 
-def _summarize_dir(path: str, stage: int | None, pass_name: str | None, jobs: int | None, lenient: bool) -> dict:
-    """`summarize DIR`: each rank's file analysed in a process pool, grouped by stage."""
+def _summarize_dir(path: str, stage: int | None, pass_name: str | None, jobs: int | None, lenient: bool,
+                   scheduler: str | None) -> dict:
+    """`summarize DIR`: each rank's file analysed in a process pool (or on a Dask cluster), grouped by stage."""
     from functools import partial
 
     from .dumpdir import load_dir, map_ranks, rank_facts
     from .report.summary import summarize_dir
 
     with Steps("ranks") as progress:
-        ranks = map_ranks(partial(rank_facts, lenient=lenient), load_dir(path, pass_name), jobs, progress)
+        ranks = map_ranks(partial(rank_facts, lenient=lenient), load_dir(path, pass_name), jobs, progress, scheduler)
     return summarize_dir(path, ranks, stage)
 
 

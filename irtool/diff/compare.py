@@ -82,7 +82,7 @@ class DiffResult:
             kinds = {"comm", "strategy", "ops", "params", "ranks"}
         reasons = []
         if "ranks" in kinds and (self.only_old or self.only_new):
-            reasons.append(f"ranks only in old: {self.only_old}, only in new: {self.only_new}")
+            reasons.append(f"ranks only in old: {_ranks(self.only_old)}, only in new: {_ranks(self.only_new)}")
         limit = parse_threshold(max_comm_bytes_increase) if max_comm_bytes_increase else None
         for r in self.ranks:
             label = _label(r)
@@ -110,6 +110,10 @@ class DiffResult:
         if self.only_old or self.only_new:
             return False
         return all(not any(v for k, v in r.counts().items() if k != "rank_specific") for r in self.ranks)
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks)) or "none"
 
 
 def _label(r: RankDiff) -> str:

@@ -54,6 +54,7 @@ def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: Fi
         c = CommNode(op=node.op, category=category, phase=ph, group=group,
                      group_ranks=groups[group].ranks if group in groups else None,
                      shape=shape, dtype=dtype, bytes=nbytes, micro=as_int(pr.get("micro", ca.get("micro"))),
+                     reduce_op=pa["op"] if isinstance(pa.get("op"), str) else None,
                      scope=node.scope or "", rule=rule, instance=inst or None, node=node.uid, line=node.line,
                      rank_attrs={k: pa[k] for k in RANK_ATTRS if k in pa})
         _p2p(c, pa, pr, kind)
@@ -90,6 +91,7 @@ def _p2p(c: CommNode, pa: dict, pr: dict, kind: FileKind) -> None:
     if c.op not in ("Send", "Receive"):
         return
     c.direction = "send" if c.op == "Send" else "receive"
+    c.sr_tag = as_int(pa.get("sr_tag"))
     if c.op == "Send":
         peer = pa.get("dst_global_rank", pa.get("dest_rank") if "dst_global_rank" not in pa else None)
     else:

@@ -58,6 +58,8 @@ class CommNode:
     instance: str | None = None
     direction: Direction | None = None  # for point-to-point
     peer_rank: int | None = None  # global rank of the p2p peer
+    sr_tag: int | None = None  # Send/Receive `sr_tag`: pairs a Send with its Receive between two ranks
+    reduce_op: str | None = None  # the `op` attribute of a reducing collective (`sum`, `max`, ...)
     parameter: str | None = None  # for gradient aggregation / optimizer parallel
     serves_op: str | None = None  # operator of `serves` when it is a node
     node: str = ""  # uid of the node, `graph/%N`

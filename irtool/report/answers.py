@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..parallel import format_strategy
-from .tables import Block, Table, cell
+from .tables import DEFAULT_LIMIT, Block, Table, cell, rank_list, strategy_text
 
 DASH = cell(None)
 
@@ -18,7 +18,7 @@ def _layout(end: dict[str, Any] | None) -> str:
         return DASH
     lay = end.get("layout")
     if isinstance(lay, dict) and "device_matrix" in lay:
-        return f"device matrix {cell(lay['device_matrix'])} tensor map {cell(lay.get('tensor_map'))}"
+        return strategy_text(lay)
     if end.get("split"):
         return "split " + format_strategy(end["split"])
     strategy = end.get("strategy")
@@ -60,7 +60,7 @@ def _chain_text(c: dict[str, Any]) -> str:
 
 
 def _ranks(ranks: Any) -> str:
-    return "-".join(map(str, ranks)) if isinstance(ranks, list) and ranks else DASH
+    return rank_list(ranks) if isinstance(ranks, list) and ranks else DASH
 
 
 def redistribution_table(s: dict[str, Any]) -> tuple[Table, int]:
@@ -145,7 +145,7 @@ TRAFFIC_NOTE = ("Wire bytes: an estimate of what one rank sends (= receives) und
                 "algorithms, n = group size, S = tensor bytes; the library may choose another algorithm.")
 
 
-def answer_blocks(s: dict[str, Any], limit: int | None = 25) -> list[Block]:
+def answer_blocks(s: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list[Block]:
     """The tables of one file's summary."""
     redis, local = redistribution_table(s)
     blocks: list[Block] = [redis.limited(limit)]
@@ -158,7 +158,7 @@ def answer_blocks(s: dict[str, Any], limit: int | None = 25) -> list[Block]:
     return blocks
 
 
-def dir_answer_blocks(d: dict[str, Any], limit: int | None = 25) -> list[Block]:
+def dir_answer_blocks(d: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list[Block]:
     """Traffic per stage and the stage x stage Send matrix of a folder."""
     blocks: list[Block] = []
     for st in d.get("stages", []):

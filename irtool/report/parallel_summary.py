@@ -72,7 +72,7 @@ def top_scopes(comm: Iterable[CommNode], top: int = 10) -> list[dict[str, Any]]:
     """The cells (scope without the operator) that move the most bytes."""
     scopes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for c in comm:
-        scope = _scope_prefix(c.scope)
+        scope = cell_scope(c.scope)
         scopes[scope][0] += 1
         scopes[scope][1] += c.bytes or 0
     return [{"scope": s, "count": v[0], "bytes": v[1]}
@@ -140,7 +140,7 @@ def parallel_summary(facts: ParallelFacts, top: int = 10, depth: int | None = No
     }
 
 
-def _scope_prefix(scope: str) -> str:
+def cell_scope(scope: str) -> str:
     """The cell part of a scope: `Default/net/blocks-CellList/0-FFNBlock/AllReduce-op0` -> without the op."""
     parts = scope.split("/")
     return "/".join(parts[:-1]) if len(parts) > 1 else scope

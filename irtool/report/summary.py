@@ -10,10 +10,10 @@ from typing import Any, Iterable
 
 from ..dumpdir import RankFacts
 from ..ir import Dump, DumpWarning
-from ..parallel import ParallelFacts, format_strategy
+from ..parallel import ParallelFacts
 from .answers import answer_blocks, dir_answer_blocks
-from .parallel_summary import comm_totals, parallel_summary, send_receive_matrix, traffic
-from .tables import Block, Table, cell
+from .parallel_summary import cell_scope, comm_totals, parallel_summary, send_receive_matrix, traffic
+from .tables import DEFAULT_LIMIT, Block, Table, cell, rank_list, strategy_text
 
 SCHEMA = "irtool.summary/1"
 
@@ -82,15 +82,36 @@ def _totals_rows(totals: dict[str, Any], key: str) -> list[list[str]]:
             for k, v in totals[key].items()]
 
 
+def _votes(votes: dict[str, int]) -> str:
+    """`{"0": 16, "1": 2}` -> `16 for stage 0, 2 for stage 1`."""
+    return ", ".join(f"{n} for stage {k}" for k, n in sorted(votes.items(), key=lambda kv: kv[0].zfill(6)))
+
+
 def _stage_line(s: dict[str, Any]) -> str:
     ev = s.get("stage_evidence") or {}
     if s["stage"] is None:
         return "Pipeline stage: none (no pipeline Send/Receive)" if not ev.get("votes") else \
-            f"Pipeline stage: unknown (votes {ev['votes']})"
-    return f"Pipeline stage: {s['stage']} ({sum(ev['votes'].values())} votes, {', '.join(ev['how'])})"
+            f"Pipeline stage: unknown (votes disagree: {_votes(ev['votes'])})"
+    how = ", ".join(ev.get("how") or [])
+    return f"Pipeline stage: {s['stage']} ({sum(ev['votes'].values())} votes" + (f", {how})" if how else ")")
 
 
-def summary_blocks(s: dict[str, Any], limit: int | None = 25) -> list[Block]:
+def _send_receive_row(p: dict[str, Any]) -> list[str]:
+    return [p["op"], p["phase"], cell(p["peer_stage"]), cell(p["peer_rank"]), _bytes(p["bytes_each"]),
+            cell(p["count"]), ",".join(map(str, p["micros"])) or cell(None)]
+
+
+def _top_title(s: dict[str, Any]) -> str:
+    """`top_scopes` keeps the first few (JSON too): the title says of how many."""
+    n = len({cell_scope(c["scope"]) for c in s["comm"]})
+    shown = len(s["top_scopes"])
+    return "Top scopes by communication bytes" + (f" ({shown} of {n} scopes)" if shown < n else "")
+
+
+SEND_RECEIVE_COLUMNS = ["op", "phase", "peer stage", "peer rank", "bytes each", "count", "micros"]
+
+
+def summary_blocks(s: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list[Block]:
     """The report of one file summary: lines and tables (each at most `limit` rows; None = all)."""
     counts = Table("Counts", ["", "parsed", "declared"])
     for key in ("subgraphs", "params", "cnodes"):
@@ -106,18 +127,16 @@ def summary_blocks(s: dict[str, Any], limit: int | None = 25) -> list[Block]:
         Table("Communication by category/phase", ["category/phase", "count", "bytes"],
               _totals_rows(t, "by_category_phase")),
         Table("Device groups", ["group", "ranks", "comm nodes"],
-              [[g["name"], "-".join(map(str, g["ranks"])) if g["ranks"] else f"{cell(None)} (size {cell(g['size'])})",
+              [[g["name"], rank_list(g["ranks"]) if g["ranks"] else f"{cell(None)} (size {cell(g['size'])})",
                 cell(g["comm_nodes"])] for g in s["groups"]]),
-        Table("Send/Receive", ["op", "phase", "peer stage", "peer rank", "bytes each", "micros"],
-              [[p["op"], p["phase"], cell(p["peer_stage"]), cell(p["peer_rank"]), _bytes(p["bytes_each"]),
-                ",".join(map(str, p["micros"])) or cell(None)] for p in s["send_receive"]]),
+        Table("Send/Receive", SEND_RECEIVE_COLUMNS, [_send_receive_row(p) for p in s["send_receive"]]),
         Table("Gradient aggregation per parameter", ["parameter", "ops", "groups", "count", "bytes"],
               [[g["parameter"], ",".join(g["ops"]), ",".join(x or cell(None) for x in g["groups"]), cell(g["count"]),
                 _bytes(g["bytes"])] for g in s["gradient_aggregation"]]),
-        Table("Operators with strategies", ["operator", "scope", "in_strategy", "out_strategy / layout"],
-              [[st["op"], st["scope"], format_strategy(st["in_strategy"] or st["in_layout"]) or cell(None),
-                format_strategy(st["out_strategy"] or st["out_layout"]) or cell(None)] for st in s["strategies"]]),
-        Table("Top scopes by communication bytes", ["scope", "count", "bytes"],
+        Table("Operators with strategies", ["operator", "scope", "in_strategy / in_layout", "out_strategy / out_layout"],
+              [[st["op"], st["scope"], strategy_text(st["in_strategy"] or st["in_layout"]),
+                strategy_text(st["out_strategy"] or st["out_layout"])] for st in s["strategies"]]),
+        Table(_top_title(s), ["scope", "count", "bytes"],
               [[x["scope"], cell(x["count"]), _bytes(x["bytes"])] for x in s["top_scopes"]]),
     ]
     head = f"{s['path']}  entry @{s['entry']}" + ("  (sorted print order)" if s["sorted_order"] else "")
@@ -128,14 +147,22 @@ def summary_blocks(s: dict[str, Any], limit: int | None = 25) -> list[Block]:
     return blocks + [t.limited(limit) for t in tables] + answer_blocks(s, limit)
 
 
-def dir_blocks(d: dict[str, Any], limit: int | None = 25) -> list[Block]:
-    """The report of a dump folder."""
+def dir_blocks(d: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list[Block]:
+    """The report of a dump folder: the ranks, each stage's totals (sums over its ranks, said so in
+    the title), and every rank's Send/Receive."""
     ranks = Table("Ranks", ["rank", "stage", "file", "comm nodes", "bytes"],
                   [[cell(r["rank"]), cell(r["stage"]), r["file"], cell(r["comm_totals"]["total"]["count"]),
                     _bytes(r["comm_totals"]["total"]["bytes"])] for r in d["ranks"]])
     blocks: list[Block] = [d["path"] + (f"  stage {d['stage']}" if d["stage"] is not None else ""), ranks.limited(limit)]
     for st in d["stages"]:
-        rows = _totals_rows(st["comm_totals"], "by_category") + _totals_rows(st["comm_totals"], "by_op")
-        title = f"Stage {cell(st['stage'])} (ranks {','.join(map(str, st['ranks']))})"
-        blocks.append(Table(title, ["category / op", "count", "bytes"], rows).limited(limit))
-    return blocks + dir_answer_blocks(d, limit)
+        n = len(st["ranks"])
+        name = "No pipeline stage" if st["stage"] is None else f"Stage {st['stage']}"
+        title = f"{name}: sum over {n} rank{'s' if n != 1 else ''} ({', '.join(map(str, st['ranks']))})"
+        blocks.append(Table(f"{title}, communication by category", ["category", "count", "bytes"],
+                            _totals_rows(st["comm_totals"], "by_category")).limited(limit))
+        blocks.append(Table(f"{title}, communication by operator", ["operator", "count", "bytes"],
+                            _totals_rows(st["comm_totals"], "by_op")).limited(limit))
+    send_receive = Table("Send/Receive per rank", ["rank", "stage", *SEND_RECEIVE_COLUMNS],
+                         [[cell(r["rank"]), cell(r["stage"]), *_send_receive_row(p)]
+                          for r in d["ranks"] for p in r["send_receive"]])
+    return blocks + [send_receive.limited(limit)] + dir_answer_blocks(d, limit)
