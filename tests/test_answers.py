@@ -171,6 +171,7 @@ def test_summary_json_and_text() -> None:
     assert "MatMul qkv (line 86) (2,1)(1,4)" in text and "Split split (line 146) input 0 (8,1)" in text
     # the AllGather printed at line 104 is named with its line in the chain column
     assert "Reshape AllGather@104 Split TupleGetItem x4 MakeTuple Concat Reshape StridedSlice" in text
+    assert "4-6301172352641561019: 0-3" in text and "/home/user/models/semi_auto_8p/make.py:59" in text
     assert "None" not in text and "'" not in text
     res = CliRunner().invoke(main, ["summarize", fixture(SEMI), "--by-scope-depth", "3", "--format", "json"])
     assert {r["layer"] for r in json.loads(res.output)["layers"]["rows"]} == {"Default/network-WithLossCell/_backbone-Net",

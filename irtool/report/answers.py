@@ -54,6 +54,11 @@ def chain_ops(nodes: list[str], lines: list[int] | None = None, comm: frozenset[
     return " ".join(out)
 
 
+def _where(source: str | None) -> str:
+    """`path:line` of the user's source line; its code (Python, with its `None` and `[0]`) is in the JSON."""
+    return source.split(" ", 1)[0] if source else DASH
+
+
 def _chain_text(c: dict[str, Any]) -> str:
     keys = {uid.rsplit("/", 1)[-1] for uid in c["comm"]}
     return chain_ops(c["nodes"], c.get("lines"), frozenset(i for i, n in enumerate(c["nodes"]) if n.split(" ")[0] in keys))
@@ -66,8 +71,8 @@ def _ranks(ranks: Any) -> str:
 def redistribution_table(s: dict[str, Any]) -> tuple[Table, int]:
     """Chains that communicate (the others are local slices: counted, listed in JSON)."""
     t = Table("Redistributions (why each layout conversion)",
-              ["#", "phase", "producer", "consumer", "tensor", "from -> to", "chain", "groups (ranks)", "bytes",
-               "wire bytes", "source"])
+              ["#", "phase", "producer", "consumer", "tensor", "from -> to", "chain", "groups: ranks", "bytes",
+               "wire bytes", "consumer source line"])
     local = 0
     for c in s.get("redistributions", []):
         if not c["comm"]:
@@ -77,10 +82,10 @@ def redistribution_table(s: dict[str, Any]) -> tuple[Table, int]:
         full = (q or {}).get("full_shape") or (p or {}).get("full_shape")
         tensor = f"{cell(full) if full is not None else cell((q or {}).get('slice_shape'))} {c['dtype'] or ''}".strip()
         phase = c["phase"] + (f" (of #{c['of_chain']})" if c["of_chain"] is not None else "")
-        groups = ", ".join(f"{g} ({_ranks(r)})" for g, r in zip(c["groups"], c["group_ranks"])) or DASH
+        groups = "; ".join(f"{g}: {_ranks(r)}" for g, r in zip(c["groups"], c["group_ranks"])) or DASH
         t.rows.append([str(c["id"]), phase, _end(p, False), _end(q, True), tensor,
                        f"{_layout(p)} -> {_layout(q)}", _chain_text(c), groups, cell(c["bytes"]),
-                       cell(c["wire_bytes"]), (q or {}).get("source") or DASH])
+                       cell(c["wire_bytes"]), _where((q or {}).get("source"))])
     return t, local
 
 
