@@ -152,7 +152,7 @@ def test_pipeline_2_stage_vs_4_stage() -> None:
         assert e["category"] == "pipeline" and e["stage"] == 0
     pipeline = [e for e in r.comm_bytes if e["category"] == "pipeline"]
     assert pipeline == [{"stage": 0, "category": "pipeline", "old": 8192, "new": 32768, "old_count": 8,
-                         "new_count": 16}]
+                         "new_count": 16, "old_bytes_unknown": 0, "new_bytes_unknown": 0}]
     ops = {e["op"]: e["delta"] for e in r.ops}
     assert ops["Send"] == 4 and ops["Receive"] == 4 and ops["LayerNorm"] == 16
     assert run(F / "pipeline_2stage_8p" / "rank_0", F / "pipeline_4stage_8p" / "rank_0")[0] == 1

@@ -330,13 +330,19 @@ def _diff_params(r: RankDiff, old: Dump, new: Dump) -> None:
 
 
 def _comm_bytes(old: list[CommFact], new: list[CommFact]) -> list[dict[str, Any]]:
-    table: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    # [old bytes, new bytes, old count, new count, old unknown, new unknown]: a node whose bytes are
+    # unknown is counted as unknown, never added as 0
+    table: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
     for side, facts in ((0, old), (1, new)):
         for c in facts:
             row = table[(c.stage, c.category)]
-            row[side] += c.comm.bytes or 0
+            if c.comm.bytes is None:
+                row[side + 4] += 1
+            else:
+                row[side] += c.comm.bytes
             row[side + 2] += 1
-    return [{"stage": s, "category": cat, "old": v[0], "new": v[1], "old_count": v[2], "new_count": v[3]}
+    return [{"stage": s, "category": cat, "old": v[0], "new": v[1], "old_count": v[2], "new_count": v[3],
+             "old_bytes_unknown": v[4], "new_bytes_unknown": v[5]}
             for (s, cat), v in sorted(table.items(), key=lambda kv: (_sort_stage(kv[0][0]), kv[0][1]))]
 
 

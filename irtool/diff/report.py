@@ -33,6 +33,13 @@ def _changes(e: dict[str, Any]) -> str:
     return "; ".join(f"{f}: {_value(f, e['old'][f])} -> {_value(f, e['new'][f])}" for f in e["fields"])
 
 
+def _side_bytes(e: dict[str, Any], side: str) -> str:
+    """`bytes (nodes)` of one side of a comm_bytes row; nodes of unknown size are said, never added as 0."""
+    count, unknown = e[f"{side}_count"], e.get(f"{side}_bytes_unknown", 0)
+    known = cell(None) if count and unknown == count else f"{e[side]:,}"
+    return f"{known} ({count}" + (f", {unknown} of unknown size)" if unknown else ")")
+
+
 def _pct(old: int, new: int) -> str:
     if old == new:
         return "="
@@ -87,8 +94,8 @@ def _tables(r: RankDiff) -> list[Table]:
         Table("Parameters", ["change", "name", "old", "new"], [_param_row(e) for e in r.params]),
         Table("Communication bytes per stage and category (nodes in brackets)",
               ["stage", "category", "old", "new", "change"],
-              [[cell(e["stage"]), e["category"], f"{e['old']:,} ({e['old_count']})",
-                f"{e['new']:,} ({e['new_count']})", _pct(e["old"], e["new"])] for e in r.comm_bytes]),
+              [[cell(e["stage"]), e["category"], _side_bytes(e, "old"), _side_bytes(e, "new"),
+                _pct(e["old"], e["new"])] for e in r.comm_bytes]),
         Table("Gradient / optimizer communication per parameter", ["parameters", "old", "new", "names"],
               [[f"{e['count']} parameter(s)", e["old"], e["new"], ", ".join(e["parameters"])]
                for e in r.parameter_comm]),

@@ -62,6 +62,11 @@ class CommNode:
     reduce_op: str | None = None  # the `op` attribute of a reducing collective (`sum`, `max`, ...)
     parameter: str | None = None  # for gradient aggregation / optimizer parallel
     serves_op: str | None = None  # operator of `serves` when it is a node
+    serves_strategy: Any = None  # `in_strategy` (else `in_layout`) of the `serves` operator
+    segment: int | None = None  # pipeline segment of a Send/Receive (`pr.segment`, folded pipelines)
+    # the scope the node is attributed to: `scope`, except a backward node printed under another
+    # cell than its forward counterpart's (docs/parallel.md §8)
+    cell_scope: str = ""
     node: str = ""  # uid of the node, `graph/%N`
     line: int = 0
     # attributes naming ranks (`dest_rank`, `src_rank`, ...): they differ between ranks by construction
@@ -182,6 +187,9 @@ class ParallelFacts:
     strategies: list[Strategy]
     stage_info: StageInfo
     warnings: list[DumpWarning]
+    # optimizer-parallel gathers on an empty or one-rank group: they move no data, so they are not
+    # in `comm` (docs/parallel.md §2 R2)
+    no_op_gathers: list[CommNode] = field(default_factory=list)
     chains: list[RedistributionChain] = field(default_factory=list)  # redistributions (chains.py)
 
     @property

@@ -34,6 +34,8 @@ class Semantics:
     phase: dict[str, str] = field(default_factory=dict)  # uid -> phase (comm nodes only)
     peer_stage: dict[str, int | None] = field(default_factory=dict)  # uid -> peer stage (p2p)
     strategy: dict[str, str] = field(default_factory=dict)  # uid -> "(2,1)(1,4)"
+    # uid -> the scope a comm node is attributed to when it differs from the printed one (CommNode.cell_scope)
+    scope: dict[str, str] = field(default_factory=dict)
     stage: int | None = None
 
     @classmethod
@@ -44,6 +46,8 @@ class Semantics:
             sem.category[c.node] = c.category if c.category in CATEGORIES else "other"
             sem.phase[c.node] = c.phase
             sem.peer_stage[c.node] = c.peer_stage
+            if c.cell_scope and c.cell_scope != c.scope:
+                sem.scope[c.node] = c.cell_scope
         for s in facts.strategies:
             text = format_strategy(s.in_strategy if s.in_strategy is not None else s.in_layout)
             if text:
@@ -165,10 +169,18 @@ def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None 
 Depth = Union[int, str, None]  # an int, "all", or None for automatic
 
 
-def scope_parts(node: Node) -> list[str]:
+Scopes = dict[str, str]  # uid -> scope to fold by instead of the printed one (Semantics.scope)
+
+
+def node_scope(node: Node, scopes: Scopes | None = None) -> str:
+    """The scope a node folds under: the one irtool attributed it to, else the printed one."""
+    return (scopes or {}).get(node.uid) or node.scope or ""
+
+
+def scope_parts(node: Node, scopes: Scopes | None = None) -> list[str]:
     """The cell path of a node's scope, without the operator's own last component and without the
     per-operator `Grad_Op` wrappers of backward scopes (so a cell's gradient folds as one box)."""
-    return list(_scope_parts(node.scope or ""))
+    return list(_scope_parts(node_scope(node, scopes)))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -177,7 +189,7 @@ def _scope_parts(scope: str) -> tuple[str, ...]:
     return tuple(p for p in parts[:-1] if not p.startswith("Grad_"))
 
 
-def fold_key(node: Node, depth: int | None) -> tuple[str, bool]:
+def fold_key(node: Node, depth: int | None, scopes: Scopes | None = None) -> tuple[str, bool]:
     """(box key, folded?) for a node at `depth` (None = no folding).
 
     A backward scope `Gradients/<forward scope>/Grad_Op/...` folds like its forward scope, so the
@@ -185,7 +197,7 @@ def fold_key(node: Node, depth: int | None) -> tuple[str, bool]:
     """
     if depth is None:
         return node.uid, False
-    parts = _scope_parts(node.scope or "")
+    parts = _scope_parts(node_scope(node, scopes))
     if not parts:
         return f"(no scope)/@{node.graph}", True
     if parts[0] == "Gradients":
@@ -193,8 +205,8 @@ def fold_key(node: Node, depth: int | None) -> tuple[str, bool]:
     return "/".join(parts[:depth]), True
 
 
-def max_depth(nodes: Iterable[Node]) -> int:
-    return max((len(scope_parts(n)) for n in nodes), default=0)
+def max_depth(nodes: Iterable[Node], scopes: Scopes | None = None) -> int:
+    return max((len(scope_parts(n, scopes)) for n in nodes), default=0)
 
 
 def box_name(key: str) -> str:
@@ -205,17 +217,17 @@ def box_name(key: str) -> str:
     return ("∇ " if grad else "") + short
 
 
-def count_boxes(nodes: list[Node], depth: int | None) -> int:
-    return len({fold_key(n, depth)[0] for n in nodes}) if depth is not None else len(nodes)
+def count_boxes(nodes: list[Node], depth: int | None, scopes: Scopes | None = None) -> int:
+    return len({fold_key(n, depth, scopes)[0] for n in nodes}) if depth is not None else len(nodes)
 
 
-def choose_depth(nodes: list[Node], limit: int = READABLE_BOXES) -> int | None:
+def choose_depth(nodes: list[Node], limit: int = READABLE_BOXES, scopes: Scopes | None = None) -> int | None:
     """The deepest fold that keeps at most `limit` boxes (None = unfolded if that fits)."""
     if len(nodes) <= limit:
         return None
     best = 1
-    for d in range(1, max_depth(nodes) + 1):
-        if count_boxes(nodes, d) > limit:
+    for d in range(1, max_depth(nodes, scopes) + 1):
+        if count_boxes(nodes, d, scopes) > limit:
             break
         best = d
     return best
@@ -293,10 +305,10 @@ def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, d
     if depth == "all":
         d: int | None = None
     elif depth is None:
-        d = choose_depth(ordered)
+        d = choose_depth(ordered, scopes=sem.scope)
     else:
         d = int(depth)
-    n_boxes = count_boxes(ordered, d)
+    n_boxes = count_boxes(ordered, d, sem.scope)
     if n_boxes > MAX_BOXES:
         raise SelectionError(f"{n_boxes} boxes is too many to lay out (limit {MAX_BOXES}); "
                           f"fold deeper with a smaller --depth or narrow with --scope/--stage/--comm-only")
@@ -304,7 +316,7 @@ def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, d
     box_of: dict[str, str] = {}
     ids: dict[str, str] = {}
     for n in ordered:
-        key, folded = fold_key(n, d)
+        key, folded = fold_key(n, d, sem.scope)
         bid = ids.get(key)
         if bid is None:
             bid = ids[key] = f"b{len(ids)}"

@@ -77,9 +77,16 @@ def _bytes(n: int | None) -> str:
     return cell(n)
 
 
+def _bytes_known(e: dict[str, Any]) -> str:
+    """Bytes of a row that counts nodes: `—` when none is known, `N (+k unknown)` when some are not."""
+    unknown = e.get("bytes_unknown", 0)
+    if unknown and unknown == e["count"]:
+        return cell(None)
+    return _bytes(e["bytes"]) + (f" (+{unknown} unknown)" if unknown else "")
+
+
 def _totals_rows(totals: dict[str, Any], key: str) -> list[list[str]]:
-    return [[k, cell(v["count"]), _bytes(v["bytes"]) + (f" (+{v['bytes_unknown']} unknown)" if v["bytes_unknown"] else "")]
-            for k, v in totals[key].items()]
+    return [[k, cell(v["count"]), _bytes_known(v)] for k, v in totals[key].items()]
 
 
 def _votes(votes: dict[str, int]) -> str:
@@ -96,14 +103,22 @@ def _stage_line(s: dict[str, Any]) -> str:
     return f"Pipeline stage: {s['stage']} ({sum(ev['votes'].values())} votes" + (f", {how})" if how else ")")
 
 
-def _send_receive_row(p: dict[str, Any]) -> list[str]:
-    return [p["op"], p["phase"], cell(p["peer_stage"]), cell(p["peer_rank"]), _bytes(p["bytes_each"]),
-            cell(p["count"]), ",".join(map(str, p["micros"])) or cell(None)]
+def _send_receive_row(p: dict[str, Any], segments: bool) -> list[str]:
+    seg = [cell(p.get("segment"))] if segments else []
+    return [p["op"], p["phase"], cell(p["peer_stage"]), cell(p["peer_rank"]), *seg,
+            _bytes(p["bytes_each"]), cell(p["count"]), ",".join(map(str, p["micros"])) or cell(None)]
+
+
+def _send_receive_columns(rows: list[dict[str, Any]]) -> tuple[list[str], bool]:
+    """The Send/Receive columns, with `segment` only when some hop has one (pipeline segments, §7)."""
+    segments = any(p.get("segment") is not None for p in rows)
+    cols = list(SEND_RECEIVE_COLUMNS)
+    return (cols[:4] + ["segment"] + cols[4:], True) if segments else (cols, False)
 
 
 def _top_title(s: dict[str, Any]) -> str:
     """`top_scopes` keeps the first few (JSON too): the title says of how many."""
-    n = len({cell_scope(c["scope"]) for c in s["comm"]})
+    n = len({cell_scope(c.get("cell_scope") or c["scope"]) for c in s["comm"]})
     shown = len(s["top_scopes"])
     return "Top scopes by communication bytes" + (f" ({shown} of {n} scopes)" if shown < n else "")
 
@@ -119,6 +134,7 @@ def summary_blocks(s: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list
         mark = "" if declared in (None, s["counts"][key]) else " (differs from the header)"
         counts.rows.append([key, cell(s["counts"][key]) + mark, cell(declared)])
     t = s["comm_totals"]
+    sr_cols, seg = _send_receive_columns(s["send_receive"])
     tables = [
         counts,
         Table("Operators", ["operator", "count"], [[op, cell(n)] for op, n in s["ops"].items()]),
@@ -129,15 +145,18 @@ def summary_blocks(s: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list
         Table("Device groups", ["group", "ranks", "comm nodes"],
               [[g["name"], rank_list(g["ranks"]) if g["ranks"] else f"{cell(None)} (size {cell(g['size'])})",
                 cell(g["comm_nodes"])] for g in s["groups"]]),
-        Table("Send/Receive", SEND_RECEIVE_COLUMNS, [_send_receive_row(p) for p in s["send_receive"]]),
+        Table("Send/Receive", sr_cols, [_send_receive_row(p, seg) for p in s["send_receive"]]),
         Table("Gradient aggregation per parameter", ["parameter", "ops", "groups", "count", "bytes"],
               [[g["parameter"], ",".join(g["ops"]), ",".join(x or cell(None) for x in g["groups"]), cell(g["count"]),
-                _bytes(g["bytes"])] for g in s["gradient_aggregation"]]),
+                _bytes_known(g)] for g in s["gradient_aggregation"]]),
         Table("Operators with strategies", ["operator", "scope", "in_strategy / in_layout", "out_strategy / out_layout"],
               [[st["op"], st["scope"], strategy_text(st["in_strategy"] or st["in_layout"]),
                 strategy_text(st["out_strategy"] or st["out_layout"])] for st in s["strategies"]]),
         Table(_top_title(s), ["scope", "count", "bytes"],
-              [[x["scope"], cell(x["count"]), _bytes(x["bytes"])] for x in s["top_scopes"]]),
+              [[x["scope"], cell(x["count"]), _bytes_known(x)] for x in s["top_scopes"]]),
+        Table("Optimizer gathers that move no data (empty or one-rank group; not counted above)",
+              ["parameter", "op", "line", "scope"],
+              [[cell(g["parameter"]), g["op"], str(g["line"]), g["scope"]] for g in s.get("no_op_gathers", [])]),
     ]
     head = f"{s['path']}  entry @{s['entry']}" + ("  (sorted print order)" if s["sorted_order"] else "")
     blocks: list[Block] = [head, _stage_line(s)]
@@ -152,7 +171,7 @@ def dir_blocks(d: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list[Blo
     the title), and every rank's Send/Receive."""
     ranks = Table("Ranks", ["rank", "stage", "file", "comm nodes", "bytes"],
                   [[cell(r["rank"]), cell(r["stage"]), r["file"], cell(r["comm_totals"]["total"]["count"]),
-                    _bytes(r["comm_totals"]["total"]["bytes"])] for r in d["ranks"]])
+                    _bytes_known(r["comm_totals"]["total"])] for r in d["ranks"]])
     blocks: list[Block] = [d["path"] + (f"  stage {d['stage']}" if d["stage"] is not None else ""), ranks.limited(limit)]
     for st in d["stages"]:
         n = len(st["ranks"])
@@ -162,7 +181,8 @@ def dir_blocks(d: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list[Blo
                             _totals_rows(st["comm_totals"], "by_category")).limited(limit))
         blocks.append(Table(f"{title}, communication by operator", ["operator", "count", "bytes"],
                             _totals_rows(st["comm_totals"], "by_op")).limited(limit))
-    send_receive = Table("Send/Receive per rank", ["rank", "stage", *SEND_RECEIVE_COLUMNS],
-                         [[cell(r["rank"]), cell(r["stage"]), *_send_receive_row(p)]
+    sr_cols, seg = _send_receive_columns([p for r in d["ranks"] for p in r["send_receive"]])
+    send_receive = Table("Send/Receive per rank", ["rank", "stage", *sr_cols],
+                         [[cell(r["rank"]), cell(r["stage"]), *_send_receive_row(p, seg)]
                           for r in d["ranks"] for p in r["send_receive"]])
     return blocks + [send_receive.limited(limit)] + dir_answer_blocks(d, limit)
