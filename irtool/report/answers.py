@@ -112,6 +112,19 @@ def _ops(ops: list[str]) -> str:
     return f"{first} x{len(ops)}" if all(o == first for o in ops) and len(ops) > 1 else ", ".join(ops)
 
 
+def known(total: int, unknown: int, count: int) -> str:
+    """A sum over nodes some of whose sizes are unknown: `—` when none is known, else the known
+    sum and how many are missing."""
+    if count and unknown == count:
+        return DASH
+    return cell(total) + (f" (+{unknown} unknown)" if unknown else "")
+
+
+def _tensor(e: dict[str, Any]) -> str:
+    unknown = e.get("bytes_unknown")
+    return known(e["bytes"], unknown, e["count"]) if unknown is not None else cell(e["bytes"])
+
+
 def layers_table(s: dict[str, Any]) -> Table:
     layers = s.get("layers") or {}
     depth = layers.get("by_scope_depth")
@@ -119,10 +132,11 @@ def layers_table(s: dict[str, Any]) -> Table:
     t = Table(title, ["layer", "count", "bytes", "wire bytes", "forward", "backward", "recompute", "by category"])
     for r in layers.get("rows", []):
         cats = "; ".join(f"{k} {cell(v)}" for k, v in r["by_category"].items() if v) or DASH
-        unknown = f" (+{r['bytes_unknown']} unknown)" if r["bytes_unknown"] else ""
-        t.rows.append([r["layer"], cell(r["count"]), cell(r["bytes"]) + unknown, cell(r["wire_bytes"]),
-                       cell(r["by_phase"].get("forward", 0)), cell(r["by_phase"].get("backward", 0)),
-                       cell(r["by_phase"].get("recompute", 0)), cats])
+        none = r["bytes_unknown"] == r["count"]  # no size known: every figure is unknown, not 0
+        t.rows.append([r["layer"], cell(r["count"]), known(r["bytes"], r["bytes_unknown"], r["count"]),
+                       DASH if none else cell(r["wire_bytes"]),
+                       *(DASH if none else cell(r["by_phase"].get(p, 0)) for p in ("forward", "backward", "recompute")),
+                       cats])
     return t
 
 
@@ -137,12 +151,11 @@ def traffic_table(s: dict[str, Any]) -> Table:
             formula = formulas.get("AllReduce", DASH)
         elif "AllGather" in op:
             formula = formulas.get("AllGather", DASH)
-        unknown = f" (+{e['wire_unknown']} unknown)" if e["wire_unknown"] else ""
-        t.rows.append([op, cell(e["count"]), cell(e["bytes"]), cell(e["wire_bytes"]) + unknown, formula])
+        t.rows.append([op, cell(e["count"]), _tensor(e), known(e["wire_bytes"], e["wire_unknown"], e["count"]),
+                       formula])
     if tr.get("total"):
         e = tr["total"]
-        unknown = f" (+{e['wire_unknown']} unknown)" if e["wire_unknown"] else ""
-        t.rows.append(["total", cell(e["count"]), cell(e["bytes"]), cell(e["wire_bytes"]) + unknown, ""])
+        t.rows.append(["total", cell(e["count"]), _tensor(e), known(e["wire_bytes"], e["wire_unknown"], e["count"]), ""])
     return t
 
 

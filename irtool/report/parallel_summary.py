@@ -84,13 +84,14 @@ def top_scopes(comm: Iterable[CommNode], top: int = 10) -> list[dict[str, Any]]:
 def traffic(comm: Iterable[CommNode], groups: dict[str, Group]) -> dict[str, Any]:
     """Tensor bytes (§5) and estimated per-rank wire bytes (§14) per operator, category and overall."""
     out: dict[str, Any] = {"formulas": dict(FORMULAS), "by_op": {}, "by_category": {}}
-    zero = {"count": 0, "bytes": 0, "wire_bytes": 0, "wire_unknown": 0}
+    zero = {"count": 0, "bytes": 0, "bytes_unknown": 0, "wire_bytes": 0, "wire_unknown": 0}
     for c in comm:
         wire = node_wire_bytes(c, groups)
         for e in (out["by_op"].setdefault(c.op, dict(zero)), out["by_category"].setdefault(c.category, dict(zero)),
                   out.setdefault("total", dict(zero))):
             e["count"] += 1
             e["bytes"] += c.bytes or 0
+            e["bytes_unknown"] += c.bytes is None
             if wire is None:
                 e["wire_unknown"] += 1
             else:
