@@ -47,8 +47,10 @@ def main() -> None:
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Folder: analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 25).")
+@click.option("--by-scope-depth", "depth", type=click.IntRange(min=1), default=None,
+              help="Communication per layer by the first N scope components (default: repeated cells).")
 def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None, pass_name: str | None,
-              jobs: int | None, scheduler: str | None, show_all: bool) -> None:
+              jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
     import os
 
@@ -70,7 +72,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             if stage is not None and facts.stage != stage:
                 click.echo(f"irtool: {path} is pipeline stage {facts.stage}, not {stage}", err=True)
                 return 1
-            result = summary_mod.summarize(dump, facts, check(dump) if deep else ())
+            result = summary_mod.summarize(dump, facts, check(dump) if deep else (), depth=depth)
             blocks = summary_mod.summary_blocks(result, limit)
         if fmt == "json":
             click.echo(summary_mod.to_json(result))

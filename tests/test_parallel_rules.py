@@ -180,7 +180,10 @@ def test_unknown_bytes_print_as_unknown_in_text() -> None:
     rows = [ln.split() for ln in res.output.splitlines()
             if ln.split()[:1] in (["pipeline"], ["Send"], ["pipeline/forward"], ["Default"])]
     assert rows == [["Send", "4"], ["pipeline", "4", "—"], ["Send", "4", "—"], ["pipeline/forward", "4", "—"],
-                    ["Send", "forward", "—", "4", "—", "4", "0,1,2,3"], ["Default", "4", "—"]]
+                    ["Send", "forward", "—", "4", "—", "4", "0,1,2,3"], ["Default", "4", "—"],
+                    # communication per layer (count, bytes, wire, forward, backward, recompute, by category) and
+                    # traffic (count, tensor bytes, wire bytes, formula): unknown, never 0
+                    ["Default", "4", "—", "—", "—", "—", "—", "—"], ["Send", "4", "—", "—", "S"]]
     # diff of the file against itself: the per-category bytes row says the 4 sizes are unknown
     res = CliRunner().invoke(main, ["diff", fixture(rel), fixture(rel), "--format", "json"])
     data = json.loads(res.output)

@@ -46,7 +46,8 @@ class CommFact:
         return {"op": c.op, "category": c.category, "stage": self.stage, "scope": self.scope,
                 "phase": c.phase, "group": c.group, "group_ranks": plain(c.group_ranks),
                 "group_size": self.group_size, "shape": plain(c.shape), "dtype": c.dtype,
-                "bytes": c.bytes, "line": c.line, "peer_rank": c.peer_rank, "peer_stage": c.peer_stage}
+                "bytes": c.bytes, "line": c.line, "peer_rank": c.peer_rank, "peer_stage": c.peer_stage,
+                "parameter": c.parameter}
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,12 @@ def _tables(r: RankDiff) -> list[Table]:
               ["stage", "category", "old", "new", "change"],
               [[cell(e["stage"]), e["category"], _side_bytes(e, "old"), _side_bytes(e, "new"),
                 _pct(e["old"], e["new"])] for e in r.comm_bytes]),
+        Table("Gradient / optimizer communication per parameter", ["parameters", "old", "new", "names"],
+              [[f"{e['count']} parameter(s)", e["old"], e["new"], ", ".join(e["parameters"])]
+               for e in r.parameter_comm]),
+        Table("Scopes matched through renamed wrapper cells", ["old scopes", "note"],
+              [[cell(r.renamed_scopes), "matched by their common suffix under the network (docs/diff.md)"]]
+              if r.renamed_scopes else []),
         Table("Rank-specific (expected between two ranks of one stage; not a failure)",
               ["stage", "op", "scope", "difference"],
               [[cell(e["stage"]), e["op"], e["node_scope"], _changes(e)] for e in r.rank_specific]),

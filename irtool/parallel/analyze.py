@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ..ir import Dump, DumpWarning, Node, pass_name
+from .chains import redistribution_chains
 from .groups import group_name, group_table
 from .links import NodeIndex, ordered_with, param_through, walk_to_strategy
 from .records import CommNode, FileKind, Group, ParallelFacts, Strategy
@@ -36,7 +37,8 @@ def analyze(dump: Dump) -> ParallelFacts:
                 for n in found if n.unreadable_attrs is not None]
     stage = stage_info(kind, comm, {n.uid: n.primal_attrs for n in nodes})
     return ParallelFacts(kind=kind, comm=comm, groups=groups, strategies=strats, stage_info=stage,
-                         warnings=warnings, no_op_gathers=no_ops)
+                         warnings=warnings, no_op_gathers=no_ops,
+                         chains=redistribution_chains(dump, comm, groups, strats, kind))
 
 
 def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: FileKind,

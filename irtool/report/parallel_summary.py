@@ -4,6 +4,10 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..parallel import CommNode, ParallelFacts
+from ..parallel.layers import layer_comm
+from ..parallel.optimizer import optimizer_shards
+from ..parallel.records import Group
+from ..parallel.traffic import FORMULAS, node_wire_bytes
 
 
 def _count(e: dict[str, Any], nbytes: int | None) -> None:
@@ -77,7 +81,47 @@ def top_scopes(comm: Iterable[CommNode], top: int = 10) -> list[dict[str, Any]]:
     return sorted(scopes.values(), key=lambda e: (-e["bytes"], -e["count"], e["scope"]))[:top]
 
 
-def parallel_summary(facts: ParallelFacts, top: int = 10) -> dict[str, Any]:
+def traffic(comm: Iterable[CommNode], groups: dict[str, Group]) -> dict[str, Any]:
+    """Tensor bytes (§5) and estimated per-rank wire bytes (§14) per operator, category and overall."""
+    out: dict[str, Any] = {"formulas": dict(FORMULAS), "by_op": {}, "by_category": {}}
+    zero = {"count": 0, "bytes": 0, "bytes_unknown": 0, "wire_bytes": 0, "wire_unknown": 0}
+    for c in comm:
+        wire = node_wire_bytes(c, groups)
+        for e in (out["by_op"].setdefault(c.op, dict(zero)), out["by_category"].setdefault(c.category, dict(zero)),
+                  out.setdefault("total", dict(zero))):
+            e["count"] += 1
+            e["bytes"] += c.bytes or 0
+            e["bytes_unknown"] += c.bytes is None
+            if wire is None:
+                e["wire_unknown"] += 1
+            else:
+                e["wire_bytes"] += wire
+    out.setdefault("total", dict(zero))
+    for key in ("by_op", "by_category"):
+        out[key] = dict(sorted(out[key].items()))
+    return out
+
+
+def send_receive_matrix(ranks: Iterable[tuple[int | None, ParallelFacts]]) -> list[dict[str, Any]]:
+    """Pipeline traffic between stages over a folder: one row per (from stage, to stage) with the
+    Send nodes of every rank of the sending stage (each transfer counted once, at its sender)."""
+    cells: dict[tuple[int, int], dict[str, Any]] = {}
+    for _, facts in ranks:
+        own = facts.stage
+        for c in facts.comm:
+            if c.op != "Send" or own is None or c.peer_stage is None:
+                continue
+            e = cells.setdefault((own, c.peer_stage), {"from_stage": own, "to_stage": c.peer_stage, "count": 0,
+                                                       "bytes": 0, "bytes_unknown": 0})
+            e["count"] += 1
+            if c.bytes is None:
+                e["bytes_unknown"] += 1
+            else:
+                e["bytes"] += c.bytes
+    return [cells[k] for k in sorted(cells)]
+
+
+def parallel_summary(facts: ParallelFacts, top: int = 10, depth: int | None = None) -> dict[str, Any]:
     """The parallel fields added to the `irtool.summary/1` dict of one dump."""
     info = facts.stage_info
     return {
@@ -92,6 +136,11 @@ def parallel_summary(facts: ParallelFacts, top: int = 10) -> dict[str, Any]:
         "strategies": [s.as_dict() for s in facts.strategies],
         "top_scopes": top_scopes(facts.comm, top),
         "no_op_gathers": [c.as_dict() for c in facts.no_op_gathers],
+        "redistributions": [c.as_dict() for c in facts.chains],
+        "optimizer_sharding": [o.as_dict() for o in optimizer_shards(facts.comm, facts.groups)],
+        "layers": {"by_scope_depth": depth,
+                   "rows": [r.as_dict() for r in layer_comm(facts.comm, facts.groups, depth)]},
+        "traffic": traffic(facts.comm, facts.groups),
     }
 
 

@@ -11,15 +11,18 @@ from typing import Any, Iterable
 from ..dumpdir import RankFacts
 from ..ir import Dump, DumpWarning
 from ..parallel import ParallelFacts
-from .parallel_summary import cell_scope, comm_totals, parallel_summary
+from .answers import answer_blocks, dir_answer_blocks
+from .parallel_summary import cell_scope, comm_totals, parallel_summary, send_receive_matrix, traffic
 from .tables import DEFAULT_LIMIT, Block, Table, cell, rank_list, strategy_text
 
 SCHEMA = "irtool.summary/1"
 
 
-def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWarning] = ()) -> dict[str, Any]:
+def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWarning] = (),
+              depth: int | None = None) -> dict[str, Any]:
     """The summary of one dump as a JSON-ready dict (schema `irtool.summary/1`); `extra_warnings`
-    are those of a deep check (`irtool.ir.check`)."""
+    are those of a deep check (`irtool.ir.check`); `depth` groups communication per layer by that
+    many scope components instead of by repeated cell."""
     hist = dump.op_histogram()
     warnings = [*dump.warnings, *extra_warnings, *facts.warnings]
     return {
@@ -34,7 +37,7 @@ def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWar
         "subgraphs": [{"name": g.name, "nodes": len(g.nodes), "params": len(g.params)}
                       for g in dump.subgraphs],
         "warnings": [w.as_dict() for w in warnings],
-        **parallel_summary(facts),
+        **parallel_summary(facts, depth=depth),
     }
 
 
@@ -49,15 +52,19 @@ def summarize_dir(path: str, ranks: list[RankFacts], stage: int | None = None) -
                      "send_receive": parallel_summary(r.facts)["send_receive"],
                      "groups": sorted(r.facts.groups)})
         key = "none" if r.stage is None else str(r.stage)
-        e = stages.setdefault(key, {"stage": r.stage, "ranks": [], "comm": []})
+        e = stages.setdefault(key, {"stage": r.stage, "ranks": [], "comm": [], "group_table": {}})
         e["ranks"].append(r.rank)
         e["comm"].extend(r.facts.comm)
+        e["group_table"].update(r.facts.groups)
     for e in stages.values():
-        comm = e.pop("comm")
+        comm, table = e.pop("comm"), e.pop("group_table")
         e["comm_totals"] = comm_totals(comm)
+        e["traffic"] = traffic(comm, table)
         e["groups"] = sorted({c.group for c in comm if c.group})
+    chosen = [(r.rank, r.facts) for r in ranks if stage is None or r.stage == stage]
     return {"schema": SCHEMA, "path": path, "stage": stage, "ranks": rows,
-            "stages": [stages[k] for k in sorted(stages, key=lambda k: (k == "none", k.zfill(6)))]}
+            "stages": [stages[k] for k in sorted(stages, key=lambda k: (k == "none", k.zfill(6)))],
+            "send_receive_matrix": send_receive_matrix(chosen)}
 
 
 def to_json(summary: dict[str, Any]) -> str:
@@ -156,7 +163,7 @@ def summary_blocks(s: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list
     if s["warnings"]:
         blocks.append(f"{len(s['warnings'])} warning(s)")
         blocks += [f"  line {w['line']}: {w['message']}" for w in s["warnings"]]
-    return blocks + [t.limited(limit) for t in tables]
+    return blocks + [t.limited(limit) for t in tables] + answer_blocks(s, limit)
 
 
 def dir_blocks(d: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list[Block]:
@@ -178,4 +185,4 @@ def dir_blocks(d: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list[Blo
     send_receive = Table("Send/Receive per rank", ["rank", "stage", *sr_cols],
                          [[cell(r["rank"]), cell(r["stage"]), *_send_receive_row(p, seg)]
                           for r in d["ranks"] for p in r["send_receive"]])
-    return blocks + [send_receive.limited(limit)]
+    return blocks + [send_receive.limited(limit)] + dir_answer_blocks(d, limit)
