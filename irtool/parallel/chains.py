@@ -17,6 +17,7 @@ from ..ir import Dump, Node
 from .links import NodeIndex
 from .records import ChainEnd, CommNode, FileKind, Group, Phase, RedistributionChain, Strategy
 from .rules import COMM_OPS
+from .strategies import attr_value
 from .traffic import node_wire_bytes
 
 _REDIST = re.compile(r"^grad_?redistribution_op|^redistribution_op")
@@ -207,7 +208,7 @@ def _chain(cid: int, nodes: list[Node], graph: _Graph, comm_by_uid: dict[str, Co
     keys = {n.key for n in nodes}
     comms = [comm_by_uid[n.uid] for n in nodes if n.uid in comm_by_uid]
     phase: Phase = comms[0].phase if comms else ("backward" if _is_backward(nodes[0]) else "forward")
-    if not comms and nodes[0].cnode_attrs.get("duplicated") is True:
+    if not comms and "duplicated" in nodes[0].text and nodes[0].cnode_attrs.get("duplicated") is True:
         phase = "recompute"
     known = [c.bytes for c in comms if c.bytes is not None]
     wires = [node_wire_bytes(c, groups) for c in comms]
@@ -238,16 +239,15 @@ def _chain(cid: int, nodes: list[Node], graph: _Graph, comm_by_uid: dict[str, Co
 def _end(node: Node, strat: dict[str, Strategy], index: int | None, as_consumer: bool,
          piece: Any) -> ChainEnd:
     s = strat.get(node.uid)
-    pr = node.primal_attrs
     if as_consumer:
         strategy = _item(s.in_strategy, index) if s else None
         layout = _item(s.in_layout, index) if s else None
-        full = _item(pr.get("origin_input_shapes"), index)
+        full = _item(attr_value(node, "origin_input_shapes"), index)
     else:
         strategy = (s.out_strategy or s.in_strategy) if s else None
         layout = (_item(s.out_layout, index or 0) if isinstance(s.out_layout, (tuple, list)) else s.out_layout) \
             if s else None
-        full = pr.get("origin_output_shape")
+        full = attr_value(node, "origin_output_shape")
         if index is not None and isinstance(full, (tuple, list)) and full and isinstance(full[0], (tuple, list)):
             full = _item(full, index)
     return ChainEnd(node=node.uid, op=node.op, name=node.instance_name or node.name, line=node.line,

@@ -36,7 +36,6 @@ CATEGORY_COLORS = {
 }
 DIFF_COLORS = {"added": "#a5d6a7", "removed": "#ef9a9a", "changed": "#ffe082"}
 _GRAPH_TOKEN = re.compile(r"@@?([^\s,()\[\]]+)")
-_TAIL_GROUP = re.compile(r"(?:^|\s)(primitive_attrs|cnode_attrs|cnode_primal_attrs): \{")
 MAX_VALUE = 2000  # characters of one attribute shown in the side panel (the dump line has them all)
 
 
@@ -60,13 +59,6 @@ def _graph_refs(node: Node, names: set[str]) -> list[str]:
         found += [r.name.lstrip("@") for r in ((inp.ref,) if inp.ref else inp.nested) if r.kind == "graph"]
     found += _GRAPH_TOKEN.findall(node.text[: node.args_start])
     return [g for g in dict.fromkeys(found) if g in names]
-
-
-def _attribute_groups(tail: str) -> list[tuple[str, str]]:
-    """The printed attribute groups of a node, as text (`primitive_attrs`, `{...}`)."""
-    marks = list(_TAIL_GROUP.finditer(tail))
-    return [(m.group(1), tail[m.end() - 1 : marks[i + 1].start() if i + 1 < len(marks) else len(tail)].strip())
-            for i, m in enumerate(marks)]
 
 
 def comm_attrs(c: CommNode) -> list[dict[str, str]]:
@@ -114,7 +106,9 @@ def _node_attrs(node: Node, ctx: _Context) -> list[dict[str, str]]:
     for inp in node.inputs:
         if inp.ref is None and not inp.nested:  # constants are not edges: show them
             attrs.append(_kv(f"input {inp.index}", inp.text))
-    attrs += [_kv(group, text) for group, text in _attribute_groups(node.tail)]
+    tail = node.tail.strip()
+    if tail:  # as printed: parsing every operator's attributes would cost seconds on a large dump
+        attrs.append(_kv("attributes", tail))
     attrs += [_kv(f"source {i + 1}", line.lstrip("# ")) for i, line in enumerate(node.sources[:3])]
     return attrs
 
