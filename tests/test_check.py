@@ -272,15 +272,15 @@ def test_group_local_peer_index() -> None:
     # index in the two-rank group. Without `dst_global_rank` (as other versions print) the index still gives rank 4.
     from dataclasses import replace
 
-    from irtool.consistency.p2p import _global_peer
+    from irtool.consistency.p2p import global_peer
 
     (rank0,) = load_dir(str(FIXTURES / "gpt_small_dp2mp2pp2_lazyinline" / "rank_0"))
     send = next(c for c in rank_facts(rank0).facts.comm if c.op == "Send")
     assert (send.group_ranks, send.rank_attrs, send.peer_rank) == ((0, 4), {"dest_rank": 1, "dst_global_rank": 4}, 4)
     local = replace(send, peer_rank=1, rank_attrs={"dest_rank": 1})
-    assert _global_peer(local, 0).peer_rank == 4
-    assert _global_peer(replace(local, peer_rank=0, rank_attrs={"src_rank": 0}), 4).peer_rank == 0  # index 0 = rank 0
-    assert _global_peer(send, 0) is send  # a global peer is left as it is
+    assert global_peer(local, 0).peer_rank == 4
+    assert global_peer(replace(local, peer_rank=0, rank_attrs={"src_rank": 0}), 4).peer_rank == 0  # index 0 = rank 0
+    assert global_peer(send, 0) is send  # a global peer is left as it is
 
 
 def test_order_differs() -> None:

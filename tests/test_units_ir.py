@@ -366,8 +366,6 @@ def test_parse_type_sig_kernel_line() -> None:
     assert outs == [TypeInfo("Tensor", "Tensor")]
 
 
-@pytest.mark.xfail(strict=True, reason="_type_info takes `const` of `[const vector]` for the dtype and the "
-                                       "rendered text drops the space (see the units9 report)")
 def test_parse_type_sig_backend_line() -> None:
     ins, outs = parse_type_sig(parse_node(BACKEND_MATMUL).type_lines[1])
     assert [(t.text, t.dtype) for t in ins[:2]] == [("<Float32xDefaultFormat[const vector]{16, 32}>", "Float32"),
