@@ -87,11 +87,11 @@ class LineToken(Token):
 class BlockToken(LineToken):
     """A NODE_BLOCK / RETURN_BLOCK token: its text is the statement (several lines joined by line
     breaks when its brackets span them); `lines`, `kinds` and `numbers` are the lines printed under
-    it, their line terminals and line numbers; `head` is the match of the statement's head (None
-    for Return or a head the regex does not read); `checked` says the lexer found its brackets and
-    characters sound; `joins` holds (offset in the text, line number) of each continuation line."""
+    it, their line terminals and line numbers; `joins`, set only on a statement printed over
+    several lines, holds (offset in the text, line number) of each line that continues it, and
+    `cut` the error of one whose brackets never closed (reported by the Builder with `lenient`)."""
 
-    __slots__ = ("lines", "kinds", "numbers", "head", "checked", "joins")
+    __slots__ = ("lines", "kinds", "numbers", "joins", "cut")
 
 
 # Line kinds that cannot continue a statement whose brackets are still open: where one is met the
@@ -135,8 +135,11 @@ class LineLexer(Lexer):
                     yield block
                     block = None
                 if kind in _BLOCK_OF:
-                    block = _statement(kind, text, number, data)
-                    if not block.checked:
+                    block = BlockToken(_BLOCK_OF[kind], text, line=number, column=1)
+                    block.lines, block.kinds, block.numbers, block.src = [], [], [], data
+                    # A complete statement ends with `)` or `}` (grammar: `node_stmt`); only a line
+                    # that does not, or holds an odd number of quotes, is scanned for open brackets.
+                    if text[-1] not in ")}" or text.count('"') & 1:
                         opened = _Brackets.after_head(text, kind, number)
                         if opened is not None:  # brackets or a string go on to the next lines
                             block, pending = _continued(block, opened, data)
@@ -156,24 +159,12 @@ class LineLexer(Lexer):
             yield block
 
 
-def _statement(kind: str, text: str, number: int, data: _Lines) -> BlockToken:
-    """The block token of a statement line, with its head read and its brackets counted."""
-    block = BlockToken(_BLOCK_OF[kind], text, line=number, column=1)
-    block.lines, block.kinds, block.numbers, block.src, block.joins = [], [], [], data, ()
-    if kind == "RETURN_LINE":
-        block.head, start = None, _RETURN_ARGS
-    else:
-        block.head = head = _head_regex().match(text, 2)
-        start = head.end() + 1 if head is not None and text.startswith("(", head.end()) else -1
-    block.checked = start > 0 and _sound(text, start)
-    return block
-
-
-def _continued(block: BlockToken, opened: _Brackets, data: _Lines) -> tuple[BlockToken | None, tuple[int, str] | None]:
+def _continued(block: BlockToken, opened: _Brackets, data: _Lines) -> tuple[BlockToken, tuple[int, str] | None]:
     """Join the lines that follow an unbalanced statement until its brackets balance (numpy wraps
-    tensor constants, strings may hold line breaks). Returns the joined statement, and the line
-    that showed the statement was cut, to be read again. A cut statement is a located error (a
-    warning and no node with `lenient`)."""
+    tensor constants, strings may hold line breaks), by line breaks, so that offsets in the text
+    still name a line and column. Returns the joined statement, and the line that showed it was
+    cut (to be read again). A cut statement is a located error at its own line; with `lenient` it
+    is handed on with the error, which the Builder reports when it skips it."""
     parts, joins = [str(block)], []
     size = len(parts[0])
     match = _line_regex().fullmatch
@@ -193,15 +184,15 @@ def _continued(block: BlockToken, opened: _Brackets, data: _Lines) -> tuple[Bloc
         joins.append((size - len(text), number))
         parts.append(text)
         if opened.feed(text, number):
-            joined = BlockToken(block.type, "\n".join(parts), line=block.line, column=1)
-            joined.lines, joined.kinds, joined.numbers, joined.src = [], [], [], data
-            joined.head, joined.checked, joined.joins = block.head, False, tuple(joins)
-            return joined, None
-    err = DumpError(data.path, block.line, opened.first_col(block.line), *opened.unclosed(found))
-    if not data.lenient:
-        raise err
-    data.warn(block.line, f"skipped: {err}")
-    return None, cut
+            found = ""
+            break
+    joined = BlockToken(block.type, "\n".join(parts), line=block.line, column=1)
+    joined.lines, joined.kinds, joined.numbers, joined.src, joined.joins = [], [], [], data, tuple(joins)
+    if found:
+        joined.cut = DumpError(data.path, block.line, opened.first_col(block.line), *opened.unclosed(found))
+        if not data.lenient:
+            raise joined.cut
+    return joined, cut
 
 
 def _too_long(path: str, line: int, size: int) -> DumpError:
@@ -315,14 +306,14 @@ class Builder(Transformer):
         if tok.type == "RETURN_BLOCK":
             nid, name, callee, op, start = None, "Return", "Return", "Return", len("Return(")
         else:
-            m = tok.head  # read by the lexer, on the line with its indentation
+            m = _head_regex().match(text)
             if not m:
                 return self._bad(tok, 3, "a node statement '%N(name) = Op(...)'", show(text), None)
             if len(m.group(1)) > MAX_DIGITS + 1:
                 return self._bad(tok, 4, f"a node number of at most {MAX_DIGITS} digits",
                                  f"{len(m.group(1)) - 1} digits", None)
             nid, name, callee = int(m.group(1)[1:]), m.group(2), m.group(3)
-            start = m.end() - 2
+            start = m.end()
             # A callee that is a value rather than a primitive: a graph (`call @g`), another node
             # (`%3`), a free variable (`$(@g:CNode_5)`), or a parameter printed with the function
             # it holds (`Parameter_9[@FuncUnion(@a, @b)]`); all count as "(call)".
@@ -334,7 +325,7 @@ class Builder(Transformer):
                                  show(text[start:]) if start < len(text) else "end of line", None)
             start += 1
             op = CALL if computed else _strip_prefix(callee)
-        problem = None if tok.checked else _structure_problem(text, start, lambda col: _where(tok, col))
+        problem = _structure_problem(text, start, (lambda col: _where(tok, col)) if hasattr(tok, "joins") else _column)
         if problem:
             col, expected, found = problem
             return self._bad(tok, col + 2, expected, found, None)  # col is 1-based in `text`
@@ -363,7 +354,8 @@ class Builder(Transformer):
         return header, graphs, pending, order
 
     def _bad(self, tok: LineToken, col: int, expected: str, found: str, fallback: Any) -> Any:
-        err = DumpError(tok.src.path, *_place(tok, col), expected, found)
+        # a statement whose brackets never closed: the lexer's error says where it was cut
+        err = getattr(tok, "cut", None) or DumpError(tok.src.path, *_place(tok, col), expected, found)
         if not tok.src.lenient:
             raise err
         tok.src.warn(tok.line, f"skipped: {err}")
@@ -459,7 +451,7 @@ _BRACKET_OR_QUOTE = re.compile(r"[\"'()\[\]{}]")
 
 def _sound(text: str, start: int) -> bool:
     """Brackets balance after the `(` opening the arguments at `text[start-1]`, and no stray
-    character: counting and searching in C, for every statement as it is read."""
+    character: counting and searching in C, for every statement."""
     body = text[start:]
     if '"' in body or "'" in body:
         body = _string_regex().sub('""', body)
@@ -520,7 +512,7 @@ class _Brackets:
         """(expected, found) of the error for a statement cut while this is open."""
         if self.quote is not None:
             c, line, col = self.quote
-            return f"{c} closing the string at line {line} column {col}", found
+            return f"'{c}' closing the string at line {line} column {col}", found
         c, line, col = self.stack[-1]
         return f"'{_CLOSE[c]}' closing the '{c}' at line {line} column {col}", found
 
@@ -532,8 +524,11 @@ class _Brackets:
         return 1
 
 
-def _structure_problem(text: str, start: int, where: Callable[[int], str] = lambda col: f"column {col}",
-                       ) -> tuple[int, str, str] | None:
+def _column(col: int) -> str:
+    return f"column {col}"
+
+
+def _structure_problem(text: str, start: int, where: Callable[[int], str] = _column) -> tuple[int, str, str] | None:
     """Check brackets and characters of a statement from `start` (after the head, whose debug
     name may hold any character). Counting and searching are done in C; only a statement that
     fails them is walked character by character, to say where. `where` names a column of the
