@@ -17,6 +17,10 @@ class DumpError(IrtoolError):
         self.expected, self.found = expected, found
         super().__init__(f"{self.path}:{line}:{col}: expected {expected}, found {found}")
 
+    def __reduce__(self) -> tuple:
+        # a worker process's error is pickled back to the parent: rebuild it from its fields
+        return (type(self), (self.path, self.line, self.col, self.expected, self.found))
+
 
 class InputError(IrtoolError):
     """Input irtool cannot use that is not a located syntax problem: a missing dump, a folder with
