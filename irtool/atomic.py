@@ -42,6 +42,8 @@ def atomic_open(path: PathLike, mode: str = "w", protect: tuple[PathLike, ...] =
         if _same_file(path, src):
             raise OutputError(f"refusing to overwrite the input file {os.fspath(src)}")
     folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise OutputError(f"{os.fspath(path)}: the folder {folder} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give what open() would have

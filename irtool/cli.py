@@ -61,17 +61,16 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
 
     def body() -> int:
         if os.path.isdir(path):
-            result = _summarize_dir(path, stage, pass_name, jobs, lenient, scheduler)
+            result = _summarize_dir(path, stage, pass_name, jobs, lenient, deep, scheduler)
             blocks = summary_mod.dir_blocks(result, limit)
         else:
+            from .dumpdir import require_stage
             from .ir import check
             from .parallel import analyze
 
             dump = load_with_progress(path, lenient)
             facts = analyze(dump)
-            if stage is not None and facts.stage != stage:
-                click.echo(f"irtool: {path} is pipeline stage {facts.stage}, not {stage}", err=True)
-                return 1
+            require_stage(path, stage, [0 if facts.stage is None else facts.stage])  # no pipeline: stage 0
             result = summary_mod.summarize(dump, facts, check(dump) if deep else (), depth=depth)
             blocks = summary_mod.summary_blocks(result, limit)
         if fmt == "json":
@@ -240,15 +239,18 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
 
 
 def _summarize_dir(path: str, stage: int | None, pass_name: str | None, jobs: int | None, lenient: bool,
-                   scheduler: str | None) -> dict:
-    """`summarize DIR`: each rank's file analysed in a process pool (or on a Dask cluster), grouped by stage."""
+                   deep: bool, scheduler: str | None) -> dict:
+    """`summarize DIR`: each rank's file analysed (and with `deep` checked) in a process pool or on a
+    Dask cluster, grouped by stage."""
     from functools import partial
 
-    from .dumpdir import load_dir, map_ranks, rank_facts
+    from .dumpdir import load_dir, map_ranks, rank_facts, require_stage
     from .report.summary import summarize_dir
 
     with Steps("ranks") as progress:
-        ranks = map_ranks(partial(rank_facts, lenient=lenient), load_dir(path, pass_name), jobs, progress, scheduler)
+        ranks = map_ranks(partial(rank_facts, lenient=lenient, deep=deep), load_dir(path, pass_name), jobs, progress,
+                          scheduler)
+    require_stage(path, stage, [r.stage for r in ranks])
     return summarize_dir(path, ranks, stage)
 
 

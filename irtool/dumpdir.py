@@ -11,11 +11,11 @@ import os
 import re
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
-from typing import Callable, TypeVar
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, TypeVar
 
-from .errors import InputError
-from .ir import Dump, load, pass_name
+from .errors import InputError, SelectionError
+from .ir import Dump, DumpWarning, check, load, pass_name
 from .parallel import ParallelFacts, analyze
 
 _RANK_DIR = re.compile(r"^rank_(\d+)$")
@@ -93,16 +93,33 @@ class RankFacts:
     counts: dict[str, int]
     ops: Counter
     facts: ParallelFacts
+    warnings: list[DumpWarning] = field(default_factory=list)  # reading, `check` (deep) and analysis
 
     @property
     def stage(self) -> int | None:
         return self.facts.stage
 
 
-def rank_facts(rank: RankFile, lenient: bool = False) -> RankFacts:
-    """Load and analyze one rank (runs in a worker process)."""
+def rank_facts(rank: RankFile, lenient: bool = False, deep: bool = False) -> RankFacts:
+    """Load and analyze one rank (runs in a worker process); `deep` also runs `check` on it. Its
+    warnings are those of a single-file summary: reading, `check`, analysis."""
     dump = rank.load(lenient)
-    return RankFacts(rank.rank, rank.path, dump.counts, dump.op_histogram(), analyze(dump))
+    facts = analyze(dump)
+    warnings = [*dump.warnings, *(check(dump) if deep else ()), *facts.warnings]
+    return RankFacts(rank.rank, rank.path, dump.counts, dump.op_histogram(), facts, warnings)
+
+
+def stages_text(stages: Iterable[int | None]) -> str:
+    """The pipeline stages that exist among these, for a message: `stages 0, 1` or `no pipeline`."""
+    known = sorted({s for s in stages if s is not None})
+    return "no pipeline" if not known else ("stage " if len(known) == 1 else "stages ") + ", ".join(map(str, known))
+
+
+def require_stage(where: str, stage: int | None, stages: Iterable[int | None]) -> None:
+    """SelectionError naming the stages that exist when `stage` is given and none of `stages` is it."""
+    stages = list(stages)
+    if stage is not None and stage not in stages:
+        raise SelectionError(f"{where}: no rank is on stage {stage} ({stages_text(stages)}); try another --stage")
 
 
 def map_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | None = None,

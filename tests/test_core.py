@@ -171,7 +171,11 @@ def test_gzip_dump_reads_like_the_plain_one(tmp_path):
 @pytest.mark.parametrize("rel", ["mlp_cpu/rank_0/19_validate_0072.ir", "control_flow_cpu/rank_0/19_validate_0075.ir.xz",
                                  "control_flow_cpu/rank_0/11_pipeline_split_0012.ir.xz",
                                  "semi_auto_8p/rank_0/step_parallel_end_0019.ir.xz",
-                                 "layout_8p/rank_0/19_validate_0078.ir.xz", "cnn_cpu/rank_0/graph_build_0_0090.ir.xz"])
+                                 "layout_8p/rank_0/19_validate_0078.ir.xz", "cnn_cpu/rank_0/graph_build_0_0090.ir.xz",
+                                 # statements over several lines (numpy-wrapped constants, a string with a line break)
+                                 "const_wrap_cpu/rank_0/11_pipeline_split_0012.ir.xz",
+                                 "const_wrap_cpu/rank_0/19_validate_0072.ir.xz",
+                                 "micro_interleaved_8p/rank_0/opt_pass_2_opt_a_0021.ir.xz"])
 def test_full_statement_rule_agrees_with_the_fast_path(rel):
     # The grammar's `node_stmt` rule parses every statement whole; its argument count must be
     # what the fast path (`Node.inputs`, a regex over the grammar's terminals) found.

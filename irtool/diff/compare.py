@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
-from ..dumpdir import rank_files, rank_of
+from ..dumpdir import rank_files, rank_of, require_stage
 from ..errors import InputError
 from ..ir import Dump, load
 from ..parallel import ParallelFacts, analyze
@@ -375,11 +375,15 @@ def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate", stage: in
         pairs = [(r, old_files[r], r, new_files[r])
                  for r in sorted(set(old_files) & set(new_files), key=lambda r: -1 if r is None else r)]
     result = DiffResult()
+    seen: list[int] = []
     for old_rank, old_path, new_rank, new_path in pairs:
         a, b = loader(old_path), loader(new_path)
         fa, fb = analyze(a), analyze(b)
+        seen += (fa.stage or 0, fb.stage or 0)
         if stage is None or stage in (fa.stage or 0, fb.stage or 0):
             result.ranks.append(diff_rank((a, fa), (b, fb), old_rank, new_rank))
+    # a stage no rank is on compares nothing: an error, not a clean diff that would pass CI
+    require_stage(f"{old_dir} and {new_dir}", stage, seen)
     if len(pairs) > 1:
         result.only_old = sorted(r for r in old_files if r not in new_files and r is not None)
         result.only_new = sorted(r for r in new_files if r not in old_files and r is not None)

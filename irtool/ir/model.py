@@ -63,7 +63,7 @@ class Node:
         self.name = name
         self.callee = callee  # "PrimFunc_MatMul", "@g" for `call @g`, "%3" for a computed callee
         self.op = op  # primitive name without PrimFunc_, "Return", or "(call)"
-        self.text = text  # the statement line without its indentation
+        self.text = text  # the statement without its indentation (lines joined by "\n" when it spans several)
         self.args_start = args_start  # offset in `text` just after the callee's "("
         self.line = line
         self.type_lines = type_lines

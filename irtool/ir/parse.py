@@ -11,6 +11,7 @@ collects (its path, lenient mode, warnings) lives in its `_Lines`, which every t
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 import sys
@@ -84,10 +85,22 @@ class LineToken(Token):
 
 
 class BlockToken(LineToken):
-    """A NODE_BLOCK / RETURN_BLOCK token: its text is the statement line; `lines`, `kinds` and
-    `numbers` are the lines printed under it, their line terminals and line numbers."""
+    """A NODE_BLOCK / RETURN_BLOCK token: its text is the statement (several lines joined by line
+    breaks when its brackets span them); `lines`, `kinds` and `numbers` are the lines printed under
+    it, their line terminals and line numbers; `joins`, set only on a statement printed over
+    several lines, holds (offset in the text, line number) of each line that continues it, and
+    `cut` the error of one whose brackets never closed (reported by the Builder with `lenient`)."""
 
-    __slots__ = ("lines", "kinds", "numbers")
+    __slots__ = ("lines", "kinds", "numbers", "joins", "cut")
+
+
+# Line kinds that cannot continue a statement whose brackets are still open: where one is met the
+# statement was cut (a truncated or hostile file), and it is reported at its own line.
+_STOP_KINDS = frozenset({"NODE_LINE", "RETURN_LINE", "TYPE_LINE", "SCOPE_LINE", "SOURCE_LINE", "CLOSE_LINE",
+                         "GRAPH_OPEN_LINE", "GRAPH_ATTR_HEAD_LINE", "GRAPH_INSTANCE_LINE", "ORDER_HEAD_LINE"})
+# Inside a string only lines with MindSpore's own prefixes stop it (a string may hold a `}` line).
+_STOP_IN_STRING = frozenset({"NODE_LINE", "RETURN_LINE", "SCOPE_LINE", "SOURCE_LINE", "GRAPH_OPEN_LINE"})
+_RETURN_ARGS = len("  Return(")
 
 
 class LineLexer(Lexer):
@@ -100,37 +113,90 @@ class LineLexer(Lexer):
     def lex(self, data: _Lines, *_: Any) -> Iterator[Token]:  # type: ignore[override]
         match = _line_regex().fullmatch
         block: BlockToken | None = None
-        for number, text in data.lines:
-            data.last_line = number
-            data.size += len(text) + 1
-            if not text or text.isspace():
-                continue
-            if len(text) > MAX_LINE:
-                raise DumpError(data.path, number, 1, f"a line shorter than {MAX_LINE} characters",
-                                f"{len(text)} characters")
-            m = match(text)
-            kind = m.lastgroup if m else "UNKNOWN_LINE"
-            if block is not None:
-                if kind in _INFO_KINDS:
-                    block.lines.append(text)
-                    block.kinds.append(kind)
-                    block.numbers.append(number)
+        pending: tuple[int, str] | None = None  # a line that ended a cut statement, read again
+        while True:
+            lines = data.lines if pending is None else itertools.chain((pending,), data.lines)
+            pending = None
+            for number, text in lines:
+                data.last_line = number
+                data.size += len(text) + 1
+                if not text or text.isspace():
                     continue
-                yield block
-                block = None
-            if kind in _BLOCK_OF:
-                block = BlockToken(_BLOCK_OF[kind], text, line=number, column=1)
-                block.lines, block.kinds, block.numbers, block.src = [], [], [], data
-                continue
-            if kind == "GRAPH_OPEN_LINE":
-                data.open_graph = (text, number)
-            elif kind == "CLOSE_LINE":
-                data.open_graph = None
-            tok = LineToken(kind, text, line=number, column=1)
-            tok.src = data
-            yield tok
+                if len(text) > MAX_LINE:
+                    raise _too_long(data.path, number, len(text))
+                m = match(text)
+                kind = m.lastgroup if m else "UNKNOWN_LINE"
+                if block is not None:
+                    if kind in _INFO_KINDS:
+                        block.lines.append(text)
+                        block.kinds.append(kind)
+                        block.numbers.append(number)
+                        continue
+                    yield block
+                    block = None
+                if kind in _BLOCK_OF:
+                    block = BlockToken(_BLOCK_OF[kind], text, line=number, column=1)
+                    block.lines, block.kinds, block.numbers, block.src = [], [], [], data
+                    # A complete statement ends with `)` or `}` (grammar: `node_stmt`); only a line
+                    # that does not, or holds an odd number of quotes, is scanned for open brackets.
+                    if text[-1] not in ")}" or text.count('"') & 1:
+                        opened = _Brackets.after_head(text, kind, number)
+                        if opened is not None:  # brackets or a string go on to the next lines
+                            block, pending = _continued(block, opened, data)
+                            if pending is not None:
+                                break
+                    continue
+                if kind == "GRAPH_OPEN_LINE":
+                    data.open_graph = (text, number)
+                elif kind == "CLOSE_LINE":
+                    data.open_graph = None
+                tok = LineToken(kind, text, line=number, column=1)
+                tok.src = data
+                yield tok
+            else:
+                break
         if block is not None:
             yield block
+
+
+def _continued(block: BlockToken, opened: _Brackets, data: _Lines) -> tuple[BlockToken, tuple[int, str] | None]:
+    """Join the lines that follow an unbalanced statement until its brackets balance (numpy wraps
+    tensor constants, strings may hold line breaks), by line breaks, so that offsets in the text
+    still name a line and column. Returns the joined statement, and the line that showed it was
+    cut (to be read again). A cut statement is a located error at its own line; with `lenient` it
+    is handed on with the error, which the Builder reports when it skips it."""
+    parts, joins = [str(block)], []
+    size = len(parts[0])
+    match = _line_regex().fullmatch
+    cut: tuple[int, str] | None = None
+    found = "end of file"
+    for number, text in data.lines:
+        m = match(text)
+        kind = m.lastgroup if m else "UNKNOWN_LINE"
+        if kind in (_STOP_KINDS if opened.quote is None else _STOP_IN_STRING):
+            cut, found = (number, text), f"{LINE_NAMES[kind]} {show(text)} at line {number}"
+            break
+        data.last_line = number
+        data.size += len(text) + 1
+        size += len(text) + 1
+        if size > MAX_LINE:
+            raise _too_long(data.path, block.line, size)
+        joins.append((size - len(text), number))
+        parts.append(text)
+        if opened.feed(text, number):
+            found = ""
+            break
+    joined = BlockToken(block.type, "\n".join(parts), line=block.line, column=1)
+    joined.lines, joined.kinds, joined.numbers, joined.src, joined.joins = [], [], [], data, tuple(joins)
+    if found:
+        joined.cut = DumpError(data.path, block.line, opened.first_col(block.line), *opened.unclosed(found))
+        if not data.lenient:
+            raise joined.cut
+    return joined, cut
+
+
+def _too_long(path: str, line: int, size: int) -> DumpError:
+    return DumpError(path, line, 1, f"a line shorter than {MAX_LINE} characters", f"{size} characters")
 
 
 class Builder(Transformer):
@@ -259,10 +325,10 @@ class Builder(Transformer):
                                  show(text[start:]) if start < len(text) else "end of line", None)
             start += 1
             op = CALL if computed else _strip_prefix(callee)
-        problem = _structure_problem(text, start)
+        problem = _structure_problem(text, start, (lambda col: _where(tok, col)) if hasattr(tok, "joins") else _column)
         if problem:
             col, expected, found = problem
-            return self._bad(tok, col + 3, expected, found, None)
+            return self._bad(tok, col + 2, expected, found, None)  # col is 1-based in `text`
         return Node("", nid, name, callee, op, text, start, tok.line, tuple(types), scope,
                     tuple(sources), tuple(notes))
 
@@ -288,11 +354,26 @@ class Builder(Transformer):
         return header, graphs, pending, order
 
     def _bad(self, tok: LineToken, col: int, expected: str, found: str, fallback: Any) -> Any:
-        err = DumpError(tok.src.path, tok.line, col, expected, found)
+        # a statement whose brackets never closed: the lexer's error says where it was cut
+        err = getattr(tok, "cut", None) or DumpError(tok.src.path, *_place(tok, col), expected, found)
         if not tok.src.lenient:
             raise err
         tok.src.warn(tok.line, f"skipped: {err}")
         return fallback
+
+
+def _place(tok: LineToken, col: int) -> tuple[int, int]:
+    """(line, column) in the file of column `col` of a token's text, which for a statement
+    printed over several lines spans them."""
+    for offset, number in reversed(getattr(tok, "joins", ())):
+        if col > offset:
+            return number, col - offset
+    return tok.line, col
+
+
+def _where(tok: LineToken, col: int) -> str:
+    line, col = _place(tok, col)
+    return f"column {col}" if line == tok.line else f"line {line} column {col}"
 
 
 def _unknown(src: _Lines, line: int, text: str) -> None:
@@ -353,8 +434,9 @@ def _param_regex() -> re.Pattern[str]:
 # Characters no token of the line grammar allows outside a string: control characters and
 # ASCII punctuation the format never uses. Any of them in a statement is garbage, not an unknown
 # value form. (A bracket- and character-level check is all that can be done eagerly at C speed;
-# the rest of a statement is parsed on demand, where unknown forms become warnings.)
-_STRAY = re.compile(r"[\x00-\x08\x0a-\x1f\x7f!#&;?\\^`|~]")
+# the rest of a statement is parsed on demand, where unknown forms become warnings.) A line break
+# is allowed: it joins the lines of a statement printed over several.
+_STRAY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f!#&;?\\^`|~]")
 
 
 @functools.cache
@@ -364,17 +446,94 @@ def _string_regex() -> re.Pattern[str]:
 
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 _CLOSE = {"(": ")", "[": "]", "{": "}"}
+_BRACKET_OR_QUOTE = re.compile(r"[\"'()\[\]{}]")
 
 
-def _structure_problem(text: str, start: int) -> tuple[int, str, str] | None:
-    """Check brackets and characters of a statement from `start` (after the head, whose debug
-    name may hold any character). Counting and searching are done in C; only a line that fails
-    them is walked character by character, to say where."""
+def _sound(text: str, start: int) -> bool:
+    """Brackets balance after the `(` opening the arguments at `text[start-1]`, and no stray
+    character: counting and searching in C, for every statement."""
     body = text[start:]
     if '"' in body or "'" in body:
         body = _string_regex().sub('""', body)
-    if (body.count("(") + 1 == body.count(")") and body.count("[") == body.count("]")
-            and body.count("{") == body.count("}") and _STRAY.search(body) is None):
+    return (body.count("(") + 1 == body.count(")") and body.count("[") == body.count("]")
+            and body.count("{") == body.count("}") and _STRAY.search(body) is None)
+
+
+class _Brackets:
+    """The brackets, and a string, a statement leaves open at the end of a line, carried over the
+    lines that continue it; each line is scanned once. Strings are skipped with the grammar's
+    STRING terminal."""
+
+    __slots__ = ("stack", "quote")
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[str, int, int]] = []  # (bracket, line, column)
+        self.quote: tuple[str, int, int] | None = None
+
+    @classmethod
+    def after_head(cls, text: str, kind: str, number: int) -> _Brackets | None:
+        """What a statement line leaves open after its head, or None when nothing is (a line with
+        a mismatched bracket or a broken head is left to the Builder to report)."""
+        begin = _RETURN_ARGS - 1 if kind == "RETURN_LINE" else text.find(")", 2) + 1
+        opened = cls()
+        if begin <= 0 or opened.feed(text, number, begin):
+            return None
+        return opened
+
+    def feed(self, text: str, number: int, pos: int = 0) -> bool:
+        """Scan line `number` from `pos`; True when everything is closed (or a bracket closes the
+        wrong one: the statement ends there and the Builder reports it)."""
+        if self.quote is not None:
+            m = _string_regex().match(self.quote[0] + text)
+            if m is None:
+                return False
+            pos, self.quote = m.end() - 1, None
+        stack = self.stack
+        search = _BRACKET_OR_QUOTE.search
+        while (m := search(text, pos)) is not None:
+            c, i = m.group(), m.start()
+            if c in "\"'":
+                s = _string_regex().match(text, i)
+                if s is None:
+                    self.quote = (c, number, i + 1)
+                    return False
+                pos = s.end()
+                continue
+            if c in "([{":
+                stack.append((c, number, i + 1))
+            elif stack and stack[-1][0] == _PAIRS[c]:
+                stack.pop()
+            else:
+                return True
+            pos = i + 1
+        return not stack
+
+    def unclosed(self, found: str) -> tuple[str, str]:
+        """(expected, found) of the error for a statement cut while this is open."""
+        if self.quote is not None:
+            c, line, col = self.quote
+            return f"'{c}' closing the string at line {line} column {col}", found
+        c, line, col = self.stack[-1]
+        return f"'{_CLOSE[c]}' closing the '{c}' at line {line} column {col}", found
+
+    def first_col(self, line: int) -> int:
+        """Column of the innermost bracket still open on the statement's own line."""
+        for _c, at, col in reversed(self.stack):
+            if at == line:
+                return col
+        return 1
+
+
+def _column(col: int) -> str:
+    return f"column {col}"
+
+
+def _structure_problem(text: str, start: int, where: Callable[[int], str] = _column) -> tuple[int, str, str] | None:
+    """Check brackets and characters of a statement from `start` (after the head, whose debug
+    name may hold any character). Counting and searching are done in C; only a statement that
+    fails them is walked character by character, to say where. `where` names a column of the
+    statement's text (3 + offset) for the message."""
+    if _sound(text, start):
         return None
     stack: list[tuple[str, int]] = [("(", start - 1)]
     string_re = _string_regex()
@@ -398,7 +557,7 @@ def _structure_problem(text: str, start: int) -> tuple[int, str, str] | None:
         i += 1
     if stack:
         c, pos = stack[-1]
-        return n + 1, f"'{_CLOSE[c]}' closing the '{c}' at column {pos + 3}", "end of line"
+        return n + 1, f"'{_CLOSE[c]}' closing the '{c}' at {where(pos + 3)}", "end of line"
     return None
 
 

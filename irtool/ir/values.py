@@ -152,7 +152,9 @@ class Apply:
         return f"{self.name}{self.bracket}{', '.join(inner)}{close}"
 
 
-_WORDS = {"None": None, "true": True, "false": False}
+# numpy spells booleans `True`/`False` and infinity `inf` inside tensor values; `nan` stays a Name
+# so that equal dumps compare equal.
+_WORDS = {"None": None, "true": True, "false": False, "True": True, "False": False, "inf": float("inf")}
 
 
 class Name(str):

@@ -7,6 +7,7 @@ picture against the model.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 from collections import Counter
@@ -15,7 +16,7 @@ from typing import Callable, Iterable, Union
 
 import networkx as nx
 
-from ..dumpdir import rank_files
+from ..dumpdir import rank_files, require_stage
 from ..errors import SelectionError
 from ..ir import Dump, Node, TypeInfo, build_graph, data_graph
 from ..ir.values import parse_type_sig
@@ -82,12 +83,8 @@ def load_input(path: str, stage: int | None, loader: Loader) -> tuple[Dump, Para
         if facts.stage == stage:
             return dump, facts, f"rank {rank} ({file}), stage {stage}"
         seen.append(facts.stage)
-    raise SelectionError(f"{path}: no rank is on stage {stage} ({_stages_text(seen)}); try another --stage")
-
-
-def _stages_text(stages: list[int | None]) -> str:
-    known = sorted({s for s in stages if s is not None})
-    return "no pipeline" if not known else "stages " + ", ".join(map(str, known))
+    require_stage(path, stage, seen)
+    raise AssertionError("unreachable: require_stage raises")
 
 
 # --- selection ---------------------------------------------------------------------------------
@@ -111,15 +108,28 @@ def operator_graph(g: nx.MultiDiGraph) -> nx.MultiDiGraph:
     return nx.subgraph_view(dg, filter_node=lambda n: g.nodes[n]["kind"] == "node")
 
 
+def _closest_scopes(prefix: str, nodes: Iterable[Node]) -> str:
+    """`; closest: a, b, c` from the scope prefixes of the dump (`Gradients/` also stripped), or ``."""
+    prefixes: set[str] = set()
+    for scope in {n.scope for n in nodes if n.scope}:
+        for s in (scope, scope[len("Gradients/"):] if scope.startswith("Gradients/") else None):
+            parts = (s or "").split("/")
+            prefixes.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    prefixes.discard("")
+    close = difflib.get_close_matches(prefix, sorted(prefixes), n=3, cutoff=0.5)
+    return f"; closest: {', '.join(close)}" if close else ""
+
+
 def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None = None,
            subgraph: str | None = None, scope: str | None = None, comm_only: bool = False,
            hops: int = 1, direction: str | None = None) -> Selection:
     """Choose operator nodes of `dump` (graph `g`, semantics `sem`).
 
     - `stage`: one file is one rank, so its nodes (with its own Send/Receive) are its stage; a dump
-      on another stage gives an empty selection and a note.
+      on another stage is a SelectionError naming its stage (a dump without pipeline is stage 0).
     - `subgraph`: nodes of that subgraph (name with or without `@`).
-    - `scope`: nodes whose scope starts with the prefix (also matched after `Gradients/`).
+    - `scope`: nodes whose scope starts with the prefix (also matched after `Gradients/`); a prefix
+      no node of the dump has is a SelectionError naming the closest ones.
     - `comm_only`: communication nodes plus `hops` hops of context on the undirected data graph.
     - `direction`: "forward" or "backward" (scope `Gradients/` or the node's phase).
     """
@@ -130,11 +140,10 @@ def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None 
         if sem.stage is None and stage == 0:
             notes.append("this dump has no pipeline: all of it is stage 0")
         elif sem.stage is None:
-            notes.append(f"this dump has no pipeline (only stage 0), not stage {stage}: nothing to show")
-            return Selection(set(), notes)
+            raise SelectionError(f"{dump.path}: no pipeline (all of it is stage 0), not stage {stage}; try --stage 0")
         elif sem.stage != stage:
-            notes.append(f"this dump is stage {sem.stage}, not stage {stage}: nothing to show")
-            return Selection(set(), notes)
+            raise SelectionError(f"{dump.path}: this rank is on stage {sem.stage}, not stage {stage}; "
+                                 f"try --stage {sem.stage}, or a folder of ranks")
     if subgraph is not None:
         name = subgraph.lstrip("@")
         if name not in {s.name for s in dump.subgraphs}:
@@ -147,6 +156,9 @@ def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None 
             s = s[len("Gradients/"):] if s.startswith("Gradients/") and not prefix.startswith("Gradients") else s
             return s == prefix or s.startswith(prefix + "/")
 
+        if not any(under(n.scope or "") for n in nodes.values()):
+            close = _closest_scopes(prefix, nodes.values())
+            raise SelectionError(f"{dump.path}: no node is under the scope {scope}{close}")
         chosen = {u for u in chosen if under(nodes[u].scope or "")}
     if direction in ("forward", "backward"):
         want = direction == "backward"

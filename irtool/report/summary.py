@@ -50,7 +50,7 @@ def summarize_dir(path: str, ranks: list[RankFacts], stage: int | None = None) -
         rows.append({"rank": r.rank, "file": r.path, "stage": r.stage, "counts": r.counts,
                      "comm_totals": comm_totals(r.facts.comm),
                      "send_receive": parallel_summary(r.facts)["send_receive"],
-                     "groups": sorted(r.facts.groups)})
+                     "groups": sorted(r.facts.groups), "warnings": [w.as_dict() for w in r.warnings]})
         key = "none" if r.stage is None else str(r.stage)
         e = stages.setdefault(key, {"stage": r.stage, "ranks": [], "comm": [], "group_table": {}})
         e["ranks"].append(r.rank)
