@@ -119,7 +119,11 @@ def require_stage(where: str, stage: int | None, stages: Iterable[int | None]) -
     """SelectionError naming the stages that exist when `stage` is given and none of `stages` is it."""
     stages = list(stages)
     if stage is not None and stage not in stages:
-        raise SelectionError(f"{where}: no rank is on stage {stage} ({stages_text(stages)}); try another --stage")
+        raise stage_error(where, stage, stages)
+
+
+def stage_error(where: str, stage: int, stages: list[int | None]) -> SelectionError:
+    return SelectionError(f"{where}: no rank is on stage {stage} ({stages_text(stages)}); try another --stage")
 
 
 def map_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | None = None,

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Union
 
 import networkx as nx
 
-from ..dumpdir import rank_files, require_stage
+from ..dumpdir import rank_files, stage_error
 from ..errors import SelectionError
 from ..ir import Dump, Node, TypeInfo, build_graph, data_graph
 from ..ir.values import parse_type_sig
@@ -83,8 +83,7 @@ def load_input(path: str, stage: int | None, loader: Loader) -> tuple[Dump, Para
         if facts.stage == stage:
             return dump, facts, f"rank {rank} ({file}), stage {stage}"
         seen.append(facts.stage)
-    require_stage(path, stage, seen)
-    raise AssertionError("unreachable: require_stage raises")
+    raise stage_error(path, stage, seen)
 
 
 # --- selection ---------------------------------------------------------------------------------
