@@ -226,8 +226,6 @@ def test_parse_node_refuses_what_load_refuses() -> None:
         parse_node(BACKEND_MATMUL.split("\n")[1])
 
 
-@pytest.mark.xfail(strict=True, reason="Builder.node adds 3 to the 1-based column of a bracket problem: "
-                                       "one past the real column (see the units9 report)")
 def test_parse_node_error_column_of_a_cut_statement() -> None:
     # RESHAPE[:73] is 73 characters long and ends inside `(`: the end of the line is column 74
     with pytest.raises(DumpError, match=r"^<line>:1:74: "):
