@@ -5,21 +5,22 @@ BIN := $(VENV)/bin
 FIXTURE := fixtures/mindir/semi_auto_8p/rank_0/19_validate_0078.ir.xz
 SHARED := ../shared/fixtures/mindir
 
-.PHONY: run test install deps dot lint fidelity bench fuzz clean
+.PHONY: run test install system lint fidelity bench fuzz clean
 
 $(BIN)/irtool: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,view,dask]'
 	touch $@
 
-install: $(BIN)/irtool dot
+install: $(BIN)/irtool system
 
-# Graphviz's `dot` renders SVG/PNG; install it from Debian when it is missing.
-dot:
-	@command -v dot >/dev/null 2>&1 || { \
+# Debian packages: Graphviz's `dot` renders SVG/PNG; Chromium runs the viewer's browser tests
+# (Playwright drives the system browser: browser downloads are not used). Installed when missing.
+system:
+	@{ command -v dot && command -v chromium; } >/dev/null 2>&1 || { \
 	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz >/dev/null; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz chromium >/dev/null; }
 
 ## Install, then summarize a bundled real dump.
 run: install

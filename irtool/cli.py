@@ -44,20 +44,24 @@ def main() -> None:
 @click.option("--pass", "pass_name", default=None,
               help="Folder: the pass whose file to read per rank, by substring (default: last *_validate_*).")
 @click.option("--jobs", type=int, default=None, help="Folder: worker processes (default: one per rank, up to CPUs).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Folder: analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 25).")
+@click.option("--by-scope-depth", "depth", type=click.IntRange(min=1), default=None,
+              help="Communication per layer by the first N scope components (default: repeated cells).")
 def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None, pass_name: str | None,
-              jobs: int | None, show_all: bool) -> None:
+              jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
     import os
 
     from .report import summary as summary_mod
-    from .report.tables import to_markdown, to_text
+    from .report.tables import DEFAULT_LIMIT, to_markdown, to_text
 
-    limit = None if show_all else 25
+    limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
         if os.path.isdir(path):
-            result = _summarize_dir(path, stage, pass_name, jobs, lenient, deep)
+            result = _summarize_dir(path, stage, pass_name, jobs, lenient, deep, scheduler)
             blocks = summary_mod.dir_blocks(result, limit)
         else:
             from .dumpdir import require_stage
@@ -67,7 +71,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             dump = load_with_progress(path, lenient)
             facts = analyze(dump)
             require_stage(path, stage, [0 if facts.stage is None else facts.stage])  # no pipeline: stage 0
-            result = summary_mod.summarize(dump, facts, check(dump) if deep else ())
+            result = summary_mod.summarize(dump, facts, check(dump) if deep else (), depth=depth)
             blocks = summary_mod.summary_blocks(result, limit)
         if fmt == "json":
             click.echo(summary_mod.to_json(result))
@@ -90,8 +94,9 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
 @click.option("--pass", "pass_name", default="validate", show_default=True,
               help="Which dump of a folder to compare (`*_<pass>_*.ir`).")
 @click.option("--stage", type=int, default=None, help="Only ranks on this pipeline stage (either side).")
+@click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 200).")
 def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increase: str | None,
-             pass_name: str, stage: int | None) -> None:
+             pass_name: str, stage: int | None, show_all: bool) -> None:
     """Diff two dumps (files, rank folders or folders of rank_N): communication, strategies,
     operators, parameters. Exit 0 nothing relevant changed, 1 differences matching --fail-on, 2 error."""
     from . import diff as diff_mod
@@ -102,9 +107,37 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         if max_increase:
             diff_mod.parse_threshold(max_increase)
         result = diff_mod.diff_dirs(old, new, pass_name=pass_name, stage=stage, loader=load_with_progress)
-        render = {"json": diff_report.to_json, "markdown": diff_report.to_markdown}.get(fmt, diff_report.to_text)
-        click.echo(render(result, fail_on, max_increase), nl=fmt == "json")
+        if fmt == "json":
+            click.echo(diff_report.to_json(result, fail_on, max_increase))
+        else:
+            render = diff_report.to_markdown if fmt == "markdown" else diff_report.to_text
+            limit = None if show_all else diff_report.DIFF_LIMIT
+            click.echo(render(result, fail_on, max_increase, limit), nl=False)
         return 1 if result.failures(fail_on, max_increase) else 0
+
+    _run(body)
+
+
+@main.command("check")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, dir_okay=True))
+@click.option("--pass", "pass_name", default=None,
+              help="The pass whose file to read per rank, by substring (default: last *_validate_*).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
+              show_default=True, help="Output format; json is documented (docs/check.md) and versioned.")
+@click.option("--jobs", type=int, default=None, help="Worker processes (default: one per rank, up to CPUs).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
+def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, scheduler: str | None) -> None:
+    """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group
+    membership, ranks of one stage alike). Exit 0 consistent, 1 findings, 2 unreadable input."""
+    from .consistency import check_dir
+    from .consistency.report import render
+
+    def body() -> int:
+        with Steps("ranks") as progress:
+            result = check_dir(path, pass_name, jobs, scheduler, progress)
+        click.echo(render(result, fmt), nl=False)
+        return 0 if result.consistent else 1
 
     _run(body)
 
@@ -144,17 +177,79 @@ def render(input_path: str, out: str, fmt: str | None, stage: int | None, subgra
     _run(body)
 
 
+@main.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=True))
+@click.argument("new", required=False, type=click.Path(exists=True, dir_okay=True))
+@click.option("--stage", type=int, default=None, help="Folder: only the rank of this pipeline stage.")
+@click.option("--pass", "pass_name", default=None, help="Folder: the pass to read per rank (default: last validate).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address the server listens on.")
+@click.option("--port", type=int, default=8080, show_default=True, help="Port of the server.")
+@click.option("--no-browser", is_flag=True, help="Do not open a browser (print the URL only).")
+def view(path: str, new: str | None, stage: int | None, pass_name: str | None, host: str, port: int,
+         no_browser: bool) -> None:
+    """Explore a dump (file or rank_* folder) in Google's Model Explorer; with NEW, two
+    compilations side by side with the diff marked. Stops with Ctrl+C."""
+    from .view.models import compare_models, models_for
+    from .view.serve import serve
+
+    def body() -> int:
+        if new is not None:
+            models = compare_models(path, new, pass_name, load_with_progress)
+        else:
+            models = [models_for(path, stage, pass_name, load_with_progress)]
+        serve(models, host, port, not no_browser, lambda url: click.echo(f"irtool: Model Explorer at {url}", err=True))
+        return 0
+
+    _run(body)
+
+
+@main.command("export")
+@click.argument("path", type=click.Path(exists=True, dir_okay=True))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Output graph JSON file.")
+@click.option("--format", "fmt", type=click.Choice(["model-explorer"]), default="model-explorer", show_default=True,
+              help="Model Explorer's graph JSON, loadable in any Model Explorer.")
+@click.option("--stage", type=int, default=None, help="Folder: only the rank of this pipeline stage.")
+@click.option("--pass", "pass_name", default=None, help="Folder: the pass to read per rank (default: last validate).")
+@click.option("--node-data/--no-node-data", default=True, show_default=True,
+              help="Also write the node data overlays next to OUTPUT (OUTPUT stem + `.comm_category.json`, ...).")
+def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str | None, node_data: bool) -> None:
+    """Write a dump (file or rank_* folder) as Model Explorer graph JSON, for people who cannot run a server."""
+    import os
+
+    from .atomic import atomic_write
+    from .view.models import models_for
+
+    def body() -> int:
+        model = models_for(path, stage, pass_name, load_with_progress)
+        inputs = tuple(f for f in (path,) if os.path.isfile(f))
+        atomic_write(out, model.graphs_json(), protect=inputs)
+        written = [out]
+        if node_data:
+            import json
+
+            stem = out[: -len(".json")] if out.endswith(".json") else out
+            for name, data in model.node_data.items():
+                target = f"{stem}.{name.replace(' ', '_')}.json"
+                atomic_write(target, json.dumps(data, indent=1), protect=inputs)
+                written.append(target)
+        click.echo(f"irtool: wrote {', '.join(written)} ({len(model.graphs)} graphs)", err=True)
+        return 0
+
+    _run(body)
+
+
 def _summarize_dir(path: str, stage: int | None, pass_name: str | None, jobs: int | None, lenient: bool,
-                   deep: bool) -> dict:
-    """`summarize DIR`: each rank's file analysed (and with `deep` checked) in a process pool,
-    grouped by stage."""
+                   deep: bool, scheduler: str | None) -> dict:
+    """`summarize DIR`: each rank's file analysed (and with `deep` checked) in a process pool or on a
+    Dask cluster, grouped by stage."""
     from functools import partial
 
     from .dumpdir import load_dir, map_ranks, rank_facts, require_stage
     from .report.summary import summarize_dir
 
     with Steps("ranks") as progress:
-        ranks = map_ranks(partial(rank_facts, lenient=lenient, deep=deep), load_dir(path, pass_name), jobs, progress)
+        ranks = map_ranks(partial(rank_facts, lenient=lenient, deep=deep), load_dir(path, pass_name), jobs, progress,
+                          scheduler)
     require_stage(path, stage, [r.stage for r in ranks])
     return summarize_dir(path, ranks, stage)
 

@@ -68,13 +68,15 @@ def rank_files(path: str, pass_name_: str | None = None) -> dict[int | None, str
 
 @dataclass(frozen=True)
 class RankFile:
-    """One rank's dump file; `load()` reads it (each call reads it again)."""
+    """One rank's dump file; `load()` reads it (each call reads it again). `root` is the folder a
+    relative `path` is relative to when it is read elsewhere (a Dask worker), `""` for here."""
 
     rank: int | None
     path: str
+    root: str = ""
 
     def load(self, lenient: bool = False) -> Dump:
-        return load(self.path, lenient=lenient)
+        return load(os.path.join(self.root, self.path), lenient=lenient)
 
 
 def load_dir(path: str, pass_name: str | None = None) -> list[RankFile]:
@@ -117,13 +119,22 @@ def require_stage(where: str, stage: int | None, stages: Iterable[int | None]) -
     """SelectionError naming the stages that exist when `stage` is given and none of `stages` is it."""
     stages = list(stages)
     if stage is not None and stage not in stages:
-        raise SelectionError(f"{where}: no rank is on stage {stage} ({stages_text(stages)}); try another --stage")
+        raise stage_error(where, stage, stages)
+
+
+def stage_error(where: str, stage: int, stages: list[int | None]) -> SelectionError:
+    return SelectionError(f"{where}: no rank is on stage {stage} ({stages_text(stages)}); try another --stage")
 
 
 def map_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | None = None,
-              progress: Progress | None = None) -> list[T]:
-    """`fn` of every rank, in worker processes (one per CPU at most), in the order of `ranks`.
-    `fn` must be a module-level function; a worker's error is raised here as it was raised there."""
+              progress: Progress | None = None, scheduler: str | None = None) -> list[T]:
+    """`fn` of every rank, in the order of `ranks`: in worker processes on this machine (one per CPU
+    at most), or on the Dask distributed cluster whose scheduler is at `scheduler` (`tcp://host:8786`;
+    its workers read the files, so the paths must be visible to them; only `fn`'s results travel).
+    `fn` must be a module-level function (or a partial of one); a worker's error is raised here as
+    it was raised there."""
+    if scheduler:
+        return _map_dask(fn, ranks, scheduler, progress)
     jobs = jobs or min(len(ranks), os.cpu_count() or 1)
     results: dict[int, T] = {}
     if jobs <= 1:
@@ -139,3 +150,34 @@ def map_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | No
                 if progress:
                     progress(done, len(ranks))
     return [results[i] for i in range(len(ranks))]
+
+
+def _map_dask(fn: Callable[[RankFile], T], ranks: list[RankFile], scheduler: str,
+              progress: Progress | None) -> list[T]:
+    """`map_ranks` on a Dask distributed cluster (the optional `irtool[dask]` dependency)."""
+    try:
+        import distributed
+    except ImportError:
+        raise InputError("--scheduler needs Dask distributed: pip install 'irtool[dask]'") from None
+    # The workers' working folder is not ours; results keep the paths as given.
+    ranks = [RankFile(r.rank, r.path, r.root or os.getcwd()) for r in ranks]
+    from distributed.comm import get_address_host, parse_address
+    from distributed.comm.registry import get_backend
+
+    try:  # checked first: a Client that fails on a bad address leaves its event-loop thread running
+        get_backend(parse_address(scheduler)[0])
+        get_address_host(scheduler)
+    except ValueError as exc:
+        raise InputError(f"--scheduler {scheduler}: not a scheduler address ({exc})") from None
+    try:
+        client = distributed.Client(scheduler, timeout="30s", set_as_default=False)
+    except OSError as exc:
+        raise InputError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
+    with client:
+        futures = client.map(fn, ranks, pure=False)
+        results: list[T] = []
+        for fut in futures:  # in rank order; all ranks run meanwhile
+            results.append(fut.result())
+            if progress:
+                progress(len(results), len(ranks))
+        return results

@@ -18,8 +18,8 @@ class DumpError(IrtoolError):
         super().__init__(f"{self.path}:{line}:{col}: expected {expected}, found {found}")
 
     def __reduce__(self) -> tuple:
-        # a worker process's error is pickled back to the parent: rebuild it from its fields
-        return (type(self), (self.path, self.line, self.col, self.expected, self.found))
+        # A worker process (pool or Dask) sends the error back pickled; the default rebuilds it from `args`.
+        return type(self), (self.path, self.line, self.col, self.expected, self.found)
 
 
 class InputError(IrtoolError):

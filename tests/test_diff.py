@@ -112,7 +112,7 @@ def test_edited_in_strategy_is_reported_exactly() -> None:
     assert result.failures() == ["rank 0 vs dump: 1 strategy difference(s)"]
     code, out = run(F / "semi_auto_8p" / "rank_0", EDITED)
     assert code == 1
-    assert "in_strategy: ((4, 1), (1, 2)) -> ((2, 1), (1, 4))" in out
+    assert "in_strategy: (4,1)(1,2) -> (2,1)(1,4)" in out
     assert run(F / "semi_auto_8p" / "rank_0", EDITED, "--fail-on", "comm,ops")[0] == 0
     assert run(F / "semi_auto_8p" / "rank_0", EDITED, "--fail-on", "params", "--fail-on", "strategy")[0] == 1
 
@@ -152,7 +152,7 @@ def test_pipeline_2_stage_vs_4_stage() -> None:
         assert e["category"] == "pipeline" and e["stage"] == 0
     pipeline = [e for e in r.comm_bytes if e["category"] == "pipeline"]
     assert pipeline == [{"stage": 0, "category": "pipeline", "old": 8192, "new": 32768, "old_count": 8,
-                         "new_count": 16}]
+                         "new_count": 16, "old_bytes_unknown": 0, "new_bytes_unknown": 0}]
     ops = {e["op"]: e["delta"] for e in r.ops}
     assert ops["Send"] == 4 and ops["Receive"] == 4 and ops["LayerNorm"] == 16
     assert run(F / "pipeline_2stage_8p" / "rank_0", F / "pipeline_4stage_8p" / "rank_0")[0] == 1
@@ -192,7 +192,7 @@ def test_markdown_and_text_render() -> None:
     md = to_markdown(result)
     assert md.startswith("### :x: irtool diff: 1 failing difference(s)")
     assert "| change | stage | op | name | scope | difference |" in md
-    assert "in_strategy: ((4, 1), (1, 2)) -> ((2, 1), (1, 4))" in md
+    assert "in_strategy: (4,1)(1,2) -> (2,1)(1,4)" in md
     assert "FAIL: rank 0 vs dump: 1 strategy difference(s)" in to_text(result)
     assert json.loads(to_json(result))["ranks"][0]["counts"]["strategy"] == 1
     same = diff_dirs(str(F / "mlp_cpu"), str(F / "mlp_cpu_sorted"))

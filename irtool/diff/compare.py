@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from ..dumpdir import rank_files, rank_of, require_stage
@@ -19,7 +19,7 @@ from ..ir import Dump, load
 from ..parallel import ParallelFacts, analyze
 from ..parallel.records import plain
 from .facts import STRATEGY_FIELDS, CommFact, StrategyFact, comm_facts, strategy_facts
-from .match import match
+from .match import align_scopes, match
 
 SCHEMA = "irtool.diff/1"
 
@@ -45,6 +45,17 @@ class RankDiff:
     ops: list[dict[str, Any]] = field(default_factory=list)
     params: list[dict[str, Any]] = field(default_factory=list)
     comm_bytes: list[dict[str, Any]] = field(default_factory=list)
+    parameter_comm: list[dict[str, Any]] = field(default_factory=list)
+    renamed_scopes: int = 0  # old scopes matched to new ones through a wrapper-cell rename
+    # node uid -> "added" / "removed" / "changed", per side (for viewers; not in the JSON)
+    old_marks: dict[str, str] = field(default_factory=dict)
+    new_marks: dict[str, str] = field(default_factory=dict)
+
+    def mark(self, old: CommFact | StrategyFact | None, new: CommFact | StrategyFact | None, change: str) -> None:
+        if old is not None:
+            self.old_marks.setdefault(old.uid, change)
+        if new is not None:
+            self.new_marks.setdefault(new.uid, change)
 
     @property
     def comm_bytes_total(self) -> tuple[int, int]:
@@ -60,7 +71,8 @@ class RankDiff:
                 "new": {"path": self.new_path, "rank": self.new_rank, "stage": self.new_stage},
                 "counts": self.counts(), "comm": self.comm, "rank_specific": self.rank_specific,
                 "strategy": self.strategy, "ops": self.ops, "params": self.params,
-                "comm_bytes": self.comm_bytes, "comm_bytes_total": {"old": old_total, "new": new_total}}
+                "comm_bytes": self.comm_bytes, "comm_bytes_total": {"old": old_total, "new": new_total},
+                "parameter_comm": self.parameter_comm, "renamed_scopes": self.renamed_scopes}
 
 
 @dataclass
@@ -79,7 +91,7 @@ class DiffResult:
             kinds = {"comm", "strategy", "ops", "params", "ranks"}
         reasons = []
         if "ranks" in kinds and (self.only_old or self.only_new):
-            reasons.append(f"ranks only in old: {self.only_old}, only in new: {self.only_new}")
+            reasons.append(f"ranks only in old: {_ranks(self.only_old)}, only in new: {_ranks(self.only_new)}")
         limit = parse_threshold(max_comm_bytes_increase) if max_comm_bytes_increase else None
         for r in self.ranks:
             label = _label(r)
@@ -107,6 +119,10 @@ class DiffResult:
         if self.only_old or self.only_new:
             return False
         return all(not any(v for k, v in r.counts().items() if k != "rank_specific") for r in self.ranks)
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks)) or "none"
 
 
 def _label(r: RankDiff) -> str:
@@ -177,8 +193,14 @@ def diff_rank(old_side: Side, new_side: Side, old_rank: int | None, new_rank: in
     r = RankDiff(old.path, new.path, old_rank, new_rank, old_facts.stage, new_facts.stage)
     cross_rank = old_rank is not None and new_rank is not None and old_rank != new_rank
     old_comm, new_comm = comm_facts(old_facts), comm_facts(new_facts)
+    old_strat, new_strat = strategy_facts(old_facts), strategy_facts(new_facts)
+    renames = align_scopes([f.scope for f in old_comm + old_strat], [f.scope for f in new_comm + new_strat])
+    old_comm = [replace(f, scope=renames.get(f.scope, f.scope)) for f in old_comm]
+    old_strat = [replace(f, scope=renames.get(f.scope, f.scope)) for f in old_strat]
+    r.renamed_scopes = len(renames)
     _diff_comm(r, old_comm, new_comm, cross_rank)
-    _diff_strategies(r, strategy_facts(old_facts), strategy_facts(new_facts))
+    _diff_strategies(r, old_strat, new_strat)
+    r.parameter_comm = parameter_comm(old_comm, new_comm)
     _diff_ops(r, old, new)
     _diff_params(r, old, new)
     r.comm_bytes = _comm_bytes(old_comm, new_comm)
@@ -195,10 +217,22 @@ def _strategy_group(s: StrategyFact) -> tuple:
 
 def _diff_comm(r: RankDiff, old: list[CommFact], new: list[CommFact], cross_rank: bool) -> None:
     same, changed, removed, added = match(old, new, _comm_group, CommFact.signature, lambda c: c.order)
+    # Nodes that carry a parameter (gradient aggregation, optimizer parallel) pair by it when their
+    # scopes did not line up (a wrapper that moved the gradient reducer, CSE'd backward scopes).
+    lone_old = [c for c in removed if c.comm.parameter]
+    lone_new = [c for c in added if c.comm.parameter]
+    if lone_old and lone_new:
+        s2, c2, r2, a2 = match(lone_old, lone_new, lambda c: (c.stage, c.op, c.category, c.comm.parameter),
+                               CommFact.signature, lambda c: c.order)
+        same, changed = same + s2, changed + c2
+        removed = [c for c in removed if not c.comm.parameter] + r2
+        added = [c for c in added if not c.comm.parameter] + a2
     for c in removed:
         r.comm.append({"change": "removed", **_comm_id(c), "old": c.as_dict(), "new": None, "fields": []})
+        r.mark(c, None, "removed")
     for c in added:
         r.comm.append({"change": "added", **_comm_id(c), "old": None, "new": c.as_dict(), "fields": []})
+        r.mark(None, c, "added")
     for a, b in changed + same:
         fields = [f for f in COMM_FIELDS if a.value(f) != b.value(f)]
         specific = _rank_fields(a, b)
@@ -207,6 +241,7 @@ def _diff_comm(r: RankDiff, old: list[CommFact], new: list[CommFact], cross_rank
         if fields:
             r.comm.append({"change": "changed", **_comm_id(b), "old": a.as_dict(), "new": b.as_dict(),
                            "fields": fields})
+            r.mark(a, b, "changed")
         if specific and cross_rank:
             r.rank_specific.append({**_comm_id(b), "fields": specific,
                                     "old": {f: plain(_rank_value(a, f)) for f in specific},
@@ -219,7 +254,30 @@ def _sort_stage(stage: int | None) -> int:
 
 
 def _comm_id(c: CommFact) -> dict[str, Any]:
-    return {"stage": c.stage, "scope": c.scope, "op": c.op, "category": c.category, "node_scope": c.comm.scope}
+    return {"stage": c.stage, "scope": c.scope, "op": c.op, "category": c.category, "node_scope": c.comm.scope,
+            "parameter": c.comm.parameter}
+
+
+def _param_ops(facts: list[CommFact]) -> dict[str, str]:
+    """Parameter -> its gradient / optimizer communication as `AllGather + ReduceScatter`."""
+    ops: dict[str, set[str]] = defaultdict(set)
+    for f in facts:
+        if f.comm.parameter and f.category in ("gradient-aggregation", "optimizer-parallel"):
+            ops[f.comm.parameter].add(f.op)
+    return {p: " + ".join(sorted(v)) for p, v in ops.items()}
+
+
+def parameter_comm(old: list[CommFact], new: list[CommFact]) -> list[dict[str, Any]]:
+    """Parameters whose gradient or optimizer communication changed, grouped by the change:
+    `{"old": "AllReduce", "new": "AllGather + ReduceScatter", "count": 13, "parameters": [...]}`;
+    `—` for none."""
+    a, b = _param_ops(old), _param_ops(new)
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for p in sorted(set(a) | set(b)):
+        if a.get(p) != b.get(p):
+            groups[(a.get(p, "—"), b.get(p, "—"))].append(p)
+    return [{"old": o, "new": n, "count": len(ps), "parameters": ps}
+            for (o, n), ps in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
 
 
 def _rank_fields(a: CommFact, b: CommFact) -> list[str]:
@@ -237,11 +295,14 @@ def _diff_strategies(r: RankDiff, old: list[StrategyFact], new: list[StrategyFac
     same, changed, removed, added = match(old, new, _strategy_group, StrategyFact.signature, lambda s: s.order)
     for s in removed:
         r.strategy.append(_strategy_entry("removed", s, None, _values(s), None))
+        r.mark(s, None, "removed")
     for s in added:
         r.strategy.append(_strategy_entry("added", s, None, None, _values(s)))
+        r.mark(None, s, "added")
     for a, b in changed:
         for f in STRATEGY_FIELDS:
             if a.value(f) != b.value(f):
+                r.mark(a, b, "changed")
                 r.strategy.append(_strategy_entry("changed", b, f, a.value(f), b.value(f)))
     r.strategy.sort(key=lambda e: (_sort_stage(e["stage"]), e["scope"], e["op"], e["change"], e["field"] or ""))
 
@@ -284,13 +345,19 @@ def _diff_params(r: RankDiff, old: Dump, new: Dump) -> None:
 
 
 def _comm_bytes(old: list[CommFact], new: list[CommFact]) -> list[dict[str, Any]]:
-    table: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    # [old bytes, new bytes, old count, new count, old unknown, new unknown]: a node whose bytes are
+    # unknown is counted as unknown, never added as 0
+    table: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
     for side, facts in ((0, old), (1, new)):
         for c in facts:
             row = table[(c.stage, c.category)]
-            row[side] += c.comm.bytes or 0
+            if c.comm.bytes is None:
+                row[side + 4] += 1
+            else:
+                row[side] += c.comm.bytes
             row[side + 2] += 1
-    return [{"stage": s, "category": cat, "old": v[0], "new": v[1], "old_count": v[2], "new_count": v[3]}
+    return [{"stage": s, "category": cat, "old": v[0], "new": v[1], "old_count": v[2], "new_count": v[3],
+             "old_bytes_unknown": v[4], "new_bytes_unknown": v[5]}
             for (s, cat), v in sorted(table.items(), key=lambda kv: (_sort_stage(kv[0][0]), kv[0][1]))]
 
 

@@ -30,6 +30,10 @@ class CommFact:
     def category(self) -> str:
         return self.comm.category
 
+    @property
+    def uid(self) -> str:
+        return self.comm.node
+
     def value(self, name: str) -> Any:
         """A compared field: `group_size` from here, the others from the record."""
         return self.group_size if name == "group_size" else getattr(self.comm, name)
@@ -42,7 +46,8 @@ class CommFact:
         return {"op": c.op, "category": c.category, "stage": self.stage, "scope": self.scope,
                 "phase": c.phase, "group": c.group, "group_ranks": plain(c.group_ranks),
                 "group_size": self.group_size, "shape": plain(c.shape), "dtype": c.dtype,
-                "bytes": c.bytes, "line": c.line}
+                "bytes": c.bytes, "line": c.line, "peer_rank": c.peer_rank, "peer_stage": c.peer_stage,
+                "parameter": c.parameter}
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,10 @@ class StrategyFact:
     @property
     def op(self) -> str:
         return self.strategy.op
+
+    @property
+    def uid(self) -> str:
+        return self.strategy.node
 
     def value(self, name: str) -> Any:
         return getattr(self.strategy, name)

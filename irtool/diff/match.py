@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any, Callable, Hashable, Sequence, TypeVar
+from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -105,3 +105,59 @@ def freeze(value: Any) -> Hashable:
     except TypeError:
         return repr(value)
     return value
+
+
+_INDEXED = re.compile(r"^\d+(-|$)|^[A-Za-z_]\w*\.\d+(-|$)")  # a repeated cell's index: `3-Block`, `layers.3`
+
+
+def _suffix(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    n = 0
+    while n < len(a) and n < len(b) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n
+
+
+def align_scopes(old: Iterable[str], new: Iterable[str]) -> dict[str, str]:
+    """Old scope -> new scope for scopes renamed by wrapper cells (docs/diff.md "Wrapper cells").
+
+    Building a network through another API adds, drops or renames cells above the network
+    (`Default/network-PipelineCell/network-WithLossCell/...` against
+    `Default/network-TrainStep/net_with_loss-Pipeline/network-WithLossCell/...`), which changes
+    every scope's prefix while the part under the network stays. Each old scope with no exact
+    counterpart is paired with the new scopes sharing its last component; each pair votes for
+    the prefix rewrite that makes them equal (the old prefix before their common suffix -> the
+    new one). Rewrites are tried by votes, most first; one applies to an old scope when its old
+    prefix starts the scope and the rewritten scope exists on the new side. A rewrite that adds,
+    drops or renames a repeated cell's index (`3-Block`) is never used: that is a real change.
+    """
+    old_set, new_set = set(old), set(new)
+    lonely = sorted(old_set - new_set)
+    if not lonely:
+        return {}
+    by_last: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+    for s in new_set - old_set:
+        parts = tuple(s.split("/"))
+        by_last[parts[-1]].append(parts)
+    votes: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = defaultdict(int)
+    for s in lonely:
+        o = tuple(s.split("/"))
+        for n in by_last.get(o[-1], []):
+            k = _suffix(o, n)
+            rule = (o[: len(o) - k], n[: len(n) - k])
+            lead = 0
+            while lead < min(len(rule[0]), len(rule[1])) and rule[0][lead] == rule[1][lead]:
+                lead += 1
+            if any(_INDEXED.match(p) for p in rule[0][lead:] + rule[1][lead:]):
+                continue
+            votes[rule] += 1
+    rules = sorted(votes, key=lambda r: (-votes[r], -len(r[0]), r))
+    out: dict[str, str] = {}
+    for s in lonely:
+        o = tuple(s.split("/"))
+        for src, dst in rules:
+            if o[: len(src)] == src:
+                cand = "/".join(dst + o[len(src):])
+                if cand in new_set:
+                    out[s] = cand
+                    break
+    return out

@@ -1,12 +1,21 @@
-"""Render a `DiffResult` as text, markdown (a PR comment) or JSON (`irtool.diff/1`)."""
+"""Render a `DiffResult` as text, markdown (a PR comment) or JSON (`irtool.diff/1`).
+
+Text and Markdown are one list of blocks (`irtool.report.tables`) written two ways. Ranks whose
+differences are the same (same stages, same rows) are shown once: `ranks 1-3: same as rank 0`;
+JSON keeps every rank.
+"""
 from __future__ import annotations
 
 import json
 from typing import Any, Iterable
 
+from ..report.tables import Block, Table, cell, rank_list, strategy_text
+from ..report.tables import to_markdown as blocks_to_markdown
+from ..report.tables import to_text as blocks_to_text
 from .compare import DEFAULT_FAIL_ON, DiffResult, RankDiff
+from .facts import STRATEGY_FIELDS
 
-MAX_ROWS = 200  # per table in text and markdown; JSON is never truncated
+DIFF_LIMIT = 200  # rows per table in text and markdown unless `--all`; JSON is never shortened
 
 
 def to_json(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
@@ -15,16 +24,20 @@ def to_json(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
     return json.dumps(result.as_dict(fail_on, max_comm_bytes_increase), indent=2, sort_keys=False)
 
 
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, list):
-        return "(" + ", ".join(_fmt(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    return str(value)
+def _value(name: str, value: Any) -> str:
+    """A compared value for people: strategies and layouts as `(2,1)(1,4)`, the rest by `cell`."""
+    return strategy_text(value) if name in STRATEGY_FIELDS else cell(value)
 
 
-def _stage(stage: int | None) -> str:
-    return "-" if stage is None else str(stage)
+def _changes(e: dict[str, Any]) -> str:
+    return "; ".join(f"{f}: {_value(f, e['old'][f])} -> {_value(f, e['new'][f])}" for f in e["fields"])
+
+
+def _side_bytes(e: dict[str, Any], side: str) -> str:
+    """`bytes (nodes)` of one side of a comm_bytes row; nodes of unknown size are said, never added as 0."""
+    count, unknown = e[f"{side}_count"], e.get(f"{side}_bytes_unknown", 0)
+    known = cell(None) if count and unknown == count else f"{e[side]:,}"
+    return f"{known} ({count}" + (f", {unknown} of unknown size)" if unknown else ")")
 
 
 def _pct(old: int, new: int) -> str:
@@ -35,52 +48,64 @@ def _pct(old: int, new: int) -> str:
     return f"{(new - old) * 100.0 / old:+.1f}%"
 
 
+def _peer(side: dict[str, Any]) -> str:
+    """`peer rank 4 (stage 1)` for a Send/Receive, empty for a collective."""
+    rank, stage = side.get("peer_rank"), side.get("peer_stage")
+    if rank is None and stage is None:
+        return ""
+    return f"peer rank {cell(rank)} (stage {cell(stage)})"
+
+
 def _comm_row(e: dict[str, Any]) -> list[str]:
     side = e["new"] or e["old"]
     if e["change"] == "changed":
-        what = "; ".join(f"{f}: {_fmt(e['old'][f])} -> {_fmt(e['new'][f])}" for f in e["fields"])
+        what = _changes(e)
     else:
-        what = f"group size {_fmt(side['group_size'])}, shape {_fmt(side['shape'])}, {_fmt(side['bytes'])} bytes"
-    return [e["change"], _stage(e["stage"]), e["op"], e["category"], e["node_scope"] or e["scope"], what]
+        what = f"group size {cell(side['group_size'])}, shape {cell(side['shape'])}, {cell(side['bytes'])} bytes"
+    what = "; ".join(x for x in (what, _peer(side)) if x)
+    return [e["change"], cell(e["stage"]), e["op"], e["category"], e["node_scope"] or e["scope"], what]
 
 
 def _strategy_row(e: dict[str, Any]) -> list[str]:
-    what = f"{e['field']}: {_fmt(e['old'])} -> {_fmt(e['new'])}" if e["field"] else _fmt(e["old"] or e["new"])
-    return [e["change"], _stage(e["stage"]), e["op"], e["name"] or "-", e["node_scope"] or e["scope"], what]
+    if e["field"]:
+        what = f"{e['field']}: {strategy_text(e['old'])} -> {strategy_text(e['new'])}"
+    else:  # added or removed: the values it has
+        values = e["old"] or e["new"] or {}
+        what = "; ".join(f"{k} {strategy_text(v)}" for k, v in values.items() if v is not None) or cell(None)
+    return [e["change"], cell(e["stage"]), e["op"], e["name"] or cell(None), e["node_scope"] or e["scope"], what]
 
 
 def _param_row(e: dict[str, Any]) -> list[str]:
-    return [e["change"], e["name"], f"{_fmt(e['old_shape'])} {e['old_dtype'] or ''}".strip(),
-            f"{_fmt(e['new_shape'])} {e['new_dtype'] or ''}".strip()]
+    def side(shape: Any, dtype: str | None) -> str:
+        return cell(None) if shape is None and dtype is None else f"{cell(shape)} {dtype or ''}".strip()
+
+    return [e["change"], e["name"], side(e["old_shape"], e["old_dtype"]), side(e["new_shape"], e["new_dtype"])]
 
 
-def _specific_row(e: dict[str, Any]) -> list[str]:
-    what = "; ".join(f"{f}: {_fmt(e['old'][f])} -> {_fmt(e['new'][f])}" for f in e["fields"])
-    return [_stage(e["stage"]), e["op"], e["node_scope"], what]
-
-
-def _sections(r: RankDiff) -> list[tuple[str, list[str], list[list[str]]]]:
-    """(title, header, rows) for each non-empty section of one rank pair."""
-    out = []
-    if r.comm:
-        out.append(("Communication nodes", ["change", "stage", "op", "category", "scope", "difference"],
-                    [_comm_row(e) for e in r.comm]))
-    if r.strategy:
-        out.append(("Strategies", ["change", "stage", "op", "name", "scope", "difference"],
-                    [_strategy_row(e) for e in r.strategy]))
-    if r.ops:
-        out.append(("Operator counts", ["op", "old", "new", "delta"],
-                    [[e["op"], str(e["old"]), str(e["new"]), f"{e['delta']:+d}"] for e in r.ops]))
-    if r.params:
-        out.append(("Parameters", ["change", "name", "old", "new"], [_param_row(e) for e in r.params]))
-    if r.comm_bytes:
-        out.append(("Communication bytes per stage and category", ["stage", "category", "old", "new", "change"],
-                    [[_stage(e["stage"]), e["category"], f"{e['old']:,} ({e['old_count']})",
-                      f"{e['new']:,} ({e['new_count']})", _pct(e["old"], e["new"])] for e in r.comm_bytes]))
-    if r.rank_specific:
-        out.append(("Rank-specific (expected between two ranks of one stage; not a failure)",
-                    ["stage", "op", "scope", "difference"], [_specific_row(e) for e in r.rank_specific]))
-    return out
+def _tables(r: RankDiff) -> list[Table]:
+    """One table per non-empty section of one rank pair (all rows; shortened when rendered)."""
+    return [t for t in [
+        Table("Communication nodes", ["change", "stage", "op", "category", "scope", "difference"],
+              [_comm_row(e) for e in r.comm]),
+        Table("Strategies", ["change", "stage", "op", "name", "scope", "difference"],
+              [_strategy_row(e) for e in r.strategy]),
+        Table("Operator counts", ["op", "old", "new", "delta"],
+              [[e["op"], cell(e["old"]), cell(e["new"]), f"{e['delta']:+,d}"] for e in r.ops]),
+        Table("Parameters", ["change", "name", "old", "new"], [_param_row(e) for e in r.params]),
+        Table("Communication bytes per stage and category (nodes in brackets)",
+              ["stage", "category", "old", "new", "change"],
+              [[cell(e["stage"]), e["category"], _side_bytes(e, "old"), _side_bytes(e, "new"),
+                _pct(e["old"], e["new"])] for e in r.comm_bytes]),
+        Table("Gradient / optimizer communication per parameter", ["parameters", "old", "new", "names"],
+              [[f"{e['count']} parameter(s)", e["old"], e["new"], ", ".join(e["parameters"])]
+               for e in r.parameter_comm]),
+        Table("Scopes matched through renamed wrapper cells", ["old scopes", "note"],
+              [[cell(r.renamed_scopes), "matched by their common suffix under the network (docs/diff.md)"]]
+              if r.renamed_scopes else []),
+        Table("Rank-specific (expected between two ranks of one stage; not a failure)",
+              ["stage", "op", "scope", "difference"],
+              [[cell(e["stage"]), e["op"], e["node_scope"], _changes(e)] for e in r.rank_specific]),
+    ] if t.rows]
 
 
 def _title(r: RankDiff) -> str:
@@ -91,66 +116,70 @@ def _title(r: RankDiff) -> str:
     return f"{side(r.old_rank, r.old_stage)} -> {side(r.new_rank, r.new_stage)}"
 
 
+def _grouped(result: DiffResult) -> list[tuple[RankDiff, list[Table], list[int]]]:
+    """Each rank pair with its tables and the later ranks whose blocks are the same (same rank on
+    both sides, same stages, same rows): those are shown once."""
+    out: list[tuple[RankDiff, list[Table], list[int]]] = []
+    seen: dict[Any, int] = {}
+    for r in result.ranks:
+        tables = _tables(r)
+        key = (r.old_stage, r.new_stage,
+               tuple((t.title, tuple(t.columns), tuple(map(tuple, t.rows))) for t in tables))
+        if r.old_rank is not None and r.old_rank == r.new_rank:
+            if key in seen:
+                out[seen[key]][2].append(r.new_rank)
+                continue
+            seen[key] = len(out)
+        out.append((r, tables, []))
+    return out
+
+
+def _same(r: RankDiff, same: list[int]) -> str:
+    return f"{'rank' if len(same) == 1 else 'ranks'} {rank_list(same)}: same as rank {r.new_rank}"
+
+
 def _verdict(result: DiffResult, reasons: list[str]) -> str:
     if reasons:
         return "FAIL: " + "; ".join(reasons)
     return "identical" if result.identical else "differences found, none matching --fail-on"
 
 
+def _one_side(result: DiffResult) -> str:
+    return (f"ranks only in old: {rank_list(result.only_old) or cell(None)}; "
+            f"only in new: {rank_list(result.only_new) or cell(None)}")
+
+
 def to_text(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
-            max_comm_bytes_increase: str | None = None) -> str:
-    """Plain text for a terminal or a CI log."""
+            max_comm_bytes_increase: str | None = None, limit: int | None = DIFF_LIMIT) -> str:
+    """Plain text for a terminal or a CI log; at most `limit` rows per table (None: all)."""
     reasons = result.failures(fail_on, max_comm_bytes_increase)
-    lines = []
-    for r in result.ranks:
-        lines.append(f"== {_title(r)}")
-        lines.append(f"   old: {r.old_path}")
-        lines.append(f"   new: {r.new_path}")
-        for title, header, rows in _sections(r):
-            lines.append(f"-- {title}")
-            widths = [max(len(h), *(len(row[i]) for row in rows[:MAX_ROWS])) for i, h in enumerate(header)]
-            widths[-1] = 0
-            for row in [header] + rows[:MAX_ROWS]:
-                lines.append("   " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-            if len(rows) > MAX_ROWS:
-                lines.append(f"   ... {len(rows) - MAX_ROWS} more (see --format json)")
+    blocks: list[Block] = []
+    for r, tables, same in _grouped(result):
+        blocks += [f"== {_title(r)}", f"   old: {r.old_path}", f"   new: {r.new_path}"]
+        blocks += [t.limited(limit) for t in tables] or ["   no differences"]
+        if same:
+            blocks.append(f"== {_same(r, same)}")
     if result.only_old or result.only_new:
-        lines.append(f"ranks only in old: {result.only_old}; only in new: {result.only_new}")
-    lines.append(_verdict(result, reasons))
-    return "\n".join(lines) + "\n"
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+        blocks.append(_one_side(result))
+    blocks.append(_verdict(result, reasons))
+    return blocks_to_text(blocks)
 
 
 def to_markdown(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
-                max_comm_bytes_increase: str | None = None) -> str:
+                max_comm_bytes_increase: str | None = None, limit: int | None = DIFF_LIMIT) -> str:
     """Markdown fit for a pull-request comment: verdict first, one collapsible block per rank."""
     reasons = result.failures(fail_on, max_comm_bytes_increase)
     icon = ":x:" if reasons else (":white_check_mark:" if result.identical else ":information_source:")
     headline = f"{len(reasons)} failing difference(s)" if reasons else _verdict(result, [])
-    lines = [f"### {icon} irtool diff: {headline}", ""]
-    for reason in reasons:
-        lines.append(f"- **{_md_cell(reason)}**")
+    items = [f"- **{reason}**" for reason in reasons]
     if result.only_old or result.only_new:
-        lines.append(f"- ranks only in old: {result.only_old}; only in new: {result.only_new}")
-    if reasons or result.only_old or result.only_new:
-        lines.append("")
-    for r in result.ranks:
+        items.append(f"- {_one_side(result)}")
+    blocks: list[Block] = [f"### {icon} irtool diff: {headline}"] + (["\n".join(items)] if items else [])
+    for r, tables, same in _grouped(result):
         counts = ", ".join(f"{v} {k}" for k, v in r.counts().items() if v) or "no differences"
-        lines.append(f"<details{' open' if reasons else ''}><summary><b>{_title(r)}</b>: {counts}</summary>")
-        lines.append("")
-        for title, header, rows in _sections(r):
-            lines.append(f"**{title}**")
-            lines.append("")
-            lines.append("| " + " | ".join(header) + " |")
-            lines.append("|" + "---|" * len(header))
-            for row in rows[:MAX_ROWS]:
-                lines.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
-            if len(rows) > MAX_ROWS:
-                lines.append(f"\n_{len(rows) - MAX_ROWS} more rows: see `--format json`_")
-            lines.append("")
-        lines.append("</details>")
-        lines.append("")
-    return "\n".join(lines)
+        blocks.append(f"<details{' open' if reasons else ''}><summary><b>{_title(r)}</b>: {counts}</summary>")
+        blocks += [t.limited(limit) for t in tables]
+        blocks.append("</details>")
+        if same:
+            blocks.append(f"**{_same(r, same)}**")
+    return blocks_to_markdown(blocks)

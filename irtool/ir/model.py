@@ -167,8 +167,17 @@ class Node:
 
     @property
     def output_type(self) -> TypeInfo | None:
-        sig = self.signature
-        return sig[1][0] if sig and sig[1] else None
+        """The first output type. Only the part after the last `->` is parsed: input lists of
+        large graphs are long and rarely repeat, outputs are short and recur (cached)."""
+        if not self.type_lines:
+            return None
+        line = self.type_lines[0]
+        if "->" in line:
+            outs = parse_type_sig(": () -> " + line.rsplit("->", 1)[1].strip())[1]
+            if outs and outs[0].kind != "?":
+                return outs[0]
+        sig = parse_type_sig(line)
+        return sig[1][0] if sig[1] else None
 
 
 @dataclass

@@ -598,6 +598,24 @@ def load(path: str | os.PathLike, lenient: bool = False,
     return _assemble(name, parsed, data)
 
 
+def parse_node(text: str, graph: str = "g", scope: str | None = None) -> Node:
+    """The node of one statement as printed (`  %3(x) = MatMul(%1, %2) ...`, indentation optional),
+    optionally followed by the lines printed under it (type, scope, source lines; newline-separated),
+    built by the same lexer and `Builder` as `load`. `scope`, if given, stands for a `# Scope:` line.
+    Raises `DumpError` (path `<line>`) where `load` would."""
+    lines = text.split("\n")
+    lines[0] = "  " + lines[0].lstrip(" ")
+    if scope is not None:
+        lines.append(f"      # Scope: ({scope})")
+    data = _Lines("<line>", enumerate(lines, 1), lenient=False)
+    tokens = list(LineLexer(None).lex(data))
+    if len(tokens) != 1 or not isinstance(tokens[0], BlockToken):
+        raise DumpError(data.path, 1, 1, LINE_NAMES["NODE_BLOCK"], show(text))
+    node = _builder().node(tokens)
+    node.graph = graph
+    return node
+
+
 @functools.cache
 def _builder() -> Builder:
     return Builder()

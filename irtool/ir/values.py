@@ -430,12 +430,16 @@ def _shape(atom: Any) -> Any:
     return None
 
 
+_BACKEND_KIND = re.compile(r"((?:Float|BFloat|Int|UInt|Complex)\d+|Bool|String)x[A-Za-z][A-Za-z0-9_]*")
+
+
 def _type_info(parts: list) -> TypeInfo:
     first = parts[0][1] if parts and parts[0][0] == "part" else []
     kind = first[0] if first and isinstance(first[0], str) else "?"
     dtype = None
+    backend = _BACKEND_KIND.fullmatch(kind)
     # Tensor[Float32], Ref[Tensor[Float32]], Tuple[Tensor[Float32]*2]: innermost leading name
-    atoms = first
+    atoms = [] if backend else first
     while len(atoms) >= 2 and isinstance(atoms[1], tuple) and atoms[1][0] == "[]" and atoms[1][1]:
         inner = atoms[1][1][0]
         if inner[0] != "part":
@@ -443,8 +447,8 @@ def _type_info(parts: list) -> TypeInfo:
         atoms = inner[1]
         if atoms and isinstance(atoms[0], str):
             dtype = atoms[0]
-    if dtype is None and kind.endswith("xDefaultFormat"):  # backend: Float32xDefaultFormat[..]{..}
-        dtype = kind[: -len("xDefaultFormat")]
+    if backend:  # backend: `Float32xDefaultFormat[const vector]{16, 32}`, dtype x device format
+        dtype = backend.group(1)
     shape = None
     if len(parts) > 1 and parts[1][0] == "part":
         atoms = parts[1][1]
@@ -464,8 +468,18 @@ def _render(parts: list) -> str:
 
 def _render_part(part: tuple) -> str:
     if part[0] == "kw":
-        return f"{part[1]}={''.join(_render_atom(a) for a in part[2])}"
-    return "".join(_render_atom(a) for a in part[1])
+        return f"{part[1]}={_render_atoms(part[2])}"
+    return _render_atoms(part[1])
+
+
+def _render_atoms(atoms: list) -> str:
+    """Atoms as printed: adjacent words keep the space between them (`[const vector]`)."""
+    out = []
+    for i, a in enumerate(atoms):
+        if i and isinstance(a, str) and isinstance(atoms[i - 1], str):
+            out.append(" ")
+        out.append(_render_atom(a))
+    return "".join(out)
 
 
 def _render_atom(atom: Any) -> str:

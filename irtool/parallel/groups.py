@@ -22,8 +22,9 @@ def ranks_of(pa: dict[str, Any]) -> tuple[int, ...] | None:
 
 
 def group_name(pa: dict[str, Any]) -> str | None:
+    """The group a node names; None for none or an empty name (never a blank group)."""
     name = pa.get("group")
-    return name if isinstance(name, str) else None
+    return name if isinstance(name, str) and name else None
 
 
 def group_table(prim_attrs: Iterable[dict[str, Any]]) -> dict[str, Group]:

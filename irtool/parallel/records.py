@@ -58,8 +58,15 @@ class CommNode:
     instance: str | None = None
     direction: Direction | None = None  # for point-to-point
     peer_rank: int | None = None  # global rank of the p2p peer
+    sr_tag: int | None = None  # Send/Receive `sr_tag`: pairs a Send with its Receive between two ranks
+    reduce_op: str | None = None  # the `op` attribute of a reducing collective (`sum`, `max`, ...)
     parameter: str | None = None  # for gradient aggregation / optimizer parallel
     serves_op: str | None = None  # operator of `serves` when it is a node
+    serves_strategy: Any = None  # `in_strategy` (else `in_layout`) of the `serves` operator
+    segment: int | None = None  # pipeline segment of a Send/Receive (`pr.segment`, folded pipelines)
+    # the scope the node is attributed to: `scope`, except a backward node printed under another
+    # cell than its forward counterpart's (docs/parallel.md §8)
+    cell_scope: str = ""
     node: str = ""  # uid of the node, `graph/%N`
     line: int = 0
     # attributes naming ranks (`dest_rank`, `src_rank`, ...): they differ between ranks by construction
@@ -118,6 +125,58 @@ class StageInfo:
 
 
 @dataclass
+class ChainEnd:
+    """The operator on one side of a redistribution chain (docs/parallel.md §13)."""
+
+    node: str  # uid
+    op: str
+    name: str = ""  # instance name, else the node's debug name
+    line: int = 0
+    input_index: int | None = None  # consumer: which input the chain feeds; producer: tuple item taken
+    strategy: Any = None  # in_strategy (producer: out_strategy when given, else in_strategy)
+    layout: Any = None  # in_layout[i] / out_layout when the dump gives them (device_matrix, tensor_map)
+    full_shape: Any = None  # unsharded shape: origin_output_shape / origin_input_shapes[i]
+    slice_shape: Any = None  # this rank's shape entering (producer) or leaving (consumer) the chain
+    split: Any = None  # pieces per dimension: full_shape / slice_shape
+    source: str | None = None  # the user's `# In file` line: `path:line code`
+    scope: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return _as_dict(self)
+
+
+@dataclass
+class RedistributionChain:
+    """One redistribution: the nodes MindSpore inserted between a producer and a consumer whose
+    layouts differ, in order (docs/parallel.md §13). A backward chain is the bprop of the forward
+    chain `of_chain` and reports that chain's producer and consumer."""
+
+    id: int
+    phase: Phase
+    nodes: list[str]  # `%N Op` in order
+    comm: list[str]  # uids of the communication nodes in the chain
+    comm_ops: list[str]
+    groups: list[str]
+    group_ranks: list[Any]
+    dtype: str | None
+    bytes: int | None  # tensor bytes (docs/parallel.md §5) summed over the chain's communication
+    wire_bytes: int | None  # per-rank traffic estimate (docs/parallel.md §14)
+    producer: ChainEnd | None
+    consumer: ChainEnd | None
+    consumers: list[str] = field(default_factory=list)  # every consumer's uid when the chain forks
+    of_chain: int | None = None  # backward: the forward chain this is the bprop of
+    first_line: int = 0
+    scope: str = ""
+    lines: list[int] = field(default_factory=list)  # dump line of each entry of `nodes`
+
+    def as_dict(self) -> dict[str, Any]:
+        d = _as_dict(self)
+        d["producer"] = self.producer.as_dict() if self.producer else None
+        d["consumer"] = self.consumer.as_dict() if self.consumer else None
+        return d
+
+
+@dataclass
 class ParallelFacts:
     """Everything `irtool.parallel.analyze` found in one dump. The dump is left as it was; the
     warnings are about what the analysis could not read."""
@@ -128,7 +187,51 @@ class ParallelFacts:
     strategies: list[Strategy]
     stage_info: StageInfo
     warnings: list[DumpWarning]
+    # optimizer-parallel gathers on an empty or one-rank group: they move no data, so they are not
+    # in `comm` (docs/parallel.md §2 R2)
+    no_op_gathers: list[CommNode] = field(default_factory=list)
+    chains: list[RedistributionChain] = field(default_factory=list)  # redistributions (chains.py)
 
     @property
     def stage(self) -> int | None:
         return self.stage_info.stage
+
+
+@dataclass
+class OptimizerShard:
+    """One optimizer-sharded parameter: its forward gather and backward reduce-scatter (or what
+    the dump shows instead), with the group and the slice and full shapes (docs/parallel.md §15)."""
+
+    parameter: str
+    forward_ops: list[str]  # e.g. ["AllGather"] (one per node: micro batches repeat it)
+    backward_ops: list[str]  # e.g. ["ReduceScatter"]
+    groups: list[str]
+    group_ranks: Any
+    full_shape: Any  # the gathered parameter
+    slice_shape: Any  # this rank's piece: full_shape with dimension 0 divided by the group size
+    dtype: str | None  # of the forward gather (of the backward nodes when there is none)
+    forward_bytes: int | None
+    backward_bytes: int | None
+    wire_bytes: int | None
+    nodes: list[str]  # uids
+    backward_dtype: str | None = None  # the gradient's: Float32 accumulation under a Float16 gather
+
+    def as_dict(self) -> dict[str, Any]:
+        return _as_dict(self)
+
+
+@dataclass
+class LayerComm:
+    """Communication of one layer (a repeated cell such as `layers-CellList/3`, or a scope prefix
+    of `--by-scope-depth` components) split by phase and category (docs/parallel.md §16)."""
+
+    layer: str
+    count: int
+    bytes: int
+    wire_bytes: int
+    bytes_unknown: int  # nodes whose size is unknown
+    by_phase: dict[str, int]  # phase -> bytes
+    by_category: dict[str, int]  # category -> bytes
+
+    def as_dict(self) -> dict[str, Any]:
+        return _as_dict(self)

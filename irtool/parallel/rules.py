@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 
 from ..ir import Node
+from .groups import ranks_of
 from .records import Category, FileKind, Phase
+from .stage import as_int
 
 # Collective and point-to-point primitives, and the virtual operators that become communication.
 COMM_OPS = frozenset({
@@ -25,6 +27,10 @@ P2P = frozenset({"Send", "Receive", "BatchISendIRecv", "CollectivePermute", "Inn
 GATHERS = frozenset({"AllGather", "AllGatherV", "_HostAllGather", "InnerCommAllGather"}) | STEP_GATHERS
 EXCHANGES = frozenset({"NeighborExchange", "NeighborExchangeV2", "BatchISendIRecv", "CollectivePermute"})
 PIPE_KEYS = frozenset({"pipeline_begin", "pipeline_end", "micro", "stage", "chunk", "src_rank", "dest_rank"})
+# Attributes FlashAttentionScore puts on the p2p it generates for sequence/context parallelism (ring
+# attention): they say why the exchange exists, so they win over the `micro` pipeline marks a
+# node inside a pipeline stage also gets (docs/parallel.md §2 R9).
+SP_KEYS = frozenset({"FLASH_SP_COMM_TYPE", "FLASH_INDEX", "RING_ATTENTION_INDEX", "flash_tag"})
 
 # Passes before step_parallel_end: types are logical or stale (docs/parallel.md §1).
 PRE_SHARDING_PASSES = ("bootstrap", "pipeline_split", "merge_send_receive", "step_parallel_begin")
@@ -36,6 +42,20 @@ _OPTIMIZER_SCOPE = re.compile(r"(^|/)(optimizer|optim)[-_]|Optimizer")
 def is_comm(node: Node) -> bool:
     """True for a communication node (see COMM_OPS)."""
     return node.op in COMM_OPS
+
+
+def moves_no_data(node: Node, inst: str, pa: dict) -> bool:
+    """An optimizer-parallel gather that communicates nothing (docs/parallel.md §2, R2): MindSpore
+    inserts `_MicroStepAllGather`/`_MiniStepAllGather` for every parameter under pipeline or gradient
+    accumulation, with an empty group when the parameter is not sharded (norms, biases, small
+    embeddings); its bprop skips the reduction for `group == ""`. A group of one rank gathers nothing either."""
+    if node.op not in STEP_GATHERS and not (node.op in GATHERS and "parallel_optimizer" in inst):
+        return False
+    group = pa.get("group")
+    if not isinstance(group, str) or not group:
+        return True
+    ranks = ranks_of(pa)
+    return as_int(pa.get("rank_size")) == 1 or (ranks is not None and len(ranks) == 1)
 
 
 def file_kind(pass_name: str) -> FileKind:
@@ -60,6 +80,8 @@ def classify(node: Node, inst: str, pa: dict, pr: dict) -> tuple[Category, str]:
         return "optimizer-parallel", "R3"
     if inst.startswith("grad_mirror") or fwd_name.startswith("_Mirror"):
         return "gradient-aggregation", "R4"
+    if (op in P2P or op in EXCHANGES) and (SP_KEYS & (set(pa) | set(pr)) or fwd_name.startswith("NeighborExchange")):
+        return "operator-forward", "R9"
     if op in P2P:
         return ("pipeline", "R5") if PIPE_KEYS & set(pr) else ("other", "R5b")
     core = re.sub(r"^grad_?", "", inst)
@@ -71,9 +93,6 @@ def classify(node: Node, inst: str, pa: dict, pr: dict) -> tuple[Category, str]:
         return "operator-forward", "R7b"
     if re.search(r"grad_reducer|GradReducer", scope) or "tensors_allreduce" in node.graph:
         return "gradient-aggregation", "R8"
-    if op in ("NeighborExchange", "NeighborExchangeV2") and (
-            "FLASH_INDEX" in pa or fwd_name.startswith("NeighborExchange")):
-        return "operator-forward", "R9"
     return "other", "R10"
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import Dump, Unreadable
+from ..ir import Dump, Node, Unreadable
 from ..ir.values import parse_value
 from .records import Strategy
 
@@ -43,6 +43,13 @@ def _extract(text: str, key: str) -> Any:
         j += 1
     value = parse_value(text[i : j + 1])
     return ... if isinstance(value, Unreadable) else value
+
+
+def attr_value(node: Node, key: str) -> Any:
+    """One bracketed attribute value of a node read without parsing all its attributes (large
+    operators print long attribute groups); the full parse when the fast path cannot read it."""
+    value = _extract(node.text, key)
+    return node.attr(key) if value is ... else value
 
 
 def strategies(dump: Dump) -> list[Strategy]:

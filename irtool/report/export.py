@@ -16,7 +16,7 @@ import networkx as nx
 import pydot
 
 from ..atomic import atomic_write
-from ..errors import InputError, OutputError
+from ..errors import InputError, OutputError, SelectionError
 
 FORMATS = ("dot", "svg", "png", "pdf")
 
@@ -127,11 +127,30 @@ def format_for(path: str, fmt: str | None = None) -> str:
     return fmt
 
 
+# Graphviz's layout time grows much faster than the picture (measured on the bundled dumps with
+# bench/layout_bench.py: 19 boxes / 54 edges 0.1 s, 63 / 383 45 s, 690 / 820 18 s, 255 / 1108 and
+# 1500 / 1645 over 90 s). Above these a picture is refused before Graphviz runs.
+MAX_LAYOUT_EDGES = 350
+MAX_LAYOUT_BOXES = 700
+
+
+def check_layout_cost(graph: nx.DiGraph) -> None:
+    """SelectionError, with advice, when laying out `graph` would take Graphviz more than about a minute."""
+    boxes, edges = graph.number_of_nodes(), graph.number_of_edges()
+    if edges > MAX_LAYOUT_EDGES or boxes > MAX_LAYOUT_BOXES:
+        raise SelectionError(
+            f"{boxes} boxes and {edges} edges would keep Graphviz busy for minutes (limits: {MAX_LAYOUT_BOXES} boxes, "
+            f"{MAX_LAYOUT_EDGES} edges); fold more with a smaller --depth, narrow with --scope, --stage or "
+            "--comm-only, write --format dot, or explore the whole graph with `irtool view`")
+
+
 def to_bytes(graph: nx.DiGraph, fmt: str, legend: bool = True) -> bytes:
-    """The picture as bytes in `fmt` (dot text, or Graphviz output for svg/png/pdf)."""
+    """The picture as bytes in `fmt` (dot text, or Graphviz output for svg/png/pdf; refused when
+    the layout would take minutes, see `check_layout_cost`)."""
     text = to_pydot(graph, legend=legend).to_string()
     if fmt == "dot":
         return text.encode("utf-8")
+    check_layout_cost(graph)
     import graphviz
 
     try:

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Union
 
 import networkx as nx
 
-from ..dumpdir import rank_files, require_stage
+from ..dumpdir import rank_files, stage_error
 from ..errors import SelectionError
 from ..ir import Dump, Node, TypeInfo, build_graph, data_graph
 from ..ir.values import parse_type_sig
@@ -35,6 +35,8 @@ class Semantics:
     phase: dict[str, str] = field(default_factory=dict)  # uid -> phase (comm nodes only)
     peer_stage: dict[str, int | None] = field(default_factory=dict)  # uid -> peer stage (p2p)
     strategy: dict[str, str] = field(default_factory=dict)  # uid -> "(2,1)(1,4)"
+    # uid -> the scope a comm node is attributed to when it differs from the printed one (CommNode.cell_scope)
+    scope: dict[str, str] = field(default_factory=dict)
     stage: int | None = None
 
     @classmethod
@@ -45,6 +47,8 @@ class Semantics:
             sem.category[c.node] = c.category if c.category in CATEGORIES else "other"
             sem.phase[c.node] = c.phase
             sem.peer_stage[c.node] = c.peer_stage
+            if c.cell_scope and c.cell_scope != c.scope:
+                sem.scope[c.node] = c.cell_scope
         for s in facts.strategies:
             text = format_strategy(s.in_strategy if s.in_strategy is not None else s.in_layout)
             if text:
@@ -79,8 +83,7 @@ def load_input(path: str, stage: int | None, loader: Loader) -> tuple[Dump, Para
         if facts.stage == stage:
             return dump, facts, f"rank {rank} ({file}), stage {stage}"
         seen.append(facts.stage)
-    require_stage(path, stage, seen)
-    raise AssertionError("unreachable: require_stage raises")
+    raise stage_error(path, stage, seen)
 
 
 # --- selection ---------------------------------------------------------------------------------
@@ -177,10 +180,18 @@ def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None 
 Depth = Union[int, str, None]  # an int, "all", or None for automatic
 
 
-def scope_parts(node: Node) -> list[str]:
+Scopes = dict[str, str]  # uid -> scope to fold by instead of the printed one (Semantics.scope)
+
+
+def node_scope(node: Node, scopes: Scopes | None = None) -> str:
+    """The scope a node folds under: the one irtool attributed it to, else the printed one."""
+    return (scopes or {}).get(node.uid) or node.scope or ""
+
+
+def scope_parts(node: Node, scopes: Scopes | None = None) -> list[str]:
     """The cell path of a node's scope, without the operator's own last component and without the
     per-operator `Grad_Op` wrappers of backward scopes (so a cell's gradient folds as one box)."""
-    return list(_scope_parts(node.scope or ""))
+    return list(_scope_parts(node_scope(node, scopes)))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -189,7 +200,7 @@ def _scope_parts(scope: str) -> tuple[str, ...]:
     return tuple(p for p in parts[:-1] if not p.startswith("Grad_"))
 
 
-def fold_key(node: Node, depth: int | None) -> tuple[str, bool]:
+def fold_key(node: Node, depth: int | None, scopes: Scopes | None = None) -> tuple[str, bool]:
     """(box key, folded?) for a node at `depth` (None = no folding).
 
     A backward scope `Gradients/<forward scope>/Grad_Op/...` folds like its forward scope, so the
@@ -197,7 +208,7 @@ def fold_key(node: Node, depth: int | None) -> tuple[str, bool]:
     """
     if depth is None:
         return node.uid, False
-    parts = _scope_parts(node.scope or "")
+    parts = _scope_parts(node_scope(node, scopes))
     if not parts:
         return f"(no scope)/@{node.graph}", True
     if parts[0] == "Gradients":
@@ -205,8 +216,8 @@ def fold_key(node: Node, depth: int | None) -> tuple[str, bool]:
     return "/".join(parts[:depth]), True
 
 
-def max_depth(nodes: Iterable[Node]) -> int:
-    return max((len(scope_parts(n)) for n in nodes), default=0)
+def max_depth(nodes: Iterable[Node], scopes: Scopes | None = None) -> int:
+    return max((len(scope_parts(n, scopes)) for n in nodes), default=0)
 
 
 def box_name(key: str) -> str:
@@ -217,17 +228,17 @@ def box_name(key: str) -> str:
     return ("∇ " if grad else "") + short
 
 
-def count_boxes(nodes: list[Node], depth: int | None) -> int:
-    return len({fold_key(n, depth)[0] for n in nodes}) if depth is not None else len(nodes)
+def count_boxes(nodes: list[Node], depth: int | None, scopes: Scopes | None = None) -> int:
+    return len({fold_key(n, depth, scopes)[0] for n in nodes}) if depth is not None else len(nodes)
 
 
-def choose_depth(nodes: list[Node], limit: int = READABLE_BOXES) -> int | None:
+def choose_depth(nodes: list[Node], limit: int = READABLE_BOXES, scopes: Scopes | None = None) -> int | None:
     """The deepest fold that keeps at most `limit` boxes (None = unfolded if that fits)."""
     if len(nodes) <= limit:
         return None
     best = 1
-    for d in range(1, max_depth(nodes) + 1):
-        if count_boxes(nodes, d) > limit:
+    for d in range(1, max_depth(nodes, scopes) + 1):
+        if count_boxes(nodes, d, scopes) > limit:
             break
         best = d
     return best
@@ -305,10 +316,10 @@ def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, d
     if depth == "all":
         d: int | None = None
     elif depth is None:
-        d = choose_depth(ordered)
+        d = choose_depth(ordered, scopes=sem.scope)
     else:
         d = int(depth)
-    n_boxes = count_boxes(ordered, d)
+    n_boxes = count_boxes(ordered, d, sem.scope)
     if n_boxes > MAX_BOXES:
         raise SelectionError(f"{n_boxes} boxes is too many to lay out (limit {MAX_BOXES}); "
                           f"fold deeper with a smaller --depth or narrow with --scope/--stage/--comm-only")
@@ -316,7 +327,7 @@ def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, d
     box_of: dict[str, str] = {}
     ids: dict[str, str] = {}
     for n in ordered:
-        key, folded = fold_key(n, d)
+        key, folded = fold_key(n, d, sem.scope)
         bid = ids.get(key)
         if bid is None:
             bid = ids[key] = f"b{len(ids)}"

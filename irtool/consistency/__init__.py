@@ -1,0 +1,37 @@
+"""Cross-rank consistency of a dump folder (`irtool check DIR`): what makes a distributed job hang,
+found in the compiled graphs before it runs. Each check is a pure function over the ranks' facts
+(`dumpdir.rank_facts`) returning typed findings; docs/check.md says what each one compares."""
+from __future__ import annotations
+
+from ..dumpdir import Progress, RankFacts, load_dir, map_ranks, rank_facts
+from .collectives import collective_findings
+from .folder import Folder
+from .groups import group_findings
+from .p2p import p2p_findings
+from .records import CHECK_TITLES, CHECKS, CheckResult, Finding, RankEntry, Side, Unchecked
+from .stage import stage_findings
+
+__all__ = ["check_dir", "check_ranks", "CheckResult", "Finding", "Side", "Unchecked", "CHECKS", "CHECK_TITLES"]
+
+
+def check_ranks(path: str, facts: list[RankFacts], pass_name: str = "validate") -> CheckResult:
+    """Every check over the analysed ranks of the folder at `path`."""
+    folder = Folder.of(path, facts)
+    result = CheckResult(path, pass_name, [RankEntry(f.rank, folder.files.get(f.rank, f.path), f.stage)
+                                           for f in facts])
+    for f in facts:
+        if f.rank is None:
+            result.unchecked.append(Unchecked("p2p", None, f.path, "the rank is unknown (not in a rank_N folder): "
+                                                                   "this file is left out of every check"))
+    for found in (p2p_findings(folder), collective_findings(folder), group_findings(folder), stage_findings(folder)):
+        result.findings += found[0]
+        result.unchecked += found[1]
+    return result
+
+
+def check_dir(path: str, pass_name: str | None = None, jobs: int | None = None, scheduler: str | None = None,
+              progress: Progress | None = None) -> CheckResult:
+    """Analyse every rank of `path` (process pool, or the Dask cluster at `scheduler`), then check.
+    A rank whose dump does not parse raises its DumpError: a check over part of a dump proves nothing."""
+    facts = map_ranks(rank_facts, load_dir(path, pass_name), jobs, progress, scheduler)
+    return check_ranks(path, facts, pass_name or "validate")

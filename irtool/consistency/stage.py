@@ -1,0 +1,131 @@
+"""Ranks of one pipeline stage alike: they run the same program on other data, so they have the same
+operators and the same strategies (node ids and group names aside). A difference means a config
+or code path that depends on the rank."""
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from ..dumpdir import RankFacts
+from ..parallel import Strategy
+from ..parallel.records import plain
+from ..parallel.strategies import STRATEGY_KEYS
+from ..report.tables import rank_list, strategy_text
+from .folder import Folder, variants
+from .records import Finding, Side, Unchecked
+
+Key = tuple[str, str]  # (scope, op)
+
+
+def stage_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
+    stages: dict[int | None, list[int]] = defaultdict(list)
+    unchecked: list[Unchecked] = []
+    for rank, rf in sorted(folder.ranks.items()):
+        if rf.stage is None and any(c.category == "pipeline" for c in rf.facts.comm):
+            # pipeline communication but no stage (a pass before step_parallel_end, docs/parallel.md §7):
+            # comparing it with ranks of other stages would report every difference between stages
+            unchecked.append(Unchecked("stage", rank, folder.files[rank], f"rank {rank} has pipeline Send/Receive "
+                                       "but no known stage: not compared with other ranks"))
+        else:
+            stages[rf.stage].append(rank)
+    out: list[Finding] = []
+    for stage, ranks in sorted(stages.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
+        if len(ranks) < 2:
+            continue
+        subject = f"stage {stage}" if stage is not None else "all ranks (no pipeline stage)"
+        out += _ops(folder, subject, ranks)
+        out += _strategies(folder, subject, ranks)
+    return out, unchecked
+
+
+def _counted(rf: RankFacts) -> Counter:
+    """Per operator, the nodes that communicate or carry a strategy. Other local computation may
+    depend on the rank's place (causal sequence parallelism: flash_sp_sendrecv_8p's ranks 0 and 2
+    differ in 86 elementwise nodes and run the same plan), so it is not compared."""
+    nodes = {c.node: c.op for c in rf.facts.comm}
+    nodes.update((s.node, s.op) for s in rf.facts.strategies)
+    return Counter(nodes.values())
+
+
+def _ops(folder: Folder, subject: str, ranks: list[int]) -> list[Finding]:
+    counted = {r: _counted(folder.ranks[r]) for r in ranks}
+    ref, by = variants({r: frozenset(c.items()) for r, c in counted.items()})
+    base = by[ref][0]
+    out = []
+    for variant, others in by.items():
+        if variant == ref:
+            continue
+        a, b = counted[base], counted[others[0]]
+        ops = sorted(op for op in set(a) | set(b) if a[op] != b[op])
+        out.append(Finding("stage", subject, "operator counts differ", [
+            _count_side(folder, base, by[ref], a, ops), _count_side(folder, others[0], others, b, ops)]))
+    return out
+
+
+def _count_side(folder: Folder, rank: int, alike: list[int], counted: Counter, ops: list[str]) -> Side:
+    also = f" (also ranks {rank_list(alike[1:])})" if alike[1:] else ""
+    return folder.side(rank, None, f"{folder.ranks[rank].counts.get('cnodes', 0):,} nodes{also}, communicating "
+                       "or sharded: " + ", ".join(f"{op} {counted[op]:,}" for op in ops))
+
+
+def _signature(s: Strategy) -> str:
+    return json.dumps([plain(getattr(s, k)) for k in STRATEGY_KEYS])
+
+
+@dataclass
+class _Strategies:
+    """One rank's strategies: per node scope and operator the distinct strategies (first node of
+    each), and every (operator, strategy) the rank has anywhere."""
+
+    by_scope: dict[Key, dict[str, Strategy]]
+    anywhere: set[tuple[str, str]]
+
+    @classmethod
+    def of(cls, rf: RankFacts) -> _Strategies:
+        by_scope: dict[Key, dict[str, Strategy]] = defaultdict(dict)
+        for s in rf.facts.strategies:
+            by_scope[(s.scope, s.op)].setdefault(_signature(s), s)
+        return cls(dict(by_scope), {(op, sig) for (_, op), sigs in by_scope.items() for sig in sigs})
+
+    def copy_of(self, key: Key, sigs: dict[str, Strategy]) -> bool:
+        """A node only one side has is a copy (another micro batch's) when the other side has the
+        same operator with the same strategy elsewhere; the operator counts tell the rest."""
+        return all((key[1], sig) in self.anywhere for sig in sigs)
+
+
+def _strategies(folder: Folder, subject: str, ranks: list[int]) -> list[Finding]:
+    tables = {r: _Strategies.of(folder.ranks[r]) for r in ranks}
+    shape = {r: frozenset((k, frozenset(v)) for k, v in t.by_scope.items()) for r, t in tables.items()}
+    ref, by = variants(shape)
+    base = by[ref][0]
+    out = []
+    for variant, others in by.items():
+        if variant == ref:
+            continue
+        a, b = tables[base], tables[others[0]]
+        for key in sorted(set(a.by_scope) | set(b.by_scope)):
+            sa, sb = a.by_scope.get(key, {}), b.by_scope.get(key, {})
+            if set(sa) == set(sb) or (not sa and a.copy_of(key, sb)) or (not sb and b.copy_of(key, sa)):
+                continue
+            out.append(Finding("stage", subject, "strategy differs", [
+                _strategy_side(folder, base, by[ref], key, _own(sa, sb)),
+                _strategy_side(folder, others[0], others, key, _own(sb, sa))]))
+    return out
+
+
+def _own(mine: dict[str, Strategy], theirs: dict[str, Strategy]) -> dict[str, Strategy]:
+    """The strategies only this side has at a scope (a scope can hold several operators), else all."""
+    return {k: v for k, v in mine.items() if k not in theirs} or mine
+
+
+def _strategy_side(folder: Folder, rank: int, alike: list[int], key: Key, found: dict[str, Strategy]) -> Side:
+    also = f" (also ranks {rank_list(alike[1:])})" if alike[1:] else ""
+    scope, op = key
+    if not found:
+        return folder.side(rank, None, f"no {op} with a strategy at {scope}{also}")
+    first = min(found.values(), key=lambda s: s.line)
+    text = "; ".join(" ".join(f"{k} {strategy_text(getattr(s, k))}" for k in STRATEGY_KEYS
+                              if getattr(s, k) is not None) for s in found.values())
+    name = f" {first.instance}" if first.instance and first.instance != op else ""
+    return folder.side(rank, first.line, f"{op}{name} {text} at {scope}{also}")

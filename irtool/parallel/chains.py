@@ -1,0 +1,313 @@
+"""Redistribution chains: why a tensor-layout conversion exists (docs/parallel.md §13).
+
+MindSpore inserts a chain of operators (Reshape, AllGather, Split, TupleGetItem, MakeTuple,
+Concat, StridedSlice, AlltoAll, ...) where an operator's output layout differs from the layout
+its consumer's strategy needs. In the forward graph those nodes carry an instance name
+`redistribution_op_*` or the primal attribute `forward_comm_node_unique_id`; their bprop nodes
+carry `forward_comm_node_unique_id` and `forward_unique_id` (the forward node's `unique_id`). A
+chain is a connected set of such nodes (linked by data); its producer is the first operator
+upstream, its consumer the first operator downstream, with their strategies.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..ir import Dump, Node
+from .links import NodeIndex
+from .records import ChainEnd, CommNode, FileKind, Group, Phase, RedistributionChain, Strategy
+from .rules import COMM_OPS
+from .strategies import attr_value
+from .traffic import node_wire_bytes
+
+_REDIST = re.compile(r"^grad_?redistribution_op|^redistribution_op")
+_OTHER_INSERTED = re.compile(r"^(grad)?forward_op|^\d+[A-Za-z]+\d+$")
+FC = "forward_comm_node_unique_id"
+# Nodes between chain nodes that only pass values along (Split -> TupleGetItem... -> MakeTuple -> Concat).
+_TUPLE_OPS = frozenset({"TupleGetItem", "MakeTuple"})
+# Looking for a producer or consumer, walk through these: they do not change a layout.
+_THROUGH = frozenset({"TupleGetItem", "Depend", "Load", "MakeTuple", "UpdateState"})
+_INDEX = re.compile(r"(?:[A-Za-z]+\d*\()?(-?\d+)\)?")  # `I64(2)` or `2`
+_SOURCE = re.compile(r"^# In file (.+?):(\d+)(?:~\d+)?, [\d~]+/(.*)/\s*$")
+
+
+def user_source(node: Node | None) -> str | None:
+    """The user's line of a node: the last `# In file` line outside site-packages, as
+    `path:line code` (the last line of all when every frame is in a library)."""
+    if node is None:
+        return None
+    found = None
+    for text in node.sources:
+        m = _SOURCE.match(text)
+        if not m:
+            continue
+        entry = f"{m.group(1)}:{m.group(2)} {m.group(3).strip()}"
+        if "site-packages" not in m.group(1):
+            found = entry
+        elif found is None or "site-packages" in found:
+            found = entry
+    return found
+
+
+def _is_backward(node: Node) -> bool:
+    scope = node.scope or ""
+    return scope.startswith("Gradients/") or "forward_unique_id" in node.text or \
+        (node.instance_name or "").startswith("grad")
+
+
+def _split(full: Any, piece: Any) -> Any:
+    """Pieces per dimension, full / slice, when both are shapes of the same rank that divide."""
+    if not isinstance(full, (tuple, list)) or not isinstance(piece, (tuple, list)) or len(full) != len(piece):
+        return None
+    if not all(isinstance(a, int) and isinstance(b, int) and b > 0 and a % b == 0 for a, b in zip(full, piece)):
+        return None
+    return tuple(a // b for a, b in zip(full, piece))
+
+
+def _item(value: Any, index: int | None) -> Any:
+    """`value[index]` for a tuple of per-input (or per-output) values, else None."""
+    if index is None or not isinstance(value, (tuple, list)) or index >= len(value):
+        return None
+    return value[index]
+
+
+def _shape_of(t: Any, index: int | None = None) -> Any:
+    if t is None:
+        return None
+    shape = t.shape
+    if t.kind == "Tuple" and index is not None:
+        return _item(shape, index)
+    return shape
+
+
+class _Graph:
+    """One subgraph's nodes by key with users, for walking around a chain."""
+
+    def __init__(self, index: NodeIndex, graph: str) -> None:
+        self.index = index
+        self.nodes = index.nodes.get(graph, {})
+
+    def node_input(self, node: Node, i: int) -> Node | None:
+        ins = node.inputs
+        ref = ins[i].ref if i < len(ins) else None
+        return self.nodes.get(ref.name) if ref is not None and ref.kind == "node" else None
+
+    def node_inputs(self, node: Node) -> list[tuple[int, Node]]:
+        out = []
+        for inp in node.inputs:
+            if inp.ref is not None and inp.ref.kind == "node" and inp.ref.name in self.nodes:
+                out.append((inp.index, self.nodes[inp.ref.name]))
+        return out
+
+
+def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Group],
+                          strategies: list[Strategy], kind: FileKind = "post") -> list[RedistributionChain]:
+    """Every redistribution chain of the dump: forward (and recompute) chains first in print order,
+    then backward ones, each linked to the forward chain it is the bprop of. Before validate
+    (`kind` `pre` / `spe`) the printed types are logical or stale (§1): no slice shapes then."""
+    comm_by_uid = {c.node: c for c in comm}
+    not_redist = {c.node for c in comm if c.category != "redistribution"}
+    strat = {s.node: s for s in strategies}
+    candidates = [n for n in dump.nodes() if "redistribution_op" in n.text or FC in n.text]
+    if not candidates:
+        return []
+    index = NodeIndex(dump, candidates)
+    forward: list[tuple[list[Node], _Graph]] = []
+    backward: list[tuple[list[Node], _Graph]] = []
+    for g in dump.subgraphs:
+        if g.name not in index.nodes:
+            continue
+        graph = _Graph(index, g.name)
+        members: dict[str, bool] = {}  # key -> named (redistribution instance) or not
+        for n in g.nodes:
+            inst = n.instance_name or ""
+            if _REDIST.match(inst):
+                members[n.key] = True
+            elif FC in n.text and n.uid not in not_redist and not _OTHER_INSERTED.match(inst) and n.op != "Return":
+                members[n.key] = False
+            elif n.op in _TUPLE_OPS:
+                ins = graph.node_inputs(n)
+                if ins and all(x.key in members for _, x in ins):
+                    members[n.key] = False
+        parent = {k: k for k in members}
+        for key in members:
+            n = graph.nodes[key]
+            for _, x in graph.node_inputs(n):
+                if x.key in members and _is_backward(x) == _is_backward(n):
+                    parent[_find(parent, x.key)] = _find(parent, key)
+        parts: dict[str, list[Node]] = {}
+        for key in members:
+            parts.setdefault(_find(parent, key), []).append(graph.nodes[key])
+        for nodes in parts.values():
+            if not any(members[n.key] for n in nodes):
+                continue  # parallel-inserted nodes of another kind (forward_op replace graphs)
+            nodes.sort(key=lambda n: n.line)
+            while len(nodes) > 1 and nodes[-1].op == "MakeTuple":  # packs chain outputs for an operator
+                nodes.pop()
+            (backward if _is_backward(nodes[0]) else forward).append((nodes, graph))
+    chains: list[RedistributionChain] = []
+    fwd_ids: dict[str, int] = {}  # unique_id / forward_comm_node_unique_id of a forward member -> chain id
+    for nodes, graph in sorted(forward, key=lambda p: (p[0][0].line, p[0][0].graph)):
+        chain = _chain(len(chains), nodes, graph, comm_by_uid, groups, strat, kind == "post")
+        chains.append(chain)
+        for n in nodes:
+            for key in ("unique_id", FC):
+                v = n.primal_attrs.get(key)
+                if v is not None:
+                    fwd_ids.setdefault(f"{key}:{v}", chain.id)
+    pieces = [(part, graph, hit) for nodes, graph in backward for hit, part in _by_forward(nodes, graph, fwd_ids)]
+    for nodes, graph, hit in sorted(pieces, key=lambda p: (p[0][0].line, p[0][0].graph)):
+        if not any(_REDIST.match(n.instance_name or "") for n in nodes):
+            continue  # the bprop of a local slice: no communication
+        chain = _chain(len(chains), nodes, graph, comm_by_uid, groups, strat, kind == "post")
+        if hit is not None:
+            chain.of_chain = hit
+            chain.producer, chain.consumer = chains[hit].producer, chains[hit].consumer
+            chain.consumers = list(chains[hit].consumers)
+        chains.append(chain)
+    return chains
+
+
+def _find(parent: dict[str, str], k: str) -> str:
+    """Union-find root, halving the path as it goes."""
+    while parent[k] != k:
+        parent[k] = parent[parent[k]]
+        k = parent[k]
+    return k
+
+
+def _forward_hit(n: Node, fwd_ids: dict[str, int]) -> int | None:
+    pr = n.primal_attrs
+    hit = fwd_ids.get(f"unique_id:{pr.get('forward_unique_id')}") if "forward_unique_id" in pr else None
+    if hit is None and FC in pr:
+        hit = fwd_ids.get(f"{FC}:{pr[FC]}")
+    return hit
+
+
+def _by_forward(nodes: list[Node], graph: _Graph, fwd_ids: dict[str, int]) -> list[tuple[int | None, list[Node]]]:
+    """A backward component split by the forward chain each node is the bprop of: one data-linked
+    set of bprop nodes may serve several forward chains (two inputs of one operator). A node that
+    names no forward node (a MakeTuple between bprops) goes with its first input's part."""
+    part: dict[str, int | None] = {}
+    for n in nodes:  # print order: inputs first
+        hit = _forward_hit(n, fwd_ids)
+        if hit is None:
+            hit = next((part[x.key] for _, x in graph.node_inputs(n) if x.key in part), None)
+        part[n.key] = hit
+    out: dict[int | None, list[Node]] = {}
+    for n in nodes:
+        out.setdefault(part[n.key], []).append(n)
+    for items in out.values():
+        while len(items) > 1 and items[-1].op == "MakeTuple":  # joins bprops of two chains: part of neither
+            items.pop()
+    return list(out.items())
+
+
+def _chain(cid: int, nodes: list[Node], graph: _Graph, comm_by_uid: dict[str, CommNode],
+           groups: dict[str, Group], strat: dict[str, Strategy], typed: bool) -> RedistributionChain:
+    keys = {n.key for n in nodes}
+    comms = [comm_by_uid[n.uid] for n in nodes if n.uid in comm_by_uid]
+    phase: Phase = comms[0].phase if comms else ("backward" if _is_backward(nodes[0]) else "forward")
+    if not comms and "duplicated" in nodes[0].text and nodes[0].cnode_attrs.get("duplicated") is True:
+        phase = "recompute"
+    known = [c.bytes for c in comms if c.bytes is not None]
+    wires = [node_wire_bytes(c, groups) for c in comms]
+    group_names: list[str] = []
+    ranks: list[Any] = []
+    for c in comms:
+        if c.group and c.group not in group_names:
+            group_names.append(c.group)
+            ranks.append(c.group_ranks)
+    dtype = next((c.dtype for c in comms if c.dtype), None)
+    if dtype is None and nodes[0].output_type is not None:
+        dtype = nodes[0].output_type.dtype
+    producer = _producer(nodes, keys, graph, strat)
+    consumers = _consumers(nodes, keys, graph, strat)
+    if not typed:  # shapes printed before validate are logical or stale
+        for end in [producer, *consumers]:
+            if end is not None:
+                end.slice_shape = end.split = None
+    return RedistributionChain(
+        id=cid, phase=phase, nodes=[f"{n.key} {n.op}" for n in nodes], comm=[c.node for c in comms],
+        comm_ops=[c.op for c in comms], groups=group_names, group_ranks=ranks, dtype=dtype,
+        bytes=sum(known) if len(known) == len(comms) else None,
+        wire_bytes=sum(w for w in wires if w is not None) if all(w is not None for w in wires) else None,
+        producer=producer, consumer=consumers[0] if consumers else None, consumers=[c.node for c in consumers],
+        first_line=nodes[0].line, scope=nodes[0].scope or "", lines=[n.line for n in nodes])
+
+
+def _end(node: Node, strat: dict[str, Strategy], index: int | None, as_consumer: bool,
+         piece: Any) -> ChainEnd:
+    s = strat.get(node.uid)
+    if as_consumer:
+        strategy = _item(s.in_strategy, index) if s else None
+        layout = _item(s.in_layout, index) if s else None
+        full = _item(attr_value(node, "origin_input_shapes"), index)
+    else:
+        strategy = (s.out_strategy or s.in_strategy) if s else None
+        layout = (_item(s.out_layout, index or 0) if isinstance(s.out_layout, (tuple, list)) else s.out_layout) \
+            if s else None
+        full = attr_value(node, "origin_output_shape")
+        if index is not None and isinstance(full, (tuple, list)) and full and isinstance(full[0], (tuple, list)):
+            full = _item(full, index)
+    return ChainEnd(node=node.uid, op=node.op, name=node.instance_name or node.name, line=node.line,
+                    input_index=index, strategy=strategy, layout=layout, full_shape=full, slice_shape=piece,
+                    split=_split(full, piece), source=user_source(node), scope=node.scope or "")
+
+
+def _producer(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str, Strategy]) -> ChainEnd | None:
+    """The first operator upstream of the chain's first external input (through tuple items,
+    Load, Depend and communication of other kinds), or the parameter it reads."""
+    for n in nodes:
+        for inp in n.inputs:
+            ref = inp.ref
+            if ref is None or (ref.kind == "node" and ref.name in keys):
+                continue
+            t = n.input_types[inp.index] if inp.index < len(n.input_types) else None
+            piece = _shape_of(t)
+            if ref.kind != "node":
+                if ref.kind not in ("param", "free"):
+                    continue
+                name = ref.name.rstrip(")").split(":")[-1].lstrip("%")
+                return ChainEnd(node=ref.name, op="Parameter", name=name.split("_", 1)[-1], slice_shape=piece)
+            x = graph.nodes.get(ref.name)
+            item: int | None = None
+            steps = 0
+            while x is not None and steps < 16 and x.uid not in strat and (x.op in _THROUGH or x.op in COMM_OPS):
+                steps += 1
+                if x.op == "TupleGetItem" and item is None and len(x.inputs) > 1:
+                    m = _INDEX.fullmatch(x.inputs[1].text.strip())
+                    item = int(m.group(1)) if m else None
+                nxt = graph.node_input(x, 0)
+                if nxt is None:
+                    break
+                x = nxt
+            if x is not None:
+                return _end(x, strat, item, False, piece)
+    return None
+
+
+def _consumers(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str, Strategy]) -> list[ChainEnd]:
+    """The first operators downstream of the chain (through tuple items and Depend), each with the
+    input the chain feeds."""
+    out: list[ChainEnd] = []
+    seen: set[str] = set()
+    for n in nodes:
+        stack = [(n, u) for u in graph.index.users(n) if u.key not in keys]
+        steps = 0
+        while stack and steps < 64:
+            steps += 1
+            src, u = stack.pop(0)
+            if u.key in seen:
+                continue
+            seen.add(u.key)
+            if u.uid not in strat and u.op in ("TupleGetItem", "Depend", "MakeTuple") and u.op != "Return":
+                stack.extend((u, w) for w in graph.index.users(u) if w.key not in keys)
+                continue
+            if u.op in ("Return", "UpdateState"):
+                continue
+            index = next((i.index for i in u.inputs if i.ref is not None and i.ref.name == src.key), None)
+            t = u.input_types[index] if index is not None and index < len(u.input_types) else None
+            out.append(_end(u, strat, index, True, _shape_of(t)))
+    out.sort(key=lambda e: (e.node not in strat, e.line))
+    return out

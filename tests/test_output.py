@@ -1,0 +1,213 @@
+"""What people read: text and Markdown of `summarize` and `diff` on real fixtures (issue 10, points 8, 9, 11, 12).
+
+Every number below was worked out from the dump text (the grep is in the comment next to it).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from irtool.cli import main
+from irtool.report.tables import Table, rank_list, strategy_text, to_markdown, to_text
+
+F = Path(__file__).resolve().parents[1] / "fixtures" / "mindir"
+P2 = F / "pipeline_2stage_8p"
+MISMATCH = F / "check_micro_mismatch_8p"  # rank 5 compiled with micro_size 2, the others 4 (fixtures/mindir/README)
+
+
+def run(*args: object, code: int = 0) -> str:
+    """stdout of `irtool ARGS` run in-process; CliRunner's stdout is not a terminal, like a pipe."""
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert res.exit_code == code, res.output
+    return res.output
+
+
+# --- point 9: no Python spellings -----------------------------------------------------------------
+
+PYTHON_SPELLINGS = re.compile(r"None|\{'|': |\(\d+,\)|\.\.\.|…|\bTrue\b|\bFalse\b|\[\d|\['")
+
+
+def _rank0_files() -> list[Path]:
+    """The last validate and the step_parallel_end file of every scenario's rank_0."""
+    out = []
+    for scenario in sorted(p for p in F.iterdir() if (p / "rank_0").is_dir()):
+        for pattern in ("*_validate_*.ir*", "step_parallel_end_*.ir*"):
+            out += sorted((scenario / "rank_0").glob(pattern))[-1:]
+    return out
+
+
+RUNS: list[tuple[list[object], int]] = [(["summarize", f], 0) for f in _rank0_files()] + [
+    (["summarize", P2], 0), (["summarize", F / "gpt_small_dp2mp2pp2"], 0),
+    (["diff", P2, F / "pipeline_4stage_8p"], 1),  # two different scenarios, 4 rank pairs
+    (["diff", F / "semi_auto_8p" / "rank_0", F / "layout_8p" / "rank_0"], 1)]  # strategies vs layouts
+
+
+def test_spelling_runs_cover_every_scenario() -> None:
+    assert len(RUNS) >= 30 + 4  # 18 scenarios at the split; every 8p one has both files
+
+
+@pytest.mark.parametrize("args,code", RUNS, ids=[" ".join(str(a).replace(str(F) + "/", "") for a in r[0])
+                                                 for r in RUNS])
+def test_no_python_spellings_in_text_or_markdown(args: list[object], code: int) -> None:
+    for fmt in ("text", "markdown"):
+        out = run(*args, "--format", fmt, "--all", code=code)
+        bad = [line for line in out.splitlines() if PYTHON_SPELLINGS.search(line)]
+        assert not bad, f"{fmt}: {bad[:3]}"
+
+
+def test_layout_and_strategy_spelling() -> None:
+    # layout_8p rank_5 validate, MatMul-op0 (grep 'in_layout' ... _backbone-LayoutBlock/MatMul-op0):
+    # in_layout: ({'device_matrix': (2, 2, 2), 'tensor_map': ((2, 1), -1), 'interleaved_parallel': false, ...},
+    #             {'device_matrix': (2, 2, 2), 'tensor_map': (-1, 0), ...})
+    out = run("summarize", F / "layout_8p" / "rank_5" / "19_validate_0078.ir.xz")
+    row = next(line for line in out.splitlines() if "_backbone-LayoutBlock/MatMul-op0" in line)
+    assert "dev (2,2,2) map ((2,1),-1); dev (2,2,2) map (-1,0)" in row
+    # ... SoftmaxCrossEntropyWithLogits-op0 {in_strategy: ((8, 1), (8, 1))}; ReduceMean-op0 {in_strategy: ((8))}
+    assert re.search(r"SoftmaxCrossEntropyWithLogits-op0\s+\(8,1\)\(8,1\)\s+—", out)
+    assert re.search(r"ReduceMean-op0\s+\(8\)\s+—", out)
+    # the step_parallel_begin print keeps `interleaved_parallel: true` (docs/parallel.md §9)
+    assert strategy_text([{"device_matrix": [2, 4], "tensor_map": [1, -1], "interleaved_parallel": True}]) \
+        == "dev (2,4) map (1,-1) interleaved"
+    assert strategy_text(None) == "—" and strategy_text([[4]]) == "(4)"
+    assert rank_list([1, 2, 3, 5, 7, 6]) == "1-3, 5-7" and rank_list([6, 7]) == "6, 7" and rank_list([]) == ""
+
+
+def test_stage_line_without_dict() -> None:
+    # pipeline_2stage_8p rank_4 validate: 4 forward Receive + 4 backward Send, each with `pr.src_rank: I64(0)`
+    # (grep -cE '= (PrimFunc_)?(Send|Receive)\(' = 8): 8 votes for stage 1
+    out = run("summarize", P2 / "rank_4" / "19_validate_0078.ir.xz")
+    assert out.splitlines()[1].startswith("Pipeline stage: 1 (8 votes, ")
+
+
+# --- point 8: no silent truncation, names never cut ---------------------------------------------------
+
+GPT0 = F / "gpt_small_dp2mp2pp2" / "rank_0" / "19_validate_0078.ir.xz"
+# line 5909-5911 of GPT0: %464 = PrimFunc_MatMul(...) primitive_attrs: {in_strategy: ((2, 1), (2, 1)), ...}
+#   # Fullname with scope: (recompute_Default/network-PipelineCell/network-GPT/layers-CellList/0-DecoderLayer/...)
+LONG_SCOPE = ("recompute_Default/network-PipelineCell/network-GPT/layers-CellList/0-DecoderLayer/"
+              "attention-Attention/wv-Linear/MatMul-op3")
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_summarize_says_what_it_leaves_out(fmt: str) -> None:
+    # operators with a strategy: xzcat GPT0 | grep -E '^  %[0-9]+\(' | grep -E 'in_strategy|in_layout'
+    #   | grep -vc _Virtual  -> 158
+    short = run("summarize", GPT0, "--format", fmt)
+    assert "showing 25 of 158 (--all for every row)" in short
+    assert LONG_SCOPE not in short
+    full = run("summarize", GPT0, "--format", fmt, "--all")
+    assert "of 158" not in full and "--all for every row" not in full
+    row = next(line for line in full.splitlines() if LONG_SCOPE + " " in line or LONG_SCOPE + " |" in line)
+    assert "(2,1)(2,1)" in row and len(LONG_SCOPE) > 80
+
+
+def test_piped_output_is_not_cut() -> None:
+    """A real pipe (subprocess), 80-column terminal settings in the environment: nothing is cut."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80", "LINES": "24"}
+    out = subprocess.run([sys.executable, "-m", "irtool.cli", "summarize", str(GPT0), "--all"], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert LONG_SCOPE in out
+    assert max(len(line) for line in out.splitlines()) > 80
+
+
+def test_table_note_in_both_formats() -> None:
+    t = Table("T", ["a", "b"], [[str(i), "x"] for i in range(30)]).limited(25)
+    assert "  showing 25 of 30 (--all for every row)" in to_text([t]).splitlines()
+    assert "_showing 25 of 30 (--all for every row)_" in to_markdown([t])
+    assert Table("T", ["a"], [["1"]]).limited(25).note is None
+
+
+# --- point 11: folder summaries ---------------------------------------------------------------------
+
+def test_folder_summary_says_what_it_adds_up() -> None:
+    out = run("summarize", P2, "--all")
+    # every rank's validate: grep -cE '= (PrimFunc_)?Send\(' -> 4, Receive 4; AllReduce 45 on ranks 0-3
+    lines = out.splitlines()
+
+    def table(title: str) -> list[str]:
+        i = lines.index(title)
+        end = next((j for j in range(i + 1, len(lines)) if not lines[j]), len(lines))
+        return lines[i + 3:end]  # after the title, the header and the rule
+
+    ops0 = table("Stage 0: sum over 4 ranks (0, 1, 2, 3), communication by operator")
+    assert [row.split()[:2] for row in ops0] == [["AllReduce", "180"], ["Receive", "16"], ["Send", "16"]]  # 4 x 45, 4 x 4
+    cats1 = table("Stage 1: sum over 4 ranks (4, 5, 6, 7), communication by category")
+    # pipeline = 4 ranks x (4 Send + 4 Receive); operators are not mixed into the category table
+    assert ["pipeline", "32", "32,768"] in [row.split() for row in cats1]
+    assert not any(row.split()[0] in ("AllReduce", "Send") for row in cats1)
+    sr = [row.split() for row in table("Send/Receive per rank")]
+    # rank 1: 4 x `= Send(` with `primitive_attrs: {shape: [4, 64], dest_rank: I64(5)` and `pr.dest_rank: I64(1)`,
+    # micro: I64(0..3); F32 [4, 64] = 1,024 bytes.  rank 5: 4 backward Sends, `dest_rank: I64(1)`, `pr.src_rank: I64(0)`
+    assert ["1", "0", "Send", "forward", "1", "5", "1,024", "4", "0,1,2,3"] in sr
+    assert ["5", "1", "Send", "backward", "0", "1", "1,024", "4", "0,1,2,3"] in sr
+    assert len(sr) == 16  # 8 ranks x (Send, Receive), each one (peer, size)
+    md = run("summarize", P2, "--format", "markdown")
+    assert "**Stage 1: sum over 4 ranks (4, 5, 6, 7), communication by operator**" in md
+    assert "| 5 | 1 | Send | backward | 0 | 1 | 1,024 | 4 | 0,1,2,3 |" in md
+
+
+# --- point 12: diff ---------------------------------------------------------------------------------
+
+def test_diff_same_blocks_once_and_peers() -> None:
+    text = run("diff", P2, MISMATCH, code=1)
+    # Only rank 5 was compiled differently (micro_size 2): its comm nodes per op, grep -oE '= (Send|Receive|...)\('
+    # | sort | uniq -c: old 4 AllGather, 53 AllReduce, 4 Receive, 4 ReduceScatter, 4 Send (69); new 2, 33, 2, 2, 2 (41)
+    headers = [line for line in text.splitlines() if line.startswith("== ")]
+    assert headers == ["== rank 0 (stage 0) -> rank 0 (stage 0)", "== ranks 1-3: same as rank 0",
+                       "== rank 4 (stage 1) -> rank 4 (stage 1)", "== ranks 6, 7: same as rank 4",
+                       "== rank 5 (stage 1) -> rank 5 (stage 1)"]
+    rows = [line.split() for line in text.splitlines() if line.startswith("  removed ")]
+    assert len([r for r in rows if r[3] in ("pipeline", "redistribution", "operator-forward",
+                                            "gradient-aggregation")]) == 69 - 41
+    # rank 5's Receives come from rank 1 (`src_rank: I64(1)`), stage 0 (`pr.src_rank: I64(0)`)
+    receive = [line for line in text.splitlines() if " Receive " in line and "pipeline" in line]
+    assert receive and all(line.endswith("peer rank 1 (stage 0)") for line in receive)
+    md = run("diff", P2, MISMATCH, "--format", "markdown", code=1)
+    assert "**ranks 1-3: same as rank 0**" in md and "**ranks 6, 7: same as rank 4**" in md
+    assert md.count("<details") == 3
+    doc = json.loads(run("diff", P2, MISMATCH, "--format", "json", code=1))
+    assert [r["new"]["rank"] for r in doc["ranks"]] == list(range(8))  # JSON keeps every rank
+    r5 = doc["ranks"][5]
+    sends = [e["old"] for e in r5["comm"] if e["op"] == "Send"]
+    assert sends and all((s["peer_rank"], s["peer_stage"]) == (1, 0) for s in sends)
+    # the --all limit: the same shared Table note as summarize
+    n = r5["counts"]["comm"]
+    from irtool.diff import diff_dirs
+    from irtool.diff.report import to_text as diff_text
+    short = diff_text(diff_dirs(str(P2 / "rank_5"), str(MISMATCH / "rank_5")), limit=10)
+    assert f"showing 10 of {n} (--all for every row)" in short
+
+
+def test_diff_peers_between_scenarios() -> None:
+    # pipeline_4stage_8p rank_0 validate: `= Send(` with `dest_rank: I64(2)` (global) and `pr.dest_rank: I64(1)`
+    text = run("diff", P2 / "rank_0", F / "pipeline_4stage_8p" / "rank_0", "--all", code=1)
+    sends = [line for line in text.splitlines() if re.match(r"  (added|changed) +0 +Send ", line)]
+    assert len(sends) == 8 and all(line.endswith("peer rank 2 (stage 1)") for line in sends)
+    doc = json.loads(run("diff", P2 / "rank_0", F / "pipeline_4stage_8p" / "rank_0", "--format", "json", code=1))
+    added = [e["new"] for e in doc["ranks"][0]["comm"] if e["change"] == "added" and e["op"] == "Send"]
+    assert added and all((a["peer_rank"], a["peer_stage"]) == (2, 1) for a in added)
+
+
+def test_diff_of_a_folder_with_itself_shows_each_stage_once() -> None:
+    # pipeline_2stage_8p: stage 0 = ranks 0-3, stage 1 = ranks 4-7 (pr.dest_rank / pr.src_rank of their Send/Receive)
+    text = run("diff", P2, P2)
+    assert [line for line in text.splitlines() if line.startswith("== ")] == [
+        "== rank 0 (stage 0) -> rank 0 (stage 0)", "== ranks 1-3: same as rank 0",
+        "== rank 4 (stage 1) -> rank 4 (stage 1)", "== ranks 5-7: same as rank 4"]
+    assert text.endswith("identical\n")
+
+
+def test_markdown_mentions_nobody() -> None:
+    # rank_4 validate header: `# IR entry: @1972_1971_291_289_1_...construct_2557`; on GitHub `@1972` would notify a user
+    md = run("summarize", P2 / "rank_4" / "19_validate_0078.ir.xz", "--format", "markdown")
+    assert "entry &#64;1972_1971_291_289_1_" in md and "@" not in md
+    text = run("summarize", P2 / "rank_4" / "19_validate_0078.ir.xz")
+    assert "entry @1972_1971_291_289_1_" in text  # text keeps the dump's spelling for grep

@@ -1,0 +1,374 @@
+r"""Rules of issue 10 ("every figure irtool prints survives a reviewer with grep") on the real fixtures.
+
+Each test states a rule about the format (docs/parallel.md) and checks it on real dumps; the numbers
+were worked out from the dump text with xzcat + grep/sed (command or line in the comment).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES, fixture
+
+import irtool
+from irtool.cli import main
+from irtool.diff.facts import comm_facts
+from irtool.parallel import CommNode, analyze
+from irtool.parallel.rules import PIPE_KEYS, classify
+from irtool.parallel.stage import stage_info
+from irtool.report.summary import summarize
+
+SEMI_R0 = "semi_auto_8p/rank_0/19_validate_0078.ir.xz"
+
+
+def _by_line(rel: str) -> dict[int, CommNode]:
+    return {c.line: c for c in analyze(irtool.load(fixture(rel))).comm}
+
+
+# --- 2. serves of a forward redistribution: the first consumer outside the chain, with its strategy
+
+def test_forward_redistribution_serves_the_consumer_after_the_chain() -> None:
+    comm = _by_line(SEMI_R0)
+    # xzcat F | sed -n 101,146p: line 104 `%5 = AllGather(%4) {instance name: redistribution_op_...AllGather_}`
+    # -> %6 `PrimFunc_Split {instance name: redistribution_op_...Split_}` -> %7..%10 TupleGetItem -> %11 MakeTuple
+    # -> %12 Concat -> %13 Reshape -> %14 StridedSlice (all `redistribution_op_`) -> line 146
+    # `%15 = PrimFunc_Split(%14, I64(1), I64(3)) {instance name: split} ... {in_strategy: ((8, 1))}`
+    c = comm[104]
+    assert (c.serves.rsplit("/", 1)[1], c.serves_op, c.serves_strategy) == ("%15", "Split", ((8, 1),))
+    # line 437 `%55 = AllGather` -> Split/TupleGetItem/MakeTuple/Concat -> line 440.. `%61 = AllGather` (same chain)
+    # -> Reshape, StridedSlice x2, Reshape %65 -> line 644 `%93 = PrimFunc_Add(%65, %92) {instance name: add_res2}
+    # ... {in_strategy: ((2, 4), (2, 4))}`
+    c = comm[437]
+    assert (c.serves.rsplit("/", 1)[1], c.serves_op, c.serves_strategy) == ("%93", "Add", ((2, 4), (2, 4)))
+    # lines 662, 686, 710 (`%95`, `%101`, `%107` AllGather, one chain) -> line 725
+    # `%112 = PrimFunc_ReLU(%111) {instance name: relu} ... {in_strategy: ((1, 8))}`
+    for line in (662, 686, 710):
+        assert (comm[line].serves.rsplit("/", 1)[1], comm[line].serves_op, comm[line].serves_strategy) == \
+            ("%112", "ReLU", ((1, 8),))
+
+
+@pytest.mark.parametrize("rel", [SEMI_R0, "layout_8p/rank_5/19_validate_0078.ir.xz",
+                                 "pipeline_2stage_8p/rank_4/19_validate_0078.ir.xz",
+                                 "flash_attention_sp_8p/rank_0/19_validate_0078.ir.xz",
+                                 "semi_auto_8p/rank_5/step_parallel_end_0019.ir.xz"])
+def test_no_forward_redistribution_serves_its_own_chain(rel: str) -> None:
+    dump = irtool.load(fixture(rel))
+    nodes = {n.uid: n for n in dump.nodes()}
+    fwd = [c for c in analyze(dump).comm if c.category == "redistribution" and c.phase == "forward"]
+    assert fwd
+    for c in fwd:
+        target = nodes[c.serves]
+        assert "redistribution_op" not in (target.instance_name or ""), (c.line, target.line)
+        assert target.op not in ("TupleGetItem", "MakeTuple", "Depend")
+
+
+def test_receive_serves_the_user_of_its_value_not_a_depend_ordering_it() -> None:
+    # lazyinline rank 0 validate line 6417 `%13(dx) = Receive(%12)`; `%14 = Depend(%11, %13)` only orders
+    # (Receive is its 2nd input); `%20 = Depend(%13, %9)` -> `%21 = Depend(%20, %16)` -> `%22 = %19[@Partial(...)](%21, ...)`
+    comm = _by_line("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz")
+    assert comm[6417].op == "Receive" and comm[6417].serves.endswith("/%22")
+
+
+# --- 5. Send/Receive of sequence parallelism are operator-forward
+
+def _real_send(rel: str = "pipeline_2stage_8p/rank_0/19_validate_0078.ir.xz"):
+    dump = irtool.load(fixture(rel))
+    return next(n for n in dump.nodes() if n.op == "Send")
+
+
+def test_send_with_ring_attention_attributes_is_operator_forward() -> None:
+    # Built from the first real Send of pipeline_2stage_8p rank 0 validate (`grep -n '= Send(' F | head -1`),
+    # whose cnode_primal_attrs carry the pipeline marks `dest_rank: I64(1)`, `micro: I64(0)` ...
+    send = _real_send()
+    pa, pr = send.primitive_attrs, send.primal_attrs
+    assert PIPE_KEYS & set(pr)
+    assert classify(send, send.instance_name or "", pa, pr) == ("pipeline", "R5")
+    # the same Send inside a ring attention: FlashAttentionScore names why it exists; a node of a
+    # pipeline stage keeps its `micro` mark, which does not make it a stage boundary
+    for key in ("FLASH_SP_COMM_TYPE", "FLASH_INDEX", "RING_ATTENTION_INDEX"):
+        sp_pa = {**pa, key: "0_0"}
+        sp_pr = {"micro": pr.get("micro", 0)}
+        assert classify(send, "", sp_pa, sp_pr) == ("operator-forward", "R9")
+        assert classify(send, "", pa, {**sp_pr, key: "0_1"}) == ("operator-forward", "R9")
+    # no pipeline marks and no reason: still `other`
+    assert classify(send, "", {}, {}) == ("other", "R5b")
+    # the stage stays unknown: only pipeline p2p vote (§7)
+    c = CommNode(op="Send", category="operator-forward", phase="forward", node="g/%1", direction="send")
+    assert stage_info("post", [c], {"g/%1": {"micro": 0, "FLASH_INDEX": "0_0"}}).stage is None
+
+
+def test_flash_sp_send_receive_are_operator_forward_without_stage() -> None:
+    # flash_sp_sendrecv_8p (FlashAttentionScore enable_flash_sp, dp2 x sp2 x mp2, no pipeline), rank 0 validate:
+    # grep -nE '^  %[^ ]+ = (Send|Receive)\(' F -> 218 Send, 224 Receive, 287 Send, 755 Receive, 770 Send,
+    # 776 Receive, 876 Send, 885 Receive; all group nccl_world_group, peer rank 2 (`dest_rank`/`src_rank: I64(2)`)
+    facts = analyze(irtool.load(fixture("flash_sp_sendrecv_8p/rank_0/19_validate_0078.ir.xz")))
+    p2p = {c.line: c for c in facts.comm if c.direction}
+    assert sorted(p2p) == [218, 224, 287, 755, 770, 776, 876, 885]
+    assert all(c.category == "operator-forward" and c.peer_stage is None and c.peer_rank == 2 for c in p2p.values())
+    assert facts.stage is None and facts.stage_info.votes == {}
+    # 218: `cnode_primal_attrs: {FLASH_INDEX: "0_0", ... FLASH_SP_COMM_TYPE: "FLASH_SP_COMM_QKV" ...}`
+    assert p2p[218].rule == "R9" and p2p[218].phase == "forward"
+    # 776 `Receive(%175) ... flash_tag: "True"} cnode_primal_attrs: {recv_type: I64(0)}` (no FLASH_* attribute)
+    assert p2p[776].rule == "R9"
+    # 770 `%174 = Send(%173) {instance name: Send} primitive_attrs: {shape: (2, 2, 32, 16), dest_rank: I64(2), ...}`
+    # has no attribute of its own; `%175 = Depend(..., %174)` -> `%176 = Receive(%175)` (line 776): one exchange step
+    assert p2p[770].rule == "R9-paired"
+    # bytes from `shape: (2, 2, 32, 16)`, `dtype: F16`: 2*2*32*16*2 = 4096; 776 `shape: (2, 2, 32, 64)` = 16384
+    assert (p2p[770].bytes, p2p[776].bytes) == (4096, 16384)
+
+
+def test_flash_sp_exchange_inherits_the_backward_phase() -> None:
+    comm = _by_line("flash_sp_sendrecv_8p/rank_2/19_validate_0078.ir.xz")
+    # rank 2 line 1194 `%296 = Send(%295)` (no attribute, scope `Default/Send-op0`); `%295 = Depend(%294, %264)` where
+    # line 1088 `%264 = Receive(%263) ... flash_tag: "True"` is printed under `.../Grad_Receive/Receive-op0` (backward);
+    # `%297 = Depend(%292, %296)` -> line 1200 `%298(dx) = Receive(%297)` with `forward_unique_id: "4077"`
+    assert (comm[1194].category, comm[1194].rule, comm[1194].phase) == ("operator-forward", "R9-paired", "backward")
+    assert (comm[1088].rule, comm[1088].phase) == ("R9", "backward")
+
+
+def test_ring_attention_neighbor_exchange_is_operator_forward_without_stage() -> None:
+    comm = _by_line("flash_attention_sp_8p/rank_0/19_validate_0078.ir.xz")
+    # line 173 `%30 = NeighborExchange(%29) primitive_attrs: {... FLASH_INDEX: "0_0", ...}`
+    # line 753 `%152 = NeighborExchange(%151) {instance name: grad} ... {forward_node_name: "NeighborExchange_3814", ...}`
+    assert (comm[173].category, comm[173].phase, comm[173].rule) == ("operator-forward", "forward", "R9")
+    assert (comm[753].category, comm[753].phase) == ("operator-forward", "backward")
+    assert analyze(irtool.load(fixture("flash_attention_sp_8p/rank_0/19_validate_0078.ir.xz"))).stage is None
+
+
+# --- 6. one communication record: summary and diff read the same bytes; unknown is never 0
+
+EARLY = sorted(str(p.relative_to(FIXTURES)) for p in FIXTURES.glob("*/rank_0/*")
+               if any(k in p.name for k in ("pipeline_split", "merge_send_receive", "step_parallel_begin"))
+               and "gpt_large" not in str(p))
+
+# comm node lines in the early passes of rank 0 (grep -cE '^  %[^ ]+ = (AllReduce|Send|Receive|...)\(' F)
+EARLY_COMM = {"data_parallel_8p/rank_0/11_pipeline_split_0012.ir.xz": 10,
+              "gpt_small_dp2mp2pp2/rank_0/11_pipeline_split_0014.ir.xz": 2,
+              "gpt_small_dp2mp2pp2/rank_0/merge_send_receive_0017.ir.xz": 2,
+              "gpt_small_dp2mp2pp2/rank_0/step_parallel_begin_0018.ir.xz": 2,
+              "gpt_small_dp2mp2pp2_lazyinline/rank_0/11_pipeline_split_0014.ir.xz": 2,
+              "pipeline_2stage_8p/rank_0/11_pipeline_split_0014.ir.xz": 4,
+              "pipeline_2stage_8p/rank_0/step_parallel_begin_0018.ir.xz": 4,
+              "pipeline_4stage_8p/rank_0/merge_send_receive_0017.ir.xz": 8}
+
+
+@pytest.mark.parametrize("rel", EARLY)
+def test_summary_and_diff_read_the_same_bytes(rel: str) -> None:
+    dump = irtool.load(fixture(rel))
+    facts = analyze(dump)
+    summary = summarize(dump, facts)
+    diff_side = [f.as_dict() for f in comm_facts(facts)]
+    assert [c["bytes"] for c in summary["comm"]] == [d["bytes"] for d in diff_side]
+    # before step_parallel_end types are logical or stale (§1): no byte count is known, and none is 0
+    assert all(c["bytes"] is None for c in summary["comm"])
+    n = len(summary["comm"])
+    if rel in EARLY_COMM:
+        assert n == EARLY_COMM[rel]
+    assert summary["comm_totals"]["total"] == {"count": n, "bytes": 0, "bytes_unknown": n}
+    for row in summary["gradient_aggregation"] + summary["top_scopes"]:
+        assert row["bytes_unknown"] == row["count"] and row["bytes"] == 0
+
+
+def test_unknown_bytes_print_as_unknown_in_text() -> None:
+    rel = "pipeline_2stage_8p/rank_0/11_pipeline_split_0014.ir.xz"  # 4 `= Send(` lines, bytes unknown (§1)
+    res = CliRunner().invoke(main, ["summarize", fixture(rel)])
+    assert res.exit_code == 0, res.output
+    # rows of the operator histogram, then the category, operator, category/phase, Send/Receive (op, phase,
+    # peer stage, peer rank, bytes each, count, micros; no segment column: no hop has one) and top-scope tables
+    rows = [ln.split() for ln in res.output.splitlines()
+            if ln.split()[:1] in (["pipeline"], ["Send"], ["pipeline/forward"], ["Default"])]
+    assert rows == [["Send", "4"], ["pipeline", "4", "—"], ["Send", "4", "—"], ["pipeline/forward", "4", "—"],
+                    ["Send", "forward", "—", "4", "—", "4", "0,1,2,3"], ["Default", "4", "—"],
+                    # communication per layer (count, bytes, wire, forward, backward, recompute, by category) and
+                    # traffic (count, tensor bytes, wire bytes, formula): unknown, never 0
+                    ["Default", "4", "—", "—", "—", "—", "—", "—"], ["Send", "4", "—", "—", "S"]]
+    # diff of the file against itself: the per-category bytes row says the 4 sizes are unknown
+    res = CliRunner().invoke(main, ["diff", fixture(rel), fixture(rel), "--format", "json"])
+    data = json.loads(res.output)
+    row = data["ranks"][0]["comm_bytes"][0]
+    assert (row["old"], row["old_count"], row["old_bytes_unknown"], row["new_bytes_unknown"]) == (0, 4, 4, 4)
+
+
+def test_partly_unknown_bytes_are_counted_apart() -> None:
+    # semi_auto rank 0 step_parallel_end: 6 `_MirrorOperator` (bytes from the sliced `# Params:`, 53888 in all)
+    # and 17 AllGather/AllReduce whose types are stale -> unknown (docs/parallel_expected.md)
+    dump = irtool.load(fixture("semi_auto_8p/rank_0/step_parallel_end_0019.ir.xz"))
+    s = summarize(dump, analyze(dump))
+    assert s["comm_totals"]["total"] == {"count": 23, "bytes": 53888, "bytes_unknown": 17}
+    assert sum(r["bytes_unknown"] for r in s["top_scopes"]) <= 17
+    assert all(r["bytes_unknown"] == 0 for r in s["gradient_aggregation"])  # the mirrors' sizes are known
+
+
+# --- 7. backward nodes printed under another cell's scope
+
+def test_backward_collective_is_attributed_to_its_forward_cell() -> None:
+    comm = _by_line(SEMI_R0)
+    # line 1198 `%193(dx) = ReduceScatter(...)` `forward_unique_id: "7678"`, printed
+    # `Gradients/Default/network-WithLossCell/_backbone-Net/head-Head/Grad_AllGather/ReduceScatter-op1`;
+    # unique_id 7678 is line 602 `%86 = AllGather(%85)` in `.../body-ShardedAttentionMLP/AllGather-op9`
+    c = comm[1198]
+    assert c.scope == "Gradients/Default/network-WithLossCell/_backbone-Net/head-Head/Grad_AllGather/ReduceScatter-op1"
+    assert c.cell_scope == ("Gradients/Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP/"
+                            "Grad_AllGather/ReduceScatter-op1")
+    # a backward node printed under its forward cell keeps its scope (line 1053, forward in body)
+    assert comm[1053].cell_scope == comm[1053].scope
+
+
+def test_top_scopes_count_gradients_under_the_forward_cell() -> None:
+    dump = irtool.load(fixture(SEMI_R0))
+    rows = {r["scope"]: r for r in summarize(dump, analyze(dump))["top_scopes"]}
+    # `grep -n 'body-ShardedAttentionMLP/Grad_AllGather/ReduceScatter'`: 12 lines (1053 .. 1649) + line 1198
+    # attributed by its forward node; input types (first type line): (512,2,2,16) (512,1,2,16) (512,1,1,16)
+    # (2,128,2,32) (2,128,1,32) (2,128,128) (256,32) (128,64) 3x(8,32,4,16) (4,256,48) + (512,256) Float32
+    # = 4 x (32768+16384+8192+16384+8192+32768+8192+8192+3*16384+49152+131072) = 1441792
+    body = rows["Gradients/Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP/Grad_AllGather"]
+    assert (body["count"], body["bytes"], body["bytes_unknown"]) == (13, 1441792, 0)
+    # left under head: line 1015 ReduceScatter-op0, input (4096, 8) Float32 = 131072
+    head = rows["Gradients/Default/network-WithLossCell/_backbone-Net/head-Head/Grad_AllGather"]
+    assert (head["count"], head["bytes"]) == (1, 131072)
+
+
+def test_picture_folds_the_gradient_with_its_forward_cell(tmp_path: Path) -> None:
+    from irtool.report.render import Semantics, fold_key
+    dump = irtool.load(fixture(SEMI_R0))
+    facts = analyze(dump)
+    sem = Semantics.of(facts)
+    node = next(n for n in dump.nodes() if n.line == 1198)
+    assert fold_key(node, 4)[0] == "Gradients/Default/network-WithLossCell/_backbone-Net/head-Head"
+    assert fold_key(node, 4, sem.scope)[0] == "Gradients/Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP"
+
+
+# --- 3. parameters of optimizer-parallel gathers, through value-preserving operators
+
+OPT_R0 = "pipeline_opt_shard_8p/rank_0/19_validate_0078.ir.xz"
+
+
+def test_optimizer_gather_names_its_parameter_through_a_cast() -> None:
+    comm = _by_line(OPT_R0)
+    gathers = [c for c in comm.values() if c.op == "AllGather"]
+    # grep -c '= AllGather(' F: 34, all `{instance name: parallel_optimizer_allgather_not_recompute}`
+    assert len(gathers) == 34 and all(c.category == "optimizer-parallel" for c in gathers)
+    # line 185 `%0 = AllGather(%para3_embedding.tok)`: the parameter is the input itself
+    assert comm[185].parameter == "embedding.tok"
+    # line 324 `%24 = PrimFunc_Cast(%para7_0.attention.wq.weight, I64(42))` -> line 327 `%25 = AllGather(%24)`
+    assert comm[327].parameter == "0.attention.wq.weight"
+    # line 1989 `%174 = PrimFunc_Cast(%para35_1.feed_forward.w2.weight, I64(42))` -> line 1992 `%175 = AllGather(%174)`
+    assert comm[1992].parameter == "1.feed_forward.w2.weight"
+    # line 2034 `%179 = PrimFunc_Cast(%para36_1.feed_forward.w2.bias, I64(42))` -> line 2037 `%180 = AllGather(%179)`
+    assert comm[2037].parameter == "1.feed_forward.w2.bias"
+    # every gather names a different parameter: %para3 .. %para36 (34 parameters, 24 of them through a Cast)
+    assert len({c.parameter for c in gathers}) == 34 and None not in {c.parameter for c in gathers}
+
+
+def test_optimizer_gather_parameter_on_the_last_stage() -> None:
+    comm = _by_line("pipeline_opt_shard_8p/rank_4/19_validate_0078.ir.xz")
+    gathers = [c for c in comm.values() if c.op == "AllGather"]
+    # rank 4: 35 AllGather; line 363 `%58 = PrimFunc_Cast(%para37_loss.head.weight, ...)` -> line 366 `%59 = AllGather(%58)`
+    assert len(gathers) == 35 and comm[366].parameter == "loss.head.weight"
+    assert all(c.parameter for c in gathers)
+
+
+# --- 4. optimizer gathers that move no data
+
+SPE_OPT_R0 = "pipeline_opt_shard_8p/rank_0/step_parallel_end_0019.ir.xz"
+
+
+def test_step_gathers_on_a_real_group_are_communication() -> None:
+    dump = irtool.load(fixture(SPE_OPT_R0))
+    s = summarize(dump, analyze(dump))
+    # grep -cE '^  %[^ ]+ = _MicroStepAllGather\(' F: 34; groups "2-5208665662337742843" (21) / "4-6301172352641561019" (13)
+    assert s["comm_totals"]["by_op"]["_MicroStepAllGather"]["count"] == 34
+    assert s["no_op_gathers"] == []
+    assert {g["name"]: g["comm_nodes"] for g in s["groups"]
+            if g["name"] in ("2-5208665662337742843", "4-6301172352641561019")} == \
+        {"2-5208665662337742843": 21, "4-6301172352641561019": 13}
+    assert all(g["name"] for g in s["groups"])  # no blank group name
+
+
+def test_step_gather_on_an_empty_or_one_rank_group_moves_no_data() -> None:
+    from irtool.parallel.rules import moves_no_data
+    dump = irtool.load(fixture(SPE_OPT_R0))
+    # line 4813 `%0(CNode_3205) = _MicroStepAllGather($(...:para3_embedding.tok), $(...:para119_accu_grads.embedding.tok))
+    # {instance name: parallel_optimizer_allgather_not_recompute} primitive_attrs: {... group: "2-5208665662337742843",
+    # group_ranks: "0-2", ... rank_size: I64(2) ...}`
+    node = next(n for n in dump.nodes() if n.line == 4813)
+    inst, pa = node.instance_name or "", node.primitive_attrs
+    assert node.op == "_MicroStepAllGather" and not moves_no_data(node, inst, pa)
+    # the same gather for an unsharded parameter: MindSpore gives it `group: ""` (its bprop skips the
+    # reduction when `self.group == ""`), or a group of one rank
+    assert moves_no_data(node, inst, {**pa, "group": ""})
+    assert moves_no_data(node, inst, {k: v for k, v in pa.items() if k != "group"})
+    assert moves_no_data(node, inst, {**pa, "group": "1-123", "group_ranks": "0", "rank_size": 1})
+
+
+# --- 5b. folded pipelines (pipeline_segments_8p: 2 stages x 2 segments, lazy_inline, MindSpore 2.7.1)
+
+SEG = "pipeline_segments_8p/rank_{}/{}"
+
+
+def test_folded_pipeline_stage_zero_hops() -> None:
+    facts = analyze(irtool.load(fixture(SEG.format(0, "19_validate_0087.ir.xz"))))
+    p2p = {c.line: c for c in facts.comm if c.direction}
+    # grep -cE '^  %[^ ]+ = (Send|Receive)\(' F: 24, every one `stage: I64(0)`, peer global rank 4
+    assert len(p2p) == 24 and facts.stage == 0
+    # 8 hops in segment 0 (`chunk: I64(0)`: Send 796 823 904 964, their gradients Receive 1003 1039 1135 1159),
+    # 16 in segment 1 (`chunk: I64(1)`)
+    assert sorted(line for line, c in p2p.items() if c.segment == 0) == [796, 823, 904, 964, 1003, 1039, 1135, 1159]
+    assert sum(c.segment == 1 for c in p2p.values()) == 16
+    # line 829 `Receive ... src_rank: I64(1), src_global_rank: I64(4), sr_tag: I64(524288) ... stage: I64(0),
+    # micro: I64(0), chunk: I64(1)`: forward input of segment 1 on stage 0 = output of the last stage (1) in segment 0;
+    # stage 0 has no upstream stage, so `stage - 1` = -1 is impossible
+    assert (p2p[829].op, p2p[829].phase, p2p[829].peer_stage, p2p[829].segment) == ("Receive", "forward", 1, 1)
+    # line 940 `Send ... sr_tag: I64(524288) ... forward_unique_id ... chunk: I64(1)`: the gradient of that hop,
+    # back to stage 1
+    assert (p2p[940].op, p2p[940].phase, p2p[940].peer_stage) == ("Send", "backward", 1)
+    assert {c.peer_stage for c in p2p.values()} == {1} and facts.stage_info.peer_stages == [1]
+
+
+def test_folded_pipeline_last_stage_hops() -> None:
+    for name in ("19_validate_0089.ir.xz", "step_parallel_end_0019.ir.xz"):
+        facts = analyze(irtool.load(fixture(SEG.format(4, name))))
+        assert facts.stage == 1  # every Send/Receive: `stage: I64(1)`
+        assert facts.stage_info.peer_stages == [0]  # the only other stage, never 2
+    p2p = {c.line: c for c in analyze(irtool.load(fixture(SEG.format(4, "19_validate_0089.ir.xz")))).comm if c.direction}
+    # line 871 `%7 = Send(%6) ... dest_rank: I64(0), dst_global_rank: I64(0) ... sr_tag: I64(524288) ... stage: I64(1),
+    # micro: I64(0), chunk: I64(0)`: the last stage's output of segment 0 goes to stage 0 (segment 1)
+    assert (p2p[871].op, p2p[871].phase, p2p[871].peer_stage, p2p[871].segment) == ("Send", "forward", 0, 0)
+    # line 850 `%0 = Receive(...) ... src_global_rank: I64(0), sr_tag: I64(0) ... stage: I64(1), chunk: I64(0)`
+    assert (p2p[850].op, p2p[850].peer_stage, p2p[850].segment) == ("Receive", 0, 0)
+    # the Send/Receive table has one row per segment, each with micros 0..3 once. Rank 4 (`grep -nE '= (Send|Receive)\('`,
+    # sr_tag / chunk): forward Receive chunk 0 (sr_tag 0..3) and chunk 1 (1048576..), forward Send chunk 0 (524288..,
+    # the wrap); backward Send chunk 0 (0..3) and chunk 1 (1048576..), backward Receive chunk 0 (524288..). The last
+    # segment of the last stage ends in the loss: no forward Send / backward Receive in segment 1.
+    dump = irtool.load(fixture(SEG.format(4, "19_validate_0089.ir.xz")))
+    rows = summarize(dump, analyze(dump))["send_receive"]
+    assert all(r["micros"] == [0, 1, 2, 3] and r["peer_stage"] == 0 and r["bytes_each"] == 1024 for r in rows)
+    res = CliRunner().invoke(main, ["summarize", fixture(SEG.format(4, "19_validate_0089.ir.xz"))])
+    header = res.output.split("Send/Receive\n", 1)[1].splitlines()[0].split()
+    assert header == ["op", "phase", "peer", "stage", "peer", "rank", "segment", "bytes", "each", "count", "micros"]
+    assert sorted((r["op"], r["phase"], r["segment"]) for r in rows) == [
+        ("Receive", "backward", 0), ("Receive", "forward", 0), ("Receive", "forward", 1),
+        ("Send", "backward", 0), ("Send", "backward", 1), ("Send", "forward", 0)]
+
+
+def test_folded_pipeline_stage_from_peer_stage_ids() -> None:
+    # Without `pr.stage`, `pr.dest_rank`/`pr.src_rank` name the peer's stage (§7.2). Built from the real forward
+    # Sends of pipeline_2stage_8p rank 0 (`cnode_primal_attrs: {... dest_rank: I64(1) ...}`, 4 micros), plus the
+    # hops a fold adds on stage 0: the Receive of segment 1 from the last stage (`src_rank` 1) -> vote 2 unless
+    # recognised as the wrap; on the last stage, a Send of segment 0 to stage 0 (`dest_rank` 0) -> no vote.
+    dump = irtool.load(fixture("pipeline_2stage_8p/rank_0/step_parallel_end_0019.ir.xz"))
+    sends = [n for n in dump.nodes() if n.op == "Send"]
+    assert len(sends) == 4 and all(n.primal_attrs.get("dest_rank") == 1 for n in sends)
+    comm = [CommNode(op="Send", category="pipeline", phase="forward", node=n.uid, direction="send", segment=0)
+            for n in sends]
+    primal = {n.uid: dict(n.primal_attrs) for n in sends}
+    wrap = CommNode(op="Receive", category="pipeline", phase="forward", node="g/%99", direction="receive", segment=1)
+    primal["g/%99"] = {"src_rank": 1, "micro": 0, "segment": 1}
+    info = stage_info("spe", [*comm, wrap], primal)
+    assert info.stage == 0 and "wrap from the last stage" in info.how
+    last = CommNode(op="Send", category="pipeline", phase="forward", node="g/%98", direction="send", segment=0)
+    up = CommNode(op="Receive", category="pipeline", phase="forward", node="g/%97", direction="receive", segment=0)
+    info = stage_info("spe", [last, up], {"g/%98": {"dest_rank": 0, "segment": 0}, "g/%97": {"src_rank": 0}})
+    assert info.stage == 1 and "wrap to stage 0" in info.how
