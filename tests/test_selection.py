@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hostile import MLP, ROOT, raw_bytes, run_cli
 
-from irtool.errors import DumpError
+from irtool.errors import DumpError, InputError, OutputError, SelectionError
 
 MINDIR = ROOT / "fixtures" / "mindir"
 PIPE = MINDIR / "pipeline_2stage_8p"
@@ -92,6 +92,9 @@ def test_dump_error_survives_pickling() -> None:
     err = DumpError("rank_3/19_validate_0078.ir", 12, 5, "']'", "end of line")
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is DumpError and str(back) == str(err) and (back.line, back.col) == (12, 5)
+    for other in (InputError("x: no such file or folder"), SelectionError("no rank is on stage 9"), OutputError("o")):
+        again = pickle.loads(pickle.dumps(other))
+        assert type(again) is type(other) and str(again) == str(other)
 
 
 def _folder_with_a_broken_rank(tmp_path: Path) -> Path:
