@@ -11,7 +11,7 @@ from ..dumpdir import RankFacts
 from ..parallel import Strategy
 from ..parallel.records import plain
 from ..parallel.strategies import STRATEGY_KEYS
-from ..report.tables import rank_list, strategy_text
+from ..present import rank_list, strategy_text
 from .folder import Folder, variants
 from .records import Finding, Side, Unchecked
 

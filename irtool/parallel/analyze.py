@@ -11,6 +11,7 @@ from ..ir import Dump, DumpWarning, Node, pass_name
 from .chains import redistribution_chains
 from .groups import group_name, group_table
 from .links import NodeIndex, ordered_with, param_through, walk_to_strategy
+from .peer import global_peer, rank_of
 from .records import CommNode, FileKind, Group, ParallelFacts, Strategy
 from .rules import COMM_OPS, EXCHANGES, GATHERS, MIRRORS, classify, file_kind, moves_no_data, phase
 from .sizes import Sized, attr_bytes, type_bytes
@@ -21,8 +22,9 @@ from .strategies import strategies
 RANK_ATTRS = ("dest_rank", "src_rank", "dst_global_rank", "src_global_rank", "send_rank_ids", "recv_rank_ids")
 
 
-def analyze(dump: Dump) -> ParallelFacts:
-    """The parallel facts of `dump` (docs/parallel.md)."""
+def analyze(dump: Dump, rank: int | None = None) -> ParallelFacts:
+    """The parallel facts of `dump` (docs/parallel.md) on `rank` (default: the `rank_N` folder of
+    its path), which tells a Send/Receive peer printed as a group index from a global rank (§7)."""
     kind = file_kind(pass_name(dump.path or ""))
     found = [n for n in dump.nodes() if n.op in COMM_OPS]
     silent = {n.uid for n in found if moves_no_data(n, n.instance_name or "", n.primitive_attrs)}
@@ -30,7 +32,8 @@ def analyze(dump: Dump) -> ParallelFacts:
     groups = group_table(n.primitive_attrs for n in nodes)
     strats = strategies(dump)
     by_uid = {s.node: s for s in strats}
-    comm = comm_nodes(dump, nodes, groups, kind, by_uid)
+    own = rank if rank is not None else rank_of(dump.path or "")
+    comm = [global_peer(c, own) for c in comm_nodes(dump, nodes, groups, kind, by_uid)]
     no_ops = comm_nodes(dump, [n for n in found if n.uid in silent], groups, kind, by_uid) if silent else []
     warnings = [DumpWarning(n.line, f"attributes of {n.key} kept as raw text ({n.unreadable_attrs.reason}): "
                                     "its classification may be incomplete")

@@ -6,7 +6,7 @@ between processes cheaply; `uid` (`graph/%N`) and `line` locate the node in its 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, get_args
+from typing import Any, Iterable, Literal, get_args
 
 from ..ir import DumpWarning
 
@@ -36,6 +36,38 @@ def plain(value: Any) -> Any:
 def _as_dict(record: Any) -> dict[str, Any]:
     # Not dataclasses.asdict: it deep-copies, which costs seconds on thousands of strategies.
     return {f.name: plain(getattr(record, f.name)) for f in fields(record)}
+
+
+@dataclass(frozen=True)
+class Bytes:
+    """A byte count summed over nodes some of whose sizes may be unknown: the known sum, how many
+    were known and how many were not. An unknown size is never added as 0 (`irtool.present`
+    writes `1,024 (+4 unknown)`, or `—` when none is known)."""
+
+    total: int = 0
+    known: int = 0
+    unknown: int = 0
+
+    @classmethod
+    def of(cls, nbytes: int | None) -> Bytes:
+        return cls(0, 0, 1) if nbytes is None else cls(nbytes, 1, 0)
+
+    def __add__(self, other: Bytes | int | None) -> Bytes:
+        o = other if isinstance(other, Bytes) else Bytes.of(other)
+        return Bytes(self.total + o.total, self.known + o.known, self.unknown + o.unknown)
+
+    @property
+    def exact(self) -> int | None:
+        """The sum when every size is known (None when some is unknown or nothing was added)."""
+        return self.total if self.known and not self.unknown else None
+
+
+def total_bytes(values: Iterable[int | None]) -> Bytes:
+    """The `Bytes` of some sizes (None = unknown)."""
+    out = Bytes()
+    for v in values:
+        out += v
+    return out
 
 
 @dataclass

@@ -10,18 +10,6 @@ from .records import Strategy
 STRATEGY_KEYS = ("in_strategy", "out_strategy", "gen_strategy", "in_layout", "out_layout")
 
 
-def format_strategy(value: Any) -> str:
-    """`((2, 1), (1, 4))` -> `(2,1)(1,4)`, as MindInsight shows strategies (lists from JSON too);
-    empty string for no strategy."""
-    if value is None:
-        return ""
-    if isinstance(value, (tuple, list)):
-        if value and all(isinstance(v, (tuple, list)) for v in value):
-            return "".join("(" + ",".join(str(x) for x in v) + ")" for v in value)
-        return "(" + ",".join(str(x) for x in value) + ")"
-    return str(value).replace(" ", "")
-
-
 def _extract(text: str, key: str) -> Any:
     """Fast path: the bracketed value after the last `key: `, found by bracket matching and read
     with the grammar's `value` rule (cached: strategies recur); `...` when that fails."""

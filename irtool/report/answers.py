@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..parallel import format_strategy
-from .tables import DEFAULT_LIMIT, Block, Table, cell, rank_list, strategy_text
+from ..present import DEFAULT_LIMIT, Block, Table, cell, format_strategy, rank_list, strategy_text
 
 DASH = cell(None)
 

@@ -11,9 +11,9 @@ from typing import Any, Iterable
 from ..dumpdir import RankFacts
 from ..ir import Dump, DumpWarning
 from ..parallel import ParallelFacts
+from ..present import DEFAULT_LIMIT, Block, Table, cell, rank_list, strategy_text
 from .answers import answer_blocks, dir_answer_blocks
 from .parallel_summary import cell_scope, comm_totals, parallel_summary, send_receive_matrix, traffic
-from .tables import DEFAULT_LIMIT, Block, Table, cell, rank_list, strategy_text
 
 SCHEMA = "irtool.summary/1"
 

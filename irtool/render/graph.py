@@ -20,7 +20,8 @@ from ..dumpdir import rank_files, stage_error
 from ..errors import SelectionError
 from ..ir import Dump, Node, TypeInfo, build_graph, data_graph
 from ..ir.values import parse_type_sig
-from ..parallel import CATEGORIES, ParallelFacts, analyze, format_strategy
+from ..parallel import CATEGORIES, ParallelFacts, analyze
+from ..present import strategy_text
 
 MAX_BOXES = 2000  # above this Graphviz layout gets slow: refuse and suggest a deeper fold
 READABLE_BOXES = 30  # the automatic depth keeps at most this many boxes
@@ -50,9 +51,9 @@ class Semantics:
             if c.cell_scope and c.cell_scope != c.scope:
                 sem.scope[c.node] = c.cell_scope
         for s in facts.strategies:
-            text = format_strategy(s.in_strategy if s.in_strategy is not None else s.in_layout)
-            if text:
-                sem.strategy[s.node] = text
+            value = s.in_strategy if s.in_strategy is not None else s.in_layout
+            if value is not None and value != [] and value != ():
+                sem.strategy[s.node] = strategy_text(value)
         return sem
 
 
@@ -411,7 +412,7 @@ def edge_label(e: dict) -> str:
 def render_graph(dump: Dump, facts: ParallelFacts, *, stage: int | None = None, subgraph: str | None = None,
                  scope: str | None = None, comm_only: bool = False, hops: int = 1,
                  direction: str | None = None, depth: Depth = None) -> nx.DiGraph:
-    """Selection and folding in one call: the graph `irtool.report.export` draws."""
+    """Selection and folding in one call: the graph `irtool.render.export` draws."""
     sem = Semantics.of(facts)
     g = build_graph(dump)
     sel = select(dump, g, sem, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,
