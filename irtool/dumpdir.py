@@ -98,7 +98,7 @@ def rank_facts(rank: RankFile, lenient: bool = False, deep: bool = False) -> Ran
     """Load and analyze one rank (runs in a worker process); `deep` also runs `check` on it. Its
     warnings are those of a single-file summary: reading, `check`, analysis."""
     dump = rank.load(lenient)
-    facts = analyze(dump, rank.rank)
+    facts = analyze(dump, rank.rank).release()  # a folder command keeps many ranks' facts, not their dumps
     warnings = [*dump.warnings, *(check(dump) if deep else ()), *facts.warnings]
     return RankFacts(rank.rank, rank.path, dump.counts, dump.op_histogram(), facts, warnings)
 

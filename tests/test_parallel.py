@@ -253,3 +253,27 @@ def test_summarize_file_json_fields() -> None:
     for fmt in ("text", "markdown"):
         assert runner.invoke(main, ["summarize", fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz"),
                                     "--format", fmt]).exit_code == 0
+
+
+def test_chains_are_built_when_first_asked_for_and_facts_stay_picklable() -> None:
+    import pickle
+
+    from irtool.dumpdir import load_dir, rank_facts
+
+    dump = irtool.load(fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz"))
+    facts = analyze(dump)
+    assert facts._chains is None  # analysis itself builds none
+    # pickled before the chains were asked for: the facts travel without the dump, and say so when asked
+    copy = pickle.loads(pickle.dumps(facts))
+    assert copy.comm == facts.comm and copy._chains is None
+    with pytest.raises(ValueError, match="ask for them before"):
+        _ = copy.chains
+    # asked for: built once, kept, and travelling with the facts; the dump is let go
+    chains = facts.chains
+    assert chains and facts.chains is chains and facts._make_chains is None
+    assert [c.as_dict() for c in pickle.loads(pickle.dumps(facts)).chains] == [c.as_dict() for c in chains]
+    # a folder command (check, summarize DIR) keeps the ranks' facts without their dumps and builds no chains
+    (rank0,) = [r for r in load_dir(str(Path(fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")).parents[1]))
+                if r.rank == 0]
+    kept = rank_facts(rank0).facts
+    assert kept._chains is None and kept._make_chains is None

@@ -8,6 +8,7 @@ from .analyze import analyze
 from .records import (
                       CATEGORIES,
                       PHASES,
+                      STRATEGY_KEYS,
                       Bytes,
                       Category,
                       CommNode,
@@ -22,4 +23,4 @@ from .rules import COMM_OPS
 from .sizes import type_bytes
 
 __all__ = ["analyze", "CATEGORIES", "PHASES", "Category", "CommNode", "FileKind", "Group", "ParallelFacts",
-           "Phase", "StageInfo", "Strategy", "COMM_OPS", "type_bytes", "Bytes"]
+           "Phase", "StageInfo", "Strategy", "COMM_OPS", "type_bytes", "Bytes", "STRATEGY_KEYS"]

@@ -6,6 +6,7 @@ only read: facts and warnings are returned, and the caller keeps them as long as
 from __future__ import annotations
 
 import re
+from functools import partial
 
 from ..ir import Dump, DumpWarning, Node, pass_name
 from .chains import redistribution_chains
@@ -41,7 +42,7 @@ def analyze(dump: Dump, rank: int | None = None) -> ParallelFacts:
     stage = stage_info(kind, comm, {n.uid: n.primal_attrs for n in nodes})
     return ParallelFacts(kind=kind, comm=comm, groups=groups, strategies=strats, stage_info=stage,
                          warnings=warnings, no_op_gathers=no_ops,
-                         chains=redistribution_chains(dump, comm, groups, strats, kind))
+                         _make_chains=partial(redistribution_chains, dump, comm, groups, strats, kind))
 
 
 def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: FileKind,
@@ -71,8 +72,7 @@ def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: Fi
         _p2p(c, pa, pr, kind)
         _serves(c, node, pa, pr, index, nodes[fwd] if fwd is not None else None)
         if c.serves_op is not None and strats and c.serves in strats:
-            st = strats[c.serves]
-            c.serves_strategy = st.in_strategy if st.in_strategy is not None else st.in_layout
+            c.serves_strategy = strats[c.serves].shown
         c.cell_scope = cell_scope(c.scope, nodes[fwd].scope if fwd is not None and fwd != i else None)
         out.append(c)
     _pair_exchanges(out, nodes, index)

@@ -5,8 +5,9 @@ between processes cheaply; `uid` (`graph/%N`) and `line` locate the node in its 
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable, Literal, get_args
+from typing import Any, Callable, Iterable, Literal, get_args
 
 from ..ir import DumpWarning
 
@@ -110,6 +111,10 @@ class CommNode:
         return d
 
 
+# The attributes of a sharding strategy or layout (docs/parallel.md §9), in the order every command lists them.
+STRATEGY_KEYS: tuple[str, ...] = ("in_strategy", "out_strategy", "gen_strategy", "in_layout", "out_layout")
+
+
 @dataclass
 class Strategy:
     """An operator carrying a sharding strategy or layout (docs/parallel.md §9)."""
@@ -130,6 +135,20 @@ class Strategy:
         d = _as_dict(self)
         del d["instance"]
         return d
+
+    def values(self) -> dict[str, Any]:
+        """Every strategy key (STRATEGY_KEYS) and its value, None when the node has none."""
+        return {k: getattr(self, k) for k in STRATEGY_KEYS}
+
+    def signature(self) -> str:
+        """What "the same strategy" means in every command (diff, check): equal values under every
+        key of STRATEGY_KEYS, `gen_strategy` included."""
+        return json.dumps([plain(getattr(self, k)) for k in STRATEGY_KEYS])
+
+    @property
+    def shown(self) -> Any:
+        """The strategy a one-column view shows: `in_strategy`, else `in_layout`."""
+        return self.in_strategy if self.in_strategy is not None else self.in_layout
 
 
 @dataclass
@@ -222,11 +241,33 @@ class ParallelFacts:
     # optimizer-parallel gathers on an empty or one-rank group: they move no data, so they are not
     # in `comm` (docs/parallel.md §2 R2)
     no_op_gathers: list[CommNode] = field(default_factory=list)
-    chains: list[RedistributionChain] = field(default_factory=list)  # redistributions (chains.py)
+    # Facts computed when first asked for (`check` never builds redistribution chains): `analyze`
+    # leaves the function that computes them, which holds the dump until it has run. Pickling
+    # (facts travel between processes) and `release` drop it, never the facts already computed.
+    _chains: list[RedistributionChain] | None = field(default=None, repr=False, compare=False)
+    _make_chains: Callable[[], list[RedistributionChain]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def stage(self) -> int | None:
         return self.stage_info.stage
+
+    @property
+    def chains(self) -> list[RedistributionChain]:
+        """The redistribution chains (chains.py, docs/parallel.md §13), built on first access."""
+        if self._chains is None:
+            if self._make_chains is None:
+                raise ValueError("redistribution chains are built from the dump: ask for them before the facts "
+                                 "are released or sent to another process")
+            self._chains, self._make_chains = self._make_chains(), None
+        return self._chains
+
+    def release(self) -> ParallelFacts:
+        """Let go of the dump: facts not computed yet are no longer available. Returns `self`."""
+        self._make_chains = None
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_make_chains": None}
 
 
 @dataclass

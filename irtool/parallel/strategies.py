@@ -5,9 +5,7 @@ from typing import Any
 
 from ..ir import Dump, Node, Unreadable
 from ..ir.values import parse_value
-from .records import Strategy
-
-STRATEGY_KEYS = ("in_strategy", "out_strategy", "gen_strategy", "in_layout", "out_layout")
+from .records import STRATEGY_KEYS, Strategy
 
 
 def _extract(text: str, key: str) -> Any:

@@ -51,7 +51,7 @@ class Semantics:
             if c.cell_scope and c.cell_scope != c.scope:
                 sem.scope[c.node] = c.cell_scope
         for s in facts.strategies:
-            value = s.in_strategy if s.in_strategy is not None else s.in_layout
+            value = s.shown
             if value is not None and value != [] and value != ():
                 sem.strategy[s.node] = strategy_text(value)
         return sem

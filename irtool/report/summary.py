@@ -13,7 +13,7 @@ from ..ir import Dump, DumpWarning
 from ..parallel import ParallelFacts
 from ..present import DEFAULT_LIMIT, Block, Table, cell, rank_list, strategy_text
 from .answers import answer_blocks, dir_answer_blocks
-from .parallel_summary import cell_scope, comm_totals, parallel_summary, send_receive_matrix, traffic
+from .parallel_summary import cell_scope, comm_totals, parallel_summary, send_receive, send_receive_matrix, traffic
 
 SCHEMA = "irtool.summary/1"
 
@@ -49,7 +49,7 @@ def summarize_dir(path: str, ranks: list[RankFacts], stage: int | None = None) -
             continue
         rows.append({"rank": r.rank, "file": r.path, "stage": r.stage, "counts": r.counts,
                      "comm_totals": comm_totals(r.facts.comm),
-                     "send_receive": parallel_summary(r.facts)["send_receive"],
+                     "send_receive": send_receive(r.facts.comm),
                      "groups": sorted(r.facts.groups), "warnings": [w.as_dict() for w in r.warnings]})
         key = "none" if r.stage is None else str(r.stage)
         e = stages.setdefault(key, {"stage": r.stage, "ranks": [], "comm": [], "group_table": {}})

@@ -86,8 +86,7 @@ def _node_attrs(node: Node, ctx: _Context) -> list[dict[str, str]]:
         attrs.append(_kv("instance name", inst))
     s = ctx.strategy.get(node.uid)
     if s is not None:
-        for key in ("in_strategy", "out_strategy", "in_layout", "out_layout"):
-            value = getattr(s, key)
+        for key, value in s.values().items():
             if value is not None:
                 attrs.append(_kv(key.replace("_", " "), strategy_text(value)))
     c = ctx.comm.get(node.uid)
