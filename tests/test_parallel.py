@@ -277,3 +277,35 @@ def test_chains_are_built_when_first_asked_for_and_facts_stay_picklable() -> Non
                 if r.rank == 0]
     kept = rank_facts(rank0).facts
     assert kept._chains is None and kept._make_chains is None
+
+
+def test_one_byte_sum_and_one_spelling() -> None:
+    from irtool.parallel import Bytes
+    from irtool.parallel.records import total_bytes
+    from irtool.present import bytes_text, cell
+
+    partly = total_bytes([4096, None, 1024, None])
+    assert (partly.total, partly.known, partly.unknown, partly.exact) == (5120, 2, 2, None)
+    assert bytes_text(partly) == cell(partly) == "5,120 (+2 unknown)"
+    assert bytes_text(total_bytes([None] * 4)) == "—"  # nothing known: never `0 (+4 unknown)`
+    assert bytes_text(Bytes() + 8 + 0) == "8" and (Bytes() + 8).exact == 8 and Bytes().exact is None
+
+
+def test_scope_reads_the_cell_whether_or_not_the_dump_prints_the_operator() -> None:
+    from irtool.parallel.scope import Scope
+
+    # validate dumps print `Fullname with scope: (.../body-ShardedAttentionMLP/AllGather-op0)`, step_parallel_end
+    # ones `# Scope: (.../body-ShardedAttentionMLP)`: the same cell
+    assert Scope("Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP/AllGather-op0").cell == \
+        Scope("Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP").cell == \
+        "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP"
+    grad = Scope("Gradients/recompute_Default/n-GPT/layers-CellList/0-DecoderLayer/Grad_MatMul/AllReduce-op3")
+    assert grad.gradient and grad.recompute and grad.own_op == "AllReduce-op3"
+    assert grad.cell_parts == ("Default", "n-GPT", "layers-CellList", "0-DecoderLayer")
+    # semi_auto_8p rank_5 step_parallel_end: the communication nodes' `# Scope:` lines
+    # (grep -A2 -E '^  %[0-9]+(\([^)]*\))? = (PrimFunc_)?(AllGather|AllReduce|_MirrorOperator|ReduceScatter)\(' |
+    #  grep -o '# Scope: ([^)]*)' | sort | uniq -c): 20 under body-ShardedAttentionMLP, 2 head-Head, 1 _loss_fn-Loss
+    out = CliRunner().invoke(main, ["summarize", "--format", "json",
+                                    fixture("semi_auto_8p/rank_5/step_parallel_end_0019.ir.xz")])
+    top = [(e["scope"].rsplit("/", 1)[-1], e["count"]) for e in json.loads(out.output)["top_scopes"]]
+    assert sorted(top) == [("_loss_fn-Loss", 1), ("body-ShardedAttentionMLP", 20), ("head-Head", 2)]

@@ -15,6 +15,7 @@ from .links import NodeIndex, ordered_with, param_through, walk_to_strategy
 from .peer import global_peer, rank_of
 from .records import CommNode, FileKind, Group, ParallelFacts, Strategy
 from .rules import COMM_OPS, EXCHANGES, GATHERS, MIRRORS, classify, file_kind, moves_no_data, phase
+from .scope import attributed_scope
 from .sizes import Sized, attr_bytes, type_bytes
 from .stage import as_int, stage_info
 from .strategies import strategies
@@ -73,7 +74,7 @@ def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: Fi
         _serves(c, node, pa, pr, index, nodes[fwd] if fwd is not None else None)
         if c.serves_op is not None and strats and c.serves in strats:
             c.serves_strategy = strats[c.serves].shown
-        c.cell_scope = cell_scope(c.scope, nodes[fwd].scope if fwd is not None and fwd != i else None)
+        c.cell_scope = attributed_scope(c.scope, nodes[fwd].scope if fwd is not None and fwd != i else None)
         out.append(c)
     _pair_exchanges(out, nodes, index)
     if kind != "pre":
@@ -227,25 +228,3 @@ def forward_id(pr: dict) -> str | None:
         return str(pr["forward_unique_id"])
     m = _TRAILING_ID.search(str(pr.get("forward_node_name", "")))
     return m.group(1) if m else None
-
-
-def cell_scope(scope: str, forward_scope: str | None) -> str:
-    """The scope a backward node is attributed to (§8): MindSpore sometimes prints a backward
-    collective under another cell than its forward counterpart (CSE'd or reused bprop). When the
-    printed cell is not the forward node's cell, the gradient belongs to the forward cell:
-    `Gradients/` + that cell + the printed `Grad_<Op>/<op>` tail. Otherwise the printed scope."""
-    if not forward_scope or not scope.startswith("Gradients/"):
-        return scope
-    parts = scope.split("/")
-    grads = [i for i, p in enumerate(parts) if p.startswith("Grad_")]
-    cut = grads[-1] if grads else len(parts) - 1
-    printed_cell = "/".join(parts[1:cut])
-    fwd_cell = "/".join(forward_scope.split("/")[:-1])
-    if not fwd_cell or _no_recompute(printed_cell) == _no_recompute(fwd_cell):
-        return scope
-    return "/".join(["Gradients", fwd_cell, *parts[cut:]])
-
-
-def _no_recompute(cell: str) -> str:
-    # recomputed copies print their cell as `recompute_<cell>`
-    return cell[len("recompute_"):] if cell.startswith("recompute_") else cell

@@ -305,6 +305,7 @@ class LayerComm:
     bytes_unknown: int  # nodes whose size is unknown
     by_phase: dict[str, int]  # phase -> bytes
     by_category: dict[str, int]  # category -> bytes
+    wire_unknown: int = 0  # nodes whose wire bytes are unknown (size, group or formula unknown)
 
     def as_dict(self) -> dict[str, Any]:
         return _as_dict(self)

@@ -21,6 +21,7 @@ from ..errors import SelectionError
 from ..ir import Dump, Node, TypeInfo, build_graph, data_graph
 from ..ir.values import parse_type_sig
 from ..parallel import CATEGORIES, ParallelFacts, analyze
+from ..parallel.scope import Scope
 from ..present import strategy_text
 
 MAX_BOXES = 2000  # above this Graphviz layout gets slow: refuse and suggest a deeper fold
@@ -197,8 +198,8 @@ def scope_parts(node: Node, scopes: Scopes | None = None) -> list[str]:
 
 @functools.lru_cache(maxsize=65536)
 def _scope_parts(scope: str) -> tuple[str, ...]:
-    parts = [p for p in scope.split("/") if p]
-    return tuple(p for p in parts[:-1] if not p.startswith("Grad_"))
+    # the cell (without the node's own `Op-opN`: sorted-order and step_parallel_end dumps print the cell only)
+    return tuple(p for p in Scope(scope).cell.split("/") if p and not p.startswith("Grad_"))
 
 
 def fold_key(node: Node, depth: int | None, scopes: Scopes | None = None) -> tuple[str, bool]:

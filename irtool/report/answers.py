@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..present import DEFAULT_LIMIT, Block, Table, cell, format_strategy, rank_list, strategy_text
+from ..parallel import Bytes
+from ..present import DEFAULT_LIMIT, Block, Table, bytes_text, cell, format_strategy, rank_list, strategy_text
 
 DASH = cell(None)
 
@@ -111,17 +112,18 @@ def _ops(ops: list[str]) -> str:
     return f"{first} x{len(ops)}" if all(o == first for o in ops) and len(ops) > 1 else ", ".join(ops)
 
 
-def known(total: int, unknown: int, count: int) -> str:
-    """A sum over nodes some of whose sizes are unknown: `—` when none is known, else the known
-    sum and how many are missing."""
-    if count and unknown == count:
-        return DASH
-    return cell(total) + (f" (+{unknown} unknown)" if unknown else "")
+def row_bytes(e: dict[str, Any], total: str = "bytes", unknown: str = "bytes_unknown") -> Bytes:
+    """The `Bytes` of a JSON row counting `count` nodes: `total` the known sum, `unknown` how many are not known."""
+    missing = e.get(unknown) or 0
+    return Bytes(e[total], e["count"] - missing, missing)
 
 
 def _tensor(e: dict[str, Any]) -> str:
-    unknown = e.get("bytes_unknown")
-    return known(e["bytes"], unknown, e["count"]) if unknown is not None else cell(e["bytes"])
+    return bytes_text(row_bytes(e))
+
+
+def _wire(e: dict[str, Any]) -> str:
+    return bytes_text(row_bytes(e, "wire_bytes", "wire_unknown"))
 
 
 def layers_table(s: dict[str, Any]) -> Table:
@@ -132,8 +134,7 @@ def layers_table(s: dict[str, Any]) -> Table:
     for r in layers.get("rows", []):
         cats = "; ".join(f"{k} {cell(v)}" for k, v in r["by_category"].items() if v) or DASH
         none = r["bytes_unknown"] == r["count"]  # no size known: every figure is unknown, not 0
-        t.rows.append([r["layer"], cell(r["count"]), known(r["bytes"], r["bytes_unknown"], r["count"]),
-                       DASH if none else cell(r["wire_bytes"]),
+        t.rows.append([r["layer"], cell(r["count"]), _tensor(r), _wire(r),
                        *(DASH if none else cell(r["by_phase"].get(p, 0)) for p in ("forward", "backward", "recompute")),
                        cats])
     return t
@@ -150,11 +151,10 @@ def traffic_table(s: dict[str, Any]) -> Table:
             formula = formulas.get("AllReduce", DASH)
         elif "AllGather" in op:
             formula = formulas.get("AllGather", DASH)
-        t.rows.append([op, cell(e["count"]), _tensor(e), known(e["wire_bytes"], e["wire_unknown"], e["count"]),
-                       formula])
+        t.rows.append([op, cell(e["count"]), _tensor(e), _wire(e), formula])
     if tr.get("total"):
         e = tr["total"]
-        t.rows.append(["total", cell(e["count"]), _tensor(e), known(e["wire_bytes"], e["wire_unknown"], e["count"]), ""])
+        t.rows.append(["total", cell(e["count"]), _tensor(e), _wire(e), ""])
     return t
 
 
@@ -185,7 +185,6 @@ def dir_answer_blocks(d: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> l
             blocks.append(t.limited(limit))
     t = Table("Pipeline Send/Receive between stages (counted at the sender)",
               ["from stage", "to stage", "count", "bytes"],
-              [[cell(e["from_stage"]), cell(e["to_stage"]), cell(e["count"]),
-                cell(e["bytes"]) + (f" (+{e['bytes_unknown']} unknown)" if e["bytes_unknown"] else "")]
+              [[cell(e["from_stage"]), cell(e["to_stage"]), cell(e["count"]), _tensor(e)]
                for e in d.get("send_receive_matrix", [])])
     return blocks + [t.limited(limit)] + ([TRAFFIC_NOTE] if blocks else [])

@@ -11,9 +11,11 @@ from typing import Any, Iterable
 from ..dumpdir import RankFacts
 from ..ir import Dump, DumpWarning
 from ..parallel import ParallelFacts
-from ..present import DEFAULT_LIMIT, Block, Table, cell, rank_list, strategy_text
-from .answers import answer_blocks, dir_answer_blocks
-from .parallel_summary import cell_scope, comm_totals, parallel_summary, send_receive, send_receive_matrix, traffic
+from ..parallel.scope import Scope
+from ..parallel.totals import comm_totals, send_receive, stage_matrix, traffic
+from ..present import DEFAULT_LIMIT, Block, Table, bytes_text, cell, rank_list, strategy_text
+from .answers import answer_blocks, dir_answer_blocks, row_bytes
+from .parallel_summary import parallel_summary
 
 SCHEMA = "irtool.summary/1"
 
@@ -48,8 +50,8 @@ def summarize_dir(path: str, ranks: list[RankFacts], stage: int | None = None) -
         if stage is not None and r.stage != stage:
             continue
         rows.append({"rank": r.rank, "file": r.path, "stage": r.stage, "counts": r.counts,
-                     "comm_totals": comm_totals(r.facts.comm),
-                     "send_receive": send_receive(r.facts.comm),
+                     "comm_totals": comm_totals(r.facts.comm).as_dict(),
+                     "send_receive": [e.as_dict() for e in send_receive(r.facts.comm)],
                      "groups": sorted(r.facts.groups), "warnings": [w.as_dict() for w in r.warnings]})
         key = "none" if r.stage is None else str(r.stage)
         e = stages.setdefault(key, {"stage": r.stage, "ranks": [], "comm": [], "group_table": {}})
@@ -58,13 +60,13 @@ def summarize_dir(path: str, ranks: list[RankFacts], stage: int | None = None) -
         e["group_table"].update(r.facts.groups)
     for e in stages.values():
         comm, table = e.pop("comm"), e.pop("group_table")
-        e["comm_totals"] = comm_totals(comm)
-        e["traffic"] = traffic(comm, table)
+        e["comm_totals"] = comm_totals(comm).as_dict()
+        e["traffic"] = traffic(comm, table).as_dict()
         e["groups"] = sorted({c.group for c in comm if c.group})
-    chosen = [(r.rank, r.facts) for r in ranks if stage is None or r.stage == stage]
+    chosen = [r.facts for r in ranks if stage is None or r.stage == stage]
     return {"schema": SCHEMA, "path": path, "stage": stage, "ranks": rows,
             "stages": [stages[k] for k in sorted(stages, key=lambda k: (k == "none", k.zfill(6)))],
-            "send_receive_matrix": send_receive_matrix(chosen)}
+            "send_receive_matrix": [e.as_dict() for e in stage_matrix(chosen)]}
 
 
 def to_json(summary: dict[str, Any]) -> str:
@@ -73,16 +75,9 @@ def to_json(summary: dict[str, Any]) -> str:
 
 # --- text and Markdown -------------------------------------------------------------------------
 
-def _bytes(n: int | None) -> str:
-    return cell(n)
-
-
 def _bytes_known(e: dict[str, Any]) -> str:
-    """Bytes of a row that counts nodes: `—` when none is known, `N (+k unknown)` when some are not."""
-    unknown = e.get("bytes_unknown", 0)
-    if unknown and unknown == e["count"]:
-        return cell(None)
-    return _bytes(e["bytes"]) + (f" (+{unknown} unknown)" if unknown else "")
+    """Bytes of a row that counts nodes (`count`, `bytes`, `bytes_unknown`)."""
+    return bytes_text(row_bytes(e))
 
 
 def _totals_rows(totals: dict[str, Any], key: str) -> list[list[str]]:
@@ -106,7 +101,7 @@ def _stage_line(s: dict[str, Any]) -> str:
 def _send_receive_row(p: dict[str, Any], segments: bool) -> list[str]:
     seg = [cell(p.get("segment"))] if segments else []
     return [p["op"], p["phase"], cell(p["peer_stage"]), cell(p["peer_rank"]), *seg,
-            _bytes(p["bytes_each"]), cell(p["count"]), ",".join(map(str, p["micros"])) or cell(None)]
+            cell(p["bytes_each"]), cell(p["count"]), ",".join(map(str, p["micros"])) or cell(None)]
 
 
 def _send_receive_columns(rows: list[dict[str, Any]]) -> tuple[list[str], bool]:
@@ -118,7 +113,7 @@ def _send_receive_columns(rows: list[dict[str, Any]]) -> tuple[list[str], bool]:
 
 def _top_title(s: dict[str, Any]) -> str:
     """`top_scopes` keeps the first few (JSON too): the title says of how many."""
-    n = len({cell_scope(c.get("cell_scope") or c["scope"]) for c in s["comm"]})
+    n = len({Scope(c["cell_scope"] or c["scope"]).cell for c in s["comm"]})
     shown = len(s["top_scopes"])
     return "Top scopes by communication bytes" + (f" ({shown} of {n} scopes)" if shown < n else "")
 
