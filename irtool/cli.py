@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import click
 
 from .errors import IrtoolError
 from .progress import Steps, load_with_progress
+
+if TYPE_CHECKING:  # the commands are imported when run, so `irtool --help` stays fast
+    from .report.summary import DirSummary
 
 
 def _run(fn: Callable[[], int | None]) -> None:
@@ -62,7 +65,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     def body() -> int:
         if os.path.isdir(path):
             result = _summarize_dir(path, stage, pass_name, jobs, lenient, deep, scheduler)
-            blocks = summary_mod.dir_blocks(result, limit)
+            blocks = summary_mod.dir_blocks(result, limit) if fmt != "json" else []
         else:
             from .dumpdir import require_stage
             from .ir import check
@@ -71,10 +74,10 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             dump = load_with_progress(path, lenient)
             facts = analyze(dump)
             require_stage(path, stage, [0 if facts.stage is None else facts.stage])  # no pipeline: stage 0
-            result = summary_mod.summarize(dump, facts, check(dump) if deep else (), depth=depth)
-            blocks = summary_mod.summary_blocks(result, limit)
+            result = summary_mod.file_summary(dump, facts, check(dump) if deep else (), depth=depth)
+            blocks = summary_mod.summary_blocks(result, limit) if fmt != "json" else []
         if fmt == "json":
-            click.echo(summary_mod.to_json(result))
+            click.echo(summary_mod.to_json(result.as_dict()))
         else:
             click.echo((to_markdown if fmt == "markdown" else to_text)(blocks), nl=False)
         return 0
@@ -240,19 +243,19 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
 
 
 def _summarize_dir(path: str, stage: int | None, pass_name: str | None, jobs: int | None, lenient: bool,
-                   deep: bool, scheduler: str | None) -> dict:
+                   deep: bool, scheduler: str | None) -> DirSummary:
     """`summarize DIR`: each rank's file analysed (and with `deep` checked) in a process pool or on a
     Dask cluster, grouped by stage."""
     from functools import partial
 
     from .dumpdir import load_dir, map_ranks, rank_facts, require_stage
-    from .report.summary import summarize_dir
+    from .report.summary import dir_summary
 
     with Steps("ranks") as progress:
         ranks = map_ranks(partial(rank_facts, lenient=lenient, deep=deep), load_dir(path, pass_name), jobs, progress,
                           scheduler)
     require_stage(path, stage, [r.stage for r in ranks])
-    return summarize_dir(path, ranks, stage)
+    return dir_summary(path, ranks, stage)
 
 
 if __name__ == "__main__":

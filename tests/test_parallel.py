@@ -309,3 +309,19 @@ def test_scope_reads_the_cell_whether_or_not_the_dump_prints_the_operator() -> N
                                     fixture("semi_auto_8p/rank_5/step_parallel_end_0019.ir.xz")])
     top = [(e["scope"].rsplit("/", 1)[-1], e["count"]) for e in json.loads(out.output)["top_scopes"]]
     assert sorted(top) == [("_loss_fn-Loss", 1), ("body-ShardedAttentionMLP", 20), ("head-Head", 2)]
+
+
+def test_a_peer_printed_as_a_group_index_is_the_same_global_rank_in_every_command(tmp_path: Path) -> None:
+    # gpt_small_dp2mp2pp2_lazyinline rank_0 validate: its 4 Send/Receive print `dest_rank: I64(1)` / `src_rank: I64(1)`
+    # (the index in `group_rank_ids: (0, 4)`) and `dst_global_rank: I64(4)` / `src_global_rank: I64(4)`. Without
+    # the global ranks (as older MindSpore prints them) the peer is still rank 4.
+    text = lzma.open(FIXTURES / "gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz", "rt",
+                     encoding="utf-8").read()
+    stripped, n = re.subn(r"(dst|src)_global_rank: I64\(\d+\), |, (dst|src)_global_rank: I64\(\d+\)", "", text)
+    assert n == 4
+    (tmp_path / "rank_0").mkdir()
+    (tmp_path / "rank_0" / "19_validate_0087.ir").write_text(stripped, encoding="utf-8")
+    out = CliRunner().invoke(main, ["summarize", "--format", "json", str(tmp_path / "rank_0" / "19_validate_0087.ir")])
+    s = json.loads(out.output)
+    assert [c["peer_rank"] for c in s["comm"] if c["direction"]] == [4, 4, 4, 4]
+    assert {e["peer_rank"] for e in s["send_receive"]} == {4}
