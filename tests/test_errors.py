@@ -7,7 +7,10 @@ built here from the real fixtures; the few kept as files live in fixtures/errors
 from __future__ import annotations
 
 import json
+import os
 import struct
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -221,3 +224,36 @@ def test_an_internal_error_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("irtool: internal error: KeyError:")
+
+
+# --- a missing optional extra: one line naming what installs it ----------------------------------
+
+def _without(module: str | None, code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `code` in a fresh interpreter where `import module` fails as if it were not installed."""
+    hide = f"sys.modules[{module!r}] = None" if module else ""
+    return subprocess.run([sys.executable, "-c", f"import sys; {hide}\n{code}"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
+
+
+CLI = "from irtool.cli import main; sys.argv = ['irtool'] + {args!r}; main()"
+
+
+@pytest.mark.parametrize("module,args,message", [
+    ("model_explorer", ["view", str(MLP), "--no-browser"], "Model Explorer is not installed: pip install 'irtool[view]'"),
+    ("distributed", ["check", str(SEMI_AUTO.parents[1]), "--scheduler", "tcp://127.0.0.1:1"],
+     "--scheduler needs Dask distributed: pip install 'irtool[dask]'"),
+    ("distributed", ["summarize", str(SEMI_AUTO.parents[1]), "--scheduler", "tcp://127.0.0.1:1"],
+     "--scheduler needs Dask distributed: pip install 'irtool[dask]'")], ids=["view", "check", "summarize"])
+def test_a_missing_extra_is_one_line_naming_its_install(module: str, args: list[str], message: str) -> None:
+    proc = _without(module, CLI.format(args=args))
+    assert (proc.returncode, proc.stderr, proc.stdout) == (2, f"irtool: {message}\n", "")
+
+
+def test_a_missing_extra_stops_the_test_run_with_one_line() -> None:
+    # tests/conftest.py checks at start-up: no test that needs the extra skips or fails one by one
+    run = "import pytest; sys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', 'tests/test_errors.py']))"
+    proc = _without("distributed", run)
+    assert (proc.returncode, proc.stderr.strip()) == (4, "ERROR: distributed (irtool[dask]) not installed: run make install")
+    # Graphviz and Chromium missing from PATH (only the venv's own programs left)
+    proc = _without(None, run, env={**os.environ, "PATH": str(Path(sys.executable).parent)})
+    assert (proc.returncode, proc.stderr.strip()) == (4, "ERROR: dot, chromium not installed: run make install")
