@@ -26,10 +26,11 @@ def fixtures_dir() -> Path:
     return FIXTURES
 
 
-# What the suite needs beyond the core install, and what provides it: the `view` and `dask` extras
+# What the suite needs beyond the core install, and what provides it: the `test`, `view` and `dask` extras
 # (Python modules) and the Graphviz/Chromium programs; `make install` sets up all of them. A missing
 # one stops the run with one line instead of failing or skipping the tests that use it.
-NEEDED_MODULES = {"model_explorer": "irtool[view]", "playwright": "irtool[view]", "distributed": "irtool[dask]"}
+NEEDED_MODULES = {"hypothesis": "irtool[test]", "model_explorer": "irtool[view]", "playwright": "irtool[view]",
+                  "distributed": "irtool[dask]"}
 NEEDED_PROGRAMS = ("dot", "chromium")
 
 
