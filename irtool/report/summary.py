@@ -90,7 +90,7 @@ def file_summary(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[Dump
     c, g = facts.comm, facts.groups
     return FileSummary(dump, facts, [*dump.warnings, *extra_warnings, *facts.warnings], depth, comm_totals(c),
                        send_receive(c), gradient_aggregation(c), scope_totals(c), optimizer_shards(c, g),
-                       layer_comm(c, g, depth), traffic(c, g))
+                       layer_comm(c, g, depth, facts.strategies), traffic(c, g))
 
 
 def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWarning] = (),
