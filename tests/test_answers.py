@@ -166,6 +166,19 @@ def test_layers_by_served_parameter_lazy_inline() -> None:
     assert layer_of("Gradients/Default/Grad__MirrorMicroStepOperator/AllReduce-op15") == "Default"
 
 
+def test_layers_by_served_parameter_issue_example() -> None:
+    # xzcat pipeline_4stage_8p/rank_2/step_parallel_end_0019.ir.xz | sed -n 1117,1119p: `_MirrorMicroStepOperator(
+    # ...para6_layers.2.norm.gamma ...)`, input `(64) Float32`, printed under `layers-CellList/0-Block/norm-LayerNorm`
+    # (likewise lines 1137 layers.2.norm.beta, 1343 layers.3.norm.gamma, 1375 layers.3.norm.beta); this stage-2
+    # rank holds layers 2 and 3 (`grep -c layers-CellList/2-Block` -> 56, 3-Block -> 56), so each of the four
+    # 256-byte gradients goes to its own layer and nothing to layer 0.
+    facts = analyze(load(fixture("pipeline_4stage_8p/rank_2/step_parallel_end_0019.ir.xz")))
+    rows = {r.layer.rsplit("/", 1)[-1]: r for r in layer_comm(facts.comm, facts.groups, strategies=facts.strategies)}
+    assert "0-Block" not in rows
+    assert rows["2-Block"].by_category["gradient-aggregation"] == 2 * 256
+    assert rows["3-Block"].by_category["gradient-aggregation"] == 2 * 256
+
+
 def test_parameter_cell_rule() -> None:
     # scopes as the dumps print them (gpt_small_dp2mp2pp2_lazyinline rank_0: `micro_inputs-CellList/0-_MicroBatch`
     # and `layers-CellList/0-DecoderLayer` both have an index 0)

@@ -82,10 +82,12 @@ class ScopeIndex:
 
 def served_cell(c: CommNode, index: ScopeIndex, op_scopes: dict[str, str]) -> tuple[str, ...]:
     """The cell path a node is counted under (§16): the cell of the parameter a gradient or optimizer
-    node is for, the scope of the operator a redistribution feeds, else its printed scope."""
+    node is for, the scope of the operator a forward redistribution feeds, else its printed scope."""
     if c.parameter and (cell := index.cell_of(c.parameter)) is not None:
         return cell
-    if c.category == "redistribution" and c.serves in op_scopes:
+    if c.category == "redistribution" and c.phase != "backward" and c.serves in op_scopes:
+        # a backward redistribution `serves` its forward's producer (§8); it is printed under the
+        # forward's consumer, which keeps both directions in one row
         return Scope(op_scopes[c.serves]).cell_parts
     return Scope(c.scope).cell_parts
 
