@@ -248,11 +248,11 @@ def _summarize_dir(path: str, stage: int | None, pass_name: str | None, jobs: in
     Dask cluster, grouped by stage."""
     from functools import partial
 
-    from .dumpdir import load_dir, map_ranks, rank_facts, require_stage
-    from .report.summary import dir_summary
+    from .dumpdir import load_dir, map_ranks, require_stage
+    from .report.summary import dir_summary, rank_digest
 
     with Steps("ranks") as progress:
-        ranks = map_ranks(partial(rank_facts, lenient=lenient, deep=deep), load_dir(path, pass_name), jobs, progress,
+        ranks = map_ranks(partial(rank_digest, lenient=lenient, deep=deep), load_dir(path, pass_name), jobs, progress,
                           scheduler)
     require_stage(path, stage, [r.stage for r in ranks])
     return dir_summary(path, ranks, stage)

@@ -186,6 +186,7 @@ def _p2p(c: CommNode, pa: dict, pr: dict, kind: FileKind) -> None:
         peer = pa.get("src_global_rank", pa.get("src_rank") if "src_global_rank" not in pa else None)
     c.peer_rank = as_int(peer)
     c.segment = as_int(pr.get("segment", pr.get("chunk")))
+    c.chunk = as_int(pr.get("chunk"))  # as printed: the segment of a folded pipeline, the chunk of an interleaved one
     if kind == "pre":
         return
     if "stage" in pr:
