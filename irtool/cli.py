@@ -34,6 +34,13 @@ def _run(fn: Callable[[], int | None]) -> None:
 @click.version_option(package_name="irtool")
 def main() -> None:
     """Read MindSpore MindIR `.ir` dumps and show what the compiled graph does."""
+    import shutil
+    import sys
+
+    from .present import set_text_width
+
+    # text for a terminal wraps to its width; piped text keeps every cell on one line (names whole for grep)
+    set_text_width(shutil.get_terminal_size().columns if sys.stdout.isatty() else None)
 
 
 @main.command()

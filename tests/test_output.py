@@ -261,3 +261,25 @@ def test_folder_summary_rank_with_another_strategy_shown_apart() -> None:
     mm = [line for line in out.split("No pipeline stage, rank 3: operators with strategies", 1)[1].splitlines()
           if line.startswith("  MatMul ") and "out_proj" not in line]
     assert any("(2,1)(1,4)" in line for line in mm)
+
+
+def test_text_fits_100_columns_and_keeps_names_whole() -> None:
+    from irtool.ir import load
+    from irtool.parallel import analyze
+    from irtool.present.tables import _BREAK
+    from irtool.report.summary import file_summary, summary_blocks
+
+    dump = load(F / "semi_auto_8p" / "rank_0" / "19_validate_0078.ir.xz")
+    blocks = summary_blocks(file_summary(dump, analyze(dump)), None)
+    wide, narrow = to_text(blocks), to_text(blocks, width=100)
+    assert max(map(len, wide.splitlines())) > 100  # piped: one line per row, however long
+    assert max(map(len, narrow.splitlines())) <= 100
+    # every piece of every cell (scopes split after `/`, lists after `; `) is printed whole on one line
+    pieces = {p.strip() for b in blocks if isinstance(b, Table) for row in b.rows for c in row
+              for p in _BREAK.split(c) if p.strip()}
+    lines = narrow.splitlines()
+    assert all(any(p in ln for ln in lines) for p in pieces)
+    # e.g. the layer `Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP` (its Fullname with scope
+    # in the dump) wraps after its `/`s
+    assert "  Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP  " in wide
+    assert any(ln.strip().startswith("body-ShardedAttentionMLP") for ln in lines)
