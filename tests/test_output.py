@@ -94,7 +94,10 @@ def test_stage_line_without_dict() -> None:
     # pipeline_2stage_8p rank_4 validate: 4 forward Receive + 4 backward Send, each with `pr.src_rank: I64(0)`
     # (grep -cE '= (PrimFunc_)?(Send|Receive)\(' = 8): 8 votes for stage 1
     out = run("summarize", P2 / "rank_4" / "19_validate_0078.ir.xz")
-    assert out.splitlines()[1].startswith("Pipeline stage: 1 (8 votes, ")
+    lines = out.splitlines()
+    assert lines[0] == "Rank 4, pipeline stage 1"  # the headline's first line
+    assert lines[6].startswith(str(P2 / "rank_4" / "19_validate_0078.ir.xz") + "  entry @")  # after 5 lines and a gap
+    assert lines[7].startswith("Pipeline stage: 1 (8 votes, ")
 
 
 # --- point 8: no silent truncation, names never cut ---------------------------------------------------
@@ -283,3 +286,21 @@ def test_text_fits_100_columns_and_keeps_names_whole() -> None:
     # in the dump) wraps after its `/`s
     assert "  Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP  " in wide
     assert any(ln.strip().startswith("body-ShardedAttentionMLP") for ln in lines)
+
+
+def test_headline_first() -> None:
+    # opt_parallel_8p rank_0 validate: grep -cE "= (AllGather|ReduceScatter|AllReduce)\(" -> 17 (8 AllGather with
+    # `parallel_optimizer` in the instance name, all on group "nccl_world_group" of 8 ranks, 8 ReduceScatter, 1 AllReduce)
+    lines = run("summarize", F / "opt_parallel_8p" / "rank_0" / "19_validate_0078.ir.xz").splitlines()
+    assert lines[0] == "Rank 0, no pipeline stage (no pipeline Send/Receive)"
+    assert lines[1].startswith("Communication: 17 nodes, ")
+    assert lines[2] == "Redistributions: none"
+    assert lines[3].startswith("Optimizer sharding: 8 parameters over groups of 8 ranks, ")
+    assert lines[4] == "Unknown or unpaired: none"
+    assert lines[5] == "" and lines[6].startswith(str(F / "opt_parallel_8p"))
+    # a folder: gpt_small_dp2mp2pp2, `pr.stage` of the Sends: ranks 0-3 stage 0, 4-7 stage 1; each rank's 2 Sends
+    # and 2 Receives (grep -cE "= (Send|Receive)\(" -> 4 per rank) meet a Receive / Send of the other stage
+    head = run("summarize", F / "gpt_small_dp2mp2pp2").splitlines()[:5]
+    assert head[0] == "8 ranks, 2 pipeline stages (stage 0: ranks 0-3; stage 1: ranks 4-7)"
+    assert head[3] == "Optimizer sharding: none on every stage"
+    assert head[4] == "Unknown or unpaired: none"

@@ -16,6 +16,7 @@ from ..ir import Dump, DumpWarning, check
 from ..parallel import ParallelFacts, analyze
 from ..parallel.layers import layer_comm
 from ..parallel.optimizer import optimizer_shards
+from ..parallel.peer import rank_of
 from ..parallel.records import LayerComm, OptimizerShard, RedistributionChain, Strategy
 from ..parallel.totals import (
     CommTotals,
@@ -35,6 +36,7 @@ from ..parallel.totals import (
 )
 from ..present import DEFAULT_LIMIT, Block, Table, bytes_text, cell, rank_list
 from .answers import answer_blocks, dir_answer_blocks, folder_answer_tables, strategies_table
+from .headline import dir_headline, file_headline
 
 SCHEMA = "irtool.summary/1"
 TOP_SCOPES = 10  # `top_scopes` keeps the cells that move the most bytes (the text title says of how many)
@@ -346,7 +348,7 @@ def summary_blocks(s: FileSummary, limit: int | None = DEFAULT_LIMIT) -> list[Bl
               [[cell(g.parameter), g.op, str(g.line), g.scope] for g in f.no_op_gathers]),
     ]
     head = f"{d.path}  entry @{d.entry}" + ("  (sorted print order)" if d.sorted_order else "")
-    blocks: list[Block] = [head, _stage_line(f)]
+    blocks: list[Block] = [*file_headline(s, rank_of(d.path or "")), "", head, _stage_line(f)]
     if s.warnings:
         blocks.append(f"{len(s.warnings)} warning(s)")
         blocks += [f"  line {w.line}: {w.message}" for w in s.warnings]
@@ -361,7 +363,8 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
     ranks = Table("Ranks", ["rank", "stage", "file", "comm nodes", "bytes"],
                   [[cell(r.rank), cell(r.stage), r.path, cell(r.totals.total.count),
                     bytes_text(r.totals.total.bytes)] for r in d.rows])
-    blocks: list[Block] = [d.path + (f"  stage {d.stage}" if d.stage is not None else ""), ranks.limited(limit)]
+    blocks: list[Block] = [*dir_headline(d), "", d.path + (f"  stage {d.stage}" if d.stage is not None else ""),
+                           ranks.limited(limit)]
     for st in d.stages:
         n = len(st.ranks)
         name = "No pipeline stage" if st.stage is None else f"Stage {st.stage}"
