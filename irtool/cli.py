@@ -49,8 +49,13 @@ def main() -> None:
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 25).")
 @click.option("--by-scope-depth", "depth", type=click.IntRange(min=1), default=None,
               help="Communication per layer by the first N scope components (default: repeated cells).")
+@click.option("--cost", "with_cost", is_flag=True,
+              help="Also FLOPs and memory per rank, and for a folder the stages' balance (docs/cost.md).")
+@click.option("--device-memory", default=None, metavar="SIZE",
+              help="With --cost (implied): say whether each rank fits in SIZE (64GiB, 80GB) and the headroom.")
 def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None, pass_name: str | None,
-              jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None) -> None:
+              jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None, with_cost: bool,
+              device_memory: str | None) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
     import os
 
@@ -60,9 +65,17 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
+        from .report import cost as cost_mod
+
+        limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else None
+        want_cost = with_cost or device_memory is not None
         if os.path.isdir(path):
             result = _summarize_dir(path, stage, pass_name, jobs, lenient, deep, scheduler)
             blocks = summary_mod.dir_blocks(result, limit)
+            if want_cost:
+                with Steps("cost") as progress:
+                    result["cost"] = cost_mod.dir_cost(result, limit_bytes, jobs, progress)[0]
+                blocks += cost_mod.dir_blocks(result["cost"], limit)
         else:
             from .dumpdir import require_stage
             from .ir import check
@@ -73,6 +86,9 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             require_stage(path, stage, [0 if facts.stage is None else facts.stage])  # no pipeline: stage 0
             result = summary_mod.summarize(dump, facts, check(dump) if deep else (), depth=depth)
             blocks = summary_mod.summary_blocks(result, limit)
+            if want_cost:
+                result["cost"] = cost_mod.rank_cost(dump, facts, limit_bytes)
+                blocks += cost_mod.rank_blocks(result["cost"], limit)
         if fmt == "json":
             click.echo(summary_mod.to_json(result))
         else:

@@ -135,7 +135,6 @@ def balance(stages: list[StageCost], device_memory: int | None = None) -> Balanc
     for s in stages:
         s.layers = stage_layers(s.cost)
     micros = max((s.cost.micros for s in stages), default=1)
-    fwd = [s.cost.flops["forward"] for s in stages]
     heavy = max(stages, key=lambda s: s.cost.flops["forward"])
     light = min(stages, key=lambda s: s.cost.flops["forward"])
     ratio = _ratio(heavy.cost.flops["forward"], light.cost.flops["forward"])

@@ -23,6 +23,8 @@ ACCUMULATE = frozenset({"AssignAdd", "_VirtualAssignAdd", "_VirtualAccuGrad", "I
 _NOT_ACTIVATION = frozenset({"Load", "MakeTuple", "UpdateState", "Depend", "Return", "(call)", "Send"})
 # Operators that only look through to their first input when a parameter is passed.
 _THROUGH = frozenset({"Load", "Depend", "TensorMove", "Cast"})
+# Operators that read a parameter without computing with it.
+_PLUMBING = _THROUGH | ACCUMULATE | frozenset({"UpdateState", "MakeTuple", "Assign", "Return", "(call)"})
 
 
 @dataclass
@@ -113,6 +115,7 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
     held = {p.ref: p.name for p in dump.params if p.has_default}
     types = {p.name: p.type for p in dump.params if p.has_default}
     used: set[str] = set()
+    computed: set[str] = set()  # parameters a forward/backward/recompute operator reads
     weights: dict[str, str | None] = {}
     states: dict[str, str] = {}
     hyper: set[str] = set()
@@ -134,6 +137,8 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
                 if p is not None:
                     param_ins.append((i, p))
             ph = node_phase(n)
+            if ph != "optimizer" and n.op not in _PLUMBING:
+                computed.update(p for _, p in param_ins)
             m = MICRO.search(n.text)
             if m:
                 micros.add(int(m.group(1)))
@@ -164,7 +169,9 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
         if not p.has_default:
             continue
         name = p.name
-        if name in weights:
+        if name in weights and name not in computed:
+            role, of = "unused", None  # updated by the optimizer, read by no operator of this stage
+        elif name in weights:
             role, of = "weight", None
         elif name in states:
             role, of = "optimizer-state", states[name]
@@ -178,9 +185,12 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
             role, of = "other", None
         shape, dtype, nbytes = type_bytes(p.type)
         rows.append(ParamBytes(name, shape, dtype, nbytes, role, of))
-    for r in rows:  # the weight an accumulation buffer serves: same shape and the weight's name as its suffix
-        if r.role == "accumulation":
-            r.of = next((w for w in weights if r.name.endswith("." + w) or r.name.endswith(w)), None)
+    unused = {r.name for r in rows if r.role == "unused"}
+    for r in rows:
+        if r.role in ("accumulation", "other"):  # the weight a buffer serves: the weight's name as its suffix
+            r.of = next((w for w in weights if r.name.endswith("." + w)), None)
+        if r.of in unused and r.role in ("other", "accumulation", "optimizer-state"):
+            r.role = "unused"  # the buffers and states of an unused weight are held for nothing too
     with_buffer = {r.of for r in rows if r.role == "accumulation" and r.of}
     grads = sum(r.bytes or 0 for r in rows if r.role == "weight" and r.name not in with_buffer)
     per_micro: int | None = None
