@@ -161,6 +161,9 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
                 for inp in ins:
                     if inp.ref is not None and inp.ref.kind == "node":
                         src = by_key.get(inp.ref.name)
+                        if src is not None and src.op == "TupleGetItem":  # one element kept: the whole tuple
+                            first = src.inputs[0].ref if src.inputs else None
+                            src = by_key.get(first.name) if first is not None and first.kind == "node" else src
                         if src is not None and src.op not in _NOT_ACTIVATION and node_phase(src) == "forward":
                             kept[src.uid] = src
     notes = []

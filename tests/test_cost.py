@@ -1,0 +1,156 @@
+"""Cost, memory and balance (docs/cost.md) against numbers worked out by hand from the dump text of
+pipeline_unequal_8p: 4 stages x 2 ranks (mp 2), micro_size 4 (micro batch 64/4 = 16 rows), H 64,
+F 256 (fc1 (64, 256) sliced to (64, 128) by mp), layers 0-4 on stage 0 and 5, 6, 7 on stages 1-3,
+recompute on layers 1 and 3, Adam (make.py)."""
+from __future__ import annotations
+
+import json
+import lzma
+import re
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES, fixture
+
+from irtool import load
+from irtool.cli import main
+from irtool.parallel import analyze
+from irtool.parallel.balance import StageCost, balance, bubble, ranges
+from irtool.parallel.cost import compute_cost, op_flops
+from irtool.parallel.memory import compute_memory
+
+SCEN = FIXTURES / "pipeline_unequal_8p"
+RANK_OF_STAGE = {0: 0, 1: 2, 2: 4, 3: 6}
+_TYPE = re.compile(r"\(<Tensor\[\w+\], \((\d+), (\d+)\)>, <Tensor\[\w+\], \((\d+), (\d+)\)>")
+_FLAGS = re.compile(r"PrimFunc_MatMul\(%\w+, %\w+, Bool\((\d)\), Bool\((\d)\)\)")
+
+
+def _text(stage: int, name: str = "19_validate_0078.ir.xz") -> str:
+    return lzma.open(SCEN / f"rank_{RANK_OF_STAGE[stage]}" / name, "rt").read()
+
+
+def _forward_matmul_flops_by_grep(text: str) -> int:
+    """`grep -A2 '= PrimFunc_MatMul('`: the node line (transposes `Bool(0), Bool(1)`), its type line (input
+    shapes), its scope line; forward = scope not `Gradients/` and no `duplicated: Bool(1)`; 2*M*N*K."""
+    total = 0
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if "= PrimFunc_MatMul(" not in line or "duplicated: Bool(1)" in line:
+            continue
+        if "Gradients/" in lines[i + 2]:
+            continue
+        a0, a1, b0, b1 = map(int, _TYPE.search(lines[i + 1]).groups())
+        ta, tb = map(int, _FLAGS.search(line).groups())
+        m, k = (a1, a0) if ta else (a0, a1)
+        n = b0 if tb else b1
+        total += 2 * m * n * k
+    return total
+
+
+def test_forward_matmul_flops_per_stage_by_hand() -> None:
+    # stage 0: 4 micro x (proj_in (16,32)x(32,32): 2*16*32*32 = 32768 + 5 layers x (fc1 (16,64)x(64,128) +
+    # fc2 (16,128)x(128,64): 2 x 262144)) = 4 x (32768 + 2621440) = 10,616,832; stage 1: 4 x 524288 = 2,097,152;
+    # stage 3: + proj_out (16,32)x(32,16): 4 x 16384 = 65536 -> 2,162,688
+    expected = {0: 10_616_832, 1: 2_097_152, 2: 2_097_152, 3: 2_162_688}
+    for stage, flops in expected.items():
+        assert _forward_matmul_flops_by_grep(_text(stage)) == flops
+        assert compute_cost(load(str(SCEN / f"rank_{RANK_OF_STAGE[stage]}/19_validate_0078.ir.xz"))).matmul_forward == flops
+
+
+def test_step_parallel_end_derives_per_device_flops() -> None:
+    # step_parallel_end prints fc1 as (16, 64) x <null> -> (16, 256) (logical); origin_input_shapes
+    # ((16, 64), (64, 256)) sliced by in_strategy ((1, 1), (1, 2)) gives validate's (64, 128): same FLOPs
+    for stage in (0, 1):
+        path = SCEN / f"rank_{RANK_OF_STAGE[stage]}/step_parallel_end_0019.ir.xz"
+        spe = compute_cost(load(str(path)))
+        assert spe.matmul_forward == _forward_matmul_flops_by_grep(_text(stage))
+        assert spe.flops["backward"] == 0  # not differentiated yet in this pass
+
+
+def test_one_matmul_with_transpose() -> None:
+    # a backward MatMul of stage 1 printed `PrimFunc_MatMul(%a, %b, Bool(0), Bool(1))` with inputs
+    # (16, 64) and (128, 64): x @ w.T -> M 16, K 64, N 128: 2*16*128*64 = 262144
+    dump = load(str(SCEN / "rank_2/19_validate_0078.ir.xz"))
+    node = next(n for n in dump.nodes() if n.op == "MatMul" and "Bool(0), Bool(1))" in n.text
+                and [t.shape for t in n.input_types[:2]] == [(16, 64), (128, 64)])
+    assert op_flops(node, "post") == (262144, "matmul", True)
+
+
+def test_parameter_bytes_of_a_rank_by_hand() -> None:
+    # rank 2 (stage 1) `# Params` lines, all Float32 (4 bytes):
+    # weights layers.5.w1 (64, 128) 32768 + w2 (128, 64) 32768 + norm gamma/beta (64) 256 + 256 = 66,048;
+    # Adam moment1.layers.5.* + moment2.layers.5.*: 2 x 66,048; accu_grads.layers.5.*: 66,048;
+    # proj_in.w (32, 64) = 8192, held unsliced with its accu_grads/moment1/moment2 and read by no forward or
+    # backward operator of this stage: 4 x 8192 = 32,768 held but unused
+    m = compute_memory(load(str(SCEN / "rank_2/19_validate_0078.ir.xz")), 1, 4)
+    roles = m.as_dict()["bytes_by_role"]
+    assert (roles["weight"], roles["optimizer-state"], roles["accumulation"], roles["unused"]) == \
+        (66048, 2 * 66048, 66048, 32768)
+    assert sorted(m.as_dict()["unused_params"]) == ["accu_grads.proj_in.w", "moment1.proj_in.w",
+                                                    "moment2.proj_in.w", "proj_in.w"]
+    assert {p.name for p in m.params if p.role == "optimizer-state"} == {
+        f"{k}.layers.5.{w}" for k in ("moment1", "moment2") for w in ("w1", "w2", "norm.gamma", "norm.beta")}
+
+
+def test_activations_of_one_micro_batch_by_hand() -> None:
+    # stage 1, micro 0 (micro batch 16 rows): what backward reads from forward: the received input x (16, 64)
+    # for LayerNormGrad = 4096, LayerNorm's outputs (16, 64) + mean (16, 1) + rstd (16, 1) = 4224, and the ReLU
+    # output (16, 128) for ReluGrad and fc2's weight gradient = 8192: 16,512 bytes; 1F1B on stage 1 of 4 with
+    # 4 micro batches holds min(4 - 1, 4) = 3 of them
+    m = compute_memory(load(str(SCEN / "rank_2/19_validate_0078.ir.xz")), 1, 4)
+    assert (m.activations_micro, m.in_flight, m.activations) == (16512, 3, 3 * 16512)
+
+
+def test_stage_layers_and_balance_sentence() -> None:
+    stages = []
+    for stage, rank in RANK_OF_STAGE.items():
+        dump = load(str(SCEN / f"rank_{rank}/19_validate_0078.ir.xz"))
+        facts = analyze(dump)
+        assert facts.stage == stage
+        stages.append(StageCost(stage, rank, compute_cost(dump), compute_memory(dump, stage, 4), 0))
+    b = balance(stages)
+    # layer_stage [0, 0, 0, 0, 0, 1, 2, 3] in make.py; `grep -o 'layers-CellList/[0-9]*-Block' | sort -u` per rank
+    assert [s.layers for s in b.stages] == [[0, 1, 2, 3, 4], [5], [6], [7]]
+    # forward MatMul FLOPs by hand: 10,616,832 / 2,097,152 = 5.06 -> 5.1x (stage 1 and 2 tie; the first is named)
+    hand = 10_616_832 / 2_097_152
+    assert b.sentence == (f"stage 0 does {hand:.1f}x the forward FLOPs of stage 1: it holds layers 0-4, "
+                          "stage 1 holds layer 5")
+    assert b.advice is not None and [len(g) for g in b.advice.layers_per_stage] == [2, 2, 2, 2]
+    assert b.advice.offset == [0, 0, 0, 0]
+    assert b.advice.ratio < b.compute_ratio
+
+
+def test_bubble_formula() -> None:
+    # equal stages: (S - 1) / (S + m - 1) = 3 / 7 for S 4, m 4
+    assert bubble([1.0] * 4, 4) == pytest.approx(3 / 7)
+    # one stage 5x the others: T = 8 + 3*5 = 23, busy 4*8 = 32 of 4*23 -> 1 - 32/92
+    assert bubble([5.0, 1.0, 1.0, 1.0], 4) == pytest.approx(1 - 32 / 92)
+
+
+def test_ranges() -> None:
+    assert (ranges([0, 1, 2, 3, 4]), ranges([7]), ranges([0, 2, 3]), ranges([])) == \
+        ("layers 0-4", "layer 7", "layers 0, 2-3", "no layer")
+
+
+def test_cli_folder_cost_json_and_device_memory() -> None:
+    r = CliRunner().invoke(main, ["summarize", str(SCEN), "--format", "json", "--device-memory", "1MiB"])
+    assert r.exit_code == 0, r.output
+    cost = json.loads(r.stdout)["cost"]
+    assert cost["sentence"].startswith("stage 0 does 5.1x the forward FLOPs of stage 1")
+    assert [s["fits"] for s in cost["stages"]] == [s["memory_bytes"] <= 2**20 for s in cost["stages"]]
+    assert cost["stages"][0]["fits"] is False  # stage 0 holds 5 layers: weights alone 5 x 66,048 + more
+    assert all(s["headroom_bytes"] == 2**20 - s["memory_bytes"] for s in cost["stages"])
+
+
+def test_cli_file_cost_text() -> None:
+    r = CliRunner().invoke(main, ["summarize", fixture("pipeline_unequal_8p/rank_2/19_validate_0078.ir.xz"),
+                                  "--cost", "--device-memory", "64GiB"])
+    assert r.exit_code == 0, r.output
+    assert "held but unused: proj_in.w, accu_grads.proj_in.w, moment1.proj_in.w, moment2.proj_in.w" in r.stdout
+    assert "this rank fits in 68,719,476,736 (64.00 GiB)" in r.stdout
+
+
+def test_bad_device_memory_is_one_line() -> None:
+    r = CliRunner().invoke(main, ["summarize", str(SCEN), "--device-memory", "lots"])
+    assert r.exit_code == 2
+    assert r.stderr.strip() == "irtool: --device-memory: cannot read 'lots' (use e.g. 64GiB, 80GB or 1073741824)"
