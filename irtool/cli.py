@@ -171,14 +171,29 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
 @click.option("--forward", "direction", flag_value="forward", help="Forward nodes only.")
 @click.option("--backward", "direction", flag_value="backward", help="Backward (Gradients/) nodes only.")
 @click.option("--depth", default=None, help="Fold by name scope to this depth; 'all' = no folding (default: auto).")
+@click.option("--pipeline", "pipeline", is_flag=True,
+              help="Folder: every stage's Send/Receive in execution order side by side, each Send linked to its Receive.")
 def render(input_path: str, out: str, fmt: str | None, stage: int | None, subgraph: str | None,
-           scope: str | None, comm_only: bool, hops: int, direction: str | None, depth: str | None) -> None:
+           scope: str | None, comm_only: bool, hops: int, direction: str | None, depth: str | None,
+           pipeline: bool) -> None:
     """Draw a dump (file or rank_* folder) as DOT/SVG/PNG/PDF, folded by name scope."""
     from .report import export as export_mod
     from .report import render as render_mod
 
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
+        if pipeline:
+            from .atomic import atomic_write
+            from .report import pipeline as pipe_mod
+
+            scheds = pipe_mod.folder_schedules(input_path, None, load_with_progress)
+            text = pipe_mod.pipeline_dot(scheds, f"{input_path}: pipeline in execution order")
+            atomic_write(out, pipe_mod.picture_bytes(text, fmt_used))
+            lost = pipe_mod.unmatched(scheds)
+            if lost:
+                click.echo(f"irtool: {len(lost)} Send(s) with no Receive on a drawn stage", err=True)
+            click.echo(f"{out}: {len(scheds)} stages, {sum(len(s.events) for _, s in scheds)} Send/Receive", err=True)
+            return 0
         dump, facts, chosen = render_mod.load_input(input_path, stage, load_with_progress)
         graph = render_mod.render_graph(dump, facts, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,
                                         hops=hops, direction=direction, depth=render_mod.parse_depth(depth))

@@ -8,6 +8,7 @@ from typing import Any
 
 from .cost import CostFacts
 from .memory import MemoryFacts
+from .schedule import StageSchedule
 
 _INDEX = re.compile(r"(?:^|/)(?:[^/]*?\.)?(\d+)(?:-[^/]*)?$")  # `.../layers-CellList/3-Block`, `layers.3`
 
@@ -43,6 +44,7 @@ class StageCost:
     memory: MemoryFacts
     comm_bytes: int  # known communication bytes of the rank
     layers: list[int] = field(default_factory=list)  # repeated-cell indices with forward FLOPs here
+    schedule: StageSchedule | None = None
 
     @property
     def compute(self) -> int:
@@ -118,7 +120,8 @@ class Balance:
                          "unknown_ops": sum(s.cost.unknown.values()), "memory_bytes": mem,
                          "comm_bytes": s.comm_bytes, "bytes_per_flop": s.bytes_per_flop,
                          "fits": None if device_memory is None else mem <= device_memory,
-                         "headroom_bytes": None if device_memory is None else device_memory - mem})
+                         "headroom_bytes": None if device_memory is None else device_memory - mem,
+                         "schedule": s.schedule.as_dict() if s.schedule else None})
         return {"stages": rows, "micro_batches": self.micros, "sentence": self.sentence,
                 "forward_ratio": self.forward_ratio, "compute_ratio": self.compute_ratio,
                 "bubble": round(self.bubble, 4), "bubble_formula": "1 - m*sum(t)/(S*(sum(t) + (m-1)*max(t)))",

@@ -13,6 +13,7 @@ from ..parallel import ParallelFacts
 from ..parallel.balance import Balance, StageCost, balance
 from ..parallel.cost import compute_cost
 from ..parallel.memory import compute_memory
+from ..parallel.schedule import stage_schedule
 from .tables import Block, Table, cell
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -65,8 +66,15 @@ def stage_cost(rank: RankFile, stages: int) -> StageCost:
     dump = rank.load()
     facts = analyze(dump)
     stage = facts.stage or 0
-    return StageCost(stage=stage, rank=rank.rank, cost=compute_cost(dump), memory=compute_memory(dump, stage, stages),
-                     comm_bytes=sum(x.bytes or 0 for x in facts.comm))
+    memory = compute_memory(dump, stage, stages)
+    sched = stage_schedule(dump, facts)
+    if sched.in_flight is not None and memory.activations_micro is not None:
+        memory.in_flight = sched.in_flight
+        memory.notes = [n for n in memory.notes if not n.startswith("activations in flight")]
+        memory.notes.append(f"activations in flight: {sched.in_flight} micro batch(es), the most begun and not "
+                            "yet finished backward in the order this dump fixes")
+    return StageCost(stage=stage, rank=rank.rank, cost=compute_cost(dump), memory=memory,
+                     comm_bytes=sum(x.bytes or 0 for x in facts.comm), schedule=sched)
 
 
 def dir_cost(summary: dict[str, Any], device_memory: int | None = None, jobs: int | None = None,
@@ -148,6 +156,11 @@ def dir_blocks(c: dict[str, Any], limit: int | None) -> list[Block]:
     if c["device_memory_bytes"] is not None:
         blocks += [_fit_line(f"stage {s['stage']} (rank {s['rank']})", s["memory_bytes"], c["device_memory_bytes"])
                    for s in c["stages"]]
+    order = Table("Pipeline in execution order (Send/Receive ordered by data, Depend and UpdateState edges)",
+                  ["stage", "schedule", "order (F = forward, B = backward, micro batch)"],
+                  [[cell(s["stage"]), s["schedule"]["schedule"], " ".join(s["schedule"]["order"]) or cell(None)]
+                   for s in c["stages"] if s.get("schedule")])
+    blocks.append(order.limited(limit))
     a = c.get("advice")
     if a:
         head = ("Advice (estimate from this compilation): " + "; ".join(
