@@ -154,3 +154,41 @@ def test_bad_device_memory_is_one_line() -> None:
     r = CliRunner().invoke(main, ["summarize", str(SCEN), "--device-memory", "lots"])
     assert r.exit_code == 2
     assert r.stderr.strip() == "irtool: --device-memory: cannot read 'lots' (use e.g. 64GiB, 80GB or 1073741824)"
+
+
+def test_pipeline_order_and_schedule() -> None:
+    from irtool.parallel.schedule import stage_schedule
+
+    # validate orders each stage's Send/Receive by Depend edges (pipeline_parallel_scheduler pass): stage 3 (last)
+    # alternates F0 B0 F1 B1 ...; stage 2 begins two micro batches before its first backward
+    orders = {}
+    for stage, rank in RANK_OF_STAGE.items():
+        dump = load(str(SCEN / f"rank_{rank}/19_validate_0078.ir.xz"))
+        s = stage_schedule(dump, analyze(dump))
+        assert s.fixed and s.schedule.startswith("1F1B")
+        orders[stage] = " ".join(s.work)
+    assert orders[3] == "F0 B0 F1 B1 F2 B2 F3 B3"
+    assert orders[2] == "F0 F1 B0 F2 B1 F3 B2 B3"
+    # step_parallel_end has the forward Send/Receive only, not chained: the order is not fixed there
+    dump = load(str(SCEN / "rank_2/step_parallel_end_0019.ir.xz"))
+    s = stage_schedule(dump, analyze(dump))
+    assert not s.fixed and s.schedule.startswith("this pass does not fix the order")
+
+
+def test_render_pipeline_links_every_send(tmp_path) -> None:
+    out = tmp_path / "pipeline.dot"
+    r = CliRunner().invoke(main, ["render", str(SCEN), "--pipeline", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    # `grep -c '= Send('` in the validate files of ranks 0, 2, 4, 6: 4 + 8 + 8 + 4 = 24 Sends, each with an edge
+    # to its Receive on the peer stage (coloured by direction), inside one cluster per stage
+    links = re.findall(r"s(\d)_\d+ -> s(\d)_\d+ \[[^\]]*color=\"#(1f5fbf|bf1f1f)\"", text)
+    assert len(links) == 24
+    assert all(abs(int(a) - int(b)) == 1 for a, b, _ in links)
+    assert text.count("subgraph cluster_stage") == 4
+
+
+def test_render_pipeline_needs_stages(tmp_path) -> None:
+    r = CliRunner().invoke(main, ["render", str(FIXTURES / "semi_auto_8p"), "--pipeline", "-o", str(tmp_path / "x.svg")])
+    assert r.exit_code == 2
+    assert "--pipeline needs a folder of ranks on two or more pipeline stages (found 0)" in r.stderr
