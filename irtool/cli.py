@@ -111,25 +111,49 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
               help="Which dump of a folder to compare (`*_<pass>_*.ir`).")
 @click.option("--stage", type=int, default=None, help="Only ranks on this pipeline stage (either side).")
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 200).")
+@click.option("--cost", "with_cost", is_flag=True,
+              help="Also compare stage FLOPs and memory (docs/cost.md); implied by --fail-on memory/cost.")
+@click.option("--max-memory-increase", "max_memory", default=None,
+              help="Exit 1 when a stage's memory grows by more than this (5%, 1GiB); implies --cost.")
 def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increase: str | None,
-             pass_name: str, stage: int | None, show_all: bool) -> None:
+             pass_name: str, stage: int | None, show_all: bool, with_cost: bool, max_memory: str | None) -> None:
     """Diff two dumps (files, rank folders or folders of rank_N): communication, strategies,
-    operators, parameters. Exit 0 nothing relevant changed, 1 differences matching --fail-on, 2 error."""
+    operators, parameters (and with --cost stage FLOPs and memory). Exit 0 nothing relevant changed,
+    1 differences matching --fail-on, 2 error."""
     from . import diff as diff_mod
+    from .diff import cost as diff_cost
     from .diff import report as diff_report
 
     def body() -> int:
-        diff_mod.parse_fail_on(fail_on)
+        comm_fail_on, cost_kinds = diff_cost.split_fail_on(fail_on)
+        diff_mod.parse_fail_on(comm_fail_on)
         if max_increase:
             diff_mod.parse_threshold(max_increase)
+        if max_memory:
+            diff_cost.memory_threshold(max_memory)
         result = diff_mod.diff_dirs(old, new, pass_name=pass_name, stage=stage, loader=load_with_progress)
+        cdiff = reasons = None
+        if with_cost or cost_kinds or max_memory:
+            cdiff = diff_cost.cost_diff(old, new, pass_name, stage, load_with_progress)
+            reasons = cdiff.failures(cost_kinds, max_memory)
         if fmt == "json":
-            click.echo(diff_report.to_json(result, fail_on, max_increase))
+            import json
+
+            doc = result.as_dict(comm_fail_on, max_increase)
+            if cdiff is not None:
+                doc["cost"] = {**cdiff.as_dict(), "failures": reasons, "fail_on": sorted(cost_kinds),
+                               "max_memory_increase": max_memory}
+                doc["failed"] = doc["failed"] or bool(reasons)
+            click.echo(json.dumps(doc, indent=2, sort_keys=False))
         else:
+            from .report.tables import to_markdown, to_text
+
             render = diff_report.to_markdown if fmt == "markdown" else diff_report.to_text
             limit = None if show_all else diff_report.DIFF_LIMIT
-            click.echo(render(result, fail_on, max_increase, limit), nl=False)
-        return 1 if result.failures(fail_on, max_increase) else 0
+            click.echo(render(result, comm_fail_on, max_increase, limit), nl=False)
+            if cdiff is not None:
+                click.echo((to_markdown if fmt == "markdown" else to_text)(diff_cost.blocks(cdiff, reasons)), nl=False)
+        return 1 if result.failures(comm_fail_on, max_increase) or reasons else 0
 
     _run(body)
 

@@ -192,3 +192,29 @@ def test_render_pipeline_needs_stages(tmp_path) -> None:
     r = CliRunner().invoke(main, ["render", str(FIXTURES / "semi_auto_8p"), "--pipeline", "-o", str(tmp_path / "x.svg")])
     assert r.exit_code == 2
     assert "--pipeline needs a folder of ranks on two or more pipeline stages (found 0)" in r.stderr
+
+
+def test_diff_memory_gate(tmp_path) -> None:
+    # the point of this test is to detect one change: rank 2's `%para4_layers.5.w1` printed (64, 256) instead of
+    # (64, 128) in `# Params`: +64*128*4 = 32,768 bytes held on stage 1
+    text = _text(1)
+    line = "%para4_layers.5.w1: <Ref[Tensor[Float32]], (64, 128), "
+    assert text.count(line) == 1
+    old_dir, new_dir = tmp_path / "old" / "rank_2", tmp_path / "new" / "rank_2"
+    for d, t in ((old_dir, text), (new_dir, text.replace(line, line.replace("(64, 128)", "(64, 256)")))):
+        d.mkdir(parents=True)
+        (d / "19_validate_0078.ir").write_text(t)
+    same = CliRunner().invoke(main, ["diff", str(old_dir), str(old_dir), "--fail-on", "memory"])
+    assert same.exit_code == 0, same.output
+    r = CliRunner().invoke(main, ["diff", str(old_dir), str(new_dir), "--fail-on", "memory", "--format", "json"])
+    assert r.exit_code == 1
+    doc = json.loads(r.stdout)
+    (st,) = doc["cost"]["stages"]
+    assert st["stage"] == 1 and st["new"]["memory_bytes"] - st["old"]["memory_bytes"] == 32768
+    assert st["new"]["memory_by_role"]["weight"] == 66048 + 32768
+    grow = 32768 / st["old"]["memory_bytes"]  # about 9.5%
+    assert CliRunner().invoke(main, ["diff", str(old_dir), str(new_dir), "--fail-on", "comm",
+                                     "--max-memory-increase", f"{grow * 100 + 0.5:.1f}%"]).exit_code == 0
+    r = CliRunner().invoke(main, ["diff", str(old_dir), str(new_dir), "--fail-on", "comm", "--max-memory-increase", "5%"])
+    assert r.exit_code == 1
+    assert "exceeds +5%" in r.stdout

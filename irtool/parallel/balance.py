@@ -6,9 +6,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cost import CostFacts
-from .memory import MemoryFacts
-from .schedule import StageSchedule
+from ..ir import Dump
+from .cost import CostFacts, compute_cost
+from .memory import MemoryFacts, compute_memory
+from .records import ParallelFacts
+from .schedule import StageSchedule, stage_schedule
 
 _INDEX = re.compile(r"(?:^|/)(?:[^/]*?\.)?(\d+)(?:-[^/]*)?$")  # `.../layers-CellList/3-Block`, `layers.3`
 
@@ -64,6 +66,21 @@ class StageCost:
             if i is not None:
                 out[i] = out.get(i, 0) + ph["forward"] + ph["backward"] + ph["recompute"]
         return out
+
+
+def measure_stage(dump: Dump, facts: ParallelFacts, rank: int | None, stages: int) -> StageCost:
+    """One stage's cost, memory and order from one of its ranks; no pipeline: stage 0 of 1. The
+    activations in flight are those of the order the dump fixes, else the 1F1B assumption."""
+    stage = facts.stage or 0
+    memory = compute_memory(dump, stage, stages)
+    sched = stage_schedule(dump, facts)
+    if sched.in_flight is not None and memory.activations_micro is not None:
+        memory.in_flight = sched.in_flight
+        memory.notes = [n for n in memory.notes if not n.startswith("activations in flight")]
+        memory.notes.append(f"activations in flight: {sched.in_flight} micro batch(es), the most begun and not "
+                            "yet finished backward in the order this dump fixes")
+    return StageCost(stage=stage, rank=rank, cost=compute_cost(dump), memory=memory,
+                     comm_bytes=sum(x.bytes or 0 for x in facts.comm), schedule=sched)
 
 
 def stage_layers(cost: CostFacts) -> list[int]:

@@ -10,10 +10,9 @@ from ..dumpdir import Progress, RankFile, map_ranks
 from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts
-from ..parallel.balance import Balance, StageCost, balance
+from ..parallel.balance import Balance, StageCost, balance, measure_stage
 from ..parallel.cost import compute_cost
 from ..parallel.memory import compute_memory
-from ..parallel.schedule import stage_schedule
 from .tables import Block, Table, cell
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -60,21 +59,11 @@ def rank_cost(dump: Dump, facts: ParallelFacts, device_memory: int | None = None
 
 
 def stage_cost(rank: RankFile, stages: int) -> StageCost:
-    """One stage's cost from one of its ranks (runs in a worker process); no pipeline: stage 0."""
+    """One stage's cost from one of its ranks (runs in a worker process)."""
     from ..parallel import analyze
 
     dump = rank.load()
-    facts = analyze(dump)
-    stage = facts.stage or 0
-    memory = compute_memory(dump, stage, stages)
-    sched = stage_schedule(dump, facts)
-    if sched.in_flight is not None and memory.activations_micro is not None:
-        memory.in_flight = sched.in_flight
-        memory.notes = [n for n in memory.notes if not n.startswith("activations in flight")]
-        memory.notes.append(f"activations in flight: {sched.in_flight} micro batch(es), the most begun and not "
-                            "yet finished backward in the order this dump fixes")
-    return StageCost(stage=stage, rank=rank.rank, cost=compute_cost(dump), memory=memory,
-                     comm_bytes=sum(x.bytes or 0 for x in facts.comm), schedule=sched)
+    return measure_stage(dump, analyze(dump), rank.rank, stages)
 
 
 def dir_cost(summary: dict[str, Any], device_memory: int | None = None, jobs: int | None = None,
