@@ -44,14 +44,16 @@ ELEMENTWISE = frozenset({
     "ReluGrad", "ReLU6Grad", "GeLUGrad", "FastGeLUGrad", "SiLUGrad", "SigmoidGrad", "TanhGrad", "SqrtGrad",
     "RsqrtGrad", "BiasAdd", "BiasAddGrad", "Dropout", "DropoutGrad", "DropoutDoMask", "DropoutGenMask",
     "MaskedFill", "AssignAdd", "AssignSub", "Addcmul", "Addcdiv", "Softmax", "LogSoftmax", "SoftmaxGrad",
-    "LogSoftmaxGrad", "LayerNorm", "LayerNormGrad", "LayerNormV3", "LayerNormGradV3", "RmsNorm", "RmsNormGrad",
+    "LogSoftmaxGrad", "SoftmaxBackward",
+    "LayerNorm", "LayerNormGrad", "LayerNormV3", "LayerNormGradV3", "RmsNorm", "RmsNormGrad",
     "BatchNorm", "BatchNormGrad", "AddLayerNorm", "SquaredDifference", "SoftmaxCrossEntropyWithLogits",
     "SparseSoftmaxCrossEntropyWithLogits", "Clip", "ClipByValue", "Mod", "FloorMod", "IsFinite", "IsNan",
     "Swiglu", "SwigluGrad", "RotaryPositionEmbedding", "Einsum", "OneHot", "Cos", "Sin", "ArgMaxWithValue",
 })
 # One FLOP per input element: reductions.
 REDUCTIONS = frozenset({"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceAll",
-                        "ReduceAny", "SumExt", "MeanExt", "Argmax", "Argmin", "SquareSumAll", "L2Loss"})
+                        "ReduceAny", "UnsortedSegmentSum", "SumExt", "MeanExt",
+                        "Argmax", "Argmin", "SquareSumAll", "L2Loss"})
 # Optimizer updates: FLOPs per element of the updated weight (counted from the formulas of each
 # update rule; docs/cost.md §1).
 OPTIMIZER_UPDATES = {"SGD": 4, "ApplyMomentum": 3, "Momentum": 3, "Adam": 10, "ApplyAdam": 10, "FusedAdam": 10,
