@@ -218,3 +218,29 @@ def test_diff_memory_gate(tmp_path) -> None:
     r = CliRunner().invoke(main, ["diff", str(old_dir), str(new_dir), "--fail-on", "comm", "--max-memory-increase", "5%"])
     assert r.exit_code == 1
     assert "exceeds +5%" in r.stdout
+
+
+_PARAM = re.compile(r"^%para\d+_(\S+): <Ref\[Tensor\[(\w+)\]\], \(([\d, ]*)\).*has_default", re.M)
+_SIZE = {"Float32": 4, "Float16": 2, "Int32": 4}
+
+
+@pytest.mark.parametrize("name", ["gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz",
+                                  "gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz"])
+def test_parameter_roles_through_cell_reuse(name: str) -> None:
+    # `grep has_default` on the `# Params` lines, by their names (the tool goes by the operators instead): weights
+    # `0.*`, `1.*`, `embedding.*`; AdamWeightDecay's `adam_m.*`/`adam_v.*`; `accu_grads.*`. The lazy-inline
+    # compile passes them into reused cells (`call @g(%para7_...)`, `Partial(@g, ...)`): same answer.
+    text = lzma.open(fixture(name), "rt").read()
+    by_prefix: dict[str, int] = {}
+    for pname, dtype, dims in _PARAM.findall(text):
+        n = 1
+        for d in (int(x) for x in dims.split(",") if x.strip()):
+            n *= d
+        prefix = pname.split(".")[0]
+        key = {"accu_grads": "accumulation", "adam_m": "optimizer-state", "adam_v": "optimizer-state"}.get(
+            prefix, "weight" if prefix in ("0", "1", "embedding") else "other")
+        by_prefix[key] = by_prefix.get(key, 0) + n * _SIZE[dtype]
+    roles = compute_memory(load(fixture(name)), 0, 2).as_dict()["bytes_by_role"]
+    assert roles["weight"] == by_prefix["weight"] == 1_091_072
+    assert roles["optimizer-state"] == by_prefix["optimizer-state"] == 2 * 1_091_072
+    assert roles["accumulation"] == by_prefix["accumulation"] and roles["unused"] == 0

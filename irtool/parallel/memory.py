@@ -101,6 +101,51 @@ def _param_of(node: Node, index: int, by_key: dict[str, Node], params: dict[str,
     return None
 
 
+def _kept_producer(src: Node | None, by_key: dict[str, Node]) -> Node | None:
+    """The tensor a backward read keeps alive: one element of an operator's tuple keeps the whole
+    tuple; an element of a called subgraph's results is that element alone."""
+    if src is None or src.op != "TupleGetItem" or not src.inputs:
+        return src
+    first = src.inputs[0].ref
+    tup = by_key.get(first.name) if first is not None and first.kind == "node" else None
+    return src if tup is None or tup.op == "(call)" else tup
+
+
+def _callee(n: Node, graphs: dict[str, Any]) -> tuple[Any, int]:
+    """(subgraph, offset of its first parameter among `n`'s inputs) for `call @g(...)` and
+    `Partial(@g, ...)` (which binds @g's first parameters); (None, 0) otherwise."""
+    if n.callee.startswith("@"):
+        return graphs.get(n.callee[1:]), 0
+    if n.op == "Partial" and n.inputs and n.inputs[0].ref is not None and n.inputs[0].ref.kind == "graph":
+        return graphs.get(n.inputs[0].ref.name[1:]), 1
+    return None, 0
+
+
+def _call_aliases(dump: Dump, held: dict[str, str], keys: dict[str, dict[str, Node]]) -> dict[str, str]:
+    """Header parameters by reference, plus each subgraph parameter that every call site passes one
+    header parameter to (`call @g(%para7_w, ...)`: @g's first parameter is `w`), to a fixed point."""
+    out = dict(held)
+    graphs = {g.name: g for g in dump.subgraphs}
+    for _ in range(4):  # nesting depth of calls seen in lazy-inline dumps is 2-3
+        seen: dict[str, set[str | None]] = {}
+        for g in dump.subgraphs:
+            for n in g.nodes:
+                target, shift = _callee(n, graphs)
+                if target is None:
+                    continue
+                for i, ref in enumerate(target.params):
+                    j = i + shift
+                    seen.setdefault(ref, set()).add(_param_of(n, j, keys[g.name], out) if j < len(n.inputs) else None)
+        grew = False
+        for ref, names in seen.items():
+            if len(names) == 1 and None not in names and ref not in out:
+                out[ref] = next(iter(names))  # type: ignore[assignment]
+                grew = True
+        if not grew:
+            break
+    return out
+
+
 def _param_key(ref: str) -> str:
     """`%para13_w` and `$(@g:para13_w)` (a free variable naming a header parameter) -> `%para13_w`."""
     if ref.startswith("$("):
@@ -123,17 +168,21 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
     kept: dict[str, Node] = {}
     micros: set[int] = set()
     has_backward = False
+    keys = {g.name: {n.key: n for n in g.nodes} for g in dump.subgraphs}
+    params = _call_aliases(dump, held, keys)  # header and subgraph parameter refs -> header parameter name
+    graph_of = {g.name: g for g in dump.subgraphs}
+    backward_graphs = {g.name for g in dump.subgraphs if any(node_phase(n) == "backward" for n in g.nodes)}
     for g in dump.subgraphs:
-        by_key = {n.key: n for n in g.nodes}
+        by_key = keys[g.name]
         for n in g.nodes:
             ins = n.inputs
             param_ins = []
             for i, inp in enumerate(ins):
                 refs = ([inp.ref] if inp.ref else []) + list(inp.nested)
                 for r in refs:
-                    if r.kind in ("param", "free") and _param_key(r.name) in held:
-                        used.add(held[_param_key(r.name)])
-                p = _param_of(n, i, by_key, held)
+                    if r.kind in ("param", "free") and _param_key(r.name) in params:
+                        used.add(params[_param_key(r.name)])
+                p = _param_of(n, i, by_key, params)
                 if p is not None:
                     param_ins.append((i, p))
             ph = node_phase(n)
@@ -156,14 +205,13 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
                         states[p] = w
                     elif p != w:
                         hyper.add(p)
-            if ph == "backward":
+            # a backward operator, or a call of a backward subgraph (cell reuse / lazy inline)
+            called = _callee(n, graph_of)[0]
+            if ph == "backward" or (called is not None and called.name in backward_graphs):
                 has_backward = True
                 for inp in ins:
                     if inp.ref is not None and inp.ref.kind == "node":
-                        src = by_key.get(inp.ref.name)
-                        if src is not None and src.op == "TupleGetItem":  # one element kept: the whole tuple
-                            first = src.inputs[0].ref if src.inputs else None
-                            src = by_key.get(first.name) if first is not None and first.kind == "node" else src
+                        src = _kept_producer(by_key.get(inp.ref.name), by_key)
                         if src is not None and src.op not in _NOT_ACTIVATION and node_phase(src) == "forward":
                             kept[src.uid] = src
     notes = []
@@ -199,9 +247,17 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
     per_micro: int | None = None
     count = 0
     if has_backward:
-        chosen = [n for n in kept.values() if not micros or _micro(n) == min(micros)]
-        count = len(chosen)
-        per_micro = sum(type_bytes(n.output_type, tuple_sum=True)[2] or 0 for n in chosen)
+        marked = [n for n in kept.values() if _micro(n) is not None]
+        if micros and marked:
+            chosen = [n for n in marked if _micro(n) == min(micros)]
+            count = len(chosen)
+            per_micro = sum(type_bytes(n.output_type, tuple_sum=True)[2] or 0 for n in chosen)
+        else:  # no micro batch marks on what is kept (cell reuse): the step's total shared evenly
+            n_micro = max(1, len(micros))
+            count = len(kept) // n_micro
+            per_micro = sum(type_bytes(n.output_type, tuple_sum=True)[2] or 0 for n in kept.values()) // n_micro
+            if micros:
+                notes.append(f"the kept tensors carry no micro batch mark: their total / {n_micro} micro batches")
     else:
         notes.append("no backward operators in this pass (step_parallel_end has not differentiated yet): "
                      "activations are read from validate")
