@@ -21,8 +21,8 @@ from irtool.parallel.memory import compute_memory
 
 SCEN = FIXTURES / "pipeline_unequal_8p"
 RANK_OF_STAGE = {0: 0, 1: 2, 2: 4, 3: 6}
-_TYPE = re.compile(r"\(<Tensor\[\w+\], \((\d+), (\d+)\)>, <Tensor\[\w+\], \((\d+), (\d+)\)>")
-_FLAGS = re.compile(r"PrimFunc_MatMul\(%\w+, %\w+, Bool\((\d)\), Bool\((\d)\)\)")
+_SHAPE = re.compile(r"<Tensor\[\w+\], \(([\d, ]+)\)>")
+_FLAGS = re.compile(r"PrimFunc_(?:Batch)?MatMul\(%\w+, %\w+, Bool\((\d)\), Bool\((\d)\)\)")
 
 
 def _text(stage: int, name: str = "19_validate_0078.ir.xz") -> str:
@@ -30,20 +30,24 @@ def _text(stage: int, name: str = "19_validate_0078.ir.xz") -> str:
 
 
 def _forward_matmul_flops_by_grep(text: str) -> int:
-    """`grep -A2 '= PrimFunc_MatMul('`: the node line (transposes `Bool(0), Bool(1)`), its type line (input
-    shapes), its scope line; forward = scope not `Gradients/` and no `duplicated: Bool(1)`; 2*M*N*K."""
+    """`grep -A2 -E '= PrimFunc_(Batch)?MatMul[(]'`: the node line (transposes `Bool(0), Bool(1)`), its type line
+    (the two input shapes), its scope line; forward = scope not `Gradients/` and no `duplicated: Bool(1)`;
+    2*M*N*K times the batch dimensions."""
     total = 0
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        if "= PrimFunc_MatMul(" not in line or "duplicated: Bool(1)" in line:
+        if not re.search(r"= PrimFunc_(Batch)?MatMul\(", line) or "duplicated: Bool(1)" in line:
             continue
         if "Gradients/" in lines[i + 2]:
             continue
-        a0, a1, b0, b1 = map(int, _TYPE.search(lines[i + 1]).groups())
+        a, b = ([int(x) for x in m.split(",")] for m in _SHAPE.findall(lines[i + 1])[:2])
         ta, tb = map(int, _FLAGS.search(line).groups())
-        m, k = (a1, a0) if ta else (a0, a1)
-        n = b0 if tb else b1
-        total += 2 * m * n * k
+        m, k = (a[-1], a[-2]) if ta else (a[-2], a[-1])
+        n = b[-2] if tb else b[-1]
+        batch = 1
+        for d in a[:-2]:
+            batch *= d
+        total += 2 * batch * m * n * k
     return total
 
 
@@ -244,3 +248,12 @@ def test_parameter_roles_through_cell_reuse(name: str) -> None:
     assert roles["weight"] == by_prefix["weight"] == 1_091_072
     assert roles["optimizer-state"] == by_prefix["optimizer-state"] == 2 * 1_091_072
     assert roles["accumulation"] == by_prefix["accumulation"] and roles["unused"] == 0
+
+
+def test_reused_cell_flops_count_every_call_site() -> None:
+    # lazy inline prints the decoder layer's subgraph once and calls it per layer and micro batch: counted per
+    # call site, stage 0's forward MatMul FLOPs equal the plain compile's, which the grep of its MatMul lines gives
+    plain = lzma.open(fixture("gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz"), "rt").read()
+    by_grep = _forward_matmul_flops_by_grep(plain)
+    lazy = compute_cost(load(fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz")))
+    assert lazy.matmul_forward == by_grep

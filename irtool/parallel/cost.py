@@ -246,6 +246,31 @@ def op_flops(node: Node, kind: str) -> tuple[int | None, str, bool]:
     return None, "unknown", per_device
 
 
+def call_counts(dump: Dump) -> dict[str, int]:
+    """How many times each subgraph runs per step: the entry graph once, any other graph the sum
+    of its callers' counts over its call sites (`call @g`, `@g(...)`, `Partial(@g, ...)`); a graph
+    no printed node calls (or one in a call cycle) once."""
+    sites: dict[str, list[str]] = {}
+    for g in dump.subgraphs:
+        for n in g.nodes:
+            if n.callee.startswith("@"):
+                sites.setdefault(n.callee[1:], []).append(g.name)
+            elif n.op == "Partial" and n.inputs and n.inputs[0].ref is not None and n.inputs[0].ref.kind == "graph":
+                sites.setdefault(n.inputs[0].ref.name[1:], []).append(g.name)
+    memo: dict[str, int] = {}
+
+    def count(name: str, path: frozenset[str]) -> int:
+        if name in memo:
+            return memo[name]
+        callers = sites.get(name)
+        if name == dump.entry or not callers or name in path:
+            return 1
+        memo[name] = total = sum(count(c, path | {name}) for c in callers)
+        return total
+
+    return {g.name: count(g.name, frozenset()) for g in dump.subgraphs}
+
+
 def compute_cost(dump: Dump, keep_ops: bool = False) -> CostFacts:
     """The FLOPs of every operator of `dump`, summed by phase, layer and family (docs/cost.md §1)."""
     kind = file_kind(pass_name(dump.path or ""))
@@ -263,8 +288,11 @@ def compute_cost(dump: Dump, keep_ops: bool = False) -> CostFacts:
         m = _OWN_ID.search(node.text)
         if m:
             scope_of[m.group(1)] = node.scope or ""
+    times = call_counts(dump)
     for node in nodes:
         f, family, per_device = op_flops(node, kind)
+        if f is not None:
+            f *= times.get(node.graph, 1)  # a reused cell's subgraph runs once per call site
         ph = node_phase(node)
         m = MICRO.search(node.text)
         micro = int(m.group(1)) if m else None
