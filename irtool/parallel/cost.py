@@ -32,7 +32,8 @@ NO_ARITHMETIC = frozenset({
     "_VirtualDataset", "_VirtualDiv", "_VirtualAssignAdd", "_VirtualAccuGrad", "_VirtualAdd", "_VirtualPipelineEnd",
     "_VirtualOutput", "_GetTensorSlice", "_MirrorMicroStepOperator", "Print", "TensorDump", "J", "env_setitem",
     "env_getitem", "EnvironCreate", "EnvironSet", "EnvironGet", "ConcatOffset", "SplitV", "ReverseV2",
-    "ScalarCast", "RefToEmbed", "TupleGetItemV2", "ListGetItem", "MakeList", "Range", "ZerosLikeTensor", "Padding", "Pad",
+    "ScalarCast", "RefToEmbed", "resolve", "DoUnpackCall", "DtypeToEnum", "InplaceScatterSrc",
+    "TupleGetItemV2", "ListGetItem", "MakeList", "Range", "ZerosLikeTensor", "Padding", "Pad",
 }) | COMM_OPS
 # One FLOP per output element: arithmetic applied element by element (and their gradients), and the
 # normalisations/softmax counted the same way (a lower bound for them: docs/cost.md §1).
@@ -48,7 +49,7 @@ ELEMENTWISE = frozenset({
     "LayerNorm", "LayerNormGrad", "LayerNormV3", "LayerNormGradV3", "RmsNorm", "RmsNormGrad",
     "BatchNorm", "BatchNormGrad", "AddLayerNorm", "SquaredDifference", "SoftmaxCrossEntropyWithLogits",
     "SparseSoftmaxCrossEntropyWithLogits", "Clip", "ClipByValue", "Mod", "FloorMod", "IsFinite", "IsNan",
-    "Swiglu", "SwigluGrad", "RotaryPositionEmbedding", "Einsum", "OneHot", "Cos", "Sin", "ArgMaxWithValue",
+    "Swiglu", "SwigluGrad", "CumSum", "RotaryPositionEmbedding", "Einsum", "OneHot", "Cos", "Sin", "ArgMaxWithValue",
 })
 # One FLOP per input element: reductions.
 REDUCTIONS = frozenset({"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceAll",
