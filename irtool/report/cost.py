@@ -76,6 +76,8 @@ def dir_cost(summary: dict[str, Any], device_memory: int | None = None, jobs: in
     files = [RankFile(r["rank"], r["file"]) for _, r in sorted(first.items())]
     costs = map_ranks(partial(stage_cost, stages=len(first)), files, jobs, progress)
     b = balance(costs, device_memory)
+    if summary.get("stage") is not None:
+        b.sentence = f"only stage {summary['stage']} selected (--stage): no other stage to compare with"
     out = b.as_dict(device_memory)
     out["device_memory_bytes"] = device_memory
     out["one_rank_per_stage"] = [c.rank for c in costs]
