@@ -68,9 +68,10 @@ class StageCost:
         return out
 
 
-def measure_stage(dump: Dump, facts: ParallelFacts, rank: int | None, stages: int) -> StageCost:
-    """One stage's cost, memory and order from one of its ranks; no pipeline: stage 0 of 1. The
-    activations in flight are those of the order the dump fixes, else the 1F1B assumption."""
+def measure_stage(dump: Dump, facts: ParallelFacts, rank: int | None, stages: int | None) -> StageCost:
+    """One stage's cost, memory and order from one of its ranks; no pipeline: stage 0. The
+    activations in flight are those of the order the dump fixes, else the 1F1B assumption (with
+    `stages` known), else one micro batch."""
     stage = facts.stage or 0
     memory = compute_memory(dump, stage, stages)
     sched = stage_schedule(dump, facts)

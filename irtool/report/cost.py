@@ -11,8 +11,6 @@ from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..parallel.balance import Balance, StageCost, balance, measure_stage
-from ..parallel.cost import compute_cost
-from ..parallel.memory import compute_memory
 from .tables import Block, Table, cell
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -46,16 +44,16 @@ def _fits(peak: int, limit: int | None) -> dict[str, Any]:
 
 
 def rank_cost(dump: Dump, facts: ParallelFacts, device_memory: int | None = None) -> dict[str, Any]:
-    """The `cost` field of a single-file summary (docs/cost.md)."""
-    c = compute_cost(dump)
-    m = compute_memory(dump, facts.stage, None)
-    if facts.stage is not None:
-        m.notes.append("single file: the stage count is not in the dump; activations are for one micro batch "
-                       "(summarize the folder for the micro batches in flight)")
-    comm = sum(x.bytes or 0 for x in facts.comm)
-    return {"schema_note": "estimates are listed in memory.estimates", "stage": facts.stage,
-            "compute": c.as_dict(), "memory": m.as_dict(), "comm_bytes": comm,
-            "bytes_per_flop": comm / c.total if c.total else None, **_fits(m.peak, device_memory)}
+    """The `cost` field of a single-file summary (docs/cost.md): the same figures as its stage's
+    row in a folder summary, except that a file does not say how many stages there are."""
+    sc = measure_stage(dump, facts, None, None)
+    c, m = sc.cost, sc.memory
+    if facts.stage is not None and not (sc.schedule and sc.schedule.fixed):
+        m.notes.append("single file: the stage count is not in the dump and this pass does not fix the order; "
+                       "activations are for one micro batch (summarize the folder for those in flight)")
+    return {"stage": facts.stage, "compute": c.as_dict(), "memory": m.as_dict(), "comm_bytes": sc.comm_bytes,
+            "bytes_per_flop": sc.bytes_per_flop, "schedule": sc.schedule.as_dict() if sc.schedule else None,
+            **_fits(m.peak, device_memory)}
 
 
 def stage_cost(rank: RankFile, stages: int) -> StageCost:
@@ -117,6 +115,10 @@ def rank_blocks(c: dict[str, Any], limit: int | None) -> list[Block]:
                  human(mem["activations_bytes"])],
                 ["total *", human(mem["total_bytes"])]])
     blocks += [layers.limited(limit), mt]
+    sched = c.get("schedule")
+    if sched and sched["events"]:
+        blocks.append(f"  pipeline order: {' '.join(sched['order'])} ({sched['schedule']})" if sched["fixed"]
+                      else f"  pipeline order: {sched['schedule']}")
     if c["device_memory_bytes"] is not None:
         blocks.append(_fit_line("this rank", mem["total_bytes"], c["device_memory_bytes"]))
     if mem["unused_params"]:
