@@ -257,3 +257,15 @@ def test_reused_cell_flops_count_every_call_site() -> None:
     by_grep = _forward_matmul_flops_by_grep(plain)
     lazy = compute_cost(load(fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz")))
     assert lazy.matmul_forward == by_grep
+
+
+def test_file_and_folder_give_the_same_stage_memory() -> None:
+    # one question, one answer: rank 2's file alone and stage 1's row of the folder summary (its order
+    # `F0 F1 F2 B0 ...` holds 3 micro batches: 3 x 16,512 activation bytes in both)
+    f = CliRunner().invoke(main, ["summarize", fixture("pipeline_unequal_8p/rank_2/19_validate_0078.ir.xz"),
+                                  "--cost", "--format", "json"])
+    d = CliRunner().invoke(main, ["summarize", str(SCEN), "--cost", "--format", "json"])
+    file_cost, dir_cost = json.loads(f.stdout)["cost"], json.loads(d.stdout)["cost"]
+    assert file_cost["memory"]["activations_bytes"] == 3 * 16512
+    assert file_cost["memory"]["total_bytes"] == dir_cost["stages"][1]["memory_bytes"]
+    assert file_cost["compute"]["flops"] == dir_cost["stages"][1]["flops"]
