@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..ir import Dump, load
 from ..parallel import ParallelFacts, analyze
 from ..parallel.balance import measure_stage
-from ..report.tables import Block, Table, cell
+from ..present import Block, Table, cell
 from .compare import _exceeds, parse_threshold
 
 COST_KINDS = ("memory", "cost")

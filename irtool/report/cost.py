@@ -11,7 +11,8 @@ from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..parallel.balance import Balance, StageCost, balance, measure_stage
-from .tables import Block, Table, cell
+from ..present import Block, Table, cell
+from .summary import DirSummary
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -64,18 +65,19 @@ def stage_cost(rank: RankFile, stages: int) -> StageCost:
     return measure_stage(dump, analyze(dump), rank.rank, stages)
 
 
-def dir_cost(summary: dict[str, Any], device_memory: int | None = None, jobs: int | None = None,
+def dir_cost(summary: DirSummary, device_memory: int | None = None, jobs: int | None = None,
              progress: Progress | None = None) -> tuple[dict[str, Any], Balance | None]:
     """The `cost` field of a folder summary: one rank per stage (ranks of a stage hold the same
     work), then the balance. Without pipeline stages: the first rank alone."""
-    first: dict[int, dict[str, Any]] = {}
-    for r in summary["ranks"]:
-        first.setdefault(0 if r["stage"] is None else r["stage"], r)
-    files = [RankFile(r["rank"], r["file"]) for _, r in sorted(first.items())]
+    first: dict[int, RankFile] = {}
+    for row in summary.rows:
+        r = row.rank
+        first.setdefault(0 if r.stage is None else r.stage, RankFile(r.rank, r.path))
+    files = [f for _, f in sorted(first.items())]
     costs = map_ranks(partial(stage_cost, stages=len(first)), files, jobs, progress)
     b = balance(costs, device_memory)
-    if summary.get("stage") is not None:
-        b.sentence = f"only stage {summary['stage']} selected (--stage): no other stage to compare with"
+    if summary.stage is not None:
+        b.sentence = f"only stage {summary.stage} selected (--stage): no other stage to compare with"
     out = b.as_dict(device_memory)
     out["device_memory_bytes"] = device_memory
     out["one_rank_per_stage"] = [c.rank for c in costs]

@@ -11,7 +11,8 @@ from ..errors import SelectionError
 from ..ir import Dump
 from ..parallel import analyze
 from ..parallel.schedule import P2PEvent, StageSchedule, stage_schedule
-from .export import STYLE, escape
+from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
+from .export import escape
 
 Loader = Callable[[str, bool], Dump]
 
@@ -47,7 +48,7 @@ def pipeline_dot(schedules: list[tuple[int | None, StageSchedule]], title: str) 
         prev = None
         for i, e in enumerate(s.events):
             nid = _id(s.stage, i)
-            fill = STYLE["pipeline"][0] if e.phase == "forward" else "#ffb3b3"
+            fill = CATEGORY_COLORS["pipeline"] if e.phase == "forward" else DIFF_COLORS["removed"]
             c.add_node(pydot.Node(nid, label=escape(e.label), shape="rarrow" if e.op == "Send" else "larrow",
                                   fillcolor=fill, tooltip=escape(f"{e.node} line {e.line}", tooltip=True)))
             if prev is not None:
