@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..parallel.balance import Balance, StageCost, balance, measure_stage
-from ..present import Block, Table, cell
+from ..present import Block, Table, bytes_text, cell
 from .summary import DirSummary
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -30,13 +30,14 @@ def parse_memory(text: str) -> int:
 
 
 def human(n: int | None) -> str:
-    """`1,625,620 (1.55 MiB)`; `—` when unknown."""
+    """`bytes_text` (`1,625,620`, `—` when unknown) with the binary unit device memory is sold in:
+    `1,625,620 (1.55 MiB)`."""
     if n is None:
-        return cell(None)
+        return bytes_text(n)
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if abs(n) >= size:
-            return f"{n:,} ({n / size:.2f} {unit})"
-    return f"{n:,}"
+            return f"{bytes_text(n)} ({n / size:.2f} {unit})"
+    return bytes_text(n)
 
 
 def _fits(peak: int, limit: int | None) -> dict[str, Any]:
