@@ -27,8 +27,13 @@ def run(*args: str) -> tuple[int, str]:
     return res.exit_code, res.output
 
 
+def rows(records: list) -> list[dict]:
+    """Typed change records as their JSON (docs/diff.md)."""
+    return [e.as_dict() for e in records]
+
+
 def comm_counts(rank) -> Counter:
-    return Counter((e["change"], e["op"]) for e in rank.comm)
+    return Counter((e.change, e.op) for e in rank.comm)
 
 
 # --- identical
@@ -55,9 +60,9 @@ def test_two_ranks_of_one_pipeline_stage_differ_only_in_rank_specific_groups() -
     assert (r.old_rank, r.new_rank, r.old_stage, r.new_stage) == (0, 1, 0, 0)
     assert result.identical and result.failures(["any"]) == []
     assert r.rank_specific, "peer ranks of Send/Receive differ between rank 0 and rank 1"
-    for e in r.rank_specific:
+    for e in rows(r.rank_specific):
         assert set(e["fields"]) <= RANK_FIELDS
-    sends = [e for e in r.rank_specific if e["op"] == "Send"]
+    sends = [e for e in rows(r.rank_specific) if e["op"] == "Send"]
     assert sends and all(e["old"]["dest_rank"] == 4 and e["new"]["dest_rank"] == 5 for e in sends)
     code, out = run(F / "pipeline_2stage_8p" / "rank_0", F / "pipeline_2stage_8p" / "rank_1")
     assert code == 0
@@ -69,8 +74,8 @@ def test_semi_auto_rank_0_vs_rank_5_rank_specific_groups() -> None:
     r = result.ranks[0]
     assert result.identical
     assert len(r.rank_specific) == 31
-    assert all(e["fields"] == ["group", "group_ranks"] for e in r.rank_specific)
-    first = r.rank_specific[0]
+    assert all(e["fields"] == ["group", "group_ranks"] for e in rows(r.rank_specific))
+    first = rows(r.rank_specific)[0]
     assert first["op"] == "AllGather"
     assert first["node_scope"].endswith("body-ShardedAttentionMLP/AllGather-op0")
     assert first["old"]["group_ranks"] == [0, 1, 2, 3] and first["new"]["group_ranks"] == [4, 5, 6, 7]
@@ -103,7 +108,7 @@ def test_edited_in_strategy_is_reported_exactly() -> None:
     result = diff_dirs(str(F / "semi_auto_8p" / "rank_0"), str(EDITED))
     r = result.ranks[0]
     assert r.counts() == {"comm": 0, "strategy": 1, "ops": 0, "params": 0, "rank_specific": 0}
-    assert r.strategy == [{
+    assert rows(r.strategy) == [{
         "change": "changed", "stage": None,
         "scope": "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP", "op": "MatMul",
         "name": "fc1", "node_scope": "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP/MatMul-op2",
@@ -123,13 +128,13 @@ def test_semi_auto_vs_data_parallel() -> None:
     assert comm_counts(r) == {("added", "AllReduce"): 12, ("removed", "AllGather"): 14,
                               ("removed", "AllReduce"): 11, ("removed", "ReduceScatter"): 14}
     assert r.comm_bytes_total == (3592836, 484920)
-    by_cat = {e["category"]: (e["old"], e["new"], e["old_count"], e["new_count"]) for e in r.comm_bytes}
+    by_cat = {e["category"]: (e["old"], e["new"], e["old_count"], e["new_count"]) for e in rows(r.comm_bytes)}
     assert by_cat["redistribution"] == (3145728, 0, 28, 0)
-    assert Counter(e["change"] for e in r.strategy) == {"removed": 22}
-    ops = {e["op"]: e["delta"] for e in r.ops}
+    assert Counter(e["change"] for e in rows(r.strategy)) == {"removed": 22}
+    ops = {e["op"]: e["delta"] for e in rows(r.ops)}
     assert ops["AllGather"] == -14 and ops["ReduceScatter"] == -14 and ops["AllReduce"] == 1
     assert ops["Conv2D"] == 2
-    params = {e["name"]: e for e in r.params}
+    params = {e["name"]: e for e in rows(r.params)}
     assert params["inputs0"]["change"] == "changed"
     assert (params["inputs0"]["old_shape"], params["inputs0"]["new_shape"]) == ([512, 64], [16, 3, 32, 32])
     assert params["conv1.weight"]["change"] == "added" and params["body.w1"]["change"] == "removed"
@@ -144,16 +149,16 @@ def test_pipeline_2_stage_vs_4_stage() -> None:
         ("added", "AllGather"): 8, ("added", "AllReduce"): 36, ("added", "ReduceScatter"): 8,
         ("added", "Send"): 4, ("added", "Receive"): 4, ("changed", "Send"): 4, ("changed", "Receive"): 4,
         ("removed", "AllReduce"): 45}
-    changed = [e for e in r.comm if e["change"] == "changed"]
+    changed = [e for e in rows(r.comm) if e["change"] == "changed"]
     for e in changed:
         assert e["fields"] == ["shape", "bytes"]
         assert (e["old"]["shape"], e["new"]["shape"]) == ([4, 64], [8, 64])
         assert (e["old"]["bytes"], e["new"]["bytes"]) == (1024, 2048)
         assert e["category"] == "pipeline" and e["stage"] == 0
-    pipeline = [e for e in r.comm_bytes if e["category"] == "pipeline"]
+    pipeline = [e for e in rows(r.comm_bytes) if e["category"] == "pipeline"]
     assert pipeline == [{"stage": 0, "category": "pipeline", "old": 8192, "new": 32768, "old_count": 8,
                          "new_count": 16, "old_bytes_unknown": 0, "new_bytes_unknown": 0}]
-    ops = {e["op"]: e["delta"] for e in r.ops}
+    ops = {e["op"]: e["delta"] for e in rows(r.ops)}
     assert ops["Send"] == 4 and ops["Receive"] == 4 and ops["LayerNorm"] == 16
     assert run(F / "pipeline_2stage_8p" / "rank_0", F / "pipeline_4stage_8p" / "rank_0")[0] == 1
 
@@ -234,7 +239,7 @@ def test_ranks_of_one_stage_are_identical_apart_from_rank_specific(scenario: str
     r = result.ranks[0]
     assert r.old_stage == r.new_stage
     assert result.identical and result.failures(["any"]) == []
-    assert all(set(e["fields"]) <= RANK_FIELDS for e in r.rank_specific)
+    assert all(set(e["fields"]) <= RANK_FIELDS for e in rows(r.rank_specific))
 
 
 def test_ranks_of_different_stages_differ() -> None:
@@ -242,5 +247,5 @@ def test_ranks_of_different_stages_differ() -> None:
     r = result.ranks[0]
     assert (r.old_stage, r.new_stage) == (0, 1)
     assert not result.identical and result.failures() != []
-    assert {e["stage"] for e in r.comm if e["change"] == "removed"} == {0}
-    assert {e["stage"] for e in r.comm if e["change"] == "added"} == {1}
+    assert {e["stage"] for e in rows(r.comm) if e["change"] == "removed"} == {0}
+    assert {e["stage"] for e in rows(r.comm) if e["change"] == "added"} == {1}

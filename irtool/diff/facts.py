@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..ir import Dump
 from ..parallel import CommNode, ParallelFacts, Strategy
 from ..parallel.records import plain
-from .match import freeze, normalise_scope, op_number
+from ..parallel.stage import as_int
+from .match import freeze, normalise_name, normalise_scope, op_number
 
 STRATEGY_FIELDS = ("in_strategy", "out_strategy", "in_layout", "out_layout")
 
@@ -25,6 +27,13 @@ class CommFact:
     @property
     def op(self) -> str:
         return self.comm.op
+
+    @property
+    def identity(self) -> tuple:
+        """What matches the node across compilations: stage, normalised scope, operator, the
+        operator's instance name and the micro batch (the copies of one cell per micro batch share
+        a scope)."""
+        return (self.stage, self.scope, self.comm.op, normalise_name(self.comm.instance), self.comm.micro)
 
     @property
     def category(self) -> str:
@@ -58,10 +67,17 @@ class StrategyFact:
     stage: int | None
     scope: str  # normalised
     order: tuple
+    micro: int | None = None  # the node's `micro` attribute (pipeline micro batch)
 
     @property
     def op(self) -> str:
         return self.strategy.op
+
+    @property
+    def identity(self) -> tuple:
+        """Stage, normalised scope, operator, instance name (`fc1` and `fc2` share a cell's scope)
+        and micro batch."""
+        return (self.stage, self.scope, self.strategy.op, normalise_name(self.strategy.instance), self.micro)
 
     @property
     def uid(self) -> str:
@@ -87,5 +103,21 @@ def comm_facts(facts: ParallelFacts) -> list[CommFact]:
     return out
 
 
-def strategy_facts(facts: ParallelFacts) -> list[StrategyFact]:
-    return [StrategyFact(s, facts.stage, normalise_scope(s.scope), _order(s.scope, s.line)) for s in facts.strategies]
+def strategy_facts(facts: ParallelFacts, micro: dict[str, int] | None = None) -> list[StrategyFact]:
+    """`micro`: node uid -> its micro batch (`strategy_micro`), for matching."""
+    micro = micro or {}
+    return [StrategyFact(s, facts.stage, normalise_scope(s.scope), _order(s.scope, s.line), micro.get(s.node))
+            for s in facts.strategies]
+
+
+def strategy_micro(dump: Dump, facts: ParallelFacts) -> dict[str, int]:
+    """Node uid -> `micro` of the nodes that carry a strategy (the pipeline micro batch a copy of
+    the operator runs; absent without pipeline)."""
+    wanted = {s.node for s in facts.strategies}
+    out = {}
+    for node in dump.nodes():
+        if node.uid in wanted:
+            m = as_int(node.primal_attrs.get("micro", node.cnode_attrs.get("micro")))
+            if m is not None:
+                out[node.uid] = m
+    return out
