@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import lzma
 from collections import Counter
 from pathlib import Path
 
@@ -249,3 +250,104 @@ def test_ranks_of_different_stages_differ() -> None:
     assert not result.identical and result.failures() != []
     assert {e["stage"] for e in rows(r.comm) if e["change"] == "removed"} == {0}
     assert {e["stage"] for e in rows(r.comm) if e["change"] == "added"} == {1}
+
+
+# --- one node changed in a copy of a real dump: matching finds exactly that node (issue 18, item 1)
+
+P4_RANK2 = F / "pipeline_4stage_8p" / "rank_2" / "19_validate_0078.ir.xz"
+
+
+def edited_copy(tmp_path: Path, line: int, old: str, new: str) -> Path:
+    """A copy of P4_RANK2 (stage 1, 8 micro batches) with `old` replaced by `new` on one line only,
+    under `rank_2/` so that both sides are rank 2."""
+    lines = lzma.open(P4_RANK2, "rt", encoding="utf-8").read().split("\n")
+    assert old in lines[line - 1], lines[line - 1][:200]
+    lines[line - 1] = lines[line - 1].replace(old, new)
+    out = tmp_path / "rank_2" / "19_validate_0078.ir"
+    out.parent.mkdir()
+    out.write_text("\n".join(lines), encoding="utf-8")
+    return out
+
+
+def test_one_strategy_changed_is_that_node(tmp_path: Path) -> None:
+    # line 398: `%6 = PrimFunc_MatMul(...) {instance name: fc1} primitive_attrs: {in_strategy: ((1, 1), (1, 2))}
+    # ... micro: I64(0)`; fc1 and fc2 share the scope `layers-CellList/2-Block` and every micro batch
+    # has a copy (grep -c 'instance name: fc1' = 16), so only instance and micro tell %6 apart
+    new = edited_copy(tmp_path, 398, "in_strategy: ((1, 1), (1, 2))", "in_strategy: ((2, 1), (1, 1))")
+    r = diff_dirs(str(P4_RANK2), str(new)).ranks[0]
+    assert r.counts() == {"comm": 0, "strategy": 1, "ops": 0, "params": 0, "rank_specific": 0}
+    (e,) = r.strategy
+    assert (e.change, e.name, e.field, e.old, e.new) == ("changed", "fc1", "in_strategy", ((1, 1), (1, 2)),
+                                                         ((2, 1), (1, 1)))
+    assert e.node_scope.endswith("layers-CellList/2-Block/MatMul-op0")
+    # the node %6 of the top graph (`# Params:` graph, header line 20), nothing else, on both sides
+    (uid, mark), = r.new_marks.items()
+    assert uid.endswith("TrainStep_construct_3646/%6") and mark == "changed" and r.old_marks == r.new_marks
+
+
+def test_one_communication_node_changed_is_that_node(tmp_path: Path) -> None:
+    # lines 1179-1180: `%54 = AllReduce(%53) {instance name: forward_op_1054...} ... micro: I64(2)`
+    # `: (<Tensor[Float32], (8, 64)>) -> (<Tensor[Float32], (8, 64)>)`, one of the 2-Block AllReduces
+    # (grep -c '= AllReduce(' = 32); its input and output made Float16 (an AllReduce's bytes are its
+    # input's, docs/parallel.md §5): dtype and bytes (8*64*4 -> 8*64*2) change
+    new = edited_copy(tmp_path, 1180, "<Tensor[Float32], (8, 64)>", "<Tensor[Float16], (8, 64)>")
+    r = diff_dirs(str(P4_RANK2), str(new)).ranks[0]
+    assert r.counts() == {"comm": 1, "strategy": 0, "ops": 0, "params": 0, "rank_specific": 0}
+    (e,) = r.comm
+    assert e.old is not None and e.new is not None
+    assert (e.change, e.op, e.fields) == ("changed", "AllReduce", ("dtype", "bytes"))
+    assert (e.old.comm.line, e.new.comm.line, e.new.comm.micro) == (1179, 1179, 2)
+    assert (e.old.comm.bytes, e.new.comm.bytes) == (2048, 1024)
+    assert e.node_scope.endswith("2-Block/AllReduce-op2")
+
+
+def test_one_parameter_changed_is_that_parameter(tmp_path: Path) -> None:
+    # line 25: `%para4_layers.2.w1: <Ref[Tensor[Float32]], (64, 64), ...>`
+    new = edited_copy(tmp_path, 25, "(64, 64), ref_key", "(64, 32), ref_key")
+    r = diff_dirs(str(P4_RANK2), str(new)).ranks[0]
+    assert r.counts()["params"] == 1 and r.counts()["strategy"] == 0
+    (e,) = r.params
+    assert (e.change, e.name, e.old_shape, e.new_shape) == ("changed", "layers.2.w1", [64, 64], [64, 32])
+
+
+# --- ranks, stages and passes on one side only
+
+def test_a_rank_missing_on_one_side_is_a_change(tmp_path: Path) -> None:
+    # pipeline_2stage_8p: rank 0 on stage 0, rank 4 on stage 1 (manifest.json); new has rank 0 only
+    old, new = tmp_path / "old", tmp_path / "new"
+    for side, ranks in ((old, (0, 4)), (new, (0,))):
+        side.mkdir()
+        for r in ranks:
+            (side / f"rank_{r}").symlink_to(F / "pipeline_2stage_8p" / f"rank_{r}")
+    result = diff_dirs(str(old), str(new))
+    assert (result.only_old, result.only_new) == ([4], [])
+    assert (result.only_old_stages, result.only_new_stages) == ([1], [])
+    assert not result.identical
+    assert result.failures(["comm"]) == ["ranks only in old: 4, only in new: none",
+                                         "pipeline stages only in old: 1, only in new: none"]
+    for fail_on in ("any", "comm"):
+        code, out = run(old, new, "--fail-on", fail_on)
+        assert code == 1
+        assert out.startswith("ranks only in old: 4; only in new: —; pipeline stages only in old: 1; only in new: —")
+    assert run(old, new, "--fail-on", "strategy")[0] == 0
+    doc = json.loads(run(old, new, "--format", "json")[1])
+    assert (doc["only_old_ranks"], doc["only_old_stages"], doc["identical"]) == ([4], [1], False)
+    md = run(old, new, "--format", "markdown")[1]
+    assert "**ranks only in old: 4; only in new: —; pipeline stages only in old: 1; only in new: —**" in md
+
+
+def test_two_passes_of_one_rank_unknown_to_known_is_no_change() -> None:
+    # step_parallel_end prints `-> (<null>)` for collectives (grep -c '<null>'), validate the shapes:
+    # not a change; the AllReduces of the forward pass match one to one
+    rank = F / "pipeline_4stage_8p" / "rank_2"
+    result = diff_dirs(str(rank / "step_parallel_end_0019.ir.xz"), str(rank / "19_validate_0078.ir.xz"))
+    r = result.ranks[0]
+    assert (r.old_pass, r.new_pass) == ("step_parallel_end", "validate")
+    assert [e for e in r.comm if e.change == "changed"] == []
+    # what remains is what autodiff adds at validate: backward Send/Receive, AllReduce (grep of
+    # `Gradients/` scopes) and the _MirrorMicroStepOperator lowered to AllReduce
+    assert {(e.change, e.op) for e in r.comm if not e.node_scope.startswith("Gradients/")} == {
+        ("removed", "_MirrorMicroStepOperator")}
+    code, out = run(rank / "step_parallel_end_0019.ir.xz", rank / "19_validate_0078.ir.xz")
+    assert out.startswith("== rank 2 (stage 1, pass step_parallel_end) -> rank 2 (stage 1, pass validate)")
+    assert "— -> (8, 64)" not in out
