@@ -351,3 +351,22 @@ def test_two_passes_of_one_rank_unknown_to_known_is_no_change() -> None:
     code, out = run(rank / "step_parallel_end_0019.ir.xz", rank / "19_validate_0078.ir.xz")
     assert out.startswith("== rank 2 (stage 1, pass step_parallel_end) -> rank 2 (stage 1, pass validate)")
     assert "— -> (8, 64)" not in out
+
+
+def test_a_pass_dumped_on_one_side_only_is_a_change(tmp_path: Path) -> None:
+    # pipeline_2stage_8p/rank_0 holds 6 passes (ls: 00_bootstrap, 11_pipeline_split, 19_validate,
+    # merge_send_receive, step_parallel_begin, step_parallel_end); the new rank 0 has its validate file only
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    (old / "rank_0").symlink_to(F / "pipeline_2stage_8p" / "rank_0")
+    (new / "rank_0").mkdir(parents=True)
+    (new / "rank_0" / "19_validate_0078.ir.xz").symlink_to(F / "pipeline_2stage_8p" / "rank_0" / "19_validate_0078.ir.xz")
+    result = diff_dirs(str(old), str(new))
+    assert result.only_old_passes == ["bootstrap", "merge_send_receive", "pipeline_split", "step_parallel_begin",
+                                      "step_parallel_end"] and result.only_new_passes == []
+    assert result.ranks[0].counts() == {"comm": 0, "strategy": 0, "ops": 0, "params": 0, "rank_specific": 0}
+    assert not result.identical
+    code, out = run(old, new)
+    assert code == 1 and out.startswith("passes only in old: bootstrap, merge_send_receive, pipeline_split, "
+                                        "step_parallel_begin, step_parallel_end; only in new: —\n")
+    assert run(old, new, "--fail-on", "strategy")[0] == 0

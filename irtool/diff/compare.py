@@ -97,10 +97,14 @@ class DiffResult:
     only_new: list[int] = field(default_factory=list)
     only_old_stages: list[int] = field(default_factory=list)
     only_new_stages: list[int] = field(default_factory=list)
+    # passes dumped (files in the rank folders) on one side only, when both sides are folders
+    only_old_passes: list[str] = field(default_factory=list)
+    only_new_passes: list[str] = field(default_factory=list)
 
     @property
     def one_sided(self) -> bool:
-        return bool(self.only_old or self.only_new or self.only_old_stages or self.only_new_stages)
+        return bool(self.only_old or self.only_new or self.only_old_stages or self.only_new_stages
+                    or self.only_old_passes or self.only_new_passes)
 
     def failures(self, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
                  max_comm_bytes_increase: str | None = None) -> list[str]:
@@ -115,6 +119,9 @@ class DiffResult:
         if "comm" in kinds and (self.only_old_stages or self.only_new_stages):
             reasons.append(f"pipeline stages only in old: {_ranks(self.only_old_stages)}, "
                            f"only in new: {_ranks(self.only_new_stages)}")
+        if "comm" in kinds and (self.only_old_passes or self.only_new_passes):
+            reasons.append(f"passes only in old: {', '.join(self.only_old_passes) or 'none'}, "
+                           f"only in new: {', '.join(self.only_new_passes) or 'none'}")
         limit = parse_threshold(max_comm_bytes_increase) if max_comm_bytes_increase else None
         for r in self.ranks:
             label = _label(r)
@@ -135,6 +142,7 @@ class DiffResult:
                 "fail_on": sorted(set(parse_fail_on(fail_on))), "max_comm_bytes_increase": max_comm_bytes_increase,
                 "only_old_ranks": self.only_old, "only_new_ranks": self.only_new,
                 "only_old_stages": self.only_old_stages, "only_new_stages": self.only_new_stages,
+                "only_old_passes": self.only_old_passes, "only_new_passes": self.only_new_passes,
                 "ranks": [r.as_dict() for r in self.ranks]}
 
     @property
@@ -420,6 +428,16 @@ def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate", stage: in
             result.ranks.append(diff_rank((a, fa), (b, fb), old_rank, new_rank))
             old_stages.add(fa.stage or 0)
             new_stages.add(fb.stage or 0)
+    if os.path.isdir(old_dir) and os.path.isdir(new_dir):
+        # a pass one rank dumped on one side only (a compilation that stopped early), per rank number
+        only_old: set[str] = set()
+        only_new: set[str] = set()
+        for old_rank, old_path, new_rank, new_path in pairs:
+            if old_rank == new_rank:
+                a_passes, b_passes = _passes(old_path), _passes(new_path)
+                only_old |= a_passes - b_passes
+                only_new |= b_passes - a_passes
+        result.only_old_passes, result.only_new_passes = sorted(only_old), sorted(only_new)
     if len(pairs) == 1 and len(old_files) == 1 and len(new_files) == 1:
         require_stage(f"{old_dir} and {new_dir}", stage, seen)
         return result
@@ -437,3 +455,8 @@ def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate", stage: in
     result.only_old_stages = sorted(old_stages - new_stages)
     result.only_new_stages = sorted(new_stages - old_stages)
     return result
+
+
+def _passes(file: str) -> set[str]:
+    """The passes dumped in the rank folder holding `file`."""
+    return {p for name in os.listdir(os.path.dirname(file) or ".") if (p := pass_of(name)) is not None}

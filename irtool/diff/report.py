@@ -159,12 +159,15 @@ def _verdict(result: DiffResult, reasons: list[str]) -> str:
 
 
 def _one_side(result: DiffResult) -> str:
-    text = (f"ranks only in old: {rank_list(result.only_old) or cell(None)}; "
-            f"only in new: {rank_list(result.only_new) or cell(None)}")
-    if result.only_old_stages or result.only_new_stages:
-        text += (f"; pipeline stages only in old: {rank_list(result.only_old_stages) or cell(None)}; "
-                 f"only in new: {rank_list(result.only_new_stages) or cell(None)}")
-    return text
+    """`ranks only in old: 4; only in new: —; pipeline stages only in old: 1; only in new: —`, each
+    kind said when one side has something the other has not."""
+    parts = []
+    for what, old, new in (("ranks", rank_list(result.only_old), rank_list(result.only_new)),
+                           ("pipeline stages", rank_list(result.only_old_stages), rank_list(result.only_new_stages)),
+                           ("passes", ", ".join(result.only_old_passes), ", ".join(result.only_new_passes))):
+        if old or new:
+            parts.append(f"{what} only in old: {old or cell(None)}; only in new: {new or cell(None)}")
+    return "; ".join(parts)
 
 
 def to_text(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
