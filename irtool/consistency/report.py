@@ -27,7 +27,7 @@ def blocks(result: CheckResult) -> list[Block]:
     lines = [headline(result), "  " + result.coverage.text()]
     if counts["total"]:
         lines.append("  findings: " + ", ".join(f"{CHECK_TITLES[c].lower()} {counts[c]}" for c in CHECKS))
-    out: list[Block] = ["\n".join(lines)]
+    out: list[Block] = list(lines)  # one line each in text, one paragraph each in Markdown
     number = {id(f): i for i, f in enumerate(result.findings, 1)}
     for i, cause in enumerate(result.causes, 1):
         n = len(cause.findings)

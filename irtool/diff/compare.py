@@ -262,7 +262,7 @@ def _known_differ(a: Any, b: Any) -> bool:
 
 
 def _diff_comm(r: RankDiff, old: list[CommFact], new: list[CommFact], cross_rank: bool) -> None:
-    same, changed, removed, added = match(old, new, CommFact.identity.fget, CommFact.signature, lambda c: c.order)
+    same, changed, removed, added = match(old, new, lambda c: c.identity, CommFact.signature, lambda c: c.order)
     # Nodes that carry a parameter (gradient aggregation, optimizer parallel) pair by it when their
     # scopes did not line up (a wrapper that moved the gradient reducer, CSE'd backward scopes).
     lone_old = [c for c in removed if c.comm.parameter]
@@ -338,7 +338,7 @@ def _rank_value(c: CommFact, name: str) -> Any:
 
 
 def _diff_strategies(r: RankDiff, old: list[StrategyFact], new: list[StrategyFact]) -> None:
-    same, changed, removed, added = match(old, new, StrategyFact.identity.fget, StrategyFact.signature,
+    same, changed, removed, added = match(old, new, lambda s: s.identity, StrategyFact.signature,
                                           lambda s: s.order)
     for s in removed:
         r.strategy.append(_strategy_change("removed", s, None, _values(s), None))
