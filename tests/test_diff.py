@@ -113,7 +113,7 @@ def test_edited_in_strategy_is_reported_exactly() -> None:
         "change": "changed", "stage": None,
         "scope": "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP", "op": "MatMul",
         "name": "fc1", "node_scope": "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP/MatMul-op2",
-        "field": "in_strategy", "old": [[4, 1], [1, 2]], "new": [[2, 1], [1, 4]],
+        "field": "in_strategy", "old": [[4, 1], [1, 2]], "new": [[2, 1], [1, 4]], "micro": None,
     }]
     assert result.failures() == ["rank 0 vs dump: 1 strategy difference(s)"]
     code, out = run(F / "semi_auto_8p" / "rank_0", EDITED)
@@ -279,7 +279,7 @@ def test_one_strategy_changed_is_that_node(tmp_path: Path) -> None:
     (e,) = r.strategy
     assert (e.change, e.name, e.field, e.old, e.new) == ("changed", "fc1", "in_strategy", ((1, 1), (1, 2)),
                                                          ((2, 1), (1, 1)))
-    assert e.node_scope.endswith("layers-CellList/2-Block/MatMul-op0")
+    assert e.node_scope.endswith("layers-CellList/2-Block/MatMul-op0") and e.micro == 0
     # the node %6 of the top graph (`# Params:` graph, header line 20), nothing else, on both sides
     (uid, mark), = r.new_marks.items()
     assert uid.endswith("TrainStep_construct_3646/%6") and mark == "changed" and r.old_marks == r.new_marks

@@ -359,7 +359,7 @@ def _values(s: StrategyFact) -> dict[str, Any]:
 
 
 def _strategy_change(change: Change, s: StrategyFact, name: str | None, old: Any, new: Any) -> StrategyChange:
-    return StrategyChange(change, s.stage, s.scope, s.op, s.strategy.instance, s.strategy.scope, name, old, new)
+    return StrategyChange(change, s.stage, s.scope, s.op, s.strategy.instance, s.strategy.scope, name, old, new, s.micro)
 
 
 def _diff_ops(old: Dump, new: Dump) -> list[OpCount]:

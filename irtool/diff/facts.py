@@ -56,7 +56,7 @@ class CommFact:
                 "phase": c.phase, "group": c.group, "group_ranks": plain(c.group_ranks),
                 "group_size": self.group_size, "shape": plain(c.shape), "dtype": c.dtype,
                 "bytes": c.bytes, "line": c.line, "peer_rank": c.peer_rank, "peer_stage": c.peer_stage,
-                "parameter": c.parameter}
+                "parameter": c.parameter, "micro": c.micro, "instance": c.instance}
 
 
 @dataclass(frozen=True)

@@ -75,10 +75,12 @@ class StrategyChange:
     field: str | None
     old: Any
     new: Any
+    micro: int | None = None  # the pipeline micro batch of the node
 
     def as_dict(self) -> dict[str, Any]:
         return {"change": self.change, "stage": self.stage, "scope": self.scope, "op": self.op, "name": self.name,
-                "node_scope": self.node_scope, "field": self.field, "old": plain(self.old), "new": plain(self.new)}
+                "node_scope": self.node_scope, "field": self.field, "old": plain(self.old), "new": plain(self.new),
+                "micro": self.micro}
 
 
 @dataclass(frozen=True)

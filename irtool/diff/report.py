@@ -82,6 +82,8 @@ def _strategy_row(e: StrategyChange) -> list[str]:
     else:  # added or removed: the values it has
         values = e.old or e.new or {}
         what = "; ".join(f"{k} {strategy_text(v)}" for k, v in values.items() if v is not None) or cell(None)
+    if e.micro is not None:
+        what = f"micro {e.micro}; {what}"
     return [e.change, cell(e.stage), e.op, e.name or cell(None), e.node_scope or e.scope, what]
 
 
