@@ -397,3 +397,14 @@ def test_no_python_spellings(folder: str, code: int) -> None:
             assert got == code, out
             bad = [line for line in out.splitlines() if PYTHON_SPELLINGS.search(line)]
             assert not bad, f"{fmt}: {bad[:3]}"
+
+
+def test_two_ranks_of_a_stage_that_disagree_are_not_called_odd(tmp_path) -> None:
+    # ranks 1 (stage 0), 4 and 5 (stage 1) of check_micro_mismatch_8p: with two ranks in stage 1 nothing says which
+    # of 4 and 5 is the odd one; the cause is told by rank 5 (the higher, as the checks pick the lowest as reference)
+    # without calling it odd
+    d = _folder(tmp_path, "check_micro_mismatch_8p", {1: 1, 4: 4, 5: 5})
+    (cause,) = check_dir(str(d), jobs=2).causes
+    assert cause.headline == ("rank 1 (stage 0) sends 4 micro batches of (4, 64); rank 5 (stage 1) expects 2 of "
+                              "(8, 64) (rank 5 of stage 1 disagrees with rank 4)")
+    assert cause.ranks == (5,)

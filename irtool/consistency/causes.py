@@ -82,19 +82,22 @@ def _odd_headline(folder: Folder, stage: int | None, ranks: list[int], alike: li
     """What the odd ranks do differently, said once: the Send/Receive they disagree on with a peer,
     else the strategy they build differently, else their micro-batch count."""
     who = f"{_ranks(ranks)}{_of_stage(stage)}"
+    # two ranks of a stage that disagree: nothing says which one is odd, so neither is called so
+    tie = len(ranks) >= len(alike)
     p2p = [f for f in found if f.check == "p2p"]
     if p2p:
         src, dst = _ends(p2p[0])
         assert src is not None and dst is not None
-        return f"{_link_headline(folder, src, dst)} ({who} differ{'s' if len(ranks) == 1 else ''} " \
-               f"from {_ranks(alike)})"
+        relation = (f"disagree{'s' if len(ranks) == 1 else ''} with" if tie
+                    else f"differ{'s' if len(ranks) == 1 else ''} from")
+        return f"{_link_headline(folder, src, dst)} ({who} {relation} {_ranks(alike)})"
     diffs = strategy_differences(Strategies.of(folder.ranks[ranks[0]]), Strategies.of(folder.ranks[alike[0]]))
     if diffs:
         (scope, op), mine, theirs = diffs[0]
         name = next((s.instance for s in (*mine.values(), *theirs.values()) if s.instance), None) or op
         subject = f"{name} ({op})" if name != op else op
         more = f" and {len(diffs) - 1} more operator(s)" if len(diffs) > 1 else ""
-        alone = " alone" if len(ranks) == 1 else ""
+        alone = " alone" if len(ranks) == 1 and not tie else ""
         where = f" (stage {stage})" if stage is not None else ""
         return (f"{_ranks(ranks)}{alone} build{'s' if len(ranks) == 1 else ''} {subject} with "
                 f"{strategy_text_of(mine) or 'no strategy'}; {_ranks(alike)} with "
