@@ -235,8 +235,7 @@ def diff_rank(old_side: Side, new_side: Side, old_rank: int | None, new_rank: in
     r = RankDiff(old.path, new.path, old_rank, new_rank, old_facts.stage, new_facts.stage)
     cross_rank = old_rank is not None and new_rank is not None and old_rank != new_rank
     old_comm, new_comm = comm_facts(old_facts), comm_facts(new_facts)
-    old_strat = strategy_facts(old_facts, strategy_micro(old, old_facts))
-    new_strat = strategy_facts(new_facts, strategy_micro(new, new_facts))
+    old_strat, new_strat = strategy_facts(old_facts), strategy_facts(new_facts)
     if (old_facts.stage is None) != (new_facts.stage is None):
         # an early pass does not know the stage yet (docs/parallel.md §7): unknown -> known is no change
         known = old_facts.stage if old_facts.stage is not None else new_facts.stage
@@ -247,7 +246,7 @@ def diff_rank(old_side: Side, new_side: Side, old_rank: int | None, new_rank: in
     old_strat = [replace(f, scope=renames.get(f.scope, f.scope)) for f in old_strat]
     r.renamed_scopes = len(renames)
     _diff_comm(r, old_comm, new_comm, cross_rank)
-    _diff_strategies(r, old_strat, new_strat)
+    _diff_strategies(r, (old, old_strat), (new, new_strat))
     r.parameter_comm = parameter_comm(old_comm, new_comm)
     r.ops = _diff_ops(old, new)
     r.params = _diff_params(old, new)
@@ -337,9 +336,21 @@ def _rank_value(c: CommFact, name: str) -> Any:
     return c.value(name) if name in ("group", "group_ranks") else c.comm.rank_attrs.get(name)
 
 
-def _diff_strategies(r: RankDiff, old: list[StrategyFact], new: list[StrategyFact]) -> None:
-    same, changed, removed, added = match(old, new, lambda s: s.identity, StrategyFact.signature,
-                                          lambda s: s.order)
+def _diff_strategies(r: RankDiff, old_side: tuple[Dump, list[StrategyFact]],
+                     new_side: tuple[Dump, list[StrategyFact]]) -> None:
+    (old_dump, old), (new_dump, new) = old_side, new_side
+    same, changed, removed, added = _match_strategies(old, new)
+    # A group whose nodes did not all pair the same is matched again with each node's micro batch:
+    # paired by order alone, a change in micro 0 would be reported on the last micro batch's copy.
+    dirty = {s.identity for s in removed + added} | {a.identity for a, _ in changed}
+    if dirty:
+        old_micro = strategy_micro(old_dump, {s.uid for s in old if s.identity in dirty})
+        new_micro = strategy_micro(new_dump, {s.uid for s in new if s.identity in dirty})
+        old_dirty = [replace(s, micro=old_micro.get(s.uid)) for s in old if s.identity in dirty]
+        new_dirty = [replace(s, micro=new_micro.get(s.uid)) for s in new if s.identity in dirty]
+        same = [(a, b) for a, b in same if a.identity not in dirty]
+        s2, changed, removed, added = _match_strategies(old_dirty, new_dirty)
+        same += s2
     for s in removed:
         r.strategy.append(_strategy_change("removed", s, None, _values(s), None))
         r.mark(s, None, "removed")
@@ -352,6 +363,12 @@ def _diff_strategies(r: RankDiff, old: list[StrategyFact], new: list[StrategyFac
                 r.mark(a, b, "changed")
                 r.strategy.append(_strategy_change("changed", b, f, a.value(f), b.value(f)))
     r.strategy.sort(key=lambda e: (_sort_stage(e.stage), e.scope, e.op, e.change, e.field or ""))
+
+
+def _match_strategies(old: list[StrategyFact], new: list[StrategyFact]) -> tuple[
+        list[tuple[StrategyFact, StrategyFact]], list[tuple[StrategyFact, StrategyFact]], list[StrategyFact],
+        list[StrategyFact]]:
+    return match(old, new, lambda s: s.identity, StrategyFact.signature, lambda s: s.order)
 
 
 def _values(s: StrategyFact) -> dict[str, Any]:
