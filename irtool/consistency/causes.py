@@ -14,7 +14,7 @@ from typing import Hashable
 
 from ..parallel import CommNode
 from ..parallel.rules import P2P
-from ..report.tables import cell, rank_list
+from ..present import cell, rank_list
 from .folder import Folder, variants
 from .p2p import global_peer
 from .records import Cause, Compared, Coverage, Finding
