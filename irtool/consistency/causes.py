@@ -16,7 +16,6 @@ from ..parallel import CommNode
 from ..parallel.rules import P2P
 from ..present import cell, rank_list
 from .folder import Folder, variants
-from .p2p import global_peer
 from .records import Cause, Compared, Coverage, Finding
 from .stage import Strategies, profile, stage_ranks, strategy_differences, strategy_text_of
 
@@ -113,11 +112,10 @@ def _micros(folder: Folder, rank: int) -> int:
 
 
 def _link_nodes(folder: Folder, src: int, dst: int) -> tuple[list[CommNode], list[CommNode]]:
-    """The Sends of `src` to `dst` and the Receives of `dst` from `src` (global peers)."""
-    sends = [c for c in (global_peer(c, src) for c in folder.ranks[src].facts.comm)
-             if c.direction == "send" and c.peer_rank == dst]
-    receives = [c for c in (global_peer(c, dst) for c in folder.ranks[dst].facts.comm)
-                if c.direction == "receive" and c.peer_rank == src]
+    """The Sends of `src` to `dst` and the Receives of `dst` from `src` (peers are global ranks, as
+    analysis resolves them)."""
+    sends = [c for c in folder.ranks[src].facts.comm if c.direction == "send" and c.peer_rank == dst]
+    receives = [c for c in folder.ranks[dst].facts.comm if c.direction == "receive" and c.peer_rank == src]
     return sends, receives
 
 
@@ -155,7 +153,6 @@ def coverage(folder: Folder) -> Coverage:
     for rank, rf in folder.ranks.items():
         for c in rf.facts.comm:
             if c.direction is not None:
-                c = global_peer(c, rank)
                 if c.peer_rank is None or c.peer_rank not in folder.ranks:
                     outside += 1
                 elif c.direction == "send":
