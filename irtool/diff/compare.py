@@ -17,7 +17,7 @@ from ..dumpdir import rank_files, rank_of, require_stage
 from ..errors import InputError
 from ..ir import Dump, load
 from ..parallel import ParallelFacts, analyze
-from ..parallel.records import plain
+from ..parallel.records import Bytes, plain
 from .facts import STRATEGY_FIELDS, CommFact, StrategyFact, comm_facts, strategy_facts, strategy_micro
 from .match import align_scopes, match, op_number
 from .records import Change, CommBytes, CommChange, OpCount, ParamChange, ParameterComm, RankSpecific, StrategyChange
@@ -69,7 +69,7 @@ class RankDiff:
 
     @property
     def comm_bytes_total(self) -> tuple[int, int]:
-        return (sum(r.old for r in self.comm_bytes), sum(r.new for r in self.comm_bytes))
+        return (sum(r.old.total for r in self.comm_bytes), sum(r.new.total for r in self.comm_bytes))
 
     def counts(self) -> dict[str, int]:
         return {"comm": len(self.comm), "strategy": len(self.strategy), "ops": len(self.ops),
@@ -405,19 +405,12 @@ def _diff_params(old: Dump, new: Dump) -> list[ParamChange]:
 
 
 def _comm_bytes(old: list[CommFact], new: list[CommFact]) -> list[CommBytes]:
-    # [old bytes, new bytes, old count, new count, old unknown, new unknown]: a node whose bytes are
-    # unknown is counted as unknown, never added as 0
-    table: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+    table: dict[tuple, list[Bytes]] = defaultdict(lambda: [Bytes(), Bytes()])
     for side, facts in ((0, old), (1, new)):
         for c in facts:
-            row = table[(c.stage, c.category)]
-            if c.comm.bytes is None:
-                row[side + 4] += 1
-            else:
-                row[side] += c.comm.bytes
-            row[side + 2] += 1
-    return [CommBytes(s, cat, *v)
-            for (s, cat), v in sorted(table.items(), key=lambda kv: (_sort_stage(kv[0][0]), kv[0][1]))]
+            table[(c.stage, c.category)][side] += c.comm.bytes
+    return [CommBytes(s, cat, a, b)
+            for (s, cat), (a, b) in sorted(table.items(), key=lambda kv: (_sort_stage(kv[0][0]), kv[0][1]))]
 
 
 # --- files and folders

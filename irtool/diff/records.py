@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..parallel.records import plain
+from ..parallel.records import Bytes, plain
 from .facts import CommFact
 
 Change = Literal["added", "removed", "changed"]
@@ -117,22 +117,18 @@ class ParamChange:
 
 @dataclass(frozen=True)
 class CommBytes:
-    """Communication bytes of one (stage, category) on both sides; nodes of unknown size are
-    counted apart, never added as 0."""
+    """Communication bytes of one (stage, category) on both sides, as the one `Bytes` value (known
+    sum, nodes of known and of unknown size: an unknown size is never added as 0)."""
 
     stage: int | None
     category: str
-    old: int
-    new: int
-    old_count: int
-    new_count: int
-    old_bytes_unknown: int
-    new_bytes_unknown: int
+    old: Bytes
+    new: Bytes
 
     def as_dict(self) -> dict[str, Any]:
-        return {"stage": self.stage, "category": self.category, "old": self.old, "new": self.new,
-                "old_count": self.old_count, "new_count": self.new_count,
-                "old_bytes_unknown": self.old_bytes_unknown, "new_bytes_unknown": self.new_bytes_unknown}
+        return {"stage": self.stage, "category": self.category, "old": self.old.total, "new": self.new.total,
+                "old_count": self.old.known + self.old.unknown, "new_count": self.new.known + self.new.unknown,
+                "old_bytes_unknown": self.old.unknown, "new_bytes_unknown": self.new.unknown}
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from ..present import Block, Table, cell, rank_list, strategy_text
+from ..parallel.records import Bytes
+from ..present import Block, Table, bytes_text, cell, rank_list, strategy_text
 from ..present import to_markdown as blocks_to_markdown
 from ..present import to_text as blocks_to_text
 from .compare import DEFAULT_FAIL_ON, DiffResult, RankDiff
@@ -39,10 +40,15 @@ def _rank_changes(e: RankSpecific) -> str:
     return "; ".join(f"{f}: {_value(f, e.old[f])} -> {_value(f, e.new[f])}" for f in e.fields)
 
 
-def _side_bytes(known_bytes: int, count: int, unknown: int) -> str:
-    """`bytes (nodes)` of one side of a comm_bytes row; nodes of unknown size are said, never added as 0."""
-    known = cell(None) if count and unknown == count else f"{known_bytes:,}"
-    return f"{known} ({count}" + (f", {unknown} of unknown size)" if unknown else ")")
+def _side_bytes(b: Bytes) -> str:
+    """`bytes (nodes)` of one side of a comm_bytes row, bytes as everywhere (`1,024 (+4 unknown)`,
+    `—` when no size is known; an unknown size is never added as 0)."""
+    return f"{bytes_text(b)} ({b.known + b.unknown})"
+
+
+def _change(old: Bytes, new: Bytes) -> str:
+    """The relative change; unknown (`—`) when a size on either side is."""
+    return cell(None) if old.unknown or new.unknown else _pct(old.total, new.total)
 
 
 def _pct(old: int, new: int) -> str:
@@ -106,8 +112,8 @@ def _tables(r: RankDiff) -> list[Table]:
         Table("Parameters", ["change", "name", "old", "new"], [_param_row(e) for e in r.params]),
         Table("Communication bytes per stage and category (nodes in brackets)",
               ["stage", "category", "old", "new", "change"],
-              [[cell(e.stage), e.category, _side_bytes(e.old, e.old_count, e.old_bytes_unknown),
-                _side_bytes(e.new, e.new_count, e.new_bytes_unknown), _pct(e.old, e.new)] for e in r.comm_bytes]),
+              [[cell(e.stage), e.category, _side_bytes(e.old), _side_bytes(e.new), _change(e.old, e.new)]
+               for e in r.comm_bytes]),
         Table("Gradient / optimizer communication per parameter", ["parameters", "old", "new", "names"],
               [[f"{e.count} parameter(s)", e.old, e.new, ", ".join(e.parameters)]
                for e in r.parameter_comm]),
