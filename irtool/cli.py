@@ -174,9 +174,14 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
 @click.option("--jobs", type=int, default=None, help="Worker processes (default: one per rank, up to CPUs).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
-def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, scheduler: str | None) -> None:
+@click.option("--strict", is_flag=True,
+              help="Also fail (exit 1) when something could not be compared (a peer, group member or stage peer "
+                   "not in the folder).")
+def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, scheduler: str | None,
+              strict: bool) -> None:
     """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group
-    membership, ranks of one stage alike). Exit 0 consistent, 1 findings, 2 unreadable input."""
+    membership, ranks of one stage alike). Exit 0 consistent (with --strict: and everything compared),
+    1 findings, 2 unreadable input."""
     from .consistency import check_dir
     from .consistency.report import render as check_output
 
@@ -184,7 +189,7 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
         with Steps("ranks") as progress:
             result = check_dir(path, pass_name, jobs, scheduler, progress)
         click.echo(check_output(result, fmt), nl=False)
-        return 0 if result.consistent else 1
+        return result.exit_code(strict)
 
     _run(body)
 
