@@ -22,7 +22,9 @@ from typing import Any, Iterable
 
 from ..consistency.p2p import global_peer
 from ..ir import Dump, Node
-from ..parallel import CATEGORIES, CommNode, ParallelFacts
+from ..parallel import CATEGORIES, CommNode, ParallelFacts, format_strategy
+from ..parallel.chains import user_source
+from ..parallel.records import ChainEnd, RedistributionChain
 from ..report.tables import DASH, cell, rank_list, strategy_text
 
 # Colours per communication category (the same hues as `irtool render`'s legend, lighter).
@@ -45,7 +47,9 @@ def namespace_of(scope: str | None) -> str:
     return "/".join(parts[:-1])
 
 
-def _kv(key: str, value: Any) -> dict[str, str]:
+def _kv(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):  # a special value (node links)
+        return {"key": key, "value": value}
     text = value if isinstance(value, str) else cell(value)
     if len(text) > MAX_VALUE:
         text = text[:MAX_VALUE] + f" (+{len(text) - MAX_VALUE} characters, see the dump line)"
@@ -61,12 +65,78 @@ def _graph_refs(node: Node, names: set[str]) -> list[str]:
     return [g for g in dict.fromkeys(found) if g in names]
 
 
+def link(uids: Iterable[str], graph: str | None = None) -> dict[str, Any]:
+    """Model Explorer's `node_ids` attribute value: the panel shows the ids as links that jump to
+    the nodes. `graph`: keep only uids of that subgraph, as node keys (`%N`)."""
+    ids = [u.rpartition("/")[2] if graph is not None else u for u in uids
+           if graph is None or u.rpartition("/")[0] == graph]
+    return {"type": "node_ids", "nodeIds": list(dict.fromkeys(ids))}
+
+
+def _end_text(end: ChainEnd | None) -> str:
+    if end is None:
+        return DASH
+    text = f"{end.op} {end.name}".strip() + (f" (line {end.line})" if end.line else "")
+    if end.input_index is not None:
+        text += f" input {end.input_index}"
+    return text
+
+
+def layout_text(end: ChainEnd | None) -> str:
+    """How one side of a redistribution lays the tensor out (as `summarize`'s redistribution table):
+    device matrix and tensor map when the dump gives a layout, else pieces per dimension, else the strategy."""
+    if end is None:
+        return DASH
+    if isinstance(end.layout, dict) and "device_matrix" in end.layout:
+        return strategy_text(end.layout)
+    if end.split:
+        return "split " + format_strategy(end.split)
+    return ("strategy " + format_strategy(end.strategy)) if end.strategy else DASH
+
+
+def chain_attrs(ch: RedistributionChain, graph: str) -> list[dict[str, Any]]:
+    """What `summarize` says about the redistribution a node belongs to, with links to its nodes."""
+    phase = ch.phase + (f" (bprop of chain {ch.of_chain})" if ch.of_chain is not None else "")
+    rows: list[tuple[str, Any]] = [("redistribution chain", f"{ch.id}, {phase}")]
+    if ch.producer is not None:
+        rows += [("producer", _end_text(ch.producer)), ("producer node", link([ch.producer.node], graph))]
+    consumers = ch.consumers or ([ch.consumer.node] if ch.consumer else [])
+    if ch.consumer is not None:
+        rows.append(("consumer", _end_text(ch.consumer)))
+    if consumers:
+        rows.append((f"consumers ({len(consumers)})", link(consumers, graph)))
+    rows.append(("from -> to", f"{layout_text(ch.producer)} -> {layout_text(ch.consumer)}"))
+    rows.append(("chain nodes", link([f"{graph}/{n.split()[0]}" for n in ch.nodes], graph)))
+    rows.append(("chain", " ".join(n.split(" ", 1)[-1] for n in ch.nodes)))
+    if ch.bytes is not None:
+        rows.append(("chain bytes", ch.bytes))
+    if ch.consumer is not None and ch.consumer.source:
+        rows.append(("consumer source", ch.consumer.source))
+    return [_kv(k, v) for k, v in rows if v not in (None, "", DASH)]
+
+
+def strategy_matrix(s: Any) -> list[dict[str, Any]]:
+    """The strategy as a small table, one row per input (and output): the device matrix and tensor map
+    of a layout, else the pieces each dimension is cut into."""
+    rows: list[dict[str, Any]] = []
+    for side, strategy, layout in (("in", s.in_strategy, s.in_layout), ("out", s.out_strategy, s.out_layout)):
+        if isinstance(layout, (tuple, list)) and layout and all(isinstance(x, dict) for x in layout):
+            for i, lay in enumerate(layout):
+                rows.append(_kv(f"{side} {i} layout", f"device matrix {format_strategy(lay.get('device_matrix'))} · "
+                                                      f"tensor map {format_strategy(lay.get('tensor_map'))}"))
+        elif isinstance(strategy, (tuple, list)) and strategy and all(isinstance(x, (tuple, list)) for x in strategy):
+            for i, dims in enumerate(strategy):
+                rows.append(_kv(f"{side} {i} split", " x ".join(str(d) for d in dims) + " (pieces per dimension)"))
+    return rows
+
+
 def comm_attrs(c: CommNode) -> list[dict[str, str]]:
     """What irtool derived about a communication node, for the side panel."""
     rows = [("category", c.category), ("phase", c.phase), ("rule", c.rule), ("group", c.group),
             ("group ranks", rank_list(c.group_ranks) if c.group_ranks else None), ("shape", c.shape),
             ("dtype", c.dtype), ("bytes", c.bytes), ("micro", c.micro), ("peer rank", c.peer_rank),
-            ("peer stage", c.peer_stage), ("segment", c.segment), ("serves", c.serves),
+            ("peer stage", c.peer_stage), ("segment", c.segment),
+            ("serves", link([c.serves], c.serves.rpartition("/")[0]) if c.serves and "/%" in c.serves else c.serves),
             ("serves op", c.serves_op), ("serves strategy", strategy_text(c.serves_strategy) if c.serves_strategy
                                           is not None else None),
             ("parameter", c.parameter)]
@@ -80,9 +150,16 @@ class _Context:
         self.dump = dump
         self.comm = {c.node: c for c in facts.comm}
         self.strategy = {s.node: s for s in facts.strategies}
+        self.chains: dict[int, RedistributionChain] = {ch.id: ch for ch in facts.chains}
         self.params = {p.ref: p for p in dump.params}
         self.names = {g.name for g in dump.subgraphs}
         self.file = os.path.basename(dump.path)
+        # node uid -> id of the redistribution chain it belongs to
+        self.chain_of: dict[str, int] = {}
+        for ch in facts.chains:
+            graph = ch.comm[0].rpartition("/")[0] if ch.comm else ""
+            for entry in ch.nodes:
+                self.chain_of[f"{graph}/{entry.split()[0]}"] = ch.id
 
 
 def _node_attrs(node: Node, ctx: _Context) -> list[dict[str, str]]:
@@ -94,22 +171,29 @@ def _node_attrs(node: Node, ctx: _Context) -> list[dict[str, str]]:
     inst = node.instance_name
     if inst:
         attrs.append(_kv("instance name", inst))
+    mine = user_source(node)
+    if mine:  # the user's own line first; every frame, framework ones included, at the end
+        attrs.append(_kv("source", mine))
     s = ctx.strategy.get(node.uid)
     if s is not None:
         for key in ("in_strategy", "out_strategy", "in_layout", "out_layout"):
             value = getattr(s, key)
             if value is not None:
                 attrs.append(_kv(key.replace("_", " "), strategy_text(value)))
+        attrs += strategy_matrix(s)
     c = ctx.comm.get(node.uid)
     if c is not None:
         attrs += comm_attrs(c)
+    chain = ctx.chains.get(ctx.chain_of.get(node.uid, -1))
+    if chain is not None:
+        attrs += chain_attrs(chain, node.graph)
     for inp in node.inputs:
         if inp.ref is None and not inp.nested:  # constants are not edges: show them
             attrs.append(_kv(f"input {inp.index}", inp.text))
     tail = node.tail.strip()
     if tail:  # as printed: parsing every operator's attributes would cost seconds on a large dump
         attrs.append(_kv("attributes", tail))
-    attrs += [_kv(f"source {i + 1}", line.lstrip("# ")) for i, line in enumerate(node.sources[:3])]
+    attrs += [_kv(f"frame {i + 1}", line.lstrip("# ")) for i, line in enumerate(node.sources)]
     return attrs
 
 
@@ -125,6 +209,97 @@ def _output_metadata(node: Node) -> list[dict[str, Any]]:
     return [{"id": "0", "attrs": attrs}]
 
 
+# --- a hierarchy Model Explorer can lay out ---------------------------------------------------
+
+# Direct children of one namespace at most: Model Explorer lays out every child of each namespace an
+# expansion touches (its issue #50), and a namespace of thousands never finishes (bench/view_bench.py).
+MAX_CHILDREN = 120
+PHASE_OF_ROOT = {"Gradients": "backward", "recompute_Default": "recompute"}
+_MICRO = re.compile(r"\bmicro: I64\((\d+)\)")
+Member = tuple[dict[str, Any], "Node | None"]  # a graph node and the operator it is (parameters: their first user)
+
+
+def _micro(node: Node | None) -> str | None:
+    m = _MICRO.search(node.tail) if node is not None else None
+    return f"micro {m.group(1)}" if m else None
+
+
+def bound_namespaces(members: list[Member], chain_of: dict[str, int]) -> dict[str, str]:
+    """Split every namespace with more than MAX_CHILDREN direct children into levels users know,
+    in this order while a group is still too big: micro batch (the `micro` attribute), the
+    redistribution chain a node belongs to, operator type, then runs of dump lines. Returns each new
+    namespace's level name (`micro batch`, ...), for its group attributes."""
+    direct: dict[str, list[Member]] = defaultdict(list)
+    children: dict[str, set[str]] = defaultdict(set)
+    for m in members:
+        ns = m[0]["namespace"]
+        direct[ns].append(m)
+        parts = ns.split("/") if ns else []
+        for i in range(len(parts)):
+            children["/".join(parts[:i])].add("/".join(parts[: i + 1]))
+    levels: dict[str, str] = {}
+    for ns, ms in direct.items():
+        if len(ms) + len(children[ns]) > MAX_CHILDREN:
+            _split(ns, ms, 0, chain_of, levels)
+    return levels
+
+
+def _lines(m: Member) -> int:
+    return m[1].line if m[1] is not None else 0
+
+
+def _keys(depth: int, chain_of: dict[str, int], ms: list[Member]) -> tuple[str, list[str | None]] | None:
+    if depth == 0:
+        return "micro batch", [_micro(n) for _, n in ms]
+    if depth == 1:
+        return "redistribution chain", [f"redistribution chain {chain_of[n.uid]}" if n is not None and n.uid in chain_of
+                                        else None for _, n in ms]
+    if depth == 2:
+        return "operator", [e["label"] if n is not None and e["id"] == n.key else "parameters"
+                            for e, n in ms]
+    return None
+
+
+def _split(ns: str, ms: list[Member], depth: int, chain_of: dict[str, int], levels: dict[str, str]) -> None:
+    if len(ms) <= MAX_CHILDREN:
+        return
+    keyed = _keys(depth, chain_of, ms)
+    if keyed is None:  # runs of dump lines, as many levels as needed
+        ms = sorted(ms, key=_lines)
+        size = MAX_CHILDREN
+        while -(-len(ms) // size) > MAX_CHILDREN:
+            size *= MAX_CHILDREN
+        for i in range(0, len(ms), size):
+            run = ms[i : i + size]
+            lo, hi = _lines(run[0]), _lines(run[-1])
+            sub = f"{ns}/lines {lo}-{hi}" if ns else f"lines {lo}-{hi}"
+            levels[sub] = "dump lines"
+            for e, _ in run:
+                e["namespace"] = sub
+            _split(sub, run, depth, chain_of, levels)
+        return
+    level, keys = keyed
+    groups: dict[str | None, list[Member]] = defaultdict(list)
+    for m, k in zip(ms, keys):
+        groups[k].append(m)
+    named = [k for k in groups if k is not None]
+    # a level helps when it splits: several groups, or a few big ones out of many loose nodes
+    if not named or (len(groups) == 1) or len(named) > MAX_CHILDREN:
+        _split(ns, ms, depth + 1, chain_of, levels)
+        return
+    loose = groups.pop(None, [])
+    for k, group in groups.items():
+        if len(group) == 1 and depth > 0:
+            loose += group  # a group of one adds a level and saves nothing
+            continue
+        sub = f"{ns}/{k}" if ns else k
+        levels[sub] = level
+        for e, _ in group:
+            e["namespace"] = sub
+        _split(sub, group, depth + 1, chain_of, levels)
+    _split(ns, loose, depth + 1, chain_of, levels)
+
+
 def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dict[str, Any]:
     """The Model Explorer graph of one subgraph of the dump."""
     sg = ctx.dump.subgraph(name)
@@ -132,7 +307,6 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
     own_params = set(sg.params)
     aux: dict[str, dict[str, Any]] = {}  # parameter and free-variable nodes, by reference
     nodes: list[dict[str, Any]] = []
-    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
 
     def source(ref_kind: str, ref_name: str, ns: str) -> str:
         if ref_name not in aux:
@@ -152,6 +326,7 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
                              "incomingEdges": [], "outputsMetadata": [{"id": "0", "attrs": meta}]}
         return ref_name
 
+    first_user: dict[str, Node] = {}  # parameter reference -> the first operator reading it
     for node in sg.nodes:
         ns = namespace_of(node.scope)
         edges = []
@@ -163,6 +338,7 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
                     src = ref.name
                 elif ref.kind in ("param", "free"):
                     src = source(ref.kind, ref.name, ns)
+                    first_user.setdefault(src, node)
                 else:
                     continue
                 edges.append({"sourceNodeId": src, "sourceNodeOutputId": "0", "targetNodeInputId": str(inp.index)})
@@ -176,7 +352,14 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
         if c is not None:
             entry["style"] = {"backgroundColor": CATEGORY_COLORS[c.category], "borderColor": "#424242"}
         nodes.append(entry)
+    by_key = {n.key: n for n in sg.nodes}
+    members = [(e, by_key[e["id"]]) for e in nodes] + [(e, first_user.get(ref)) for ref, e in aux.items()]
+    levels = bound_namespaces(members, ctx.chain_of)
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for entry, node in members[: len(nodes)]:
         # counts of a folded scope include everything below it
+        c = ctx.comm.get(node.uid)
+        ns = entry["namespace"]
         parts = ns.split("/") if ns else []
         for depth in range(1, len(parts) + 1):
             box = counts["/".join(parts[:depth])]
@@ -187,6 +370,12 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
                 box["redistribution"] += c.category == "redistribution"
                 box["gradient aggregation"] += c.category == "gradient-aggregation"
     group_attrs = {ns: {k: str(v) for k, v in box.items()} for ns, box in counts.items()}
+    for ns, level in levels.items():
+        if ns in group_attrs:
+            group_attrs[ns]["level"] = level
+    for ns in group_attrs:
+        if "/" not in ns:  # the roots MindSpore gives: forward, backward (`Gradients`), recompute
+            group_attrs[ns]["phase"] = PHASE_OF_ROOT.get(ns, "forward")
     group_attrs[""] = {"dump": ctx.file, "subgraph": name, "nodes": str(len(sg.nodes)),
                        "parameters": str(len(aux)), "entry": "yes" if ctx.dump.entry == name else "no"}
     return {"id": graph_id or name, "nodes": list(aux.values()) + nodes, "groupNodeAttributes": group_attrs}
