@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter, defaultdict
 import re
 import shutil
 import signal
@@ -22,11 +23,14 @@ from click.testing import CliRunner
 from conftest import fixture
 
 from irtool.cli import main
+from irtool.view.graphs import MAX_CHILDREN
 from irtool.view.main import MindIRAdapter
 from irtool.view.models import compare_models, models_for
 
 SEMI = fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")
 PIPE = str(Path(fixture("pipeline_2stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1])
+GPT = fixture("gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz")
+LAYOUT = fixture("layout_8p/rank_0/19_validate_0078.ir.xz")
 EDITED = str(Path(__file__).resolve().parents[1] / "fixtures" / "edited" / "semi_auto_8p_rank_0_validate_fc1_strategy.ir")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # As root Chromium needs --no-sandbox; WebGL (Model Explorer draws with it) runs on SwiftShader; no
@@ -94,6 +98,65 @@ def test_export_of_a_sharded_dump(tmp_path: Path) -> None:
     category = json.loads((tmp_path / "semi.comm_category.json").read_text())
     assert set(category) == {graph["id"]} and category[graph["id"]]["results"]["%5"]["bgColor"]
     assert len(category[graph["id"]]["results"]) == sum(1 for n in ops if "style" in n)
+
+
+def _attrs(node: dict) -> dict:
+    return {a["key"]: a["value"] for a in node["attrs"]}
+
+
+def test_a_flat_scope_gets_levels_model_explorer_can_lay_out() -> None:
+    (graph,) = models_for(GPT).graphs
+    nodes = graph["nodes"]
+    direct: Counter = Counter(n["namespace"] for n in nodes)
+    children: dict[str, set] = defaultdict(set)
+    for ns in direct:
+        parts = ns.split("/") if ns else []
+        for i in range(len(parts)):
+            children["/".join(parts[:i])].add("/".join(parts[: i + 1]))
+    assert max(direct[ns] + len(children[ns]) for ns in set(direct) | set(children)) <= MAX_CHILDREN
+    # `xzcat ... | grep -cE 'Fullname with scope: \(Default/[^/]*\)$'` -> 487 operators directly in `Default`
+    flat = [n for n in nodes if re.fullmatch(r"Default/[^/]+", _attrs(n).get("scope", ""))]
+    assert len(flat) == 487
+    levels = graph["groupNodeAttributes"]
+    # each sits one level down, in a group named for what it shares (micro batch, operator, dump lines),
+    # except an operator type that occurs once: a group of one would save nothing
+    moved = [n for n in flat if n["namespace"] != "Default"]
+    assert {levels["/".join(n["namespace"].split("/")[:2])]["level"] for n in moved} == {"micro batch", "operator"}
+    assert set(Counter(n["label"] for n in flat if n["namespace"] == "Default").values()) == {1}
+    # `grep -nE '^  %[0-9]+\(.*= Send\('`: %154 (line 2446, `micro: I64(0)`) and %255 (line 3749, micro 1),
+    # both in scope `Default/Send-opN`
+    by_id = {n["id"]: n for n in nodes}
+    assert by_id["%154"]["namespace"] == "Default/micro 0" and by_id["%255"]["namespace"] == "Default/micro 1"
+    assert levels["Default/micro 0"]["level"] == "micro batch"
+    depends = [n for n in flat if n["label"] == "Depend"]
+    assert all(re.match(r"Default/(Depend|micro \d)", n["namespace"]) for n in depends)
+    assert levels["Default"]["phase"] == "forward" and levels["Gradients"]["phase"] == "backward"
+    assert levels["recompute_Default"]["phase"] == "recompute"
+
+
+def test_the_panel_says_what_summarize_says() -> None:
+    (graph,) = models_for(SEMI).graphs
+    by_id = {n["id"]: n for n in graph["nodes"]}
+    gather = _attrs(by_id["%5"])
+    # line 104's AllGather is in the chain %4 Reshape .. %14 StridedSlice (instance names
+    # `redistribution_op_1806...`), between the qkv MatMul (%3, line 86, strategy (2,1)(1,4)) and the
+    # Split at line 146 (`%15 = PrimFunc_Split(%14, ...)`, gen_strategy ((8, 1)))
+    assert gather["producer"] == "MatMul qkv (line 86)"
+    assert gather["producer node"] == {"type": "node_ids", "nodeIds": ["%3"]}
+    assert gather["consumers (1)"] == {"type": "node_ids", "nodeIds": ["%15"]}
+    assert gather["from -> to"] == "split (2,4) -> strategy (8,1)"
+    assert gather["chain nodes"]["nodeIds"] == [f"%{i}" for i in range(4, 15)]
+    assert gather["comm serves"] == {"type": "node_ids", "nodeIds": ["%15"]}
+    qkv = _attrs(by_id["%3"])
+    # line 86's source block: its last `# In file` frame is make.py:58, the user's own line
+    keys = [a["key"] for a in by_id["%3"]["attrs"]]
+    assert qkv["source"] == "/home/user/models/semi_auto_8p/make.py:58 qkv = self.qkv(x, self.w_in)"
+    assert keys.index("source") < keys.index("frame 1")
+    assert qkv["in 0 split"] == "2 x 1 (pieces per dimension)" and qkv["in 1 split"] == "1 x 4 (pieces per dimension)"
+    (lay,) = models_for(LAYOUT).graphs
+    up = _attrs(next(n for n in lay["nodes"] if n["id"] == "%2"))
+    # `%2 = MatMul(...)` of layout_8p rank 0: in_layout device_matrix (2, 2, 2), tensor_map ((2, 1), -1) and (-1, 0)
+    assert up["in 0 layout"] == "dev (2,2,2) map ((2,1),-1)" and up["in 1 layout"] == "dev (2,2,2) map (-1,0)"
 
 
 def test_pipeline_graph_pairs_every_send_with_its_receive() -> None:

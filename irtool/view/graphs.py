@@ -122,8 +122,7 @@ def strategy_matrix(s: Any) -> list[dict[str, Any]]:
     for side, strategy, layout in (("in", s.in_strategy, s.in_layout), ("out", s.out_strategy, s.out_layout)):
         if isinstance(layout, (tuple, list)) and layout and all(isinstance(x, dict) for x in layout):
             for i, lay in enumerate(layout):
-                rows.append(_kv(f"{side} {i} layout", f"device matrix {format_strategy(lay.get('device_matrix'))} · "
-                                                      f"tensor map {format_strategy(lay.get('tensor_map'))}"))
+                rows.append(_kv(f"{side} {i} layout", strategy_text(lay)))  # device matrix, tensor map
         elif isinstance(strategy, (tuple, list)) and strategy and all(isinstance(x, (tuple, list)) for x in strategy):
             for i, dims in enumerate(strategy):
                 rows.append(_kv(f"{side} {i} split", " x ".join(str(d) for d in dims) + " (pieces per dimension)"))
@@ -395,14 +394,19 @@ def comm_id(rank: int, c: CommNode) -> str:
     return f"rank{rank}/{c.node}"
 
 
-def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = "pipeline") -> dict[str, Any]:
-    """Every Send/Receive of the given ranks (one per stage), a namespace per stage, and an edge from
-    each Send to the Receive it pairs with: same sender and receiver, matched in order by tag and
-    micro batch (the label carries micro batch, shape and bytes)."""
+def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = "pipeline",
+                   folder: Iterable[int] | None = None) -> dict[str, Any]:
+    """Every Send/Receive of the given ranks (one per stage), a namespace per stage and phase, and
+    one edge from each Send to the Receive it pairs with: same sender and receiver, matched in
+    order by tag and micro batch. Boxes are labelled with micro batch, tag and peer; a peer that is
+    not one of the given ranks is said to be in the folder (not drawn) or not in it at all
+    (`folder`: every rank of the folder)."""
     nodes: dict[str, dict[str, Any]] = {}
-    comm: dict[str, CommNode] = {}
     sends: dict[tuple, list[str]] = defaultdict(list)
     receives: dict[tuple, list[str]] = defaultdict(list)
+    shown = {rank for rank, _, _ in ranks}
+    in_folder = set(folder) if folder is not None else shown
+    outside: set[int] = set()
     for rank, file, facts in ranks:
         stage = DASH if facts.stage is None else str(facts.stage)
         for c in facts.comm:
@@ -410,22 +414,35 @@ def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = 
                 continue
             c = global_peer(c, rank)
             nid = comm_id(rank, c)
-            comm[nid] = c
-            peer = f"{'to' if c.direction == 'send' else 'from'} rank {cell(c.peer_rank)}"
-            nodes[nid] = {"id": nid, "label": c.op, "namespace": f"stage {stage} (rank {rank})/{c.phase}",
-                          "attrs": [_kv("file", f"{file}:{c.line}"), _kv("peer", peer), *comm_attrs(c)],
+            to = "to" if c.direction == "send" else "from"
+            peer = f"{to} rank {cell(c.peer_rank)}"
+            if c.peer_rank is not None and c.peer_rank not in shown:
+                where = "in this folder, not drawn (one rank per stage)" if c.peer_rank in in_folder \
+                    else "not in this folder"
+                peer = f"peer rank {c.peer_rank}: {where}"
+                if c.peer_rank not in in_folder:
+                    outside.add(c.peer_rank)
+            label = f"{c.op} m{cell(c.micro)} tag {cell(c.sr_tag)} {'->' if c.direction == 'send' else '<-'} " \
+                    f"r{cell(c.peer_rank)}"
+            nodes[nid] = {"id": nid, "label": label, "namespace": f"stage {stage} (rank {rank})/{c.phase}",
+                          "attrs": [_kv("operator", c.op), _kv("file", f"{file}:{c.line}"), _kv("peer", peer),
+                                    *comm_attrs(c)],
                           "incomingEdges": [], "style": {"backgroundColor": CATEGORY_COLORS[c.category]},
                           "outputsMetadata": [{"id": "0", "attrs": [
                               _kv("__tensor_tag", f"micro {cell(c.micro)}"), _kv("shape", c.shape),
                               _kv("dtype", c.dtype), _kv("bytes", c.bytes)]}]}
-            link = (rank, c.peer_rank) if c.direction == "send" else (c.peer_rank, rank)
-            (sends if c.direction == "send" else receives)[(*link, c.sr_tag, c.micro)].append(nid)
+            link_key = (rank, c.peer_rank) if c.direction == "send" else (c.peer_rank, rank)
+            (sends if c.direction == "send" else receives)[(*link_key, c.sr_tag, c.micro)].append(nid)
     for key, senders in sends.items():
         for s, r in zip(senders, receives.get(key, [])):
             nodes[r]["incomingEdges"].append({"sourceNodeId": s, "sourceNodeOutputId": "0", "targetNodeInputId": "0"})
+            nodes[s]["attrs"].append(_kv("pairs with", link([r])))
+            nodes[r]["attrs"].append(_kv("pairs with", link([s])))
     paired = sum(len(n["incomingEdges"]) for n in nodes.values())
-    return {"id": graph_id, "nodes": list(nodes.values()),
-            "groupNodeAttributes": {"": {"Send/Receive": str(len(nodes)), "pairs": str(paired)}}}
+    info = {"Send/Receive": str(len(nodes)), "pairs": str(paired), "ranks drawn": rank_list(sorted(shown))}
+    if outside:
+        info["peers not in this folder"] = rank_list(sorted(outside))
+    return {"id": graph_id, "nodes": list(nodes.values()), "groupNodeAttributes": {"": info}}
 
 
 # --- node data -------------------------------------------------------------------------------

@@ -25,10 +25,16 @@ class Model:
     label: str
     graphs: list[dict[str, Any]]
     node_data: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Model Explorer's graph order (it opens the first): `name_asc` puts `pipeline` before the
+    # `stage S rank R: ...` graphs; None keeps its default, the largest graph first.
+    sorting: str | None = None
 
     def graphs_json(self) -> str:
         """Model Explorer's graph JSON: `{"label": ..., "graphs": [...]}` (its file loader's form)."""
-        return json.dumps({"label": self.label, "graphs": self.graphs}, separators=(",", ":"), ensure_ascii=False)
+        doc: dict[str, Any] = {"label": self.label, "graphs": self.graphs}
+        if self.sorting:
+            doc["graphSorting"] = self.sorting
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass
@@ -84,7 +90,9 @@ def models_for(path: str, stage: int | None = None, pass_name: str | None = None
     graphs = [g for r in picked for g in dump_graphs(r.dump, r.facts, r.prefix)]
     if len(picked) > 1:
         base = path if os.path.isdir(path) else os.path.dirname(path)
-        graphs.insert(0, pipeline_graph([(r.rank, os.path.relpath(r.file, base), r.facts) for r in picked]))
+        graphs.insert(0, pipeline_graph([(r.rank, os.path.relpath(r.file, base), r.facts) for r in picked],
+                                         folder=[r.rank for r in ranks if r.rank is not None]))
+        return Model(label, graphs, _overlays(picked), sorting="name_asc")
     return Model(label, graphs, _overlays(picked))
 
 
