@@ -171,7 +171,32 @@ def test_pipeline_graph_pairs_every_send_with_its_receive() -> None:
     # rank 0's 4 forward Sends reach rank 4's 4 Receives; rank 4's 4 backward Sends reach rank 0's Receives
     assert len(edges) == 8
     label = {n["id"]: n["label"] for n in nodes}
-    assert all(label[a] == "Send" and label[b] == "Receive" and a.split("/")[0] != b.split("/")[0] for a, b in edges)
+    assert all(label[a].startswith("Send m") and label[b].startswith("Receive m") and a.split("/")[0] != b.split("/")[0]
+               for a, b in edges)
+    # each box says micro batch, tag and peer; the pair is linked both ways
+    for a, b in edges:  # `rank0/graph/%N` -> `rank4/graph/%M`: same micro batch and tag on both boxes
+        src, dst = a.split("/")[0][4:], b.split("/")[0][4:]
+        assert label[a].endswith(f"-> r{dst}") and label[b].endswith(f"<- r{src}")
+        assert label[a].split(" ")[1:4] == label[b].split(" ")[1:4]
+    a, b = edges[0]
+    send, receive = (_attrs(next(n for n in nodes if n["id"] == x)) for x in (a, b))
+    assert send["pairs with"] == {"type": "node_ids", "nodeIds": [b]}
+    assert receive["pairs with"] == {"type": "node_ids", "nodeIds": [a]}
+    # the folder opens on the pipeline graph (Model Explorer sorts by name: `pipeline` < `stage ...`)
+    assert json.loads(model.graphs_json())["graphSorting"] == "name_asc"
+
+
+def test_pipeline_peers_outside_the_folder_are_said(tmp_path: Path) -> None:
+    four = Path(fixture("pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1]
+    for r in (0, 4):  # stage 0 and stage 2 only: rank 0's peer (rank 2, stage 1) is not in this folder
+        (tmp_path / f"rank_{r}").symlink_to(four / f"rank_{r}")
+    graph = models_for(str(tmp_path)).graphs[0]
+    assert graph["id"] == "pipeline"
+    rank0 = [_attrs(n) for n in graph["nodes"] if n["id"].startswith("rank0/")]
+    # `grep -cE '= (Send|Receive)\('` on rank 0 -> 16, every one with `dest_rank: I64(2)` / `src_rank: I64(2)`
+    # on nccl_world_group (8 each)
+    assert len(rank0) == 16 and all(a["peer"] == "peer rank 2: not in this folder" for a in rank0)
+    assert "2" in graph["groupNodeAttributes"][""]["peers not in this folder"].split(", ")
 
 
 def test_compare_marks_the_changed_strategy() -> None:
