@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter, defaultdict
 import re
 import shutil
 import signal
@@ -14,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,12 +42,17 @@ CHROMIUM_ARGS = ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swi
 WORKER_HOOK = """
 (() => {
   const Orig = window.Worker;
-  window.__me = {events: 0, graph: null};
+  window.__me = {events: 0, graph: null, showOnNode: null, answers: []};
   window.Worker = function (url, opts) {
     const w = new Orig(url, opts);
+    const post = w.postMessage.bind(w);
+    w.postMessage = (m, ...rest) => {
+      if (m && m.showOnNodeItemTypes) window.__me.showOnNode = m.showOnNodeItemTypes;
+      return post(m, ...rest); };
     w.addEventListener('message', (e) => {
       const d = e.data || {};
       window.__me.events += 1;
+      window.__me.answers.push(d.eventType);
       const g = d.modelGraph;
       if (g && g.nodes) {
         window.__me.graph = {id: g.id, nodes: g.nodes.map(n => [n.id, n.label, n.nodeType, n.expanded === true,
@@ -205,6 +210,11 @@ def test_compare_marks_the_changed_strategy() -> None:
     marks_old = [r for g in old.node_data["diff"].values() for r in g["results"].values()]
     marks_new = [r for g in new.node_data["diff"].values() for r in g["results"].values()]
     assert len(marks_old) == len(marks_new) == 1 and marks_new[0]["bgColor"] == "#ffe082"  # one `changed`
+    # on the right node (line 512, `%73`, fc1) with old -> new in its panel, on both sides
+    assert [k for g in new.node_data["diff"].values() for k in g["results"]] == ["%73"]
+    for model, side in ((old, "old"), (new, "new")):
+        fc1 = _attrs(next(n for g in model.graphs for n in g["nodes"] if n["id"] == "%73"))
+        assert fc1["diff"] == f"changed ({side} side)" and fc1["diff in strategy"] == "(4,1)(1,2) -> (2,1)(1,4)"
 
 
 def test_adapter_extension_converts_a_dump() -> None:
@@ -358,3 +368,60 @@ def test_the_pipeline_graph_of_a_folder(browser: object, tmp_path: Path) -> None
         info = _info(page)
         assert info["Send/Receive"] == "16" and info["pairs"] == "8", info
         page.screenshot(path=str(tmp_path / "pipeline.png"))
+
+
+def _panel(page: object) -> dict[str, str]:
+    """Key -> value rows of the side panel of the selected node."""
+    return page.evaluate("""() => {  // type: ignore[attr-defined]
+      const out = {};
+      for (const row of document.querySelectorAll('info-panel .attrs-table-container tr, info-panel table tr')) {
+        const td = row.querySelectorAll('td');
+        if (td.length >= 2) out[td[0].innerText.trim()] = td[1].innerText.trim();
+      }
+      return out; }""")
+
+
+def _search(page: object, text: str, alt: bool = False) -> None:
+    """Type a regex in Model Explorer's search box and click its first node result."""
+    box = page.locator("search-bar input")  # type: ignore[attr-defined]
+    box.fill(text)
+    box.press("Enter")
+    result = page.locator(".search-results-container mat-tree-node:not(:has(.expandable-tree-node))").first
+    result.click(modifiers=["Alt"] if alt else [])
+
+
+def test_a_flat_scope_expands_and_counts_show_on_boxes(browser: object, tmp_path: Path) -> None:
+    with served(GPT) as url:
+        page = _open(browser, url)
+        # Model Explorer draws group attributes on boxes when "Layer node attributes" is on: irtool seeds it
+        shown = page.evaluate("window.__me.showOnNode")
+        assert shown["Layer node attributes"]["selected"] is True, shown
+        page.screenshot(path=str(tmp_path / "counts.png"))
+        # the 487 operators directly in `Default` (grep in test_a_flat_scope_gets_levels...) are now in levels:
+        # expanding everything finishes and shows the Send %154 (line 2446) inside `Default/micro 0`
+        events = page.evaluate("window.__me.events")
+        page.locator("div.expand-all").click()
+        page.wait_for_function(f"window.__me.events > {events}")
+        page.wait_for_timeout(1000)
+        drawn = _drawn(page)
+        assert "%154" in drawn["shown"], drawn["shown"][:50]
+        if os.environ.get("IRTOOL_SCREENSHOTS"):
+            shutil.copy(tmp_path / "counts.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_counts.png")
+
+
+def test_the_panel_in_model_explorer(browser: object, tmp_path: Path) -> None:
+    with served(SEMI) as url:
+        page = _open(browser, url)
+        events = page.evaluate("window.__me.events")
+        # the AllGather at line 104, found by its `file` attribute and revealed (Alt+click: Model Explorer's locate)
+        _search(page, "19_validate_0078[.]ir[.]xz:104", alt=True)
+        page.wait_for_function(f"window.__me.answers.slice({events}).includes(7)")
+        page.wait_for_timeout(1000)
+        panel = _panel(page)
+        # what test_the_panel_says_what_summarize_says pins in the JSON, as the panel shows it
+        assert panel.get("producer") == "MatMul qkv (line 86)", panel
+        assert panel.get("from -> to") == "split (2,4) -> strategy (8,1)", panel
+        assert panel.get("consumers (1)") == "%15" and panel.get("comm serves") == "%15", panel
+        page.screenshot(path=str(tmp_path / "panel.png"))
+        if os.environ.get("IRTOOL_SCREENSHOTS"):
+            shutil.copy(tmp_path / "panel.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_panel.png")

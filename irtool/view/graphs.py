@@ -489,6 +489,35 @@ def bytes_node_data(graphs: Iterable[tuple[str, ParallelFacts, str]]) -> dict[st
     return out
 
 
+def diff_panel(graph: dict[str, Any], marks: dict[str, str], entries: list[dict[str, Any]], side: str) -> None:
+    """Add to each node `irtool diff` marked (`%N` -> added / removed / changed) a `diff` row, and for
+    a change the diff's own entries about that node's scope as `old -> new` rows. `entries`: the
+    diff's strategy and communication entries (`node_scope`, `field` or `fields`, `old`, `new`)."""
+    by_scope: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in entries:
+        if e.get("change") == "changed" and e.get("node_scope"):
+            by_scope[e["node_scope"]].append(e)
+    for node in graph["nodes"]:
+        kind = marks.get(node["id"])
+        if kind is None:
+            continue
+        rows = [_kv("diff", f"{kind} ({side} side)")]
+        scope = next((a["value"] for a in node["attrs"] if a["key"] == "scope"), None)
+        for e in by_scope.get(scope or "", []) if kind == "changed" else []:
+            if e.get("field"):  # a strategy entry: one field
+                rows.append(_kv(f"diff {e['field'].replace('_', ' ')}", f"{_value(e['old'])} -> {_value(e['new'])}"))
+            for f in e.get("fields", []):  # a communication entry: its records
+                rows.append(_kv(f"diff {f.replace('_', ' ')}",
+                                f"{_value((e['old'] or {}).get(f))} -> {_value((e['new'] or {}).get(f))}"))
+        node["attrs"][:0] = rows
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, (list, tuple, dict)) for x in v):
+        return strategy_text(v)
+    return cell(v)
+
+
 def diff_node_data(graph_id: str, changes: dict[str, str]) -> dict[str, Any]:
     """Model Explorer node data marking nodes (`%N` keys) `added`, `removed` or `changed`."""
     kinds = ["added", "removed", "changed"]

@@ -13,7 +13,7 @@ from ..dumpdir import load_dir
 from ..errors import SelectionError
 from ..ir import Dump, load
 from ..parallel import ParallelFacts, analyze
-from .graphs import bytes_node_data, category_node_data, diff_node_data, dump_graphs, pipeline_graph
+from .graphs import bytes_node_data, category_node_data, diff_node_data, diff_panel, dump_graphs, pipeline_graph
 
 Loader = Callable[[str], Dump]
 
@@ -109,9 +109,11 @@ def compare_models(old: str, new: str, pass_name: str | None = None, loader: Loa
     for side, marks, tag in ((a, rd.old_marks, "old"), (b, rd.new_marks, "new")):
         m = _file_model(side, f"{tag}: {os.path.basename(side.file)}")
         overlay: dict[str, Any] = {}
+        graphs = {g["id"]: g for g in m.graphs}
         for g in side.dump.subgraphs:
             changes = {uid.rpartition("/")[2]: kind for uid, kind in marks.items() if uid.rpartition("/")[0] == g.name}
             overlay.update(diff_node_data(g.name, changes))
+            diff_panel(graphs[g.name], changes, rd.strategy + rd.comm, tag)
         m.node_data = {"diff": overlay, **m.node_data}
         models.append(m)
     return models
