@@ -192,7 +192,8 @@ def _node_attrs(node: Node, ctx: _Context) -> list[dict[str, str]]:
     tail = node.tail.strip()
     if tail:  # as printed: parsing every operator's attributes would cost seconds on a large dump
         attrs.append(_kv("attributes", tail))
-    attrs += [_kv(f"frame {i + 1}", line.lstrip("# ")) for i, line in enumerate(node.sources)]
+    # then the outermost frames (the framework's, `cell_wrapper.py`): all of them would double a large graph
+    attrs += [_kv(f"frame {i + 1}", line.lstrip("# ")) for i, line in enumerate(node.sources[:3])]
     return attrs
 
 
