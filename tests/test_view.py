@@ -421,7 +421,10 @@ def test_the_panel_in_model_explorer(browser: object, tmp_path: Path) -> None:
         # what test_the_panel_says_what_summarize_says pins in the JSON, as the panel shows it
         assert panel.get("producer") == "MatMul qkv (line 86)", panel
         assert panel.get("from -> to") == "split (2,4) -> strategy (8,1)", panel
-        assert panel.get("consumers (1)") == "%15" and panel.get("comm serves") == "%15", panel
+        # links (Model Explorer's `node_ids` values): the id, and its locate icon
+        assert panel["consumers (1)"].split()[0] == "%15" and panel["comm serves"].split()[0] == "%15", panel
+        row = page.locator("info-panel tr", has=page.locator("td", has_text="consumers (1)")).first
+        assert row.get_by_text("my_location").count() == 1  # drawn as a link with its locate icon
         page.screenshot(path=str(tmp_path / "panel.png"))
         if os.environ.get("IRTOOL_SCREENSHOTS"):
             shutil.copy(tmp_path / "panel.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_panel.png")
