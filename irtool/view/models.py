@@ -28,6 +28,7 @@ class Model:
     # Model Explorer's graph order (it opens the first): `name_asc` puts `pipeline` before the
     # `stage S rank R: ...` graphs; None keeps its default, the largest graph first.
     sorting: str | None = None
+    first_graph: str | None = None  # the graph to open on (else Model Explorer opens the largest)
 
     def graphs_json(self) -> str:
         """Model Explorer's graph JSON: `{"label": ..., "graphs": [...]}` (its file loader's form)."""
@@ -92,7 +93,7 @@ def models_for(path: str, stage: int | None = None, pass_name: str | None = None
         base = path if os.path.isdir(path) else os.path.dirname(path)
         graphs.insert(0, pipeline_graph([(r.rank, os.path.relpath(r.file, base), r.facts) for r in picked],
                                          folder=[r.rank for r in ranks if r.rank is not None]))
-        return Model(label, graphs, _overlays(picked), sorting="name_asc")
+        return Model(label, graphs, _overlays(picked), sorting="name_asc", first_graph="pipeline")
     return Model(label, graphs, _overlays(picked))
 
 

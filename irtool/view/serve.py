@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from typing import Any, Callable
+from urllib.parse import quote, unquote
 
 from ..errors import InputError
 from .models import Model
@@ -70,8 +71,18 @@ def _show_counts_on_groups(me: Any) -> None:
     server._serve_static_asset = serve_asset
 
 
-def url_for(config: Any, host: str, port: int) -> str:
-    return f"http://{host}:{port}/?data={config.to_url_param_value()}"
+def url_for(config: Any, host: str, port: int, models: list[Model] | None = None) -> str:
+    """The page's address. Model Explorer opens the largest graph unless the address names one (its
+    `uiState`): a folder names its `pipeline` graph."""
+    value = config.to_url_param_value()
+    first = next((m for m in models or [] if m.first_graph), None)
+    if first is not None:
+        data = json.loads(unquote(value))
+        data["uiState"] = {"paneStates": [{"deepestExpandedGroupNodeIds": [], "selectedNodeId": "",
+                                           "selectedGraphId": first.first_graph, "selectedCollectionLabel": "",
+                                           "widthFraction": 1}]}
+        value = quote(json.dumps(data))
+    return f"http://{host}:{port}/?data={value}"
 
 
 def serve(models: list[Model], host: str, port: int, open_browser: bool, announce: Callable[[str], None]) -> None:
@@ -79,5 +90,5 @@ def serve(models: list[Model], host: str, port: int, open_browser: bool, announc
     me = _model_explorer()
     config = config_for(models)
     _show_counts_on_groups(me)
-    announce(url_for(config, host, port))
+    announce(url_for(config, host, port, models))
     me.visualize_from_config(config=config, host=host, port=port, no_open_in_browser=not open_browser)
