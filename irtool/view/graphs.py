@@ -397,9 +397,10 @@ def comm_id(rank: int, c: CommNode) -> str:
 
 def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = "pipeline",
                    folder: Iterable[int] | None = None) -> dict[str, Any]:
-    """Every Send/Receive of the given ranks (one per stage), a namespace per stage and phase, and
-    one edge from each Send to the Receive it pairs with: same sender and receiver, matched in
-    order by tag and micro batch. Boxes are labelled with micro batch, tag and peer; a peer that is
+    """Every Send/Receive of the given ranks (one per stage) and one edge from each Send to the
+    Receive it pairs with: same sender and receiver, matched in order by tag and micro batch. All in
+    one layer (a namespace per micro batch beyond MAX_CHILDREN boxes), so Model Explorer draws every
+    edge. Boxes are labelled with rank, micro batch, tag and peer; a peer that is
     not one of the given ranks is said to be in the folder (not drawn) or not in it at all
     (`folder`: every rank of the folder)."""
     nodes: dict[str, dict[str, Any]] = {}
@@ -423,10 +424,11 @@ def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = 
                 peer = f"peer rank {c.peer_rank}: {where}"
                 if c.peer_rank not in in_folder:
                     outside.add(c.peer_rank)
-            label = f"{c.op} m{cell(c.micro)} tag {cell(c.sr_tag)} {'->' if c.direction == 'send' else '<-'} " \
-                    f"r{cell(c.peer_rank)}"
-            nodes[nid] = {"id": nid, "label": label, "namespace": f"stage {stage} (rank {rank})/{c.phase}",
-                          "attrs": [_kv("operator", c.op), _kv("file", f"{file}:{c.line}"), _kv("peer", peer),
+            label = f"r{rank} {c.op} m{cell(c.micro)} tag {cell(c.sr_tag)} " \
+                    f"{'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
+            nodes[nid] = {"id": nid, "label": label, "namespace": f"micro {cell(c.micro)}",
+                          "attrs": [_kv("operator", c.op), _kv("rank", rank), _kv("stage", stage), _kv("phase", c.phase),
+                                    _kv("file", f"{file}:{c.line}"), _kv("peer", peer),
                                     *comm_attrs(c)],
                           "incomingEdges": [], "style": {"backgroundColor": CATEGORY_COLORS[c.category]},
                           "outputsMetadata": [{"id": "0", "attrs": [
@@ -439,6 +441,9 @@ def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = 
             nodes[r]["incomingEdges"].append({"sourceNodeId": s, "sourceNodeOutputId": "0", "targetNodeInputId": "0"})
             nodes[s]["attrs"].append(_kv("pairs with", link([r])))
             nodes[r]["attrs"].append(_kv("pairs with", link([s])))
+    if len(nodes) <= MAX_CHILDREN:  # Model Explorer draws edges between layers only for the selected node
+        for n in nodes.values():
+            n["namespace"] = ""
     paired = sum(len(n["incomingEdges"]) for n in nodes.values())
     info = {"Send/Receive": str(len(nodes)), "pairs": str(paired), "ranks drawn": rank_list(sorted(shown))}
     if outside:
