@@ -2,6 +2,8 @@
 (`compare`) and its text, Markdown and JSON forms (`report`)."""
 from __future__ import annotations
 
-from .compare import DEFAULT_FAIL_ON, DiffResult, RankDiff, diff, diff_dirs, parse_fail_on, parse_threshold
+from .compare import DEFAULT_FAIL_ON, DiffResult, RankDiff, diff, diff_dirs, diff_rank, parse_fail_on, parse_threshold
 
-__all__ = ["DEFAULT_FAIL_ON", "DiffResult", "RankDiff", "diff", "diff_dirs", "parse_fail_on", "parse_threshold"]
+__all__ = ["DEFAULT_FAIL_ON", "DiffResult", "RankDiff", "diff", "diff_dirs", "diff_rank", "parse_fail_on",
+           "parse_threshold"]
+

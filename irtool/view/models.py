@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
-from ..diff.compare import diff_rank
 from ..dumpdir import load_dir
 from ..errors import SelectionError
 from ..ir import Dump, load
@@ -16,6 +15,23 @@ from ..parallel import ParallelFacts, analyze
 from .graphs import bytes_node_data, category_node_data, diff_node_data, diff_panel, dump_graphs, pipeline_graph
 
 Loader = Callable[[str], Dump]
+Side = tuple[Dump, ParallelFacts]
+
+
+class DiffMarks(Protocol):
+    """What `irtool diff` found in two analysed dumps, as the view reads it: node uid -> added /
+    removed / changed per side, and its strategy and communication entries (`node_scope`, `field`
+    or `fields`, `old`, `new`) for the panel's old -> new rows."""
+
+    old_marks: dict[str, str]
+    new_marks: dict[str, str]
+    strategy: list[dict[str, Any]]
+    comm: list[dict[str, Any]]
+
+
+# The diff of two analysed dumps and their ranks. The CLI passes the diff command's function
+# (`diff_rank`): the view never imports another command.
+Differ = Callable[[Side, Side, "int | None", "int | None"], DiffMarks]
 
 
 @dataclass
@@ -60,7 +76,7 @@ def _ranks(path: str, pass_name: str | None, loader: Loader) -> list[_Rank]:
     out = []
     for rf in load_dir(path, pass_name):
         dump = loader(rf.path)
-        out.append(_Rank(rf.rank, rf.path, dump, analyze(dump)))
+        out.append(_Rank(rf.rank, rf.path, dump, analyze(dump, rf.rank)))
     return out
 
 
@@ -97,7 +113,8 @@ def models_for(path: str, stage: int | None = None, pass_name: str | None = None
     return Model(label, graphs, _overlays(picked))
 
 
-def compare_models(old: str, new: str, pass_name: str | None = None, loader: Loader = load) -> list[Model]:
+def compare_models(old: str, new: str, differ: Differ, pass_name: str | None = None,
+                   loader: Loader = load) -> list[Model]:
     """Two dump files (or the lowest rank of two folders) as two models, each with a `diff` overlay
     marking the communication and strategy nodes `irtool diff` reports added, removed or changed."""
     sides = []
@@ -105,7 +122,7 @@ def compare_models(old: str, new: str, pass_name: str | None = None, loader: Loa
         r = _ranks(path, pass_name, loader)[0]
         sides.append(r)
     a, b = sides
-    rd = diff_rank((a.dump, a.facts), (b.dump, b.facts), a.rank, b.rank)
+    rd = differ((a.dump, a.facts), (b.dump, b.facts), a.rank, b.rank)
     models = []
     for side, marks, tag in ((a, rd.old_marks, "old"), (b, rd.new_marks, "new")):
         m = _file_model(side, f"{tag}: {os.path.basename(side.file)}")
