@@ -483,14 +483,24 @@ def bytes_node_data(graphs: Iterable[tuple[str, ParallelFacts, str]]) -> dict[st
     return out
 
 
-def diff_panel(graph: dict[str, Any], marks: dict[str, str], entries: list[dict[str, Any]], side: str) -> None:
+def _field(record: Any, key: str) -> Any:
+    """A field of a diff entry: a dict (`as_dict` form) or the typed record itself."""
+    if record is None:
+        return None
+    if isinstance(record, dict):
+        return record.get(key)
+    value = getattr(record, "value", None)  # a side's fact: `value(name)` reads one field
+    return value(key) if callable(value) else getattr(record, key, None)
+
+
+def diff_panel(graph: dict[str, Any], marks: dict[str, str], entries: list[Any], side: str) -> None:
     """Add to each node `irtool diff` marked (`%N` -> added / removed / changed) a `diff` row, and for
     a change the diff's own entries about that node's scope as `old -> new` rows. `entries`: the
-    diff's strategy and communication entries (`node_scope`, `field` or `fields`, `old`, `new`)."""
-    by_scope: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    diff's strategy and communication changes (`node_scope`, `field` or `fields`, `old`, `new`)."""
+    by_scope: dict[str, list[Any]] = defaultdict(list)
     for e in entries:
-        if e.get("change") == "changed" and e.get("node_scope"):
-            by_scope[e["node_scope"]].append(e)
+        if _field(e, "change") == "changed" and _field(e, "node_scope"):
+            by_scope[_field(e, "node_scope")].append(e)
     for node in graph["nodes"]:
         kind = marks.get(node["id"])
         if kind is None:
@@ -498,11 +508,13 @@ def diff_panel(graph: dict[str, Any], marks: dict[str, str], entries: list[dict[
         rows = [_kv("diff", f"{kind} ({side} side)")]
         scope = next((a["value"] for a in node["attrs"] if a["key"] == "scope"), None)
         for e in by_scope.get(scope or "", []) if kind == "changed" else []:
-            if e.get("field"):  # a strategy entry: one field
-                rows.append(_kv(f"diff {e['field'].replace('_', ' ')}", f"{_value(e['old'])} -> {_value(e['new'])}"))
-            for f in e.get("fields", []):  # a communication entry: its records
-                rows.append(_kv(f"diff {f.replace('_', ' ')}",
-                                f"{_value((e['old'] or {}).get(f))} -> {_value((e['new'] or {}).get(f))}"))
+            name = _field(e, "field")
+            if name:  # a strategy change: one field, its old and new values
+                old, new = _value(_field(e, 'old')), _value(_field(e, 'new'))
+                rows.append(_kv(f"diff {name.replace('_', ' ')}", f"{old} -> {new}"))
+            for f in _field(e, "fields") or ():  # a communication change: the two sides' facts
+                old, new = _field(e, "old"), _field(e, "new")
+                rows.append(_kv(f"diff {f.replace('_', ' ')}", f"{_value(_field(old, f))} -> {_value(_field(new, f))}"))
         node["attrs"][:0] = rows
 
 
