@@ -177,17 +177,21 @@ def test_pipeline_graph_pairs_every_send_with_its_receive() -> None:
     # rank 0's 4 forward Sends reach rank 4's 4 Receives; rank 4's 4 backward Sends reach rank 0's Receives
     assert len(edges) == 8
     label = {n["id"]: n["label"] for n in nodes}
-    assert all(label[a].startswith(("r0 Send m", "r4 Send m")) and label[b].startswith(("r0 Receive m", "r4 Receive m"))
+    assert all(re.match(r"r[04] #\d+ Send m", label[a]) and re.match(r"r[04] #\d+ Receive m", label[b])
                and a.split("/")[0] != b.split("/")[0] for a, b in edges)
     # each box says micro batch, tag and peer; the pair is linked both ways
     for a, b in edges:  # `rank0/graph/%N` -> `rank4/graph/%M`: same micro batch and tag on both boxes
         src, dst = a.split("/")[0][4:], b.split("/")[0][4:]
         assert label[a].endswith(f"-> r{dst}") and label[b].endswith(f"<- r{src}")
-        assert label[a].split(" ")[2:5] == label[b].split(" ")[2:5]
+        assert label[a].split(" ")[3:6] == label[b].split(" ")[3:6]
     a, b = edges[0]
     send, receive = (_attrs(next(n for n in nodes if n["id"] == x)) for x in (a, b))
     assert send["pairs with"] == {"type": "node_ids", "nodeIds": [b]}
     assert receive["pairs with"] == {"type": "node_ids", "nodeIds": [a]}
+    # rank 4's execution order as the dump prints it, forward Receive and backward Send interleaved (1F1B):
+    # `xzcat rank_4/19_validate_0078.ir.xz | grep -oE '= (Send|Receive)\('` -> Receive Send x4
+    rank4 = sorted((n for n in nodes if n["id"].startswith("rank4/")), key=lambda n: int(n["label"].split()[1][1:]))
+    assert [n["label"].split()[2] for n in rank4] == ["Receive", "Send"] * 4
     # the folder opens on the pipeline graph (Model Explorer sorts by name: `pipeline` < `stage ...`)
     assert json.loads(model.graphs_json())["graphSorting"] == "name_asc"
 
@@ -363,7 +367,7 @@ def test_the_pipeline_graph_of_a_folder(browser: object, tmp_path: Path) -> None
         drawn = _drawn(page)
         labels = page.evaluate("window.__me.graph.nodes.filter(n => n[2] === 0).map(n => n[1])")
         # boxes say micro batch, tag and peer (rank 0 sends to rank 4 and back: manifest stages)
-        assert all(re.fullmatch(r"r[04] ((Send m\d+ tag \d+ -> r[04])|(Receive m\d+ tag \d+ <- r[04]))", x)
+        assert all(re.fullmatch(r"r[04] #\d+ ((Send m\d+ tag \d+ -> r[04])|(Receive m\d+ tag \d+ <- r[04]))", x)
                    for x in labels), labels
         # 8 Send/Receive on rank 0 and 8 on rank 4 (grep), 8 pairs: an edge from each Send to its Receive
         assert drawn["ops"] == 16 and drawn["edges"] == 8, drawn

@@ -389,7 +389,8 @@ def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = 
     """Every Send/Receive of the given ranks (one per stage) and one edge from each Send to the
     Receive it pairs with: same sender and receiver, matched in order by tag and micro batch. All in
     one layer (a namespace per micro batch beyond MAX_CHILDREN boxes), so Model Explorer draws every
-    edge. Boxes are labelled with rank, micro batch, tag and peer; a peer that is
+    edge. Boxes are labelled with rank, place in the rank's execution order (`#3`: as the dump orders
+    them, forward and backward interleaved), micro batch, tag and peer; a peer that is
     not one of the given ranks is said to be in the folder (not drawn) or not in it at all
     (`folder`: every rank of the folder)."""
     nodes: dict[str, dict[str, Any]] = {}
@@ -400,9 +401,9 @@ def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = 
     outside: set[int] = set()
     for rank, file, facts in ranks:
         stage = DASH if facts.stage is None else str(facts.stage)
-        for c in facts.comm:
-            if c.direction is None:
-                continue
+        # execution order as the dump orders it: forward and backward interleave (1F1B)
+        p2p = sorted((c for c in facts.comm if c.direction is not None), key=lambda c: c.line)
+        for order, c in enumerate(p2p, 1):
             nid = comm_id(rank, c)
             to = "to" if c.direction == "send" else "from"
             peer = f"{to} rank {cell(c.peer_rank)}"
@@ -412,10 +413,11 @@ def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = 
                 peer = f"peer rank {c.peer_rank}: {where}"
                 if c.peer_rank not in in_folder:
                     outside.add(c.peer_rank)
-            label = f"r{rank} {c.op} m{cell(c.micro)} tag {cell(c.sr_tag)} " \
+            label = f"r{rank} #{order} {c.op} m{cell(c.micro)} tag {cell(c.sr_tag)} " \
                     f"{'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
             nodes[nid] = {"id": nid, "label": label, "namespace": f"micro {cell(c.micro)}",
-                          "attrs": [_kv("operator", c.op), _kv("rank", rank), _kv("stage", stage), _kv("phase", c.phase),
+                          "attrs": [_kv("operator", c.op), _kv("rank", rank), _kv("stage", stage),
+                                    _kv("execution order", f"{order} of {len(p2p)} on rank {rank}"), _kv("phase", c.phase),
                                     _kv("file", f"{file}:{c.line}"), _kv("peer", peer),
                                     *comm_attrs(c)],
                           "incomingEdges": [], "style": {"backgroundColor": CATEGORY_COLORS[c.category]},
