@@ -256,13 +256,13 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, h
          no_browser: bool) -> None:
     """Explore a dump (file or rank_* folder) in Google's Model Explorer; with NEW, two
     compilations side by side with the diff marked. Stops with Ctrl+C."""
-    from .diff import diff_marks
+    from .diff import diff_rank
     from .view.models import compare_models, models_for
     from .view.serve import serve
 
     def body() -> int:
         if new is not None:
-            models = compare_models(path, new, diff_marks, pass_name, load_with_progress)
+            models = compare_models(path, new, diff_rank, pass_name, load_with_progress)
         else:
             models = [models_for(path, stage, pass_name, load_with_progress)]
         serve(models, host, port, not no_browser, lambda url: click.echo(f"irtool: Model Explorer at {url}", err=True))
