@@ -326,7 +326,9 @@ def _summarize_dir(path: str, stage: int | None, pass_name: str | None, jobs: in
         ranks = map_ranks(partial(rank_digest, lenient=lenient, deep=deep), load_dir(path, pass_name), jobs, progress,
                           scheduler)
     require_stage(path, stage, [r.stage for r in ranks])
-    return dir_summary(path, ranks, stage)
+    # one rank per different answer of a stage is read again for its tables (the others send sums only)
+    return dir_summary(path, ranks, stage, lambda files: map_ranks(partial(rank_digest, lenient=lenient, keep=True),
+                                                                   files, jobs, None, scheduler))
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@ The JSON form is what CI reads; its fields are documented in README.md ("JSON ou
 """
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
-from typing import Any, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
 
 from ..dumpdir import RankFile
 from ..ir import Dump, DumpWarning, check
@@ -118,21 +119,29 @@ class RankDigest:
     groups: list[str]
     traffic: Traffic
     links: list[StageLink]
-    strategies: list[Strategy]
-    chains: list[RedistributionChain]
-    shards: list[OptimizerShard]
+    answer: str  # digest of the rank's folder tables: ranks of a stage with the same one are shown once
+    # the records of those tables, kept only when asked (`keep`): the main process asks again for
+    # one rank per different answer, so it holds a few ranks' records, not every rank's
+    strategies: list[Strategy] = field(default_factory=list)
+    chains: list[RedistributionChain] = field(default_factory=list)
+    shards: list[OptimizerShard] = field(default_factory=list)
+    kept: bool = False
 
 
-def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False) -> RankDigest:
-    """Load, analyze and sum one rank for `summarize DIR` (runs in a worker process)."""
+def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep: bool = False) -> RankDigest:
+    """Load, analyze and sum one rank for `summarize DIR` (runs in a worker process); `keep` also
+    returns the records of its strategy, redistribution and optimizer tables."""
     dump = rank.load(lenient)
     facts = analyze(dump, rank.rank)
     c, g = facts.comm, facts.groups
-    chains = facts.chains
+    chains, shards = facts.chains, optimizer_shards(c, g)
+    key = repr([t.rows for t in folder_answer_tables(facts.strategies, chains, shards)])
     warnings = [*dump.warnings, *(check(dump) if deep else ()), *facts.warnings]
-    return RankDigest(rank.rank, rank.path, facts.stage, dump.counts, warnings, comm_totals(c), send_receive(c),
-                      sorted(g), traffic(c, g), stage_matrix([facts]), facts.strategies, chains,
-                      optimizer_shards(c, g))
+    d = RankDigest(rank.rank, rank.path, facts.stage, dump.counts, warnings, comm_totals(c), send_receive(c),
+                   sorted(g), traffic(c, g), stage_matrix([facts]), hashlib.sha256(key.encode()).hexdigest())
+    if keep:
+        d.strategies, d.chains, d.shards, d.kept = facts.strategies, chains, shards, True
+    return d
 
 
 @dataclass
@@ -233,21 +242,33 @@ def _sum_links(parts: Iterable[list[StageLink]]) -> list[StageLink]:
     return [cells[k] for k in sorted(cells)]
 
 
-def _answers(rows: list[RankDigest]) -> list[StageAnswer]:
+def _answers(rows: list[RankDigest], kept: dict[int | None, RankDigest]) -> list[StageAnswer]:
     """Ranks grouped by identical folder tables (strategies, redistributions, optimizer sharding)."""
-    out: dict[Any, StageAnswer] = {}
+    out: dict[str, StageAnswer] = {}
     for r in rows:
-        key = tuple(tuple(map(tuple, t.rows)) for t in folder_answer_tables(r.strategies, r.chains, r.shards))
-        if key in out:
-            out[key].ranks.append(r.rank)
+        if r.answer in out:
+            out[r.answer].ranks.append(r.rank)
         else:
-            out[key] = StageAnswer([r.rank], r.strategies, r.chains, r.shards)
+            k = kept.get(r.rank, r)
+            out[r.answer] = StageAnswer([r.rank], k.strategies, k.chains, k.shards)
     return list(out.values())
 
 
-def dir_summary(path: str, ranks: list[RankDigest], stage: int | None = None) -> DirSummary:
-    """The summary of a dump folder from per-rank digests: per rank and per stage."""
+Fetch = Callable[[list[RankFile]], list[RankDigest]]  # the kept digests of some ranks (`rank_digest(keep=True)`)
+
+
+def dir_summary(path: str, ranks: list[RankDigest], stage: int | None = None, fetch: Fetch | None = None) -> DirSummary:
+    """The summary of a dump folder from per-rank digests: per rank and per stage. The records of
+    each different answer are those of its first rank, read again through `fetch` when the digests
+    did not keep them."""
     chosen = [r for r in ranks if stage is None or r.stage == stage]
+    firsts: dict[tuple[int | None, str], RankDigest] = {}
+    for r in chosen:
+        firsts.setdefault((r.stage, r.answer), r)
+    missing = [r for r in firsts.values() if not r.kept]
+    kept: dict[int | None, RankDigest] = {}
+    if missing and fetch is not None:
+        kept = {k.rank: k for k in fetch([RankFile(r.rank, r.path) for r in missing])}
     by_stage: dict[int | None, list[RankDigest]] = {}
     for r in chosen:
         by_stage.setdefault(r.stage, []).append(r)
@@ -256,7 +277,7 @@ def dir_summary(path: str, ranks: list[RankDigest], stage: int | None = None) ->
         rows = by_stage[st]
         stages.append(StageSum(st, [r.rank for r in rows], _sum_totals(r.totals for r in rows),
                                _sum_traffic(r.traffic for r in rows), sorted({g for r in rows for g in r.groups}),
-                               _answers(rows)))
+                               _answers(rows, kept)))
     return DirSummary(path, stage, chosen, stages, _sum_links(r.links for r in chosen))
 
 
