@@ -37,7 +37,7 @@ from ..parallel.totals import (
 )
 from ..present import DEFAULT_LIMIT, Block, Table, bytes_text, cell, rank_list
 from .answers import answer_blocks, dir_answer_blocks, folder_answer_tables, strategies_table
-from .headline import dir_headline, file_headline
+from .headline import communication_line, plural, redistributions_text, sharding_text, unknowns_line, unpaired_text
 
 SCHEMA = "irtool.summary/1"
 TOP_SCOPES = 10  # `top_scopes` keeps the cells that move the most bytes (the text title says of how many)
@@ -408,3 +408,60 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
                                 for r in d.rows for p in r.pairs])
     return blocks + [send_receive_table.limited(limit)] + dir_answer_blocks(
         [(st.stage, st.traffic) for st in d.stages], d.matrix, limit)
+
+
+# --- the headline (five lines before the tables) ----------------------------------------------
+
+def file_headline(s: FileSummary, rank: int | None) -> list[str]:
+    f, info = s.facts, s.facts.stage_info
+    if info.stage is not None:
+        stage = f"pipeline stage {info.stage}"
+    else:
+        stage = "no pipeline stage (no pipeline Send/Receive)" if not info.votes else "pipeline stage unknown"
+    top = s.layers[0] if s.layers and s.layers[0].bytes else None
+    biggest = f"layer {top.layer} ({cell(top.bytes)} B)" if top else ""
+    other = s.totals.by_category.get("other", Tally()).count
+    return [f"Rank {cell(rank)}, {stage}",
+            communication_line(s.totals, biggest),
+            f"Redistributions: {redistributions_text(f.chains)}",
+            f"Optimizer sharding: {sharding_text(s.shards)}",
+            unknowns_line(s.totals.total.bytes.unknown, other, sum(1 for c in f.comm if c.direction and c.peer_rank is None),
+                      "", len(s.warnings), "stage votes disagree" if info.stage is None and info.votes else "")]
+
+
+def dir_headline(d: DirSummary) -> list[str]:
+    stages = [f"stage {cell(s.stage)}: {'rank' if len(s.ranks) == 1 else 'ranks'} "
+              f"{rank_list(r for r in s.ranks if r is not None)}" for s in d.stages if s.stage is not None]
+    who = plural(len(d.rows), "rank") + ", " + (plural(len(stages), "pipeline stage") + " (" + "; ".join(stages) + ")"
+                                            if stages else "no pipeline stage")
+    total = CommTotals()
+    for r in d.rows:
+        for k, t in r.totals.by_category.items():
+            e = total.by_category.setdefault(k, Tally())
+            e.count += t.count
+            e.bytes += t.bytes
+        total.total.count += r.totals.total.count
+        total.total.bytes += r.totals.total.bytes
+    top = max(d.rows, key=lambda r: (r.totals.total.bytes.total, -(r.rank or 0)), default=None)
+    biggest = f"rank {cell(top.rank)} ({bytes_text(top.totals.total.bytes)} B)" if top and top.totals.total.count else ""
+
+    def where(s: StageSum) -> str:
+        who = "all ranks" if s.stage is None else f"stage {s.stage}"
+        many = len(s.answers)
+        return who + (f" (rank {cell(s.answers[0].ranks[0])}; {many} different answers below)" if many > 1 else "")
+
+    redis = "; ".join(f"{where(s)}: {redistributions_text(s.answers[0].chains)}" for s in d.stages if s.answers)
+    shards = "; ".join(f"{where(s)}: {sharding_text(s.answers[0].shards)}" for s in d.stages if s.answers)
+    if len({sharding_text(s.answers[0].shards) for s in d.stages if s.answers}) == 1 and len(d.stages) > 1:
+        shards = sharding_text(d.stages[0].answers[0].shards) + " on every stage"
+    other = total.by_category.get("other", Tally()).count
+    no_peer = sum(p.count for r in d.rows for p in r.pairs if p.peer_rank is None)
+    unknown_stage = [r.rank for r in d.rows if r.stage is None] if stages else []
+    return [f"{who}",
+            communication_line(total, biggest),
+            f"Redistributions: {redis or 'none'}",
+            f"Optimizer sharding: {shards or 'none'}",
+            unknowns_line(total.total.bytes.unknown, other, no_peer,
+                      unpaired_text((r.stage, p) for r in d.rows for p in r.pairs),
+                      sum(len(r.warnings) for r in d.rows),
+                      f"stage unknown on rank(s) {rank_list(unknown_stage)}" if unknown_stage else "")]
