@@ -90,13 +90,13 @@ class LineToken(Token):
 
 class BlockToken(LineToken):
     """A NODE_BLOCK / RETURN_BLOCK token: its text is the statement (several lines joined by line
-    breaks when its brackets span them); `lines`, `kinds` and `numbers` are the lines printed under
-    it (type and source lines stripped and interned), their line terminals and line numbers;
-    `joins`, set only on a statement printed over several lines, holds (offset in the text, line
+    breaks when its brackets span them); `sources` and `types` are its source and type lines
+    (stripped, interned), `others` the other lines printed under it as (line terminal, text, line
+    number); `joins`, set only on a statement printed over several lines, holds (offset in the text, line
     number) of each line that continues it, and `cut` the error of one whose brackets never closed
     (reported by the Builder with `lenient`)."""
 
-    __slots__ = ("lines", "kinds", "numbers", "joins", "cut")
+    __slots__ = ("sources", "types", "others", "joins", "cut")
 
 
 # Line kinds that cannot continue a statement whose brackets are still open: where one is met the
@@ -144,16 +144,20 @@ class LineLexer(Lexer):
                         if len(known) < _KNOWN_LINES:
                             known[text] = (kind, value)
                 if block is not None:
+                    if kind == "SOURCE_LINE":
+                        block.sources.append(value)
+                        continue
                     if kind in _INFO_KINDS:
-                        block.lines.append(value)
-                        block.kinds.append(kind)
-                        block.numbers.append(number)
+                        if kind == "TYPE_LINE":
+                            block.types.append(value)
+                        else:
+                            block.others.append((kind, value, number))
                         continue
                     yield block
                     block = None
                 if kind in _BLOCK_OF:
                     block = BlockToken(_BLOCK_OF[kind], text, line=number, column=1)
-                    block.lines, block.kinds, block.numbers, block.src = [], [], [], data
+                    block.sources, block.types, block.others, block.src = [], [], [], data
                     # A complete statement ends with `)` or `}` (grammar: `node_stmt`); only a line
                     # that does not, or holds an odd number of quotes, is scanned for open brackets.
                     if text[-1] not in ")}" or text.count('"') & 1:
@@ -204,7 +208,7 @@ def _continued(block: BlockToken, opened: _Brackets, data: _Lines) -> tuple[Bloc
             found = ""
             break
     joined = BlockToken(block.type, "\n".join(parts), line=block.line, column=1)
-    joined.lines, joined.kinds, joined.numbers, joined.src, joined.joins = [], [], [], data, tuple(joins)
+    joined.sources, joined.types, joined.others, joined.src, joined.joins = [], [], [], data, tuple(joins)
     if found:
         joined.cut = DumpError(data.path, block.line, opened.first_col(block.line), *opened.unclosed(found))
         if not data.lenient:
@@ -306,14 +310,10 @@ class Builder(Transformer):
     def node(self, items: list) -> Node | None:
         tok = items[0]
         text = str(tok)[2:]
-        types, sources, notes, scope = [], [], [], None
+        notes, scope = [], None
         intern = sys.intern
-        for kind, line, number in zip(tok.kinds, tok.lines, tok.numbers):
-            if kind == "SOURCE_LINE":  # stripped and interned by the lexer
-                sources.append(line)
-            elif kind == "TYPE_LINE":
-                types.append(line)
-            elif kind == "SCOPE_LINE" and scope is None:
+        for kind, line, number in tok.others:
+            if kind == "SCOPE_LINE" and scope is None:
                 inner = line.split(": ", 1)[1]
                 scope = intern(inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner)
             else:
@@ -347,8 +347,8 @@ class Builder(Transformer):
         if problem:
             col, expected, found = problem
             return self._bad(tok, col + 2, expected, found, None)  # col is 1-based in `text`
-        return Node("", nid, name, callee, op, text, start, tok.line, tuple(types), scope,
-                    tuple(sources), tuple(notes))
+        return Node("", nid, name, callee, op, text, start, tok.line, tuple(tok.types), scope,
+                    tuple(tok.sources), tuple(notes))
 
     def order_section(self, items: list) -> tuple:
         return ("order", [str(t) for t in items[1:]])
