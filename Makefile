@@ -41,7 +41,7 @@ fidelity: install
 
 ## Speed and memory on the large dump (needs ../shared).
 bench: install
-	$(BIN)/python bench/parse_bench.py
+	$(BIN)/python bench/parse_bench.py --raw
 
 ## Coverage-guided fuzzing for a set time.
 fuzz: install
