@@ -86,7 +86,7 @@ def main() -> int:
                 import distributed
 
                 with distributed.LocalCluster(n_workers=args.jobs, threads_per_worker=1, processes=True,
-                                              host="127.0.0.1", dashboard_address=None) as cluster:
+                                              host="127.0.0.1", dashboard_address=":0") as cluster:
                     n = sizes[-1]
                     seconds, me, _, remote = measure(command, dirs[n], "--scheduler", cluster.scheduler_address)
                 print(f"{command:>9} {n:5d} {seconds:7.2f} {seconds / n:7.3f} {seconds / n / first[0]:8.2f} "
