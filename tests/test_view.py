@@ -225,6 +225,20 @@ def test_compare_marks_the_changed_strategy() -> None:
         assert fc1["diff"] == f"changed ({side} side)" and fc1["diff in strategy"] == "(4,1)(1,2) -> (2,1)(1,4)"
 
 
+def test_compare_marks_the_one_changed_node_of_a_pipeline_rank(tmp_path: Path) -> None:
+    # issue 20 item 5: a copy of pipeline_4stage_8p rank 2 with only `%6`'s strategy changed (line 398,
+    # fc1, micro 0; grep -c 'instance name: fc1' = 16 copies, one per micro batch and phase)
+    from test_diff import P4_RANK2, edited_copy
+
+    new_file = edited_copy(tmp_path, 398, "in_strategy: ((1, 1), (1, 2))", "in_strategy: ((2, 1), (1, 1))")
+    old, new = compare_models(str(P4_RANK2), str(new_file), diff_rank)
+    for model, side in ((old, "old"), (new, "new")):
+        marked = [k for g in model.node_data["diff"].values() for k in g["results"]]
+        assert [k.rsplit("/", 1)[-1] for k in marked] == ["%6"], marked
+        node = _attrs(next(n for g in model.graphs for n in g["nodes"] if n["id"] == marked[0]))
+        assert node["diff"] == f"changed ({side} side)" and node["diff in strategy"] == "(1,1)(1,2) -> (2,1)(1,1)"
+
+
 def test_adapter_extension_converts_a_dump() -> None:
     graphs = MindIRAdapter().convert(SEMI, {})["graphs"]
     assert len(graphs) == 1 and len(graphs[0].nodes) == 290 + 25
