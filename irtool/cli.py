@@ -8,6 +8,7 @@ import click
 
 from .errors import IrtoolError
 from .progress import Steps, load_with_progress
+from .selection import Policy, Selection
 
 
 def _run(fn: Callable[[], int | None]) -> None:
@@ -27,6 +28,36 @@ def _run(fn: Callable[[], int | None]) -> None:
     sys.exit(code)
 
 
+REPORT_FORMATS = ("text", "json", "markdown")
+
+
+def _format_option(doc: str) -> Callable:
+    """`--format` of the commands that print a report: one choice, one default, everywhere."""
+    return click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="text", show_default=True,
+                        help=f"Output format; json is documented ({doc}) and versioned.")
+
+
+def _emit(fmt: str, writers: dict[str, Callable[[], str]]) -> None:
+    """Print the report in the chosen format: the one place a report's format is chosen."""
+    text = writers[fmt]()
+    click.echo(text if text.endswith("\n") else text + "\n", nl=False)
+
+
+def _stage_option(doc: str) -> Callable:
+    return click.option("--stage", type=int, default=None, help=doc + " A dump without pipeline is all of stage 0.")
+
+
+def _pass_option() -> Callable:
+    return click.option("--pass", "pass_name", default=None,
+                        help="Folder: the pass to read per rank, by name or a part of one that names a single "
+                             "pass (default: validate).")
+
+
+def _notes(sel: Selection) -> None:
+    for note in sel.notes:
+        click.echo(f"irtool: {note}", err=True)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="irtool")
 def main() -> None:
@@ -35,14 +66,12 @@ def main() -> None:
 
 @main.command()
 @click.argument("path", type=click.Path(exists=True, dir_okay=True))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
-              show_default=True, help="Output format; json is documented and versioned.")
+@_format_option("README")
 @click.option("--lenient", is_flag=True, help="Skip bad nodes or lines (reported) instead of failing.")
 @click.option("--check", "deep", is_flag=True,
               help="Also parse every attribute and type and resolve every reference (slower).")
-@click.option("--stage", type=int, default=None, help="Only ranks (folder) / a file of this pipeline stage.")
-@click.option("--pass", "pass_name", default=None,
-              help="Folder: the pass whose file to read per rank, by substring (default: last *_validate_*).")
+@_stage_option("Only ranks (folder) / a file of this pipeline stage.")
+@_pass_option()
 @click.option("--jobs", type=int, default=None, help="Folder: worker processes (default: one per rank, up to CPUs).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Folder: analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
@@ -52,31 +81,27 @@ def main() -> None:
 def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None, pass_name: str | None,
               jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
-    import os
-
     from .report import summary as summary_mod
     from .report.tables import DEFAULT_LIMIT, to_markdown, to_text
 
     limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
-        if os.path.isdir(path):
-            result = _summarize_dir(path, stage, pass_name, jobs, lenient, deep, scheduler)
-            blocks = summary_mod.dir_blocks(result, limit)
-        else:
-            from .dumpdir import require_stage
+        sel = Selection.of(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress))
+        if sel.is_file:
             from .ir import check
-            from .parallel import analyze
 
-            dump = load_with_progress(path, lenient)
-            facts = analyze(dump)
-            require_stage(path, stage, [0 if facts.stage is None else facts.stage])  # no pipeline: stage 0
-            result = summary_mod.summarize(dump, facts, check(dump) if deep else (), depth=depth)
+            one = sel.first()
+            result = summary_mod.summarize(one.dump, one.facts, check(one.dump) if deep else (), depth=depth)
             blocks = summary_mod.summary_blocks(result, limit)
-        if fmt == "json":
-            click.echo(summary_mod.to_json(result))
         else:
-            click.echo((to_markdown if fmt == "markdown" else to_text)(blocks), nl=False)
+            with Steps("ranks") as progress:
+                ranks = sel.analysed(progress)
+            result = summary_mod.summarize_dir(path, ranks)  # the ranks are already those of the stage
+            result["stage"] = stage
+            blocks = summary_mod.dir_blocks(result, limit)
+        _emit(fmt, {"json": lambda: summary_mod.to_json(result), "text": lambda: to_text(blocks),
+                    "markdown": lambda: to_markdown(blocks)})
         return 0
 
     _run(body)
@@ -85,15 +110,13 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
 @main.command("diff")
 @click.argument("old")
 @click.argument("new")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
-              show_default=True, help="Output format; json is documented (docs/diff.md) and versioned.")
+@_format_option("docs/diff.md")
 @click.option("--fail-on", "fail_on", multiple=True, default=("comm,strategy",), show_default=True,
               help="Exit 1 on these differences: comm, strategy, ops, params, any (repeat or comma-separate).")
 @click.option("--max-comm-bytes-increase", "max_increase", default=None,
               help="Also exit 1 when a rank's communication bytes grow by more than this (5%, 1048576, 10MB).")
-@click.option("--pass", "pass_name", default="validate", show_default=True,
-              help="Which dump of a folder to compare (`*_<pass>_*.ir`).")
-@click.option("--stage", type=int, default=None, help="Only ranks on this pipeline stage (either side).")
+@_pass_option()
+@_stage_option("Only ranks on this pipeline stage (either side).")
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 200).")
 def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increase: str | None,
              pass_name: str, stage: int | None, show_all: bool) -> None:
@@ -106,13 +129,13 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         diff_mod.parse_fail_on(fail_on)
         if max_increase:
             diff_mod.parse_threshold(max_increase)
-        result = diff_mod.diff_dirs(old, new, pass_name=pass_name, stage=stage, loader=load_with_progress)
-        if fmt == "json":
-            click.echo(diff_report.to_json(result, fail_on, max_increase))
-        else:
-            render = diff_report.to_markdown if fmt == "markdown" else diff_report.to_text
-            limit = None if show_all else diff_report.DIFF_LIMIT
-            click.echo(render(result, fail_on, max_increase, limit), nl=False)
+        policy = Policy(loader=load_with_progress)
+        sides = [Selection.of(p, stage, pass_name, policy) for p in (old, new)]
+        result = diff_mod.diff_dirs(*sides)
+        limit = None if show_all else diff_report.DIFF_LIMIT
+        _emit(fmt, {"json": lambda: diff_report.to_json(result, fail_on, max_increase),
+                    "text": lambda: diff_report.to_text(result, fail_on, max_increase, limit),
+                    "markdown": lambda: diff_report.to_markdown(result, fail_on, max_increase, limit)})
         return 1 if result.failures(fail_on, max_increase) else 0
 
     _run(body)
@@ -120,10 +143,8 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
 
 @main.command("check")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, dir_okay=True))
-@click.option("--pass", "pass_name", default=None,
-              help="The pass whose file to read per rank, by substring (default: last *_validate_*).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
-              show_default=True, help="Output format; json is documented (docs/check.md) and versioned.")
+@_pass_option()
+@_format_option("docs/check.md")
 @click.option("--jobs", type=int, default=None, help="Worker processes (default: one per rank, up to CPUs).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
@@ -131,12 +152,15 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
     """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group
     membership, ranks of one stage alike). Exit 0 consistent, 1 findings, 2 unreadable input."""
     from .consistency import check_dir
-    from .consistency.report import render
+    from .consistency.report import blocks, to_json
+    from .report.tables import to_markdown, to_text
 
     def body() -> int:
+        sel = Selection.of(path, None, pass_name, Policy(jobs, scheduler))
         with Steps("ranks") as progress:
-            result = check_dir(path, pass_name, jobs, scheduler, progress)
-        click.echo(render(result, fmt), nl=False)
+            result = check_dir(sel, progress=progress)
+        _emit(fmt, {"json": lambda: to_json(result), "text": lambda: to_text(blocks(result)),
+                    "markdown": lambda: to_markdown(blocks(result))})
         return 0 if result.consistent else 1
 
     _run(body)
@@ -147,7 +171,8 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Output file.")
 @click.option("--format", "fmt", type=click.Choice(["dot", "svg", "png", "pdf"]), default=None,
               help="Output format (default: OUT's suffix).")
-@click.option("--stage", type=int, default=None, help="Pipeline stage to draw (its nodes plus its Send/Receive).")
+@_stage_option("Pipeline stage to draw (its nodes plus its Send/Receive); a folder draws the lowest rank of it.")
+@_pass_option()
 @click.option("--subgraph", default=None, help="Only this subgraph (name, with or without @).")
 @click.option("--scope", default=None, help="Only nodes under this name-scope prefix.")
 @click.option("--comm-only", is_flag=True, help="Only communication nodes plus --hops of context.")
@@ -155,17 +180,21 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
 @click.option("--forward", "direction", flag_value="forward", help="Forward nodes only.")
 @click.option("--backward", "direction", flag_value="backward", help="Backward (Gradients/) nodes only.")
 @click.option("--depth", default=None, help="Fold by name scope to this depth; 'all' = no folding (default: auto).")
-def render(input_path: str, out: str, fmt: str | None, stage: int | None, subgraph: str | None,
-           scope: str | None, comm_only: bool, hops: int, direction: str | None, depth: str | None) -> None:
+def render(input_path: str, out: str, fmt: str | None, stage: int | None, pass_name: str | None,
+           subgraph: str | None, scope: str | None, comm_only: bool, hops: int, direction: str | None,
+           depth: str | None) -> None:
     """Draw a dump (file or rank_* folder) as DOT/SVG/PNG/PDF, folded by name scope."""
     from .report import export as export_mod
     from .report import render as render_mod
 
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
-        dump, facts, chosen = render_mod.load_input(input_path, stage, load_with_progress)
-        graph = render_mod.render_graph(dump, facts, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,
-                                        hops=hops, direction=direction, depth=render_mod.parse_depth(depth))
+        depth_ = render_mod.parse_depth(depth)
+        sel = Selection.of(input_path, stage, pass_name, Policy(loader=load_with_progress))
+        dump, facts, chosen = render_mod.load_input(sel)
+        _notes(sel)
+        graph = render_mod.render_graph(dump, facts, subgraph=subgraph, scope=scope, comm_only=comm_only,
+                                        hops=hops, direction=direction, depth=depth_)
         export_mod.export(graph, out, fmt_used, protect=(dump.path,))
         for note in graph.graph.get("notes", []):
             click.echo(f"irtool: {note}", err=True)
@@ -180,8 +209,8 @@ def render(input_path: str, out: str, fmt: str | None, stage: int | None, subgra
 @main.command()
 @click.argument("path", type=click.Path(exists=True, dir_okay=True))
 @click.argument("new", required=False, type=click.Path(exists=True, dir_okay=True))
-@click.option("--stage", type=int, default=None, help="Folder: only the rank of this pipeline stage.")
-@click.option("--pass", "pass_name", default=None, help="Folder: the pass to read per rank (default: last validate).")
+@_stage_option("Folder: only the rank of this pipeline stage.")
+@_pass_option()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address the server listens on.")
 @click.option("--port", type=int, default=8080, show_default=True, help="Port of the server.")
 @click.option("--no-browser", is_flag=True, help="Do not open a browser (print the URL only).")
@@ -193,10 +222,11 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, h
     from .view.serve import serve
 
     def body() -> int:
-        if new is not None:
-            models = compare_models(path, new, pass_name, load_with_progress)
-        else:
-            models = [models_for(path, stage, pass_name, load_with_progress)]
+        policy = Policy(loader=load_with_progress)
+        sels = [Selection.of(p, stage, pass_name, policy) for p in (path, new) if p is not None]
+        models = compare_models(*sels) if new is not None else [models_for(sels[0])]
+        for sel in sels:
+            _notes(sel)
         serve(models, host, port, not no_browser, lambda url: click.echo(f"irtool: Model Explorer at {url}", err=True))
         return 0
 
@@ -208,8 +238,8 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, h
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Output graph JSON file.")
 @click.option("--format", "fmt", type=click.Choice(["model-explorer"]), default="model-explorer", show_default=True,
               help="Model Explorer's graph JSON, loadable in any Model Explorer.")
-@click.option("--stage", type=int, default=None, help="Folder: only the rank of this pipeline stage.")
-@click.option("--pass", "pass_name", default=None, help="Folder: the pass to read per rank (default: last validate).")
+@_stage_option("Folder: only the rank of this pipeline stage.")
+@_pass_option()
 @click.option("--node-data/--no-node-data", default=True, show_default=True,
               help="Also write the node data overlays next to OUTPUT (OUTPUT stem + `.comm_category.json`, ...).")
 def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str | None, node_data: bool) -> None:
@@ -220,7 +250,9 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
     from .view.models import models_for
 
     def body() -> int:
-        model = models_for(path, stage, pass_name, load_with_progress)
+        sel = Selection.of(path, stage, pass_name, Policy(loader=load_with_progress))
+        model = models_for(sel)
+        _notes(sel)
         inputs = tuple(f for f in (path,) if os.path.isfile(f))
         atomic_write(out, model.graphs_json(), protect=inputs)
         written = [out]
@@ -236,22 +268,6 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
         return 0
 
     _run(body)
-
-
-def _summarize_dir(path: str, stage: int | None, pass_name: str | None, jobs: int | None, lenient: bool,
-                   deep: bool, scheduler: str | None) -> dict:
-    """`summarize DIR`: each rank's file analysed (and with `deep` checked) in a process pool or on a
-    Dask cluster, grouped by stage."""
-    from functools import partial
-
-    from .dumpdir import load_dir, map_ranks, rank_facts, require_stage
-    from .report.summary import summarize_dir
-
-    with Steps("ranks") as progress:
-        ranks = map_ranks(partial(rank_facts, lenient=lenient, deep=deep), load_dir(path, pass_name), jobs, progress,
-                          scheduler)
-    require_stage(path, stage, [r.stage for r in ranks])
-    return summarize_dir(path, ranks, stage)
 
 
 if __name__ == "__main__":

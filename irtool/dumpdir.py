@@ -21,6 +21,7 @@ from .parallel import ParallelFacts, analyze
 _RANK_DIR = re.compile(r"^rank_(\d+)$")
 _RANK_IN_PATH = re.compile(r"(?:^|[/\\])rank_(\d+)(?:[/\\]|$)")
 _DUMP = re.compile(r"\.ir(\.(xz|gz|bz2))?$")
+DEFAULT_PASS = "validate"  # the last frontend pass: what the compiled job runs
 
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (done, total)
@@ -38,32 +39,67 @@ def _sequence(name: str) -> int:
     return int(m.group(1)) if m else -1
 
 
-def pick_file(folder: str, pass_name_: str | None = None) -> str:
-    """A rank folder's dump for a pass: the files whose pass part contains `pass_name_` (default
-    `validate`, the last frontend pass); of those the last written, a plain `.ir` before a
-    compressed copy."""
-    want = pass_name_ or "validate"
-    hits = [f for f in os.listdir(folder) if _DUMP.search(f) and want in pass_name(f)]
-    if not hits:
-        raise InputError(f"{folder}: no dump of pass {want!r} (*_{want}_*.ir)")
-    return os.path.join(folder, max(hits, key=lambda f: (_sequence(f), -len(f), f)))
+def _dumps(folder: str) -> dict[str, str]:
+    """pass -> file of one rank folder: of several files of a pass the last written, a plain `.ir`
+    before a compressed copy."""
+    by: dict[str, list[str]] = {}
+    for f in os.listdir(folder):
+        if _DUMP.search(f) and os.path.isfile(os.path.join(folder, f)):
+            by.setdefault(pass_name(f), []).append(f)
+    return {p: os.path.join(folder, max(fs, key=lambda f: (_sequence(f), -len(f), f))) for p, fs in by.items()}
+
+
+def resolve_pass(where: str, passes: Iterable[str], want: str | None) -> str:
+    """The pass `--pass want` names among `passes`: the pass of that exact name, else the one pass whose
+    name contains it (default `validate`, the last frontend pass). Several such passes, or none, is a
+    SelectionError listing the candidates, or every pass that exists."""
+    want = want or DEFAULT_PASS
+    passes = sorted(set(passes))
+    if want in passes:
+        return want
+    hits = [p for p in passes if want in p]
+    if len(hits) == 1:
+        return hits[0]
+    if hits:
+        raise SelectionError(f"{where}: --pass {want} matches {len(hits)} passes: {', '.join(hits)}; "
+                             "give one of them")
+    raise SelectionError(f"{where}: no pass matches --pass {want}; passes here: {', '.join(passes)}")
+
+
+def rank_error(where: str, rank: int | None, pass_: str, passes: Iterable[str]) -> SelectionError:
+    """A rank folder without a dump of the selected pass."""
+    name = "the folder" if rank is None else f"rank {rank}"
+    return SelectionError(f"{where}: {name} has no dump of pass {pass_} (it has: {', '.join(sorted(passes)) or 'none'})")
+
+
+def select_files(path: str, want: str | None = None) -> tuple[str, dict[int | None, str]]:
+    """The pass and rank -> dump file, by file names only, for a dump file (its own pass), a rank
+    folder, or a folder of `rank_N/` folders (rank None when the path does not tell). A pass no rank
+    has, several passes matching `want`, or a rank without the pass is a SelectionError."""
+    if os.path.isfile(path):
+        return pass_name(path), {rank_of(path): path}
+    if not os.path.isdir(path):
+        raise InputError(f"{path}: no such file or folder")
+    folders = {int(m.group(1)): os.path.join(path, e) for e in os.listdir(path)
+               if (m := _RANK_DIR.match(e)) and os.path.isdir(os.path.join(path, e))}
+    if not folders:
+        folders = {rank_of(os.path.join(path, "x")): path}  # one rank's folder
+    dumps = {r: _dumps(f) for r, f in folders.items()}
+    passes = {p for d in dumps.values() for p in d}
+    if not passes:
+        raise InputError(f"{path}: no .ir dump here and no rank_N folder holding one")
+    chosen = resolve_pass(path, passes, want)
+    files: dict[int | None, str] = {}
+    for rank in sorted(dumps, key=lambda r: -1 if r is None else r):
+        if chosen not in dumps[rank]:
+            raise rank_error(path, rank, chosen, dumps[rank])
+        files[rank] = dumps[rank][chosen]
+    return chosen, files
 
 
 def rank_files(path: str, pass_name_: str | None = None) -> dict[int | None, str]:
-    """rank -> dump file, for a dump file, a rank folder, or a folder of `rank_N/` folders
-    (rank None when the path does not tell)."""
-    if os.path.isfile(path):
-        return {rank_of(path): path}
-    if not os.path.isdir(path):
-        raise InputError(f"{path}: no such file or folder")
-    ranks = {}
-    for entry in os.listdir(path):
-        m = _RANK_DIR.match(entry)
-        if m and os.path.isdir(os.path.join(path, entry)):
-            ranks[int(m.group(1))] = pick_file(os.path.join(path, entry), pass_name_)
-    if ranks:
-        return dict(sorted(ranks.items()))
-    return {rank_of(os.path.join(path, "x")): pick_file(path, pass_name_)}
+    """rank -> dump file of the pass (`select_files`)."""
+    return select_files(path, pass_name_)[1]
 
 
 @dataclass(frozen=True)
@@ -107,23 +143,6 @@ def rank_facts(rank: RankFile, lenient: bool = False, deep: bool = False) -> Ran
     facts = analyze(dump)
     warnings = [*dump.warnings, *(check(dump) if deep else ()), *facts.warnings]
     return RankFacts(rank.rank, rank.path, dump.counts, dump.op_histogram(), facts, warnings)
-
-
-def stages_text(stages: Iterable[int | None]) -> str:
-    """The pipeline stages that exist among these, for a message: `stages 0, 1` or `no pipeline`."""
-    known = sorted({s for s in stages if s is not None})
-    return "no pipeline" if not known else ("stage " if len(known) == 1 else "stages ") + ", ".join(map(str, known))
-
-
-def require_stage(where: str, stage: int | None, stages: Iterable[int | None]) -> None:
-    """SelectionError naming the stages that exist when `stage` is given and none of `stages` is it."""
-    stages = list(stages)
-    if stage is not None and stage not in stages:
-        raise stage_error(where, stage, stages)
-
-
-def stage_error(where: str, stage: int, stages: list[int | None]) -> SelectionError:
-    return SelectionError(f"{where}: no rank is on stage {stage} ({stages_text(stages)}); try another --stage")
 
 
 def map_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | None = None,

@@ -99,7 +99,8 @@ def test_stage_on_pipeline_fixture():
         sem = Semantics.of(irtool.analyze(dump))
         assert sem.stage in (0, 1), rank  # the manifest's stages; checked per rank in test_parallel
         here = render_graph(dump, irtool.analyze(dump), stage=sem.stage, depth="all")
-        with pytest.raises(RenderError, match=f"this rank is on stage {sem.stage}, not stage {1 - sem.stage}; "):
+        wrong = f"no rank is on stage {1 - sem.stage} \\(stage {sem.stage}\\); try another --stage"  # docs/selection.md
+        with pytest.raises(RenderError, match=wrong):
             render_graph(dump, irtool.analyze(dump), stage=1 - sem.stage, depth="all")
         assert here.number_of_nodes() == sum(1 for _ in dump.nodes())
         p2p = [a for _, a in here.nodes(data=True) if a["op"] in ("Send", "Receive")]
@@ -110,9 +111,10 @@ def test_stage_on_pipeline_fixture():
 
 def test_stage_folder_picks_rank_of_that_stage():
     from irtool.report.render import load_input
+    from irtool.selection import Selection
 
     # pipeline_2stage_8p: ranks 0-3 are stage 0, ranks 4-7 stage 1 (manifest.json)
-    dump, facts, chosen = load_input(str(PIPE), 1, irtool.load)
+    dump, facts, chosen = load_input(Selection.of(str(PIPE), 1))
     assert facts.stage == 1 and chosen.startswith("rank 4 ")
 
 

@@ -1,0 +1,190 @@
+"""The one front door for what a command reads: path -> ranks -> pass -> stage, decided once.
+
+The CLI builds one `Selection` per input from its options and hands it to the command; no command
+decides on its own which file, pass or stage it reads. What file names can tell (the ranks of a
+folder, the pass of each file) is checked in `Selection.of`, before any dump is parsed; the stage
+needs a parsed dump and is checked when ranks are read. Every selection error is a
+`SelectionError` with one wording (docs/selection.md lists them).
+
+One rule for a dump without pipeline: all of it is stage 0 (MindSpore's default of one stage), so
+`--stage 0` selects all of it and any other stage is a selection error (`selected_stage`).
+
+How ranks are read is the selection's `Policy`: in this process with a loader (one that shows
+progress), in a process pool of `jobs` workers, or on a Dask cluster (`scheduler`).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, TypeVar
+
+from .dumpdir import Progress, RankFacts, RankFile, map_ranks, rank_facts, select_files
+from .errors import SelectionError
+from .ir import Dump, load
+from .parallel import ParallelFacts, analyze
+
+T = TypeVar("T")
+
+
+# --- the stage rule and the wording of every selection error ---------------------------------
+
+def selected_stage(stage: int | None) -> int:
+    """The stage a selection sees for a dump whose analysed stage is `stage`: a dump without pipeline
+    Send/Receive (stage None) is all of stage 0, MindSpore's default of one stage."""
+    return 0 if stage is None else stage
+
+
+def stages_text(stages: Iterable[int | None]) -> str:
+    """The stages that exist among these, for a message: `stage 0` or `stages 0, 1`."""
+    known = sorted({selected_stage(s) for s in stages})
+    return ("stage " if len(known) == 1 else "stages ") + ", ".join(map(str, known))
+
+
+def stage_error(where: str, stage: int, stages: Iterable[int | None]) -> SelectionError:
+    """`--stage` that no rank read is on."""
+    return SelectionError(f"{where}: no rank is on stage {stage} ({stages_text(stages)}); try another --stage")
+
+
+def require_stage(where: str, stage: int | None, stages: Iterable[int | None]) -> None:
+    """A SelectionError (`stage_error`) when `stage` is given and none of `stages` is it."""
+    stages = list(stages)
+    if stage is not None and stage not in {selected_stage(s) for s in stages}:
+        raise stage_error(where, stage, stages)
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Policy:
+    """How ranks are read: `loader` in this process (e.g. with a progress bar); `jobs` worker
+    processes or the Dask scheduler at `scheduler` when every rank is analysed; `lenient` skips bad
+    nodes (reported); `deep` also runs `irtool.check` on each rank."""
+
+    jobs: int | None = None
+    scheduler: str | None = None
+    lenient: bool = False
+    deep: bool = False
+    loader: Callable[..., Dump] = load
+
+
+@dataclass
+class Loaded:
+    """One rank read in this process: its file, dump and facts."""
+
+    rank: int | None
+    file: str
+    dump: Dump
+    facts: ParallelFacts
+
+    @property
+    def stage(self) -> int:
+        return selected_stage(self.facts.stage)
+
+
+@dataclass
+class Selection:
+    """What one input of a command selects: `files` (rank -> dump file of the selected pass, by rank;
+    rank None when the path does not tell), the `stage` asked for, and how to read (`policy`).
+    `notes` say what was chosen on the user's behalf (which rank a folder command drew)."""
+
+    path: str
+    files: dict[int | None, str]
+    pass_name: str
+    stage: int | None = None
+    policy: Policy = field(default_factory=Policy)
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, path: str, stage: int | None = None, pass_name_: str | None = None,
+           policy: Policy | None = None) -> Selection:
+        """The selection of a dump file, a rank folder, or a folder of `rank_N/` folders. Ranks and
+        passes come from file names only: a bad `--pass` or a rank without that pass fails here,
+        before anything is parsed. A file is read as it is (`--pass` is for folders)."""
+        pass_, files = select_files(path, pass_name_)
+        return cls(path, files, pass_, stage, policy or Policy())
+
+    @property
+    def is_file(self) -> bool:
+        return os.path.isfile(self.path)
+
+    @property
+    def rank_files(self) -> list[RankFile]:
+        return [RankFile(rank, f) for rank, f in self.files.items()]
+
+    def wants(self, stage: int | None) -> bool:
+        """Whether a dump analysed as on `stage` is selected."""
+        return self.stage is None or selected_stage(stage) == self.stage
+
+    def require(self, stages: Iterable[int | None], where: str | None = None) -> None:
+        require_stage(where or self.path, self.stage, stages)
+
+    # -- every rank, in worker processes
+
+    def map(self, fn: Callable[[RankFile], T], progress: Progress | None = None) -> list[T]:
+        """`fn` of every rank (module-level, picklable), by the policy's pool or Dask cluster."""
+        return map_ranks(fn, self.rank_files, self.policy.jobs, progress, self.policy.scheduler)
+
+    def analysed(self, progress: Progress | None = None) -> list[RankFacts]:
+        """Every rank analysed (`dumpdir.rank_facts`, with the policy's lenient and deep), those on the
+        selected stage; a stage no rank is on is a SelectionError."""
+        from functools import partial
+
+        facts = self.map(partial(rank_facts, lenient=self.policy.lenient, deep=self.policy.deep), progress)
+        self.require([f.stage for f in facts])
+        return [f for f in facts if self.wants(f.stage)]
+
+    # -- some ranks, in this process
+
+    def read(self, rank: int | None) -> Loaded:
+        file = self.files[rank]
+        dump = self.policy.loader(file, self.policy.lenient) if self.policy.lenient else self.policy.loader(file)
+        return Loaded(rank, file, dump, analyze(dump))
+
+    def first(self) -> Loaded:
+        """The lowest rank on the selected stage (without a stage, the lowest rank); for a folder the
+        choice is said in `notes`."""
+        if self.stage is None or len(self.files) == 1:
+            got = self.read(next(iter(self.files)))
+            self.require([got.facts.stage])
+            if not self.is_file and self.stage is None:
+                self.notes.append(f"{self.path}: drew rank {got.rank} (stage {got.stage}), the lowest rank; "
+                                  "--stage picks the rank of another stage")
+            return got
+        return self.per_stage()[0]
+
+    def per_stage(self) -> list[Loaded]:
+        """The lowest rank of each stage (only the selected stage's when there is one), by stage, read
+        without reading every rank: MindSpore puts rank r on stage r // (device_num / pipeline_stages),
+        so stages ascend with the rank and a bisection over the sorted ranks finds where each stage
+        begins (about stages x log2(ranks) reads). The choice is said in `notes` for a folder."""
+        ranks = list(self.files)
+        seen: dict[int, Loaded] = {}
+
+        def stage(i: int) -> int:
+            if i not in seen:
+                seen[i] = self.read(ranks[i])
+            return seen[i].stage
+
+        starts = [0]
+
+        def walk(lo: int, hi: int) -> None:  # stage(lo) != stage(hi); find every start in (lo, hi]
+            if hi - lo == 1:
+                starts.append(hi)
+                return
+            mid = (lo + hi) // 2
+            if stage(lo) != stage(mid):
+                walk(lo, mid)
+            if stage(mid) != stage(hi):
+                walk(mid, hi)
+
+        if len(ranks) > 1 and stage(0) != stage(len(ranks) - 1):
+            walk(0, len(ranks) - 1)
+        stage(0)
+        picked = [seen[i] for i in sorted(starts)]
+        self.require([p.stage for p in picked])
+        picked = [p for p in picked if self.wants(p.stage)]
+        if not self.is_file and len(self.files) > 1:
+            which = ", ".join(f"rank {p.rank} (stage {p.stage})" for p in picked)
+            self.notes.append(f"{self.path}: showing {which}, the lowest rank of "
+                              + ("its stage" if len(picked) == 1 else "each stage"))
+        return picked
