@@ -147,7 +147,7 @@ class Selection:
             got = self.read(next(iter(self.files)))
             self.require([got.facts.stage])
             if not self.is_file and self.stage is None:
-                self.notes.append(f"{self.path}: drew rank {got.rank} (stage {got.stage}), the lowest rank; "
+                self.notes.append(f"{self.path}: using rank {got.rank} (stage {got.stage}), the lowest rank; "
                                   "--stage picks the rank of another stage")
             return got
         return self.per_stage()[0]
@@ -185,6 +185,6 @@ class Selection:
         picked = [p for p in picked if self.wants(p.stage)]
         if not self.is_file and len(self.files) > 1:
             which = ", ".join(f"rank {p.rank} (stage {p.stage})" for p in picked)
-            self.notes.append(f"{self.path}: showing {which}, the lowest rank of "
+            self.notes.append(f"{self.path}: using {which}, the lowest rank of "
                               + ("its stage" if len(picked) == 1 else "each stage"))
         return picked
