@@ -1,7 +1,7 @@
 """irtool: read MindSpore MindIR `.ir` dumps and show what a distributed graph really does.
 
 Layers, imports going down only: `ir` (the dump format) <- `parallel` (analysis) <- `dumpdir`
-(rank folders) <- `report`, `diff` <- `cli`.
+(rank folders), `selection` (what a command reads) <- `report`, `diff` <- `cli`.
 """
 from __future__ import annotations
 

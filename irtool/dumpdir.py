@@ -1,7 +1,9 @@
 """Dump folders as MindSpore writes them (`rank_0/ ... rank_N/`): one file per rank, and work over
-ranks in a process pool.
+ranks in a process pool. `irtool.selection` is the front door commands use; this module is its
+mechanics.
 
-`load_dir` names each rank's file and loads it on demand; `map_ranks` runs a per-rank function in
+`select_files` names each rank's file of a pass from file names alone; `load_dir` wraps them to
+load on demand; `map_ranks` runs a per-rank function in
 worker processes and returns its (picklable) results in rank order; `rank_facts` is the usual
 such function: counts, operators and parallel facts of one rank.
 """

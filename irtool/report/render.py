@@ -109,7 +109,7 @@ def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None 
     """Choose operator nodes of `dump` (graph `g`, semantics `sem`).
 
     - `stage`: one file is one rank, so its nodes (with its own Send/Receive) are its stage; a dump
-      on another stage is a SelectionError naming its stage (a dump without pipeline is stage 0).
+      on another stage is the selection's stage error (`irtool.selection`: no pipeline is stage 0).
     - `subgraph`: nodes of that subgraph (name with or without `@`).
     - `scope`: nodes whose scope starts with the prefix (also matched after `Gradients/`); a prefix
       no node of the dump has is a SelectionError naming the closest ones.
