@@ -206,6 +206,13 @@ def test_render_scope_that_matches_nothing_names_the_closest(tmp_path: Path) -> 
     assert {base + f"fc{i}-Dense" for i in (1, 2, 3)} <= set(line.split("; closest: ")[1].split(", "))
 
 
+def test_render_subgraph_that_does_not_exist_names_the_closest(tmp_path: Path) -> None:
+    # mlp_cpu validate: `grep "^subgraph @"` gives one subgraph (@214_121_1_..._construct_683); there is no @fc9
+    line = _cli(["render", str(MLP), "--subgraph", "fc9", "-o", str(tmp_path / "x.svg")])
+    first = next(t for t in MLP.read_text().splitlines() if t.startswith("subgraph @")).split("@")[1].split("(")[0]
+    assert line == f"irtool: {MLP}: no subgraph @fc9; closest: @{first}"
+
+
 def test_output_in_a_missing_folder(tmp_path: Path) -> None:
     out = tmp_path / "missing" / "x.svg"
     line = _one_line(run_cli("render", str(MLP), "-o", str(out)))

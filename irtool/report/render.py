@@ -123,7 +123,9 @@ def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None 
     if subgraph is not None:
         name = subgraph.lstrip("@")
         if name not in {s.name for s in dump.subgraphs}:
-            raise SelectionError(f"no subgraph @{name} in {dump.path}")
+            names = [s.name for s in dump.subgraphs]
+            close = difflib.get_close_matches(name, names, n=3, cutoff=0.3) or names[:3]
+            raise SelectionError(f"{dump.path}: no subgraph @{name}; closest: {', '.join('@' + c for c in close)}")
         chosen = {u for u in chosen if nodes[u].graph == name}
     if scope is not None:
         prefix = scope.rstrip("/")
