@@ -78,8 +78,8 @@ def select_files(path: str, want: str | None = None) -> tuple[str, dict[int | No
     """The pass and rank -> dump file, by file names only, for a dump file (its own pass), a rank
     folder, or a folder of `rank_N/` folders (rank None when the path does not tell). A pass no rank
     has, several passes matching `want`, or a rank without the pass is a SelectionError."""
-    if os.path.isfile(path):
-        return pass_name(path), {rank_of(path): path}
+    if os.path.isfile(path):  # read as it is; a `want` it is not is the same error as in a folder
+        return (pass_name(path) if want is None else resolve_pass(path, [pass_name(path)], want)), {rank_of(path): path}
     if not os.path.isdir(path):
         raise InputError(f"{path}: no such file or folder")
     folders = {int(m.group(1)): os.path.join(path, e) for e in os.listdir(path)

@@ -99,7 +99,7 @@ class Selection:
            policy: Policy | None = None) -> Selection:
         """The selection of a dump file, a rank folder, or a folder of `rank_N/` folders. Ranks and
         passes come from file names only: a bad `--pass` or a rank without that pass fails here,
-        before anything is parsed. A file is read as it is (`--pass` is for folders)."""
+        before anything is parsed. A file is read as it is (a `--pass` it is not is an error)."""
         pass_, files = select_files(path, pass_name_)
         return cls(path, files, pass_, stage, policy or Policy())
 

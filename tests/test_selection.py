@@ -164,6 +164,13 @@ def test_folder_without_dumps(cmd: str, tmp_path: Path) -> None:
     assert line == f"irtool: {tmp_path / 'empty'}: no .ir dump here and no rank_N folder holding one"
 
 
+@pytest.mark.parametrize("cmd", STAGE_COMMANDS)
+def test_a_file_is_not_another_pass(cmd: str, tmp_path: Path) -> None:
+    rank4 = str(PIPE / "rank_4" / VALIDATE)
+    line = _cli(COMMANDS[cmd](rank4, ["--pass", "step_parallel_end"], str(tmp_path / "x.json")))
+    assert line == f"irtool: {rank4}: no pass matches --pass step_parallel_end; passes here: validate"
+
+
 def test_a_part_of_one_pass_name_selects_it(two_stages: Path) -> None:
     # `--pass end` is only step_parallel_end: `ls rank_0` has validate, step_parallel_begin, step_parallel_end
     sel = Selection.of(str(two_stages), pass_name_="end")
