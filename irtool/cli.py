@@ -58,6 +58,21 @@ def _notes(sel: Selection) -> None:
         click.echo(f"irtool: {note}", err=True)
 
 
+def _unreadable(sel: Selection, head: str, says: str) -> tuple[list, int]:
+    """A partial folder (issue 18): each unreadable rank's located error on stderr, the report's head
+    followed by `says` and how many ranks were not read, and a section listing them; exit 2 when any."""
+    from .report.tables import Table
+
+    if not sel.unreadable:
+        return [head], 0
+    for u in sel.unreadable:
+        click.echo(f"irtool: {u.error}", err=True)
+    n = len(sel.unreadable)
+    rows = [["-" if u.rank is None else str(u.rank), u.error] for u in sel.unreadable]
+    return [f"{head}; {says}: {n} rank{'s' if n != 1 else ''} not read (below)",
+            Table(f"Unreadable ranks: {n}", ["rank", "error"], rows)], 2
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="irtool")
 def main() -> None:
@@ -87,7 +102,9 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
-        sel = Selection.of(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress))
+        sel = Selection.of(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress),
+                           partial=True)
+        code = 0
         if sel.is_file:
             from .ir import check
 
@@ -99,10 +116,13 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                 ranks = sel.analysed(progress)
             result = summary_mod.summarize_dir(path, ranks)  # the ranks are already those of the stage
             result["stage"] = stage
+            result["unreadable"] = [u.as_dict() for u in sel.unreadable]
             blocks = summary_mod.dir_blocks(result, limit)
+            head, code = _unreadable(sel, str(blocks[0]), "the tables are of the other ranks")
+            blocks[:1] = head
         _emit(fmt, {"json": lambda: summary_mod.to_json(result), "text": lambda: to_text(blocks),
                     "markdown": lambda: to_markdown(blocks)})
-        return 0
+        return code
 
     _run(body)
 
@@ -151,17 +171,25 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
 def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, scheduler: str | None) -> None:
     """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group
     membership, ranks of one stage alike). Exit 0 consistent, 1 findings, 2 unreadable input."""
+    import json
+
     from .consistency import check_dir
-    from .consistency.report import blocks, to_json
+    from .consistency.report import blocks
     from .report.tables import to_markdown, to_text
 
     def body() -> int:
-        sel = Selection.of(path, None, pass_name, Policy(jobs, scheduler))
+        sel = Selection.of(path, None, pass_name, Policy(jobs, scheduler), partial=True)
         with Steps("ranks") as progress:
             result = check_dir(sel, progress=progress)
-        _emit(fmt, {"json": lambda: to_json(result), "text": lambda: to_text(blocks(result)),
-                    "markdown": lambda: to_markdown(blocks(result))})
-        return 0 if result.consistent else 1
+        shown = blocks(result)
+        head = str(shown[0])
+        if sel.unreadable:  # "consistent" would claim more than was compared
+            head = head.replace("consistent, no findings", "no findings")
+        shown[:1], code = _unreadable(sel, head, "the folder was not fully checked")
+        d = {**result.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable]}
+        _emit(fmt, {"json": lambda: json.dumps(d, indent=2), "text": lambda: to_text(shown),
+                    "markdown": lambda: to_markdown(shown)})
+        return code or (0 if result.consistent else 1)
 
     _run(body)
 

@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, TypeVar
 
-from .errors import InputError, SelectionError
+from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, DumpWarning, check, load, pass_name
 from .parallel import ParallelFacts, analyze
 
@@ -74,10 +74,25 @@ def rank_error(where: str, rank: int | None, pass_: str, passes: Iterable[str]) 
     return SelectionError(f"{where}: {name} has no dump of pass {pass_} (it has: {', '.join(sorted(passes)) or 'none'})")
 
 
-def select_files(path: str, want: str | None = None) -> tuple[str, dict[int | None, str]]:
+@dataclass(frozen=True)
+class Unreadable:
+    """A rank of a folder that could not be read: no dump of the selected pass (`file` None), or the
+    located error of its file. A record, so that a folder command answers for the other ranks."""
+
+    rank: int | None
+    file: str | None
+    error: str
+
+    def as_dict(self) -> dict[str, int | str | None]:
+        return {"rank": self.rank, "file": self.file, "error": self.error}
+
+
+def select_files(path: str, want: str | None = None,
+                 missing: list[Unreadable] | None = None) -> tuple[str, dict[int | None, str]]:
     """The pass and rank -> dump file, by file names only, for a dump file (its own pass), a rank
     folder, or a folder of `rank_N/` folders (rank None when the path does not tell). A pass no rank
-    has, several passes matching `want`, or a rank without the pass is a SelectionError."""
+    has or several passes matching `want` is a SelectionError; so is a rank without the pass, unless
+    `missing` is given: then it is recorded there and left out."""
     if os.path.isfile(path):  # read as it is; a `want` it is not is the same error as in a folder
         return (pass_name(path) if want is None else resolve_pass(path, [pass_name(path)], want)), {rank_of(path): path}
     if not os.path.isdir(path):
@@ -93,9 +108,12 @@ def select_files(path: str, want: str | None = None) -> tuple[str, dict[int | No
     chosen = resolve_pass(path, passes, want)
     files: dict[int | None, str] = {}
     for rank in sorted(dumps, key=lambda r: -1 if r is None else r):
-        if chosen not in dumps[rank]:
+        if chosen in dumps[rank]:
+            files[rank] = dumps[rank][chosen]
+        elif missing is None:
             raise rank_error(path, rank, chosen, dumps[rank])
-        files[rank] = dumps[rank][chosen]
+        else:
+            missing.append(Unreadable(rank, None, str(rank_error(path, rank, chosen, dumps[rank]))))
     return chosen, files
 
 
@@ -145,6 +163,15 @@ def rank_facts(rank: RankFile, lenient: bool = False, deep: bool = False) -> Ran
     facts = analyze(dump)
     warnings = [*dump.warnings, *(check(dump) if deep else ()), *facts.warnings]
     return RankFacts(rank.rank, rank.path, dump.counts, dump.op_histogram(), facts, warnings)
+
+
+def read_or_record(fn: Callable[[RankFile], T], rank: RankFile) -> T | Unreadable:
+    """`fn(rank)`, or the rank's error as a record (runs in a worker: the error travels as data)."""
+    try:
+        return fn(rank)
+    except (IrtoolError, OSError, MemoryError, RecursionError) as exc:
+        return Unreadable(rank.rank, rank.path, str(exc) if isinstance(exc, IrtoolError) else
+                          f"{rank.path}: {type(exc).__name__}: {exc}")
 
 
 def map_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | None = None,

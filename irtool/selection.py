@@ -18,8 +18,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, TypeVar
 
-from .dumpdir import Progress, RankFacts, RankFile, map_ranks, rank_facts, select_files
-from .errors import SelectionError
+from .dumpdir import Progress, RankFacts, RankFile, Unreadable, map_ranks, rank_facts, read_or_record, select_files
+from .errors import InputError, SelectionError
 from .ir import Dump, load
 from .parallel import ParallelFacts, analyze
 
@@ -85,7 +85,9 @@ class Loaded:
 class Selection:
     """What one input of a command selects: `files` (rank -> dump file of the selected pass, by rank;
     rank None when the path does not tell), the `stage` asked for, and how to read (`policy`).
-    `notes` say what was chosen on the user's behalf (which rank a folder command drew)."""
+    `notes` say what was chosen on the user's behalf (which rank a folder command drew). With
+    `partial`, a rank that cannot be read (no dump of the pass, or a located error) is recorded in
+    `unreadable` and the command answers for the others (issue 18); without, it is an error."""
 
     path: str
     files: dict[int | None, str]
@@ -93,15 +95,18 @@ class Selection:
     stage: int | None = None
     policy: Policy = field(default_factory=Policy)
     notes: list[str] = field(default_factory=list)
+    partial: bool = False
+    unreadable: list[Unreadable] = field(default_factory=list)
 
     @classmethod
     def of(cls, path: str, stage: int | None = None, pass_name_: str | None = None,
-           policy: Policy | None = None) -> Selection:
+           policy: Policy | None = None, partial: bool = False) -> Selection:
         """The selection of a dump file, a rank folder, or a folder of `rank_N/` folders. Ranks and
         passes come from file names only: a bad `--pass` or a rank without that pass fails here,
         before anything is parsed. A file is read as it is (a `--pass` it is not is an error)."""
-        pass_, files = select_files(path, pass_name_)
-        return cls(path, files, pass_, stage, policy or Policy())
+        missing: list[Unreadable] = []
+        pass_, files = select_files(path, pass_name_, missing if partial else None)
+        return cls(path, files, pass_, stage, policy or Policy(), partial=partial, unreadable=missing)
 
     @property
     def is_file(self) -> bool:
@@ -129,7 +134,16 @@ class Selection:
         selected stage; a stage no rank is on is a SelectionError."""
         from functools import partial
 
-        facts = self.map(partial(rank_facts, lenient=self.policy.lenient, deep=self.policy.deep), progress)
+        fn = partial(rank_facts, lenient=self.policy.lenient, deep=self.policy.deep)
+        if self.partial:
+            got = self.map(partial(read_or_record, fn), progress) if self.files else []
+            self.unreadable += [g for g in got if isinstance(g, Unreadable)]
+            self.unreadable.sort(key=lambda u: -1 if u.rank is None else u.rank)
+            facts = [g for g in got if not isinstance(g, Unreadable)]
+            if not facts:  # nothing to answer for: the first rank's error is the answer
+                raise (SelectionError if self.unreadable[0].file is None else InputError)(self.unreadable[0].error)
+        else:
+            facts = self.map(fn, progress)
         self.require([f.stage for f in facts])
         return [f for f in facts if self.wants(f.stage)]
 

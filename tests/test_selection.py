@@ -74,12 +74,11 @@ def unparsable(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def missing_rank(tmp_path_factory) -> Path:
-    """rank_0 with every pass, rank_3 with step_parallel_end only (not parseable either)."""
+    """rank_0: pipeline_2stage_8p rank 0's validate; rank_3: step_parallel_end only, and not a dump."""
     root = tmp_path_factory.mktemp("missing")
     (root / "rank_0").mkdir()
     (root / "rank_3").mkdir()
-    for name in PASS_FILES:
-        shutil.copy(NOT_A_DUMP, root / "rank_0" / name.replace(".ir.xz", ".ir"))
+    shutil.copy(PIPE / "rank_0" / VALIDATE, root / "rank_0" / VALIDATE)
     shutil.copy(NOT_A_DUMP, root / "rank_3" / "step_parallel_end_0019.ir")
     return root
 
@@ -96,6 +95,7 @@ COMMANDS: dict[str, Command] = {
 }
 STAGE_COMMANDS = ["summarize", "render", "diff", "view", "export"]  # docs/selection.md: `check` has no --stage
 FOLDER_COMMANDS = list(COMMANDS)
+PARTIAL_COMMANDS = ["summarize", "check"]  # answer for the readable ranks of a folder (issue 18)
 
 
 def _where(cmd: str, path: str) -> str:
@@ -153,8 +153,14 @@ def test_ambiguous_pass_lists_the_candidates(cmd: str, unparsable: Path, tmp_pat
 
 @pytest.mark.parametrize("cmd", FOLDER_COMMANDS)
 def test_rank_without_the_pass(cmd: str, missing_rank: Path, tmp_path: Path) -> None:
-    line = _cli(COMMANDS[cmd](str(missing_rank), [], str(tmp_path / "x.json")))
-    assert line == f"irtool: {missing_rank}: rank 3 has no dump of pass validate (it has: step_parallel_end)"
+    args = COMMANDS[cmd](str(missing_rank), [], str(tmp_path / "x.json"))
+    want = f"irtool: {missing_rank}: rank 3 has no dump of pass validate (it has: step_parallel_end)"
+    if cmd not in PARTIAL_COMMANDS:
+        assert _cli(args) == want
+        return
+    res = CliRunner().invoke(main, args)  # rank 0 is answered for, rank 3 listed: still exit 2
+    assert res.exit_code == 2 and res.stderr.splitlines() == [want], res.stderr
+    assert "Unreadable ranks: 1" in res.stdout and "1 rank not read (below)" in res.stdout.splitlines()[0]
 
 
 @pytest.mark.parametrize("cmd", FOLDER_COMMANDS)
@@ -169,6 +175,27 @@ def test_a_file_is_not_another_pass(cmd: str, tmp_path: Path) -> None:
     rank4 = str(PIPE / "rank_4" / VALIDATE)
     line = _cli(COMMANDS[cmd](rank4, ["--pass", "step_parallel_end"], str(tmp_path / "x.json")))
     assert line == f"irtool: {rank4}: no pass matches --pass step_parallel_end; passes here: validate"
+
+
+@pytest.mark.parametrize("cmd", PARTIAL_COMMANDS)
+def test_partial_folder_answers_for_the_readable_ranks(cmd: str, tmp_path: Path) -> None:
+    # rank_0, rank_4: pipeline_2stage_8p's validate; rank_1: fixtures/errors/garbage_attr.ir (its `!` at 72:102);
+    # rank_5: step_parallel_end only
+    for rank in (0, 1, 4, 5):
+        (tmp_path / f"rank_{rank}").mkdir()
+    for rank in (0, 4):
+        shutil.copy(PIPE / f"rank_{rank}" / VALIDATE, tmp_path / f"rank_{rank}" / VALIDATE)
+    shutil.copy(ROOT / "fixtures" / "errors" / "garbage_attr.ir", tmp_path / "rank_1" / "19_validate_0078.ir")
+    shutil.copy(PIPE / "rank_5" / "step_parallel_end_0019.ir.xz", tmp_path / "rank_5")
+    res = CliRunner().invoke(main, [cmd, str(tmp_path), "--format", "json", "--jobs", "2"])
+    assert res.exit_code == 2
+    bad = f"{tmp_path}/rank_1/19_validate_0078.ir:72:102: expected a value, name, reference or bracket, found '!'"
+    missing = f"{tmp_path}: rank 5 has no dump of pass validate (it has: step_parallel_end)"
+    assert res.stderr.splitlines() == [f"irtool: {bad}", f"irtool: {missing}"]
+    d = json.loads(res.stdout)
+    assert [r["rank"] for r in d["ranks"]] == [0, 4]
+    assert d["unreadable"] == [{"rank": 1, "file": f"{tmp_path}/rank_1/19_validate_0078.ir", "error": bad},
+                               {"rank": 5, "file": None, "error": missing}]
 
 
 def test_a_part_of_one_pass_name_selects_it(two_stages: Path) -> None:
