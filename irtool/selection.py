@@ -170,14 +170,21 @@ class Selection:
         """The lowest rank of each stage (only the selected stage's when there is one), by stage, read
         without reading every rank: MindSpore puts rank r on stage r // (device_num / pipeline_stages),
         so stages ascend with the rank and a bisection over the sorted ranks finds where each stage
-        begins (about stages x log2(ranks) reads). The choice is said in `notes` for a folder."""
+        begins (about stages x log2(ranks) reads; while probing only rank 0's dump and the latest are
+        held, a stage's first rank read again when it was not the latest). The choice is said in
+        `notes` for a folder."""
         ranks = list(self.files)
-        seen: dict[int, Loaded] = {}
+        stages: dict[int, int] = {}
+        held: dict[int, Loaded] = {}
 
         def stage(i: int) -> int:
-            if i not in seen:
-                seen[i] = self.read(ranks[i])
-            return seen[i].stage
+            if i not in stages:
+                got = self.read(ranks[i])
+                stages[i] = got.stage
+                for k in [k for k in held if k != 0]:
+                    del held[k]
+                held[i] = got
+            return stages[i]
 
         starts = [0]
 
@@ -194,7 +201,7 @@ class Selection:
         if len(ranks) > 1 and stage(0) != stage(len(ranks) - 1):
             walk(0, len(ranks) - 1)
         stage(0)
-        picked = [seen[i] for i in sorted(starts)]
+        picked = [held[i] if i in held else self.read(ranks[i]) for i in sorted(starts)]
         self.require([p.stage for p in picked])
         picked = [p for p in picked if self.wants(p.stage)]
         if not self.is_file and len(self.files) > 1:
