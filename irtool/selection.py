@@ -132,11 +132,11 @@ class Selection:
     def analysed(self, progress: Progress | None = None) -> list[RankFacts]:
         """Every rank analysed (`dumpdir.rank_facts`, with the policy's lenient and deep), those on the
         selected stage; a stage no rank is on is a SelectionError."""
-        from functools import partial
+        from functools import partial as bind
 
-        fn = partial(rank_facts, lenient=self.policy.lenient, deep=self.policy.deep)
+        fn = bind(rank_facts, lenient=self.policy.lenient, deep=self.policy.deep)
         if self.partial:
-            got = self.map(partial(read_or_record, fn), progress) if self.files else []
+            got = self.map(bind(read_or_record, fn), progress)
             self.unreadable += [g for g in got if isinstance(g, Unreadable)]
             self.unreadable.sort(key=lambda u: -1 if u.rank is None else u.rank)
             facts = [g for g in got if not isinstance(g, Unreadable)]
