@@ -170,7 +170,8 @@ class Selection:
         """The lowest rank of each stage (only the selected stage's when there is one), by stage, read
         without reading every rank: MindSpore puts rank r on stage r // (device_num / pipeline_stages),
         so stages ascend with the rank and a bisection over the sorted ranks finds where each stage
-        begins (about stages x log2(ranks) reads; while probing only rank 0's dump and the latest are
+        begins (about stages x log2(ranks) reads; a folder whose stages are seen out of that order is
+        read rank by rank instead; while probing only rank 0's dump and the latest are
         held, a stage's first rank read again when it was not the latest). The choice is said in
         `notes` for a folder."""
         ranks = list(self.files)
@@ -187,21 +188,29 @@ class Selection:
             return stages[i]
 
         starts = [0]
+        ordered = [stage(0) <= stage(len(ranks) - 1)]
 
         def walk(lo: int, hi: int) -> None:  # stage(lo) != stage(hi); find every start in (lo, hi]
             if hi - lo == 1:
                 starts.append(hi)
                 return
             mid = (lo + hi) // 2
+            if not stage(lo) <= stage(mid) <= stage(hi):
+                ordered[0] = False  # not MindSpore's order: read every rank instead
+                return
             if stage(lo) != stage(mid):
                 walk(lo, mid)
             if stage(mid) != stage(hi):
                 walk(mid, hi)
 
-        if len(ranks) > 1 and stage(0) != stage(len(ranks) - 1):
+        if ordered[0] and stage(0) != stage(len(ranks) - 1):
             walk(0, len(ranks) - 1)
-        stage(0)
-        picked = [held[i] if i in held else self.read(ranks[i]) for i in sorted(starts)]
+        if not ordered[0]:
+            first: dict[int, int] = {}
+            for i in range(len(ranks)):
+                first.setdefault(stage(i), i)
+            starts = sorted(first.values(), key=lambda i: stages[i])
+        picked = sorted((held[i] if i in held else self.read(ranks[i]) for i in starts), key=lambda p: p.stage)
         self.require([p.stage for p in picked])
         picked = [p for p in picked if self.wants(p.stage)]
         if not self.is_file and len(self.files) > 1:

@@ -198,6 +198,15 @@ def test_partial_folder_answers_for_the_readable_ranks(cmd: str, tmp_path: Path)
                                {"rank": 5, "file": None, "error": missing}]
 
 
+def test_stages_out_of_rank_order_are_read_rank_by_rank(tmp_path: Path) -> None:
+    # rank_0 holds pipeline_2stage_8p's rank 4 (stage 1), rank_1 its rank 0 (stage 0): not MindSpore's order
+    for rank, real in ((0, 4), (1, 0)):
+        (tmp_path / f"rank_{rank}").mkdir()
+        shutil.copy(PIPE / f"rank_{real}" / VALIDATE, tmp_path / f"rank_{rank}" / VALIDATE)
+    picked = Selection.of(str(tmp_path)).per_stage()
+    assert [(p.rank, p.stage) for p in picked] == [(1, 0), (0, 1)]
+
+
 def test_a_part_of_one_pass_name_selects_it(two_stages: Path) -> None:
     # `--pass end` is only step_parallel_end: `ls rank_0` has validate, step_parallel_begin, step_parallel_end
     sel = Selection.of(str(two_stages), pass_name_="end")
