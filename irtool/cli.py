@@ -61,15 +61,15 @@ def _notes(sel: Selection) -> None:
 def _unreadable(sel: Selection, head: str, says: str) -> tuple[list, int]:
     """A partial folder (issue 18): each unreadable rank's located error on stderr, the report's head
     followed by `says` and how many ranks were not read, and a section listing them; exit 2 when any."""
-    from .report.tables import Table
+    from .report.tables import DASH, Table
 
     if not sel.unreadable:
         return [head], 0
     for u in sel.unreadable:
         click.echo(f"irtool: {u.error}", err=True)
     n = len(sel.unreadable)
-    rows = [["-" if u.rank is None else str(u.rank), u.error] for u in sel.unreadable]
-    return [f"{head}; {says}: {n} rank{'s' if n != 1 else ''} not read (below)",
+    rows = [[DASH if u.rank is None else str(u.rank), u.error] for u in sel.unreadable]
+    return [f"{head}; {n} rank{'s' if n != 1 else ''} not read (below): {says}",
             Table(f"Unreadable ranks: {n}", ["rank", "error"], rows)], 2
 
 
