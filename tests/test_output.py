@@ -178,12 +178,18 @@ def test_diff_same_blocks_once_and_peers() -> None:
     r5 = doc["ranks"][5]
     sends = [e["old"] for e in r5["comm"] if e["op"] == "Send"]
     assert sends and all((s["peer_rank"], s["peer_stage"]) == (1, 0) for s in sends)
+    # rank 5's communication rows: 69 - 41 = 28 removed; of the 41 left, the output types (the line after each
+    # comm line, grep -A1 ... | sed 's/.*-> //' | sort | uniq -c) that carry the micro batch double their first
+    # dimension, (4, 64) -> (8, 64) x 20, (1, 4, 8) -> (1, 8, 8) x 2, (2, 4, 8) -> (2, 8, 8) x 2: 24 changed;
+    # the 17 others ((), (128), (128, 64), (64, 128), (64, 8)) are identical and not listed: 28 + 24 = 52 rows
+    changes = [e["change"] for e in r5["comm"]]
+    assert (changes.count("removed"), changes.count("changed"), len(changes)) == (28, 24, 52)
+    assert r5["counts"]["comm"] == 52
     # the --all limit: the same shared Table note as summarize
-    n = r5["counts"]["comm"]
     from irtool.diff import diff_dirs
     from irtool.diff.report import to_text as diff_text
     short = diff_text(diff_dirs(str(P2 / "rank_5"), str(MISMATCH / "rank_5")), limit=10)
-    assert f"showing 10 of {n} (--all for every row)" in short
+    assert "showing 10 of 52 (--all for every row)" in short
 
 
 def test_diff_peers_between_scenarios() -> None:
