@@ -58,15 +58,21 @@ def _notes(sel: Selection) -> None:
         click.echo(f"irtool: {note}", err=True)
 
 
+def _skipped(*sels: Selection) -> int:
+    """A partial folder (issue 18): each rank not read, its error on stderr; exit code 2 when any."""
+    for sel in sels:
+        for u in sel.unreadable:
+            click.echo(f"irtool: {u.error}", err=True)
+    return 2 if any(sel.unreadable for sel in sels) else 0
+
+
 def _unreadable(sel: Selection, head: str, says: str) -> tuple[list, int]:
-    """A partial folder (issue 18): each unreadable rank's located error on stderr, the report's head
-    followed by `says` and how many ranks were not read, and a section listing them; exit 2 when any."""
+    """A partial folder report: `_skipped`, the report's head followed by `says` and how many ranks
+    were not read, and a section listing them."""
     from .report.tables import DASH, Table
 
-    if not sel.unreadable:
+    if not _skipped(sel):
         return [head], 0
-    for u in sel.unreadable:
-        click.echo(f"irtool: {u.error}", err=True)
     n = len(sel.unreadable)
     rows = [[DASH if u.rank is None else str(u.rank), u.error] for u in sel.unreadable]
     return [f"{head}; {n} rank{'s' if n != 1 else ''} not read (below): {says}",
@@ -218,7 +224,7 @@ def render(input_path: str, out: str, fmt: str | None, stage: int | None, pass_n
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
         depth_ = render_mod.parse_depth(depth)
-        sel = Selection.of(input_path, stage, pass_name, Policy(loader=load_with_progress))
+        sel = Selection.of(input_path, stage, pass_name, Policy(loader=load_with_progress), partial=True)
         dump, facts, chosen = render_mod.load_input(sel)
         _notes(sel)
         graph = render_mod.render_graph(dump, facts, subgraph=subgraph, scope=scope, comm_only=comm_only,
@@ -229,7 +235,7 @@ def render(input_path: str, out: str, fmt: str | None, stage: int | None, pass_n
         d = graph.graph.get("depth")
         click.echo(f"{out}: {graph.number_of_nodes()} boxes, {graph.number_of_edges()} edges, "
                    f"depth {'all' if d is None else d} ({chosen})", err=True)
-        return 0
+        return _skipped(sel)
 
     _run(body)
 
@@ -251,12 +257,13 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, h
 
     def body() -> int:
         policy = Policy(loader=load_with_progress)
-        sels = [Selection.of(p, stage, pass_name, policy) for p in (path, new) if p is not None]
+        sels = [Selection.of(p, stage, pass_name, policy, partial=True) for p in (path, new) if p is not None]
         models = compare_models(*sels) if new is not None else [models_for(sels[0])]
         for sel in sels:
             _notes(sel)
+        code = _skipped(*sels)
         serve(models, host, port, not no_browser, lambda url: click.echo(f"irtool: Model Explorer at {url}", err=True))
-        return 0
+        return code
 
     _run(body)
 
@@ -278,7 +285,7 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
     from .view.models import models_for
 
     def body() -> int:
-        sel = Selection.of(path, stage, pass_name, Policy(loader=load_with_progress))
+        sel = Selection.of(path, stage, pass_name, Policy(loader=load_with_progress), partial=True)
         model = models_for(sel)
         _notes(sel)
         inputs = tuple(f for f in (path,) if os.path.isfile(f))
@@ -293,7 +300,7 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
                 atomic_write(target, json.dumps(data, indent=1), protect=inputs)
                 written.append(target)
         click.echo(f"irtool: wrote {', '.join(written)} ({len(model.graphs)} graphs)", err=True)
-        return 0
+        return _skipped(sel)
 
     _run(body)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, TypeVar
 
 from .dumpdir import Progress, RankFacts, RankFile, Unreadable, map_ranks, rank_facts, read_or_record, select_files
-from .errors import InputError, SelectionError
+from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, load
 from .parallel import ParallelFacts, analyze
 
@@ -154,11 +154,27 @@ class Selection:
         dump = self.policy.loader(file, self.policy.lenient) if self.policy.lenient else self.policy.loader(file)
         return Loaded(rank, file, dump, analyze(dump))
 
+    def _read_or_drop(self, rank: int | None) -> Loaded | None:
+        """`read`; with `partial` a rank that cannot be read is recorded, dropped from `files` and None
+        returned (unless it was the last one: then its error is raised)."""
+        if not self.partial:
+            return self.read(rank)
+        try:
+            return self.read(rank)
+        except (IrtoolError, OSError) as exc:
+            if len(self.files) == 1:
+                raise
+            self.unreadable.append(Unreadable(rank, self.files.pop(rank), str(exc)))
+            self.unreadable.sort(key=lambda u: -1 if u.rank is None else u.rank)
+            return None
+
     def first(self) -> Loaded:
-        """The lowest rank on the selected stage (without a stage, the lowest rank); for a folder the
-        choice is said in `notes`."""
+        """The lowest rank on the selected stage (without a stage, the lowest rank readable); for a
+        folder the choice is said in `notes`."""
         if self.stage is None or len(self.files) == 1:
-            got = self.read(next(iter(self.files)))
+            got = None
+            while got is None:
+                got = self._read_or_drop(next(iter(self.files)))
             self.require([got.facts.stage])
             if not self.is_file and self.stage is None:
                 self.notes.append(f"{self.path}: using rank {got.rank} (stage {got.stage}), the lowest rank; "
@@ -171,26 +187,48 @@ class Selection:
         without reading every rank: MindSpore puts rank r on stage r // (device_num / pipeline_stages),
         so stages ascend with the rank and a bisection over the sorted ranks finds where each stage
         begins (about stages x log2(ranks) reads; a folder whose stages are seen out of that order is
-        read rank by rank instead; while probing only rank 0's dump and the latest are
-        held, a stage's first rank read again when it was not the latest). The choice is said in
-        `notes` for a folder."""
+        read rank by rank instead; while probing only the lowest rank's dump and the latest are held,
+        a stage's first rank read again when it was not the latest). With `partial`, a rank that
+        cannot be read is dropped (recorded) and the bisection runs again over the others. The
+        choice is said in `notes` for a folder."""
+        stages: dict[int | None, int] = {}  # by rank: kept when the bisection runs again
+        held: dict[int | None, Loaded] = {}
+        while (starts := self._stage_starts(stages, held)) is None:
+            pass
         ranks = list(self.files)
-        stages: dict[int, int] = {}
-        held: dict[int, Loaded] = {}
+        picked = sorted((held[ranks[i]] if ranks[i] in held else self.read(ranks[i]) for i in starts),
+                        key=lambda p: p.stage)
+        self.require([p.stage for p in picked])
+        picked = [p for p in picked if self.wants(p.stage)]
+        if not self.is_file and len(self.files) > 1:
+            which = ", ".join(f"rank {p.rank} (stage {p.stage})" for p in picked)
+            self.notes.append(f"{self.path}: using {which}, the lowest rank of "
+                              + ("its stage" if len(picked) == 1 else "each stage"))
+        return picked
+
+    def _stage_starts(self, stages: dict[int | None, int], held: dict[int | None, Loaded]) -> list[int] | None:
+        """Indexes into `files` where a stage begins (`per_stage`), or None when a rank was dropped."""
+        ranks = list(self.files)
+        dropped = [False]
 
         def stage(i: int) -> int:
-            if i not in stages:
-                got = self.read(ranks[i])
-                stages[i] = got.stage
-                for k in [k for k in held if k != 0]:
+            if ranks[i] not in stages:
+                got = self._read_or_drop(ranks[i])
+                if got is None:
+                    dropped[0] = True
+                    return -1
+                stages[ranks[i]] = got.stage
+                for k in [k for k in held if k != ranks[0]]:
                     del held[k]
-                held[i] = got
-            return stages[i]
+                held[ranks[i]] = got
+            return stages[ranks[i]]
 
         starts = [0]
         ordered = [stage(0) <= stage(len(ranks) - 1)]
 
         def walk(lo: int, hi: int) -> None:  # stage(lo) != stage(hi); find every start in (lo, hi]
+            if dropped[0]:
+                return
             if hi - lo == 1:
                 starts.append(hi)
                 return
@@ -205,16 +243,9 @@ class Selection:
 
         if ordered[0] and stage(0) != stage(len(ranks) - 1):
             walk(0, len(ranks) - 1)
-        if not ordered[0]:
+        if not ordered[0] and not dropped[0]:
             first: dict[int, int] = {}
             for i in range(len(ranks)):
                 first.setdefault(stage(i), i)
-            starts = sorted(first.values(), key=lambda i: stages[i])
-        picked = sorted((held[i] if i in held else self.read(ranks[i]) for i in starts), key=lambda p: p.stage)
-        self.require([p.stage for p in picked])
-        picked = [p for p in picked if self.wants(p.stage)]
-        if not self.is_file and len(self.files) > 1:
-            which = ", ".join(f"rank {p.rank} (stage {p.stage})" for p in picked)
-            self.notes.append(f"{self.path}: using {which}, the lowest rank of "
-                              + ("its stage" if len(picked) == 1 else "each stage"))
-        return picked
+            starts = sorted(first.values(), key=lambda i: stages[ranks[i]])
+        return None if dropped[0] else starts

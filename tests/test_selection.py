@@ -95,7 +95,9 @@ COMMANDS: dict[str, Command] = {
 }
 STAGE_COMMANDS = ["summarize", "render", "diff", "view", "export"]  # docs/selection.md: `check` has no --stage
 FOLDER_COMMANDS = list(COMMANDS)
-PARTIAL_COMMANDS = ["summarize", "check"]  # answer for the readable ranks of a folder (issue 18)
+# answer for the readable ranks of a folder (issue 18); summarize and check also list them in a section
+PARTIAL_COMMANDS = ["summarize", "check", "render", "view", "export"]
+REPORT_COMMANDS = ["summarize", "check"]
 
 
 def _where(cmd: str, path: str) -> str:
@@ -158,9 +160,40 @@ def test_rank_without_the_pass(cmd: str, missing_rank: Path, tmp_path: Path) -> 
     if cmd not in PARTIAL_COMMANDS:
         assert _cli(args) == want
         return
+    if cmd == "view":  # it serves rank 0: read stderr up to the server's address, then stop it
+        lines = _view_stderr(args)
+        assert want in lines and lines[-1].startswith("irtool: Model Explorer at "), lines
+        return
     res = CliRunner().invoke(main, args)  # rank 0 is answered for, rank 3 listed: still exit 2
-    assert res.exit_code == 2 and res.stderr.splitlines() == [want], res.stderr
-    assert "Unreadable ranks: 1" in res.stdout and "1 rank not read (below)" in res.stdout.splitlines()[0]
+    assert res.exit_code == 2 and want in res.stderr.splitlines(), res.stderr
+    if cmd in REPORT_COMMANDS:
+        assert res.stderr.splitlines() == [want]
+        assert "Unreadable ranks: 1" in res.stdout and "1 rank not read (below)" in res.stdout.splitlines()[0]
+    else:
+        assert Path(args[3]).exists()  # `-o OUT`: drawn / written from rank 0
+
+
+def _view_stderr(args: list[str]) -> list[str]:
+    """stderr of `irtool view ...` until it serves (a free port), then the server is stopped."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    proc = subprocess.Popen([sys.executable, "-m", "irtool.cli", *args, "--port", port], cwd=ROOT, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    lines: list[str] = []
+    try:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            lines.append(line.rstrip("\n"))
+            if "Model Explorer at " in line:
+                break
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    return lines
 
 
 @pytest.mark.parametrize("cmd", FOLDER_COMMANDS)
@@ -177,16 +210,32 @@ def test_a_file_is_not_another_pass(cmd: str, tmp_path: Path) -> None:
     assert line == f"irtool: {rank4}: no pass matches --pass step_parallel_end; passes here: validate"
 
 
-@pytest.mark.parametrize("cmd", PARTIAL_COMMANDS)
-def test_partial_folder_answers_for_the_readable_ranks(cmd: str, tmp_path: Path) -> None:
-    # rank_0, rank_4: pipeline_2stage_8p's validate; rank_1: fixtures/errors/garbage_attr.ir (its `!` at 72:102);
-    # rank_5: step_parallel_end only
+def _partial_folder(root: Path) -> Path:
+    """rank_0, rank_4: pipeline_2stage_8p's validate; rank_1: fixtures/errors/garbage_attr.ir (its `!` at
+    72:102); rank_5: step_parallel_end only."""
     for rank in (0, 1, 4, 5):
-        (tmp_path / f"rank_{rank}").mkdir()
+        (root / f"rank_{rank}").mkdir(parents=True)
     for rank in (0, 4):
-        shutil.copy(PIPE / f"rank_{rank}" / VALIDATE, tmp_path / f"rank_{rank}" / VALIDATE)
-    shutil.copy(ROOT / "fixtures" / "errors" / "garbage_attr.ir", tmp_path / "rank_1" / "19_validate_0078.ir")
-    shutil.copy(PIPE / "rank_5" / "step_parallel_end_0019.ir.xz", tmp_path / "rank_5")
+        shutil.copy(PIPE / f"rank_{rank}" / VALIDATE, root / f"rank_{rank}" / VALIDATE)
+    shutil.copy(ROOT / "fixtures" / "errors" / "garbage_attr.ir", root / "rank_1" / "19_validate_0078.ir")
+    shutil.copy(PIPE / "rank_5" / "step_parallel_end_0019.ir.xz", root / "rank_5")
+    return root
+
+
+def test_partial_folder_export_shows_the_stages_of_the_readable_ranks(tmp_path: Path) -> None:
+    folder = _partial_folder(tmp_path / "f")
+    res = CliRunner().invoke(main, ["export", str(folder), "-o", str(tmp_path / "x.json"), "--no-node-data"])
+    assert res.exit_code == 2
+    assert res.stderr.splitlines() == [
+        f"irtool: {folder}: using rank 0 (stage 0), rank 4 (stage 1), the lowest rank of each stage",
+        f"irtool: wrote {tmp_path / 'x.json'} (3 graphs)",
+        f"irtool: {folder}/rank_1/19_validate_0078.ir:72:102: expected a value, name, reference or bracket, found '!'",
+        f"irtool: {folder}: rank 5 has no dump of pass validate (it has: step_parallel_end)"]
+
+
+@pytest.mark.parametrize("cmd", REPORT_COMMANDS)
+def test_partial_folder_answers_for_the_readable_ranks(cmd: str, tmp_path: Path) -> None:
+    _partial_folder(tmp_path)
     res = CliRunner().invoke(main, [cmd, str(tmp_path), "--format", "json", "--jobs", "2"])
     assert res.exit_code == 2
     bad = f"{tmp_path}/rank_1/19_validate_0078.ir:72:102: expected a value, name, reference or bracket, found '!'"
