@@ -66,17 +66,17 @@ def _skipped(*sels: Selection) -> int:
     return 2 if any(sel.unreadable for sel in sels) else 0
 
 
-def _unreadable(sel: Selection, head: str, says: str) -> tuple[list, int]:
-    """A partial folder report: `_skipped`, the report's head followed by `says` and how many ranks
-    were not read, and a section listing them."""
-    from .report.tables import DASH, Table
+def _unreadable(sel: Selection, head: str, says: str) -> list:
+    """The head of a partial folder's report followed by `says` and how many ranks were not read, and
+    a section listing them; the head alone when every rank was read."""
+    from .present import DASH, Table
 
-    if not _skipped(sel):
-        return [head], 0
+    if not sel.unreadable:
+        return [head]
     n = len(sel.unreadable)
     rows = [[DASH if u.rank is None else str(u.rank), u.error] for u in sel.unreadable]
     return [f"{head}; {n} rank{'s' if n != 1 else ''} not read (below): {says}",
-            Table(f"Unreadable ranks: {n}", ["rank", "error"], rows)], 2
+            Table(f"Unreadable ranks: {n}", ["rank", "error"], rows)]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -102,32 +102,43 @@ def main() -> None:
 def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None, pass_name: str | None,
               jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
+    from .present import DEFAULT_LIMIT, to_markdown, to_text
     from .report import summary as summary_mod
-    from .report.tables import DEFAULT_LIMIT, to_markdown, to_text
 
     limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
         sel = Selection.of(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress),
                            partial=True)
-        code = 0
         if sel.is_file:
             from .ir import check
 
             one = sel.first()
-            result = summary_mod.summarize(one.dump, one.facts, check(one.dump) if deep else (), depth=depth)
-            blocks = summary_mod.summary_blocks(result, limit)
+            result = summary_mod.file_summary(one.dump, one.facts, check(one.dump) if deep else (), depth=depth)
+
+            def data() -> dict:
+                return result.as_dict()
+
+            def blocks() -> list:
+                return summary_mod.summary_blocks(result, limit)
         else:
+            from dataclasses import replace
+
             with Steps("ranks") as progress:
                 ranks = sel.analysed(progress)
-            result = summary_mod.summarize_dir(path, ranks)  # the ranks are already those of the stage
-            result["stage"] = stage
-            result["unreadable"] = [u.as_dict() for u in sel.unreadable]
-            blocks = summary_mod.dir_blocks(result, limit)
-            head, code = _unreadable(sel, str(blocks[0]), "the tables are of the other ranks")
-            blocks[:1] = head
-        _emit(fmt, {"json": lambda: summary_mod.to_json(result), "text": lambda: to_text(blocks),
-                    "markdown": lambda: to_markdown(blocks)})
+            # the ranks are already those of the stage (the selection's rule); the record keeps the stage asked
+            folder = replace(summary_mod.dir_summary(path, ranks), stage=stage)
+
+            def data() -> dict:
+                return {**folder.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable]}
+
+            def blocks() -> list:
+                shown = summary_mod.dir_blocks(folder, limit)
+                shown[:1] = _unreadable(sel, str(shown[0]), "the tables are of the other ranks")
+                return shown
+        code = _skipped(sel)
+        _emit(fmt, {"json": lambda: summary_mod.to_json(data()), "text": lambda: to_text(blocks()),
+                    "markdown": lambda: to_markdown(blocks())})
         return code
 
     _run(body)
@@ -181,7 +192,7 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
 
     from .consistency import check_dir
     from .consistency.report import blocks
-    from .report.tables import to_markdown, to_text
+    from .present import to_markdown, to_text
 
     def body() -> int:
         sel = Selection.of(path, None, pass_name, Policy(jobs, scheduler), partial=True)
@@ -191,8 +202,9 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
         head = str(shown[0])
         if sel.unreadable:  # "consistent" would claim more than was compared
             head = head.replace("consistent, no findings", "no findings")
-        shown[:1], code = _unreadable(sel, head, "the folder was not fully checked")
+        shown[:1] = _unreadable(sel, head, "the folder was not fully checked")
         d = {**result.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable]}
+        code = _skipped(sel)
         _emit(fmt, {"json": lambda: json.dumps(d, indent=2), "text": lambda: to_text(shown),
                     "markdown": lambda: to_markdown(shown)})
         return code or (0 if result.consistent else 1)
@@ -200,7 +212,7 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
     _run(body)
 
 
-@main.command()
+@main.command("render")
 @click.argument("input_path", metavar="INPUT", type=click.Path(exists=True, dir_okay=True))
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Output file.")
 @click.option("--format", "fmt", type=click.Choice(["dot", "svg", "png", "pdf"]), default=None,
@@ -214,12 +226,12 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
 @click.option("--forward", "direction", flag_value="forward", help="Forward nodes only.")
 @click.option("--backward", "direction", flag_value="backward", help="Backward (Gradients/) nodes only.")
 @click.option("--depth", default=None, help="Fold by name scope to this depth; 'all' = no folding (default: auto).")
-def render(input_path: str, out: str, fmt: str | None, stage: int | None, pass_name: str | None,
-           subgraph: str | None, scope: str | None, comm_only: bool, hops: int, direction: str | None,
-           depth: str | None) -> None:
+def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pass_name: str | None,
+               subgraph: str | None, scope: str | None, comm_only: bool, hops: int, direction: str | None,
+               depth: str | None) -> None:
     """Draw a dump (file or rank_* folder) as DOT/SVG/PNG/PDF, folded by name scope."""
-    from .report import export as export_mod
-    from .report import render as render_mod
+    from .render import export as export_mod
+    from .render import graph as render_mod
 
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
@@ -252,13 +264,14 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, h
          no_browser: bool) -> None:
     """Explore a dump (file or rank_* folder) in Google's Model Explorer; with NEW, two
     compilations side by side with the diff marked. Stops with Ctrl+C."""
+    from .diff import diff_marks
     from .view.models import compare_models, models_for
     from .view.serve import serve
 
     def body() -> int:
         policy = Policy(loader=load_with_progress)
         sels = [Selection.of(p, stage, pass_name, policy, partial=True) for p in (path, new) if p is not None]
-        models = compare_models(*sels) if new is not None else [models_for(sels[0])]
+        models = compare_models(*sels, diff_marks) if new is not None else [models_for(sels[0])]
         for sel in sels:
             _notes(sel)
         code = _skipped(*sels)

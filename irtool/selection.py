@@ -152,7 +152,7 @@ class Selection:
     def read(self, rank: int | None) -> Loaded:
         file = self.files[rank]
         dump = self.policy.loader(file, self.policy.lenient) if self.policy.lenient else self.policy.loader(file)
-        return Loaded(rank, file, dump, analyze(dump))
+        return Loaded(rank, file, dump, analyze(dump, rank))
 
     def _read_or_drop(self, rank: int | None) -> Loaded | None:
         """`read`; with `partial` a rank that cannot be read is recorded, dropped from `files` and None

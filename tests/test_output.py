@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from irtool.cli import main
-from irtool.report.tables import Table, rank_list, strategy_text, to_markdown, to_text
+from irtool.present import CATEGORY_COLORS, Table, rank_list, strategy_text, to_markdown, to_text
 
 F = Path(__file__).resolve().parents[1] / "fixtures" / "mindir"
 P2 = F / "pipeline_2stage_8p"
@@ -74,6 +74,20 @@ def test_layout_and_strategy_spelling() -> None:
         == "dev (2,4) map (1,-1) interleaved"
     assert strategy_text(None) == "—" and strategy_text([[4]]) == "(4)"
     assert rank_list([1, 2, 3, 5, 7, 6]) == "1-3, 5-7" and rank_list([6, 7]) == "6, 7" and rank_list([]) == ""
+
+
+def test_render_draws_layouts_and_colours_as_every_command(tmp_path: Path) -> None:
+    # the same MatMul-op0 as above (layout_8p rank_5 validate, line 64 its scope): the DOT label
+    # spells its layout as summarize does, never as a Python dict
+    out = tmp_path / "g.dot"
+    run("render", F / "layout_8p" / "rank_5" / "19_validate_0078.ir.xz", "--depth", "all", "-o", out)
+    dot = out.read_text(encoding="utf-8")
+    labels = re.findall(r'\blabel="((?:[^"\\]|\\.)*)"', dot)  # the visible text (tooltips hold the raw attributes)
+    assert any("dev (2,2,2) map ((2,1),-1); dev (2,2,2) map (-1,0)" in text for text in labels)
+    assert not [text for text in labels if "device_matrix" in text or "{" in text]
+    # one palette: the render legend fills each category with the colour `irtool view` uses
+    for cat, colour in CATEGORY_COLORS.items():
+        assert re.search(rf'legend_{cat.replace("-", "_")} \[.*fillcolor="{colour}"', dot), cat
 
 
 def test_stage_line_without_dict() -> None:

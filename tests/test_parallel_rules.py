@@ -248,7 +248,7 @@ def test_top_scopes_count_gradients_under_the_forward_cell() -> None:
 
 
 def test_picture_folds_the_gradient_with_its_forward_cell(tmp_path: Path) -> None:
-    from irtool.report.render import Semantics, fold_key
+    from irtool.render.graph import Semantics, fold_key
     dump = irtool.load(fixture(SEMI_R0))
     facts = analyze(dump)
     sem = Semantics.of(facts)

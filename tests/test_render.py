@@ -12,8 +12,8 @@ import pytest
 
 import irtool
 from irtool.errors import SelectionError as RenderError
-from irtool.report.export import export, to_bytes
-from irtool.report.render import Semantics, fold, render_graph, select
+from irtool.render.export import export, to_bytes
+from irtool.render.graph import Semantics, fold, render_graph, select
 
 ROOT = Path(__file__).resolve().parents[1]
 MINDIR = ROOT / "fixtures" / "mindir"
@@ -166,7 +166,7 @@ def test_stage_on_pipeline_fixture():
 
 
 def test_stage_folder_picks_rank_of_that_stage():
-    from irtool.report.render import load_input
+    from irtool.render.graph import load_input
     from irtool.selection import Selection
 
     # pipeline_2stage_8p: ranks 0-3 are stage 0, ranks 4-7 stage 1 (manifest.json)
@@ -191,7 +191,7 @@ def test_hostile_scope_is_inert(tmp_path):
 def test_too_large_selection_raises():
     dump = irtool.load(str(SEMI))
     g, sem = irtool.build_graph(dump), Semantics.of(irtool.analyze(dump))
-    import irtool.report.render as r
+    import irtool.render.graph as r
 
     old = r.MAX_BOXES
     r.MAX_BOXES = 10

@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from ..diff.compare import diff_rank
 from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..selection import Selection, selected_stage
 from .graphs import bytes_node_data, category_node_data, diff_node_data, dump_graphs, pipeline_graph
+
+Side = tuple[Dump, ParallelFacts]
+# What `irtool diff` marks in two analysed dumps (and their ranks): (old marks, new marks), node uid ->
+# added / removed / changed. The CLI passes the diff command's function: the view never imports another command.
+Differ = Callable[[Side, Side, "int | None", "int | None"], tuple[dict[str, str], dict[str, str]]]
 
 
 @dataclass
@@ -64,15 +68,15 @@ def models_for(sel: str | Selection) -> Model:
     return Model(label, graphs, _overlays(picked))
 
 
-def compare_models(old: str | Selection, new: str | Selection) -> list[Model]:
+def compare_models(old: str | Selection, new: str | Selection, differ: Differ) -> list[Model]:
     """Two dump files (or the lowest rank of two folders, of the selected stage if any) as two models,
     each with a `diff` overlay marking the communication and strategy nodes `irtool diff` reports
-    added, removed or changed."""
+    added, removed or changed (`differ`: the diff command's function, passed by the CLI)."""
     a, b = (_Rank(p.rank, p.file, p.dump, p.facts)
             for p in ((s if isinstance(s, Selection) else Selection.of(s)).first() for s in (old, new)))
-    rd = diff_rank((a.dump, a.facts), (b.dump, b.facts), a.rank, b.rank)
+    old_marks, new_marks = differ((a.dump, a.facts), (b.dump, b.facts), a.rank, b.rank)
     models = []
-    for side, marks, tag in ((a, rd.old_marks, "old"), (b, rd.new_marks, "new")):
+    for side, marks, tag in ((a, old_marks, "old"), (b, new_marks, "new")):
         m = _file_model(side, f"{tag}: {os.path.basename(side.file)}")
         overlay: dict[str, Any] = {}
         for g in side.dump.subgraphs:
