@@ -99,8 +99,13 @@ def main() -> None:
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 25).")
 @click.option("--by-scope-depth", "depth", type=click.IntRange(min=1), default=None,
               help="Communication per layer by the first N scope components (default: repeated cells).")
+@click.option("--cost", "with_cost", is_flag=True,
+              help="Also FLOPs and memory per rank, and for a folder the stages' balance (docs/cost.md).")
+@click.option("--device-memory", default=None, metavar="SIZE",
+              help="With --cost (implied): say whether each rank fits in SIZE (64GiB, 80GB) and the headroom.")
 def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None, pass_name: str | None,
-              jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None) -> None:
+              jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None, with_cost: bool,
+              device_memory: str | None) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
     from .present import DEFAULT_LIMIT, to_markdown, to_text
     from .report import summary as summary_mod
@@ -108,6 +113,11 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
+        from .report import cost as cost_mod
+
+        limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else None
+        want_cost = with_cost or device_memory is not None
+        cost = None
         sel = Selection.of(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress),
                            partial=True)
         if sel.is_file:
@@ -115,12 +125,15 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
 
             one = sel.first()
             result = summary_mod.file_summary(one.dump, one.facts, check(one.dump) if deep else (), depth=depth)
+            if want_cost:
+                cost = cost_mod.rank_cost(one.dump, one.facts, limit_bytes)
 
             def data() -> dict:
                 return result.as_dict()
 
             def blocks() -> list:
-                return summary_mod.summary_blocks(result, limit)
+                return summary_mod.summary_blocks(result, limit) + (
+                    cost_mod.rank_blocks(cost, limit) if cost is not None else [])
         else:
             from dataclasses import replace
 
@@ -128,6 +141,9 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                 ranks = sel.analysed(progress)
             # the ranks are already those of the stage (the selection's rule); the record keeps the stage asked
             folder = replace(summary_mod.dir_summary(path, ranks), stage=stage)
+            if want_cost:
+                with Steps("cost") as progress:
+                    cost = cost_mod.dir_cost(folder, limit_bytes, jobs, progress)[0]
 
             def data() -> dict:
                 return {**folder.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable]}
@@ -135,9 +151,16 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             def blocks() -> list:
                 shown = summary_mod.dir_blocks(folder, limit)
                 shown[:1] = _unreadable(sel, str(shown[0]), "the tables are of the other ranks")
-                return shown
+                return shown + (cost_mod.dir_blocks(cost, limit) if cost is not None else [])
+
+        def doc() -> dict:
+            d = data()
+            if cost is not None:
+                d["cost"] = cost  # docs/cost.md#json
+            return d
+
         code = _skipped(sel)
-        _emit(fmt, {"json": lambda: summary_mod.to_json(data()), "text": lambda: to_text(blocks()),
+        _emit(fmt, {"json": lambda: summary_mod.to_json(doc()), "text": lambda: to_text(blocks()),
                     "markdown": lambda: to_markdown(blocks())})
         return code
 
@@ -155,25 +178,50 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
 @_pass_option()
 @_stage_option("Only ranks on this pipeline stage (either side).")
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 200).")
+@click.option("--cost", "with_cost", is_flag=True,
+              help="Also compare stage FLOPs and memory (docs/cost.md); implied by --fail-on memory/cost.")
+@click.option("--max-memory-increase", "max_memory", default=None,
+              help="Exit 1 when a stage's memory grows by more than this (5%, 1GiB); implies --cost.")
 def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increase: str | None,
-             pass_name: str, stage: int | None, show_all: bool) -> None:
+             pass_name: str, stage: int | None, show_all: bool, with_cost: bool, max_memory: str | None) -> None:
     """Diff two dumps (files, rank folders or folders of rank_N): communication, strategies,
-    operators, parameters. Exit 0 nothing relevant changed, 1 differences matching --fail-on, 2 error."""
+    operators, parameters (and with --cost stage FLOPs and memory). Exit 0 nothing relevant changed,
+    1 differences matching --fail-on, 2 error."""
     from . import diff as diff_mod
+    from .diff import cost as diff_cost
     from .diff import report as diff_report
 
     def body() -> int:
-        diff_mod.parse_fail_on(fail_on)
+        comm_fail_on, cost_kinds = diff_cost.split_fail_on(fail_on)
+        diff_mod.parse_fail_on(comm_fail_on)
         if max_increase:
             diff_mod.parse_threshold(max_increase)
+        if max_memory:
+            diff_cost.memory_threshold(max_memory)
         policy = Policy(loader=load_with_progress)
-        sides = [Selection.of(p, stage, pass_name, policy) for p in (old, new)]
-        result = diff_mod.diff_dirs(*sides)
-        limit = None if show_all else diff_report.DIFF_LIMIT
-        _emit(fmt, {"json": lambda: diff_report.to_json(result, fail_on, max_increase),
-                    "text": lambda: diff_report.to_text(result, fail_on, max_increase, limit),
-                    "markdown": lambda: diff_report.to_markdown(result, fail_on, max_increase, limit)})
-        return 1 if result.failures(fail_on, max_increase) else 0
+        result = diff_mod.diff_dirs(*(Selection.of(p, stage, pass_name, policy) for p in (old, new)))
+        cdiff = reasons = None
+        if with_cost or cost_kinds or max_memory:
+            cdiff = diff_cost.cost_diff(old, new, pass_name, stage, load_with_progress)
+            reasons = cdiff.failures(cost_kinds, max_memory)
+        if fmt == "json":
+            import json
+
+            doc = result.as_dict(comm_fail_on, max_increase)
+            if cdiff is not None:
+                doc["cost"] = {**cdiff.as_dict(), "failures": reasons, "fail_on": sorted(cost_kinds),
+                               "max_memory_increase": max_memory}
+                doc["failed"] = doc["failed"] or bool(reasons)
+            click.echo(json.dumps(doc, indent=2, sort_keys=False))
+        else:
+            from .present import to_markdown, to_text
+
+            write = diff_report.to_markdown if fmt == "markdown" else diff_report.to_text
+            limit = None if show_all else diff_report.DIFF_LIMIT
+            click.echo(write(result, comm_fail_on, max_increase, limit), nl=False)
+            if cdiff is not None:
+                click.echo((to_markdown if fmt == "markdown" else to_text)(diff_cost.blocks(cdiff, reasons)), nl=False)
+        return 1 if result.failures(comm_fail_on, max_increase) or reasons else 0
 
     _run(body)
 
@@ -185,9 +233,14 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
 @click.option("--jobs", type=int, default=None, help="Worker processes (default: one per rank, up to CPUs).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
-def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, scheduler: str | None) -> None:
+@click.option("--strict", is_flag=True,
+              help="Also fail (exit 1) when something could not be compared (a peer, group member or stage peer "
+                   "not in the folder).")
+def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, scheduler: str | None,
+              strict: bool) -> None:
     """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group
-    membership, ranks of one stage alike). Exit 0 consistent, 1 findings, 2 unreadable input."""
+    membership, ranks of one stage alike). Exit 0 consistent (with --strict: and everything compared),
+    1 findings, 2 unreadable input (also when some ranks could not be read: the others are checked)."""
     import json
 
     from .consistency import check_dir
@@ -201,13 +254,14 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
         shown = blocks(result)
         head = str(shown[0])
         if sel.unreadable:  # "consistent" would claim more than was compared
-            head = head.replace("consistent, no findings", "no findings")
+            head = head.replace("consistent as far as compared, not fully checked", "no findings")
+            head = head.replace("): consistent", "): no findings")
         shown[:1] = _unreadable(sel, head, "the folder was not fully checked")
         d = {**result.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable]}
         code = _skipped(sel)
         _emit(fmt, {"json": lambda: json.dumps(d, indent=2), "text": lambda: to_text(shown),
                     "markdown": lambda: to_markdown(shown)})
-        return code or (0 if result.consistent else 1)
+        return code or result.exit_code(strict)
 
     _run(body)
 
@@ -226,15 +280,29 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
 @click.option("--forward", "direction", flag_value="forward", help="Forward nodes only.")
 @click.option("--backward", "direction", flag_value="backward", help="Backward (Gradients/) nodes only.")
 @click.option("--depth", default=None, help="Fold by name scope to this depth; 'all' = no folding (default: auto).")
+@click.option("--pipeline", "pipeline", is_flag=True,
+              help="Folder: every stage's Send/Receive in execution order side by side, each Send linked to its Receive.")
 def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pass_name: str | None,
                subgraph: str | None, scope: str | None, comm_only: bool, hops: int, direction: str | None,
-               depth: str | None) -> None:
+               depth: str | None, pipeline: bool) -> None:
     """Draw a dump (file or rank_* folder) as DOT/SVG/PNG/PDF, folded by name scope."""
     from .render import export as export_mod
     from .render import graph as render_mod
 
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
+        if pipeline:
+            from .atomic import atomic_write
+            from .render import pipeline as pipe_mod
+
+            scheds = pipe_mod.folder_schedules(input_path, None, load_with_progress)
+            text = pipe_mod.pipeline_dot(scheds, f"{input_path}: pipeline in execution order")
+            atomic_write(out, pipe_mod.picture_bytes(text, fmt_used))
+            lost = pipe_mod.unmatched(scheds)
+            if lost:
+                click.echo(f"irtool: {len(lost)} Send(s) with no Receive on a drawn stage", err=True)
+            click.echo(f"{out}: {len(scheds)} stages, {sum(len(s.events) for _, s in scheds)} Send/Receive", err=True)
+            return 0
         depth_ = render_mod.parse_depth(depth)
         sel = Selection.of(input_path, stage, pass_name, Policy(loader=load_with_progress), partial=True)
         dump, facts, chosen = render_mod.load_input(sel)

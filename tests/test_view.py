@@ -105,9 +105,12 @@ def test_pipeline_graph_pairs_every_send_with_its_receive() -> None:
     nodes = _graph_nodes({"graphs": model.graphs}, "pipeline")
     # `grep -cE '= (Send|Receive)\\('`: 8 on rank 0 (4 Send, 4 Receive), 8 on rank 4
     assert len(nodes) == 16
-    edges = [(e["sourceNodeId"], n["id"]) for n in nodes for e in n["incomingEdges"]]
+    edges = [(e["sourceNodeId"], n["id"]) for n in nodes for e in n["incomingEdges"] if e["targetNodeInputId"] != "order"]
     # rank 0's 4 forward Sends reach rank 4's 4 Receives; rank 4's 4 backward Sends reach rank 0's Receives
     assert len(edges) == 8
+    # validate fixes each stage's order (docs/cost.md §4): its 8 Send/Receive chained by 7 `order` edges
+    order = [(e["sourceNodeId"], n["id"]) for n in nodes for e in n["incomingEdges"] if e["targetNodeInputId"] == "order"]
+    assert len(order) == 14 and all(a.split("/")[0] == b.split("/")[0] for a, b in order)
     label = {n["id"]: n["label"] for n in nodes}
     assert all(label[a] == "Send" and label[b] == "Receive" and a.split("/")[0] != b.split("/")[0] for a, b in edges)
 
@@ -266,8 +269,9 @@ def test_the_pipeline_graph_of_a_folder(browser: object, tmp_path: Path) -> None
         page.wait_for_function(f"window.__me.events > {events} && window.__me.graph.id === 'pipeline'")
         page.wait_for_timeout(1000)
         drawn = _drawn(page)
-        # 8 Send/Receive on rank 0 and 8 on rank 4 (grep), 8 pairs: an edge from each Send to its Receive
-        assert drawn["ops"] == 16 and drawn["edges"] == 8, drawn
+        # 8 Send/Receive on rank 0 and 8 on rank 4 (grep), 8 pairs: an edge from each Send to its Receive, and
+        # each stage's 8 chained in execution order by 7 edges (docs/cost.md §4)
+        assert drawn["ops"] == 16 and drawn["edges"] == 8 + 2 * 7, drawn
         info = _info(page)
         assert info["Send/Receive"] == "16" and info["pairs"] == "8", info
         page.screenshot(path=str(tmp_path / "pipeline.png"))

@@ -195,10 +195,13 @@ def comm_id(rank: int, c: CommNode) -> str:
     return f"rank{rank}/{c.node}"
 
 
-def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = "pipeline") -> dict[str, Any]:
+def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = "pipeline",
+                   orders: dict[int, list[str]] | None = None) -> dict[str, Any]:
     """Every Send/Receive of the given ranks (one per stage), a namespace per stage, and an edge from
     each Send to the Receive it pairs with: same sender and receiver, matched in order by tag and
-    micro batch (the label carries micro batch, shape and bytes)."""
+    micro batch (the label carries micro batch, shape and bytes). `orders` (rank -> node uids in
+    execution order, where the dump fixes it: docs/cost.md §4) chains each stage's nodes in that
+    order, so the graph is laid out by stage and order."""
     nodes: dict[str, dict[str, Any]] = {}
     comm: dict[str, CommNode] = {}
     sends: dict[tuple, list[str]] = defaultdict(list)
@@ -223,6 +226,12 @@ def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = 
         for s, r in zip(senders, receives.get(key, [])):
             nodes[r]["incomingEdges"].append({"sourceNodeId": s, "sourceNodeOutputId": "0", "targetNodeInputId": "0"})
     paired = sum(len(n["incomingEdges"]) for n in nodes.values())
+    for rank, uids in (orders or {}).items():
+        chain = [f"rank{rank}/{u}" for u in uids if f"rank{rank}/{u}" in nodes]
+        for a, b in zip(chain, chain[1:]):
+            nodes[b]["incomingEdges"].append({"sourceNodeId": a, "sourceNodeOutputId": "0", "targetNodeInputId": "order"})
+        for i, nid in enumerate(chain):
+            nodes[nid]["attrs"].append(_kv("order", i))
     return {"id": graph_id, "nodes": list(nodes.values()),
             "groupNodeAttributes": {"": {"Send/Receive": str(len(nodes)), "pairs": str(paired)}}}
 

@@ -64,7 +64,12 @@ def models_for(sel: str | Selection) -> Model:
         r.prefix = f"stage {selected_stage(r.facts.stage)} rank {r.rank}: "
     graphs = [g for r in picked for g in dump_graphs(r.dump, r.facts, r.prefix)]
     if len(picked) > 1:
-        graphs.insert(0, pipeline_graph([(r.rank, os.path.relpath(r.file, sel.path), r.facts) for r in picked]))
+        from ..parallel.schedule import stage_schedule
+
+        scheds = {r.rank: stage_schedule(r.dump, r.facts) for r in picked}
+        orders = {rank: [e.node for e in s.events] for rank, s in scheds.items() if s.fixed}
+        graphs.insert(0, pipeline_graph([(r.rank, os.path.relpath(r.file, sel.path), r.facts) for r in picked],
+                                        orders=orders))
     return Model(label, graphs, _overlays(picked))
 
 
