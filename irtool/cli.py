@@ -332,14 +332,14 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, h
          no_browser: bool) -> None:
     """Explore a dump (file or rank_* folder) in Google's Model Explorer; with NEW, two
     compilations side by side with the diff marked. Stops with Ctrl+C."""
-    from .diff import diff_marks
+    from .diff import diff_rank
     from .view.models import compare_models, models_for
     from .view.serve import serve
 
     def body() -> int:
         policy = Policy(loader=load_with_progress)
         sels = [Selection.of(p, stage, pass_name, policy, partial=True) for p in (path, new) if p is not None]
-        models = compare_models(*sels, diff_marks) if new is not None else [models_for(sels[0])]
+        models = compare_models(*sels, diff_rank) if new is not None else [models_for(sels[0])]
         for sel in sels:
             _notes(sel)
         code = _skipped(*sels)
