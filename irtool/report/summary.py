@@ -9,7 +9,7 @@ import json
 from typing import Any, Iterable
 
 from ..dumpdir import RankFacts
-from ..ir import Dump, DumpWarning
+from ..ir import Dump, DumpWarning, SymbolEngine
 from ..parallel import ParallelFacts
 from .answers import answer_blocks, dir_answer_blocks
 from .parallel_summary import cell_scope, comm_totals, parallel_summary, send_receive_matrix, traffic
@@ -38,7 +38,15 @@ def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWar
                       for g in dump.subgraphs],
         "warnings": [w.as_dict() for w in warnings],
         **parallel_summary(facts, depth=depth),
+        # dynamic-shape dumps only: their `symbol engine details:` blocks
+        **({"symbol_engines": [_symbol_engine(e) for e in dump.symbol_engines]} if dump.symbol_engines else {}),
     }
+
+
+def _symbol_engine(e: SymbolEngine) -> dict[str, Any]:
+    hist = e.op_histogram()
+    return {"name": e.name, "graph": e.graph, "line": e.line, "symbols": len(e.symbols),
+            "ops": dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0])))}
 
 
 def summarize_dir(path: str, ranks: list[RankFacts], stage: int | None = None) -> dict[str, Any]:
@@ -133,6 +141,9 @@ def summary_blocks(s: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list
         declared = s["header"].get(key)
         mark = "" if declared in (None, s["counts"][key]) else " (differs from the header)"
         counts.rows.append([key, cell(s["counts"][key]) + mark, cell(declared)])
+    engines = s.get("symbol_engines", [])
+    if engines:  # the header declares no count of them
+        counts.rows.append(["symbol lines", cell(sum(e["symbols"] for e in engines)), cell(None)])
     t = s["comm_totals"]
     sr_cols, seg = _send_receive_columns(s["send_receive"])
     tables = [
@@ -154,6 +165,9 @@ def summary_blocks(s: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list
                 strategy_text(st["out_strategy"] or st["out_layout"])] for st in s["strategies"]]),
         Table(_top_title(s), ["scope", "count", "bytes"],
               [[x["scope"], cell(x["count"]), _bytes_known(x)] for x in s["top_scopes"]]),
+        Table("Symbol engines (dynamic shapes)", ["engine of graph", "line", "symbol lines", "operations"],
+              [[e["graph"], str(e["line"]), cell(e["symbols"]), ", ".join(f"{op} {n}" for op, n in e["ops"].items())]
+               for e in engines]),
         Table("Optimizer gathers that move no data (empty or one-rank group; not counted above)",
               ["parameter", "op", "line", "scope"],
               [[cell(g["parameter"]), g["op"], str(g["line"]), g["scope"]] for g in s.get("no_op_gathers", [])]),
