@@ -105,3 +105,13 @@ def test_block_cut_before_its_close_is_a_located_error(tmp_path) -> None:
     path.write_text(text[: text.rindex("\n}")])
     line = assert_located_error(run_cli("summarize", str(path)))
     assert ":2900:1: expected " in line and "end of file" in line
+
+
+def test_symbolic_type_lines_and_functor_values_are_read() -> None:
+    dump = irtool.load(fixture(VAL2))
+    assert irtool.check(dump) == []  # no type line or attribute kept as raw text
+    # sed -n 1153p: `... primitive_attrs: {output_names: (outputs), functor: Functor[ShapeCalc_ReduceShape]{false}, ...`
+    (node,) = [n for n in dump.nodes() if n.line == 1153]
+    assert str(node.primitive_attrs["functor"]) == "Functor[ShapeCalc_ReduceShape]{false}"  # kept as its text
+    # its second type line is symbolic: `: (S:[s..<...>, ...], ...) -> (...)`
+    assert len(node.type_lines) == 2 and node.type_lines[1].startswith(": (S:[")
