@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Graphviz layout time against boxes and edges: folds of real dumps, laid out with `dot -Tsvg`
-(90 s timeout). The figures behind `irtool.report.export.MAX_LAYOUT_EDGES` / `MAX_LAYOUT_BOXES`.
+(90 s timeout). The figures behind `irtool.render.export.MAX_LAYOUT_EDGES` / `MAX_LAYOUT_BOXES`.
 
 Usage: python bench/layout_bench.py
 """
@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import irtool  # noqa: E402
-from irtool.report import render  # noqa: E402
-from irtool.report.export import to_pydot  # noqa: E402
+from irtool.render import graph as render  # noqa: E402
+from irtool.render.export import to_pydot  # noqa: E402
 
 F = ROOT / "fixtures" / "mindir"
 CASES = [("gpt_large_perf/rank_0/19_validate_0078.ir.xz", d) for d in (3, 4, 5, 6)] + [

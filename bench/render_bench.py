@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from irtool import analyze, load  # noqa: E402
-from irtool.report.export import export  # noqa: E402
-from irtool.report.render import render_graph  # noqa: E402
+from irtool.render.export import export  # noqa: E402
+from irtool.render.graph import render_graph  # noqa: E402
 
 CANDIDATES = [ROOT / "fixtures/mindir/gpt_large_perf/rank_0/19_validate_0078.ir.xz",
               ROOT.parent / "shared/fixtures/mindir/gpt_large_perf/rank_0/19_validate_0078.ir"]

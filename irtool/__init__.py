@@ -1,7 +1,8 @@
 """irtool: read MindSpore MindIR `.ir` dumps and show what a distributed graph really does.
 
-Layers, imports going down only: `ir` (the dump format) <- `parallel` (analysis) <- `dumpdir`
-(rank folders) <- `report`, `diff` <- `cli`.
+Layers, imports going down only: `ir` (the dump format) <- `parallel` (analysis) <- `present`
+(text, tables, colours) and `dumpdir` (rank folders) <- the commands side by side, never importing
+one another (`report` = summarize, `render`, `diff`, `consistency` = check, `view`) <- `cli`.
 """
 from __future__ import annotations
 

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import click
 
 from .errors import IrtoolError
 from .progress import Steps, load_with_progress
+
+if TYPE_CHECKING:  # the commands are imported when run, so `irtool --help` stays fast
+    from .report.summary import DirSummary
 
 
 def _run(fn: Callable[[], int | None]) -> None:
@@ -54,15 +57,15 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
     import os
 
+    from .present import DEFAULT_LIMIT, to_markdown, to_text
     from .report import summary as summary_mod
-    from .report.tables import DEFAULT_LIMIT, to_markdown, to_text
 
     limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
         if os.path.isdir(path):
             result = _summarize_dir(path, stage, pass_name, jobs, lenient, deep, scheduler)
-            blocks = summary_mod.dir_blocks(result, limit)
+            blocks = summary_mod.dir_blocks(result, limit) if fmt != "json" else []
         else:
             from .dumpdir import require_stage
             from .ir import check
@@ -71,10 +74,10 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             dump = load_with_progress(path, lenient)
             facts = analyze(dump)
             require_stage(path, stage, [0 if facts.stage is None else facts.stage])  # no pipeline: stage 0
-            result = summary_mod.summarize(dump, facts, check(dump) if deep else (), depth=depth)
-            blocks = summary_mod.summary_blocks(result, limit)
+            result = summary_mod.file_summary(dump, facts, check(dump) if deep else (), depth=depth)
+            blocks = summary_mod.summary_blocks(result, limit) if fmt != "json" else []
         if fmt == "json":
-            click.echo(summary_mod.to_json(result))
+            click.echo(summary_mod.to_json(result.as_dict()))
         else:
             click.echo((to_markdown if fmt == "markdown" else to_text)(blocks), nl=False)
         return 0
@@ -110,9 +113,9 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         if fmt == "json":
             click.echo(diff_report.to_json(result, fail_on, max_increase))
         else:
-            render = diff_report.to_markdown if fmt == "markdown" else diff_report.to_text
+            write = diff_report.to_markdown if fmt == "markdown" else diff_report.to_text
             limit = None if show_all else diff_report.DIFF_LIMIT
-            click.echo(render(result, fail_on, max_increase, limit), nl=False)
+            click.echo(write(result, fail_on, max_increase, limit), nl=False)
         return 1 if result.failures(fail_on, max_increase) else 0
 
     _run(body)
@@ -131,18 +134,18 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
     """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group
     membership, ranks of one stage alike). Exit 0 consistent, 1 findings, 2 unreadable input."""
     from .consistency import check_dir
-    from .consistency.report import render
+    from .consistency.report import render as check_output
 
     def body() -> int:
         with Steps("ranks") as progress:
             result = check_dir(path, pass_name, jobs, scheduler, progress)
-        click.echo(render(result, fmt), nl=False)
+        click.echo(check_output(result, fmt), nl=False)
         return 0 if result.consistent else 1
 
     _run(body)
 
 
-@main.command()
+@main.command("render")
 @click.argument("input_path", metavar="INPUT", type=click.Path(exists=True, dir_okay=True))
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Output file.")
 @click.option("--format", "fmt", type=click.Choice(["dot", "svg", "png", "pdf"]), default=None,
@@ -155,11 +158,11 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
 @click.option("--forward", "direction", flag_value="forward", help="Forward nodes only.")
 @click.option("--backward", "direction", flag_value="backward", help="Backward (Gradients/) nodes only.")
 @click.option("--depth", default=None, help="Fold by name scope to this depth; 'all' = no folding (default: auto).")
-def render(input_path: str, out: str, fmt: str | None, stage: int | None, subgraph: str | None,
-           scope: str | None, comm_only: bool, hops: int, direction: str | None, depth: str | None) -> None:
+def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, subgraph: str | None,
+               scope: str | None, comm_only: bool, hops: int, direction: str | None, depth: str | None) -> None:
     """Draw a dump (file or rank_* folder) as DOT/SVG/PNG/PDF, folded by name scope."""
-    from .report import export as export_mod
-    from .report import render as render_mod
+    from .render import export as export_mod
+    from .render import graph as render_mod
 
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
@@ -189,12 +192,13 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, h
          no_browser: bool) -> None:
     """Explore a dump (file or rank_* folder) in Google's Model Explorer; with NEW, two
     compilations side by side with the diff marked. Stops with Ctrl+C."""
+    from .diff import diff_marks
     from .view.models import compare_models, models_for
     from .view.serve import serve
 
     def body() -> int:
         if new is not None:
-            models = compare_models(path, new, pass_name, load_with_progress)
+            models = compare_models(path, new, diff_marks, pass_name, load_with_progress)
         else:
             models = [models_for(path, stage, pass_name, load_with_progress)]
         serve(models, host, port, not no_browser, lambda url: click.echo(f"irtool: Model Explorer at {url}", err=True))
@@ -239,19 +243,19 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
 
 
 def _summarize_dir(path: str, stage: int | None, pass_name: str | None, jobs: int | None, lenient: bool,
-                   deep: bool, scheduler: str | None) -> dict:
+                   deep: bool, scheduler: str | None) -> DirSummary:
     """`summarize DIR`: each rank's file analysed (and with `deep` checked) in a process pool or on a
     Dask cluster, grouped by stage."""
     from functools import partial
 
     from .dumpdir import load_dir, map_ranks, rank_facts, require_stage
-    from .report.summary import summarize_dir
+    from .report.summary import dir_summary
 
     with Steps("ranks") as progress:
         ranks = map_ranks(partial(rank_facts, lenient=lenient, deep=deep), load_dir(path, pass_name), jobs, progress,
                           scheduler)
     require_stage(path, stage, [r.stage for r in ranks])
-    return summarize_dir(path, ranks, stage)
+    return dir_summary(path, ranks, stage)
 
 
 if __name__ == "__main__":

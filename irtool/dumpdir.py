@@ -17,19 +17,13 @@ from typing import Callable, Iterable, TypeVar
 from .errors import InputError, SelectionError
 from .ir import Dump, DumpWarning, check, load, pass_name
 from .parallel import ParallelFacts, analyze
+from .parallel.peer import rank_of
 
 _RANK_DIR = re.compile(r"^rank_(\d+)$")
-_RANK_IN_PATH = re.compile(r"(?:^|[/\\])rank_(\d+)(?:[/\\]|$)")
 _DUMP = re.compile(r"\.ir(\.(xz|gz|bz2))?$")
 
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (done, total)
-
-
-def rank_of(path: str) -> int | None:
-    """The rank from a `rank_N` folder in the path, else None."""
-    found = _RANK_IN_PATH.findall(os.path.abspath(path))
-    return int(found[-1]) if found else None
 
 
 def _sequence(name: str) -> int:
@@ -104,7 +98,7 @@ def rank_facts(rank: RankFile, lenient: bool = False, deep: bool = False) -> Ran
     """Load and analyze one rank (runs in a worker process); `deep` also runs `check` on it. Its
     warnings are those of a single-file summary: reading, `check`, analysis."""
     dump = rank.load(lenient)
-    facts = analyze(dump)
+    facts = analyze(dump, rank.rank).release()  # a folder command keeps many ranks' facts, not their dumps
     warnings = [*dump.warnings, *(check(dump) if deep else ()), *facts.warnings]
     return RankFacts(rank.rank, rank.path, dump.counts, dump.op_histogram(), facts, warnings)
 

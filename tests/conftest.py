@@ -24,3 +24,25 @@ def all_dumps() -> list[Path]:
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+# What the suite needs beyond the core install, and what provides it: the `test`, `view` and `dask` extras
+# (Python modules) and the Graphviz/Chromium programs; `make install` sets up all of them. A missing
+# one stops the run with one line instead of failing or skipping the tests that use it.
+NEEDED_MODULES = {"hypothesis": "irtool[test]", "model_explorer": "irtool[view]", "playwright": "irtool[view]",
+                  "distributed": "irtool[dask]"}
+NEEDED_PROGRAMS = ("dot", "chromium")
+
+
+def missing_extras() -> list[str]:
+    import importlib.util
+    import shutil
+
+    missing = [f"{m} ({extra})" for m, extra in NEEDED_MODULES.items() if importlib.util.find_spec(m) is None]
+    return missing + [p for p in NEEDED_PROGRAMS if shutil.which(p) is None]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    missing = missing_extras()
+    if missing:
+        raise pytest.UsageError(f"{', '.join(missing)} not installed: run make install")

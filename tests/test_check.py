@@ -272,7 +272,7 @@ def test_group_local_peer_index() -> None:
     # index in the two-rank group. Without `dst_global_rank` (as other versions print) the index still gives rank 4.
     from dataclasses import replace
 
-    from irtool.consistency.p2p import global_peer
+    from irtool.parallel.peer import global_peer
 
     (rank0,) = load_dir(str(FIXTURES / "gpt_small_dp2mp2pp2_lazyinline" / "rank_0"))
     send = next(c for c in rank_facts(rank0).facts.comm if c.op == "Send")

@@ -24,10 +24,10 @@ def _loaded(path):
 
 def test_every_fixture_is_bundled():
     # 18 shared scenarios with 191 dumps (the shared folder's 192 less gpt_large's 11.6 MB
-    # pipeline_split, which the benchmark reads from ../shared), and 8 compiled for this project
-    # with 70 dumps (their manifest.json files list them).
-    assert len(DUMPS) == 191 + 70
-    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 8
+    # pipeline_split, which the benchmark reads from ../shared), and 9 compiled for this project
+    # with 73 dumps (their manifest.json files list them).
+    assert len(DUMPS) == 191 + 73
+    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 9
 
 
 @pytest.mark.parametrize("path", DUMPS, ids=lambda p: "/".join(p.parts[-3:]))

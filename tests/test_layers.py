@@ -23,8 +23,9 @@ from irtool.report.summary import summarize
 PACKAGE = Path(irtool.__file__).resolve().parent
 
 # Layer of each top-level part of the package; a module may import only its own layer or lower.
-LAYERS = {"errors": 0, "atomic": 0, "ir": 1, "parallel": 2, "dumpdir": 3, "report": 4, "diff": 4,
-          "consistency": 4, "view": 5, "progress": 5, "cli": 6}
+LAYERS = {"errors": 0, "atomic": 0, "ir": 1, "parallel": 2, "present": 3, "dumpdir": 3, "report": 4, "render": 4,
+          "diff": 4, "consistency": 4, "view": 4, "progress": 5, "cli": 6}
+COMMANDS = {"report", "render", "diff", "consistency", "view"}  # side by side: none imports another
 TERMINAL = {"click", "rich"}  # only the CLI (and its progress module) may import these
 
 
@@ -87,6 +88,19 @@ def test_imports_only_go_down_and_form_no_cycle():
     assert upward == []
     # the package root re-exports the library API; it must not pull in the CLI or the terminal
     assert not {b for b in own.successors("irtool") if _part(b) in ("cli", "progress")}
+
+
+def test_commands_never_import_one_another():
+    sideways = sorted((a, b) for a, b in _graph().edges if b in MODULES and _part(a) in COMMANDS
+                      and _part(b) in COMMANDS and _part(a) != _part(b))
+    assert sideways == []
+
+
+def test_presentation_knows_no_command_and_no_folder():
+    for name, path in MODULES.items():
+        if _part(name) == "present":
+            above = {t for t in _imports(name, path) if t.startswith("irtool.") and _part(t) not in ("present", "parallel")}
+            assert not above, (name, above)
 
 
 def test_the_format_layer_imports_nothing_above_it():

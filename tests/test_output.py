@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from irtool.cli import main
-from irtool.report.tables import Table, rank_list, strategy_text, to_markdown, to_text
+from irtool.present import CATEGORY_COLORS, Table, rank_list, strategy_text, to_markdown, to_text
 
 F = Path(__file__).resolve().parents[1] / "fixtures" / "mindir"
 P2 = F / "pipeline_2stage_8p"
@@ -74,6 +74,20 @@ def test_layout_and_strategy_spelling() -> None:
         == "dev (2,4) map (1,-1) interleaved"
     assert strategy_text(None) == "—" and strategy_text([[4]]) == "(4)"
     assert rank_list([1, 2, 3, 5, 7, 6]) == "1-3, 5-7" and rank_list([6, 7]) == "6, 7" and rank_list([]) == ""
+
+
+def test_render_draws_layouts_and_colours_as_every_command(tmp_path: Path) -> None:
+    # the same MatMul-op0 as above (layout_8p rank_5 validate, line 64 its scope): the DOT label
+    # spells its layout as summarize does, never as a Python dict
+    out = tmp_path / "g.dot"
+    run("render", F / "layout_8p" / "rank_5" / "19_validate_0078.ir.xz", "--depth", "all", "-o", out)
+    dot = out.read_text(encoding="utf-8")
+    labels = re.findall(r'\blabel="((?:[^"\\]|\\.)*)"', dot)  # the visible text (tooltips hold the raw attributes)
+    assert any("dev (2,2,2) map ((2,1),-1); dev (2,2,2) map (-1,0)" in text for text in labels)
+    assert not [text for text in labels if "device_matrix" in text or "{" in text]
+    # one palette: the render legend fills each category with the colour `irtool view` uses
+    for cat, colour in CATEGORY_COLORS.items():
+        assert re.search(rf'legend_{cat.replace("-", "_")} \[.*fillcolor="{colour}"', dot), cat
 
 
 def test_stage_line_without_dict() -> None:
@@ -178,12 +192,18 @@ def test_diff_same_blocks_once_and_peers() -> None:
     r5 = doc["ranks"][5]
     sends = [e["old"] for e in r5["comm"] if e["op"] == "Send"]
     assert sends and all((s["peer_rank"], s["peer_stage"]) == (1, 0) for s in sends)
+    # rank 5's communication rows: 69 - 41 = 28 removed; of the 41 left, the output types (the line after each
+    # comm line, grep -A1 ... | sed 's/.*-> //' | sort | uniq -c) that carry the micro batch double their first
+    # dimension, (4, 64) -> (8, 64) x 20, (1, 4, 8) -> (1, 8, 8) x 2, (2, 4, 8) -> (2, 8, 8) x 2: 24 changed;
+    # the 17 others ((), (128), (128, 64), (64, 128), (64, 8)) are identical and not listed: 28 + 24 = 52 rows
+    changes = [e["change"] for e in r5["comm"]]
+    assert (changes.count("removed"), changes.count("changed"), len(changes)) == (28, 24, 52)
+    assert r5["counts"]["comm"] == 52
     # the --all limit: the same shared Table note as summarize
-    n = r5["counts"]["comm"]
     from irtool.diff import diff_dirs
     from irtool.diff.report import to_text as diff_text
     short = diff_text(diff_dirs(str(P2 / "rank_5"), str(MISMATCH / "rank_5")), limit=10)
-    assert f"showing 10 of {n} (--all for every row)" in short
+    assert "showing 10 of 52 (--all for every row)" in short
 
 
 def test_diff_peers_between_scenarios() -> None:

@@ -253,3 +253,75 @@ def test_summarize_file_json_fields() -> None:
     for fmt in ("text", "markdown"):
         assert runner.invoke(main, ["summarize", fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz"),
                                     "--format", fmt]).exit_code == 0
+
+
+def test_chains_are_built_when_first_asked_for_and_facts_stay_picklable() -> None:
+    import pickle
+
+    from irtool.dumpdir import load_dir, rank_facts
+
+    dump = irtool.load(fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz"))
+    facts = analyze(dump)
+    assert facts._chains is None  # analysis itself builds none
+    # pickled before the chains were asked for: the facts travel without the dump, and say so when asked
+    copy = pickle.loads(pickle.dumps(facts))
+    assert copy.comm == facts.comm and copy._chains is None
+    with pytest.raises(ValueError, match="ask for them before"):
+        _ = copy.chains
+    # asked for: built once, kept, and travelling with the facts; the dump is let go
+    chains = facts.chains
+    assert chains and facts.chains is chains and facts._make_chains is None
+    assert [c.as_dict() for c in pickle.loads(pickle.dumps(facts)).chains] == [c.as_dict() for c in chains]
+    # a folder command (check, summarize DIR) keeps the ranks' facts without their dumps and builds no chains
+    (rank0,) = [r for r in load_dir(str(Path(fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")).parents[1]))
+                if r.rank == 0]
+    kept = rank_facts(rank0).facts
+    assert kept._chains is None and kept._make_chains is None
+
+
+def test_one_byte_sum_and_one_spelling() -> None:
+    from irtool.parallel import Bytes
+    from irtool.parallel.records import total_bytes
+    from irtool.present import bytes_text, cell
+
+    partly = total_bytes([4096, None, 1024, None])
+    assert (partly.total, partly.known, partly.unknown, partly.exact) == (5120, 2, 2, None)
+    assert bytes_text(partly) == cell(partly) == "5,120 (+2 unknown)"
+    assert bytes_text(total_bytes([None] * 4)) == "—"  # nothing known: never `0 (+4 unknown)`
+    assert bytes_text(Bytes() + 8 + 0) == "8" and (Bytes() + 8).exact == 8 and Bytes().exact is None
+
+
+def test_scope_reads_the_cell_whether_or_not_the_dump_prints_the_operator() -> None:
+    from irtool.parallel.scope import Scope
+
+    # validate dumps print `Fullname with scope: (.../body-ShardedAttentionMLP/AllGather-op0)`, step_parallel_end
+    # ones `# Scope: (.../body-ShardedAttentionMLP)`: the same cell
+    assert Scope("Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP/AllGather-op0").cell == \
+        Scope("Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP").cell == \
+        "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP"
+    grad = Scope("Gradients/recompute_Default/n-GPT/layers-CellList/0-DecoderLayer/Grad_MatMul/AllReduce-op3")
+    assert grad.gradient and grad.recompute and grad.own_op == "AllReduce-op3"
+    assert grad.cell_parts == ("Default", "n-GPT", "layers-CellList", "0-DecoderLayer")
+    # semi_auto_8p rank_5 step_parallel_end: the communication nodes' `# Scope:` lines
+    # (grep -A2 -E '^  %[0-9]+(\([^)]*\))? = (PrimFunc_)?(AllGather|AllReduce|_MirrorOperator|ReduceScatter)\(' |
+    #  grep -o '# Scope: ([^)]*)' | sort | uniq -c): 20 under body-ShardedAttentionMLP, 2 head-Head, 1 _loss_fn-Loss
+    out = CliRunner().invoke(main, ["summarize", "--format", "json",
+                                    fixture("semi_auto_8p/rank_5/step_parallel_end_0019.ir.xz")])
+    top = [(e["scope"].rsplit("/", 1)[-1], e["count"]) for e in json.loads(out.output)["top_scopes"]]
+    assert sorted(top) == [("_loss_fn-Loss", 1), ("body-ShardedAttentionMLP", 20), ("head-Head", 2)]
+
+
+def test_a_peer_printed_as_a_group_index_is_the_same_global_rank_in_every_command(tmp_path: Path) -> None:
+    # gpt_small_dp2mp2pp2_lazyinline rank_0 validate: its 4 Send/Receive print `dest_rank: I64(1)` / `src_rank: I64(1)`
+    # (the index in `group_rank_ids: (0, 4)`) and `dst_global_rank: I64(4)` / `src_global_rank: I64(4)`. Without
+    # the global ranks (as older MindSpore prints them) the peer is still rank 4.
+    text = lzma.open(FIXTURES / "gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz", "rt",
+                     encoding="utf-8").read()
+    stripped, n = re.subn(r"(dst|src)_global_rank: I64\(\d+\), |, (dst|src)_global_rank: I64\(\d+\)", "", text)
+    assert n == 4
+    (tmp_path / "rank_0").mkdir()
+    (tmp_path / "rank_0" / "19_validate_0087.ir").write_text(stripped, encoding="utf-8")
+    out = CliRunner().invoke(main, ["summarize", "--format", "json", str(tmp_path / "rank_0" / "19_validate_0087.ir")])
+    s = json.loads(out.output)
+    assert [c["peer_rank"] for c in s["comm"] if c["direction"]] == [4, 4, 4, 4]
+    assert {e["peer_rank"] for e in s["send_receive"]} == {4}

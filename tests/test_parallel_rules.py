@@ -15,7 +15,7 @@ from conftest import FIXTURES, fixture
 import irtool
 from irtool.cli import main
 from irtool.diff.facts import comm_facts
-from irtool.parallel import CommNode, analyze
+from irtool.parallel import CommNode, analyze, type_bytes
 from irtool.parallel.rules import PIPE_KEYS, classify
 from irtool.parallel.stage import stage_info
 from irtool.report.summary import summarize
@@ -143,15 +143,30 @@ EARLY = sorted(str(p.relative_to(FIXTURES)) for p in FIXTURES.glob("*/rank_0/*")
                if any(k in p.name for k in ("pipeline_split", "merge_send_receive", "step_parallel_begin"))
                and "gpt_large" not in str(p))
 
-# comm node lines in the early passes of rank 0 (grep -cE '^  %[^ ]+ = (AllReduce|Send|Receive|...)\(' F)
-EARLY_COMM = {"data_parallel_8p/rank_0/11_pipeline_split_0012.ir.xz": 10,
-              "gpt_small_dp2mp2pp2/rank_0/11_pipeline_split_0014.ir.xz": 2,
-              "gpt_small_dp2mp2pp2/rank_0/merge_send_receive_0017.ir.xz": 2,
-              "gpt_small_dp2mp2pp2/rank_0/step_parallel_begin_0018.ir.xz": 2,
-              "gpt_small_dp2mp2pp2_lazyinline/rank_0/11_pipeline_split_0014.ir.xz": 2,
-              "pipeline_2stage_8p/rank_0/11_pipeline_split_0014.ir.xz": 4,
-              "pipeline_2stage_8p/rank_0/step_parallel_begin_0018.ir.xz": 4,
-              "pipeline_4stage_8p/rank_0/merge_send_receive_0017.ir.xz": 8}
+# Communication node lines per (operator, category) in every early pass of rank 0, counted in the dump text:
+#   xzcat F | grep -oE '^ +%[^ ]+ = (PrimFunc_)?(AllReduce|AllGather|ReduceScatter|AlltoAll|Send|Receive|Broadcast|
+#     NeighborExchange|_MirrorOperator|_MicroStepAllGather|...every name of rules.COMM_OPS...)\(' | sort | uniq -c
+# Every file below that the grep finds nothing in holds no communication at all (single-device runs, and the
+# semi_auto/auto/layout/moe/opt_parallel/flash/micro_interleaved/bf16 runs before step_parallel_end inserts
+# operators). The categories: every Send/Receive found carries `sr_tag` and `pipeline_end` or `micro: I64(m)`
+# (pipeline); data_parallel's 10 AllReduce are `Default/grad_reducer-DistributedGradReducer/AllReduce-op0..9`
+# (gradient aggregation).
+EARLY_COMM: dict[str, dict[tuple[str, str], int]] = {
+    "data_parallel_8p/rank_0/11_pipeline_split_0012.ir.xz": {("AllReduce", "gradient-aggregation"): 10},
+    **{f"gpt_small_dp2mp2pp2/rank_0/{f}": {("Send", "pipeline"): 2}
+       for f in ("11_pipeline_split_0014.ir.xz", "merge_send_receive_0017.ir.xz", "step_parallel_begin_0018.ir.xz")},
+    **{f"gpt_small_dp2mp2pp2_lazyinline/rank_0/{f}": {("Send", "pipeline"): 1, ("Receive", "pipeline"): 1}
+       for f in ("11_pipeline_split_0014.ir.xz", "merge_send_receive_0017.ir.xz", "step_parallel_begin_0018.ir.xz")},
+    **{f"{s}/rank_0/{f}": {("Send", "pipeline"): n}
+       for s, n in (("pipeline_2stage_8p", 4), ("pipeline_wrapper_api_8p", 4), ("pipeline_4stage_8p", 8))
+       for f in ("11_pipeline_split_0014.ir.xz", "merge_send_receive_0017.ir.xz", "step_parallel_begin_0018.ir.xz")},
+}
+
+
+def test_early_pass_table_covers_every_early_file() -> None:
+    # 43 early files at rank_0 (ls */rank_0/ | grep -E 'pipeline_split|merge_send_receive|step_parallel_begin',
+    # gpt_large's left out): 16 with communication, 27 without
+    assert len(EARLY) == 43 and set(EARLY_COMM) <= set(EARLY) and len(EARLY_COMM) == 16
 
 
 @pytest.mark.parametrize("rel", EARLY)
@@ -163,9 +178,11 @@ def test_summary_and_diff_read_the_same_bytes(rel: str) -> None:
     assert [c["bytes"] for c in summary["comm"]] == [d["bytes"] for d in diff_side]
     # before step_parallel_end types are logical or stale (§1): no byte count is known, and none is 0
     assert all(c["bytes"] is None for c in summary["comm"])
-    n = len(summary["comm"])
-    if rel in EARLY_COMM:
-        assert n == EARLY_COMM[rel]
+    found: dict[tuple[str, str], int] = {}
+    for c in summary["comm"]:
+        found[c["op"], c["category"]] = found.get((c["op"], c["category"]), 0) + 1
+    assert found == EARLY_COMM.get(rel, {})
+    n = sum(found.values())
     assert summary["comm_totals"]["total"] == {"count": n, "bytes": 0, "bytes_unknown": n}
     for row in summary["gradient_aggregation"] + summary["top_scopes"]:
         assert row["bytes_unknown"] == row["count"] and row["bytes"] == 0
@@ -231,7 +248,7 @@ def test_top_scopes_count_gradients_under_the_forward_cell() -> None:
 
 
 def test_picture_folds_the_gradient_with_its_forward_cell(tmp_path: Path) -> None:
-    from irtool.report.render import Semantics, fold_key
+    from irtool.render.graph import Semantics, fold_key
     dump = irtool.load(fixture(SEMI_R0))
     facts = analyze(dump)
     sem = Semantics.of(facts)
@@ -372,3 +389,56 @@ def test_folded_pipeline_stage_from_peer_stage_ids() -> None:
     up = CommNode(op="Receive", category="pipeline", phase="forward", node="g/%97", direction="receive", segment=0)
     info = stage_info("spe", [last, up], {"g/%98": {"dest_rank": 0, "segment": 0}, "g/%97": {"src_rank": 0}})
     assert info.stage == 1 and "wrap to stage 0" in info.how
+
+
+# --- BFloat16: 2 bytes per element (bf16_semi_auto_8p, parameters and input cast to BFloat16 by make.py)
+
+BF16 = "bf16_semi_auto_8p/rank_0"
+
+
+def _loaded(rel: str) -> tuple[irtool.Dump, object]:
+    dump = irtool.load(fixture(rel))
+    return dump, analyze(dump)
+
+
+def test_bfloat16_communication_is_two_bytes_per_element() -> None:
+    # xzcat 19_validate_0078.ir.xz | grep -nE '= AllReduce\(' -A3: the 7 AllReduce and their output types
+    #   98 `%6`  (<Tensor[BFloat16], (16, 64)>)  fc2 row-parallel forward   16*64*2 = 2,048
+    #  116 `%9`  (<Tensor[BFloat16], ()>)        backbone ReduceMean          1*2 =     2
+    #  164 `%15` (<Tensor[Float32], ()>)         loss ReduceMean              1*4 =     4
+    #  241 `%26` (<Tensor[BFloat16], ()>)        Gradients/.../Grad_AllReduce     2
+    #  291 `%31` (<Tensor[BFloat16], (16, 64)>)  Gradients/.../Grad_AllReduce 2,048
+    #  337 `%35` (<Tensor[BFloat16], (64, 32)>)  Grad__MirrorOperator of w1   64*32*2 = 4,096
+    #  369 `%39` (<Tensor[BFloat16], (32, 64)>)  Grad__MirrorOperator of w2   4,096
+    s = summarize(*_loaded(f"{BF16}/19_validate_0078.ir.xz"))
+    assert [(c["line"], c["dtype"], c["shape"], c["bytes"]) for c in s["comm"]] == [
+        (98, "BFloat16", [16, 64], 2048), (116, "BFloat16", [], 2), (164, "Float32", [], 4),
+        (241, "BFloat16", [], 2), (291, "BFloat16", [16, 64], 2048),
+        (337, "BFloat16", [64, 32], 4096), (369, "BFloat16", [32, 64], 4096)]
+    assert s["comm_totals"]["total"] == {"count": 7, "bytes": 2048 + 2 + 4 + 2 + 2048 + 4096 + 4096,
+                                         "bytes_unknown": 0}
+    # `mirror_user_id: "w1"` / "w2" on the two Grad__MirrorOperator AllReduces
+    assert [(r["parameter"], r["bytes"]) for r in s["gradient_aggregation"]] == [("w1", 4096), ("w2", 4096)]
+
+
+def test_bfloat16_mirror_bytes_from_the_sliced_params() -> None:
+    # step_parallel_end: lines 52 and 83 `= _MirrorOperator(%3)` / `(%7)` of the Loads of
+    # `%para3_w1: <Ref[Tensor[BFloat16]], (64, 32)` and `%para4_w2: <Ref[Tensor[BFloat16]], (32, 64)` (# Params:):
+    # 2,048 elements x 2 bytes each. The three forward AllReduce (lines 99, 117, 171) have stale types: unknown.
+    s = summarize(*_loaded(f"{BF16}/step_parallel_end_0019.ir.xz"))
+    assert [(c["line"], c["op"], c["dtype"], c["bytes"]) for c in s["comm"]] == [
+        (52, "_MirrorOperator", "BFloat16", 4096), (83, "_MirrorOperator", "BFloat16", 4096),
+        (99, "AllReduce", None, None), (117, "AllReduce", None, None), (171, "AllReduce", None, None)]
+    assert s["comm_totals"]["total"] == {"count": 5, "bytes": 8192, "bytes_unknown": 3}
+
+
+def test_bfloat16_parameters_are_read() -> None:
+    # validate `# Params:`: %para1_inputs0 <Tensor[BFloat16], (32, 64)>, %para3_w1 <Ref[Tensor[BFloat16]], (64, 32)>,
+    # %para4_w2 (32, 64), and the Adam moments adam_m.* / adam_v.* in BFloat16: 7 of the 10 parameters
+    # (grep -cE '^%para[0-9]+_[^:]*: <(Ref\[)?Tensor\[BFloat16\]' = 7)
+    dump = irtool.load(fixture(f"{BF16}/19_validate_0078.ir.xz"))
+    bf16 = {p.name: p.type.shape for p in dump.params if p.type is not None and p.type.dtype == "BFloat16"}
+    assert len(bf16) == 7 and len(dump.params) == 10
+    assert (bf16["w1"], bf16["w2"], bf16["inputs0"]) == ((64, 32), (32, 64), (32, 64))
+    w1 = next(p for p in dump.params if p.name == "w1")
+    assert type_bytes(w1.type) == ((64, 32), "BFloat16", 64 * 32 * 2)

@@ -6,13 +6,14 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import networkx as nx
 import pydot
 import pytest
 
 import irtool
 from irtool.errors import SelectionError as RenderError
-from irtool.report.export import export, to_bytes
-from irtool.report.render import Semantics, fold, render_graph, select
+from irtool.render.export import export, to_bytes
+from irtool.render.graph import Semantics, fold, render_graph, select
 
 ROOT = Path(__file__).resolve().parents[1]
 MINDIR = ROOT / "fixtures" / "mindir"
@@ -32,6 +33,22 @@ def picture_ids(titles: list[str]) -> set[str]:
     return {t for t in titles if not t.startswith("legend_")}
 
 
+# semi_auto_8p rank 0 validate, read by hand (xzcat SEMI > semi0.ir):
+# - operators: grep -cE '^  %[0-9]+\(' = 289, plus `Return(%288)` = 290; each is followed by
+#   `# Fullname with scope: (...)`: grep -c 'Fullname with scope: (Gradients/' = 136, the other 154 `Default/...`
+SEMI_NODES, SEMI_BACKWARD = 290, 136
+# - communication: grep -nE '= (AllGather|AllReduce|ReduceScatter)\(' = 39 lines: 17 forward in `Default/` scopes
+#   (14 AllGather `redistribution_op_`, 3 AllReduce `forward_op_`), 22 in `Gradients/` scopes (14 ReduceScatter
+#   `grad_redistribution_op_`, 2 AllReduce `gradforward_op_`, 6 AllReduce `grad_mirror_MirrorOperator`)
+SEMI_COMM_FORWARD = [104, 170, 206, 287, 374, 395, 437, 461, 476, 557, 602, 635, 662, 686, 710, 740, 869]
+SEMI_COMM_BACKWARD = [1015, 1053, 1078, 1103, 1124, 1149, 1171, 1198, 1247, 1292, 1332, 1342, 1477, 1531, 1585,
+                      1649, 1675, 1710, 1745, 1780, 1859, 1894]
+
+
+def by_line(dump: irtool.Dump) -> dict[int, str]:
+    return {n.line: n.uid for n in dump.nodes()}
+
+
 @pytest.mark.parametrize("depth", [None, 3, "all"])
 def test_svg_valid_and_titles_match_selection(depth):
     dump = irtool.load(str(SEMI))
@@ -39,18 +56,37 @@ def test_svg_valid_and_titles_match_selection(depth):
     titles = svg_titles(to_bytes(graph, "svg"))
     assert picture_ids(titles) == set(graph.nodes)
     assert any(t.startswith("legend_") for t in titles)
-    # every selected operator is in exactly one box
-    assert sum(a["count"] for _, a in graph.nodes(data=True)) == sum(1 for _ in dump.nodes())
+    # every operator of the dump is in exactly one box
+    assert sum(a["count"] for _, a in graph.nodes(data=True)) == SEMI_NODES
     if depth == "all":
-        assert graph.number_of_nodes() == sum(1 for _ in dump.nodes())
+        assert graph.number_of_nodes() == SEMI_NODES
 
 
 def test_folded_box_counts_strategies_and_comm():
+    # Depth 2 keys each operator by the first 2 cells of its scope without the operator itself and without
+    # `Grad_*` wrappers, a `Gradients/` scope by 3 (sed 's/.*scope: (//' | cut -d/ -f1-2 | sort | uniq -c):
+    # 134 `Default/network-WithLossCell/...`, 15 `Default/optimizer-AdamWeightDecay/...`, 5 directly under
+    # `Default/` (MakeTuple, UpdateState, Depend, Return, ...), 136 `Gradients/Default/network-WithLossCell`.
+    # Strategies: grep -E '^  %[0-9]+\(' | grep -c in_strategy = 22, all forward operators of the network.
+    # Communication per box: the 17 forward and 22 backward lines above, by instance name.
     dump = irtool.load(str(SEMI))
-    sem = Semantics.of(irtool.analyze(dump))
     graph = render_graph(dump, irtool.analyze(dump), depth=2)
-    assert sum(a["strategy"] for _, a in graph.nodes(data=True)) == len(sem.strategy) > 0
-    assert sum(sum(a["comm"].values()) for _, a in graph.nodes(data=True)) == len(sem.category) > 0
+    boxes = {a["key"]: (a["count"], a["strategy"], dict(a["comm"])) for _, a in graph.nodes(data=True)}
+    assert boxes == {
+        "Default/network-WithLossCell": (134, 22, {"redistribution": 14, "operator-forward": 3}),
+        "Default/optimizer-AdamWeightDecay": (15, 0, {}),
+        "Default": (5, 0, {}),
+        "Gradients/Default/network-WithLossCell": (136, 0, {"redistribution": 14, "operator-forward": 2,
+                                                            "gradient-aggregation": 6})}
+    # Data edges between boxes (operands `%N` of each line; inputs of UpdateState, the 2nd input of Depend and
+    # values made by UpdateState are ordering, not data): 20 forward values the gradient reads, 8 into the
+    # `Default` box (line 875 `%134 = MakeTuple(%126, %74, %52, %2, %43, %72, %88)` of 7 Loads, and line 1913
+    # `%288 = Depend(%133, %287)` of the loss), 7 gradients into the optimizer.
+    key = nx.get_node_attributes(graph, "key")
+    edges = {(key[u], key[v]): e["count"] for u, v, e in graph.edges(data=True)}
+    assert edges == {("Default/network-WithLossCell", "Gradients/Default/network-WithLossCell"): 20,
+                     ("Default/network-WithLossCell", "Default"): 8,
+                     ("Gradients/Default/network-WithLossCell", "Default/optimizer-AdamWeightDecay"): 7}
 
 
 def test_dot_parses_back_to_same_nodes_and_edges(tmp_path):
@@ -66,50 +102,70 @@ def test_dot_parses_back_to_same_nodes_and_edges(tmp_path):
     assert not list(tmp_path.glob(".irtool-*"))  # no temp file left behind
 
 
-def test_comm_only_hops_is_networkx_neighbourhood():
+def test_comm_only_hops_reach_exactly_the_dump_neighbours():
     dump = irtool.load(str(SEMI))
     g, sem = irtool.build_graph(dump), Semantics.of(irtool.analyze(dump))
+    line = by_line(dump)
     zero = select(dump, g, sem, comm_only=True, hops=0).uids
+    assert zero == {line[n] for n in SEMI_COMM_FORWARD + SEMI_COMM_BACKWARD}
+    # line 104 `%5 = AllGather(%4)`: its operand is line 101 `%4 = PrimFunc_Reshape(%3, ...)` and its only user
+    # line 107 `%6 = PrimFunc_Split(%5, ...)` (grep -nE '\(%5[,)]'). One hop further: line 86
+    # `%3 = PrimFunc_MatMul(%1, %2, ...)` (its other user, UpdateState %137, is ordering) and lines 110-128
+    # `%7..%10 = TupleGetItem(%6, ...)`; none of those touches another communication line.
     one = select(dump, g, sem, comm_only=True, hops=1).uids
-    assert zero == set(sem.category) and zero < one
+    assert {line[101], line[104], line[107]} <= one
+    assert not {line[86], line[110], line[116], line[122], line[128]} & one
+    two = select(dump, g, sem, comm_only=True, hops=2).uids
+    assert {line[86], line[110], line[116], line[122], line[128]} <= two
 
 
 def test_forward_backward_partition():
+    # backward = a `Gradients/` scope: 136 of the 290 operators, with the 22 backward communication lines; the
+    # 17 forward ones (no `forward_node_name` in cnode_primal_attrs, scope `Default/...`) stay forward
     dump = irtool.load(str(SEMI))
     g, sem = irtool.build_graph(dump), Semantics.of(irtool.analyze(dump))
+    line = by_line(dump)
     fwd = select(dump, g, sem, direction="forward").uids
     bwd = select(dump, g, sem, direction="backward").uids
-    assert fwd and bwd and not fwd & bwd
-    assert len(fwd) + len(bwd) == sum(1 for _ in dump.nodes())
+    assert (len(fwd), len(bwd)) == (SEMI_NODES - SEMI_BACKWARD, SEMI_BACKWARD)
+    assert {line[n] for n in SEMI_COMM_FORWARD} <= fwd and {line[n] for n in SEMI_COMM_BACKWARD} <= bwd
     nodes = {n.uid: n for n in dump.nodes()}
-    assert all((nodes[u].scope or "").startswith("Gradients/") or sem.phase.get(u) for u in bwd)
+    assert all((nodes[u].scope or "").startswith("Gradients/") for u in bwd)
+    # folded at depth 2, the forward picture holds the 3 forward boxes and their 17 collectives
+    graph = render_graph(dump, irtool.analyze(dump), direction="forward", depth=2)
+    assert {a["key"]: (a["count"], sum(a["comm"].values())) for _, a in graph.nodes(data=True)} == {
+        "Default/network-WithLossCell": (134, 17), "Default/optimizer-AdamWeightDecay": (15, 0), "Default": (5, 0)}
 
 
 def test_scope_selection():
+    # mlp_cpu validate: grep -c 'scope: (.*fc1-Dense/' = 3: line 72 `%1 = PrimFunc_MatMul(%para1_inputs0, %0, ...)`,
+    # line 87 `%2 = Load(%para4_fc1.bias, ...)`, line 102 `%3 = PrimFunc_BiasAdd(%1, %2, I64(0))`: 2 edges
     dump = irtool.load(str(MLP))
     fc1 = "Default/network-WithLossCell/_backbone-MLP/fc1-Dense"
     graph = render_graph(dump, irtool.analyze(dump), scope=fc1, depth="all")
-    assert graph.number_of_nodes() > 0
-    assert all("fc1-Dense" in a["scope"] for _, a in graph.nodes(data=True))
+    assert sorted(a["line"] for _, a in graph.nodes(data=True)) == [72, 87, 102]
+    line = nx.get_node_attributes(graph, "line")
+    assert sorted((line[u], line[v]) for u, v in graph.edges) == [(72, 102), (87, 102)]
 
 
 def test_stage_on_pipeline_fixture():
+    # pipeline_2stage_8p (manifest per_rank_meta): ranks 0-3 on stage 0, 4-7 on stage 1. Each validate holds
+    # grep -cE '^  (%[0-9]+\(|Return\()' = 690 operators on stage 0 and 815 on stage 1, among them 4 `= Send(` and
+    # 4 `= Receive(` whose cnode_primal_attrs name the other stage (`dest_rank: I64(1)` / `src_rank: I64(0)`)
     for rank in sorted(PIPE.glob("rank_*")):
+        stage = int(rank.name[5:]) // 4
         dump = irtool.load(str(next(rank.glob("*_validate_*"))))
-        sem = Semantics.of(irtool.analyze(dump))
-        assert sem.stage in (0, 1), rank  # the manifest's stages; checked per rank in test_parallel
-        here = render_graph(dump, irtool.analyze(dump), stage=sem.stage, depth="all")
-        with pytest.raises(RenderError, match=f"this rank is on stage {sem.stage}, not stage {1 - sem.stage}; "):
-            render_graph(dump, irtool.analyze(dump), stage=1 - sem.stage, depth="all")
-        assert here.number_of_nodes() == sum(1 for _ in dump.nodes())
+        here = render_graph(dump, irtool.analyze(dump), stage=stage, depth="all")
+        with pytest.raises(RenderError, match=f"this rank is on stage {stage}, not stage {1 - stage}; "):
+            render_graph(dump, irtool.analyze(dump), stage=1 - stage, depth="all")
+        assert here.number_of_nodes() == (690, 815)[stage], rank
         p2p = [a for _, a in here.nodes(data=True) if a["op"] in ("Send", "Receive")]
-        assert p2p, rank
-        peers = {a["peer_stage"] for a in p2p if a.get("category") == "pipeline"}
-        assert peers <= {1 - sem.stage, None}
+        assert sorted(a["op"] for a in p2p) == ["Receive"] * 4 + ["Send"] * 4, rank
+        assert {(a["category"], a["peer_stage"]) for a in p2p} == {("pipeline", 1 - stage)}, rank
 
 
 def test_stage_folder_picks_rank_of_that_stage():
-    from irtool.report.render import load_input
+    from irtool.render.graph import load_input
 
     # pipeline_2stage_8p: ranks 0-3 are stage 0, ranks 4-7 stage 1 (manifest.json)
     dump, facts, chosen = load_input(str(PIPE), 1, irtool.load)
@@ -133,7 +189,7 @@ def test_hostile_scope_is_inert(tmp_path):
 def test_too_large_selection_raises():
     dump = irtool.load(str(SEMI))
     g, sem = irtool.build_graph(dump), Semantics.of(irtool.analyze(dump))
-    import irtool.report.render as r
+    import irtool.render.graph as r
 
     old = r.MAX_BOXES
     r.MAX_BOXES = 10
@@ -152,7 +208,11 @@ def test_cli_render_folder_svg(tmp_path):
     out = tmp_path / "x.svg"
     r = run_cli("render", str(SEMI.parent.parent), "-o", str(out))
     assert r.returncode == 0, r.stderr
-    ET.fromstring(out.read_bytes())
+    # rank 0 (the folder's first rank); the automatic fold is the deepest with at most 30 boxes: the 290
+    # scopes of SEMI (cell path without the operator and `Grad_*`, `Gradients/` one deeper) give 2, 4, 6, then 9
+    # boxes from depth 4 on (_backbone-Net, its body and head, _loss_fn, the optimizer, `Default`, and the
+    # gradients of body, head and _loss_fn)
+    assert len(picture_ids(svg_titles(out.read_bytes()))) == 9
 
 
 def test_cli_render_errors_exit_2(tmp_path):

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from conftest import fixture
 
 from irtool.cli import main
+from irtool.diff import diff_marks
 from irtool.view.main import MindIRAdapter
 from irtool.view.models import compare_models, models_for
 
@@ -113,7 +114,7 @@ def test_pipeline_graph_pairs_every_send_with_its_receive() -> None:
 
 def test_compare_marks_the_changed_strategy() -> None:
     # fixtures/edited: the fc1 MatMul's in_strategy of semi_auto_8p rank 0 changed by hand (README there)
-    old, new = compare_models(str(Path(SEMI).parent), EDITED)
+    old, new = compare_models(str(Path(SEMI).parent), EDITED, diff_marks)
     marks_old = [r for g in old.node_data["diff"].values() for r in g["results"].values()]
     marks_new = [r for g in new.node_data["diff"].values() for r in g["results"].values()]
     assert len(marks_old) == len(marks_new) == 1 and marks_new[0]["bgColor"] == "#ffe082"  # one `changed`

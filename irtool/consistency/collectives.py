@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from ..parallel import CommNode
 from ..parallel.rules import P2P
-from ..report.tables import rank_list
+from ..present import rank_list
 from .folder import Folder, variants
 from .records import Finding, Side, Unchecked
 

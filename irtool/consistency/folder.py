@@ -7,7 +7,7 @@ from typing import Hashable, TypeVar
 
 from ..dumpdir import RankFacts
 from ..parallel import CommNode
-from ..report.tables import DASH, cell
+from ..present import DASH, cell
 from .records import Side
 
 K = TypeVar("K", bound=Hashable)

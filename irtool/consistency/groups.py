@@ -4,7 +4,7 @@ wait on different communicators."""
 from __future__ import annotations
 
 from ..parallel import CommNode
-from ..report.tables import cell, rank_list
+from ..present import cell, rank_list
 from .folder import Folder, variants
 from .records import Finding, Unchecked
 

@@ -4,7 +4,6 @@ A Send whose Receive is missing (or that waits on a different shape) hangs both 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
 
 from ..parallel import CommNode
 from .folder import Folder, describe
@@ -22,7 +21,6 @@ def p2p_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
         for c in rf.facts.comm:
             if c.direction is None:
                 continue
-            c = global_peer(c, rank)
             if c.peer_rank is None:
                 unchecked.append(Unchecked("p2p", rank, f"{folder.files[rank]}:{c.line}",
                                            f"{describe(c)}: the dump names no peer rank"))
@@ -41,20 +39,6 @@ def p2p_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
     for link in sorted(set(sends) | set(receives)):
         findings += _link(folder, link, sends[link], receives[link])
     return findings, unchecked
-
-
-def global_peer(c: CommNode, rank: int) -> CommNode:
-    """`c` with its peer as a global rank. Without `dst_global_rank` / `src_global_rank` the peer is
-    `dest_rank` / `src_rank`, an index into the communicator's members: on the world group the global
-    rank, on a smaller group (a p2p group of two, `2-...Send`) it is global only if it names another
-    member; a peer outside the group, or the rank itself, is read as the index."""
-    members, peer = c.group_ranks, c.peer_rank
-    if (peer is None or not members or (c.group or "").endswith("_world_group")
-            or any(k.endswith("_global_rank") for k in c.rank_attrs)):
-        return c
-    if (peer not in members or peer == rank) and 0 <= peer < len(members):
-        return replace(c, peer_rank=members[peer])
-    return c
 
 
 def _link(folder: Folder, link: Link, sends: list[CommNode], receives: list[CommNode]) -> list[Finding]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..report.tables import Block, Table, to_markdown, to_text
+from ..present import Block, Table, to_markdown, to_text
 from .records import CHECK_TITLES, CHECKS, CheckResult
 
 

@@ -3,15 +3,12 @@ operators and the same strategies (node ids and group names aside). A difference
 or code path that depends on the rank."""
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ..dumpdir import RankFacts
-from ..parallel import Strategy
-from ..parallel.records import plain
-from ..parallel.strategies import STRATEGY_KEYS
-from ..report.tables import rank_list, strategy_text
+from ..parallel import STRATEGY_KEYS, Strategy
+from ..present import rank_list, strategy_text
 from .folder import Folder, variants
 from .records import Finding, Side, Unchecked
 
@@ -69,10 +66,6 @@ def _count_side(folder: Folder, rank: int, alike: list[int], counted: Counter, o
                        "or sharded: " + ", ".join(f"{op} {counted[op]:,}" for op in ops))
 
 
-def _signature(s: Strategy) -> str:
-    return json.dumps([plain(getattr(s, k)) for k in STRATEGY_KEYS])
-
-
 @dataclass
 class _Strategies:
     """One rank's strategies: per node scope and operator the distinct strategies (first node of
@@ -85,7 +78,7 @@ class _Strategies:
     def of(cls, rf: RankFacts) -> _Strategies:
         by_scope: dict[Key, dict[str, Strategy]] = defaultdict(dict)
         for s in rf.facts.strategies:
-            by_scope[(s.scope, s.op)].setdefault(_signature(s), s)
+            by_scope[(s.scope, s.op)].setdefault(s.signature(), s)
         return cls(dict(by_scope), {(op, sig) for (_, op), sigs in by_scope.items() for sig in sigs})
 
     def copy_of(self, key: Key, sigs: dict[str, Strategy]) -> bool:

@@ -10,9 +10,10 @@ import re
 from collections import defaultdict
 from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 
+from ..parallel.scope import Scope
+
 T = TypeVar("T")
 
-_OWN_COMPONENT = re.compile(r"^[A-Za-z_][\w.]*-op\d+$")
 _OP_SUFFIX = re.compile(r"-op\d+")
 _IDS = [
     (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
@@ -31,10 +32,7 @@ def normalise_scope(scope: str | None) -> str:
     """
     if not scope:
         return ""
-    parts = scope.split("/")
-    if len(parts) > 1 and _OWN_COMPONENT.match(parts[-1]):
-        parts = parts[:-1]
-    text = _OP_SUFFIX.sub("-op", "/".join(parts))
+    text = _OP_SUFFIX.sub("-op", Scope(scope).cell)
     for pattern, repl in _IDS:
         text = pattern.sub(repl, text)
     return text

@@ -1,6 +1,6 @@
 """Render a `DiffResult` as text, markdown (a PR comment) or JSON (`irtool.diff/1`).
 
-Text and Markdown are one list of blocks (`irtool.report.tables`) written two ways. Ranks whose
+Text and Markdown are one list of blocks (`irtool.present`) written two ways. Ranks whose
 differences are the same (same stages, same rows) are shown once: `ranks 1-3: same as rank 0`;
 JSON keeps every rank.
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from ..report.tables import Block, Table, cell, rank_list, strategy_text
-from ..report.tables import to_markdown as blocks_to_markdown
-from ..report.tables import to_text as blocks_to_text
+from ..present import Block, Table, cell, rank_list, strategy_text
+from ..present import to_markdown as blocks_to_markdown
+from ..present import to_text as blocks_to_text
 from .compare import DEFAULT_FAIL_ON, DiffResult, RankDiff
 from .facts import STRATEGY_FIELDS
 

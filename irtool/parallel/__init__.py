@@ -5,10 +5,22 @@ Rules in docs/parallel.md. Nothing here writes into a `Dump`, prints, or knows a
 from __future__ import annotations
 
 from .analyze import analyze
-from .records import CATEGORIES, PHASES, Category, CommNode, FileKind, Group, ParallelFacts, Phase, StageInfo, Strategy
-from .rules import COMM_OPS, is_comm
+from .records import (
+                      CATEGORIES,
+                      PHASES,
+                      STRATEGY_KEYS,
+                      Bytes,
+                      Category,
+                      CommNode,
+                      FileKind,
+                      Group,
+                      ParallelFacts,
+                      Phase,
+                      StageInfo,
+                      Strategy,
+)
+from .rules import COMM_OPS
 from .sizes import type_bytes
-from .strategies import format_strategy
 
 __all__ = ["analyze", "CATEGORIES", "PHASES", "Category", "CommNode", "FileKind", "Group", "ParallelFacts",
-           "Phase", "StageInfo", "Strategy", "COMM_OPS", "is_comm", "type_bytes", "format_strategy"]
+           "Phase", "StageInfo", "Strategy", "COMM_OPS", "type_bytes", "Bytes", "STRATEGY_KEYS"]

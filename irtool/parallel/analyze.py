@@ -6,13 +6,16 @@ only read: facts and warnings are returned, and the caller keeps them as long as
 from __future__ import annotations
 
 import re
+from functools import partial
 
 from ..ir import Dump, DumpWarning, Node, pass_name
 from .chains import redistribution_chains
 from .groups import group_name, group_table
 from .links import NodeIndex, ordered_with, param_through, walk_to_strategy
+from .peer import global_peer, rank_of
 from .records import CommNode, FileKind, Group, ParallelFacts, Strategy
 from .rules import COMM_OPS, EXCHANGES, GATHERS, MIRRORS, classify, file_kind, moves_no_data, phase
+from .scope import attributed_scope
 from .sizes import Sized, attr_bytes, type_bytes
 from .stage import as_int, stage_info
 from .strategies import strategies
@@ -21,8 +24,9 @@ from .strategies import strategies
 RANK_ATTRS = ("dest_rank", "src_rank", "dst_global_rank", "src_global_rank", "send_rank_ids", "recv_rank_ids")
 
 
-def analyze(dump: Dump) -> ParallelFacts:
-    """The parallel facts of `dump` (docs/parallel.md)."""
+def analyze(dump: Dump, rank: int | None = None) -> ParallelFacts:
+    """The parallel facts of `dump` (docs/parallel.md) on `rank` (default: the `rank_N` folder of
+    its path), which tells a Send/Receive peer printed as a group index from a global rank (§7)."""
     kind = file_kind(pass_name(dump.path or ""))
     found = [n for n in dump.nodes() if n.op in COMM_OPS]
     silent = {n.uid for n in found if moves_no_data(n, n.instance_name or "", n.primitive_attrs)}
@@ -30,7 +34,8 @@ def analyze(dump: Dump) -> ParallelFacts:
     groups = group_table(n.primitive_attrs for n in nodes)
     strats = strategies(dump)
     by_uid = {s.node: s for s in strats}
-    comm = comm_nodes(dump, nodes, groups, kind, by_uid)
+    own = rank if rank is not None else rank_of(dump.path or "")
+    comm = [global_peer(c, own) for c in comm_nodes(dump, nodes, groups, kind, by_uid)]
     no_ops = comm_nodes(dump, [n for n in found if n.uid in silent], groups, kind, by_uid) if silent else []
     warnings = [DumpWarning(n.line, f"attributes of {n.key} kept as raw text ({n.unreadable_attrs.reason}): "
                                     "its classification may be incomplete")
@@ -38,7 +43,7 @@ def analyze(dump: Dump) -> ParallelFacts:
     stage = stage_info(kind, comm, {n.uid: n.primal_attrs for n in nodes})
     return ParallelFacts(kind=kind, comm=comm, groups=groups, strategies=strats, stage_info=stage,
                          warnings=warnings, no_op_gathers=no_ops,
-                         chains=redistribution_chains(dump, comm, groups, strats, kind))
+                         _make_chains=partial(redistribution_chains, dump, comm, groups, strats, kind))
 
 
 def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: FileKind,
@@ -68,9 +73,8 @@ def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: Fi
         _p2p(c, pa, pr, kind)
         _serves(c, node, pa, pr, index, nodes[fwd] if fwd is not None else None)
         if c.serves_op is not None and strats and c.serves in strats:
-            st = strats[c.serves]
-            c.serves_strategy = st.in_strategy if st.in_strategy is not None else st.in_layout
-        c.cell_scope = cell_scope(c.scope, nodes[fwd].scope if fwd is not None and fwd != i else None)
+            c.serves_strategy = strats[c.serves].shown
+        c.cell_scope = attributed_scope(c.scope, nodes[fwd].scope if fwd is not None and fwd != i else None)
         out.append(c)
     _pair_exchanges(out, nodes, index)
     if kind != "pre":
@@ -224,25 +228,3 @@ def forward_id(pr: dict) -> str | None:
         return str(pr["forward_unique_id"])
     m = _TRAILING_ID.search(str(pr.get("forward_node_name", "")))
     return m.group(1) if m else None
-
-
-def cell_scope(scope: str, forward_scope: str | None) -> str:
-    """The scope a backward node is attributed to (§8): MindSpore sometimes prints a backward
-    collective under another cell than its forward counterpart (CSE'd or reused bprop). When the
-    printed cell is not the forward node's cell, the gradient belongs to the forward cell:
-    `Gradients/` + that cell + the printed `Grad_<Op>/<op>` tail. Otherwise the printed scope."""
-    if not forward_scope or not scope.startswith("Gradients/"):
-        return scope
-    parts = scope.split("/")
-    grads = [i for i, p in enumerate(parts) if p.startswith("Grad_")]
-    cut = grads[-1] if grads else len(parts) - 1
-    printed_cell = "/".join(parts[1:cut])
-    fwd_cell = "/".join(forward_scope.split("/")[:-1])
-    if not fwd_cell or _no_recompute(printed_cell) == _no_recompute(fwd_cell):
-        return scope
-    return "/".join(["Gradients", fwd_cell, *parts[cut:]])
-
-
-def _no_recompute(cell: str) -> str:
-    # recomputed copies print their cell as `recompute_<cell>`
-    return cell[len("recompute_"):] if cell.startswith("recompute_") else cell

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..ir import Dump, Node
 from .links import NodeIndex
-from .records import ChainEnd, CommNode, FileKind, Group, Phase, RedistributionChain, Strategy
+from .records import ChainEnd, CommNode, FileKind, Group, Phase, RedistributionChain, Strategy, total_bytes
 from .rules import COMM_OPS
 from .strategies import attr_value
 from .traffic import node_wire_bytes
@@ -210,8 +210,8 @@ def _chain(cid: int, nodes: list[Node], graph: _Graph, comm_by_uid: dict[str, Co
     phase: Phase = comms[0].phase if comms else ("backward" if _is_backward(nodes[0]) else "forward")
     if not comms and "duplicated" in nodes[0].text and nodes[0].cnode_attrs.get("duplicated") is True:
         phase = "recompute"
-    known = [c.bytes for c in comms if c.bytes is not None]
-    wires = [node_wire_bytes(c, groups) for c in comms]
+    tensor = total_bytes(c.bytes for c in comms)
+    wire = total_bytes(node_wire_bytes(c, groups) for c in comms)
     group_names: list[str] = []
     ranks: list[Any] = []
     for c in comms:
@@ -230,8 +230,8 @@ def _chain(cid: int, nodes: list[Node], graph: _Graph, comm_by_uid: dict[str, Co
     return RedistributionChain(
         id=cid, phase=phase, nodes=[f"{n.key} {n.op}" for n in nodes], comm=[c.node for c in comms],
         comm_ops=[c.op for c in comms], groups=group_names, group_ranks=ranks, dtype=dtype,
-        bytes=sum(known) if len(known) == len(comms) else None,
-        wire_bytes=sum(w for w in wires if w is not None) if all(w is not None for w in wires) else None,
+        # a chain's cost is one figure: unknown when one node's is (0 for a local chain)
+        bytes=None if tensor.unknown else tensor.total, wire_bytes=None if wire.unknown else wire.total,
         producer=producer, consumer=consumers[0] if consumers else None, consumers=[c.node for c in consumers],
         first_line=nodes[0].line, scope=nodes[0].scope or "", lines=[n.line for n in nodes])
 

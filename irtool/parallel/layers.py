@@ -6,30 +6,17 @@ from __future__ import annotations
 import re
 
 from .records import CATEGORIES, PHASES, CommNode, Group, LayerComm
+from .scope import Scope
 from .traffic import node_wire_bytes
 
-_OWN_OP = re.compile(r"^[A-Za-z_][\w.]*-op\d+$")
 _INDEXED = re.compile(r"^\d+(-|$)")  # `3-DecoderLayer` under a CellList / SequentialCell
 _DOTTED = re.compile(r"^[A-Za-z_]\w*\.\d+(-|$)")  # `layers.3-Block`
-
-
-def cell_parts(scope: str) -> list[str]:
-    """The scope's cell components, the same for forward, backward and recompute nodes:
-    without `Gradients/`, `recompute_`, `Grad_*` pseudo-cells and the node's own `Op-opN`."""
-    if scope.startswith("Gradients/"):
-        scope = scope[len("Gradients/"):]
-    if scope.startswith("recompute_"):
-        scope = scope[len("recompute_"):]
-    parts = [p for p in scope.split("/") if p and not p.startswith("Grad_")]
-    if len(parts) > 1 and _OWN_OP.match(parts[-1]):
-        parts = parts[:-1]
-    return parts
 
 
 def layer_of(scope: str, depth: int | None = None) -> str:
     """The layer a scope belongs to: the path up to the first repeated-cell index, else the cell
     (with `depth`: the first `depth` cell components)."""
-    parts = cell_parts(scope)
+    parts = Scope(scope).cell_parts
     if depth is not None:
         return "/".join(parts[:depth])
     for i, p in enumerate(parts):
@@ -49,11 +36,15 @@ def layer_comm(comm: list[CommNode], groups: dict[str, Group], depth: int | None
             r = rows[key] = LayerComm(layer=key, count=0, bytes=0, wire_bytes=0, bytes_unknown=0,
                                       by_phase={p: 0 for p in PHASES}, by_category={k: 0 for k in CATEGORIES})
         r.count += 1
+        wire = node_wire_bytes(c, groups)
+        if wire is None:  # an unknown wire size is counted, never added as 0
+            r.wire_unknown += 1
+        else:
+            r.wire_bytes += wire
         if c.bytes is None:
             r.bytes_unknown += 1
             continue
         r.bytes += c.bytes
-        r.wire_bytes += node_wire_bytes(c, groups) or 0
         r.by_phase[c.phase] = r.by_phase.get(c.phase, 0) + c.bytes
         r.by_category[c.category] = r.by_category.get(c.category, 0) + c.bytes
     return sorted(rows.values(), key=lambda r: (-r.bytes, -r.count, r.layer))

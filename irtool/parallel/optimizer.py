@@ -2,13 +2,13 @@
 backward reduce-scatter side by side, from the classified communication nodes."""
 from __future__ import annotations
 
-from .records import CommNode, Group, OptimizerShard
+from .records import CommNode, Group, OptimizerShard, total_bytes
 from .rules import GATHERS
 from .traffic import group_size, node_wire_bytes
 
 
 def _sum(values: list[int | None]) -> int | None:
-    return sum(v for v in values if v is not None) if values and all(v is not None for v in values) else None
+    return total_bytes(values).exact  # None when one is unknown or there is none
 
 
 def optimizer_shards(comm: list[CommNode], groups: dict[str, Group]) -> list[OptimizerShard]:

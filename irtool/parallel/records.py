@@ -5,8 +5,9 @@ between processes cheaply; `uid` (`graph/%N`) and `line` locate the node in its 
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, get_args
+from typing import Any, Callable, Iterable, Literal, get_args
 
 from ..ir import DumpWarning
 
@@ -36,6 +37,38 @@ def plain(value: Any) -> Any:
 def _as_dict(record: Any) -> dict[str, Any]:
     # Not dataclasses.asdict: it deep-copies, which costs seconds on thousands of strategies.
     return {f.name: plain(getattr(record, f.name)) for f in fields(record)}
+
+
+@dataclass(frozen=True)
+class Bytes:
+    """A byte count summed over nodes some of whose sizes may be unknown: the known sum, how many
+    were known and how many were not. An unknown size is never added as 0 (`irtool.present`
+    writes `1,024 (+4 unknown)`, or `—` when none is known)."""
+
+    total: int = 0
+    known: int = 0
+    unknown: int = 0
+
+    @classmethod
+    def of(cls, nbytes: int | None) -> Bytes:
+        return cls(0, 0, 1) if nbytes is None else cls(nbytes, 1, 0)
+
+    def __add__(self, other: Bytes | int | None) -> Bytes:
+        o = other if isinstance(other, Bytes) else Bytes.of(other)
+        return Bytes(self.total + o.total, self.known + o.known, self.unknown + o.unknown)
+
+    @property
+    def exact(self) -> int | None:
+        """The sum when every size is known (None when some is unknown or nothing was added)."""
+        return self.total if self.known and not self.unknown else None
+
+
+def total_bytes(values: Iterable[int | None]) -> Bytes:
+    """The `Bytes` of some sizes (None = unknown)."""
+    out = Bytes()
+    for v in values:
+        out += v
+    return out
 
 
 @dataclass
@@ -78,6 +111,10 @@ class CommNode:
         return d
 
 
+# The attributes of a sharding strategy or layout (docs/parallel.md §9), in the order every command lists them.
+STRATEGY_KEYS: tuple[str, ...] = ("in_strategy", "out_strategy", "gen_strategy", "in_layout", "out_layout")
+
+
 @dataclass
 class Strategy:
     """An operator carrying a sharding strategy or layout (docs/parallel.md §9)."""
@@ -98,6 +135,20 @@ class Strategy:
         d = _as_dict(self)
         del d["instance"]
         return d
+
+    def values(self) -> dict[str, Any]:
+        """Every strategy key (STRATEGY_KEYS) and its value, None when the node has none."""
+        return {k: getattr(self, k) for k in STRATEGY_KEYS}
+
+    def signature(self) -> str:
+        """What "the same strategy" means in every command (diff, check): equal values under every
+        key of STRATEGY_KEYS, `gen_strategy` included."""
+        return json.dumps([plain(getattr(self, k)) for k in STRATEGY_KEYS])
+
+    @property
+    def shown(self) -> Any:
+        """The strategy a one-column view shows: `in_strategy`, else `in_layout`."""
+        return self.in_strategy if self.in_strategy is not None else self.in_layout
 
 
 @dataclass
@@ -190,11 +241,33 @@ class ParallelFacts:
     # optimizer-parallel gathers on an empty or one-rank group: they move no data, so they are not
     # in `comm` (docs/parallel.md §2 R2)
     no_op_gathers: list[CommNode] = field(default_factory=list)
-    chains: list[RedistributionChain] = field(default_factory=list)  # redistributions (chains.py)
+    # Facts computed when first asked for (`check` never builds redistribution chains): `analyze`
+    # leaves the function that computes them, which holds the dump until it has run. Pickling
+    # (facts travel between processes) and `release` drop it, never the facts already computed.
+    _chains: list[RedistributionChain] | None = field(default=None, repr=False, compare=False)
+    _make_chains: Callable[[], list[RedistributionChain]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def stage(self) -> int | None:
         return self.stage_info.stage
+
+    @property
+    def chains(self) -> list[RedistributionChain]:
+        """The redistribution chains (chains.py, docs/parallel.md §13), built on first access."""
+        if self._chains is None:
+            if self._make_chains is None:
+                raise ValueError("redistribution chains are built from the dump: ask for them before the facts "
+                                 "are released or sent to another process")
+            self._chains, self._make_chains = self._make_chains(), None
+        return self._chains
+
+    def release(self) -> ParallelFacts:
+        """Let go of the dump: facts not computed yet are no longer available. Returns `self`."""
+        self._make_chains = None
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_make_chains": None}
 
 
 @dataclass
@@ -232,6 +305,7 @@ class LayerComm:
     bytes_unknown: int  # nodes whose size is unknown
     by_phase: dict[str, int]  # phase -> bytes
     by_category: dict[str, int]  # category -> bytes
+    wire_unknown: int = 0  # nodes whose wire bytes are unknown (size, group or formula unknown)
 
     def as_dict(self) -> dict[str, Any]:
         return _as_dict(self)

@@ -39,11 +39,6 @@ _REPLACE_GRAPH = re.compile(r"^\d+[A-Za-z]+\d+$")
 _OPTIMIZER_SCOPE = re.compile(r"(^|/)(optimizer|optim)[-_]|Optimizer")
 
 
-def is_comm(node: Node) -> bool:
-    """True for a communication node (see COMM_OPS)."""
-    return node.op in COMM_OPS
-
-
 def moves_no_data(node: Node, inst: str, pa: dict) -> bool:
     """An optimizer-parallel gather that communicates nothing (docs/parallel.md §2, R2): MindSpore
     inserts `_MicroStepAllGather`/`_MiniStepAllGather` for every parameter under pipeline or gradient

@@ -5,21 +5,7 @@ from typing import Any
 
 from ..ir import Dump, Node, Unreadable
 from ..ir.values import parse_value
-from .records import Strategy
-
-STRATEGY_KEYS = ("in_strategy", "out_strategy", "gen_strategy", "in_layout", "out_layout")
-
-
-def format_strategy(value: Any) -> str:
-    """`((2, 1), (1, 4))` -> `(2,1)(1,4)`, as MindInsight shows strategies (lists from JSON too);
-    empty string for no strategy."""
-    if value is None:
-        return ""
-    if isinstance(value, (tuple, list)):
-        if value and all(isinstance(v, (tuple, list)) for v in value):
-            return "".join("(" + ",".join(str(x) for x in v) + ")" for v in value)
-        return "(" + ",".join(str(x) for x in value) + ")"
-    return str(value).replace(" ", "")
+from .records import STRATEGY_KEYS, Strategy
 
 
 def _extract(text: str, key: str) -> Any:

@@ -1,2 +1,2 @@
-"""Reports on top of the format and analysis layers: summaries (`summary`), tables rendered as
-text or Markdown (`tables`), pictures (`render`, `export`)."""
+"""`irtool summarize`: the summary of a dump or a dump folder as data (`summary`, from the records
+of `irtool.parallel`) and its answer tables (`answers`), written with `irtool.present`."""

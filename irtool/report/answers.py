@@ -1,41 +1,41 @@
 """Tables that answer an engineer's next question (issue 13): why each redistribution, optimizer
-sharding per parameter, communication per layer, wire traffic; from the summary dict, so text,
-Markdown and JSON say the same."""
+sharding per parameter, communication per layer, wire traffic; written from the records of
+`irtool.parallel`, the same records the JSON is made from."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
-from ..parallel import format_strategy
-from .tables import DEFAULT_LIMIT, Block, Table, cell, rank_list, strategy_text
+from ..parallel import Bytes
+from ..parallel.records import ChainEnd, LayerComm, OptimizerShard, RedistributionChain
+from ..parallel.totals import StageLink, Traffic, TrafficRow
+from ..parallel.traffic import FORMULAS
+from ..present import DEFAULT_LIMIT, Block, Table, bytes_text, cell, format_strategy, rank_list, strategy_text
 
 DASH = cell(None)
 
 
-def _layout(end: dict[str, Any] | None) -> str:
+def _layout(end: ChainEnd | None) -> str:
     """How one side of a redistribution lays the tensor out: device matrix and tensor map when the
     dump gives a layout, else pieces per dimension (full / slice shape), else the strategy."""
-    if not end:
+    if end is None:
         return DASH
-    lay = end.get("layout")
-    if isinstance(lay, dict) and "device_matrix" in lay:
-        return strategy_text(lay)
-    if end.get("split"):
-        return "split " + format_strategy(end["split"])
-    strategy = end.get("strategy")
-    return ("strategy " + format_strategy(strategy)) if strategy else DASH
+    if isinstance(end.layout, dict) and "device_matrix" in end.layout:
+        return strategy_text(end.layout)
+    if end.split:
+        return "split " + format_strategy(end.split)
+    return ("strategy " + format_strategy(end.strategy)) if end.strategy else DASH
 
 
-def _end(end: dict[str, Any] | None, consumer: bool) -> str:
-    if not end:
+def _end(end: ChainEnd | None, consumer: bool) -> str:
+    if end is None:
         return DASH
-    text = f"{end['op']} {end['name']}".strip()
-    if end.get("line"):
-        text += f" (line {end['line']})"
-    if consumer and end.get("input_index") is not None:
-        text += f" input {end['input_index']}"
-    strategy = end.get("strategy")
-    if strategy:
-        text += " " + format_strategy(strategy)
+    text = f"{end.op} {end.name}".strip()
+    if end.line:
+        text += f" (line {end.line})"
+    if consumer and end.input_index is not None:
+        text += f" input {end.input_index}"
+    if end.strategy:
+        text += " " + format_strategy(end.strategy)
     return text
 
 
@@ -59,50 +59,49 @@ def _where(source: str | None) -> str:
     return source.split(" ", 1)[0] if source else DASH
 
 
-def _chain_text(c: dict[str, Any]) -> str:
-    keys = {uid.rsplit("/", 1)[-1] for uid in c["comm"]}
-    return chain_ops(c["nodes"], c.get("lines"), frozenset(i for i, n in enumerate(c["nodes"]) if n.split(" ")[0] in keys))
+def _chain_text(c: RedistributionChain) -> str:
+    keys = {uid.rsplit("/", 1)[-1] for uid in c.comm}
+    return chain_ops(c.nodes, c.lines, frozenset(i for i, n in enumerate(c.nodes) if n.split(" ")[0] in keys))
 
 
 def _ranks(ranks: Any) -> str:
-    return rank_list(ranks) if isinstance(ranks, list) and ranks else DASH
+    return rank_list(ranks) if isinstance(ranks, (list, tuple)) and ranks else DASH
 
 
-def redistribution_table(s: dict[str, Any]) -> tuple[Table, int]:
+def redistribution_table(chains: Iterable[RedistributionChain]) -> tuple[Table, int]:
     """Chains that communicate (the others are local slices: counted, listed in JSON)."""
     t = Table("Redistributions (why each layout conversion)",
               ["#", "phase", "producer", "consumer", "tensor", "from -> to", "chain", "groups: ranks", "bytes",
                "wire bytes", "consumer source line"])
     local = 0
-    for c in s.get("redistributions", []):
-        if not c["comm"]:
+    for c in chains:
+        if not c.comm:
             local += 1
             continue
-        p, q = c["producer"], c["consumer"]
-        full = (q or {}).get("full_shape") or (p or {}).get("full_shape")
-        tensor = f"{cell(full) if full is not None else cell((q or {}).get('slice_shape'))} {c['dtype'] or ''}".strip()
-        phase = c["phase"] + (f" (of #{c['of_chain']})" if c["of_chain"] is not None else "")
-        groups = "; ".join(f"{g}: {_ranks(r)}" for g, r in zip(c["groups"], c["group_ranks"])) or DASH
-        t.rows.append([str(c["id"]), phase, _end(p, False), _end(q, True), tensor,
-                       f"{_layout(p)} -> {_layout(q)}", _chain_text(c), groups, cell(c["bytes"]),
-                       cell(c["wire_bytes"]), _where((q or {}).get("source"))])
+        p, q = c.producer, c.consumer
+        full = (q.full_shape if q else None) or (p.full_shape if p else None)
+        tensor = f"{cell(full) if full is not None else cell(q.slice_shape if q else None)} {c.dtype or ''}".strip()
+        phase = c.phase + (f" (of #{c.of_chain})" if c.of_chain is not None else "")
+        groups = "; ".join(f"{g}: {_ranks(r)}" for g, r in zip(c.groups, c.group_ranks)) or DASH
+        t.rows.append([str(c.id), phase, _end(p, False), _end(q, True), tensor, f"{_layout(p)} -> {_layout(q)}",
+                       _chain_text(c), groups, cell(c.bytes), cell(c.wire_bytes), _where(q.source if q else None)])
     return t, local
 
 
-def optimizer_table(s: dict[str, Any]) -> Table:
+def optimizer_table(shards: Iterable[OptimizerShard]) -> Table:
     t = Table("Optimizer sharding per parameter",
               ["parameter", "forward", "backward", "group ranks", "slice -> full", "dtype", "forward bytes",
                "backward bytes", "wire bytes"])
-    for o in s.get("optimizer_sharding", []):
-        t.rows.append([o["parameter"], _ops(o["forward_ops"]), _ops(o["backward_ops"]), _ranks(o["group_ranks"]),
-                       f"{cell(o['slice_shape'])} -> {cell(o['full_shape'])}", _dtypes(o),
-                       cell(o["forward_bytes"]), cell(o["backward_bytes"]), cell(o["wire_bytes"])])
+    for o in shards:
+        t.rows.append([o.parameter, _ops(o.forward_ops), _ops(o.backward_ops), _ranks(o.group_ranks),
+                       f"{cell(o.slice_shape)} -> {cell(o.full_shape)}", _dtypes(o),
+                       cell(o.forward_bytes), cell(o.backward_bytes), cell(o.wire_bytes)])
     return t
 
 
-def _dtypes(o: dict[str, Any]) -> str:
-    back = o.get("backward_dtype")
-    return f"{o['dtype']} / {back}" if back and o["dtype"] and back != o["dtype"] else o["dtype"] or back or DASH
+def _dtypes(o: OptimizerShard) -> str:
+    back = o.backward_dtype
+    return f"{o.dtype} / {back}" if back and o.dtype and back != o.dtype else o.dtype or back or DASH
 
 
 def _ops(ops: list[str]) -> str:
@@ -112,50 +111,35 @@ def _ops(ops: list[str]) -> str:
     return f"{first} x{len(ops)}" if all(o == first for o in ops) and len(ops) > 1 else ", ".join(ops)
 
 
-def known(total: int, unknown: int, count: int) -> str:
-    """A sum over nodes some of whose sizes are unknown: `—` when none is known, else the known
-    sum and how many are missing."""
-    if count and unknown == count:
-        return DASH
-    return cell(total) + (f" (+{unknown} unknown)" if unknown else "")
-
-
-def _tensor(e: dict[str, Any]) -> str:
-    unknown = e.get("bytes_unknown")
-    return known(e["bytes"], unknown, e["count"]) if unknown is not None else cell(e["bytes"])
-
-
-def layers_table(s: dict[str, Any]) -> Table:
-    layers = s.get("layers") or {}
-    depth = layers.get("by_scope_depth")
+def layers_table(rows: Iterable[LayerComm], depth: int | None) -> Table:
     title = "Communication per layer" + (f" (scope depth {depth})" if depth else "")
     t = Table(title, ["layer", "count", "bytes", "wire bytes", "forward", "backward", "recompute", "by category"])
-    for r in layers.get("rows", []):
-        cats = "; ".join(f"{k} {cell(v)}" for k, v in r["by_category"].items() if v) or DASH
-        none = r["bytes_unknown"] == r["count"]  # no size known: every figure is unknown, not 0
-        t.rows.append([r["layer"], cell(r["count"]), known(r["bytes"], r["bytes_unknown"], r["count"]),
-                       DASH if none else cell(r["wire_bytes"]),
-                       *(DASH if none else cell(r["by_phase"].get(p, 0)) for p in ("forward", "backward", "recompute")),
+    for r in rows:
+        cats = "; ".join(f"{k} {cell(v)}" for k, v in r.by_category.items() if v) or DASH
+        none = r.bytes_unknown == r.count  # no size known: every figure is unknown, not 0
+        t.rows.append([r.layer, cell(r.count), bytes_text(Bytes(r.bytes, r.count - r.bytes_unknown, r.bytes_unknown)),
+                       bytes_text(Bytes(r.wire_bytes, r.count - r.wire_unknown, r.wire_unknown)),
+                       *(DASH if none else cell(r.by_phase.get(p, 0)) for p in ("forward", "backward", "recompute")),
                        cats])
     return t
 
 
-def traffic_table(s: dict[str, Any]) -> Table:
-    tr = s.get("traffic") or {}
-    t = Table("Traffic: tensor bytes and estimated per-rank wire bytes",
-              ["operator", "count", "tensor bytes", "wire bytes", "formula"])
-    formulas = tr.get("formulas", {})
-    for op, e in tr.get("by_op", {}).items():
-        formula = formulas.get(op) or formulas.get("Send/Receive" if op in ("Send", "Receive") else "", DASH)
-        if op.startswith("_Mirror"):
-            formula = formulas.get("AllReduce", DASH)
-        elif "AllGather" in op:
-            formula = formulas.get("AllGather", DASH)
-        t.rows.append([op, cell(e["count"]), _tensor(e), known(e["wire_bytes"], e["wire_unknown"], e["count"]),
-                       formula])
-    if tr.get("total"):
-        e = tr["total"]
-        t.rows.append(["total", cell(e["count"]), _tensor(e), known(e["wire_bytes"], e["wire_unknown"], e["count"]), ""])
+def _formula(op: str) -> str:
+    if op.startswith("_Mirror"):
+        return FORMULAS["AllReduce"]
+    if "AllGather" in op:
+        return FORMULAS["AllGather"]
+    return FORMULAS.get(op) or FORMULAS.get("Send/Receive" if op in ("Send", "Receive") else "", DASH)
+
+
+def _traffic_row(name: str, e: TrafficRow, formula: str) -> list[str]:
+    return [name, cell(e.count), bytes_text(e.bytes), bytes_text(e.wire), formula]
+
+
+def traffic_table(tr: Traffic, title: str = "Traffic: tensor bytes and estimated per-rank wire bytes") -> Table:
+    t = Table(title, ["operator", "count", "tensor bytes", "wire bytes", "formula"],
+              [_traffic_row(op, e, _formula(op)) for op, e in tr.by_op.items()])
+    t.rows.append(_traffic_row("total", tr.total, ""))
     return t
 
 
@@ -163,30 +147,28 @@ TRAFFIC_NOTE = ("Wire bytes: an estimate of what one rank sends (= receives) und
                 "algorithms, n = group size, S = tensor bytes; the library may choose another algorithm.")
 
 
-def answer_blocks(s: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list[Block]:
+def answer_blocks(chains: list[RedistributionChain], shards: list[OptimizerShard], layers: list[LayerComm],
+                  depth: int | None, tr: Traffic, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
     """The tables of one file's summary."""
-    redis, local = redistribution_table(s)
+    redis, local = redistribution_table(chains)
     blocks: list[Block] = [redis.limited(limit)]
     if local:
         blocks.append(f"{local} redistribution chain(s) without communication (local slices): "
                       "in --format json `redistributions`")
-    blocks += [optimizer_table(s).limited(limit), layers_table(s).limited(limit), traffic_table(s).limited(limit)]
-    if s.get("traffic", {}).get("by_op"):
+    blocks += [optimizer_table(shards).limited(limit), layers_table(layers, depth).limited(limit),
+               traffic_table(tr).limited(limit)]
+    if tr.by_op:
         blocks.append(TRAFFIC_NOTE)
     return blocks
 
 
-def dir_answer_blocks(d: dict[str, Any], limit: int | None = DEFAULT_LIMIT) -> list[Block]:
+def dir_answer_blocks(stages: list[tuple[int | None, Traffic]], matrix: list[StageLink],
+                      limit: int | None = DEFAULT_LIMIT) -> list[Block]:
     """Traffic per stage and the stage x stage Send matrix of a folder."""
-    blocks: list[Block] = []
-    for st in d.get("stages", []):
-        if st.get("traffic", {}).get("by_op"):
-            t = traffic_table(st)
-            t.title = f"Stage {cell(st['stage'])} traffic: tensor bytes and estimated per-rank wire bytes, summed over ranks"
-            blocks.append(t.limited(limit))
+    blocks: list[Block] = [
+        traffic_table(tr, f"Stage {cell(stage)} traffic: tensor bytes and estimated per-rank wire bytes, summed over ranks")
+        .limited(limit) for stage, tr in stages if tr.by_op]
     t = Table("Pipeline Send/Receive between stages (counted at the sender)",
               ["from stage", "to stage", "count", "bytes"],
-              [[cell(e["from_stage"]), cell(e["to_stage"]), cell(e["count"]),
-                cell(e["bytes"]) + (f" (+{e['bytes_unknown']} unknown)" if e["bytes_unknown"] else "")]
-               for e in d.get("send_receive_matrix", [])])
+              [[cell(e.from_stage), cell(e.to_stage), cell(e.tally.count), bytes_text(e.tally.bytes)] for e in matrix])
     return blocks + [t.limited(limit)] + ([TRAFFIC_NOTE] if blocks else [])

@@ -20,21 +20,11 @@ import re
 from collections import defaultdict
 from typing import Any, Iterable
 
-from ..consistency.p2p import global_peer
 from ..ir import Dump, Node
 from ..parallel import CATEGORIES, CommNode, ParallelFacts
-from ..report.tables import DASH, cell, rank_list, strategy_text
+from ..present import DASH, cell, rank_list, strategy_text
+from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
 
-# Colours per communication category (the same hues as `irtool render`'s legend, lighter).
-CATEGORY_COLORS = {
-    "redistribution": "#ffcc80",
-    "operator-forward": "#fff59d",
-    "gradient-aggregation": "#ef9a9a",
-    "optimizer-parallel": "#90caf9",
-    "pipeline": "#ce93d8",
-    "other": "#e0e0e0",
-}
-DIFF_COLORS = {"added": "#a5d6a7", "removed": "#ef9a9a", "changed": "#ffe082"}
 _GRAPH_TOKEN = re.compile(r"@@?([^\s,()\[\]]+)")
 MAX_VALUE = 2000  # characters of one attribute shown in the side panel (the dump line has them all)
 
@@ -96,8 +86,7 @@ def _node_attrs(node: Node, ctx: _Context) -> list[dict[str, str]]:
         attrs.append(_kv("instance name", inst))
     s = ctx.strategy.get(node.uid)
     if s is not None:
-        for key in ("in_strategy", "out_strategy", "in_layout", "out_layout"):
-            value = getattr(s, key)
+        for key, value in s.values().items():
             if value is not None:
                 attrs.append(_kv(key.replace("_", " "), strategy_text(value)))
     c = ctx.comm.get(node.uid)
@@ -219,7 +208,6 @@ def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = 
         for c in facts.comm:
             if c.direction is None:
                 continue
-            c = global_peer(c, rank)
             nid = comm_id(rank, c)
             comm[nid] = c
             peer = f"{'to' if c.direction == 'send' else 'from'} rank {cell(c.peer_rank)}"

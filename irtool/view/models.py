@@ -8,7 +8,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..diff.compare import diff_rank
 from ..dumpdir import load_dir
 from ..errors import SelectionError
 from ..ir import Dump, load
@@ -16,6 +15,10 @@ from ..parallel import ParallelFacts, analyze
 from .graphs import bytes_node_data, category_node_data, diff_node_data, dump_graphs, pipeline_graph
 
 Loader = Callable[[str], Dump]
+Side = tuple[Dump, ParallelFacts]
+# What `irtool diff` marks in two analysed dumps (and their ranks): (old marks, new marks), node uid ->
+# added / removed / changed. The CLI passes the diff command's function: the view never imports another command.
+Differ = Callable[[Side, Side, "int | None", "int | None"], tuple[dict[str, str], dict[str, str]]]
 
 
 @dataclass
@@ -53,7 +56,7 @@ def _ranks(path: str, pass_name: str | None, loader: Loader) -> list[_Rank]:
     out = []
     for rf in load_dir(path, pass_name):
         dump = loader(rf.path)
-        out.append(_Rank(rf.rank, rf.path, dump, analyze(dump)))
+        out.append(_Rank(rf.rank, rf.path, dump, analyze(dump, rf.rank)))
     return out
 
 
@@ -88,7 +91,8 @@ def models_for(path: str, stage: int | None = None, pass_name: str | None = None
     return Model(label, graphs, _overlays(picked))
 
 
-def compare_models(old: str, new: str, pass_name: str | None = None, loader: Loader = load) -> list[Model]:
+def compare_models(old: str, new: str, differ: Differ, pass_name: str | None = None,
+                   loader: Loader = load) -> list[Model]:
     """Two dump files (or the lowest rank of two folders) as two models, each with a `diff` overlay
     marking the communication and strategy nodes `irtool diff` reports added, removed or changed."""
     sides = []
@@ -96,9 +100,9 @@ def compare_models(old: str, new: str, pass_name: str | None = None, loader: Loa
         r = _ranks(path, pass_name, loader)[0]
         sides.append(r)
     a, b = sides
-    rd = diff_rank((a.dump, a.facts), (b.dump, b.facts), a.rank, b.rank)
+    old_marks, new_marks = differ((a.dump, a.facts), (b.dump, b.facts), a.rank, b.rank)
     models = []
-    for side, marks, tag in ((a, rd.old_marks, "old"), (b, rd.new_marks, "new")):
+    for side, marks, tag in ((a, old_marks, "old"), (b, new_marks, "new")):
         m = _file_model(side, f"{tag}: {os.path.basename(side.file)}")
         overlay: dict[str, Any] = {}
         for g in side.dump.subgraphs:

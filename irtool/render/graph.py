@@ -20,7 +20,9 @@ from ..dumpdir import rank_files, stage_error
 from ..errors import SelectionError
 from ..ir import Dump, Node, TypeInfo, build_graph, data_graph
 from ..ir.values import parse_type_sig
-from ..parallel import CATEGORIES, ParallelFacts, analyze, format_strategy
+from ..parallel import CATEGORIES, ParallelFacts, analyze
+from ..parallel.scope import Scope
+from ..present import strategy_text
 
 MAX_BOXES = 2000  # above this Graphviz layout gets slow: refuse and suggest a deeper fold
 READABLE_BOXES = 30  # the automatic depth keeps at most this many boxes
@@ -50,9 +52,9 @@ class Semantics:
             if c.cell_scope and c.cell_scope != c.scope:
                 sem.scope[c.node] = c.cell_scope
         for s in facts.strategies:
-            text = format_strategy(s.in_strategy if s.in_strategy is not None else s.in_layout)
-            if text:
-                sem.strategy[s.node] = text
+            value = s.shown
+            if value is not None and value != [] and value != ():
+                sem.strategy[s.node] = strategy_text(value)
         return sem
 
 
@@ -196,8 +198,8 @@ def scope_parts(node: Node, scopes: Scopes | None = None) -> list[str]:
 
 @functools.lru_cache(maxsize=65536)
 def _scope_parts(scope: str) -> tuple[str, ...]:
-    parts = [p for p in scope.split("/") if p]
-    return tuple(p for p in parts[:-1] if not p.startswith("Grad_"))
+    # the cell (without the node's own `Op-opN`: sorted-order and step_parallel_end dumps print the cell only)
+    return tuple(p for p in Scope(scope).cell.split("/") if p and not p.startswith("Grad_"))
 
 
 def fold_key(node: Node, depth: int | None, scopes: Scopes | None = None) -> tuple[str, bool]:
@@ -411,7 +413,7 @@ def edge_label(e: dict) -> str:
 def render_graph(dump: Dump, facts: ParallelFacts, *, stage: int | None = None, subgraph: str | None = None,
                  scope: str | None = None, comm_only: bool = False, hops: int = 1,
                  direction: str | None = None, depth: Depth = None) -> nx.DiGraph:
-    """Selection and folding in one call: the graph `irtool.report.export` draws."""
+    """Selection and folding in one call: the graph `irtool.render.export` draws."""
     sem = Semantics.of(facts)
     g = build_graph(dump)
     sel = select(dump, g, sem, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,

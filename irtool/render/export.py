@@ -1,10 +1,12 @@
 """Draw a folded graph from `irtool.render`: DOT with pydot; SVG, PNG, PDF with Graphviz `dot`.
 
 Visual language (also drawn as a legend cluster in every picture):
-- operator: white box; with a sharding strategy: yellow box, strategy printed as `(2,1)(1,4)`;
+- operator: white box; with a sharding strategy: cream box, strategy printed as `(2,1)(1,4)` (a
+  layout as `dev (2,2,2) map ((2,1),-1)`);
 - folded scope: blue 3-D box with operator count and marks (strategy, redist, grad-agg, Send, Recv),
   border coloured like the dominant communication category inside;
-- communication: filled with its category colour, one shape per category; Send and Receive are
+- communication: filled with its category colour (`irtool.present.palette`, the same as
+  `irtool view`'s), one shape per category; Send and Receive are
   arrows (`rarrow`/`larrow`) naming the peer stage.
 Every text from the dump is escaped so the output is inert; files are written atomically.
 """
@@ -17,20 +19,10 @@ import pydot
 
 from ..atomic import atomic_write
 from ..errors import InputError, OutputError, SelectionError
+from ..present.palette import CATEGORY_COLORS, CATEGORY_SHAPES, FOLD_BORDER, FOLD_FILL, STRATEGY_FILL
 
 FORMATS = ("dot", "svg", "png", "pdf")
 
-# category -> (fill colour, shape)
-STYLE = {
-    "redistribution": ("#ffb347", "hexagon"),
-    "operator-forward": ("#c9a0ff", "octagon"),
-    "gradient-aggregation": ("#ff6b6b", "doubleoctagon"),
-    "optimizer-parallel": ("#8fd694", "parallelogram"),
-    "pipeline": ("#6fa8ff", "cds"),
-    "other": ("#c8c8c8", "diamond"),
-}
-STRATEGY_FILL = "#fff3b0"
-FOLD_FILL = "#dde8f5"
 P2P_SHAPES = {"Send": "rarrow", "Receive": "larrow"}
 
 
@@ -55,13 +47,13 @@ def escape(text: str, tooltip: bool = False) -> str:
 def _node_style(a: dict) -> dict[str, str]:
     if a["folded"]:
         cats = a["comm"]
-        colour = STYLE[cats.most_common(1)[0][0]][0] if cats else "#5b7fa6"
+        colour = CATEGORY_COLORS.get(cats.most_common(1)[0][0], CATEGORY_COLORS["other"]) if cats else FOLD_BORDER
         return {"shape": "box3d", "style": "filled", "fillcolor": FOLD_FILL, "color": colour,
                 "penwidth": "3" if cats else "1"}
     cat = a.get("category")
     if cat:
-        fill, shape = STYLE.get(cat, STYLE["other"])
-        shape = P2P_SHAPES.get(a["op"], shape)
+        known = cat if cat in CATEGORY_COLORS else "other"
+        fill, shape = CATEGORY_COLORS[known], P2P_SHAPES.get(a["op"], CATEGORY_SHAPES[known])
         return {"shape": shape, "style": "filled", "fillcolor": fill, "penwidth": "2"}
     if a.get("strategy_text"):
         return {"shape": "box", "style": "rounded,filled", "fillcolor": STRATEGY_FILL}
@@ -75,12 +67,13 @@ def _legend() -> pydot.Cluster:
               {"shape": "box", "style": "rounded,filled", "fillcolor": STRATEGY_FILL}),
              ("legend_fold", "folded scope\nN ops · marks", {"shape": "box3d", "style": "filled",
                                                              "fillcolor": FOLD_FILL})]
-    for cat, (fill, shape) in STYLE.items():
-        items.append((f"legend_{cat.replace('-', '_')}", cat, {"shape": shape, "style": "filled", "fillcolor": fill}))
+    for cat, fill in CATEGORY_COLORS.items():
+        items.append((f"legend_{cat.replace('-', '_')}", cat,
+                      {"shape": CATEGORY_SHAPES[cat], "style": "filled", "fillcolor": fill}))
     items.append(("legend_send", "Send\nto stage N", {"shape": "rarrow", "style": "filled",
-                                                       "fillcolor": STYLE["pipeline"][0]}))
+                                                       "fillcolor": CATEGORY_COLORS["pipeline"]}))
     items.append(("legend_receive", "Receive\nfrom stage N", {"shape": "larrow", "style": "filled",
-                                                               "fillcolor": STYLE["pipeline"][0]}))
+                                                               "fillcolor": CATEGORY_COLORS["pipeline"]}))
     rows = [items[i:i + 4] for i in range(0, len(items), 4)]
     for r, row in enumerate(rows):
         same = pydot.Subgraph(f"legend_row{r}", rank="same")

@@ -1,0 +1,11 @@
+"""Presentation shared by every command: values as text (`text`), tables as plain text or
+Markdown (`tables`), and the colour palette (`palette`). It reads analysis records and knows no
+command; the commands (summarize, render, diff, check, view) import it, never one another."""
+from __future__ import annotations
+
+from .palette import CATEGORY_COLORS, CATEGORY_SHAPES, DIFF_COLORS
+from .tables import ALL_ROWS, DEFAULT_LIMIT, Block, Table, to_markdown, to_text
+from .text import DASH, bytes_text, cell, format_strategy, rank_list, strategy_text
+
+__all__ = ["CATEGORY_COLORS", "CATEGORY_SHAPES", "DIFF_COLORS", "ALL_ROWS", "DEFAULT_LIMIT", "Block", "Table",
+           "to_markdown", "to_text", "DASH", "bytes_text", "cell", "format_strategy", "rank_list", "strategy_text"]

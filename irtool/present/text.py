@@ -1,0 +1,93 @@
+"""Values as people read them, the same in every command: unknowns, numbers, shapes, strategies,
+layouts, byte sums and rank lists (docs/parallel.md §9 for strategies and layouts)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..parallel.records import Bytes
+
+DASH = "—"  # an unknown value in text and Markdown
+
+
+def cell(value: Any) -> str:
+    """A value as people read it: `—` for unknown, `(8, 16)` for shapes (`(128)` for one
+    dimension, as the dump prints it), `1,024` for ints, a byte sum as `bytes_text` writes it."""
+    if value is None:
+        return DASH
+    if isinstance(value, Bytes):
+        return bytes_text(value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(str(v) if isinstance(v, int) else cell(v) for v in value) + ")"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {cell(v)}" for k, v in value.items()) or DASH
+    return str(value)
+
+
+def bytes_text(b: Bytes | int | None) -> str:
+    """A byte count; a sum over nodes some of whose sizes are unknown as the known sum and how many
+    are missing (`1,024 (+4 unknown)`), `—` when none is known (never 0)."""
+    if not isinstance(b, Bytes):
+        return cell(b)
+    if b.unknown and not b.known:
+        return DASH
+    return cell(b.total) + (f" (+{b.unknown} unknown)" if b.unknown else "")
+
+
+def format_strategy(value: Any) -> str:
+    """`((2, 1), (1, 4))` -> `(2,1)(1,4)`, as MindInsight shows strategies (lists from JSON too);
+    empty string for no strategy."""
+    if value is None:
+        return ""
+    if isinstance(value, (tuple, list)):
+        if value and all(isinstance(v, (tuple, list)) for v in value):
+            return "".join("(" + ",".join(str(x) for x in v) + ")" for v in value)
+        return "(" + ",".join(str(x) for x in value) + ")"
+    return str(value).replace(" ", "")
+
+
+def _compact(value: Any) -> str:
+    """`[[2, 1], -1]` -> `((2,1),-1)`: nested tuples without spaces, a 1-tuple as `(1)`."""
+    if isinstance(value, (list, tuple)):
+        return "(" + ",".join(_compact(v) for v in value) + ")"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+_LAYOUT_SHOWN = {"device_matrix", "tensor_map", "interleaved_parallel", "alias_name"}
+
+
+def _layout(d: dict[str, Any]) -> str:
+    """One tensor layout: `dev (2,2,2) map ((2,1),-1)` (docs/parallel.md §9)."""
+    parts = [f"dev {_compact(d.get('device_matrix'))}", f"map {_compact(d.get('tensor_map'))}"]
+    if d.get("interleaved_parallel") is True:
+        parts.append("interleaved")
+    parts += [f"{k} {_compact(v)}" for k, v in d.items() if k not in _LAYOUT_SHOWN]
+    return " ".join(parts)
+
+
+def strategy_text(value: Any) -> str:
+    """A strategy as `(2,1)(1,4)` (MindInsight's spelling), a layout as `dev (2,2,2) map ((2,1),-1)`
+    per input joined by `; `, `—` for none."""
+    if value is None or value == [] or value == ():
+        return DASH
+    if isinstance(value, dict):
+        return _layout(value)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, dict) for v in value):
+        return "; ".join(_layout(v) if isinstance(v, dict) else strategy_text(v) for v in value)
+    return format_strategy(value) or DASH
+
+
+def rank_list(ranks: Any) -> str:
+    """`[0, 1, 2, 3, 5, 6]` -> `0-3, 5, 6`: runs of three or more as a range."""
+    runs: list[list[int]] = []
+    for r in sorted(ranks):
+        if runs and runs[-1][-1] == r - 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)) for run in runs)
