@@ -71,3 +71,13 @@ def test_a_training_pipeline_is_unchanged() -> None:
     facts = analyze(irtool.load(fixture("pipeline_2stage_8p/rank_4/19_validate_0078.ir.xz")))
     assert facts.stage_info.stage == 1
     assert not any("inference" in h for h in facts.stage_info.how)
+
+
+def test_stage_line_says_why_pipeline_hops_give_no_stage() -> None:
+    # pipeline_2stage_8p rank 0 step_parallel_begin: grep -cE '= (Send|Receive)\(' -> 4, but a pass before
+    # step_parallel_end gives no stage (§1); semi_auto_8p has no Send/Receive at all (grep -c -> 0)
+    pre = CliRunner().invoke(main, ["summarize", fixture("pipeline_2stage_8p/rank_0/step_parallel_begin_0018.ir.xz")])
+    assert pre.output.splitlines()[1] == ("Pipeline stage: unknown (4 pipeline Send/Receive; stages are read from "
+                                          "step_parallel_end or a later pass)")
+    plain = CliRunner().invoke(main, ["summarize", fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")])
+    assert plain.output.splitlines()[1] == "Pipeline stage: none (no pipeline Send/Receive)"

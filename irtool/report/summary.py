@@ -183,8 +183,14 @@ def _votes(votes: dict[int, int]) -> str:
 def _stage_line(facts: ParallelFacts) -> str:
     ev = facts.stage_info
     if ev.stage is None:
-        return "Pipeline stage: none (no pipeline Send/Receive)" if not ev.votes else \
-            f"Pipeline stage: unknown (votes disagree: {_votes(ev.votes)})"
+        if ev.votes:
+            return f"Pipeline stage: unknown (votes disagree: {_votes(ev.votes)})"
+        hops = sum(c.category == "pipeline" and c.direction is not None for c in facts.comm)
+        if not hops:
+            return "Pipeline stage: none (no pipeline Send/Receive)"
+        why = "stages are read from step_parallel_end or a later pass" if facts.kind == "pre" else \
+            "none of them tells the stage"
+        return f"Pipeline stage: unknown ({hops} pipeline Send/Receive; {why})"
     how = ", ".join(ev.how or [])
     return f"Pipeline stage: {ev.stage} ({sum(ev.votes.values())} votes" + (f", {how})" if how else ")")
 
