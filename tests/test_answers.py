@@ -203,9 +203,9 @@ def test_wrapper_api_build_diffs_as_same_communication_and_strategies() -> None:
     # 1283, 2253, 3223, 4266: a real change, and the only one
     r4 = by_rank[4]
     assert r4.strategy == []
-    assert sorted((e["change"], e["op"]) for e in r4.comm) == sorted(
+    assert sorted((e.change, e.op) for e in r4.comm) == sorted(
         [("removed", "AllGather")] * 4 + [("removed", "ReduceScatter")] * 4 + [("added", "AlltoAll")] * 8)
-    assert all("_loss_fn-CELoss" in e["scope"] for e in r4.comm)
+    assert all("_loss_fn-CELoss" in e.scope for e in r4.comm)
 
 
 def test_align_scopes_keeps_layer_indices() -> None:
@@ -221,10 +221,10 @@ def test_diff_parameter_summary() -> None:
     # ReduceScatter (backward) (opt_parallel validate lines 73 ... 1028, mirror_user_id / parameter input)
     result = diff_dirs(str(F / "data_parallel_8p/rank_0"), str(F / "opt_parallel_8p/rank_0"))
     rows = result.ranks[0].parameter_comm
-    added = next(e for e in rows if e["new"] == "AllGather + ReduceScatter")
-    assert added["count"] == 8 and added["parameters"][:2] == ["l1.b", "l1.w"]
-    changed = [e for e in result.ranks[0].comm if e["op"] == "AllGather"]
-    assert {e["parameter"] for e in changed} == {"l1.w", "l1.b", "l2.w", "l2.b", "l3.w", "l3.b", "l4.w", "l4.b"}
+    added = next(e for e in rows if e.new == "AllGather + ReduceScatter")
+    assert added.count == 8 and added.parameters[:2] == ("l1.b", "l1.w")
+    changed = [e for e in result.ranks[0].comm if e.op == "AllGather"]
+    assert {e.parameter for e in changed} == {"l1.w", "l1.b", "l2.w", "l2.b", "l3.w", "l3.b", "l4.w", "l4.b"}
 
 
 def test_gradient_nodes_pair_by_parameter_when_scopes_do_not_align() -> None:
@@ -237,10 +237,10 @@ def test_gradient_nodes_pair_by_parameter_when_scopes_do_not_align() -> None:
     new = analyze(load(str(WRAPPER / "rank_0" / "19_validate_0078.ir.xz")))
     r = RankDiff("old", "new", 0, 0, 0, 0)
     _diff_comm(r, comm_facts(old), comm_facts(new), False)
-    grads = [e for e in r.comm if e["category"] == "gradient-aggregation"]
+    grads = [e for e in r.comm if e.category == "gradient-aggregation"]
     assert grads == []
     assert sum(1 for c in old.comm if c.category == "gradient-aggregation") == 13
-    assert {e["change"] for e in r.comm} == {"added", "removed"}  # the other nodes: their scopes differ
+    assert {e.change for e in r.comm} == {"added", "removed"}  # the other nodes: their scopes differ
 
 
 def test_optimizer_sharding_inside_pipeline_through_cast() -> None:
@@ -266,7 +266,7 @@ def test_diff_gradient_allreduce_to_optimizer_sharding() -> None:
     # enable_parallel_optimizer): every one of the 34 parameters of stage 0 goes from AllReduce to AllGather + ReduceScatter
     result = diff_dirs(str(F / "gpt_small_dp2mp2pp2/rank_0"), str(F / "pipeline_opt_shard_8p/rank_0"))
     rows = result.ranks[0].parameter_comm
-    assert [(e["old"], e["new"], e["count"]) for e in rows] == [("AllReduce", "AllGather + ReduceScatter", 34)]
+    assert [(e.old, e.new, e.count) for e in rows] == [("AllReduce", "AllGather + ReduceScatter", 34)]
     text = CliRunner().invoke(main, ["diff", str(F / "gpt_small_dp2mp2pp2/rank_0"),
                                      str(F / "pipeline_opt_shard_8p/rank_0")]).output
     assert "34 parameter(s)  AllReduce  AllGather + ReduceScatter" in text

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import lzma
 from collections import Counter
 from pathlib import Path
 
@@ -27,8 +28,13 @@ def run(*args: str) -> tuple[int, str]:
     return res.exit_code, res.output
 
 
+def rows(records: list) -> list[dict]:
+    """Typed change records as their JSON (docs/diff.md)."""
+    return [e.as_dict() for e in records]
+
+
 def comm_counts(rank) -> Counter:
-    return Counter((e["change"], e["op"]) for e in rank.comm)
+    return Counter((e.change, e.op) for e in rank.comm)
 
 
 # --- identical
@@ -55,9 +61,9 @@ def test_two_ranks_of_one_pipeline_stage_differ_only_in_rank_specific_groups() -
     assert (r.old_rank, r.new_rank, r.old_stage, r.new_stage) == (0, 1, 0, 0)
     assert result.identical and result.failures(["any"]) == []
     assert r.rank_specific, "peer ranks of Send/Receive differ between rank 0 and rank 1"
-    for e in r.rank_specific:
+    for e in rows(r.rank_specific):
         assert set(e["fields"]) <= RANK_FIELDS
-    sends = [e for e in r.rank_specific if e["op"] == "Send"]
+    sends = [e for e in rows(r.rank_specific) if e["op"] == "Send"]
     assert sends and all(e["old"]["dest_rank"] == 4 and e["new"]["dest_rank"] == 5 for e in sends)
     code, out = run(F / "pipeline_2stage_8p" / "rank_0", F / "pipeline_2stage_8p" / "rank_1")
     assert code == 0
@@ -69,8 +75,8 @@ def test_semi_auto_rank_0_vs_rank_5_rank_specific_groups() -> None:
     r = result.ranks[0]
     assert result.identical
     assert len(r.rank_specific) == 31
-    assert all(e["fields"] == ["group", "group_ranks"] for e in r.rank_specific)
-    first = r.rank_specific[0]
+    assert all(e["fields"] == ["group", "group_ranks"] for e in rows(r.rank_specific))
+    first = rows(r.rank_specific)[0]
     assert first["op"] == "AllGather"
     assert first["node_scope"].endswith("body-ShardedAttentionMLP/AllGather-op0")
     assert first["old"]["group_ranks"] == [0, 1, 2, 3] and first["new"]["group_ranks"] == [4, 5, 6, 7]
@@ -103,11 +109,11 @@ def test_edited_in_strategy_is_reported_exactly() -> None:
     result = diff_dirs(str(F / "semi_auto_8p" / "rank_0"), str(EDITED))
     r = result.ranks[0]
     assert r.counts() == {"comm": 0, "strategy": 1, "ops": 0, "params": 0, "rank_specific": 0}
-    assert r.strategy == [{
+    assert rows(r.strategy) == [{
         "change": "changed", "stage": None,
         "scope": "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP", "op": "MatMul",
         "name": "fc1", "node_scope": "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP/MatMul-op2",
-        "field": "in_strategy", "old": [[4, 1], [1, 2]], "new": [[2, 1], [1, 4]],
+        "field": "in_strategy", "old": [[4, 1], [1, 2]], "new": [[2, 1], [1, 4]], "micro": None,
     }]
     assert result.failures() == ["rank 0 vs dump: 1 strategy difference(s)"]
     code, out = run(F / "semi_auto_8p" / "rank_0", EDITED)
@@ -123,13 +129,13 @@ def test_semi_auto_vs_data_parallel() -> None:
     assert comm_counts(r) == {("added", "AllReduce"): 12, ("removed", "AllGather"): 14,
                               ("removed", "AllReduce"): 11, ("removed", "ReduceScatter"): 14}
     assert r.comm_bytes_total == (3592836, 484920)
-    by_cat = {e["category"]: (e["old"], e["new"], e["old_count"], e["new_count"]) for e in r.comm_bytes}
+    by_cat = {e["category"]: (e["old"], e["new"], e["old_count"], e["new_count"]) for e in rows(r.comm_bytes)}
     assert by_cat["redistribution"] == (3145728, 0, 28, 0)
-    assert Counter(e["change"] for e in r.strategy) == {"removed": 22}
-    ops = {e["op"]: e["delta"] for e in r.ops}
+    assert Counter(e["change"] for e in rows(r.strategy)) == {"removed": 22}
+    ops = {e["op"]: e["delta"] for e in rows(r.ops)}
     assert ops["AllGather"] == -14 and ops["ReduceScatter"] == -14 and ops["AllReduce"] == 1
     assert ops["Conv2D"] == 2
-    params = {e["name"]: e for e in r.params}
+    params = {e["name"]: e for e in rows(r.params)}
     assert params["inputs0"]["change"] == "changed"
     assert (params["inputs0"]["old_shape"], params["inputs0"]["new_shape"]) == ([512, 64], [16, 3, 32, 32])
     assert params["conv1.weight"]["change"] == "added" and params["body.w1"]["change"] == "removed"
@@ -144,16 +150,16 @@ def test_pipeline_2_stage_vs_4_stage() -> None:
         ("added", "AllGather"): 8, ("added", "AllReduce"): 36, ("added", "ReduceScatter"): 8,
         ("added", "Send"): 4, ("added", "Receive"): 4, ("changed", "Send"): 4, ("changed", "Receive"): 4,
         ("removed", "AllReduce"): 45}
-    changed = [e for e in r.comm if e["change"] == "changed"]
+    changed = [e for e in rows(r.comm) if e["change"] == "changed"]
     for e in changed:
         assert e["fields"] == ["shape", "bytes"]
         assert (e["old"]["shape"], e["new"]["shape"]) == ([4, 64], [8, 64])
         assert (e["old"]["bytes"], e["new"]["bytes"]) == (1024, 2048)
         assert e["category"] == "pipeline" and e["stage"] == 0
-    pipeline = [e for e in r.comm_bytes if e["category"] == "pipeline"]
+    pipeline = [e for e in rows(r.comm_bytes) if e["category"] == "pipeline"]
     assert pipeline == [{"stage": 0, "category": "pipeline", "old": 8192, "new": 32768, "old_count": 8,
                          "new_count": 16, "old_bytes_unknown": 0, "new_bytes_unknown": 0}]
-    ops = {e["op"]: e["delta"] for e in r.ops}
+    ops = {e["op"]: e["delta"] for e in rows(r.ops)}
     assert ops["Send"] == 4 and ops["Receive"] == 4 and ops["LayerNorm"] == 16
     assert run(F / "pipeline_2stage_8p" / "rank_0", F / "pipeline_4stage_8p" / "rank_0")[0] == 1
 
@@ -234,7 +240,7 @@ def test_ranks_of_one_stage_are_identical_apart_from_rank_specific(scenario: str
     r = result.ranks[0]
     assert r.old_stage == r.new_stage
     assert result.identical and result.failures(["any"]) == []
-    assert all(set(e["fields"]) <= RANK_FIELDS for e in r.rank_specific)
+    assert all(set(e["fields"]) <= RANK_FIELDS for e in rows(r.rank_specific))
 
 
 def test_ranks_of_different_stages_differ() -> None:
@@ -242,5 +248,125 @@ def test_ranks_of_different_stages_differ() -> None:
     r = result.ranks[0]
     assert (r.old_stage, r.new_stage) == (0, 1)
     assert not result.identical and result.failures() != []
-    assert {e["stage"] for e in r.comm if e["change"] == "removed"} == {0}
-    assert {e["stage"] for e in r.comm if e["change"] == "added"} == {1}
+    assert {e["stage"] for e in rows(r.comm) if e["change"] == "removed"} == {0}
+    assert {e["stage"] for e in rows(r.comm) if e["change"] == "added"} == {1}
+
+
+# --- one node changed in a copy of a real dump: matching finds exactly that node (issue 18, item 1)
+
+P4_RANK2 = F / "pipeline_4stage_8p" / "rank_2" / "19_validate_0078.ir.xz"
+
+
+def edited_copy(tmp_path: Path, line: int, old: str, new: str) -> Path:
+    """A copy of P4_RANK2 (stage 1, 8 micro batches) with `old` replaced by `new` on one line only,
+    under `rank_2/` so that both sides are rank 2."""
+    lines = lzma.open(P4_RANK2, "rt", encoding="utf-8").read().split("\n")
+    assert old in lines[line - 1], lines[line - 1][:200]
+    lines[line - 1] = lines[line - 1].replace(old, new)
+    out = tmp_path / "rank_2" / "19_validate_0078.ir"
+    out.parent.mkdir()
+    out.write_text("\n".join(lines), encoding="utf-8")
+    return out
+
+
+def test_one_strategy_changed_is_that_node(tmp_path: Path) -> None:
+    # line 398: `%6 = PrimFunc_MatMul(...) {instance name: fc1} primitive_attrs: {in_strategy: ((1, 1), (1, 2))}
+    # ... micro: I64(0)`; fc1 and fc2 share the scope `layers-CellList/2-Block` and every micro batch
+    # has a copy (grep -c 'instance name: fc1' = 16), so only instance and micro tell %6 apart
+    new = edited_copy(tmp_path, 398, "in_strategy: ((1, 1), (1, 2))", "in_strategy: ((2, 1), (1, 1))")
+    r = diff_dirs(str(P4_RANK2), str(new)).ranks[0]
+    assert r.counts() == {"comm": 0, "strategy": 1, "ops": 0, "params": 0, "rank_specific": 0}
+    (e,) = r.strategy
+    assert (e.change, e.name, e.field, e.old, e.new) == ("changed", "fc1", "in_strategy", ((1, 1), (1, 2)),
+                                                         ((2, 1), (1, 1)))
+    assert e.node_scope.endswith("layers-CellList/2-Block/MatMul-op0") and e.micro == 0
+    # the node %6 of the top graph (`# Params:` graph, header line 20), nothing else, on both sides
+    (uid, mark), = r.new_marks.items()
+    assert uid.endswith("TrainStep_construct_3646/%6") and mark == "changed" and r.old_marks == r.new_marks
+
+
+def test_one_communication_node_changed_is_that_node(tmp_path: Path) -> None:
+    # lines 1179-1180: `%54 = AllReduce(%53) {instance name: forward_op_1054...} ... micro: I64(2)`
+    # `: (<Tensor[Float32], (8, 64)>) -> (<Tensor[Float32], (8, 64)>)`, one of the 2-Block AllReduces
+    # (grep -c '= AllReduce(' = 32); its input and output made Float16 (an AllReduce's bytes are its
+    # input's, docs/parallel.md §5): dtype and bytes (8*64*4 -> 8*64*2) change
+    new = edited_copy(tmp_path, 1180, "<Tensor[Float32], (8, 64)>", "<Tensor[Float16], (8, 64)>")
+    r = diff_dirs(str(P4_RANK2), str(new)).ranks[0]
+    assert r.counts() == {"comm": 1, "strategy": 0, "ops": 0, "params": 0, "rank_specific": 0}
+    (e,) = r.comm
+    assert e.old is not None and e.new is not None
+    assert (e.change, e.op, e.fields) == ("changed", "AllReduce", ("dtype", "bytes"))
+    assert (e.old.comm.line, e.new.comm.line, e.new.comm.micro) == (1179, 1179, 2)
+    assert (e.old.comm.bytes, e.new.comm.bytes) == (2048, 1024)
+    assert e.node_scope.endswith("2-Block/AllReduce-op2")
+
+
+def test_one_parameter_changed_is_that_parameter(tmp_path: Path) -> None:
+    # line 25: `%para4_layers.2.w1: <Ref[Tensor[Float32]], (64, 64), ...>`
+    new = edited_copy(tmp_path, 25, "(64, 64), ref_key", "(64, 32), ref_key")
+    r = diff_dirs(str(P4_RANK2), str(new)).ranks[0]
+    assert r.counts()["params"] == 1 and r.counts()["strategy"] == 0
+    (e,) = r.params
+    assert (e.change, e.name, e.old_shape, e.new_shape) == ("changed", "layers.2.w1", [64, 64], [64, 32])
+
+
+# --- ranks, stages and passes on one side only
+
+def test_a_rank_missing_on_one_side_is_a_change(tmp_path: Path) -> None:
+    # pipeline_2stage_8p: rank 0 on stage 0, rank 4 on stage 1 (manifest.json); new has rank 0 only
+    old, new = tmp_path / "old", tmp_path / "new"
+    for side, ranks in ((old, (0, 4)), (new, (0,))):
+        side.mkdir()
+        for r in ranks:
+            (side / f"rank_{r}").symlink_to(F / "pipeline_2stage_8p" / f"rank_{r}")
+    result = diff_dirs(str(old), str(new))
+    assert (result.only_old, result.only_new) == ([4], [])
+    assert (result.only_old_stages, result.only_new_stages) == ([1], [])
+    assert not result.identical
+    assert result.failures(["comm"]) == ["ranks only in old: 4, only in new: none",
+                                         "pipeline stages only in old: 1, only in new: none"]
+    for fail_on in ("any", "comm"):
+        code, out = run(old, new, "--fail-on", fail_on)
+        assert code == 1
+        assert out.startswith("ranks only in old: 4; only in new: —; pipeline stages only in old: 1; only in new: —")
+    assert run(old, new, "--fail-on", "strategy")[0] == 0
+    doc = json.loads(run(old, new, "--format", "json")[1])
+    assert (doc["only_old_ranks"], doc["only_old_stages"], doc["identical"]) == ([4], [1], False)
+    md = run(old, new, "--format", "markdown")[1]
+    assert "**ranks only in old: 4; only in new: —; pipeline stages only in old: 1; only in new: —**" in md
+
+
+def test_two_passes_of_one_rank_unknown_to_known_is_no_change() -> None:
+    # step_parallel_end prints `-> (<null>)` for collectives (grep -c '<null>'), validate the shapes:
+    # not a change; the AllReduces of the forward pass match one to one
+    rank = F / "pipeline_4stage_8p" / "rank_2"
+    result = diff_dirs(str(rank / "step_parallel_end_0019.ir.xz"), str(rank / "19_validate_0078.ir.xz"))
+    r = result.ranks[0]
+    assert (r.old_pass, r.new_pass) == ("step_parallel_end", "validate")
+    assert [e for e in r.comm if e.change == "changed"] == []
+    # what remains is what autodiff adds at validate: backward Send/Receive, AllReduce (grep of
+    # `Gradients/` scopes) and the _MirrorMicroStepOperator lowered to AllReduce
+    assert {(e.change, e.op) for e in r.comm if not e.node_scope.startswith("Gradients/")} == {
+        ("removed", "_MirrorMicroStepOperator")}
+    code, out = run(rank / "step_parallel_end_0019.ir.xz", rank / "19_validate_0078.ir.xz")
+    assert out.startswith("== rank 2 (stage 1, pass step_parallel_end) -> rank 2 (stage 1, pass validate)")
+    assert "— -> (8, 64)" not in out
+
+
+def test_a_pass_dumped_on_one_side_only_is_a_change(tmp_path: Path) -> None:
+    # pipeline_2stage_8p/rank_0 holds 6 passes (ls: 00_bootstrap, 11_pipeline_split, 19_validate,
+    # merge_send_receive, step_parallel_begin, step_parallel_end); the new rank 0 has its validate file only
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    (old / "rank_0").symlink_to(F / "pipeline_2stage_8p" / "rank_0")
+    (new / "rank_0").mkdir(parents=True)
+    (new / "rank_0" / "19_validate_0078.ir.xz").symlink_to(F / "pipeline_2stage_8p" / "rank_0" / "19_validate_0078.ir.xz")
+    result = diff_dirs(str(old), str(new))
+    assert result.only_old_passes == ["bootstrap", "merge_send_receive", "pipeline_split", "step_parallel_begin",
+                                      "step_parallel_end"] and result.only_new_passes == []
+    assert result.ranks[0].counts() == {"comm": 0, "strategy": 0, "ops": 0, "params": 0, "rank_specific": 0}
+    assert not result.identical
+    code, out = run(old, new)
+    assert code == 1 and out.startswith("passes only in old: bootstrap, merge_send_receive, pipeline_split, "
+                                        "step_parallel_begin, step_parallel_end; only in new: —\n")
+    assert run(old, new, "--fail-on", "strategy")[0] == 0

@@ -148,7 +148,7 @@ def _manifest_stages(scenario: str) -> dict[int, int]:
 
 
 @pytest.mark.parametrize("scenario", ["pipeline_2stage_8p", "pipeline_4stage_8p", "gpt_small_dp2mp2pp2",
-                                      "gpt_small_dp2mp2pp2_lazyinline"])
+                                      "gpt_small_dp2mp2pp2_lazyinline", "pipeline_unequal_8p"])
 @pytest.mark.parametrize("pass_glob", ["*_validate_*", "step_parallel_end_*"])
 def test_stage_matches_manifest(scenario: str, pass_glob: str) -> None:
     expected = _manifest_stages(scenario)

@@ -12,7 +12,8 @@ from typing import NamedTuple
 
 from test_units_ir import assert_real
 
-from irtool.diff.match import match, normalise_scope, op_number
+from irtool.diff.compare import pass_of
+from irtool.diff.match import match, normalise_name, normalise_scope, op_number
 
 CUTS: list[tuple[str, str, int]] = []
 
@@ -43,6 +44,11 @@ CALL_RANK4 = cut("Default/network-PipelineCell/network-GPT/CR_172___main___Decod
                  "gpt_small_dp2mp2pp2_lazyinline/rank_4/11_pipeline_split_0014.ir.xz", 632)
 UPDATE_STATE = cut("(Default/UpdateState-op699)", "gpt_small_dp2mp2pp2_lazyinline/rank_0/11_pipeline_split_0014.ir.xz",
                    632)[1:-1]
+
+# one forward AllReduce's instance name in two passes of pipeline_4stage_8p rank 2: a hash per pass
+INSTANCE_VALIDATE = cut("forward_op_10546112788216059064", "pipeline_4stage_8p/rank_2/19_validate_0078.ir.xz", 463)
+INSTANCE_SPE = cut("forward_op_1168943699204535004", "pipeline_4stage_8p/rank_2/step_parallel_end_0019.ir.xz", 1278)
+FC1 = cut("{instance name: fc1}", "pipeline_4stage_8p/rank_2/19_validate_0078.ir.xz", 398)[len("{instance name: "):-1]
 
 
 def test_scopes_are_real() -> None:
@@ -115,3 +121,16 @@ def test_match_with_scope_keys_pairs_default_and_sorted_order_prints() -> None:
     old = [Item("%1", normalise_scope(MATMUL_DEFAULT), "(16, 64)", op_number(MATMUL_DEFAULT))]
     new = [Item("%1", normalise_scope(MATMUL_SORTED), "(16, 64)", op_number(MATMUL_SORTED))]
     assert run(old, new) == ([("%1", "%1")], [], [], [])
+
+
+def test_instance_names_lose_generated_ids_only() -> None:
+    assert normalise_name(INSTANCE_VALIDATE) == normalise_name(INSTANCE_SPE) == "forward_op_?"
+    assert normalise_name(FC1) == "fc1" and normalise_name(None) is None
+
+
+def test_pass_of_file_names() -> None:
+    # file names as MindSpore writes them (ls fixtures/mindir/*/rank_0), and one it did not give
+    assert [pass_of(n) for n in ("19_validate_0078.ir.xz", "step_parallel_end_0019.ir.xz", "00_bootstrap_0000.ir",
+                                 "graph_build_0_0090.ir", "dir/11_pipeline_split_0014.ir.gz")] == [
+        "validate", "step_parallel_end", "bootstrap", "graph_build_0", "pipeline_split"]
+    assert pass_of("semi_auto_8p_rank_0_validate_fc1_strategy.ir") is None

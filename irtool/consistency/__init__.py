@@ -4,14 +4,16 @@ found in the compiled graphs before it runs. Each check is a pure function over 
 from __future__ import annotations
 
 from ..dumpdir import Progress, RankFacts, load_dir, map_ranks, rank_facts
+from .causes import causes, coverage
 from .collectives import collective_findings
 from .folder import Folder
 from .groups import group_findings
 from .p2p import p2p_findings
-from .records import CHECK_TITLES, CHECKS, CheckResult, Finding, RankEntry, Side, Unchecked
+from .records import CHECK_TITLES, CHECKS, Cause, CheckResult, Coverage, Finding, RankEntry, Side, Unchecked
 from .stage import stage_findings
 
-__all__ = ["check_dir", "check_ranks", "CheckResult", "Finding", "Side", "Unchecked", "CHECKS", "CHECK_TITLES"]
+__all__ = ["check_dir", "check_ranks", "Cause", "CheckResult", "Coverage", "Finding", "Side", "Unchecked", "CHECKS",
+           "CHECK_TITLES"]
 
 
 def check_ranks(path: str, facts: list[RankFacts], pass_name: str = "validate") -> CheckResult:
@@ -26,6 +28,8 @@ def check_ranks(path: str, facts: list[RankFacts], pass_name: str = "validate") 
     for found in (p2p_findings(folder), collective_findings(folder), group_findings(folder), stage_findings(folder)):
         result.findings += found[0]
         result.unchecked += found[1]
+    result.causes = causes(folder, result.findings)
+    result.coverage = coverage(folder)
     return result
 
 

@@ -42,6 +42,55 @@ class Finding:
                 "sides": [s.as_dict() for s in self.sides]}
 
 
+@dataclass
+class Cause:
+    """One root cause: a headline people read first, the ranks it is about, and the findings it
+    explains (each finding under exactly one cause)."""
+
+    headline: str
+    kind: Literal["ranks", "stages", "finding"]  # odd ranks of a stage, two stages, or one finding alone
+    ranks: tuple[int, ...]
+    findings: list[Finding]
+
+
+@dataclass(frozen=True)
+class Compared:
+    """How many of the things present one kind of comparison could compare."""
+
+    compared: int
+    present: int
+
+    @property
+    def complete(self) -> bool:
+        return self.compared == self.present
+
+    def as_dict(self) -> dict[str, int]:
+        return {"compared": self.compared, "present": self.present}
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What was compared (docs/check.md "Coverage"): Send/Receive pairs whose both ends are in the
+    folder, groups with collectives whose every member is, ranks with another rank of their stage."""
+
+    pairs: Compared
+    groups: Compared
+    stage_peers: Compared
+
+    @property
+    def complete(self) -> bool:
+        return self.pairs.complete and self.groups.complete and self.stage_peers.complete
+
+    def text(self) -> str:
+        return (f"compared {self.pairs.compared} of {self.pairs.present} Send/Receive pairs, "
+                f"{self.groups.compared} of {self.groups.present} groups, "
+                f"{self.stage_peers.compared} of {self.stage_peers.present} ranks with their stage peers")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pairs": self.pairs.as_dict(), "groups": self.groups.as_dict(),
+                "stage_peers": self.stage_peers.as_dict()}
+
+
 @dataclass(frozen=True)
 class Unchecked:
     """Something a check could not compare, e.g. a peer rank missing from the folder."""
@@ -71,10 +120,21 @@ class CheckResult:
     ranks: list[RankEntry]
     findings: list[Finding] = field(default_factory=list)
     unchecked: list[Unchecked] = field(default_factory=list)
+    causes: list[Cause] = field(default_factory=list)
+    coverage: Coverage = field(default_factory=lambda: Coverage(Compared(0, 0), Compared(0, 0), Compared(0, 0)))
 
     @property
     def consistent(self) -> bool:
         return not self.findings
+
+    @property
+    def complete(self) -> bool:
+        """Everything present was compared: nothing under "Not checked", every pair, group and stage peer."""
+        return not self.unchecked and self.coverage.complete
+
+    def exit_code(self, strict: bool = False) -> int:
+        """0 consistent (with `strict`: and complete), else 1."""
+        return 0 if self.consistent and (self.complete or not strict) else 1
 
     def counts(self) -> dict[str, int]:
         out = {c: sum(1 for f in self.findings if f.check == c) for c in CHECKS}
@@ -82,8 +142,12 @@ class CheckResult:
         return out
 
     def as_dict(self) -> dict[str, Any]:
+        index = {id(f): i for i, f in enumerate(self.findings)}
         return {"schema": "irtool.check/1", "path": self.path, "pass": self.pass_name,
                 "consistent": self.consistent,
                 "ranks": [{"rank": r.rank, "file": r.file, "stage": r.stage} for r in self.ranks],
+                "complete": self.complete, "coverage": self.coverage.as_dict(),
                 "counts": self.counts(), "findings": [f.as_dict() for f in self.findings],
+                "causes": [{"headline": c.headline, "kind": c.kind, "ranks": list(c.ranks),
+                            "findings": [index[id(f)] for f in c.findings]} for c in self.causes],
                 "unchecked": [u.as_dict() for u in self.unchecked]}

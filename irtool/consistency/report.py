@@ -1,5 +1,6 @@
-"""`irtool check` output: findings grouped by check and counted, one row per side, as text or Markdown
-tables, or the JSON `irtool.check/1` (docs/check.md)."""
+"""`irtool check` output: the verdict and what was compared, then one table per root cause (its
+headline, its findings one row per side), as text or Markdown tables, or the JSON `irtool.check/1`
+(docs/check.md)."""
 from __future__ import annotations
 
 import json
@@ -8,24 +9,32 @@ from ..present import Block, Table, to_markdown, to_text
 from .records import CHECK_TITLES, CHECKS, CheckResult
 
 
+def headline(result: CheckResult) -> str:
+    """`irtool check DIR: 8 ranks (pass validate): 11 findings from 1 cause`; `consistent` only when
+    there is no finding, with `as far as compared` when something could not be compared."""
+    n, ranks, k = len(result.findings), len(result.ranks), len(result.causes)
+    if n:
+        verdict = (f"{n} finding{'s' if n != 1 else ''} from {k} cause{'s' if k != 1 else ''}"
+                   + ("" if result.complete else ", not fully checked"))
+    else:
+        verdict = "consistent" if result.complete else "consistent as far as compared, not fully checked"
+    return (f"irtool check {result.path}: {ranks} rank{'s' if ranks != 1 else ''} (pass {result.pass_name}): "
+            + verdict + (f", {len(result.unchecked)} not checked" if result.unchecked else ""))
+
+
 def blocks(result: CheckResult) -> list[Block]:
     counts = result.counts()
-    n = counts["total"]
-    ranks = len(result.ranks)
-    head = (f"irtool check {result.path}: {ranks} rank{'s' if ranks != 1 else ''} (pass {result.pass_name}): "
-            + ("consistent, no findings" if not n else f"{n} finding{'s' if n != 1 else ''}")
-            + (f", {len(result.unchecked)} not checked" if result.unchecked else ""))
-    out: list[Block] = [head]
-    if n:
-        out.append("  " + ", ".join(f"{CHECK_TITLES[c].lower()} {counts[c]}" for c in CHECKS))
-    for check in CHECKS:
-        found = [f for f in result.findings if f.check == check]
-        if not found:
-            continue
-        rows = [[str(i), f.subject, f.problem, s.location, s.text]
-                for i, f in enumerate(found, 1) for s in f.sides]
-        out.append(Table(f"{CHECK_TITLES[check]}: {len(found)} finding{'s' if len(found) != 1 else ''}",
-                         ["#", "subject", "problem", "location", "what"], rows))
+    lines = [headline(result), "  " + result.coverage.text()]
+    if counts["total"]:
+        lines.append("  findings: " + ", ".join(f"{CHECK_TITLES[c].lower()} {counts[c]}" for c in CHECKS))
+    out: list[Block] = list(lines)  # one line each in text, one paragraph each in Markdown
+    number = {id(f): i for i, f in enumerate(result.findings, 1)}
+    for i, cause in enumerate(result.causes, 1):
+        n = len(cause.findings)
+        rows = [[str(number[id(f)]), CHECK_TITLES[f.check], f.subject, f.problem, s.location, s.text]
+                for f in cause.findings for s in f.sides]
+        out.append(Table(f"Cause {i} of {len(result.causes)} ({n} finding{'s' if n != 1 else ''}): {cause.headline}",
+                         ["#", "check", "subject", "problem", "location", "what"], rows))
     if result.unchecked:
         out.append(Table(f"Not checked: {len(result.unchecked)}", ["check", "location", "what"],
                          [[CHECK_TITLES[u.check], u.file, u.text] for u in result.unchecked]))

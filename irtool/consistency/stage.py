@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from typing import Hashable
 
 from ..dumpdir import RankFacts
 from ..parallel import STRATEGY_KEYS, Strategy
@@ -16,6 +17,19 @@ Key = tuple[str, str]  # (scope, op)
 
 
 def stage_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
+    stages, unchecked = stage_ranks(folder)
+    out: list[Finding] = []
+    for stage, ranks in sorted(stages.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
+        if len(ranks) < 2:
+            continue
+        subject = f"stage {stage}" if stage is not None else "all ranks (no pipeline stage)"
+        out += _ops(folder, subject, ranks)
+        out += _strategies(folder, subject, ranks)
+    return out, unchecked
+
+
+def stage_ranks(folder: Folder) -> tuple[dict[int | None, list[int]], list[Unchecked]]:
+    """The ranks of each stage that are compared with each other (all ranks without pipeline)."""
     stages: dict[int | None, list[int]] = defaultdict(list)
     unchecked: list[Unchecked] = []
     for rank, rf in sorted(folder.ranks.items()):
@@ -26,14 +40,14 @@ def stage_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
                                        "but no known stage: not compared with other ranks"))
         else:
             stages[rf.stage].append(rank)
-    out: list[Finding] = []
-    for stage, ranks in sorted(stages.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
-        if len(ranks) < 2:
-            continue
-        subject = f"stage {stage}" if stage is not None else "all ranks (no pipeline stage)"
-        out += _ops(folder, subject, ranks)
-        out += _strategies(folder, subject, ranks)
-    return out, unchecked
+    return dict(stages), unchecked
+
+
+def profile(rf: RankFacts) -> Hashable:
+    """What ranks of one stage must share: communicating or sharded nodes per operator, and the
+    strategies per node scope."""
+    table = Strategies.of(rf)
+    return (frozenset(_counted(rf).items()), frozenset((k, frozenset(v)) for k, v in table.by_scope.items()))
 
 
 def _counted(rf: RankFacts) -> Counter:
@@ -67,7 +81,7 @@ def _count_side(folder: Folder, rank: int, alike: list[int], counted: Counter, o
 
 
 @dataclass
-class _Strategies:
+class Strategies:
     """One rank's strategies: per node scope and operator the distinct strategies (first node of
     each), and every (operator, strategy) the rank has anywhere."""
 
@@ -75,7 +89,7 @@ class _Strategies:
     anywhere: set[tuple[str, str]]
 
     @classmethod
-    def of(cls, rf: RankFacts) -> _Strategies:
+    def of(cls, rf: RankFacts) -> Strategies:
         by_scope: dict[Key, dict[str, Strategy]] = defaultdict(dict)
         for s in rf.facts.strategies:
             by_scope[(s.scope, s.op)].setdefault(s.signature(), s)
@@ -87,8 +101,19 @@ class _Strategies:
         return all((key[1], sig) in self.anywhere for sig in sigs)
 
 
+def strategy_differences(a: Strategies, b: Strategies) -> list[tuple[Key, dict[str, Strategy], dict[str, Strategy]]]:
+    """Per (scope, operator) where two ranks' strategies differ, the strategies only each side has."""
+    out = []
+    for key in sorted(set(a.by_scope) | set(b.by_scope)):
+        sa, sb = a.by_scope.get(key, {}), b.by_scope.get(key, {})
+        if set(sa) == set(sb) or (not sa and a.copy_of(key, sb)) or (not sb and b.copy_of(key, sa)):
+            continue
+        out.append((key, _own(sa, sb), _own(sb, sa)))
+    return out
+
+
 def _strategies(folder: Folder, subject: str, ranks: list[int]) -> list[Finding]:
-    tables = {r: _Strategies.of(folder.ranks[r]) for r in ranks}
+    tables = {r: Strategies.of(folder.ranks[r]) for r in ranks}
     shape = {r: frozenset((k, frozenset(v)) for k, v in t.by_scope.items()) for r, t in tables.items()}
     ref, by = variants(shape)
     base = by[ref][0]
@@ -96,15 +121,17 @@ def _strategies(folder: Folder, subject: str, ranks: list[int]) -> list[Finding]
     for variant, others in by.items():
         if variant == ref:
             continue
-        a, b = tables[base], tables[others[0]]
-        for key in sorted(set(a.by_scope) | set(b.by_scope)):
-            sa, sb = a.by_scope.get(key, {}), b.by_scope.get(key, {})
-            if set(sa) == set(sb) or (not sa and a.copy_of(key, sb)) or (not sb and b.copy_of(key, sa)):
-                continue
+        for key, own_a, own_b in strategy_differences(tables[base], tables[others[0]]):
             out.append(Finding("stage", subject, "strategy differs", [
-                _strategy_side(folder, base, by[ref], key, _own(sa, sb)),
-                _strategy_side(folder, others[0], others, key, _own(sb, sa))]))
+                _strategy_side(folder, base, by[ref], key, own_a),
+                _strategy_side(folder, others[0], others, key, own_b)]))
     return out
+
+
+def strategy_text_of(found: dict[str, Strategy]) -> str:
+    """`in_strategy (2,1)(1,4)` of the strategies at one scope, joined by `; `."""
+    return "; ".join(" ".join(f"{k} {strategy_text(getattr(s, k))}" for k in STRATEGY_KEYS
+                              if getattr(s, k) is not None) for s in found.values())
 
 
 def _own(mine: dict[str, Strategy], theirs: dict[str, Strategy]) -> dict[str, Strategy]:
@@ -118,7 +145,6 @@ def _strategy_side(folder: Folder, rank: int, alike: list[int], key: Key, found:
     if not found:
         return folder.side(rank, None, f"no {op} with a strategy at {scope}{also}")
     first = min(found.values(), key=lambda s: s.line)
-    text = "; ".join(" ".join(f"{k} {strategy_text(getattr(s, k))}" for k in STRATEGY_KEYS
-                              if getattr(s, k) is not None) for s in found.values())
+    text = strategy_text_of(found)
     name = f" {first.instance}" if first.instance and first.instance != op else ""
     return folder.side(rank, first.line, f"{op}{name} {text} at {scope}{also}")

@@ -17,9 +17,10 @@ from ..dumpdir import rank_files, rank_of, require_stage
 from ..errors import InputError
 from ..ir import Dump, load
 from ..parallel import ParallelFacts, analyze
-from ..parallel.records import plain
-from .facts import STRATEGY_FIELDS, CommFact, StrategyFact, comm_facts, strategy_facts
-from .match import align_scopes, match
+from ..parallel.records import Bytes, plain
+from .facts import STRATEGY_FIELDS, CommFact, StrategyFact, comm_facts, strategy_facts, strategy_micro
+from .match import align_scopes, match, op_number
+from .records import Change, CommBytes, CommChange, OpCount, ParamChange, ParameterComm, RankSpecific, StrategyChange
 
 SCHEMA = "irtool.diff/1"
 
@@ -31,7 +32,8 @@ COMM_FIELDS = ("category", "group_size", "shape", "dtype", "bytes")
 
 @dataclass
 class RankDiff:
-    """The differences between one old dump and one new dump (usually the same rank)."""
+    """The differences between one old dump and one new dump (usually the same rank), as typed
+    change records (`irtool.diff.records`)."""
 
     old_path: str
     new_path: str
@@ -39,17 +41,25 @@ class RankDiff:
     new_rank: int | None
     old_stage: int | None
     new_stage: int | None
-    comm: list[dict[str, Any]] = field(default_factory=list)
-    rank_specific: list[dict[str, Any]] = field(default_factory=list)
-    strategy: list[dict[str, Any]] = field(default_factory=list)
-    ops: list[dict[str, Any]] = field(default_factory=list)
-    params: list[dict[str, Any]] = field(default_factory=list)
-    comm_bytes: list[dict[str, Any]] = field(default_factory=list)
-    parameter_comm: list[dict[str, Any]] = field(default_factory=list)
+    comm: list[CommChange] = field(default_factory=list)
+    rank_specific: list[RankSpecific] = field(default_factory=list)
+    strategy: list[StrategyChange] = field(default_factory=list)
+    ops: list[OpCount] = field(default_factory=list)
+    params: list[ParamChange] = field(default_factory=list)
+    comm_bytes: list[CommBytes] = field(default_factory=list)
+    parameter_comm: list[ParameterComm] = field(default_factory=list)
     renamed_scopes: int = 0  # old scopes matched to new ones through a wrapper-cell rename
     # node uid -> "added" / "removed" / "changed", per side (for viewers; not in the JSON)
     old_marks: dict[str, str] = field(default_factory=dict)
     new_marks: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def old_pass(self) -> str | None:
+        return pass_of(self.old_path)
+
+    @property
+    def new_pass(self) -> str | None:
+        return pass_of(self.new_path)
 
     def mark(self, old: CommFact | StrategyFact | None, new: CommFact | StrategyFact | None, change: str) -> None:
         if old is not None:
@@ -59,7 +69,7 @@ class RankDiff:
 
     @property
     def comm_bytes_total(self) -> tuple[int, int]:
-        return (sum(r["old"] for r in self.comm_bytes), sum(r["new"] for r in self.comm_bytes))
+        return (sum(r.old.total for r in self.comm_bytes), sum(r.new.total for r in self.comm_bytes))
 
     def counts(self) -> dict[str, int]:
         return {"comm": len(self.comm), "strategy": len(self.strategy), "ops": len(self.ops),
@@ -67,31 +77,51 @@ class RankDiff:
 
     def as_dict(self) -> dict[str, Any]:
         old_total, new_total = self.comm_bytes_total
-        return {"old": {"path": self.old_path, "rank": self.old_rank, "stage": self.old_stage},
-                "new": {"path": self.new_path, "rank": self.new_rank, "stage": self.new_stage},
-                "counts": self.counts(), "comm": self.comm, "rank_specific": self.rank_specific,
-                "strategy": self.strategy, "ops": self.ops, "params": self.params,
-                "comm_bytes": self.comm_bytes, "comm_bytes_total": {"old": old_total, "new": new_total},
-                "parameter_comm": self.parameter_comm, "renamed_scopes": self.renamed_scopes}
+        return {"old": {"path": self.old_path, "rank": self.old_rank, "stage": self.old_stage, "pass": self.old_pass},
+                "new": {"path": self.new_path, "rank": self.new_rank, "stage": self.new_stage, "pass": self.new_pass},
+                "counts": self.counts(), "comm": [e.as_dict() for e in self.comm],
+                "rank_specific": [e.as_dict() for e in self.rank_specific],
+                "strategy": [e.as_dict() for e in self.strategy], "ops": [e.as_dict() for e in self.ops],
+                "params": [e.as_dict() for e in self.params], "comm_bytes": [e.as_dict() for e in self.comm_bytes],
+                "comm_bytes_total": {"old": old_total, "new": new_total},
+                "parameter_comm": [e.as_dict() for e in self.parameter_comm], "renamed_scopes": self.renamed_scopes}
 
 
 @dataclass
 class DiffResult:
-    """The whole diff: one RankDiff per matched rank, plus ranks present on one side only."""
+    """The whole diff: one RankDiff per matched rank, plus ranks and pipeline stages present on one
+    side only (a folder that lost a rank or a stage is a change, never "identical")."""
 
     ranks: list[RankDiff] = field(default_factory=list)
     only_old: list[int] = field(default_factory=list)
     only_new: list[int] = field(default_factory=list)
+    only_old_stages: list[int] = field(default_factory=list)
+    only_new_stages: list[int] = field(default_factory=list)
+    # passes dumped (files in the rank folders) on one side only, when both sides are folders
+    only_old_passes: list[str] = field(default_factory=list)
+    only_new_passes: list[str] = field(default_factory=list)
+
+    @property
+    def one_sided(self) -> bool:
+        return bool(self.only_old or self.only_new or self.only_old_stages or self.only_new_stages
+                    or self.only_old_passes or self.only_new_passes)
 
     def failures(self, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
                  max_comm_bytes_increase: str | None = None) -> list[str]:
         """Reasons to fail, one line each; empty when nothing relevant changed."""
         kinds = set(parse_fail_on(fail_on))
         if "any" in kinds:
-            kinds = {"comm", "strategy", "ops", "params", "ranks"}
+            kinds = {"comm", "strategy", "ops", "params"}
         reasons = []
-        if "ranks" in kinds and (self.only_old or self.only_new):
+        # a rank or stage on one side only takes its communication with it: a `comm` failure
+        if "comm" in kinds and (self.only_old or self.only_new):
             reasons.append(f"ranks only in old: {_ranks(self.only_old)}, only in new: {_ranks(self.only_new)}")
+        if "comm" in kinds and (self.only_old_stages or self.only_new_stages):
+            reasons.append(f"pipeline stages only in old: {_ranks(self.only_old_stages)}, "
+                           f"only in new: {_ranks(self.only_new_stages)}")
+        if "comm" in kinds and (self.only_old_passes or self.only_new_passes):
+            reasons.append(f"passes only in old: {', '.join(self.only_old_passes) or 'none'}, "
+                           f"only in new: {', '.join(self.only_new_passes) or 'none'}")
         limit = parse_threshold(max_comm_bytes_increase) if max_comm_bytes_increase else None
         for r in self.ranks:
             label = _label(r)
@@ -111,14 +141,26 @@ class DiffResult:
         return {"schema": SCHEMA, "identical": self.identical, "failed": bool(reasons), "failures": reasons,
                 "fail_on": sorted(set(parse_fail_on(fail_on))), "max_comm_bytes_increase": max_comm_bytes_increase,
                 "only_old_ranks": self.only_old, "only_new_ranks": self.only_new,
+                "only_old_stages": self.only_old_stages, "only_new_stages": self.only_new_stages,
+                "only_old_passes": self.only_old_passes, "only_new_passes": self.only_new_passes,
                 "ranks": [r.as_dict() for r in self.ranks]}
 
     @property
     def identical(self) -> bool:
-        """No difference at all, rank-specific ones aside."""
-        if self.only_old or self.only_new:
+        """No difference at all, rank-specific ones aside, and the same ranks and stages on both sides."""
+        if self.one_sided:
             return False
         return all(not any(v for k, v in r.counts().items() if k != "rank_specific") for r in self.ranks)
+
+
+_PASS = re.compile(r"^(?:\d+_)?(.+?)_\d+\.ir(?:\.(?:xz|gz|bz2))?$")  # MindSpore's `[N_]pass_SEQ.ir`
+
+
+def pass_of(path: str) -> str | None:
+    """The pass a dump file holds, from its name: `19_validate_0078.ir.xz` -> `validate`,
+    `step_parallel_end_0019.ir` -> `step_parallel_end`; None for a name MindSpore did not give."""
+    m = _PASS.match(os.path.basename(path))
+    return m.group(1) if m else None
 
 
 def _ranks(ranks: list[int]) -> str:
@@ -194,68 +236,73 @@ def diff_rank(old_side: Side, new_side: Side, old_rank: int | None, new_rank: in
     cross_rank = old_rank is not None and new_rank is not None and old_rank != new_rank
     old_comm, new_comm = comm_facts(old_facts), comm_facts(new_facts)
     old_strat, new_strat = strategy_facts(old_facts), strategy_facts(new_facts)
+    if (old_facts.stage is None) != (new_facts.stage is None):
+        # an early pass does not know the stage yet (docs/parallel.md §7): unknown -> known is no change
+        known = old_facts.stage if old_facts.stage is not None else new_facts.stage
+        old_comm, new_comm = [replace(f, stage=known) for f in old_comm], [replace(f, stage=known) for f in new_comm]
+        old_strat, new_strat = [replace(f, stage=known) for f in old_strat], [replace(f, stage=known) for f in new_strat]
     renames = align_scopes([f.scope for f in old_comm + old_strat], [f.scope for f in new_comm + new_strat])
     old_comm = [replace(f, scope=renames.get(f.scope, f.scope)) for f in old_comm]
     old_strat = [replace(f, scope=renames.get(f.scope, f.scope)) for f in old_strat]
     r.renamed_scopes = len(renames)
     _diff_comm(r, old_comm, new_comm, cross_rank)
-    _diff_strategies(r, old_strat, new_strat)
+    _diff_strategies(r, (old, old_strat), (new, new_strat))
     r.parameter_comm = parameter_comm(old_comm, new_comm)
-    _diff_ops(r, old, new)
-    _diff_params(r, old, new)
+    r.ops = _diff_ops(old, new)
+    r.params = _diff_params(old, new)
     r.comm_bytes = _comm_bytes(old_comm, new_comm)
     return r
 
 
-def _comm_group(c: CommFact) -> tuple:
-    return (c.stage, c.scope, c.op)
-
-
-def _strategy_group(s: StrategyFact) -> tuple:
-    return (s.stage, s.scope, s.op)
+def _known_differ(a: Any, b: Any) -> bool:
+    """A value that one side does not know (a pass before step_parallel_end has no shapes or group
+    members yet) is not a change: only two known values that differ are."""
+    return a is not None and b is not None and a != b
 
 
 def _diff_comm(r: RankDiff, old: list[CommFact], new: list[CommFact], cross_rank: bool) -> None:
-    same, changed, removed, added = match(old, new, _comm_group, CommFact.signature, lambda c: c.order)
+    same, changed, removed, added = match(old, new, lambda c: c.identity, CommFact.signature, lambda c: c.order)
     # Nodes that carry a parameter (gradient aggregation, optimizer parallel) pair by it when their
     # scopes did not line up (a wrapper that moved the gradient reducer, CSE'd backward scopes).
     lone_old = [c for c in removed if c.comm.parameter]
     lone_new = [c for c in added if c.comm.parameter]
     if lone_old and lone_new:
-        s2, c2, r2, a2 = match(lone_old, lone_new, lambda c: (c.stage, c.op, c.category, c.comm.parameter),
+        s2, c2, r2, a2 = match(lone_old, lone_new, lambda c: (c.stage, c.op, c.category, c.comm.parameter,
+                                                              c.comm.micro),
                                CommFact.signature, lambda c: c.order)
         same, changed = same + s2, changed + c2
         removed = [c for c in removed if not c.comm.parameter] + r2
         added = [c for c in added if not c.comm.parameter] + a2
     for c in removed:
-        r.comm.append({"change": "removed", **_comm_id(c), "old": c.as_dict(), "new": None, "fields": []})
+        r.comm.append(_comm_change("removed", c, (), c, None))
         r.mark(c, None, "removed")
     for c in added:
-        r.comm.append({"change": "added", **_comm_id(c), "old": None, "new": c.as_dict(), "fields": []})
+        r.comm.append(_comm_change("added", c, (), None, c))
         r.mark(None, c, "added")
     for a, b in changed + same:
-        fields = [f for f in COMM_FIELDS if a.value(f) != b.value(f)]
+        fields = [f for f in COMM_FIELDS if _known_differ(a.value(f), b.value(f))]
         specific = _rank_fields(a, b)
         if specific and not cross_rank:
             fields.extend(f for f in specific if f == "group_ranks")
         if fields:
-            r.comm.append({"change": "changed", **_comm_id(b), "old": a.as_dict(), "new": b.as_dict(),
-                           "fields": fields})
+            r.comm.append(_comm_change("changed", b, tuple(fields), a, b))
             r.mark(a, b, "changed")
         if specific and cross_rank:
-            r.rank_specific.append({**_comm_id(b), "fields": specific,
-                                    "old": {f: plain(_rank_value(a, f)) for f in specific},
-                                    "new": {f: plain(_rank_value(b, f)) for f in specific}})
-    r.comm.sort(key=lambda e: (_sort_stage(e["stage"]), e["scope"], e["op"], e["change"]))
+            r.rank_specific.append(RankSpecific(
+                b.stage, b.scope, b.op, b.category, b.comm.scope, b.comm.parameter, tuple(specific),
+                {f: plain(_rank_value(a, f)) for f in specific}, {f: plain(_rank_value(b, f)) for f in specific}))
+    # by identity, then in the order the nodes were created (`-opN`), then printed
+    r.comm.sort(key=lambda e: (_sort_stage(e.stage), e.scope, e.op, e.change, e.side.order))
+    r.rank_specific.sort(key=lambda e: (_sort_stage(e.stage), e.scope, e.op, op_number(e.node_scope)))
+
+
+def _comm_change(change: Change, c: CommFact, fields: tuple[str, ...], old: CommFact | None,
+                 new: CommFact | None) -> CommChange:
+    return CommChange(change, c.stage, c.scope, c.op, c.category, c.comm.scope, c.comm.parameter, fields, old, new)
 
 
 def _sort_stage(stage: int | None) -> int:
     return -1 if stage is None else stage
-
-
-def _comm_id(c: CommFact) -> dict[str, Any]:
-    return {"stage": c.stage, "scope": c.scope, "op": c.op, "category": c.category, "node_scope": c.comm.scope,
-            "parameter": c.comm.parameter}
 
 
 def _param_ops(facts: list[CommFact]) -> dict[str, str]:
@@ -267,23 +314,21 @@ def _param_ops(facts: list[CommFact]) -> dict[str, str]:
     return {p: " + ".join(sorted(v)) for p, v in ops.items()}
 
 
-def parameter_comm(old: list[CommFact], new: list[CommFact]) -> list[dict[str, Any]]:
-    """Parameters whose gradient or optimizer communication changed, grouped by the change:
-    `{"old": "AllReduce", "new": "AllGather + ReduceScatter", "count": 13, "parameters": [...]}`;
-    `—` for none."""
+def parameter_comm(old: list[CommFact], new: list[CommFact]) -> list[ParameterComm]:
+    """Parameters whose gradient or optimizer communication changed, grouped by the change
+    (`AllReduce` -> `AllGather + ReduceScatter` for 13 parameters); `—` for none."""
     a, b = _param_ops(old), _param_ops(new)
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
     for p in sorted(set(a) | set(b)):
         if a.get(p) != b.get(p):
             groups[(a.get(p, "—"), b.get(p, "—"))].append(p)
-    return [{"old": o, "new": n, "count": len(ps), "parameters": ps}
-            for (o, n), ps in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+    return [ParameterComm(o, n, tuple(ps)) for (o, n), ps in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
 
 
 def _rank_fields(a: CommFact, b: CommFact) -> list[str]:
-    out = [f for f in ("group", "group_ranks") if a.value(f) != b.value(f)]
+    out = [f for f in ("group", "group_ranks") if _known_differ(a.value(f), b.value(f))]
     pa, pb = a.comm.rank_attrs, b.comm.rank_attrs
-    out.extend(k for k in sorted(set(pa) | set(pb)) if pa.get(k) != pb.get(k))
+    out.extend(k for k in sorted(set(pa) | set(pb)) if _known_differ(pa.get(k), pb.get(k)))
     return out
 
 
@@ -291,43 +336,58 @@ def _rank_value(c: CommFact, name: str) -> Any:
     return c.value(name) if name in ("group", "group_ranks") else c.comm.rank_attrs.get(name)
 
 
-def _diff_strategies(r: RankDiff, old: list[StrategyFact], new: list[StrategyFact]) -> None:
-    same, changed, removed, added = match(old, new, _strategy_group, StrategyFact.signature, lambda s: s.order)
+def _diff_strategies(r: RankDiff, old_side: tuple[Dump, list[StrategyFact]],
+                     new_side: tuple[Dump, list[StrategyFact]]) -> None:
+    (old_dump, old), (new_dump, new) = old_side, new_side
+    same, changed, removed, added = _match_strategies(old, new)
+    # A group whose nodes did not all pair the same is matched again with each node's micro batch:
+    # paired by order alone, a change in micro 0 would be reported on the last micro batch's copy.
+    dirty = {s.identity for s in removed + added} | {a.identity for a, _ in changed}
+    if dirty:
+        old_micro = strategy_micro(old_dump, {s.uid for s in old if s.identity in dirty})
+        new_micro = strategy_micro(new_dump, {s.uid for s in new if s.identity in dirty})
+        old_dirty = [replace(s, micro=old_micro.get(s.uid)) for s in old if s.identity in dirty]
+        new_dirty = [replace(s, micro=new_micro.get(s.uid)) for s in new if s.identity in dirty]
+        same = [(a, b) for a, b in same if a.identity not in dirty]
+        s2, changed, removed, added = _match_strategies(old_dirty, new_dirty)
+        same += s2
     for s in removed:
-        r.strategy.append(_strategy_entry("removed", s, None, _values(s), None))
+        r.strategy.append(_strategy_change("removed", s, None, _values(s), None))
         r.mark(s, None, "removed")
     for s in added:
-        r.strategy.append(_strategy_entry("added", s, None, None, _values(s)))
+        r.strategy.append(_strategy_change("added", s, None, None, _values(s)))
         r.mark(None, s, "added")
     for a, b in changed:
         for f in STRATEGY_FIELDS:
             if a.value(f) != b.value(f):
                 r.mark(a, b, "changed")
-                r.strategy.append(_strategy_entry("changed", b, f, a.value(f), b.value(f)))
-    r.strategy.sort(key=lambda e: (_sort_stage(e["stage"]), e["scope"], e["op"], e["change"], e["field"] or ""))
+                r.strategy.append(_strategy_change("changed", b, f, a.value(f), b.value(f)))
+    r.strategy.sort(key=lambda e: (_sort_stage(e.stage), e.scope, e.op, e.change, e.field or ""))
+
+
+def _match_strategies(old: list[StrategyFact], new: list[StrategyFact]) -> tuple[
+        list[tuple[StrategyFact, StrategyFact]], list[tuple[StrategyFact, StrategyFact]], list[StrategyFact],
+        list[StrategyFact]]:
+    return match(old, new, lambda s: s.identity, StrategyFact.signature, lambda s: s.order)
 
 
 def _values(s: StrategyFact) -> dict[str, Any]:
     return {k: s.value(k) for k in STRATEGY_FIELDS}
 
 
-def _strategy_entry(change: str, s: StrategyFact, name: str | None, old: Any, new: Any) -> dict[str, Any]:
-    return {"change": change, "stage": s.stage, "scope": s.scope, "op": s.op, "name": s.strategy.instance,
-            "node_scope": s.strategy.scope,
-            "field": name,
-            "old": plain(old), "new": plain(new)}
+def _strategy_change(change: Change, s: StrategyFact, name: str | None, old: Any, new: Any) -> StrategyChange:
+    return StrategyChange(change, s.stage, s.scope, s.op, s.strategy.instance, s.strategy.scope, name, old, new, s.micro)
 
 
-def _diff_ops(r: RankDiff, old: Dump, new: Dump) -> None:
+def _diff_ops(old: Dump, new: Dump) -> list[OpCount]:
     a, b = old.op_histogram(), new.op_histogram()
-    for op in sorted(set(a) | set(b)):
-        if a.get(op, 0) != b.get(op, 0):
-            r.ops.append({"op": op, "old": a.get(op, 0), "new": b.get(op, 0), "delta": b.get(op, 0) - a.get(op, 0)})
+    return [OpCount(op, a.get(op, 0), b.get(op, 0)) for op in sorted(set(a) | set(b)) if a.get(op, 0) != b.get(op, 0)]
 
 
-def _diff_params(r: RankDiff, old: Dump, new: Dump) -> None:
+def _diff_params(old: Dump, new: Dump) -> list[ParamChange]:
     a = {p.name: p for p in old.params}
     b = {p.name: p for p in new.params}
+    out = []
     for name in sorted(set(a) | set(b)):
         pa, pb = a.get(name), b.get(name)
         ta = pa.type if pa else None
@@ -335,30 +395,22 @@ def _diff_params(r: RankDiff, old: Dump, new: Dump) -> None:
         old_shape, new_shape = plain(ta.shape) if ta else None, plain(tb.shape) if tb else None
         old_dtype, new_dtype = (ta.dtype if ta else None), (tb.dtype if tb else None)
         if pa is None or pb is None:
-            change = "added" if pa is None else "removed"
+            change: Change = "added" if pa is None else "removed"
         elif old_shape != new_shape or old_dtype != new_dtype:
             change = "changed"
         else:
             continue
-        r.params.append({"change": change, "name": name, "old_shape": old_shape, "new_shape": new_shape,
-                         "old_dtype": old_dtype, "new_dtype": new_dtype})
+        out.append(ParamChange(change, name, old_shape, new_shape, old_dtype, new_dtype))
+    return out
 
 
-def _comm_bytes(old: list[CommFact], new: list[CommFact]) -> list[dict[str, Any]]:
-    # [old bytes, new bytes, old count, new count, old unknown, new unknown]: a node whose bytes are
-    # unknown is counted as unknown, never added as 0
-    table: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+def _comm_bytes(old: list[CommFact], new: list[CommFact]) -> list[CommBytes]:
+    table: dict[tuple, list[Bytes]] = defaultdict(lambda: [Bytes(), Bytes()])
     for side, facts in ((0, old), (1, new)):
         for c in facts:
-            row = table[(c.stage, c.category)]
-            if c.comm.bytes is None:
-                row[side + 4] += 1
-            else:
-                row[side] += c.comm.bytes
-            row[side + 2] += 1
-    return [{"stage": s, "category": cat, "old": v[0], "new": v[1], "old_count": v[2], "new_count": v[3],
-             "old_bytes_unknown": v[4], "new_bytes_unknown": v[5]}
-            for (s, cat), v in sorted(table.items(), key=lambda kv: (_sort_stage(kv[0][0]), kv[0][1]))]
+            table[(c.stage, c.category)][side] += c.comm.bytes
+    return [CommBytes(s, cat, a, b)
+            for (s, cat), (a, b) in sorted(table.items(), key=lambda kv: (_sort_stage(kv[0][0]), kv[0][1]))]
 
 
 # --- files and folders
@@ -376,15 +428,45 @@ def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate", stage: in
                  for r in sorted(set(old_files) & set(new_files), key=lambda r: -1 if r is None else r)]
     result = DiffResult()
     seen: list[int] = []
+    old_stages: set[int] = set()
+    new_stages: set[int] = set()
     for old_rank, old_path, new_rank, new_path in pairs:
         a, b = loader(old_path), loader(new_path)
         fa, fb = analyze(a), analyze(b)
         seen += (fa.stage or 0, fb.stage or 0)
         if stage is None or stage in (fa.stage or 0, fb.stage or 0):
             result.ranks.append(diff_rank((a, fa), (b, fb), old_rank, new_rank))
+            old_stages.add(fa.stage or 0)
+            new_stages.add(fb.stage or 0)
+    if os.path.isdir(old_dir) and os.path.isdir(new_dir):
+        # a pass one rank dumped on one side only (a compilation that stopped early), per rank number
+        only_old: set[str] = set()
+        only_new: set[str] = set()
+        for old_rank, old_path, new_rank, new_path in pairs:
+            if old_rank == new_rank:
+                a_passes, b_passes = _passes(old_path), _passes(new_path)
+                only_old |= a_passes - b_passes
+                only_new |= b_passes - a_passes
+        result.only_old_passes, result.only_new_passes = sorted(only_old), sorted(only_new)
+    if len(pairs) == 1 and len(old_files) == 1 and len(new_files) == 1:
+        require_stage(f"{old_dir} and {new_dir}", stage, seen)
+        return result
+    # A rank on one side only is a change (its stage may be gone with it): read it for its stage.
+    for files, others, only, stages in ((old_files, new_files, result.only_old, old_stages),
+                                        (new_files, old_files, result.only_new, new_stages)):
+        for rank in sorted(r for r in files if r not in others and r is not None):
+            rank_stage = analyze(loader(files[rank])).stage or 0
+            seen.append(rank_stage)
+            if stage is None or stage == rank_stage:
+                only.append(rank)
+                stages.add(rank_stage)
     # a stage no rank is on compares nothing: an error, not a clean diff that would pass CI
     require_stage(f"{old_dir} and {new_dir}", stage, seen)
-    if len(pairs) > 1:
-        result.only_old = sorted(r for r in old_files if r not in new_files and r is not None)
-        result.only_new = sorted(r for r in new_files if r not in old_files and r is not None)
+    result.only_old_stages = sorted(old_stages - new_stages)
+    result.only_new_stages = sorted(new_stages - old_stages)
     return result
+
+
+def _passes(file: str) -> set[str]:
+    """The passes dumped in the rank folder holding `file`."""
+    return {p for name in os.listdir(os.path.dirname(file) or ".") if (p := pass_of(name)) is not None}

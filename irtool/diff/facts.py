@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..ir import Dump
 from ..parallel import STRATEGY_KEYS, CommNode, ParallelFacts, Strategy
 from ..parallel.records import plain
-from .match import freeze, normalise_scope, op_number
+from ..parallel.stage import as_int
+from .match import freeze, normalise_name, normalise_scope, op_number
 
 STRATEGY_FIELDS = STRATEGY_KEYS  # the one list: a `gen_strategy` change is a change here as in `check`
 
@@ -25,6 +27,13 @@ class CommFact:
     @property
     def op(self) -> str:
         return self.comm.op
+
+    @property
+    def identity(self) -> tuple:
+        """What matches the node across compilations: stage, normalised scope, operator, the
+        operator's instance name and the micro batch (the copies of one cell per micro batch share
+        a scope)."""
+        return (self.stage, self.scope, self.comm.op, normalise_name(self.comm.instance), self.comm.micro)
 
     @property
     def category(self) -> str:
@@ -47,7 +56,7 @@ class CommFact:
                 "phase": c.phase, "group": c.group, "group_ranks": plain(c.group_ranks),
                 "group_size": self.group_size, "shape": plain(c.shape), "dtype": c.dtype,
                 "bytes": c.bytes, "line": c.line, "peer_rank": c.peer_rank, "peer_stage": c.peer_stage,
-                "parameter": c.parameter}
+                "parameter": c.parameter, "micro": c.micro, "instance": c.instance}
 
 
 @dataclass(frozen=True)
@@ -58,10 +67,17 @@ class StrategyFact:
     stage: int | None
     scope: str  # normalised
     order: tuple
+    micro: int | None = None  # the node's `micro` attribute (pipeline micro batch)
 
     @property
     def op(self) -> str:
         return self.strategy.op
+
+    @property
+    def identity(self) -> tuple:
+        """Stage, normalised scope, operator, instance name (`fc1` and `fc2` share a cell's scope)
+        and micro batch (once known)."""
+        return (self.stage, self.scope, self.strategy.op, normalise_name(self.strategy.instance), self.micro)
 
     @property
     def uid(self) -> str:
@@ -88,4 +104,19 @@ def comm_facts(facts: ParallelFacts) -> list[CommFact]:
 
 
 def strategy_facts(facts: ParallelFacts) -> list[StrategyFact]:
+    """The strategies, their micro batch unknown until `strategy_micro` is asked for it."""
     return [StrategyFact(s, facts.stage, normalise_scope(s.scope), _order(s.scope, s.line)) for s in facts.strategies]
+
+
+def strategy_micro(dump: Dump, wanted: set[str]) -> dict[str, int]:
+    """Node uid -> `micro` of the `wanted` nodes (the pipeline micro batch a copy of the operator
+    runs; absent without pipeline). Reads those nodes' attributes: asked only for the nodes that
+    did not all pair, it costs nothing when a diff finds no strategy change (on gpt_large_perf's
+    7,232 strategies it would cost more than the analysis)."""
+    out = {}
+    for node in dump.nodes():
+        if node.uid in wanted:
+            m = as_int(node.primal_attrs.get("micro", node.cnode_attrs.get("micro")))
+            if m is not None:
+                out[node.uid] = m
+    return out

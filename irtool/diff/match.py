@@ -38,6 +38,16 @@ def normalise_scope(scope: str | None) -> str:
     return text
 
 
+def normalise_name(name: str | None) -> str | None:
+    """An instance name without generated ids: `forward_op_10546112788216059064` (a hash that
+    changes per compilation and per pass) -> `forward_op_?`; `fc1` stays."""
+    if not name:
+        return name
+    for pattern, repl in _IDS:
+        name = pattern.sub(repl, name)
+    return name
+
+
 def op_number(scope: str | None) -> int:
     """The creation counter `N` of a trailing `-opN` (stable across print orders); -1 without one."""
     if not scope:

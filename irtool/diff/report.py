@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from ..present import Block, Table, cell, rank_list, strategy_text
+from ..parallel.records import Bytes
+from ..present import Block, Table, bytes_text, cell, rank_list, strategy_text
 from ..present import to_markdown as blocks_to_markdown
 from ..present import to_text as blocks_to_text
 from .compare import DEFAULT_FAIL_ON, DiffResult, RankDiff
-from .facts import STRATEGY_FIELDS
+from .facts import STRATEGY_FIELDS, CommFact
+from .records import CommChange, ParamChange, RankSpecific, StrategyChange
 
 DIFF_LIMIT = 200  # rows per table in text and markdown unless `--all`; JSON is never shortened
 
@@ -29,15 +31,24 @@ def _value(name: str, value: Any) -> str:
     return strategy_text(value) if name in STRATEGY_FIELDS else cell(value)
 
 
-def _changes(e: dict[str, Any]) -> str:
-    return "; ".join(f"{f}: {_value(f, e['old'][f])} -> {_value(f, e['new'][f])}" for f in e["fields"])
+def _comm_changes(e: CommChange) -> str:
+    assert e.old is not None and e.new is not None
+    return "; ".join(f"{f}: {_value(f, e.old.value(f))} -> {_value(f, e.new.value(f))}" for f in e.fields)
 
 
-def _side_bytes(e: dict[str, Any], side: str) -> str:
-    """`bytes (nodes)` of one side of a comm_bytes row; nodes of unknown size are said, never added as 0."""
-    count, unknown = e[f"{side}_count"], e.get(f"{side}_bytes_unknown", 0)
-    known = cell(None) if count and unknown == count else f"{e[side]:,}"
-    return f"{known} ({count}" + (f", {unknown} of unknown size)" if unknown else ")")
+def _rank_changes(e: RankSpecific) -> str:
+    return "; ".join(f"{f}: {_value(f, e.old[f])} -> {_value(f, e.new[f])}" for f in e.fields)
+
+
+def _side_bytes(b: Bytes) -> str:
+    """`bytes (nodes)` of one side of a comm_bytes row, bytes as everywhere (`1,024 (+4 unknown)`,
+    `—` when no size is known; an unknown size is never added as 0)."""
+    return f"{bytes_text(b)} ({b.known + b.unknown})"
+
+
+def _change(old: Bytes, new: Bytes) -> str:
+    """The relative change; unknown (`—`) when a size on either side is."""
+    return cell(None) if old.unknown or new.unknown else _pct(old.total, new.total)
 
 
 def _pct(old: int, new: int) -> str:
@@ -48,38 +59,45 @@ def _pct(old: int, new: int) -> str:
     return f"{(new - old) * 100.0 / old:+.1f}%"
 
 
-def _peer(side: dict[str, Any]) -> str:
+def _peer(side: CommFact) -> str:
     """`peer rank 4 (stage 1)` for a Send/Receive, empty for a collective."""
-    rank, stage = side.get("peer_rank"), side.get("peer_stage")
+    rank, stage = side.comm.peer_rank, side.comm.peer_stage
     if rank is None and stage is None:
         return ""
     return f"peer rank {cell(rank)} (stage {cell(stage)})"
 
 
-def _comm_row(e: dict[str, Any]) -> list[str]:
-    side = e["new"] or e["old"]
-    if e["change"] == "changed":
-        what = _changes(e)
+def _micro(side: CommFact) -> str:
+    return f"micro {side.comm.micro}" if side.comm.micro is not None else ""
+
+
+def _comm_row(e: CommChange) -> list[str]:
+    side = e.side
+    if e.change == "changed":
+        what = _comm_changes(e)
     else:
-        what = f"group size {cell(side['group_size'])}, shape {cell(side['shape'])}, {cell(side['bytes'])} bytes"
-    what = "; ".join(x for x in (what, _peer(side)) if x)
-    return [e["change"], cell(e["stage"]), e["op"], e["category"], e["node_scope"] or e["scope"], what]
+        what = (f"group size {cell(side.group_size)}, shape {cell(side.comm.shape)}, "
+                f"{cell(side.comm.bytes)} bytes")
+    what = "; ".join(x for x in (_micro(side), what, _peer(side)) if x)
+    return [e.change, cell(e.stage), e.op, e.category, e.node_scope or e.scope, what]
 
 
-def _strategy_row(e: dict[str, Any]) -> list[str]:
-    if e["field"]:
-        what = f"{e['field']}: {strategy_text(e['old'])} -> {strategy_text(e['new'])}"
+def _strategy_row(e: StrategyChange) -> list[str]:
+    if e.field:
+        what = f"{e.field}: {strategy_text(e.old)} -> {strategy_text(e.new)}"
     else:  # added or removed: the values it has
-        values = e["old"] or e["new"] or {}
+        values = e.old or e.new or {}
         what = "; ".join(f"{k} {strategy_text(v)}" for k, v in values.items() if v is not None) or cell(None)
-    return [e["change"], cell(e["stage"]), e["op"], e["name"] or cell(None), e["node_scope"] or e["scope"], what]
+    if e.micro is not None:
+        what = f"micro {e.micro}; {what}"
+    return [e.change, cell(e.stage), e.op, e.name or cell(None), e.node_scope or e.scope, what]
 
 
-def _param_row(e: dict[str, Any]) -> list[str]:
+def _param_row(e: ParamChange) -> list[str]:
     def side(shape: Any, dtype: str | None) -> str:
         return cell(None) if shape is None and dtype is None else f"{cell(shape)} {dtype or ''}".strip()
 
-    return [e["change"], e["name"], side(e["old_shape"], e["old_dtype"]), side(e["new_shape"], e["new_dtype"])]
+    return [e.change, e.name, side(e.old_shape, e.old_dtype), side(e.new_shape, e.new_dtype)]
 
 
 def _tables(r: RankDiff) -> list[Table]:
@@ -90,30 +108,34 @@ def _tables(r: RankDiff) -> list[Table]:
         Table("Strategies", ["change", "stage", "op", "name", "scope", "difference"],
               [_strategy_row(e) for e in r.strategy]),
         Table("Operator counts", ["op", "old", "new", "delta"],
-              [[e["op"], cell(e["old"]), cell(e["new"]), f"{e['delta']:+,d}"] for e in r.ops]),
+              [[e.op, cell(e.old), cell(e.new), f"{e.delta:+,d}"] for e in r.ops]),
         Table("Parameters", ["change", "name", "old", "new"], [_param_row(e) for e in r.params]),
         Table("Communication bytes per stage and category (nodes in brackets)",
               ["stage", "category", "old", "new", "change"],
-              [[cell(e["stage"]), e["category"], _side_bytes(e, "old"), _side_bytes(e, "new"),
-                _pct(e["old"], e["new"])] for e in r.comm_bytes]),
+              [[cell(e.stage), e.category, _side_bytes(e.old), _side_bytes(e.new), _change(e.old, e.new)]
+               for e in r.comm_bytes]),
         Table("Gradient / optimizer communication per parameter", ["parameters", "old", "new", "names"],
-              [[f"{e['count']} parameter(s)", e["old"], e["new"], ", ".join(e["parameters"])]
+              [[f"{e.count} parameter(s)", e.old, e.new, ", ".join(e.parameters)]
                for e in r.parameter_comm]),
         Table("Scopes matched through renamed wrapper cells", ["old scopes", "note"],
               [[cell(r.renamed_scopes), "matched by their common suffix under the network (docs/diff.md)"]]
               if r.renamed_scopes else []),
         Table("Rank-specific (expected between two ranks of one stage; not a failure)",
               ["stage", "op", "scope", "difference"],
-              [[cell(e["stage"]), e["op"], e["node_scope"], _changes(e)] for e in r.rank_specific]),
+              [[cell(e.stage), e.op, e.node_scope, _rank_changes(e)] for e in r.rank_specific]),
     ] if t.rows]
 
 
 def _title(r: RankDiff) -> str:
-    def side(rank: int | None, stage: int | None) -> str:
-        text = f"rank {rank}" if rank is not None else "dump"
-        return text + (f" (stage {stage})" if stage is not None else "")
+    """`rank 2 (stage 1) -> rank 2 (stage 1)`; each side's pass too when they differ."""
+    passes = r.old_pass != r.new_pass
 
-    return f"{side(r.old_rank, r.old_stage)} -> {side(r.new_rank, r.new_stage)}"
+    def side(rank: int | None, stage: int | None, pass_name: str | None) -> str:
+        text = f"rank {rank}" if rank is not None else "dump"
+        notes = ([f"stage {stage}"] if stage is not None else []) + ([f"pass {cell(pass_name)}"] if passes else [])
+        return text + (f" ({', '.join(notes)})" if notes else "")
+
+    return f"{side(r.old_rank, r.old_stage, r.old_pass)} -> {side(r.new_rank, r.new_stage, r.new_pass)}"
 
 
 def _grouped(result: DiffResult) -> list[tuple[RankDiff, list[Table], list[int]]]:
@@ -145,22 +167,27 @@ def _verdict(result: DiffResult, reasons: list[str]) -> str:
 
 
 def _one_side(result: DiffResult) -> str:
-    return (f"ranks only in old: {rank_list(result.only_old) or cell(None)}; "
-            f"only in new: {rank_list(result.only_new) or cell(None)}")
+    """`ranks only in old: 4; only in new: —; pipeline stages only in old: 1; only in new: —`, each
+    kind said when one side has something the other has not."""
+    parts = []
+    for what, old, new in (("ranks", rank_list(result.only_old), rank_list(result.only_new)),
+                           ("pipeline stages", rank_list(result.only_old_stages), rank_list(result.only_new_stages)),
+                           ("passes", ", ".join(result.only_old_passes), ", ".join(result.only_new_passes))):
+        if old or new:
+            parts.append(f"{what} only in old: {old or cell(None)}; only in new: {new or cell(None)}")
+    return "; ".join(parts)
 
 
 def to_text(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
             max_comm_bytes_increase: str | None = None, limit: int | None = DIFF_LIMIT) -> str:
     """Plain text for a terminal or a CI log; at most `limit` rows per table (None: all)."""
     reasons = result.failures(fail_on, max_comm_bytes_increase)
-    blocks: list[Block] = []
+    blocks: list[Block] = [_one_side(result)] if result.one_sided else []
     for r, tables, same in _grouped(result):
         blocks += [f"== {_title(r)}", f"   old: {r.old_path}", f"   new: {r.new_path}"]
         blocks += [t.limited(limit) for t in tables] or ["   no differences"]
         if same:
             blocks.append(f"== {_same(r, same)}")
-    if result.only_old or result.only_new:
-        blocks.append(_one_side(result))
     blocks.append(_verdict(result, reasons))
     return blocks_to_text(blocks)
 
@@ -172,8 +199,8 @@ def to_markdown(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
     icon = ":x:" if reasons else (":white_check_mark:" if result.identical else ":information_source:")
     headline = f"{len(reasons)} failing difference(s)" if reasons else _verdict(result, [])
     items = [f"- **{reason}**" for reason in reasons]
-    if result.only_old or result.only_new:
-        items.append(f"- {_one_side(result)}")
+    if result.one_sided:
+        items.append(f"- **{_one_side(result)}**")
     blocks: list[Block] = [f"### {icon} irtool diff: {headline}"] + (["\n".join(items)] if items else [])
     for r, tables, same in _grouped(result):
         counts = ", ".join(f"{v} {k}" for k, v in r.counts().items() if v) or "no differences"
