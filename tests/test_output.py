@@ -292,7 +292,7 @@ def test_headline_first() -> None:
     # opt_parallel_8p rank_0 validate: grep -cE "= (AllGather|ReduceScatter|AllReduce)\(" -> 17 (8 AllGather with
     # `parallel_optimizer` in the instance name, all on group "nccl_world_group" of 8 ranks, 8 ReduceScatter, 1 AllReduce)
     lines = run("summarize", F / "opt_parallel_8p" / "rank_0" / "19_validate_0078.ir.xz").splitlines()
-    assert lines[0] == "Rank 0, no pipeline stage (no pipeline Send/Receive)"
+    assert lines[0] == "Rank 0, pipeline stage: none (no pipeline Send/Receive)"
     assert lines[1].startswith("Communication: 17 nodes, ")
     assert lines[2] == "Redistributions: none"
     assert lines[3].startswith("Optimizer sharding: 8 parameters over groups of 8 ranks, ")

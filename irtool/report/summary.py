@@ -434,10 +434,8 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
 
 def file_headline(s: FileSummary, rank: int | None) -> list[str]:
     f, info = s.facts, s.facts.stage_info
-    if info.stage is not None:
-        stage = f"pipeline stage {info.stage}"
-    else:
-        stage = "no pipeline stage (no pipeline Send/Receive)" if not info.votes else "pipeline stage unknown"
+    # a known stage in short (its votes follow below); else why there is none, as the stage line says it
+    stage = f"pipeline stage {info.stage}" if info.stage is not None else "p" + _stage_line(f)[1:]
     top = s.layers[0] if s.layers and s.layers[0].bytes else None
     biggest = f"layer {top.layer} ({cell(top.bytes)} B)" if top else ""
     other = s.totals.by_category.get("other", Tally()).count
