@@ -97,7 +97,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             doc = result.as_dict()
             if cost is not None:
                 doc["cost"] = cost  # docs/cost.md#json
-            click.echo(summary_mod.to_json(doc))
+            summary_mod.write_json(doc, sys.stdout)
         else:
             click.echo((to_markdown if fmt == "markdown" else to_text)(blocks), nl=False)
         return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import IO, Any, Iterable
 
 from ..dumpdir import RankFacts
 from ..ir import Dump, DumpWarning
@@ -157,8 +157,10 @@ def summarize_dir(path: str, ranks: list[RankFacts], stage: int | None = None) -
     return dir_summary(path, ranks, stage).as_dict()
 
 
-def to_json(summary: dict[str, Any]) -> str:
-    return json.dumps(summary, indent=2, ensure_ascii=False)
+def write_json(summary: dict[str, Any], out: IO[str]) -> None:
+    """Write the JSON to `out` as it is encoded: the 68 MB dump's 10 MB of JSON is never one string."""
+    json.dump(summary, out, indent=2, ensure_ascii=False)
+    out.write("\n")
 
 
 # --- text and Markdown -------------------------------------------------------------------------
