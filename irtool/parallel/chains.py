@@ -170,10 +170,9 @@ def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Gr
         chain = _chain(len(chains), nodes, graph, comm_by_uid, groups, strat, kind == "post")
         chains.append(chain)
         for n in nodes:
-            if "unique_id" not in n.text:  # both keys end so: no attribute parse
-                continue
+            pr = _ids(n)
             for key in ("unique_id", FC):
-                v = n.primal_attrs.get(key)
+                v = pr.get(key)
                 if v is not None:
                     fwd_ids.setdefault(f"{key}:{v}", chain.id)
     pieces = [(part, graph, hit) for nodes, graph in backward for hit, part in _by_forward(nodes, graph, fwd_ids)]
@@ -197,10 +196,25 @@ def _find(parent: dict[str, str], k: str) -> str:
     return k
 
 
+_PRIMAL = re.compile(r"cnode_primal_attrs: \{([^{}\"]*(?:\"\d*\"[^{}\"]*)*)\}")
+_ID = re.compile(r"(?:^|, )(\w+): \"(\d*)\"")
+
+
+def _ids(n: Node) -> dict[str, Any]:
+    """The primal attributes that are quoted digit strings (`unique_id: "461583"`), read without
+    parsing the node's attributes when the group is that simple, else from the full parse."""
+    text = n.text
+    if "unique_id" not in text:  # every key asked for ends so
+        return {}
+    m = _PRIMAL.search(text)
+    if m is None or text.count("cnode_primal_attrs: {") != 1:
+        return n.primal_attrs
+    found = _ID.findall(m.group(1))
+    return dict(found) if len({k for k, _ in found}) == len(found) else n.primal_attrs
+
+
 def _forward_hit(n: Node, fwd_ids: dict[str, int]) -> int | None:
-    if "unique_id" not in n.text:  # both keys end so: no attribute parse
-        return None
-    pr = n.primal_attrs
+    pr = _ids(n)
     hit = fwd_ids.get(f"unique_id:{pr.get('forward_unique_id')}") if "forward_unique_id" in pr else None
     if hit is None and FC in pr:
         hit = fwd_ids.get(f"{FC}:{pr[FC]}")

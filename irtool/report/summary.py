@@ -158,9 +158,16 @@ def summarize_dir(path: str, ranks: list[RankFacts], stage: int | None = None) -
 
 
 def write_json(summary: dict[str, Any], out: IO[str]) -> None:
-    """Write the JSON to `out` as it is encoded: the 68 MB dump's 10 MB of JSON is never one string."""
-    json.dump(summary, out, indent=2, ensure_ascii=False)
-    out.write("\n")
+    """Write the JSON to `out` as it is encoded, a few thousand pieces at a time: the 68 MB dump's
+    10 MB of JSON is never one string, and not a million writes either (`json.dump`: 3x the CPU)."""
+    pieces: list[str] = []
+    for piece in json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(summary):
+        pieces.append(piece)
+        if len(pieces) >= 8192:
+            out.write("".join(pieces))
+            pieces.clear()
+    pieces.append("\n")
+    out.write("".join(pieces))
 
 
 # --- text and Markdown -------------------------------------------------------------------------
