@@ -296,20 +296,21 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
 
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
+        sel = Selection.of(input_path, stage, pass_name, Policy(loader=load_with_progress), partial=True)
         if pipeline:
             from .atomic import atomic_write
             from .render import pipeline as pipe_mod
 
-            scheds = pipe_mod.folder_schedules(input_path, None, load_with_progress)
+            scheds = pipe_mod.folder_schedules(sel.per_stage(), input_path)
+            _notes(sel)
             text = pipe_mod.pipeline_dot(scheds, f"{input_path}: pipeline in execution order")
-            atomic_write(out, pipe_mod.picture_bytes(text, fmt_used))
+            atomic_write(out, export_mod.dot_bytes(text, fmt_used), protect=tuple(sel.files.values()))
             lost = pipe_mod.unmatched(scheds)
             if lost:
                 click.echo(f"irtool: {len(lost)} Send(s) with no Receive on a drawn stage", err=True)
             click.echo(f"{out}: {len(scheds)} stages, {sum(len(s.events) for _, s in scheds)} Send/Receive", err=True)
-            return 0
+            return _skipped(sel)
         depth_ = render_mod.parse_depth(depth)
-        sel = Selection.of(input_path, stage, pass_name, Policy(loader=load_with_progress), partial=True)
         dump, facts, chosen = render_mod.load_input(sel)
         _notes(sel)
         graph = render_mod.render_graph(dump, facts, subgraph=subgraph, scope=scope, comm_only=comm_only,
