@@ -204,10 +204,11 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         if max_memory:
             diff_cost.memory_threshold(max_memory)
         policy = Policy(loader=load_with_progress)
-        result = diff_mod.diff_dirs(*(Selection.of(p, stage, pass_name, policy) for p in (old, new)))
+        sides = [Selection.of(p, stage, pass_name, policy) for p in (old, new)]
+        result = diff_mod.diff_dirs(*sides)
         cdiff = reasons = None
         if with_cost or cost_kinds or max_memory:
-            cdiff = diff_cost.cost_diff(old, new, pass_name, stage, load_with_progress)
+            cdiff = diff_cost.cost_diff(*sides)
             reasons = cdiff.failures(cost_kinds, max_memory)
         if fmt == "json":
             import json
