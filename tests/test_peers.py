@@ -179,3 +179,17 @@ def test_viewer_pipeline_graph_one_edge_per_pair(folder: str, pass_name: str) ->
     for n in nodes.values():
         peers[n["id"].split("/")[0]].update(a["value"] for a in n["attrs"] if a["key"] == "peer")
     assert peers == {"rank0": {"to rank 4", "from rank 4"}, "rank4": {"to rank 0", "from rank 0"}}
+
+
+@pytest.mark.parametrize("rank", range(8))
+def test_members_from_the_name_are_the_members_validate_prints(rank: int) -> None:
+    # step_parallel_end lists no members (grep -c 'group_rank_ids' -> 0 on Send/Receive/AllReduce lines);
+    # validate prints them for the same group names, e.g. rank_5: `group: "2-6541264347459079684",
+    # group_rank_ids: (4, 5)` (40 lines) and `2-12944936785892925600` = (5, 1) / (1, 5) (std::hash("1-5"))
+    early = analyze(irtool.load(_file("pipeline_folded_8p", rank, "step_parallel_end")))
+    late = analyze(irtool.load(_file("pipeline_folded_8p", rank, "validate")))
+    printed = {c.group: tuple(sorted(c.group_ranks)) for c in late.comm if c.group_ranks}
+    named = {name: g.ranks for name, g in early.groups.items() if g.size == 2}
+    assert len(named) == 3 and all(ranks is not None for ranks in named.values())
+    assert named == {name: printed[name] for name in named}
+    assert all(rank in ranks for ranks in named.values())

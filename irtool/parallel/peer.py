@@ -80,7 +80,8 @@ def group_members(name: str | None, rank: int | None) -> tuple[int, ...] | None:
 
 
 def global_peer(c: CommNode, rank: int | None) -> CommNode:
-    """`c` with its peer as a global rank, on rank `rank` (None when unknown).
+    """`c` with its peer as a global rank, on rank `rank` (None when unknown), and the members of a
+    2-rank group the dump does not list (`group_members`).
 
     A p2p group's members are taken in ascending order, the order its index counts in: a folded
     pipeline prints `group_rank_ids: (4, 0)` on rank 0 and `(0, 4)` on rank 4 for one group, and
@@ -89,17 +90,18 @@ def global_peer(c: CommNode, rank: int | None) -> CommNode:
     itself, is read as the index. A group whose members are neither printed nor known from its name
     leaves the peer unknown. Applying it twice changes nothing."""
     members, peer = c.group_ranks, c.peer_rank
+    named = None if members else group_members(c.group, rank)
+    if named:
+        c = replace(c, group_ranks=named)
     if (peer is None or (c.group or "").endswith("_world_group")
             or any(k.endswith("_global_rank") for k in c.rank_attrs)):
         return c
+    if named:  # the members come from the name: the printed peer is an index, never a global rank
+        return replace(c, peer_rank=named[peer] if 0 <= peer < len(named) else None)
     if not members:
-        members = group_members(c.group, rank)
-        if members is None:
-            # a group without members printed: the index names nobody we know (a group with no name is
-            # the world, where the index is the global rank)
-            return c if c.group is None else replace(c, peer_rank=None)
-        # the members come from the name: the printed peer is an index, never a global rank
-        return replace(c, group_ranks=members, peer_rank=members[peer] if 0 <= peer < len(members) else None)
+        # a group without members printed or named: the index names nobody we know (a group with no name
+        # is the world, where the index is the global rank)
+        return c if c.group is None else replace(c, peer_rank=None)
     members = tuple(sorted(members))
     if (peer not in members or peer == rank) and 0 <= peer < len(members):
         peer = members[peer]
