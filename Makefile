@@ -26,10 +26,11 @@ system:
 run: install
 	$(BIN)/irtool summarize $(FIXTURE)
 
-## Install, then run the whole test suite (unit, property and CLI tests) and the linter.
+## Install, then run the whole test suite (unit, property and CLI tests) and the linter. The tests
+## run on every core (pytest-xdist); each writes only into its own temporary folder.
 test: install
 	$(BIN)/ruff check irtool tests bench tools fuzz
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --durations=15
 
 lint: install
 	$(BIN)/ruff check irtool tests bench tools fuzz
@@ -40,7 +41,7 @@ fidelity: install
 
 ## Speed and memory on the large dump (needs ../shared).
 bench: install
-	$(BIN)/python bench/parse_bench.py
+	$(BIN)/python bench/parse_bench.py --raw
 
 ## Coverage-guided fuzzing for a set time.
 fuzz: install

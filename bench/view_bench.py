@@ -1,53 +1,200 @@
 #!/usr/bin/env python3
-"""Seconds from `irtool view DUMP --no-browser` to the graph JSON served, and the server's peak RSS.
+"""`irtool view` at real model size, in headless Chromium (Debian's, through Playwright), each figure
+a ratio to Model Explorer showing the small 4-stage rank folder in the same run (the yardstick):
 
-Usage: python bench/view_bench.py [DUMP]   (default: the 68 MB gpt_large_perf validate dump)
+- graph visible: seconds from the command to the first graph drawn (URL printed, page loaded,
+  Model Explorer's layout worker answered); a folder opens on its pipeline graph;
+- expand: for each top-level group of the first graph, seconds from the expansion request Model
+  Explorer sends on a double click (replayed with the page's own renderer id and settings) to the
+  layout worker's answer; the slowest is reported;
+- search jump: seconds from Alt+clicking a search result (an operator in the deepest namespace) to
+  the layout worker's answer revealing it.
+
+An action that does not finish within LIMIT seconds is reported as such ("Processing" that does not end).
+Also printed: graph JSON size and the server's peak RSS.
+
+Usage: python bench/view_bench.py [BIG [SMALL]]
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-DEFAULT = Path(__file__).resolve().parents[1] / "fixtures/mindir/gpt_large_perf/rank_0/19_validate_0078.ir.xz"
+ROOT = Path(__file__).resolve().parents[1]
+BIG = ROOT / "fixtures/mindir/gpt_large_perf/rank_0/19_validate_0078.ir.xz"
+SMALL = ROOT / "fixtures/mindir/pipeline_4stage_8p"
+LIMIT = 300.0
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
+# Records the layout worker's answers (time, event type, graph) and the page's own requests, so a
+# request can be replayed with the page's renderer id and settings.
+HOOK = """
+(() => {
+  const Orig = window.Worker;
+  window.__b = {answers: [], request: null, graph: null};
+  window.Worker = function (url, opts) {
+    const w = new Orig(url, opts);
+    window.__b.worker = w;
+    const post = w.postMessage.bind(w);
+    w.postMessage = (m, ...rest) => { if (m && m.paneId) window.__b.request = m; return post(m, ...rest); };
+    w.addEventListener('message', (e) => {
+      const d = e.data || {};
+      window.__b.answers.push([performance.now(), d.eventType]);
+      const g = d.modelGraph;
+      if (g && g.nodes) window.__b.graph = {id: g.id, groups: g.nodes.filter(n => n.nodeType === 1 && !n.nsParentId)
+        .map(n => n.id), deepest: g.nodes.filter(n => n.nodeType === 0).reduce((a, n) =>
+          (n.namespace || '').split('/').length > (a.namespace || '').split('/').length ? n : a).attrs};
+    });
+    return w;
+  };
+  window.Worker.prototype = Orig.prototype;
+})();
+"""
+EXPAND_ANSWER, LOCATE_ANSWER = 3, 7  # Model Explorer's worker event types
 
 
-def main(path: str) -> int:
+def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        return s.getsockname()[1]
+
+
+@contextmanager
+def served(path: Path) -> Iterator[tuple[str, subprocess.Popen, float]]:
+    """`irtool view PATH --no-browser`: yields the URL, the process and the seconds to the URL."""
+    port = _free_port()
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "irtool.cli", "view", path, "--no-browser", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "irtool.cli", "view", str(path), "--no-browser", "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
+        url = None
         for line in proc.stderr:  # type: ignore[union-attr]
-            if re.search(r"Model Explorer at ", line):
+            m = re.search(r"Model Explorer at (\S+)", line)
+            if m:
+                url = m.group(1)
                 break
-        ready = time.perf_counter()
+        if url is None:
+            raise SystemExit(f"irtool view {path} printed no URL")
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/load_graphs_json?graph_index=0",
-                                            timeout=600) as r:
-                    size = len(r.read())
-                break
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/check_health", timeout=2) as r:
+                    if r.read() == b"model_explorer_ok":
+                        break
             except OSError:
                 time.sleep(0.1)
-        served = time.perf_counter()
-        status = Path(f"/proc/{proc.pid}/status").read_text()
-        peak = int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024
+        yield url, proc, time.perf_counter() - start
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(10)
-    print(f"{os.path.basename(path)}: graphs built {ready - start:.2f} s, graph JSON ({size / 1e6:.1f} MB) served "
-          f"{served - start:.2f} s after the command, server peak RSS {peak:.0f} MB")
+
+
+def _answer_after(page: object, since: float, kind: int) -> float | None:
+    """Seconds from `since` (page clock, ms) to the worker's first answer of `kind`, or None after LIMIT."""
+    try:
+        page.wait_for_function(  # type: ignore[attr-defined]
+            f"window.__b.answers.some(a => a[0] > {since} && a[1] === {kind})", timeout=LIMIT * 1000)
+    except Exception:  # Playwright's TimeoutError: the layout did not finish
+        return None
+    t = page.evaluate(f"window.__b.answers.find(a => a[0] > {since} && a[1] === {kind})[0]")  # type: ignore[attr-defined]
+    return (t - since) / 1000
+
+
+def measure(browser: object, path: Path) -> dict[str, object]:
+    out: dict[str, object] = {}
+    with served(path) as (url, proc, to_url):
+        start = time.perf_counter() - to_url
+        ctx = browser.new_context(viewport={"width": 1600, "height": 1000})  # type: ignore[attr-defined]
+        ctx.add_init_script(HOOK)
+        page = ctx.new_page()
+        local = url.split("/?")[0]
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
+        page.goto(url)
+        page.wait_for_function("window.__b.graph !== null && window.__b.request !== null", timeout=LIMIT * 1000)
+        out["graph visible"] = time.perf_counter() - start
+        print(f"{path.name}: graph visible {out['graph visible']:.1f} s", file=sys.stderr, flush=True)
+        page.wait_for_timeout(1000)
+        graph = page.evaluate("window.__b.graph")
+        box = page.locator("search-bar input")
+        where = graph["deepest"]["file"]  # `dump:line`, the one node's own attribute
+        box.fill(where.replace(".", "[.]"))
+        box.press("Enter")
+        result = page.locator(".search-results-container mat-tree-node:not(:has(.expandable-tree-node))").first
+        result.wait_for(timeout=LIMIT * 1000)
+        since = page.evaluate("performance.now()")
+        start_jump = time.perf_counter()
+        result.click(modifiers=["Alt"])
+        # the worker's answer revealing it, or (a node drawn already, no layout needed) the panel showing it
+        try:
+            page.wait_for_function(f"""() => window.__b.answers.some(a => a[0] > {since} && a[1] === {LOCATE_ANSWER})
+              || [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === {json.dumps(where)})""",
+                                   timeout=LIMIT * 1000)
+            out["search jump"] = time.perf_counter() - start_jump
+        except Exception:  # Playwright's TimeoutError
+            out["search jump"] = None
+        out["searched"] = where
+        page.locator("search-bar .btn-clear-container").click()
+        page.wait_for_timeout(1000)
+        slowest = 0.0
+        for group in graph["groups"]:
+            for expand in (True, False):
+                since = page.evaluate("performance.now()")
+                page.evaluate("""([g, expand]) => { const r = window.__b.request;
+                  window.__b.worker.postMessage({eventType: 2, modelGraphId: window.__b.graph.id, groupNodeId: g, expand,
+                    showOnNodeItemTypes: r.showOnNodeItemTypes, nodeDataProviderRuns: r.nodeDataProviderRuns,
+                    rendererId: r.rendererId || r.paneId,
+                    paneId: r.paneId, all: false, ts: Date.now(), config: r.config}); }""", [group, expand])
+                took = _answer_after(page, since, EXPAND_ANSWER)
+                print(f"  {'expand' if expand else 'collapse'} {group}: {took}", file=sys.stderr, flush=True)
+                if took is None:
+                    out["expand"] = None
+                    out["expand group"] = group
+                    break
+                if expand and took > slowest:
+                    slowest, out["expand group"] = took, group
+        out["expand"] = slowest
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        out["server peak RSS MB"] = int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+        ctx.close()
+    return out
+
+
+def _fmt(v: object, yard: float) -> str:
+    if v is None:
+        return f"did not finish in {LIMIT:.0f} s"
+    return f"{v:.1f} s ({v / yard:.1f}x)"  # type: ignore[operator]
+
+
+def main(big: Path, small: Path) -> int:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            base = measure(browser, small)
+            large = measure(browser, big)
+        finally:
+            browser.close()
+    yard = float(base["graph visible"])  # type: ignore[arg-type]
+    print(f"yardstick: {small.name} graph visible {yard:.1f} s after the command")
+    for name, r in ((small.name, base), (big.name, large)):
+        print(f"{name}: graph visible {_fmt(r['graph visible'], yard)}, expand slowest top-level group "
+              f"({r.get('expand group')}) {_fmt(r.get('expand'), yard)}, search jump to {r.get('searched')} "
+              f"{_fmt(r.get('search jump'), yard)}, server peak RSS {r.get('server peak RSS MB', 0):.0f} MB")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else str(DEFAULT)))
+    args = [Path(a) for a in sys.argv[1:]]
+    sys.exit(main(args[0] if args else BIG, args[1] if len(args) > 1 else SMALL))

@@ -52,8 +52,13 @@ def main() -> None:
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 25).")
 @click.option("--by-scope-depth", "depth", type=click.IntRange(min=1), default=None,
               help="Communication per layer by the first N scope components (default: repeated cells).")
+@click.option("--cost", "with_cost", is_flag=True,
+              help="Also FLOPs and memory per rank, and for a folder the stages' balance (docs/cost.md).")
+@click.option("--device-memory", default=None, metavar="SIZE",
+              help="With --cost (implied): say whether each rank fits in SIZE (64GiB, 80GB) and the headroom.")
 def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None, pass_name: str | None,
-              jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None) -> None:
+              jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None, with_cost: bool,
+              device_memory: str | None) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
     import os
 
@@ -63,9 +68,18 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
+        from .report import cost as cost_mod
+
+        limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else None
+        want_cost = with_cost or device_memory is not None
+        cost = None
         if os.path.isdir(path):
             result = _summarize_dir(path, stage, pass_name, jobs, lenient, deep, scheduler)
             blocks = summary_mod.dir_blocks(result, limit) if fmt != "json" else []
+            if want_cost:
+                with Steps("cost") as progress:
+                    cost = cost_mod.dir_cost(result, limit_bytes, jobs, progress)[0]
+                blocks += cost_mod.dir_blocks(cost, limit) if fmt != "json" else []
         else:
             from .dumpdir import require_stage
             from .ir import check
@@ -76,8 +90,14 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             require_stage(path, stage, [0 if facts.stage is None else facts.stage])  # no pipeline: stage 0
             result = summary_mod.file_summary(dump, facts, check(dump) if deep else (), depth=depth)
             blocks = summary_mod.summary_blocks(result, limit) if fmt != "json" else []
+            if want_cost:
+                cost = cost_mod.rank_cost(dump, facts, limit_bytes)
+                blocks += cost_mod.rank_blocks(cost, limit) if fmt != "json" else []
         if fmt == "json":
-            click.echo(summary_mod.to_json(result.as_dict()))
+            doc = result.as_dict()
+            if cost is not None:
+                doc["cost"] = cost  # docs/cost.md#json
+            click.echo(summary_mod.to_json(doc))
         else:
             click.echo((to_markdown if fmt == "markdown" else to_text)(blocks), nl=False)
         return 0
@@ -98,25 +118,49 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
               help="Which dump of a folder to compare (`*_<pass>_*.ir`).")
 @click.option("--stage", type=int, default=None, help="Only ranks on this pipeline stage (either side).")
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 200).")
+@click.option("--cost", "with_cost", is_flag=True,
+              help="Also compare stage FLOPs and memory (docs/cost.md); implied by --fail-on memory/cost.")
+@click.option("--max-memory-increase", "max_memory", default=None,
+              help="Exit 1 when a stage's memory grows by more than this (5%, 1GiB); implies --cost.")
 def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increase: str | None,
-             pass_name: str, stage: int | None, show_all: bool) -> None:
+             pass_name: str, stage: int | None, show_all: bool, with_cost: bool, max_memory: str | None) -> None:
     """Diff two dumps (files, rank folders or folders of rank_N): communication, strategies,
-    operators, parameters. Exit 0 nothing relevant changed, 1 differences matching --fail-on, 2 error."""
+    operators, parameters (and with --cost stage FLOPs and memory). Exit 0 nothing relevant changed,
+    1 differences matching --fail-on, 2 error."""
     from . import diff as diff_mod
+    from .diff import cost as diff_cost
     from .diff import report as diff_report
 
     def body() -> int:
-        diff_mod.parse_fail_on(fail_on)
+        comm_fail_on, cost_kinds = diff_cost.split_fail_on(fail_on)
+        diff_mod.parse_fail_on(comm_fail_on)
         if max_increase:
             diff_mod.parse_threshold(max_increase)
+        if max_memory:
+            diff_cost.memory_threshold(max_memory)
         result = diff_mod.diff_dirs(old, new, pass_name=pass_name, stage=stage, loader=load_with_progress)
+        cdiff = reasons = None
+        if with_cost or cost_kinds or max_memory:
+            cdiff = diff_cost.cost_diff(old, new, pass_name, stage, load_with_progress)
+            reasons = cdiff.failures(cost_kinds, max_memory)
         if fmt == "json":
-            click.echo(diff_report.to_json(result, fail_on, max_increase))
+            import json
+
+            doc = result.as_dict(comm_fail_on, max_increase)
+            if cdiff is not None:
+                doc["cost"] = {**cdiff.as_dict(), "failures": reasons, "fail_on": sorted(cost_kinds),
+                               "max_memory_increase": max_memory}
+                doc["failed"] = doc["failed"] or bool(reasons)
+            click.echo(json.dumps(doc, indent=2, sort_keys=False))
         else:
+            from .present import to_markdown, to_text
+
             write = diff_report.to_markdown if fmt == "markdown" else diff_report.to_text
             limit = None if show_all else diff_report.DIFF_LIMIT
-            click.echo(write(result, fail_on, max_increase, limit), nl=False)
-        return 1 if result.failures(fail_on, max_increase) else 0
+            click.echo(write(result, comm_fail_on, max_increase, limit), nl=False)
+            if cdiff is not None:
+                click.echo((to_markdown if fmt == "markdown" else to_text)(diff_cost.blocks(cdiff, reasons)), nl=False)
+        return 1 if result.failures(comm_fail_on, max_increase) or reasons else 0
 
     _run(body)
 
@@ -163,14 +207,29 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
 @click.option("--forward", "direction", flag_value="forward", help="Forward nodes only.")
 @click.option("--backward", "direction", flag_value="backward", help="Backward (Gradients/) nodes only.")
 @click.option("--depth", default=None, help="Fold by name scope to this depth; 'all' = no folding (default: auto).")
+@click.option("--pipeline", "pipeline", is_flag=True,
+              help="Folder: every stage's Send/Receive in execution order side by side, each Send linked to its Receive.")
 def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, subgraph: str | None,
-               scope: str | None, comm_only: bool, hops: int, direction: str | None, depth: str | None) -> None:
+               scope: str | None, comm_only: bool, hops: int, direction: str | None, depth: str | None,
+               pipeline: bool) -> None:
     """Draw a dump (file or rank_* folder) as DOT/SVG/PNG/PDF, folded by name scope."""
     from .render import export as export_mod
     from .render import graph as render_mod
 
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
+        if pipeline:
+            from .atomic import atomic_write
+            from .render import pipeline as pipe_mod
+
+            scheds = pipe_mod.folder_schedules(input_path, None, load_with_progress)
+            text = pipe_mod.pipeline_dot(scheds, f"{input_path}: pipeline in execution order")
+            atomic_write(out, pipe_mod.picture_bytes(text, fmt_used))
+            lost = pipe_mod.unmatched(scheds)
+            if lost:
+                click.echo(f"irtool: {len(lost)} Send(s) with no Receive on a drawn stage", err=True)
+            click.echo(f"{out}: {len(scheds)} stages, {sum(len(s.events) for _, s in scheds)} Send/Receive", err=True)
+            return 0
         dump, facts, chosen = render_mod.load_input(input_path, stage, load_with_progress)
         graph = render_mod.render_graph(dump, facts, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,
                                         hops=hops, direction=direction, depth=render_mod.parse_depth(depth))
@@ -197,13 +256,13 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, h
          no_browser: bool) -> None:
     """Explore a dump (file or rank_* folder) in Google's Model Explorer; with NEW, two
     compilations side by side with the diff marked. Stops with Ctrl+C."""
-    from .diff import diff_marks
+    from .diff import diff_rank
     from .view.models import compare_models, models_for
     from .view.serve import serve
 
     def body() -> int:
         if new is not None:
-            models = compare_models(path, new, diff_marks, pass_name, load_with_progress)
+            models = compare_models(path, new, diff_rank, pass_name, load_with_progress)
         else:
             models = [models_for(path, stage, pass_name, load_with_progress)]
         serve(models, host, port, not no_browser, lambda url: click.echo(f"irtool: Model Explorer at {url}", err=True))

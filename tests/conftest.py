@@ -1,9 +1,12 @@
-"""Shared test helpers: where the bundled real dumps are."""
+"""Shared test helpers: where the bundled real dumps are, and the large dump parsed once."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
+
+import irtool
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "mindir"
@@ -15,6 +18,23 @@ def fixture(rel: str) -> str:
     if not path.exists():
         raise FileNotFoundError(path)
     return str(path)
+
+
+# The 68 MB dump: parsed and analysed once per test process. Tests reading it carry
+# `LARGE_GROUP`, so that pytest-xdist (`--dist loadgroup`, see the Makefile) runs them in one worker.
+LARGE = "gpt_large_perf/rank_0/19_validate_0078.ir.xz"
+LARGE_GROUP = pytest.mark.xdist_group("gpt_large_validate")
+
+
+@functools.cache
+def large_dump() -> irtool.Dump:
+    """The large dump, loaded once (nothing writes into a `Dump` after `irtool.load`)."""
+    return irtool.load(fixture(LARGE))
+
+
+@functools.cache
+def large_facts() -> irtool.ParallelFacts:
+    return irtool.analyze(large_dump())
 
 
 def all_dumps() -> list[Path]:

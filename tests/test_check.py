@@ -312,7 +312,7 @@ def test_dask_cluster_gives_the_same_result(tmp_path) -> None:
     (tmp_path / "rank_1").mkdir()
     shutil.copy(ROOT / "fixtures" / "errors" / "not_a_dump.ir", tmp_path / "rank_1" / "19_validate_0078.ir")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:  # a free port
         seen: list[tuple[int, int]] = []
         remote = check_dir(folder, scheduler=cluster.scheduler_address, progress=lambda d, t: seen.append((d, t)))
         res = CliRunner().invoke(main, ["summarize", str(FIXTURES / "pipeline_2stage_8p"), "--format", "json",

@@ -8,13 +8,13 @@ from collections import Counter
 
 import networkx as nx
 import pytest
-from conftest import all_dumps, fixture
+from conftest import LARGE, LARGE_GROUP, all_dumps, fixture, large_dump
 
 import irtool
 from irtool.report.summary import summarize
 
 DUMPS = all_dumps()
-LARGE = "gpt_large_perf/rank_0/19_validate_0078.ir.xz"  # 68 MB raw: counts and graph only
+# LARGE (68 MB raw): counts and graph only; parsed once per test process (conftest)
 
 
 def _loaded(path):
@@ -24,15 +24,16 @@ def _loaded(path):
 
 def test_every_fixture_is_bundled():
     # 18 shared scenarios with 191 dumps (the shared folder's 192 less gpt_large's 11.6 MB
-    # pipeline_split, which the benchmark reads from ../shared), and 9 compiled for this project
-    # with 73 dumps (their manifest.json files list them).
-    assert len(DUMPS) == 191 + 73
-    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 9
+    # pipeline_split, which the benchmark reads from ../shared), and 10 compiled for this project
+    # with 81 dumps (their manifest.json files list them; pipeline_unequal_8p: 4 ranks x 2 passes).
+    assert len(DUMPS) == 191 + 81
+    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 10
 
 
-@pytest.mark.parametrize("path", DUMPS, ids=lambda p: "/".join(p.parts[-3:]))
+@pytest.mark.parametrize("path", [pytest.param(p, marks=LARGE_GROUP) if str(p).endswith(LARGE) else p for p in DUMPS],
+                         ids=lambda p: "/".join(p.parts[-3:]))
 def test_counts_match_header_and_everything_resolves(path):
-    dump = irtool.load(path)
+    dump = large_dump() if str(path).endswith(LARGE) else irtool.load(path)
     declared = dump.declared
     # Sorted-order dumps print no `Node counting information`; every other dump declares all three.
     assert {"subgraphs", "params"} <= declared.keys()

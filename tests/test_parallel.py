@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, fixture
+from conftest import FIXTURES, LARGE_GROUP, fixture, large_facts
 
 import irtool
 from irtool.cli import main
@@ -148,7 +148,7 @@ def _manifest_stages(scenario: str) -> dict[int, int]:
 
 
 @pytest.mark.parametrize("scenario", ["pipeline_2stage_8p", "pipeline_4stage_8p", "gpt_small_dp2mp2pp2",
-                                      "gpt_small_dp2mp2pp2_lazyinline"])
+                                      "gpt_small_dp2mp2pp2_lazyinline", "pipeline_unequal_8p"])
 @pytest.mark.parametrize("pass_glob", ["*_validate_*", "step_parallel_end_*"])
 def test_stage_matches_manifest(scenario: str, pass_glob: str) -> None:
     expected = _manifest_stages(scenario)
@@ -182,9 +182,10 @@ def test_lazyinline_p2p_uses_stage_attr() -> None:
         ("2-16453000547691086251Send", (0, 4), 4, 1)}
 
 
+@LARGE_GROUP
 def test_gpt_large_perf() -> None:
-    dump = irtool.load(fixture("gpt_large_perf/rank_0/19_validate_0078.ir.xz"))
-    comms = analyze(dump).comm
+    facts = large_facts()  # gpt_large_perf/rank_0/19_validate_0078.ir.xz, parsed once per test process
+    comms = facts.comm
     assert Counter(c.op for c in comms) == {"AllReduce": 1266, "Receive": 8, "Send": 8}  # grep count
     assert Counter(c.category for c in comms) == {"gradient-aggregation": 386, "operator-forward": 880, "pipeline": 16}
     # recompute copies carry cnode_attrs duplicated: Bool(1) (96 AllReduce)
@@ -194,8 +195,8 @@ def test_gpt_large_perf() -> None:
     for c in comms:
         by[c.category] += c.bytes or 0
     assert by == {"gradient-aggregation": 184754176, "operator-forward": 234881024, "pipeline": 8388608}  # §5 sums
-    assert analyze(dump).stage == 0  # 16 votes, primal dest_rank 1 -> stage 0
-    assert len(analyze(dump).strategies) == 7232  # grep -c in_strategy, no _Virtual* among them
+    assert facts.stage == 0  # 16 votes, primal dest_rank 1 -> stage 0
+    assert len(facts.strategies) == 7232  # grep -c in_strategy, no _Virtual* among them
 
 
 def _comm_lines(path: Path) -> int:

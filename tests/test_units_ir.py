@@ -13,6 +13,7 @@ an argument list, and references nested inside a constant argument (`Input.neste
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import takewhile
 
 import pytest
 from conftest import fixture
@@ -30,7 +31,10 @@ def assert_real(blocks: list[tuple[str, str, int]], cuts: list[tuple[str, str, i
     wanted: dict[str, set[int]] = defaultdict(set)
     for text, rel, start in [*blocks, *cuts]:
         wanted[rel].update(range(start, start + text.count("\n") + 1))
-    lines = {rel: {n: t for n, t in read_lines(fixture(rel)) if n in numbers} for rel, numbers in wanted.items()}
+    lines = {}
+    for rel, numbers in wanted.items():  # reading stops after the last line wanted
+        last = max(numbers)
+        lines[rel] = {n: t for n, t in takewhile(lambda nt: nt[0] <= last, read_lines(fixture(rel))) if n in numbers}  # noqa: B023
     for text, rel, start in blocks:
         got = "\n".join(lines[rel].get(start + k, "") for k in range(text.count("\n") + 1))
         assert got == text, f"{rel}:{start} differs from the pasted block"

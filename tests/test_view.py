@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,12 +23,15 @@ from click.testing import CliRunner
 from conftest import fixture
 
 from irtool.cli import main
-from irtool.diff import diff_marks
+from irtool.diff import diff_rank
+from irtool.view.graphs import MAX_CHILDREN
 from irtool.view.main import MindIRAdapter
 from irtool.view.models import compare_models, models_for
 
 SEMI = fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")
 PIPE = str(Path(fixture("pipeline_2stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1])
+GPT = fixture("gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz")
+LAYOUT = fixture("layout_8p/rank_0/19_validate_0078.ir.xz")
 EDITED = str(Path(__file__).resolve().parents[1] / "fixtures" / "edited" / "semi_auto_8p_rank_0_validate_fc1_strategy.ir")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # As root Chromium needs --no-sandbox; WebGL (Model Explorer draws with it) runs on SwiftShader; no
@@ -39,12 +43,17 @@ CHROMIUM_ARGS = ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swi
 WORKER_HOOK = """
 (() => {
   const Orig = window.Worker;
-  window.__me = {events: 0, graph: null};
+  window.__me = {events: 0, graph: null, showOnNode: null, answers: []};
   window.Worker = function (url, opts) {
     const w = new Orig(url, opts);
+    const post = w.postMessage.bind(w);
+    w.postMessage = (m, ...rest) => {
+      if (m && m.showOnNodeItemTypes) window.__me.showOnNode = m.showOnNodeItemTypes;
+      return post(m, ...rest); };
     w.addEventListener('message', (e) => {
       const d = e.data || {};
       window.__me.events += 1;
+      window.__me.answers.push(d.eventType);
       const g = d.modelGraph;
       if (g && g.nodes) {
         window.__me.graph = {id: g.id, nodes: g.nodes.map(n => [n.id, n.label, n.nodeType, n.expanded === true,
@@ -97,6 +106,65 @@ def test_export_of_a_sharded_dump(tmp_path: Path) -> None:
     assert len(category[graph["id"]]["results"]) == sum(1 for n in ops if "style" in n)
 
 
+def _attrs(node: dict) -> dict:
+    return {a["key"]: a["value"] for a in node["attrs"]}
+
+
+def test_a_flat_scope_gets_levels_model_explorer_can_lay_out() -> None:
+    (graph,) = models_for(GPT).graphs
+    nodes = graph["nodes"]
+    direct: Counter = Counter(n["namespace"] for n in nodes)
+    children: dict[str, set] = defaultdict(set)
+    for ns in direct:
+        parts = ns.split("/") if ns else []
+        for i in range(len(parts)):
+            children["/".join(parts[:i])].add("/".join(parts[: i + 1]))
+    assert max(direct[ns] + len(children[ns]) for ns in set(direct) | set(children)) <= MAX_CHILDREN
+    # `xzcat ... | grep -cE 'Fullname with scope: \(Default/[^/]*\)$'` -> 487 operators directly in `Default`
+    flat = [n for n in nodes if re.fullmatch(r"Default/[^/]+", _attrs(n).get("scope", ""))]
+    assert len(flat) == 487
+    levels = graph["groupNodeAttributes"]
+    # each sits one level down, in a group named for what it shares (micro batch, operator, dump lines),
+    # except an operator type that occurs once: a group of one would save nothing
+    moved = [n for n in flat if n["namespace"] != "Default"]
+    assert {levels["/".join(n["namespace"].split("/")[:2])]["level"] for n in moved} == {"micro batch", "operator"}
+    assert set(Counter(n["label"] for n in flat if n["namespace"] == "Default").values()) == {1}
+    # `grep -nE '^  %[0-9]+\(.*= Send\('`: %154 (line 2446, `micro: I64(0)`) and %255 (line 3749, micro 1),
+    # both in scope `Default/Send-opN`
+    by_id = {n["id"]: n for n in nodes}
+    assert by_id["%154"]["namespace"] == "Default/micro 0" and by_id["%255"]["namespace"] == "Default/micro 1"
+    assert levels["Default/micro 0"]["level"] == "micro batch"
+    depends = [n for n in flat if n["label"] == "Depend"]
+    assert all(re.match(r"Default/(Depend|micro \d)", n["namespace"]) for n in depends)
+    assert levels["Default"]["phase"] == "forward" and levels["Gradients"]["phase"] == "backward"
+    assert levels["recompute_Default"]["phase"] == "recompute"
+
+
+def test_the_panel_says_what_summarize_says() -> None:
+    (graph,) = models_for(SEMI).graphs
+    by_id = {n["id"]: n for n in graph["nodes"]}
+    gather = _attrs(by_id["%5"])
+    # line 104's AllGather is in the chain %4 Reshape .. %14 StridedSlice (instance names
+    # `redistribution_op_1806...`), between the qkv MatMul (%3, line 86, strategy (2,1)(1,4)) and the
+    # Split at line 146 (`%15 = PrimFunc_Split(%14, ...)`, gen_strategy ((8, 1)))
+    assert gather["producer"] == "MatMul qkv (line 86)"
+    assert gather["producer node"] == {"type": "node_ids", "nodeIds": ["%3"]}
+    assert gather["consumers (1)"] == {"type": "node_ids", "nodeIds": ["%15"]}
+    assert gather["from -> to"] == "split (2,4) -> strategy (8,1)"
+    assert gather["chain nodes"]["nodeIds"] == [f"%{i}" for i in range(4, 15)]
+    assert gather["comm serves"] == {"type": "node_ids", "nodeIds": ["%15"]}
+    qkv = _attrs(by_id["%3"])
+    # line 86's source block: its last `# In file` frame is make.py:58, the user's own line
+    keys = [a["key"] for a in by_id["%3"]["attrs"]]
+    assert qkv["source"] == "/home/user/models/semi_auto_8p/make.py:58 qkv = self.qkv(x, self.w_in)"
+    assert keys.index("source") < keys.index("frame 1")
+    assert qkv["in 0 split"] == "2 x 1 (pieces per dimension)" and qkv["in 1 split"] == "1 x 4 (pieces per dimension)"
+    (lay,) = models_for(LAYOUT).graphs
+    up = _attrs(next(n for n in lay["nodes"] if n["id"] == "%2"))
+    # `%2 = MatMul(...)` of layout_8p rank 0: in_layout device_matrix (2, 2, 2), tensor_map ((2, 1), -1) and (-1, 0)
+    assert up["in 0 layout"] == "dev (2,2,2) map ((2,1),-1)" and up["in 1 layout"] == "dev (2,2,2) map (-1,0)"
+
+
 def test_pipeline_graph_pairs_every_send_with_its_receive() -> None:
     model = models_for(PIPE)
     ids = [g["id"] for g in model.graphs]
@@ -105,19 +173,70 @@ def test_pipeline_graph_pairs_every_send_with_its_receive() -> None:
     nodes = _graph_nodes({"graphs": model.graphs}, "pipeline")
     # `grep -cE '= (Send|Receive)\\('`: 8 on rank 0 (4 Send, 4 Receive), 8 on rank 4
     assert len(nodes) == 16
-    edges = [(e["sourceNodeId"], n["id"]) for n in nodes for e in n["incomingEdges"]]
+    edges = [(e["sourceNodeId"], n["id"]) for n in nodes for e in n["incomingEdges"] if e["targetNodeInputId"] != "order"]
     # rank 0's 4 forward Sends reach rank 4's 4 Receives; rank 4's 4 backward Sends reach rank 0's Receives
     assert len(edges) == 8
+    # validate fixes each stage's order (docs/cost.md §4): its 8 Send/Receive chained by 7 `order` edges
+    order = [(e["sourceNodeId"], n["id"]) for n in nodes for e in n["incomingEdges"] if e["targetNodeInputId"] == "order"]
+    assert len(order) == 14 and all(a.split("/")[0] == b.split("/")[0] for a, b in order)
     label = {n["id"]: n["label"] for n in nodes}
-    assert all(label[a] == "Send" and label[b] == "Receive" and a.split("/")[0] != b.split("/")[0] for a, b in edges)
+    assert all(re.match(r"r[04] #\d+ Send m", label[a]) and re.match(r"r[04] #\d+ Receive m", label[b])
+               and a.split("/")[0] != b.split("/")[0] for a, b in edges)
+    # each box says micro batch, tag and peer; the pair is linked both ways
+    for a, b in edges:  # `rank0/graph/%N` -> `rank4/graph/%M`: same micro batch and tag on both boxes
+        src, dst = a.split("/")[0][4:], b.split("/")[0][4:]
+        assert label[a].endswith(f"-> r{dst}") and label[b].endswith(f"<- r{src}")
+        assert label[a].split(" ")[3:6] == label[b].split(" ")[3:6]
+    a, b = edges[0]
+    send, receive = (_attrs(next(n for n in nodes if n["id"] == x)) for x in (a, b))
+    assert send["pairs with"] == {"type": "node_ids", "nodeIds": [b]}
+    assert receive["pairs with"] == {"type": "node_ids", "nodeIds": [a]}
+    # rank 4's execution order as the dump prints it, forward Receive and backward Send interleaved (1F1B):
+    # `xzcat rank_4/19_validate_0078.ir.xz | grep -oE '= (Send|Receive)\('` -> Receive Send x4
+    rank4 = sorted((n for n in nodes if n["id"].startswith("rank4/")), key=lambda n: int(n["label"].split()[1][1:]))
+    assert [n["label"].split()[2] for n in rank4] == ["Receive", "Send"] * 4
+    # the folder opens on the pipeline graph (Model Explorer sorts by name: `pipeline` < `stage ...`)
+    assert json.loads(model.graphs_json())["graphSorting"] == "name_asc"
+
+
+def test_pipeline_peers_outside_the_folder_are_said(tmp_path: Path) -> None:
+    four = Path(fixture("pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1]
+    for r in (0, 4):  # stage 0 and stage 2 only: rank 0's peer (rank 2, stage 1) is not in this folder
+        (tmp_path / f"rank_{r}").symlink_to(four / f"rank_{r}")
+    graph = models_for(str(tmp_path)).graphs[0]
+    assert graph["id"] == "pipeline"
+    rank0 = [_attrs(n) for n in graph["nodes"] if n["id"].startswith("rank0/")]
+    # `grep -cE '= (Send|Receive)\('` on rank 0 -> 16, every one with `dest_rank: I64(2)` / `src_rank: I64(2)`
+    # on nccl_world_group (8 each)
+    assert len(rank0) == 16 and all(a["peer"] == "peer rank 2: not in this folder" for a in rank0)
+    assert "2" in graph["groupNodeAttributes"][""]["peers not in this folder"].split(", ")
 
 
 def test_compare_marks_the_changed_strategy() -> None:
     # fixtures/edited: the fc1 MatMul's in_strategy of semi_auto_8p rank 0 changed by hand (README there)
-    old, new = compare_models(str(Path(SEMI).parent), EDITED, diff_marks)
+    old, new = compare_models(str(Path(SEMI).parent), EDITED, diff_rank)
     marks_old = [r for g in old.node_data["diff"].values() for r in g["results"].values()]
     marks_new = [r for g in new.node_data["diff"].values() for r in g["results"].values()]
     assert len(marks_old) == len(marks_new) == 1 and marks_new[0]["bgColor"] == "#ffe082"  # one `changed`
+    # on the right node (line 512, `%73`, fc1) with old -> new in its panel, on both sides
+    assert [k for g in new.node_data["diff"].values() for k in g["results"]] == ["%73"]
+    for model, side in ((old, "old"), (new, "new")):
+        fc1 = _attrs(next(n for g in model.graphs for n in g["nodes"] if n["id"] == "%73"))
+        assert fc1["diff"] == f"changed ({side} side)" and fc1["diff in strategy"] == "(4,1)(1,2) -> (2,1)(1,4)"
+
+
+def test_compare_marks_the_one_changed_node_of_a_pipeline_rank(tmp_path: Path) -> None:
+    # issue 20 item 5: a copy of pipeline_4stage_8p rank 2 with only `%6`'s strategy changed (line 398,
+    # fc1, micro 0; grep -c 'instance name: fc1' = 16 copies, one per micro batch and phase)
+    from test_diff import P4_RANK2, edited_copy
+
+    new_file = edited_copy(tmp_path, 398, "in_strategy: ((1, 1), (1, 2))", "in_strategy: ((2, 1), (1, 1))")
+    old, new = compare_models(str(P4_RANK2), str(new_file), diff_rank)
+    for model, side in ((old, "old"), (new, "new")):
+        marked = [k for g in model.node_data["diff"].values() for k in g["results"]]
+        assert [k.rsplit("/", 1)[-1] for k in marked] == ["%6"], marked
+        node = _attrs(next(n for g in model.graphs for n in g["nodes"] if n["id"] == marked[0]))
+        assert node["diff"] == f"changed ({side} side)" and node["diff in strategy"] == "(1,1)(1,2) -> (2,1)(1,1)"
 
 
 def test_adapter_extension_converts_a_dump() -> None:
@@ -260,14 +379,80 @@ def test_a_dump_in_model_explorer(browser: object, tmp_path: Path) -> None:
 def test_the_pipeline_graph_of_a_folder(browser: object, tmp_path: Path) -> None:
     with served(PIPE) as url:
         page = _open(browser, url)
-        page.locator("graph-selector").first.click()
-        events = page.evaluate("window.__me.events")
-        page.locator('.graph-item-container[data-id="pipeline"]').click()
-        page.wait_for_function(f"window.__me.events > {events} && window.__me.graph.id === 'pipeline'")
-        page.wait_for_timeout(1000)
+        # the folder opens on the pipeline graph, no choosing in the graph selector; one layer: every edge drawn
+        assert page.evaluate("window.__me.graph.id") == "pipeline"
         drawn = _drawn(page)
-        # 8 Send/Receive on rank 0 and 8 on rank 4 (grep), 8 pairs: an edge from each Send to its Receive
-        assert drawn["ops"] == 16 and drawn["edges"] == 8, drawn
+        labels = page.evaluate("window.__me.graph.nodes.filter(n => n[2] === 0).map(n => n[1])")
+        # boxes say micro batch, tag and peer (rank 0 sends to rank 4 and back: manifest stages)
+        assert all(re.fullmatch(r"r[04] #\d+ ((Send m\d+ tag \d+ -> r[04])|(Receive m\d+ tag \d+ <- r[04]))", x)
+                   for x in labels), labels
+        # 8 Send/Receive on rank 0 and 8 on rank 4 (grep), 8 pairs: an edge from each Send to its Receive, and
+        # each stage's 8 chained in execution order by 7 edges (docs/cost.md §4)
+        assert drawn["ops"] == 16 and drawn["edges"] == 8 + 2 * 7, drawn
         info = _info(page)
         assert info["Send/Receive"] == "16" and info["pairs"] == "8", info
+        page.mouse.move(10, 990)  # no tooltip over the picture
+        page.wait_for_timeout(1500)
         page.screenshot(path=str(tmp_path / "pipeline.png"))
+        if os.environ.get("IRTOOL_SCREENSHOTS"):
+            shutil.copy(tmp_path / "pipeline.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_pipeline.png")
+
+
+def _panel(page: object) -> dict[str, str]:
+    """Key -> value rows of the side panel of the selected node."""
+    return page.evaluate("""() => {  // type: ignore[attr-defined]
+      const out = {};
+      for (const row of document.querySelectorAll('info-panel .attrs-table-container tr, info-panel table tr')) {
+        const td = row.querySelectorAll('td');
+        if (td.length >= 2) out[td[0].innerText.trim()] = td[1].innerText.trim();
+      }
+      return out; }""")
+
+
+def _search(page: object, text: str, alt: bool = False) -> None:
+    """Type a regex in Model Explorer's search box and click its first node result."""
+    box = page.locator("search-bar input")  # type: ignore[attr-defined]
+    box.fill(text)
+    box.press("Enter")
+    result = page.locator(".search-results-container mat-tree-node:not(:has(.expandable-tree-node))").first
+    result.click(modifiers=["Alt"] if alt else [])
+
+
+def test_a_flat_scope_expands_and_counts_show_on_boxes(browser: object, tmp_path: Path) -> None:
+    with served(GPT) as url:
+        page = _open(browser, url)
+        # Model Explorer draws group attributes on boxes when "Layer node attributes" is on: irtool seeds it
+        shown = page.evaluate("window.__me.showOnNode")
+        assert shown["Layer node attributes"]["selected"] is True, shown
+        page.screenshot(path=str(tmp_path / "counts.png"))
+        # the 487 operators directly in `Default` (grep in test_a_flat_scope_gets_levels...) are now in levels:
+        # expanding everything finishes and shows the Send %154 (line 2446) inside `Default/micro 0`
+        events = page.evaluate("window.__me.events")
+        page.locator("div.expand-all").click()
+        page.wait_for_function(f"window.__me.events > {events}")
+        page.wait_for_timeout(1000)
+        drawn = _drawn(page)
+        assert "%154" in drawn["shown"], drawn["shown"][:50]
+        if os.environ.get("IRTOOL_SCREENSHOTS"):
+            shutil.copy(tmp_path / "counts.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_counts.png")
+
+
+def test_the_panel_in_model_explorer(browser: object, tmp_path: Path) -> None:
+    with served(SEMI) as url:
+        page = _open(browser, url)
+        events = page.evaluate("window.__me.events")
+        # the AllGather at line 104, found by its `file` attribute and revealed (Alt+click: Model Explorer's locate)
+        _search(page, "19_validate_0078[.]ir[.]xz:104", alt=True)
+        page.wait_for_function(f"window.__me.answers.slice({events}).includes(7)")
+        page.wait_for_timeout(1000)
+        panel = _panel(page)
+        # what test_the_panel_says_what_summarize_says pins in the JSON, as the panel shows it
+        assert panel.get("producer") == "MatMul qkv (line 86)", panel
+        assert panel.get("from -> to") == "split (2,4) -> strategy (8,1)", panel
+        # links (Model Explorer's `node_ids` values): the id, and its locate icon
+        assert panel["consumers (1)"].split()[0] == "%15" and panel["comm serves"].split()[0] == "%15", panel
+        row = page.locator("info-panel tr", has=page.locator("td", has_text="consumers (1)")).first
+        assert row.get_by_text("my_location").count() == 1  # drawn as a link with its locate icon
+        page.screenshot(path=str(tmp_path / "panel.png"))
+        if os.environ.get("IRTOOL_SCREENSHOTS"):
+            shutil.copy(tmp_path / "panel.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_panel.png")

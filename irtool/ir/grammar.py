@@ -34,14 +34,14 @@ def grammar_text() -> str:
 def line_parser() -> Lark:
     """LALR parser for the inside of lines (node statements, types, signatures, values)."""
     return Lark(grammar_text(), parser="lalr", lexer="contextual", start=LINE_STARTS,
-                propagate_positions=False, maybe_placeholders=True)
+                propagate_positions=False, maybe_placeholders=True, cache=True)
 
 
 @functools.cache
 def document_parser(lexer_class: type, transformer) -> Lark:
     """LALR parser for the line structure of a dump; `lexer_class` yields one token per line."""
     return Lark(grammar_text(), parser="lalr", lexer=lexer_class, start="dump",
-                transformer=transformer, maybe_placeholders=False)
+                transformer=transformer, maybe_placeholders=False, cache=True)
 
 
 @functools.cache
@@ -49,4 +49,4 @@ def transforming_parser(start: str, transformer: object) -> Lark:
     """LALR parser for one line-level start symbol that calls `transformer` as it reduces, so no
     parse tree is built (a third faster than parsing then transforming)."""
     return Lark(grammar_text(), parser="lalr", lexer="contextual", start=start,
-                transformer=transformer, maybe_placeholders=True)
+                transformer=transformer, maybe_placeholders=True, cache=True)

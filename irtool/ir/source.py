@@ -55,13 +55,38 @@ def _fast(name: str, stream: IO[bytes]) -> Iterator[tuple[int, str]]:
         yield from _careful(name, stream)  # reports binary data with its location
         return
     text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="strict", newline="\n")
-    number = 0
-    for line in text:
-        number += 1
-        if "\0" in line:
-            raise DumpError(name, number, line.index("\0") + 1, "text", "a NUL byte")
-        yield number, line.rstrip("\r\n")
+    number, head = 0, ""  # lines up to `number` are out; `head` starts the next, not yet ended
+    while chunk := text.read(_CHUNK):
+        if "\n" not in chunk:  # inside a long line
+            head += chunk
+            continue
+        block = head + chunk
+        lines = block.split("\n")
+        head = lines.pop()
+        if "\r" in block:
+            lines = [line.rstrip("\r") for line in lines]
+        if "\0" in block:
+            yield from _until_nul(name, number, lines)
+        yield from enumerate(lines, number + 1)
+        number += len(lines)
+    if head:
+        head = head.rstrip("\r")
+        yield from _until_nul(name, number, [head])
+        yield number + 1, head
     text.detach()
+
+
+# Characters decoded at a time: lines are split in C, a chunk at a time.
+_CHUNK = 1 << 20
+
+
+def _until_nul(name: str, number: int, lines: list[str]) -> Iterator[tuple[int, str]]:
+    """If one of `lines` (numbered from `number + 1`) holds a NUL byte: the lines before it, then
+    the error locating it; else nothing."""
+    for i, line in enumerate(lines):
+        if "\0" in line:
+            yield from enumerate(lines[:i], number + 1)
+            raise DumpError(name, number + i + 1, line.index("\0") + 1, "text", "a NUL byte")
 
 
 def _careful(name: str, stream: IO[bytes]) -> Iterator[tuple[int, str]]:

@@ -40,6 +40,12 @@ def _scanner() -> re.Pattern[str]:
 
 
 @functools.cache
+def _bracket_scanner() -> re.Pattern[str]:
+    """Strings (skipped whole), brackets and commas: the structure of an attribute tail."""
+    return re.compile(f"(?P<string>{terminal('STRING')})|(?P<open>[(\\[{{])|(?P<close>[)\\]}}])|(?P<comma>,)")
+
+
+@functools.cache
 def _instance_regex() -> re.Pattern[str]:
     # the `instance_name` alternative of `node_extra` in the grammar
     return re.compile(rf"\{{instance name: ({terminal('INSTANCE_NAME')})\}}")
@@ -284,10 +290,24 @@ def parse_value(text: str) -> Any:
     deep = _too_deep(text)
     if deep:
         return Unreadable(text, deep)
+    if _string_regex().fullmatch(text):  # the one-token values `STRING -> string`, `NUMBER -> number`
+        return _unquote(text)
+    if _number_regex().fullmatch(text):
+        return _VALUE.number(text)
     try:
         return transforming_parser("value", _VALUE).parse(text)
     except LarkError as exc:
         return Unreadable(text, _lark_message(exc))
+
+
+@functools.cache
+def _string_regex() -> re.Pattern[str]:
+    return re.compile(terminal("STRING"))
+
+
+@functools.cache
+def _number_regex() -> re.Pattern[str]:
+    return re.compile(terminal("NUMBER"))
 
 
 def parse_tail(text: str) -> dict[str, Any] | Unreadable:
@@ -319,7 +339,7 @@ def parse_tail(text: str) -> dict[str, Any] | Unreadable:
 def _segments(tail: str) -> list[str]:
     """Split a node's tail after each top-level closing brace (strings skipped)."""
     parts, depth, begin = [], 0, 0
-    for m in _scanner().finditer(tail):
+    for m in _bracket_scanner().finditer(tail):
         kind = m.lastgroup
         if kind == "open":
             depth += 1
@@ -337,12 +357,64 @@ def _segments(tail: str) -> list[str]:
 @functools.lru_cache(maxsize=16384)
 def _parse_segment(segment: str) -> dict[str, Any] | str:
     """The groups of one segment, or the reason it cannot be read."""
+    fast = _split_segment(segment)
+    if fast is not None:
+        return fast
     try:
         return transforming_parser("node_tail", _TAIL).parse(segment)
     except LarkError as exc:
         return _lark_message(exc)
     except RecursionError:  # not reachable below MAX_DEPTH; kept as a last guard
         return "nesting too deep to parse"
+
+
+@functools.cache
+def _group_regex() -> re.Pattern[str]:
+    # the opening of `attr_group` (`NAME ":" dict`) or `extra_dict` of `node_extra` in the grammar
+    return re.compile(rf"\s*(?:({terminal('NAME')})\s*:\s*)?\{{")
+
+
+@functools.cache
+def _key_regex() -> re.Pattern[str]:
+    # the key of `dict_item`: (NAME | STRING | NUMBER) ":"
+    return re.compile(rf"\s*({terminal('NAME')}|{terminal('STRING')}|{terminal('NUMBER')})\s*:")
+
+
+def _split_segment(segment: str) -> dict[str, Any] | None:
+    """A segment parsed item by item: `{instance name: X}` by its regex, a dict (`NAME: {k: v, ...}`
+    or `{k: v, ...}`) split at its top-level commas with the grammar's terminals, each value by the
+    cached `parse_value` (values such as `Bool(1)`, `I64(0)`, `(0, 1)` recur on thousands of nodes
+    whose whole segments never do). The same result as the `node_tail` parse, which reads whatever
+    this does not (None): other forms, and every error, whose message it words."""
+    m = _instance_regex().fullmatch(segment)
+    if m is not None:
+        return {"instance_name": m.group(1)}
+    m = _group_regex().match(segment)
+    if m is None:
+        return None
+    values: dict[str, Any] = {}
+    depth, begin, last = 0, m.end(), len(segment) - 1
+    for t in _bracket_scanner().finditer(segment, begin):
+        kind = t.lastgroup
+        if kind == "open":
+            depth += 1
+        elif kind == "close" and depth:
+            depth -= 1
+        elif kind == "close" or (kind == "comma" and not depth):
+            item = segment[begin : t.start()]
+            if kind == "close" and t.start() != last:
+                return None  # more after the dict
+            if values or kind == "comma" or item.strip():  # not the empty dict `{}`
+                k = _key_regex().match(item)
+                value = parse_value(item[k.end() :].strip()) if k else None
+                if k is None or isinstance(value, Unreadable):
+                    return None
+                key = k.group(1)
+                values[_unquote(key) if key[:1] in "\"'" else key] = value
+            if kind == "close":
+                return {m.group(1): values} if m.group(1) else {"extra": values}
+            begin = t.end()
+    return None
 
 
 def _lark_message(exc: LarkError) -> str:

@@ -22,7 +22,9 @@ from typing import Any, Iterable
 
 from ..ir import Dump, Node
 from ..parallel import CATEGORIES, CommNode, ParallelFacts
-from ..present import DASH, cell, rank_list, strategy_text
+from ..parallel.chains import user_source
+from ..parallel.records import ChainEnd, RedistributionChain
+from ..present import DASH, cell, format_strategy, rank_list, strategy_text
 from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
 
 _GRAPH_TOKEN = re.compile(r"@@?([^\s,()\[\]]+)")
@@ -35,7 +37,9 @@ def namespace_of(scope: str | None) -> str:
     return "/".join(parts[:-1])
 
 
-def _kv(key: str, value: Any) -> dict[str, str]:
+def _kv(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):  # a special value (node links)
+        return {"key": key, "value": value}
     text = value if isinstance(value, str) else cell(value)
     if len(text) > MAX_VALUE:
         text = text[:MAX_VALUE] + f" (+{len(text) - MAX_VALUE} characters, see the dump line)"
@@ -51,12 +55,77 @@ def _graph_refs(node: Node, names: set[str]) -> list[str]:
     return [g for g in dict.fromkeys(found) if g in names]
 
 
+def link(uids: Iterable[str], graph: str | None = None) -> dict[str, Any]:
+    """Model Explorer's `node_ids` attribute value: the panel shows the ids as links that jump to
+    the nodes. `graph`: keep only uids of that subgraph, as node keys (`%N`)."""
+    ids = [u.rpartition("/")[2] if graph is not None else u for u in uids
+           if graph is None or u.rpartition("/")[0] == graph]
+    return {"type": "node_ids", "nodeIds": list(dict.fromkeys(ids))}
+
+
+def _end_text(end: ChainEnd | None) -> str:
+    if end is None:
+        return DASH
+    text = f"{end.op} {end.name}".strip() + (f" (line {end.line})" if end.line else "")
+    if end.input_index is not None:
+        text += f" input {end.input_index}"
+    return text
+
+
+def layout_text(end: ChainEnd | None) -> str:
+    """How one side of a redistribution lays the tensor out (as `summarize`'s redistribution table):
+    device matrix and tensor map when the dump gives a layout, else pieces per dimension, else the strategy."""
+    if end is None:
+        return DASH
+    if isinstance(end.layout, dict) and "device_matrix" in end.layout:
+        return strategy_text(end.layout)
+    if end.split:
+        return "split " + format_strategy(end.split)
+    return ("strategy " + format_strategy(end.strategy)) if end.strategy else DASH
+
+
+def chain_attrs(ch: RedistributionChain, graph: str) -> list[dict[str, Any]]:
+    """What `summarize` says about the redistribution a node belongs to, with links to its nodes."""
+    phase = ch.phase + (f" (bprop of chain {ch.of_chain})" if ch.of_chain is not None else "")
+    rows: list[tuple[str, Any]] = [("redistribution chain", f"{ch.id}, {phase}")]
+    if ch.producer is not None:
+        rows += [("producer", _end_text(ch.producer)), ("producer node", link([ch.producer.node], graph))]
+    consumers = ch.consumers or ([ch.consumer.node] if ch.consumer else [])
+    if ch.consumer is not None:
+        rows.append(("consumer", _end_text(ch.consumer)))
+    if consumers:
+        rows.append((f"consumers ({len(consumers)})", link(consumers, graph)))
+    rows.append(("from -> to", f"{layout_text(ch.producer)} -> {layout_text(ch.consumer)}"))
+    rows.append(("chain nodes", link([f"{graph}/{n.split()[0]}" for n in ch.nodes], graph)))
+    rows.append(("chain", " ".join(n.split(" ", 1)[-1] for n in ch.nodes)))
+    if ch.bytes is not None:
+        rows.append(("chain bytes", ch.bytes))
+    if ch.consumer is not None and ch.consumer.source:
+        rows.append(("consumer source", ch.consumer.source))
+    return [_kv(k, v) for k, v in rows if v not in (None, "", DASH)]
+
+
+def strategy_matrix(s: Any) -> list[dict[str, Any]]:
+    """The strategy as a small table, one row per input (and output): the device matrix and tensor map
+    of a layout, else the pieces each dimension is cut into."""
+    rows: list[dict[str, Any]] = []
+    for side, strategy, layout in (("in", s.in_strategy, s.in_layout), ("out", s.out_strategy, s.out_layout)):
+        if isinstance(layout, (tuple, list)) and layout and all(isinstance(x, dict) for x in layout):
+            for i, lay in enumerate(layout):
+                rows.append(_kv(f"{side} {i} layout", strategy_text(lay)))  # device matrix, tensor map
+        elif isinstance(strategy, (tuple, list)) and strategy and all(isinstance(x, (tuple, list)) for x in strategy):
+            for i, dims in enumerate(strategy):
+                rows.append(_kv(f"{side} {i} split", " x ".join(str(d) for d in dims) + " (pieces per dimension)"))
+    return rows
+
+
 def comm_attrs(c: CommNode) -> list[dict[str, str]]:
     """What irtool derived about a communication node, for the side panel."""
     rows = [("category", c.category), ("phase", c.phase), ("rule", c.rule), ("group", c.group),
             ("group ranks", rank_list(c.group_ranks) if c.group_ranks else None), ("shape", c.shape),
             ("dtype", c.dtype), ("bytes", c.bytes), ("micro", c.micro), ("peer rank", c.peer_rank),
-            ("peer stage", c.peer_stage), ("segment", c.segment), ("serves", c.serves),
+            ("peer stage", c.peer_stage), ("segment", c.segment),
+            ("serves", link([c.serves], c.serves.rpartition("/")[0]) if c.serves and "/%" in c.serves else c.serves),
             ("serves op", c.serves_op), ("serves strategy", strategy_text(c.serves_strategy) if c.serves_strategy
                                           is not None else None),
             ("parameter", c.parameter)]
@@ -70,9 +139,16 @@ class _Context:
         self.dump = dump
         self.comm = {c.node: c for c in facts.comm}
         self.strategy = {s.node: s for s in facts.strategies}
+        self.chains: dict[int, RedistributionChain] = {ch.id: ch for ch in facts.chains}
         self.params = {p.ref: p for p in dump.params}
         self.names = {g.name for g in dump.subgraphs}
         self.file = os.path.basename(dump.path)
+        # node uid -> id of the redistribution chain it belongs to
+        self.chain_of: dict[str, int] = {}
+        for ch in facts.chains:
+            graph = ch.comm[0].rpartition("/")[0] if ch.comm else ""
+            for entry in ch.nodes:
+                self.chain_of[f"{graph}/{entry.split()[0]}"] = ch.id
 
 
 def _node_attrs(node: Node, ctx: _Context) -> list[dict[str, str]]:
@@ -84,21 +160,29 @@ def _node_attrs(node: Node, ctx: _Context) -> list[dict[str, str]]:
     inst = node.instance_name
     if inst:
         attrs.append(_kv("instance name", inst))
+    mine = user_source(node)
+    if mine:  # the user's own line first; every frame, framework ones included, at the end
+        attrs.append(_kv("source", mine))
     s = ctx.strategy.get(node.uid)
     if s is not None:
         for key, value in s.values().items():
             if value is not None:
                 attrs.append(_kv(key.replace("_", " "), strategy_text(value)))
+        attrs += strategy_matrix(s)
     c = ctx.comm.get(node.uid)
     if c is not None:
         attrs += comm_attrs(c)
+    chain = ctx.chains.get(ctx.chain_of.get(node.uid, -1))
+    if chain is not None:
+        attrs += chain_attrs(chain, node.graph)
     for inp in node.inputs:
         if inp.ref is None and not inp.nested:  # constants are not edges: show them
             attrs.append(_kv(f"input {inp.index}", inp.text))
     tail = node.tail.strip()
     if tail:  # as printed: parsing every operator's attributes would cost seconds on a large dump
         attrs.append(_kv("attributes", tail))
-    attrs += [_kv(f"source {i + 1}", line.lstrip("# ")) for i, line in enumerate(node.sources[:3])]
+    # then the outermost frames (the framework's, `cell_wrapper.py`): all of them would double a large graph
+    attrs += [_kv(f"frame {i + 1}", line.lstrip("# ")) for i, line in enumerate(node.sources[:3])]
     return attrs
 
 
@@ -114,6 +198,97 @@ def _output_metadata(node: Node) -> list[dict[str, Any]]:
     return [{"id": "0", "attrs": attrs}]
 
 
+# --- a hierarchy Model Explorer can lay out ---------------------------------------------------
+
+# Direct children of one namespace at most: Model Explorer lays out every child of each namespace an
+# expansion touches (its issue #50), and a namespace of thousands never finishes (bench/view_bench.py).
+MAX_CHILDREN = 120
+PHASE_OF_ROOT = {"Gradients": "backward", "recompute_Default": "recompute"}
+_MICRO = re.compile(r"\bmicro: I64\((\d+)\)")
+Member = tuple[dict[str, Any], "Node | None"]  # a graph node and the operator it is (parameters: their first user)
+
+
+def _micro(node: Node | None) -> str | None:
+    m = _MICRO.search(node.tail) if node is not None else None
+    return f"micro {m.group(1)}" if m else None
+
+
+def bound_namespaces(members: list[Member], chain_of: dict[str, int]) -> dict[str, str]:
+    """Split every namespace with more than MAX_CHILDREN direct children into levels users know,
+    in this order while a group is still too big: micro batch (the `micro` attribute), the
+    redistribution chain a node belongs to, operator type, then runs of dump lines. Returns each new
+    namespace's level name (`micro batch`, ...), for its group attributes."""
+    direct: dict[str, list[Member]] = defaultdict(list)
+    children: dict[str, set[str]] = defaultdict(set)
+    for m in members:
+        ns = m[0]["namespace"]
+        direct[ns].append(m)
+        parts = ns.split("/") if ns else []
+        for i in range(len(parts)):
+            children["/".join(parts[:i])].add("/".join(parts[: i + 1]))
+    levels: dict[str, str] = {}
+    for ns, ms in direct.items():
+        if len(ms) + len(children[ns]) > MAX_CHILDREN:
+            _split(ns, ms, 0, chain_of, levels)
+    return levels
+
+
+def _lines(m: Member) -> int:
+    return m[1].line if m[1] is not None else 0
+
+
+def _keys(depth: int, chain_of: dict[str, int], ms: list[Member]) -> tuple[str, list[str | None]] | None:
+    if depth == 0:
+        return "micro batch", [_micro(n) for _, n in ms]
+    if depth == 1:
+        return "redistribution chain", [f"redistribution chain {chain_of[n.uid]}" if n is not None and n.uid in chain_of
+                                        else None for _, n in ms]
+    if depth == 2:
+        return "operator", [e["label"] if n is not None and e["id"] == n.key else "parameters"
+                            for e, n in ms]
+    return None
+
+
+def _split(ns: str, ms: list[Member], depth: int, chain_of: dict[str, int], levels: dict[str, str]) -> None:
+    if len(ms) <= MAX_CHILDREN:
+        return
+    keyed = _keys(depth, chain_of, ms)
+    if keyed is None:  # runs of dump lines, as many levels as needed
+        ms = sorted(ms, key=_lines)
+        size = MAX_CHILDREN
+        while -(-len(ms) // size) > MAX_CHILDREN:
+            size *= MAX_CHILDREN
+        for i in range(0, len(ms), size):
+            run = ms[i : i + size]
+            lo, hi = _lines(run[0]), _lines(run[-1])
+            sub = f"{ns}/lines {lo}-{hi}" if ns else f"lines {lo}-{hi}"
+            levels[sub] = "dump lines"
+            for e, _ in run:
+                e["namespace"] = sub
+            _split(sub, run, depth, chain_of, levels)
+        return
+    level, keys = keyed
+    groups: dict[str | None, list[Member]] = defaultdict(list)
+    for m, k in zip(ms, keys):
+        groups[k].append(m)
+    named = [k for k in groups if k is not None]
+    # a level helps when it splits: several groups, or a few big ones out of many loose nodes
+    if not named or (len(groups) == 1) or len(named) > MAX_CHILDREN:
+        _split(ns, ms, depth + 1, chain_of, levels)
+        return
+    loose = groups.pop(None, [])
+    for k, group in groups.items():
+        if len(group) == 1 and depth > 0:
+            loose += group  # a group of one adds a level and saves nothing
+            continue
+        sub = f"{ns}/{k}" if ns else k
+        levels[sub] = level
+        for e, _ in group:
+            e["namespace"] = sub
+        _split(sub, group, depth + 1, chain_of, levels)
+    _split(ns, loose, depth + 1, chain_of, levels)
+
+
 def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dict[str, Any]:
     """The Model Explorer graph of one subgraph of the dump."""
     sg = ctx.dump.subgraph(name)
@@ -121,7 +296,6 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
     own_params = set(sg.params)
     aux: dict[str, dict[str, Any]] = {}  # parameter and free-variable nodes, by reference
     nodes: list[dict[str, Any]] = []
-    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
 
     def source(ref_kind: str, ref_name: str, ns: str) -> str:
         if ref_name not in aux:
@@ -141,6 +315,7 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
                              "incomingEdges": [], "outputsMetadata": [{"id": "0", "attrs": meta}]}
         return ref_name
 
+    first_user: dict[str, Node] = {}  # parameter reference -> the first operator reading it
     for node in sg.nodes:
         ns = namespace_of(node.scope)
         edges = []
@@ -152,6 +327,7 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
                     src = ref.name
                 elif ref.kind in ("param", "free"):
                     src = source(ref.kind, ref.name, ns)
+                    first_user.setdefault(src, node)
                 else:
                     continue
                 edges.append({"sourceNodeId": src, "sourceNodeOutputId": "0", "targetNodeInputId": str(inp.index)})
@@ -165,7 +341,14 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
         if c is not None:
             entry["style"] = {"backgroundColor": CATEGORY_COLORS[c.category], "borderColor": "#424242"}
         nodes.append(entry)
+    by_key = {n.key: n for n in sg.nodes}
+    members = [(e, by_key[e["id"]]) for e in nodes] + [(e, first_user.get(ref)) for ref, e in aux.items()]
+    levels = bound_namespaces(members, ctx.chain_of)
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for entry, node in members[: len(nodes)]:
         # counts of a folded scope include everything below it
+        c = ctx.comm.get(node.uid)
+        ns = entry["namespace"]
         parts = ns.split("/") if ns else []
         for depth in range(1, len(parts) + 1):
             box = counts["/".join(parts[:depth])]
@@ -176,6 +359,12 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
                 box["redistribution"] += c.category == "redistribution"
                 box["gradient aggregation"] += c.category == "gradient-aggregation"
     group_attrs = {ns: {k: str(v) for k, v in box.items()} for ns, box in counts.items()}
+    for ns, level in levels.items():
+        if ns in group_attrs:
+            group_attrs[ns]["level"] = level
+    for ns in group_attrs:
+        if "/" not in ns:  # the roots MindSpore gives: forward, backward (`Gradients`), recompute
+            group_attrs[ns]["phase"] = PHASE_OF_ROOT.get(ns, "forward")
     group_attrs[""] = {"dump": ctx.file, "subgraph": name, "nodes": str(len(sg.nodes)),
                        "parameters": str(len(aux)), "entry": "yes" if ctx.dump.entry == name else "no"}
     return {"id": graph_id or name, "nodes": list(aux.values()) + nodes, "groupNodeAttributes": group_attrs}
@@ -195,36 +384,67 @@ def comm_id(rank: int, c: CommNode) -> str:
     return f"rank{rank}/{c.node}"
 
 
-def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = "pipeline") -> dict[str, Any]:
-    """Every Send/Receive of the given ranks (one per stage), a namespace per stage, and an edge from
-    each Send to the Receive it pairs with: same sender and receiver, matched in order by tag and
-    micro batch (the label carries micro batch, shape and bytes)."""
+def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = "pipeline",
+                   folder: Iterable[int] | None = None,
+                   orders: dict[int, list[str]] | None = None) -> dict[str, Any]:
+    """Every Send/Receive of the given ranks (one per stage) and one edge from each Send to the
+    Receive it pairs with: same sender and receiver, matched in order by tag and micro batch. All in
+    one layer (a namespace per micro batch beyond MAX_CHILDREN boxes), so Model Explorer draws every
+    edge. Boxes are labelled with rank, place in the rank's execution order (`#3`: as the dump orders
+    them, forward and backward interleaved), micro batch, tag and peer; a peer that is
+    not one of the given ranks is said to be in the folder (not drawn) or not in it at all
+    (`folder`: every rank of the folder). `orders` (rank -> node uids in execution order, where the
+    dump fixes it: docs/cost.md §4) chains each stage's nodes in that order by `order` edges."""
     nodes: dict[str, dict[str, Any]] = {}
-    comm: dict[str, CommNode] = {}
     sends: dict[tuple, list[str]] = defaultdict(list)
     receives: dict[tuple, list[str]] = defaultdict(list)
+    shown = {rank for rank, _, _ in ranks}
+    in_folder = set(folder) if folder is not None else shown
+    outside: set[int] = set()
     for rank, file, facts in ranks:
         stage = DASH if facts.stage is None else str(facts.stage)
-        for c in facts.comm:
-            if c.direction is None:
-                continue
+        # execution order as the dump orders it: forward and backward interleave (1F1B)
+        p2p = sorted((c for c in facts.comm if c.direction is not None), key=lambda c: c.line)
+        for order, c in enumerate(p2p, 1):
             nid = comm_id(rank, c)
-            comm[nid] = c
-            peer = f"{'to' if c.direction == 'send' else 'from'} rank {cell(c.peer_rank)}"
-            nodes[nid] = {"id": nid, "label": c.op, "namespace": f"stage {stage} (rank {rank})/{c.phase}",
-                          "attrs": [_kv("file", f"{file}:{c.line}"), _kv("peer", peer), *comm_attrs(c)],
+            to = "to" if c.direction == "send" else "from"
+            peer = f"{to} rank {cell(c.peer_rank)}"
+            if c.peer_rank is not None and c.peer_rank not in shown:
+                where = "in this folder, not drawn (one rank per stage)" if c.peer_rank in in_folder \
+                    else "not in this folder"
+                peer = f"peer rank {c.peer_rank}: {where}"
+                if c.peer_rank not in in_folder:
+                    outside.add(c.peer_rank)
+            label = f"r{rank} #{order} {c.op} m{cell(c.micro)} tag {cell(c.sr_tag)} " \
+                    f"{'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
+            nodes[nid] = {"id": nid, "label": label, "namespace": f"micro {cell(c.micro)}",
+                          "attrs": [_kv("operator", c.op), _kv("rank", rank), _kv("stage", stage),
+                                    _kv("execution order", f"{order} of {len(p2p)} on rank {rank}"), _kv("phase", c.phase),
+                                    _kv("file", f"{file}:{c.line}"), _kv("peer", peer),
+                                    *comm_attrs(c)],
                           "incomingEdges": [], "style": {"backgroundColor": CATEGORY_COLORS[c.category]},
                           "outputsMetadata": [{"id": "0", "attrs": [
                               _kv("__tensor_tag", f"micro {cell(c.micro)}"), _kv("shape", c.shape),
                               _kv("dtype", c.dtype), _kv("bytes", c.bytes)]}]}
-            link = (rank, c.peer_rank) if c.direction == "send" else (c.peer_rank, rank)
-            (sends if c.direction == "send" else receives)[(*link, c.sr_tag, c.micro)].append(nid)
+            link_key = (rank, c.peer_rank) if c.direction == "send" else (c.peer_rank, rank)
+            (sends if c.direction == "send" else receives)[(*link_key, c.sr_tag, c.micro)].append(nid)
     for key, senders in sends.items():
         for s, r in zip(senders, receives.get(key, [])):
             nodes[r]["incomingEdges"].append({"sourceNodeId": s, "sourceNodeOutputId": "0", "targetNodeInputId": "0"})
+            nodes[s]["attrs"].append(_kv("pairs with", link([r])))
+            nodes[r]["attrs"].append(_kv("pairs with", link([s])))
+    if len(nodes) <= MAX_CHILDREN:  # Model Explorer draws edges between layers only for the selected node
+        for n in nodes.values():
+            n["namespace"] = ""
     paired = sum(len(n["incomingEdges"]) for n in nodes.values())
-    return {"id": graph_id, "nodes": list(nodes.values()),
-            "groupNodeAttributes": {"": {"Send/Receive": str(len(nodes)), "pairs": str(paired)}}}
+    for rank, uids in (orders or {}).items():
+        chain = [f"rank{rank}/{u}" for u in uids if f"rank{rank}/{u}" in nodes]
+        for a, b in zip(chain, chain[1:]):
+            nodes[b]["incomingEdges"].append({"sourceNodeId": a, "sourceNodeOutputId": "0", "targetNodeInputId": "order"})
+    info = {"Send/Receive": str(len(nodes)), "pairs": str(paired), "ranks drawn": rank_list(sorted(shown))}
+    if outside:
+        info["peers not in this folder"] = rank_list(sorted(outside))
+    return {"id": graph_id, "nodes": list(nodes.values()), "groupNodeAttributes": {"": info}}
 
 
 # --- node data -------------------------------------------------------------------------------
@@ -269,6 +489,47 @@ def bytes_node_data(graphs: Iterable[tuple[str, ParallelFacts, str]]) -> dict[st
         res = {key: {"value": c.bytes} for c, key in _in_subgraph(facts, subgraph) if c.bytes is not None}
         out[graph_id] = _node_data("comm bytes", res, BYTES_THRESHOLDS)
     return out
+
+
+def _field(record: Any, key: str) -> Any:
+    """A field of a diff entry: a dict (`as_dict` form) or the typed record itself."""
+    if record is None:
+        return None
+    if isinstance(record, dict):
+        return record.get(key)
+    value = getattr(record, "value", None)  # a side's fact: `value(name)` reads one field
+    return value(key) if callable(value) else getattr(record, key, None)
+
+
+def diff_panel(graph: dict[str, Any], marks: dict[str, str], entries: list[Any], side: str) -> None:
+    """Add to each node `irtool diff` marked (`%N` -> added / removed / changed) a `diff` row, and for
+    a change the diff's own entries about that node's scope as `old -> new` rows. `entries`: the
+    diff's strategy and communication changes (`node_scope`, `field` or `fields`, `old`, `new`)."""
+    by_scope: dict[str, list[Any]] = defaultdict(list)
+    for e in entries:
+        if _field(e, "change") == "changed" and _field(e, "node_scope"):
+            by_scope[_field(e, "node_scope")].append(e)
+    for node in graph["nodes"]:
+        kind = marks.get(node["id"])
+        if kind is None:
+            continue
+        rows = [_kv("diff", f"{kind} ({side} side)")]
+        scope = next((a["value"] for a in node["attrs"] if a["key"] == "scope"), None)
+        for e in by_scope.get(scope or "", []) if kind == "changed" else []:
+            name = _field(e, "field")
+            if name:  # a strategy change: one field, its old and new values
+                old, new = _value(_field(e, 'old')), _value(_field(e, 'new'))
+                rows.append(_kv(f"diff {name.replace('_', ' ')}", f"{old} -> {new}"))
+            for f in _field(e, "fields") or ():  # a communication change: the two sides' facts
+                old, new = _field(e, "old"), _field(e, "new")
+                rows.append(_kv(f"diff {f.replace('_', ' ')}", f"{_value(_field(old, f))} -> {_value(_field(new, f))}"))
+        node["attrs"][:0] = rows
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, (list, tuple, dict)) for x in v):
+        return strategy_text(v)
+    return cell(v)
 
 
 def diff_node_data(graph_id: str, changes: dict[str, str]) -> dict[str, Any]:

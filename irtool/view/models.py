@@ -6,19 +6,32 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from ..dumpdir import load_dir
 from ..errors import SelectionError
 from ..ir import Dump, load
 from ..parallel import ParallelFacts, analyze
-from .graphs import bytes_node_data, category_node_data, diff_node_data, dump_graphs, pipeline_graph
+from .graphs import bytes_node_data, category_node_data, diff_node_data, diff_panel, dump_graphs, pipeline_graph
 
 Loader = Callable[[str], Dump]
 Side = tuple[Dump, ParallelFacts]
-# What `irtool diff` marks in two analysed dumps (and their ranks): (old marks, new marks), node uid ->
-# added / removed / changed. The CLI passes the diff command's function: the view never imports another command.
-Differ = Callable[[Side, Side, "int | None", "int | None"], tuple[dict[str, str], dict[str, str]]]
+
+
+class DiffMarks(Protocol):
+    """What `irtool diff` found in two analysed dumps, as the view reads it: node uid -> added /
+    removed / changed per side, and its strategy and communication entries (`node_scope`, `field`
+    or `fields`, `old`, `new`) for the panel's old -> new rows."""
+
+    old_marks: dict[str, str]
+    new_marks: dict[str, str]
+    strategy: list[dict[str, Any]]
+    comm: list[dict[str, Any]]
+
+
+# The diff of two analysed dumps and their ranks. The CLI passes the diff command's function
+# (`diff_rank`): the view never imports another command.
+Differ = Callable[[Side, Side, "int | None", "int | None"], DiffMarks]
 
 
 @dataclass
@@ -28,10 +41,17 @@ class Model:
     label: str
     graphs: list[dict[str, Any]]
     node_data: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Model Explorer's graph order (it opens the first): `name_asc` puts `pipeline` before the
+    # `stage S rank R: ...` graphs; None keeps its default, the largest graph first.
+    sorting: str | None = None
+    first_graph: str | None = None  # the graph to open on (else Model Explorer opens the largest)
 
     def graphs_json(self) -> str:
         """Model Explorer's graph JSON: `{"label": ..., "graphs": [...]}` (its file loader's form)."""
-        return json.dumps({"label": self.label, "graphs": self.graphs}, separators=(",", ":"), ensure_ascii=False)
+        doc: dict[str, Any] = {"label": self.label, "graphs": self.graphs}
+        if self.sorting:
+            doc["graphSorting"] = self.sorting
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass
@@ -87,7 +107,13 @@ def models_for(path: str, stage: int | None = None, pass_name: str | None = None
     graphs = [g for r in picked for g in dump_graphs(r.dump, r.facts, r.prefix)]
     if len(picked) > 1:
         base = path if os.path.isdir(path) else os.path.dirname(path)
-        graphs.insert(0, pipeline_graph([(r.rank, os.path.relpath(r.file, base), r.facts) for r in picked]))
+        from ..parallel.schedule import stage_schedule
+
+        scheds = {r.rank: stage_schedule(r.dump, r.facts) for r in picked}
+        orders = {rank: [e.node for e in s.events] for rank, s in scheds.items() if s.fixed}
+        graphs.insert(0, pipeline_graph([(r.rank, os.path.relpath(r.file, base), r.facts) for r in picked],
+                                         folder=[r.rank for r in ranks if r.rank is not None], orders=orders))
+        return Model(label, graphs, _overlays(picked), sorting="name_asc", first_graph="pipeline")
     return Model(label, graphs, _overlays(picked))
 
 
@@ -100,14 +126,16 @@ def compare_models(old: str, new: str, differ: Differ, pass_name: str | None = N
         r = _ranks(path, pass_name, loader)[0]
         sides.append(r)
     a, b = sides
-    old_marks, new_marks = differ((a.dump, a.facts), (b.dump, b.facts), a.rank, b.rank)
+    rd = differ((a.dump, a.facts), (b.dump, b.facts), a.rank, b.rank)
     models = []
-    for side, marks, tag in ((a, old_marks, "old"), (b, new_marks, "new")):
+    for side, marks, tag in ((a, rd.old_marks, "old"), (b, rd.new_marks, "new")):
         m = _file_model(side, f"{tag}: {os.path.basename(side.file)}")
         overlay: dict[str, Any] = {}
+        graphs = {g["id"]: g for g in m.graphs}
         for g in side.dump.subgraphs:
             changes = {uid.rpartition("/")[2]: kind for uid, kind in marks.items() if uid.rpartition("/")[0] == g.name}
             overlay.update(diff_node_data(g.name, changes))
+            diff_panel(graphs[g.name], changes, rd.strategy + rd.comm, tag)
         m.node_data = {"diff": overlay, **m.node_data}
         models.append(m)
     return models

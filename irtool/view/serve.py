@@ -5,7 +5,10 @@ again on the way; node data overlays are loaded with them.
 """
 from __future__ import annotations
 
+import json
+import os
 from typing import Any, Callable
+from urllib.parse import quote, unquote
 
 from ..errors import InputError
 from .models import Model
@@ -33,18 +36,59 @@ def config_for(models: list[Model]) -> Any:
 
 
 def _node_data_json(data: dict[str, Any]) -> str:
-    import json
-
     return json.dumps(data, separators=(",", ":"))
 
 
-def url_for(config: Any, host: str, port: int) -> str:
-    return f"http://{host}:{port}/?data={config.to_url_param_value()}"
+# Model Explorer draws a group's attributes on its box when its "View on node" setting "Layer node
+# attributes" is on, and keeps that setting in the browser's local storage (key below). The page is
+# seeded with it on, filtered to the counts MindInsight showed on folded scopes, unless the user has
+# chosen a setting for this address already.
+SHOW_ON_NODE_KEY = "model_explorer_show_on_node_item_types_v2"
+SHOW_COUNTS = {"Layer node attributes": {"selected": True, "filterRegex": "strategy|redistribution|gradient"}}
+
+
+def _show_counts_on_groups(me: Any) -> None:
+    """Serve Model Explorer's page with the setting above seeded; if its server module changed shape,
+    leave it alone (the counts stay in the side panel of each group)."""
+    server = getattr(me, "server", None)
+    original = getattr(server, "_serve_static_asset", None)
+    web = getattr(server, "OSS_WEB_APP_DIR", None)
+    if original is None or web is None or getattr(original, "irtool", False):
+        return
+    import flask
+
+    seed = (f"<script>if (!localStorage.getItem({json.dumps(SHOW_ON_NODE_KEY)})) localStorage.setItem("
+            f"{json.dumps(SHOW_ON_NODE_KEY)}, {json.dumps(json.dumps(SHOW_COUNTS))});</script>")
+
+    def serve_asset(rel_path: str) -> Any:
+        if rel_path != "index.html":
+            return original(rel_path)
+        with open(os.path.join(web, "index.html"), encoding="utf-8") as f:
+            page = f.read()
+        return flask.Response(page.replace("<head>", "<head>" + seed, 1), mimetype="text/html")
+
+    serve_asset.irtool = True  # type: ignore[attr-defined]
+    server._serve_static_asset = serve_asset
+
+
+def url_for(config: Any, host: str, port: int, models: list[Model] | None = None) -> str:
+    """The page's address. Model Explorer opens the largest graph unless the address names one (its
+    `uiState`): a folder names its `pipeline` graph."""
+    value = config.to_url_param_value()
+    first = next((m for m in models or [] if m.first_graph), None)
+    if first is not None:
+        data = json.loads(unquote(value))
+        data["uiState"] = {"paneStates": [{"deepestExpandedGroupNodeIds": [], "selectedNodeId": "",
+                                           "selectedGraphId": first.first_graph, "selectedCollectionLabel": "",
+                                           "widthFraction": 1}]}
+        value = quote(json.dumps(data))
+    return f"http://{host}:{port}/?data={value}"
 
 
 def serve(models: list[Model], host: str, port: int, open_browser: bool, announce: Callable[[str], None]) -> None:
     """Run Model Explorer's server on `host:port` until interrupted; `announce` gets the URL first."""
     me = _model_explorer()
     config = config_for(models)
-    announce(url_for(config, host, port))
+    _show_counts_on_groups(me)
+    announce(url_for(config, host, port, models))
     me.visualize_from_config(config=config, host=host, port=port, no_open_in_browser=not open_browser)

@@ -1,0 +1,113 @@
+"""`irtool diff --cost`: stage compute and memory, old against new (docs/cost.md §5), and the
+`--fail-on memory` / `--max-memory-increase` gates. One rank per stage on each side (the ranks of
+a stage hold the same work)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ..dumpdir import rank_files
+from ..errors import InputError
+from ..ir import Dump, load
+from ..parallel import ParallelFacts, analyze
+from ..parallel.balance import measure_stage
+from ..present import Block, Table, cell
+from .compare import _exceeds, parse_threshold
+
+COST_KINDS = ("memory", "cost")
+
+
+def split_fail_on(values: Iterable[str]) -> tuple[list[str], set[str]]:
+    """`--fail-on` values without the cost kinds (for the communication diff), and the cost kinds asked for."""
+    rest, kinds = [], set()
+    for value in values:
+        parts = [p.strip() for p in value.split(",")]
+        kinds |= {p for p in parts if p in COST_KINDS}
+        keep = ",".join(p for p in parts if p and p not in COST_KINDS)
+        if keep:
+            rest.append(keep)
+    return rest, kinds
+
+
+def memory_threshold(text: str) -> tuple[str, float]:
+    """`5%`, `1GiB`, `1048576`: read like `--max-comm-bytes-increase`."""
+    try:
+        return parse_threshold(text)
+    except InputError:
+        raise InputError(f"--max-memory-increase: cannot read {text!r} (use e.g. 5% or 1048576 or 10MB)") from None
+
+
+@dataclass
+class StageFigures:
+    rank: int | None
+    flops: dict[str, int]
+    unknown_ops: int
+    memory: int
+    by_role: dict[str, int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rank": self.rank, "flops": self.flops, "unknown_ops": self.unknown_ops, "memory_bytes": self.memory,
+                "memory_by_role": self.by_role}
+
+
+@dataclass
+class CostDiff:
+    stages: dict[int, tuple[StageFigures | None, StageFigures | None]] = field(default_factory=dict)
+
+    def failures(self, kinds: set[str], max_memory_increase: str | None) -> list[str]:
+        limit = memory_threshold(max_memory_increase) if max_memory_increase else None
+        out = []
+        for stage, (old, new) in sorted(self.stages.items()):
+            if old is None or new is None:
+                if kinds:
+                    out.append(f"stage {stage}: only in {'new' if old is None else 'old'}")
+                continue
+            if "memory" in kinds and old.memory != new.memory:
+                out.append(f"stage {stage}: memory {old.memory:,} -> {new.memory:,} bytes")
+            if "cost" in kinds and old.flops != new.flops:
+                out.append(f"stage {stage}: FLOPs {sum(old.flops.values()):,} -> {sum(new.flops.values()):,}")
+            if limit is not None and _exceeds(old.memory, new.memory, limit):
+                out.append(f"stage {stage}: memory {old.memory:,} -> {new.memory:,} bytes exceeds +{max_memory_increase}")
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"stages": [{"stage": s, "old": o.as_dict() if o else None, "new": n.as_dict() if n else None}
+                           for s, (o, n) in sorted(self.stages.items())],
+                "estimate": "memory includes estimated gradients and activations (docs/cost.md)"}
+
+
+def _side(path: str, pass_name: str, loader: Callable[[str], Dump]) -> dict[int, StageFigures]:
+    first: dict[int, tuple[int | None, Dump, ParallelFacts]] = {}
+    for rank, f in rank_files(path, pass_name).items():
+        dump = loader(f)
+        facts = analyze(dump)
+        first.setdefault(facts.stage or 0, (rank, dump, facts))
+    out = {}
+    for s, (r, d, fa) in first.items():
+        sc = measure_stage(d, fa, r, len(first))
+        out[s] = StageFigures(r, dict(sc.cost.flops), sum(sc.cost.unknown.values()), sc.memory.peak,
+                              sc.memory.as_dict()["bytes_by_role"])
+    return out
+
+
+def cost_diff(old: str, new: str, pass_name: str = "validate", stage: int | None = None,
+              loader: Callable[[str], Dump] = load) -> CostDiff:
+    a, b = _side(old, pass_name, loader), _side(new, pass_name, loader)
+    keys = sorted(set(a) | set(b))
+    return CostDiff({s: (a.get(s), b.get(s)) for s in keys if stage is None or s == stage})
+
+
+def _pct(old: int, new: int) -> str:
+    return "=" if old == new else ("new" if not old else f"{(new - old) * 100.0 / old:+.1f}%")
+
+
+def blocks(d: CostDiff, reasons: list[str]) -> list[Block]:
+    t = Table("Stage cost and memory, old -> new (memory is an estimate)",
+              ["stage", "FLOPs old", "FLOPs new", "change", "memory old", "memory new", "change"])
+    for s, (o, n) in sorted(d.stages.items()):
+        fo = sum(o.flops.values()) if o else None
+        fn = sum(n.flops.values()) if n else None
+        t.rows.append([cell(s), cell(fo), cell(fn), _pct(fo, fn) if o and n else cell(None),
+                       cell(o.memory if o else None), cell(n.memory if n else None),
+                       _pct(o.memory, n.memory) if o and n else cell(None)])
+    return ["", t, *(f"FAIL: {r}" for r in reasons)]
