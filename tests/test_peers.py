@@ -168,12 +168,15 @@ def test_viewer_pipeline_graph_one_edge_per_pair(folder: str, pass_name: str) ->
     graph = models_for(str(FIXTURES / folder), pass_name=pass_name).graphs[0]
     assert graph["id"] == "pipeline"
     nodes = {n["id"]: n for n in graph["nodes"]}
-    edges = [(e["sourceNodeId"], n["id"]) for n in nodes.values() for e in n["incomingEdges"]]
+    # pair edges (input "0"); `order` edges chain one rank's nodes in execution order
+    edges = [(e["sourceNodeId"], n["id"]) for n in nodes.values() for e in n["incomingEdges"]
+             if e["targetNodeInputId"] == "0"]
     sends = {stage: COUNTS[(pass_name, stage)][0] for stage in (0, 1)}
     assert len(nodes) == 2 * sum(COUNTS[(pass_name, 0)])
     assert Counter((a.split("/")[0], b.split("/")[0]) for a, b in edges) == {
         ("rank0", "rank4"): sends[0], ("rank4", "rank0"): sends[1]}  # no rank0 -> rank0
-    assert all(nodes[a]["label"] == "Send" and nodes[b]["label"] == "Receive" for a, b in edges)
+    op = {i: next(a["value"] for a in n["attrs"] if a["key"] == "operator") for i, n in nodes.items()}
+    assert all(op[a] == "Send" and op[b] == "Receive" for a, b in edges)
     assert len({a for a, _ in edges}) == len(edges) == len({b for _, b in edges})  # one edge per pair
     peers = {n["id"].split("/")[0]: set() for n in nodes.values()}
     for n in nodes.values():
