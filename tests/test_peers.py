@@ -61,6 +61,8 @@ def test_group_members_from_the_name() -> None:
     assert group_members("2-16453000547691086251", 4) == (0, 4)
     assert group_members("2-16453000547691086251", None) == (0, 4)  # no rank folder: pairs searched
     assert group_members("2-5004544844489628105", 1) == (0, 1)
+    # pipeline_segments_8p (lazy_inline) rank_0: `group: "2-16453000547691086251Send"` on its 12 Send/Receive lines
+    assert group_members("2-16453000547691086251Send", 0) == (0, 4)
     # rank 3 is not in the group "0-4": no partner of 3 hashes to it
     assert group_members("2-16453000547691086251", 3) is None
     # larger groups are not searched; names not made by MindSpore say nothing

@@ -17,7 +17,8 @@ from functools import lru_cache
 from .records import CommNode
 
 _RANK_IN_PATH = re.compile(r"(?:^|[/\\])rank_(\d+)(?:[/\\]|$)")
-_HASHED = re.compile(r"(\d+)-(\d+)")
+# `2-16453000547691086251`; lazy-inline pipelines add `Send` to the name of the p2p group (§6)
+_HASHED = re.compile(r"(\d+)-(\d+)(?:Send)?")
 
 _MASK = (1 << 64) - 1
 _MUL = (0xC6A4A793 << 32) + 0x5BD1E995
