@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import replace
-from functools import lru_cache
 
 from .records import CommNode
 
@@ -54,30 +53,40 @@ def std_hash(text: str) -> int:
     return _shift_mix((_shift_mix(h) * _MUL) & _MASK)
 
 
-@lru_cache(maxsize=4096)
+# Members found per group name (a fact of the name, whichever rank asked), and how often a name was
+# searched in vain: a name not found twice is not searched again (a benchmark reusing one rank's file under
+# many rank numbers would search it once per rank otherwise).
+_FOUND: dict[str, tuple[int, int]] = {}
+_MISSES: dict[str, int] = {}
+
+
 def group_members(name: str | None, rank: int | None) -> tuple[int, ...] | None:
     """The ascending members of a 2-rank group MindSpore created, from its name alone.
 
     MindSpore names a group it creates `<size>-<std::hash of its ascending ranks joined by '-'>`
     (`DeviceManager::GenerateGroupNameByRanks`; pipeline_folded_8p rank_0 sends on
     `2-16453000547691086251`, which is the hash of "0-4"). A 64-bit hash match is the pair; the other
-    member is looked for next to `rank` (the own rank), else among pairs of small ranks. None when
-    the name is not of that form, the group is larger than 2, or no candidate matches."""
+    member is looked for next to `rank` (the own rank, when known), then among pairs of small ranks.
+    None when the name is not of that form, the group is larger than 2, or no candidate matches."""
     m = _HASHED.fullmatch(name or "")
-    if m is None or m.group(1) != "2":
+    if name is None or m is None or m.group(1) != "2":
+        return None
+    if name in _FOUND:
+        return _FOUND[name]
+    if _MISSES.get(name, 0) >= 2:
         return None
     want = int(m.group(2))
+    found = None
     if rank is not None:
-        for q in range(_RANK_LIMIT):
-            pair = (min(rank, q), max(rank, q))
-            if q != rank and std_hash(f"{pair[0]}-{pair[1]}") == want:
-                return pair
+        found = next(((min(rank, q), max(rank, q)) for q in range(_RANK_LIMIT)
+                      if q != rank and std_hash(f"{min(rank, q)}-{max(rank, q)}") == want), None)
+    if found is None:
+        found = next(((a, b) for b in range(1, _PAIR_LIMIT) for a in range(b) if std_hash(f"{a}-{b}") == want), None)
+    if found is None:
+        _MISSES[name] = _MISSES.get(name, 0) + 1
         return None
-    for b in range(1, _PAIR_LIMIT):
-        for a in range(b):
-            if std_hash(f"{a}-{b}") == want:
-                return (a, b)
-    return None
+    _FOUND[name] = found
+    return found
 
 
 def global_peer(c: CommNode, rank: int | None) -> CommNode:
