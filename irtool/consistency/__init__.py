@@ -3,7 +3,8 @@ found in the compiled graphs before it runs. Each check is a pure function over 
 (`dumpdir.rank_facts`) returning typed findings; docs/check.md says what each one compares."""
 from __future__ import annotations
 
-from ..dumpdir import Progress, RankFacts, load_dir, map_ranks, rank_facts
+from ..dumpdir import Progress, RankFacts
+from ..selection import Policy, Selection
 from .causes import causes, coverage
 from .collectives import collective_findings
 from .folder import Folder
@@ -33,9 +34,11 @@ def check_ranks(path: str, facts: list[RankFacts], pass_name: str = "validate") 
     return result
 
 
-def check_dir(path: str, pass_name: str | None = None, jobs: int | None = None, scheduler: str | None = None,
-              progress: Progress | None = None) -> CheckResult:
-    """Analyse every rank of `path` (process pool, or the Dask cluster at `scheduler`), then check.
-    A rank whose dump does not parse raises its DumpError: a check over part of a dump proves nothing."""
-    facts = map_ranks(rank_facts, load_dir(path, pass_name), jobs, progress, scheduler)
-    return check_ranks(path, facts, pass_name or "validate")
+def check_dir(sel: str | Selection, pass_name: str | None = None, jobs: int | None = None,
+              scheduler: str | None = None, progress: Progress | None = None) -> CheckResult:
+    """Analyse every rank of the CLI's selection (or of a path with this pass, in `jobs` processes or
+    on the Dask cluster at `scheduler`), then check. A rank whose dump does not parse raises its
+    DumpError: a check over part of a dump proves nothing."""
+    if not isinstance(sel, Selection):
+        sel = Selection.of(sel, None, pass_name, Policy(jobs, scheduler))
+    return check_ranks(sel.path, sel.analysed(progress), sel.pass_name)
