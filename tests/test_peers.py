@@ -30,6 +30,7 @@ import irtool
 from irtool.cli import main
 from irtool.parallel import analyze
 from irtool.parallel.peer import group_members, std_hash
+from irtool.selection import Selection
 from irtool.view.models import models_for
 
 FOLDERS = ("pipeline_folded_8p", "pipeline_segments_8p")
@@ -169,7 +170,7 @@ def test_check_of_a_folder_that_runs(folder: str) -> None:
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_viewer_pipeline_graph_one_edge_per_pair(folder: str, pass_name: str) -> None:
     # the graph shows rank 0 (stage 0) and rank 4 (stage 1); every Send of one reaches a Receive of the other
-    graph = models_for(str(FIXTURES / folder), pass_name=pass_name).graphs[0]
+    graph = models_for(Selection.of(str(FIXTURES / folder), pass_name_=pass_name)).graphs[0]
     assert graph["id"] == "pipeline"
     nodes = {n["id"]: n for n in graph["nodes"]}
     # pair edges (input "0"); `order` edges chain one rank's nodes in execution order
