@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Callable, Iterator
 
 import click
 
@@ -37,9 +37,14 @@ def _format_option(doc: str) -> Callable:
                         help=f"Output format; json is documented ({doc}) and versioned.")
 
 
-def _emit(fmt: str, writers: dict[str, Callable[[], str]]) -> None:
-    """Print the report in the chosen format: the one place a report's format is chosen."""
+def _emit(fmt: str, writers: dict[str, Callable[[], str | Iterator[str]]]) -> None:
+    """Print the report in the chosen format: the one place a report's format is chosen. A writer
+    may give its text in pieces ending with a newline (a large dump's JSON is never one string)."""
     text = writers[fmt]()
+    if not isinstance(text, str):
+        for piece in text:
+            click.echo(piece, nl=False)
+        return
     click.echo(text if text.endswith("\n") else text + "\n", nl=False)
 
 
@@ -160,7 +165,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             return d
 
         code = _skipped(sel)
-        _emit(fmt, {"json": lambda: summary_mod.to_json(doc()), "text": lambda: to_text(blocks()),
+        _emit(fmt, {"json": lambda: summary_mod.json_pieces(doc()), "text": lambda: to_text(blocks()),
                     "markdown": lambda: to_markdown(blocks())})
         return code
 
