@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Callable, Iterator
 
 import click
 
@@ -37,9 +37,14 @@ def _format_option(doc: str) -> Callable:
                         help=f"Output format; json is documented ({doc}) and versioned.")
 
 
-def _emit(fmt: str, writers: dict[str, Callable[[], str]]) -> None:
-    """Print the report in the chosen format: the one place a report's format is chosen."""
+def _emit(fmt: str, writers: dict[str, Callable[[], str | Iterator[str]]]) -> None:
+    """Print the report in the chosen format: the one place a report's format is chosen. A writer
+    may give its text in pieces ending with a newline (a large dump's JSON is never one string)."""
     text = writers[fmt]()
+    if not isinstance(text, str):
+        for piece in text:
+            click.echo(piece, nl=False)
+        return
     click.echo(text if text.endswith("\n") else text + "\n", nl=False)
 
 
@@ -178,7 +183,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             return d
 
         code = _skipped(sel)
-        _emit(fmt, {"json": lambda: summary_mod.to_json(doc()), "text": lambda: to_text(blocks()),
+        _emit(fmt, {"json": lambda: summary_mod.json_pieces(doc()), "text": lambda: to_text(blocks()),
                     "markdown": lambda: to_markdown(blocks())})
         return code
 
@@ -217,10 +222,11 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         if max_memory:
             diff_cost.memory_threshold(max_memory)
         policy = Policy(loader=load_with_progress)
-        result = diff_mod.diff_dirs(*(Selection.of(p, stage, pass_name, policy) for p in (old, new)))
+        sides = [Selection.of(p, stage, pass_name, policy) for p in (old, new)]
+        result = diff_mod.diff_dirs(*sides)
         cdiff = reasons = None
         if with_cost or cost_kinds or max_memory:
-            cdiff = diff_cost.cost_diff(old, new, pass_name, stage, load_with_progress)
+            cdiff = diff_cost.cost_diff(*sides)
             reasons = cdiff.failures(cost_kinds, max_memory)
         if fmt == "json":
             import json
@@ -309,20 +315,21 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
 
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
+        sel = Selection.of(input_path, stage, pass_name, Policy(loader=load_with_progress), partial=True)
         if pipeline:
             from .atomic import atomic_write
             from .render import pipeline as pipe_mod
 
-            scheds = pipe_mod.folder_schedules(input_path, None, load_with_progress)
+            scheds = pipe_mod.folder_schedules(sel.per_stage(), input_path)
+            _notes(sel)
             text = pipe_mod.pipeline_dot(scheds, f"{input_path}: pipeline in execution order")
-            atomic_write(out, pipe_mod.picture_bytes(text, fmt_used))
+            atomic_write(out, export_mod.dot_bytes(text, fmt_used), protect=tuple(sel.files.values()))
             lost = pipe_mod.unmatched(scheds)
             if lost:
                 click.echo(f"irtool: {len(lost)} Send(s) with no Receive on a drawn stage", err=True)
             click.echo(f"{out}: {len(scheds)} stages, {sum(len(s.events) for _, s in scheds)} Send/Receive", err=True)
-            return 0
+            return _skipped(sel)
         depth_ = render_mod.parse_depth(depth)
-        sel = Selection.of(input_path, stage, pass_name, Policy(loader=load_with_progress), partial=True)
         dump, facts, chosen = render_mod.load_input(sel)
         _notes(sel)
         graph = render_mod.render_graph(dump, facts, subgraph=subgraph, scope=scope, comm_only=comm_only,

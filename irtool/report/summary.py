@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from ..dumpdir import RankFile
 from ..ir import Dump, DumpWarning, SymbolEngine, check
@@ -294,8 +294,17 @@ def summarize_dir(path: str, ranks: list[RankDigest], stage: int | None = None) 
     return dir_summary(path, ranks, stage).as_dict()
 
 
-def to_json(summary: dict[str, Any]) -> str:
-    return json.dumps(summary, indent=2, ensure_ascii=False)
+def json_pieces(summary: dict[str, Any]) -> Iterator[str]:
+    """The JSON text, ending with a newline, in pieces of 8192 encoder tokens: the 68 MB dump's 10 MB
+    of JSON is never one string (its peak RSS), nor a million writes (`json.dump`: 3x the CPU)."""
+    pieces: list[str] = []
+    for piece in json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(summary):
+        pieces.append(piece)
+        if len(pieces) >= 8192:
+            yield "".join(pieces)
+            pieces.clear()
+    pieces.append("\n")
+    yield "".join(pieces)
 
 
 # --- text and Markdown -------------------------------------------------------------------------
