@@ -3,25 +3,36 @@ found in the compiled graphs before it runs. Each check is a pure function over 
 (`dumpdir.rank_facts`) returning typed findings; docs/check.md says what each one compares."""
 from __future__ import annotations
 
-from ..dumpdir import Progress, RankFacts, load_dir, map_ranks, rank_facts
+from typing import Callable
+
+from ..dumpdir import Progress, RankFacts, load_dir, map_ranks
 from .causes import causes, coverage
 from .collectives import collective_findings
+from .digest import RankDetails, RankDigest, details, of_facts, rank_details, rank_digest
 from .folder import Folder
 from .groups import group_findings
 from .p2p import p2p_findings
 from .records import CHECK_TITLES, CHECKS, Cause, CheckResult, Coverage, Finding, RankEntry, Side, Unchecked
 from .stage import stage_findings
 
-__all__ = ["check_dir", "check_ranks", "Cause", "CheckResult", "Coverage", "Finding", "Side", "Unchecked", "CHECKS",
-           "CHECK_TITLES"]
+__all__ = ["check_dir", "check_ranks", "check_digests", "Cause", "CheckResult", "Coverage", "Finding", "Side",
+           "Unchecked", "CHECKS", "CHECK_TITLES"]
 
 
 def check_ranks(path: str, facts: list[RankFacts], pass_name: str = "validate") -> CheckResult:
     """Every check over the analysed ranks of the folder at `path`."""
-    folder = Folder.of(path, facts)
+    by_rank = {f.rank: f for f in facts}
+    return check_digests(path, [of_facts(f) for f in facts], lambda ranks: [details(by_rank[r].facts) for r in ranks],
+                         pass_name)
+
+
+def check_digests(path: str, digests: list[RankDigest], load: Callable[[list[int]], list[RankDetails]],
+                  pass_name: str = "validate") -> CheckResult:
+    """Every check over the ranks' digests of the folder at `path`; `load` reads some ranks' details."""
+    folder = Folder.of(path, digests, load)
     result = CheckResult(path, pass_name, [RankEntry(f.rank, folder.files.get(f.rank, f.path), f.stage)
-                                           for f in facts])
-    for f in facts:
+                                           for f in digests])
+    for f in digests:
         if f.rank is None:
             result.unchecked.append(Unchecked("p2p", None, f.path, "the rank is unknown (not in a rank_N folder): "
                                                                    "this file is left out of every check"))
@@ -35,7 +46,11 @@ def check_ranks(path: str, facts: list[RankFacts], pass_name: str = "validate") 
 
 def check_dir(path: str, pass_name: str | None = None, jobs: int | None = None, scheduler: str | None = None,
               progress: Progress | None = None) -> CheckResult:
-    """Analyse every rank of `path` (process pool, or the Dask cluster at `scheduler`), then check.
+    """Analyse every rank of `path` (process pool, or the Dask cluster at `scheduler`) into its digest,
+    then check; the ranks whose digests differ are read again for the details (docs/check.md).
     A rank whose dump does not parse raises its DumpError: a check over part of a dump proves nothing."""
-    facts = map_ranks(rank_facts, load_dir(path, pass_name), jobs, progress, scheduler)
-    return check_ranks(path, facts, pass_name or "validate")
+    files = load_dir(path, pass_name)
+    by_rank = {f.rank: f for f in files}
+    digests = map_ranks(rank_digest, files, jobs, progress, scheduler)
+    return check_digests(path, digests, lambda ranks: map_ranks(rank_details, [by_rank[r] for r in ranks],
+                                                                jobs, None, scheduler), pass_name or "validate")
