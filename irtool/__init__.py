@@ -1,8 +1,9 @@
 """irtool: read MindSpore MindIR `.ir` dumps and show what a distributed graph really does.
 
 Layers, imports going down only: `ir` (the dump format) <- `parallel` (analysis) <- `present`
-(text, tables, colours) and `dumpdir` (rank folders) <- the commands side by side, never importing
-one another (`report` = summarize, `render`, `diff`, `consistency` = check, `view`) <- `cli`.
+(text, tables, colours), `dumpdir` (rank folders) and `selection` (what a command reads) <- the
+commands side by side, never importing one another (`report` = summarize, `render`, `diff`,
+`consistency` = check, `view`) <- `cli`.
 """
 from __future__ import annotations
 

@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Iterator
 
 import click
 
 from .errors import IrtoolError
 from .progress import Steps, load_with_progress
-
-if TYPE_CHECKING:  # the commands are imported when run, so `irtool --help` stays fast
-    from .report.summary import DirSummary
+from .selection import Policy, Selection
 
 
 def _run(fn: Callable[[], int | None]) -> None:
@@ -30,6 +28,62 @@ def _run(fn: Callable[[], int | None]) -> None:
     sys.exit(code)
 
 
+REPORT_FORMATS = ("text", "json", "markdown")
+
+
+def _format_option(doc: str) -> Callable:
+    """`--format` of the commands that print a report: one choice, one default, everywhere."""
+    return click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="text", show_default=True,
+                        help=f"Output format; json is documented ({doc}) and versioned.")
+
+
+def _emit(fmt: str, writers: dict[str, Callable[[], str | Iterator[str]]]) -> None:
+    """Print the report in the chosen format: the one place a report's format is chosen. A writer
+    may give its text in pieces ending with a newline (a large dump's JSON is never one string)."""
+    text = writers[fmt]()
+    if not isinstance(text, str):
+        for piece in text:
+            click.echo(piece, nl=False)
+        return
+    click.echo(text if text.endswith("\n") else text + "\n", nl=False)
+
+
+def _stage_option(doc: str) -> Callable:
+    return click.option("--stage", type=int, default=None, help=doc + " A dump without pipeline is all of stage 0.")
+
+
+def _pass_option() -> Callable:
+    return click.option("--pass", "pass_name", default=None,
+                        help="Folder: the pass to read per rank, by name or a part of one that names a single "
+                             "pass (default: validate).")
+
+
+def _notes(sel: Selection) -> None:
+    for note in sel.notes:
+        click.echo(f"irtool: {note}", err=True)
+
+
+def _skipped(*sels: Selection) -> int:
+    """A partial folder (issue 18): each rank not read, its error on stderr; exit code 2 when any."""
+    for sel in sels:
+        for u in sel.unreadable:
+            click.echo(f"irtool: {u.error}", err=True)
+    return 2 if any(sel.unreadable for sel in sels) else 0
+
+
+def _unreadable(sel: Selection, head: str, says: str) -> list:
+    """The head of a partial folder's report followed by `says` and how many ranks were not read, and
+    a section listing them; the head alone when every rank was read."""
+    from .present import DASH, Table
+
+    if not sel.unreadable:
+        return [head]
+    n = len(sel.unreadable)
+    rows = [[DASH if u.rank is None else str(u.rank), u.error] for u in sel.unreadable]
+    return [f"{head}; {n} rank{'s' if n != 1 else ''} not read (below): {says}",
+            Table(f"Unreadable ranks: {n}", ["rank", "error"], rows)]
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="irtool")
 def main() -> None:
@@ -38,14 +92,12 @@ def main() -> None:
 
 @main.command()
 @click.argument("path", type=click.Path(exists=True, dir_okay=True))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
-              show_default=True, help="Output format; json is documented and versioned.")
+@_format_option("README")
 @click.option("--lenient", is_flag=True, help="Skip bad nodes or lines (reported) instead of failing.")
 @click.option("--check", "deep", is_flag=True,
               help="Also parse every attribute and type and resolve every reference (slower).")
-@click.option("--stage", type=int, default=None, help="Only ranks (folder) / a file of this pipeline stage.")
-@click.option("--pass", "pass_name", default=None,
-              help="Folder: the pass whose file to read per rank, by substring (default: last *_validate_*).")
+@_stage_option("Only ranks (folder) / a file of this pipeline stage.")
+@_pass_option()
 @click.option("--jobs", type=int, default=None, help="Folder: worker processes (default: one per rank, up to CPUs).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Folder: analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
@@ -60,8 +112,6 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
               jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None, with_cost: bool,
               device_memory: str | None) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
-    import os
-
     from .present import DEFAULT_LIMIT, to_markdown, to_text
     from .report import summary as summary_mod
 
@@ -73,34 +123,51 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
         limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else None
         want_cost = with_cost or device_memory is not None
         cost = None
-        if os.path.isdir(path):
-            result = _summarize_dir(path, stage, pass_name, jobs, lenient, deep, scheduler)
-            blocks = summary_mod.dir_blocks(result, limit) if fmt != "json" else []
+        sel = Selection.of(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress),
+                           partial=True)
+        if sel.is_file:
+            from .ir import check
+
+            one = sel.first()
+            result = summary_mod.file_summary(one.dump, one.facts, check(one.dump) if deep else (), depth=depth)
+            if want_cost:
+                cost = cost_mod.rank_cost(one.dump, one.facts, limit_bytes)
+
+            def data() -> dict:
+                return result.as_dict()
+
+            def blocks() -> list:
+                return summary_mod.summary_blocks(result, limit) + (
+                    cost_mod.rank_blocks(cost, limit) if cost is not None else [])
+        else:
+            from dataclasses import replace
+
+            with Steps("ranks") as progress:
+                ranks = sel.analysed(progress)
+            # the ranks are already those of the stage (the selection's rule); the record keeps the stage asked
+            folder = replace(summary_mod.dir_summary(path, ranks), stage=stage)
             if want_cost:
                 with Steps("cost") as progress:
-                    cost = cost_mod.dir_cost(result, limit_bytes, jobs, progress)[0]
-                blocks += cost_mod.dir_blocks(cost, limit) if fmt != "json" else []
-        else:
-            from .dumpdir import require_stage
-            from .ir import check
-            from .parallel import analyze
+                    cost = cost_mod.dir_cost(folder, limit_bytes, jobs, progress)[0]
 
-            dump = load_with_progress(path, lenient)
-            facts = analyze(dump)
-            require_stage(path, stage, [0 if facts.stage is None else facts.stage])  # no pipeline: stage 0
-            result = summary_mod.file_summary(dump, facts, check(dump) if deep else (), depth=depth)
-            blocks = summary_mod.summary_blocks(result, limit) if fmt != "json" else []
-            if want_cost:
-                cost = cost_mod.rank_cost(dump, facts, limit_bytes)
-                blocks += cost_mod.rank_blocks(cost, limit) if fmt != "json" else []
-        if fmt == "json":
-            doc = result.as_dict()
+            def data() -> dict:
+                return {**folder.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable]}
+
+            def blocks() -> list:
+                shown = summary_mod.dir_blocks(folder, limit)
+                shown[:1] = _unreadable(sel, str(shown[0]), "the tables are of the other ranks")
+                return shown + (cost_mod.dir_blocks(cost, limit) if cost is not None else [])
+
+        def doc() -> dict:
+            d = data()
             if cost is not None:
-                doc["cost"] = cost  # docs/cost.md#json
-            click.echo(summary_mod.to_json(doc))
-        else:
-            click.echo((to_markdown if fmt == "markdown" else to_text)(blocks), nl=False)
-        return 0
+                d["cost"] = cost  # docs/cost.md#json
+            return d
+
+        code = _skipped(sel)
+        _emit(fmt, {"json": lambda: summary_mod.json_pieces(doc()), "text": lambda: to_text(blocks()),
+                    "markdown": lambda: to_markdown(blocks())})
+        return code
 
     _run(body)
 
@@ -108,15 +175,13 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
 @main.command("diff")
 @click.argument("old")
 @click.argument("new")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
-              show_default=True, help="Output format; json is documented (docs/diff.md) and versioned.")
+@_format_option("docs/diff.md")
 @click.option("--fail-on", "fail_on", multiple=True, default=("comm,strategy",), show_default=True,
               help="Exit 1 on these differences: comm, strategy, ops, params, any (repeat or comma-separate).")
 @click.option("--max-comm-bytes-increase", "max_increase", default=None,
               help="Also exit 1 when a rank's communication bytes grow by more than this (5%, 1048576, 10MB).")
-@click.option("--pass", "pass_name", default="validate", show_default=True,
-              help="Which dump of a folder to compare (`*_<pass>_*.ir`).")
-@click.option("--stage", type=int, default=None, help="Only ranks on this pipeline stage (either side).")
+@_pass_option()
+@_stage_option("Only ranks on this pipeline stage (either side).")
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 200).")
 @click.option("--cost", "with_cost", is_flag=True,
               help="Also compare stage FLOPs and memory (docs/cost.md); implied by --fail-on memory/cost.")
@@ -138,10 +203,12 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
             diff_mod.parse_threshold(max_increase)
         if max_memory:
             diff_cost.memory_threshold(max_memory)
-        result = diff_mod.diff_dirs(old, new, pass_name=pass_name, stage=stage, loader=load_with_progress)
+        policy = Policy(loader=load_with_progress)
+        sides = [Selection.of(p, stage, pass_name, policy) for p in (old, new)]
+        result = diff_mod.diff_dirs(*sides)
         cdiff = reasons = None
         if with_cost or cost_kinds or max_memory:
-            cdiff = diff_cost.cost_diff(old, new, pass_name, stage, load_with_progress)
+            cdiff = diff_cost.cost_diff(*sides)
             reasons = cdiff.failures(cost_kinds, max_memory)
         if fmt == "json":
             import json
@@ -167,10 +234,8 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
 
 @main.command("check")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, dir_okay=True))
-@click.option("--pass", "pass_name", default=None,
-              help="The pass whose file to read per rank, by substring (default: last *_validate_*).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
-              show_default=True, help="Output format; json is documented (docs/check.md) and versioned.")
+@_pass_option()
+@_format_option("docs/check.md")
 @click.option("--jobs", type=int, default=None, help="Worker processes (default: one per rank, up to CPUs).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
@@ -181,15 +246,28 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
               strict: bool) -> None:
     """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group
     membership, ranks of one stage alike). Exit 0 consistent (with --strict: and everything compared),
-    1 findings, 2 unreadable input."""
+    1 findings, 2 unreadable input (also when some ranks could not be read: the others are checked)."""
+    import json
+
     from .consistency import check_dir
-    from .consistency.report import render as check_output
+    from .consistency.report import blocks
+    from .present import to_markdown, to_text
 
     def body() -> int:
+        sel = Selection.of(path, None, pass_name, Policy(jobs, scheduler), partial=True)
         with Steps("ranks") as progress:
-            result = check_dir(path, pass_name, jobs, scheduler, progress)
-        click.echo(check_output(result, fmt), nl=False)
-        return result.exit_code(strict)
+            result = check_dir(sel, progress=progress)
+        shown = blocks(result)
+        head = str(shown[0])
+        if sel.unreadable:  # "consistent" would claim more than was compared
+            head = head.replace("consistent as far as compared, not fully checked", "no findings")
+            head = head.replace("): consistent", "): no findings")
+        shown[:1] = _unreadable(sel, head, "the folder was not fully checked")
+        d = {**result.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable]}
+        code = _skipped(sel)
+        _emit(fmt, {"json": lambda: json.dumps(d, indent=2), "text": lambda: to_text(shown),
+                    "markdown": lambda: to_markdown(shown)})
+        return code or result.exit_code(strict)
 
     _run(body)
 
@@ -199,7 +277,8 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Output file.")
 @click.option("--format", "fmt", type=click.Choice(["dot", "svg", "png", "pdf"]), default=None,
               help="Output format (default: OUT's suffix).")
-@click.option("--stage", type=int, default=None, help="Pipeline stage to draw (its nodes plus its Send/Receive).")
+@_stage_option("Pipeline stage to draw (its nodes plus its Send/Receive); a folder draws the lowest rank of it.")
+@_pass_option()
 @click.option("--subgraph", default=None, help="Only this subgraph (name, with or without @).")
 @click.option("--scope", default=None, help="Only nodes under this name-scope prefix.")
 @click.option("--comm-only", is_flag=True, help="Only communication nodes plus --hops of context.")
@@ -209,37 +288,41 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
 @click.option("--depth", default=None, help="Fold by name scope to this depth; 'all' = no folding (default: auto).")
 @click.option("--pipeline", "pipeline", is_flag=True,
               help="Folder: every stage's Send/Receive in execution order side by side, each Send linked to its Receive.")
-def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, subgraph: str | None,
-               scope: str | None, comm_only: bool, hops: int, direction: str | None, depth: str | None,
-               pipeline: bool) -> None:
+def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pass_name: str | None,
+               subgraph: str | None, scope: str | None, comm_only: bool, hops: int, direction: str | None,
+               depth: str | None, pipeline: bool) -> None:
     """Draw a dump (file or rank_* folder) as DOT/SVG/PNG/PDF, folded by name scope."""
     from .render import export as export_mod
     from .render import graph as render_mod
 
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
+        sel = Selection.of(input_path, stage, pass_name, Policy(loader=load_with_progress), partial=True)
         if pipeline:
             from .atomic import atomic_write
             from .render import pipeline as pipe_mod
 
-            scheds = pipe_mod.folder_schedules(input_path, None, load_with_progress)
+            scheds = pipe_mod.folder_schedules(sel.per_stage(), input_path)
+            _notes(sel)
             text = pipe_mod.pipeline_dot(scheds, f"{input_path}: pipeline in execution order")
-            atomic_write(out, pipe_mod.picture_bytes(text, fmt_used))
+            atomic_write(out, export_mod.dot_bytes(text, fmt_used), protect=tuple(sel.files.values()))
             lost = pipe_mod.unmatched(scheds)
             if lost:
                 click.echo(f"irtool: {len(lost)} Send(s) with no Receive on a drawn stage", err=True)
             click.echo(f"{out}: {len(scheds)} stages, {sum(len(s.events) for _, s in scheds)} Send/Receive", err=True)
-            return 0
-        dump, facts, chosen = render_mod.load_input(input_path, stage, load_with_progress)
-        graph = render_mod.render_graph(dump, facts, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,
-                                        hops=hops, direction=direction, depth=render_mod.parse_depth(depth))
+            return _skipped(sel)
+        depth_ = render_mod.parse_depth(depth)
+        dump, facts, chosen = render_mod.load_input(sel)
+        _notes(sel)
+        graph = render_mod.render_graph(dump, facts, subgraph=subgraph, scope=scope, comm_only=comm_only,
+                                        hops=hops, direction=direction, depth=depth_)
         export_mod.export(graph, out, fmt_used, protect=(dump.path,))
         for note in graph.graph.get("notes", []):
             click.echo(f"irtool: {note}", err=True)
         d = graph.graph.get("depth")
         click.echo(f"{out}: {graph.number_of_nodes()} boxes, {graph.number_of_edges()} edges, "
                    f"depth {'all' if d is None else d} ({chosen})", err=True)
-        return 0
+        return _skipped(sel)
 
     _run(body)
 
@@ -247,8 +330,8 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, su
 @main.command()
 @click.argument("path", type=click.Path(exists=True, dir_okay=True))
 @click.argument("new", required=False, type=click.Path(exists=True, dir_okay=True))
-@click.option("--stage", type=int, default=None, help="Folder: only the rank of this pipeline stage.")
-@click.option("--pass", "pass_name", default=None, help="Folder: the pass to read per rank (default: last validate).")
+@_stage_option("Folder: only the rank of this pipeline stage.")
+@_pass_option()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address the server listens on.")
 @click.option("--port", type=int, default=8080, show_default=True, help="Port of the server.")
 @click.option("--no-browser", is_flag=True, help="Do not open a browser (print the URL only).")
@@ -261,12 +344,14 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, h
     from .view.serve import serve
 
     def body() -> int:
-        if new is not None:
-            models = compare_models(path, new, diff_rank, pass_name, load_with_progress)
-        else:
-            models = [models_for(path, stage, pass_name, load_with_progress)]
+        policy = Policy(loader=load_with_progress)
+        sels = [Selection.of(p, stage, pass_name, policy, partial=True) for p in (path, new) if p is not None]
+        models = compare_models(*sels, diff_rank) if new is not None else [models_for(sels[0])]
+        for sel in sels:
+            _notes(sel)
+        code = _skipped(*sels)
         serve(models, host, port, not no_browser, lambda url: click.echo(f"irtool: Model Explorer at {url}", err=True))
-        return 0
+        return code
 
     _run(body)
 
@@ -276,8 +361,8 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, h
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False), help="Output graph JSON file.")
 @click.option("--format", "fmt", type=click.Choice(["model-explorer"]), default="model-explorer", show_default=True,
               help="Model Explorer's graph JSON, loadable in any Model Explorer.")
-@click.option("--stage", type=int, default=None, help="Folder: only the rank of this pipeline stage.")
-@click.option("--pass", "pass_name", default=None, help="Folder: the pass to read per rank (default: last validate).")
+@_stage_option("Folder: only the rank of this pipeline stage.")
+@_pass_option()
 @click.option("--node-data/--no-node-data", default=True, show_default=True,
               help="Also write the node data overlays next to OUTPUT (OUTPUT stem + `.comm_category.json`, ...).")
 def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str | None, node_data: bool) -> None:
@@ -288,7 +373,9 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
     from .view.models import models_for
 
     def body() -> int:
-        model = models_for(path, stage, pass_name, load_with_progress)
+        sel = Selection.of(path, stage, pass_name, Policy(loader=load_with_progress), partial=True)
+        model = models_for(sel)
+        _notes(sel)
         inputs = tuple(f for f in (path,) if os.path.isfile(f))
         atomic_write(out, model.graphs_json(), protect=inputs)
         written = [out]
@@ -301,25 +388,9 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
                 atomic_write(target, json.dumps(data, indent=1), protect=inputs)
                 written.append(target)
         click.echo(f"irtool: wrote {', '.join(written)} ({len(model.graphs)} graphs)", err=True)
-        return 0
+        return _skipped(sel)
 
     _run(body)
-
-
-def _summarize_dir(path: str, stage: int | None, pass_name: str | None, jobs: int | None, lenient: bool,
-                   deep: bool, scheduler: str | None) -> DirSummary:
-    """`summarize DIR`: each rank's file analysed (and with `deep` checked) in a process pool or on a
-    Dask cluster, grouped by stage."""
-    from functools import partial
-
-    from .dumpdir import load_dir, map_ranks, rank_facts, require_stage
-    from .report.summary import dir_summary
-
-    with Steps("ranks") as progress:
-        ranks = map_ranks(partial(rank_facts, lenient=lenient, deep=deep), load_dir(path, pass_name), jobs, progress,
-                          scheduler)
-    require_stage(path, stage, [r.stage for r in ranks])
-    return dir_summary(path, ranks, stage)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Dump folders as MindSpore writes them (`rank_0/ ... rank_N/`): one file per rank, and work over
-ranks in a process pool.
+ranks in a process pool. `irtool.selection` is the front door commands use; this module is its
+mechanics.
 
-`load_dir` names each rank's file and loads it on demand; `map_ranks` runs a per-rank function in
+`select_files` names each rank's file of a pass from file names alone; `load_dir` wraps them to
+load on demand; `map_ranks` runs a per-rank function in
 worker processes and returns its (picklable) results in rank order; `rank_facts` is the usual
 such function: counts, operators and parallel facts of one rank.
 """
@@ -14,13 +16,14 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, TypeVar
 
-from .errors import InputError, SelectionError
+from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, DumpWarning, check, load, pass_name
 from .parallel import ParallelFacts, analyze
 from .parallel.peer import rank_of
 
 _RANK_DIR = re.compile(r"^rank_(\d+)$")
 _DUMP = re.compile(r"\.ir(\.(xz|gz|bz2))?$")
+DEFAULT_PASS = "validate"  # the last frontend pass: what the compiled job runs
 
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (done, total)
@@ -32,32 +35,85 @@ def _sequence(name: str) -> int:
     return int(m.group(1)) if m else -1
 
 
-def pick_file(folder: str, pass_name_: str | None = None) -> str:
-    """A rank folder's dump for a pass: the files whose pass part contains `pass_name_` (default
-    `validate`, the last frontend pass); of those the last written, a plain `.ir` before a
-    compressed copy."""
-    want = pass_name_ or "validate"
-    hits = [f for f in os.listdir(folder) if _DUMP.search(f) and want in pass_name(f)]
-    if not hits:
-        raise InputError(f"{folder}: no dump of pass {want!r} (*_{want}_*.ir)")
-    return os.path.join(folder, max(hits, key=lambda f: (_sequence(f), -len(f), f)))
+def _dumps(folder: str) -> dict[str, str]:
+    """pass -> file of one rank folder: of several files of a pass the last written, a plain `.ir`
+    before a compressed copy."""
+    by: dict[str, list[str]] = {}
+    for f in os.listdir(folder):
+        if _DUMP.search(f) and os.path.isfile(os.path.join(folder, f)):
+            by.setdefault(pass_name(f), []).append(f)
+    return {p: os.path.join(folder, max(fs, key=lambda f: (_sequence(f), -len(f), f))) for p, fs in by.items()}
+
+
+def resolve_pass(where: str, passes: Iterable[str], want: str | None) -> str:
+    """The pass `--pass want` names among `passes`: the pass of that exact name, else the one pass whose
+    name contains it (default `validate`, the last frontend pass). Several such passes, or none, is a
+    SelectionError listing the candidates, or every pass that exists."""
+    want = want or DEFAULT_PASS
+    passes = sorted(set(passes))
+    if want in passes:
+        return want
+    hits = [p for p in passes if want in p]
+    if len(hits) == 1:
+        return hits[0]
+    if hits:
+        raise SelectionError(f"{where}: --pass {want} matches {len(hits)} passes: {', '.join(hits)}; "
+                             "give one of them")
+    raise SelectionError(f"{where}: no pass matches --pass {want}; passes here: {', '.join(passes)}")
+
+
+def rank_error(where: str, rank: int | None, pass_: str, passes: Iterable[str]) -> SelectionError:
+    """A rank folder without a dump of the selected pass."""
+    name = "the folder" if rank is None else f"rank {rank}"
+    return SelectionError(f"{where}: {name} has no dump of pass {pass_} (it has: {', '.join(sorted(passes)) or 'none'})")
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A rank of a folder that could not be read: no dump of the selected pass (`file` None), or the
+    located error of its file. A record, so that a folder command answers for the other ranks."""
+
+    rank: int | None
+    file: str | None
+    error: str
+
+    def as_dict(self) -> dict[str, int | str | None]:
+        return {"rank": self.rank, "file": self.file, "error": self.error}
+
+
+def select_files(path: str, want: str | None = None,
+                 missing: list[Unreadable] | None = None) -> tuple[str, dict[int | None, str]]:
+    """The pass and rank -> dump file, by file names only, for a dump file (its own pass), a rank
+    folder, or a folder of `rank_N/` folders (rank None when the path does not tell). A pass no rank
+    has or several passes matching `want` is a SelectionError; so is a rank without the pass, unless
+    `missing` is given: then it is recorded there and left out."""
+    if os.path.isfile(path):  # read as it is; a `want` it is not is the same error as in a folder
+        return (pass_name(path) if want is None else resolve_pass(path, [pass_name(path)], want)), {rank_of(path): path}
+    if not os.path.isdir(path):
+        raise InputError(f"{path}: no such file or folder")
+    folders = {int(m.group(1)): os.path.join(path, e) for e in os.listdir(path)
+               if (m := _RANK_DIR.match(e)) and os.path.isdir(os.path.join(path, e))}
+    if not folders:
+        folders = {rank_of(os.path.join(path, "x")): path}  # one rank's folder
+    dumps = {r: _dumps(f) for r, f in folders.items()}
+    passes = {p for d in dumps.values() for p in d}
+    if not passes:
+        raise InputError(f"{path}: no .ir dump here and no rank_N folder holding one")
+    chosen = resolve_pass(path, passes, want)
+    files: dict[int | None, str] = {}
+    for rank in sorted(dumps, key=lambda r: -1 if r is None else r):
+        if chosen in dumps[rank]:
+            files[rank] = dumps[rank][chosen]
+        elif missing is None:
+            raise rank_error(path, rank, chosen, dumps[rank])
+        else:
+            missing.append(Unreadable(rank, None, str(rank_error(path, rank, chosen, dumps[rank]))))
+    return chosen, files
 
 
 def rank_files(path: str, pass_name_: str | None = None) -> dict[int | None, str]:
-    """rank -> dump file, for a dump file, a rank folder, or a folder of `rank_N/` folders
-    (rank None when the path does not tell)."""
-    if os.path.isfile(path):
-        return {rank_of(path): path}
-    if not os.path.isdir(path):
-        raise InputError(f"{path}: no such file or folder")
-    ranks = {}
-    for entry in os.listdir(path):
-        m = _RANK_DIR.match(entry)
-        if m and os.path.isdir(os.path.join(path, entry)):
-            ranks[int(m.group(1))] = pick_file(os.path.join(path, entry), pass_name_)
-    if ranks:
-        return dict(sorted(ranks.items()))
-    return {rank_of(os.path.join(path, "x")): pick_file(path, pass_name_)}
+    """rank -> dump file of the pass (`select_files`)."""
+    return select_files(path, pass_name_)[1]
 
 
 @dataclass(frozen=True)
@@ -103,21 +159,13 @@ def rank_facts(rank: RankFile, lenient: bool = False, deep: bool = False) -> Ran
     return RankFacts(rank.rank, rank.path, dump.counts, dump.op_histogram(), facts, warnings)
 
 
-def stages_text(stages: Iterable[int | None]) -> str:
-    """The pipeline stages that exist among these, for a message: `stages 0, 1` or `no pipeline`."""
-    known = sorted({s for s in stages if s is not None})
-    return "no pipeline" if not known else ("stage " if len(known) == 1 else "stages ") + ", ".join(map(str, known))
-
-
-def require_stage(where: str, stage: int | None, stages: Iterable[int | None]) -> None:
-    """SelectionError naming the stages that exist when `stage` is given and none of `stages` is it."""
-    stages = list(stages)
-    if stage is not None and stage not in stages:
-        raise stage_error(where, stage, stages)
-
-
-def stage_error(where: str, stage: int, stages: list[int | None]) -> SelectionError:
-    return SelectionError(f"{where}: no rank is on stage {stage} ({stages_text(stages)}); try another --stage")
+def read_or_record(fn: Callable[[RankFile], T], rank: RankFile) -> T | Unreadable:
+    """`fn(rank)`, or the rank's error as a record (runs in a worker: the error travels as data)."""
+    try:
+        return fn(rank)
+    except (IrtoolError, OSError, MemoryError, RecursionError) as exc:
+        return Unreadable(rank.rank, rank.path, str(exc) if isinstance(exc, IrtoolError) else
+                          f"{rank.path}: {type(exc).__name__}: {exc}")
 
 
 def map_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | None = None,

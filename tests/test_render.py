@@ -156,7 +156,8 @@ def test_stage_on_pipeline_fixture():
         stage = int(rank.name[5:]) // 4
         dump = irtool.load(str(next(rank.glob("*_validate_*"))))
         here = render_graph(dump, irtool.analyze(dump), stage=stage, depth="all")
-        with pytest.raises(RenderError, match=f"this rank is on stage {stage}, not stage {1 - stage}; "):
+        wrong = f"no rank is on stage {1 - stage} \\(stage {stage}\\); try another --stage"  # docs/selection.md
+        with pytest.raises(RenderError, match=wrong):
             render_graph(dump, irtool.analyze(dump), stage=1 - stage, depth="all")
         assert here.number_of_nodes() == (690, 815)[stage], rank
         p2p = [a for _, a in here.nodes(data=True) if a["op"] in ("Send", "Receive")]
@@ -166,9 +167,10 @@ def test_stage_on_pipeline_fixture():
 
 def test_stage_folder_picks_rank_of_that_stage():
     from irtool.render.graph import load_input
+    from irtool.selection import Selection
 
     # pipeline_2stage_8p: ranks 0-3 are stage 0, ranks 4-7 stage 1 (manifest.json)
-    dump, facts, chosen = load_input(str(PIPE), 1, irtool.load)
+    dump, facts, chosen = load_input(Selection.of(str(PIPE), 1))
     assert facts.stage == 1 and chosen.startswith("rank 4 ")
 
 

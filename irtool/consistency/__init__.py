@@ -3,9 +3,12 @@ found in the compiled graphs before it runs. Each check is a pure function over 
 (`dumpdir.rank_facts`) returning typed findings; docs/check.md says what each one compares."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
-from ..dumpdir import Progress, RankFacts, load_dir, map_ranks
+from ..dumpdir import Progress, RankFacts, Unreadable, map_ranks, read_or_record
+from ..errors import InputError, SelectionError
+from ..selection import Policy, Selection
 from .causes import causes, coverage
 from .collectives import collective_findings
 from .digest import RankDetails, RankDigest, details, of_facts, rank_details, rank_digest
@@ -44,13 +47,24 @@ def check_digests(path: str, digests: list[RankDigest], load: Callable[[list[int
     return result
 
 
-def check_dir(path: str, pass_name: str | None = None, jobs: int | None = None, scheduler: str | None = None,
-              progress: Progress | None = None) -> CheckResult:
-    """Analyse every rank of `path` (process pool, or the Dask cluster at `scheduler`) into its digest,
-    then check; the ranks whose digests differ are read again for the details (docs/check.md).
-    A rank whose dump does not parse raises its DumpError: a check over part of a dump proves nothing."""
-    files = load_dir(path, pass_name)
-    by_rank = {f.rank: f for f in files}
-    digests = map_ranks(rank_digest, files, jobs, progress, scheduler)
-    return check_digests(path, digests, lambda ranks: map_ranks(rank_details, [by_rank[r] for r in ranks],
-                                                                jobs, None, scheduler), pass_name or "validate")
+def check_dir(sel: str | Selection, pass_name: str | None = None, jobs: int | None = None,
+              scheduler: str | None = None, progress: Progress | None = None) -> CheckResult:
+    """Analyse every rank of the CLI's selection (or of a path with this pass, in `jobs` processes or
+    on the Dask cluster at `scheduler`) into its digest, then check; the ranks whose digests differ
+    are read again for their details. A rank whose dump does not parse raises its DumpError (a
+    partial selection records it in `sel.unreadable`): a check over part of a dump proves nothing."""
+    if not isinstance(sel, Selection):
+        sel = Selection.of(sel, None, pass_name, Policy(jobs, scheduler))
+    if sel.partial:
+        got = sel.map(partial(read_or_record, rank_digest), progress)
+        sel.unreadable += [g for g in got if isinstance(g, Unreadable)]
+        sel.unreadable.sort(key=lambda u: -1 if u.rank is None else u.rank)
+        digests = [g for g in got if not isinstance(g, Unreadable)]
+        if not digests:  # nothing to answer for: the first rank's error is the answer
+            raise (SelectionError if sel.unreadable[0].file is None else InputError)(sel.unreadable[0].error)
+    else:
+        digests = sel.map(rank_digest, progress)
+    files = {f.rank: f for f in sel.rank_files}
+    return check_digests(sel.path, digests, lambda ranks: map_ranks(rank_details, [files[r] for r in ranks],
+                                                                    sel.policy.jobs, None, sel.policy.scheduler),
+                         sel.pass_name)

@@ -11,13 +11,14 @@ import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
-from ..dumpdir import rank_files, rank_of, require_stage
+from ..dumpdir import rank_of
 from ..errors import InputError
-from ..ir import Dump, load
+from ..ir import Dump
 from ..parallel import ParallelFacts, analyze
 from ..parallel.records import Bytes, plain
+from ..selection import Selection
 from .facts import STRATEGY_FIELDS, CommFact, StrategyFact, comm_facts, strategy_facts, strategy_micro
 from .match import align_scopes, match, op_number
 from .records import Change, CommBytes, CommChange, OpCount, ParamChange, ParameterComm, RankSpecific, StrategyChange
@@ -415,53 +416,54 @@ def _comm_bytes(old: list[CommFact], new: list[CommFact]) -> list[CommBytes]:
 
 # --- files and folders
 
-def diff_dirs(old_dir: str, new_dir: str, pass_name: str = "validate", stage: int | None = None,
-              loader: Callable[[str], Dump] = load) -> DiffResult:
-    """Diff two dumps or dump folders, ranks matched by rank number (a lone rank on each side is
-    compared with the other even when the numbers differ). With `stage`, only ranks whose dump is
-    on that pipeline stage on either side are compared. `loader` reads one file (e.g. with progress)."""
-    old_files, new_files = rank_files(old_dir, pass_name), rank_files(new_dir, pass_name)
+def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None = None,
+              stage: int | None = None) -> DiffResult:
+    """Diff two dumps or dump folders (paths, or the CLI's selections), ranks matched by rank number
+    (a lone rank on each side is compared with the other even when the numbers differ). With a
+    stage, only ranks whose dump is on that pipeline stage on either side are compared."""
+    a_sel, b_sel = (s if isinstance(s, Selection) else Selection.of(s, stage, pass_name) for s in (old, new))
+    old_files, new_files = a_sel.files, b_sel.files
     if len(old_files) == 1 and len(new_files) == 1:
-        pairs = [(*next(iter(old_files.items())), *next(iter(new_files.items())))]
+        pairs = [(next(iter(old_files)), next(iter(new_files)))]
     else:
-        pairs = [(r, old_files[r], r, new_files[r])
-                 for r in sorted(set(old_files) & set(new_files), key=lambda r: -1 if r is None else r)]
+        pairs = [(r, r) for r in sorted(set(old_files) & set(new_files), key=lambda r: -1 if r is None else r)]
     result = DiffResult()
-    seen: list[int] = []
+    seen: list[int | None] = []
     old_stages: set[int] = set()
     new_stages: set[int] = set()
-    for old_rank, old_path, new_rank, new_path in pairs:
-        a, b = loader(old_path), loader(new_path)
-        fa, fb = analyze(a), analyze(b)
-        seen += (fa.stage or 0, fb.stage or 0)
-        if stage is None or stage in (fa.stage or 0, fb.stage or 0):
-            result.ranks.append(diff_rank((a, fa), (b, fb), old_rank, new_rank))
-            old_stages.add(fa.stage or 0)
-            new_stages.add(fb.stage or 0)
-    if os.path.isdir(old_dir) and os.path.isdir(new_dir):
+    for old_rank, new_rank in pairs:
+        a, b = a_sel.read(old_rank), b_sel.read(new_rank)
+        seen += (a.facts.stage, b.facts.stage)
+        if a_sel.wants(a.facts.stage) or b_sel.wants(b.facts.stage):
+            result.ranks.append(diff_rank((a.dump, a.facts), (b.dump, b.facts), old_rank, new_rank))
+            old_stages.add(a.stage)
+            new_stages.add(b.stage)
+    where = f"{a_sel.path} and {b_sel.path}"
+    if not a_sel.is_file and not b_sel.is_file:
         # a pass one rank dumped on one side only (a compilation that stopped early), per rank number
         only_old: set[str] = set()
         only_new: set[str] = set()
-        for old_rank, old_path, new_rank, new_path in pairs:
+        for old_rank, new_rank in pairs:
             if old_rank == new_rank:
-                a_passes, b_passes = _passes(old_path), _passes(new_path)
+                a_passes, b_passes = _passes(old_files[old_rank]), _passes(new_files[new_rank])
                 only_old |= a_passes - b_passes
                 only_new |= b_passes - a_passes
         result.only_old_passes, result.only_new_passes = sorted(only_old), sorted(only_new)
     if len(pairs) == 1 and len(old_files) == 1 and len(new_files) == 1:
-        require_stage(f"{old_dir} and {new_dir}", stage, seen)
+        # a stage no rank is on compares nothing: an error, not a clean diff that would pass CI
+        a_sel.require(seen, where)
         return result
     # A rank on one side only is a change (its stage may be gone with it): read it for its stage.
-    for files, others, only, stages in ((old_files, new_files, result.only_old, old_stages),
-                                        (new_files, old_files, result.only_new, new_stages)):
-        for rank in sorted(r for r in files if r not in others and r is not None):
-            rank_stage = analyze(loader(files[rank])).stage or 0
+    for sel, others, only, stages in ((a_sel, new_files, result.only_old, old_stages),
+                                      (b_sel, old_files, result.only_new, new_stages)):
+        for rank in sorted(r for r in sel.files if r not in others and r is not None):
+            rank_stage = sel.read(rank).stage
             seen.append(rank_stage)
-            if stage is None or stage == rank_stage:
+            if sel.wants(rank_stage):
                 only.append(rank)
                 stages.add(rank_stage)
     # a stage no rank is on compares nothing: an error, not a clean diff that would pass CI
-    require_stage(f"{old_dir} and {new_dir}", stage, seen)
+    a_sel.require(seen, where)
     result.only_old_stages = sorted(old_stages - new_stages)
     result.only_new_stages = sorted(new_stages - old_stages)
     return result

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from .check import check
 from .graph import build_graph, data_graph
-from .model import Dump, Node, Param, Subgraph
+from .model import Dump, Node, Param, Subgraph, SymbolEngine, SymbolLine
 from .parse import load
 from .records import DumpWarning, Input, Ref, TypeInfo, Unreadable
 from .source import pass_name
 
 __all__ = ["check", "build_graph", "data_graph", "load", "pass_name", "Dump", "Node", "Param", "Subgraph",
-           "DumpWarning", "Input", "Ref", "TypeInfo", "Unreadable"]
+           "SymbolEngine", "SymbolLine", "DumpWarning", "Input", "Ref", "TypeInfo", "Unreadable"]

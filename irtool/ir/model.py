@@ -181,6 +181,43 @@ class Node:
 
 
 @dataclass
+class SymbolLine:
+    """One operation of a symbol engine: `s25<[8,inf]|8N|=s1> = ScalarMul(s24<[4,inf]|4N|=s1/2>, 2)`."""
+
+    line: int
+    text: str  # without its indentation
+
+    @property
+    def target(self) -> str:
+        """The symbol or shape it defines: `s25<[8,inf]|8N|=s1>`, `[s18<...>, 16]`."""
+        return self.text.partition(" = ")[0]
+
+    @property
+    def op(self) -> str:
+        """The operation: `ScalarMul`, `StridedSlice`."""
+        return self.text.partition(" = ")[2].split("(", 1)[0]
+
+
+@dataclass
+class SymbolEngine:
+    """`SymbolEngine_<graph> { ... }` of a `symbol engine details:` block (dynamic shapes)."""
+
+    name: str  # "SymbolEngine_<graph>"
+    line: int
+    symbols: list[SymbolLine] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # unknown lines inside it, raw
+
+    @property
+    def graph(self) -> str:
+        """The graph that owns the engine (its name without the `SymbolEngine_` prefix)."""
+        return self.name.removeprefix("SymbolEngine_")
+
+    def op_histogram(self) -> Counter:
+        """Operation -> number of symbol lines using it."""
+        return Counter(s.op for s in self.symbols)
+
+
+@dataclass
 class Subgraph:
     """A function graph: `subgraph @name(%para..) { nodes }` and what is printed before it."""
 
@@ -190,13 +227,10 @@ class Subgraph:
     parent: str | None = None
     attrs: dict[str, str] = field(default_factory=dict)
     instance: str | None = None
+    symbol_engine: str | None = None  # `subgraph symbol engine: SymbolEngine_<graph> : 0x...`
     preamble: list[str] = field(default_factory=list)  # other lines printed before it, raw
     nodes: list[Node] = field(default_factory=list)
     body_notes: list[str] = field(default_factory=list)  # unknown lines among its nodes, raw
-
-    @property
-    def return_node(self) -> Node | None:
-        return self.nodes[-1] if self.nodes and self.nodes[-1].id is None else None
 
 
 @dataclass
@@ -211,6 +245,7 @@ class Dump:
     params: list[Param] = field(default_factory=list)  # header parameters (`# Params:`)
     subgraphs: list[Subgraph] = field(default_factory=list)
     order: list[str] = field(default_factory=list)  # `# Order:` lines, raw
+    symbol_engines: list[SymbolEngine] = field(default_factory=list)  # `symbol engine details:` blocks
     sorted_order: bool = False  # printed with MS_DEV_SAVE_GRAPHS_SORT_MODE=1
     warnings: list[DumpWarning] = field(default_factory=list)  # found while reading
     size: int = 0  # bytes of text read

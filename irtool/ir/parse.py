@@ -23,7 +23,7 @@ from lark.lexer import Lexer
 
 from ..errors import DumpError, show
 from .grammar import document_parser, grammar_text
-from .model import Dump, Node, Param, Subgraph
+from .model import Dump, Node, Param, Subgraph, SymbolEngine, SymbolLine
 from .records import CALL, PRIMFUNC_PREFIX, DumpWarning
 from .source import read_lines
 from .values import scan_args, terminal
@@ -47,6 +47,8 @@ LINE_NAMES = {
     "SOURCE_LINE": "a '# In file' line", "SIDE_EFFECT_LINE": "'# SideEffect: ...'",
     "CANDIDATE_LINE": "'# Corresponding ... candidate:'", "CLOSE_LINE": "'}'",
     "ORDER_HEAD_LINE": "'# Order:'", "ORDER_LINE": "an order line", "KV_LINE": "an attribute line 'key: value'",
+    "GRAPH_SYMBOL_ENGINE_LINE": "'subgraph symbol engine: ...'", "SYMBOLS_HEAD_LINE": "'symbol engine details:'",
+    "SYMBOL_ENGINE_OPEN_LINE": "'SymbolEngine_<graph> {'", "SYMBOL_LINE": "a symbol line 's1<...> = Op(...)'",
     "UNKNOWN_LINE": "a line", "$END": "end of file",
 }
 
@@ -271,6 +273,9 @@ class Builder(Transformer):
     def graph_instance(self, items: list) -> tuple:
         return ("instance", str(items[0]).split(":", 1)[1].rsplit(" : ", 1)[0].strip())
 
+    def graph_symbol_engine(self, items: list) -> tuple:
+        return ("symbol_engine", str(items[0]).split(":", 1)[1].rsplit(" : ", 1)[0].strip())
+
     def graph_parameters(self, items: list) -> tuple:
         return ("raw", str(items[0]))
 
@@ -350,6 +355,23 @@ class Builder(Transformer):
         return Node("", nid, name, callee, op, text, start, tok.line, tuple(tok.types), scope,
                     tuple(tok.sources), tuple(notes))
 
+    # --- `symbol engine details:` (dynamic shapes): kept as data
+    def symbol_line(self, items: list) -> SymbolLine:
+        return SymbolLine(items[0].line, str(items[0]).strip())
+
+    def symbol_engine(self, items: list) -> SymbolEngine:
+        opener = items[0]
+        engine = SymbolEngine(str(opener).rstrip(" {"), opener.line)
+        for item in items[1:-1]:
+            if isinstance(item, SymbolLine):
+                engine.symbols.append(item)
+            else:  # an unknown line, reported as it was read
+                engine.notes.append(item[1])
+        return engine
+
+    def symbol_section(self, items: list) -> tuple:
+        return ("symbol_engines", items[1:])
+
     def order_section(self, items: list) -> tuple:
         return ("order", [str(t) for t in items[1:]])
 
@@ -365,6 +387,8 @@ class Builder(Transformer):
                 pending = []
             elif item[0] == "order":
                 order.extend(item[1])
+            elif item[0] == "symbol_engines":
+                header.setdefault("symbol_engines", []).extend(item[1])
             elif item[0] in _HEADER_KEYS:
                 header[item[0]] = item[1]
             else:
@@ -408,6 +432,8 @@ def _attach(g: Subgraph, preamble: list[tuple[str, Any]]) -> None:
             g.attrs[value[0]] = value[1]
         elif kind == "instance":
             g.instance = value
+        elif kind == "symbol_engine":
+            g.symbol_engine = value
         elif kind != "attr_head":
             g.preamble.append(value)
 
@@ -674,7 +700,8 @@ def _message(name: str, exc: UnexpectedInput, data: _Lines) -> str:
 def _assemble(name: str, parsed: tuple, data: _Lines) -> Dump:
     header, graphs, trailing, order = parsed
     dump = Dump(path=name, size=data.size, entry=header.get("entry"), subgraphs=graphs, order=order,
-                attrs=header.get("attrs", {}), jit_config=header.get("jit_config", {}))
+                attrs=header.get("attrs", {}), jit_config=header.get("jit_config", {}),
+                symbol_engines=header.get("symbol_engines", []))
     if "subgraphs" in header:
         dump.declared["subgraphs"], dump.sorted_order = header["subgraphs"]
     dump.params = header.get("params", [])

@@ -35,24 +35,29 @@ def analyze(dump: Dump, rank: int | None = None) -> ParallelFacts:
     strats = strategies(dump)
     by_uid = {s.node: s for s in strats}
     own = rank if rank is not None else rank_of(dump.path or "")
-    comm = [global_peer(c, own) for c in comm_nodes(dump, nodes, groups, kind, by_uid)]
-    no_ops = comm_nodes(dump, [n for n in found if n.uid in silent], groups, kind, by_uid) if silent else []
+    index = NodeIndex(dump, found)
+    comm = [global_peer(c, own) for c in comm_nodes(dump, nodes, groups, kind, by_uid, index)]
+    no_ops = comm_nodes(dump, [n for n in found if n.uid in silent], groups, kind, by_uid, index) if silent else []
     warnings = [DumpWarning(n.line, f"attributes of {n.key} kept as raw text ({n.unreadable_attrs.reason}): "
                                     "its classification may be incomplete")
                 for n in found if n.unreadable_attrs is not None]
     stage = stage_info(kind, comm, {n.uid: n.primal_attrs for n in nodes})
     return ParallelFacts(kind=kind, comm=comm, groups=groups, strategies=strats, stage_info=stage,
                          warnings=warnings, no_op_gathers=no_ops,
-                         _make_chains=partial(redistribution_chains, dump, comm, groups, strats, kind))
+                         _make_chains=partial(redistribution_chains, dump, comm, groups, strats, kind, index))
 
 
 def comm_nodes(dump: Dump, nodes: list[Node], groups: dict[str, Group], kind: FileKind,
-               strats: dict[str, Strategy] | None = None) -> list[CommNode]:
-    """The communication `nodes` of `dump`, classified; `strats` are the operators with a strategy by uid."""
+               strats: dict[str, Strategy] | None = None, index: NodeIndex | None = None) -> list[CommNode]:
+    """The communication `nodes` of `dump`, classified; `strats` are the operators with a strategy by
+    uid; `index` one shared with other analyses of the dump."""
     attrs = [(n.instance_name or "", n.primitive_attrs, n.cnode_attrs, n.primal_attrs) for n in nodes]
     by_uid = {str(a[3]["unique_id"]): i for i, a in enumerate(attrs) if "unique_id" in a[3]}
     own = [classify(n, a[0], a[1], a[3]) for n, a in zip(nodes, attrs)]
-    index = NodeIndex(dump, nodes)
+    if index is None:
+        index = NodeIndex(dump, nodes)
+    else:
+        index.cover(nodes)
     params = {p.name: p for p in dump.params}
     out: list[CommNode] = []
     for i, (node, (inst, pa, ca, pr)) in enumerate(zip(nodes, attrs)):

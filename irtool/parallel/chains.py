@@ -36,8 +36,22 @@ def user_source(node: Node | None) -> str | None:
     `path:line code` (the last line of all when every frame is in a library)."""
     if node is None:
         return None
+    last = None
+    for text in reversed(node.sources):  # from the end: the last user frame is usually near it
+        m = _SOURCE.match(text) if text.startswith("# In file ") else None
+        if not m:
+            continue
+        entry = f"{m.group(1)}:{m.group(2)} {m.group(3).strip()}"
+        if "site-packages" not in m.group(1):
+            return entry if "site-packages" not in entry else _user_source_all(node.sources)
+        last = last or entry
+    return last
+
+
+def _user_source_all(sources: tuple[str, ...]) -> str | None:
+    """user_source reading every line: a user frame whose code mentions site-packages."""
     found = None
-    for text in node.sources:
+    for text in sources:
         m = _SOURCE.match(text)
         if not m:
             continue
@@ -101,7 +115,8 @@ class _Graph:
 
 
 def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Group],
-                          strategies: list[Strategy], kind: FileKind = "post") -> list[RedistributionChain]:
+                          strategies: list[Strategy], kind: FileKind = "post",
+                          index: NodeIndex | None = None) -> list[RedistributionChain]:
     """Every redistribution chain of the dump: forward (and recompute) chains first in print order,
     then backward ones, each linked to the forward chain it is the bprop of. Before validate
     (`kind` `pre` / `spe`) the printed types are logical or stale (§1): no slice shapes then."""
@@ -111,11 +126,15 @@ def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Gr
     candidates = [n for n in dump.nodes() if "redistribution_op" in n.text or FC in n.text]
     if not candidates:
         return []
-    index = NodeIndex(dump, candidates)
+    if index is None:
+        index = NodeIndex(dump, candidates)
+    else:
+        index.cover(candidates)
+    in_graphs = {n.graph for n in candidates}
     forward: list[tuple[list[Node], _Graph]] = []
     backward: list[tuple[list[Node], _Graph]] = []
     for g in dump.subgraphs:
-        if g.name not in index.nodes:
+        if g.name not in in_graphs:
             continue
         graph = _Graph(index, g.name)
         members: dict[str, bool] = {}  # key -> named (redistribution instance) or not
@@ -151,8 +170,9 @@ def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Gr
         chain = _chain(len(chains), nodes, graph, comm_by_uid, groups, strat, kind == "post")
         chains.append(chain)
         for n in nodes:
+            pr = _ids(n)
             for key in ("unique_id", FC):
-                v = n.primal_attrs.get(key)
+                v = pr.get(key)
                 if v is not None:
                     fwd_ids.setdefault(f"{key}:{v}", chain.id)
     pieces = [(part, graph, hit) for nodes, graph in backward for hit, part in _by_forward(nodes, graph, fwd_ids)]
@@ -176,8 +196,25 @@ def _find(parent: dict[str, str], k: str) -> str:
     return k
 
 
+_PRIMAL = re.compile(r"cnode_primal_attrs: \{([^{}\"]*(?:\"\d*\"[^{}\"]*)*)\}")
+_ID = re.compile(r"(?:^|, )(\w+): \"(\d*)\"")
+
+
+def _ids(n: Node) -> dict[str, Any]:
+    """The primal attributes that are quoted digit strings (`unique_id: "461583"`), read without
+    parsing the node's attributes when the group is that simple, else from the full parse."""
+    text = n.text
+    if "unique_id" not in text:  # every key asked for ends so
+        return {}
+    m = _PRIMAL.search(text)
+    if m is None or text.count("cnode_primal_attrs: {") != 1:
+        return n.primal_attrs
+    found = _ID.findall(m.group(1))
+    return dict(found) if len({k for k, _ in found}) == len(found) else n.primal_attrs
+
+
 def _forward_hit(n: Node, fwd_ids: dict[str, int]) -> int | None:
-    pr = n.primal_attrs
+    pr = _ids(n)
     hit = fwd_ids.get(f"unique_id:{pr.get('forward_unique_id')}") if "forward_unique_id" in pr else None
     if hit is None and FC in pr:
         hit = fwd_ids.get(f"{FC}:{pr[FC]}")

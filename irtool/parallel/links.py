@@ -14,9 +14,17 @@ class NodeIndex:
     """Nodes by key, and users by key (built on demand), for the subgraphs holding communication."""
 
     def __init__(self, dump: Dump, comm: list[Node]) -> None:
-        graphs = {n.graph for n in comm}
-        self.nodes = {g.name: {n.key: n for n in g.nodes} for g in dump.subgraphs if g.name in graphs}
+        self._dump = dump
+        self.nodes: dict[str, dict[str, Node]] = {}
         self._users: dict[str, dict[str, list[Node]]] = {}
+        self.cover(comm)
+
+    def cover(self, nodes: list[Node]) -> None:
+        """Also index the subgraphs holding `nodes`: one index serves all analyses of a dump, so
+        the users of a large subgraph are collected once."""
+        graphs = {n.graph for n in nodes} - self.nodes.keys()
+        if graphs:
+            self.nodes.update({g.name: {n.key: n for n in g.nodes} for g in self._dump.subgraphs if g.name in graphs})
 
     def producer(self, node: Node) -> Node | None:
         ins = node.inputs

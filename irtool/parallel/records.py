@@ -23,20 +23,33 @@ CATEGORIES: tuple[str, ...] = get_args(Category)
 PHASES: tuple[str, ...] = get_args(Phase)
 
 
+# Values of exactly these types are already JSON-ready (checked by `type`, not isinstance: fast,
+# and subclasses such as named tuples still go through `plain`).
+_READY = frozenset({str, int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
     """JSON-ready data: tuples become lists, dict keys text, unknown objects their text."""
+    if type(value) in _READY:
+        return value
     if isinstance(value, (tuple, list)):
-        return [plain(x) for x in value]
+        return [x if type(x) in _READY else plain(x) for x in value]
     if isinstance(value, dict):
         return {str(k): plain(x) for k, x in value.items()}
-    if value is None or isinstance(value, (int, float, bool, str)):
+    if isinstance(value, (int, float, bool, str)):
         return value
     return str(value)
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _as_dict(record: Any) -> dict[str, Any]:
     # Not dataclasses.asdict: it deep-copies, which costs seconds on thousands of strategies.
-    return {f.name: plain(getattr(record, f.name)) for f in fields(record)}
+    names = _FIELDS.get(type(record))
+    if names is None:
+        names = _FIELDS[type(record)] = tuple(f.name for f in fields(record))
+    return {name: plain(getattr(record, name)) for name in names}
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,10 @@ from typing import Any
 
 from .records import CommNode, FileKind, StageInfo
 
+# Point-to-point primitives: their groups may span stages, so they say nothing of the own rank.
+_P2P = frozenset({"Send", "Receive", "BatchISendIRecv", "CollectivePermute", "InnerCommIsend", "InnerCommIrecv"})
+_PLACEMENT_KEYS = ("stage", "dest_rank", "src_rank")
+
 _INT = re.compile(r"-?\d+")
 
 
@@ -29,11 +33,15 @@ def stage_info(kind: FileKind, comm: list[CommNode], primal: dict[str, dict]) ->
     chunks: set[int] = set()
     peers: set[int] = set()
     wrap_votes: Counter = Counter()  # votes of upstream hops in a segment > 0 (possible wraps into stage 0)
+    placed: list[CommNode] = []  # forward hops with no stage attribute: inference pipelines (§7 rule 6)
     if kind != "pre":
         for c in comm:
             if c.op not in ("Send", "Receive") or c.category != "pipeline":
                 continue
             pr = primal[c.node]
+            if c.phase == "forward" and not any(k in pr for k in _PLACEMENT_KEYS):
+                placed.append(c)
+                continue
             own = as_int(pr.get("stage"))
             if own is not None:
                 votes[own] += 1
@@ -63,5 +71,61 @@ def stage_info(kind: FileKind, comm: list[CommNode], primal: dict[str, dict]) ->
         # last stage of the previous segment into stage 0 (§7, folded pipelines)
         how.add("wrap from the last stage")
         votes = Counter({0: votes[0]})
+    if placed:
+        for stage, rule in _placed_votes(placed, comm):
+            votes[stage] += 1
+            how.add(rule)
     stage = next(iter(votes)) if len(votes) == 1 else None
     return StageInfo(stage=stage, votes=dict(votes), how=sorted(how), chunks=sorted(chunks), peer_stages=sorted(peers))
+
+
+def own_rank_candidates(comm: list[CommNode]) -> set[int] | None:
+    """The global ranks this dump can be of: every collective group a rank runs includes it, so it is in
+    all of them (p2p groups left out: they span stages). None when no group names its ranks."""
+    found: set[int] | None = None
+    for c in comm:
+        if c.op in _P2P or not c.group_ranks:
+            continue
+        found = set(c.group_ranks) if found is None else found & set(c.group_ranks)
+    return found
+
+
+def _placed_votes(hops: list[CommNode], comm: list[CommNode]) -> list[tuple[int, str]]:
+    """Stage votes of forward pipeline hops that print neither `pr.stage` nor `pr.dest_rank`/`pr.src_rank`
+    (an inference pipeline: `micro` and `pipeline_end`/`pipeline_begin` only; §7 rule 6). A forward Send
+    goes to the next stage, a forward Receive comes from the previous one, and MindSpore places stage s on
+    ranks [s·d, (s+1)·d), pairing rank r with rank r + d of the next stage. So with own rank r and peer
+    global rank q: d = |q − r| and the own stage is r // d. The own rank is one of the candidates of
+    `own_rank_candidates`, which all lie in the own stage: a candidate whose stage would not hold them all is
+    impossible, and a hop votes only when the possible candidates give one stage. Without candidates,
+    a rank that sends downstream and receives nothing is the first stage."""
+    out: list[tuple[int, str]] = []
+    candidates = own_rank_candidates(comm)
+    receives = any(c.op == "Receive" for c in hops)
+    for c in hops:
+        peer = _global_peer(c)
+        if peer is None:
+            continue
+        if candidates:
+            stages = set()
+            for r in candidates:
+                d = peer - r if c.op == "Send" else r - peer
+                # a candidate is possible only if its stage [s·d, (s+1)·d) holds all candidates (they share
+                # collective groups, which never span stages)
+                if d > 0 and all(x // d == r // d for x in candidates):
+                    stages.add(r // d)
+            if len(stages) == 1:
+                out.append((stages.pop(), "peer rank and own rank (inference)"))
+        elif c.op == "Send" and not receives:
+            out.append((0, "sends only (inference, first stage)"))
+    return out
+
+
+def _global_peer(c: CommNode) -> int | None:
+    """The peer's global rank: `pa.dest_rank`/`pa.src_rank` is its position in the group, which is the
+    global rank in the world group (no rank list) and the member at that position otherwise."""
+    if c.peer_rank is None or "dst_global_rank" in c.rank_attrs or "src_global_rank" in c.rank_attrs:
+        return c.peer_rank
+    if c.group_ranks:
+        return c.group_ranks[c.peer_rank] if 0 <= c.peer_rank < len(c.group_ranks) else None
+    return c.peer_rank

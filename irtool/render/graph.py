@@ -12,17 +12,18 @@ import functools
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Union
+from typing import Iterable, Union
 
 import networkx as nx
 
-from ..dumpdir import rank_files, stage_error
 from ..errors import SelectionError
 from ..ir import Dump, Node, TypeInfo, build_graph, data_graph
 from ..ir.values import parse_type_sig
-from ..parallel import CATEGORIES, ParallelFacts, analyze
+from ..parallel import CATEGORIES, ParallelFacts
 from ..parallel.scope import Scope
 from ..present import strategy_text
+from ..selection import Selection as RankSelection
+from ..selection import require_stage
 
 MAX_BOXES = 2000  # above this Graphviz layout gets slow: refuse and suggest a deeper fold
 READABLE_BOXES = 30  # the automatic depth keeps at most this many boxes
@@ -60,32 +61,15 @@ class Semantics:
 
 # --- input -------------------------------------------------------------------------------------
 
-Loader = Callable[[str], Dump]
-
-
-def load_input(path: str, stage: int | None, loader: Loader) -> tuple[Dump, ParallelFacts, str]:
-    """Load a `.ir`/`.ir.xz` file, or the validate file of one rank of a dump folder, with `loader`
-    (e.g. `irtool.load`, or one that shows progress).
-
-    For a folder, `stage` picks the first rank whose dump is on that pipeline stage; without it
-    rank 0 (the lowest rank) is used. Returns the dump, its facts and a note on what was chosen.
-    """
-    if not os.path.isdir(path):
-        dump = loader(path)
-        return dump, analyze(dump), f"file {path}"
-    ranks = list(rank_files(path).items())
-    if stage is None:
-        rank, file = ranks[0]
-        dump = loader(file)
-        return dump, analyze(dump), f"rank {rank} ({file})"
-    seen: list[int | None] = []
-    for rank, file in ranks:
-        dump = loader(file)
-        facts = analyze(dump)
-        if facts.stage == stage:
-            return dump, facts, f"rank {rank} ({file}), stage {stage}"
-        seen.append(facts.stage)
-    raise stage_error(path, stage, seen)
+def load_input(sel: str | RankSelection) -> tuple[Dump, ParallelFacts, str]:
+    """The dump to draw, its facts and a note on what was chosen, for the CLI's selection (or a
+    path): a file, or of a folder the lowest rank of the selected stage (without one, the lowest
+    rank; the selection's notes say which)."""
+    sel = sel if isinstance(sel, RankSelection) else RankSelection.of(sel)
+    got = sel.first()
+    if sel.is_file:
+        return got.dump, got.facts, f"file {got.file}"
+    return got.dump, got.facts, f"rank {got.rank} ({got.file}), stage {got.stage}"
 
 
 # --- selection ---------------------------------------------------------------------------------
@@ -127,7 +111,7 @@ def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None 
     """Choose operator nodes of `dump` (graph `g`, semantics `sem`).
 
     - `stage`: one file is one rank, so its nodes (with its own Send/Receive) are its stage; a dump
-      on another stage is a SelectionError naming its stage (a dump without pipeline is stage 0).
+      on another stage is the selection's stage error (`irtool.selection`: no pipeline is stage 0).
     - `subgraph`: nodes of that subgraph (name with or without `@`).
     - `scope`: nodes whose scope starts with the prefix (also matched after `Gradients/`); a prefix
       no node of the dump has is a SelectionError naming the closest ones.
@@ -137,18 +121,13 @@ def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None 
     notes: list[str] = []
     nodes = {n.uid: n for n in dump.nodes()}
     chosen = set(nodes)
-    if stage is not None:
-        if sem.stage is None and stage == 0:
-            notes.append("this dump has no pipeline: all of it is stage 0")
-        elif sem.stage is None:
-            raise SelectionError(f"{dump.path}: no pipeline (all of it is stage 0), not stage {stage}; try --stage 0")
-        elif sem.stage != stage:
-            raise SelectionError(f"{dump.path}: this rank is on stage {sem.stage}, not stage {stage}; "
-                                 f"try --stage {sem.stage}, or a folder of ranks")
+    require_stage(dump.path, stage, [sem.stage])
     if subgraph is not None:
         name = subgraph.lstrip("@")
         if name not in {s.name for s in dump.subgraphs}:
-            raise SelectionError(f"no subgraph @{name} in {dump.path}")
+            names = [s.name for s in dump.subgraphs]
+            close = difflib.get_close_matches(name, names, n=3, cutoff=0.3) or names[:3]
+            raise SelectionError(f"{dump.path}: no subgraph @{name}; closest: {', '.join('@' + c for c in close)}")
         chosen = {u for u in chosen if nodes[u].graph == name}
     if scope is not None:
         prefix = scope.rstrip("/")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ..dumpdir import RankFacts
-from ..ir import Dump, DumpWarning
+from ..ir import Dump, DumpWarning, SymbolEngine
 from ..parallel import CommNode, ParallelFacts
 from ..parallel.layers import layer_comm
 from ..parallel.optimizer import optimizer_shards
@@ -80,7 +80,15 @@ class FileSummary:
             "optimizer_sharding": [o.as_dict() for o in self.shards],
             "layers": {"by_scope_depth": self.depth, "rows": [r.as_dict() for r in self.layers]},
             "traffic": self.traffic.as_dict(),
+            # dynamic-shape dumps only: their `symbol engine details:` blocks
+            **({"symbol_engines": [_symbol_engine(e) for e in d.symbol_engines]} if d.symbol_engines else {}),
         }
+
+
+def _symbol_engine(e: SymbolEngine) -> dict[str, Any]:
+    hist = e.op_histogram()
+    return {"name": e.name, "graph": e.graph, "line": e.line, "symbols": len(e.symbols),
+            "ops": dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0])))}
 
 
 def file_summary(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWarning] = (),
@@ -157,8 +165,17 @@ def summarize_dir(path: str, ranks: list[RankFacts], stage: int | None = None) -
     return dir_summary(path, ranks, stage).as_dict()
 
 
-def to_json(summary: dict[str, Any]) -> str:
-    return json.dumps(summary, indent=2, ensure_ascii=False)
+def json_pieces(summary: dict[str, Any]) -> Iterator[str]:
+    """The JSON text, ending with a newline, in pieces of 8192 encoder tokens: the 68 MB dump's 10 MB
+    of JSON is never one string (its peak RSS), nor a million writes (`json.dump`: 3x the CPU)."""
+    pieces: list[str] = []
+    for piece in json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(summary):
+        pieces.append(piece)
+        if len(pieces) >= 8192:
+            yield "".join(pieces)
+            pieces.clear()
+    pieces.append("\n")
+    yield "".join(pieces)
 
 
 # --- text and Markdown -------------------------------------------------------------------------
@@ -175,8 +192,14 @@ def _votes(votes: dict[int, int]) -> str:
 def _stage_line(facts: ParallelFacts) -> str:
     ev = facts.stage_info
     if ev.stage is None:
-        return "Pipeline stage: none (no pipeline Send/Receive)" if not ev.votes else \
-            f"Pipeline stage: unknown (votes disagree: {_votes(ev.votes)})"
+        if ev.votes:
+            return f"Pipeline stage: unknown (votes disagree: {_votes(ev.votes)})"
+        hops = sum(c.category == "pipeline" and c.direction is not None for c in facts.comm)
+        if not hops:
+            return "Pipeline stage: none (no pipeline Send/Receive)"
+        why = "stages are read from step_parallel_end or a later pass" if facts.kind == "pre" else \
+            "none of them tells the stage"
+        return f"Pipeline stage: unknown ({hops} pipeline Send/Receive; {why})"
     how = ", ".join(ev.how or [])
     return f"Pipeline stage: {ev.stage} ({sum(ev.votes.values())} votes" + (f", {how})" if how else ")")
 
@@ -209,6 +232,9 @@ def summary_blocks(s: FileSummary, limit: int | None = DEFAULT_LIMIT) -> list[Bl
         declared = d.declared.get(key)
         mark = "" if declared in (None, d.counts[key]) else " (differs from the header)"
         counts.rows.append([key, cell(d.counts[key]) + mark, cell(declared)])
+    engines = [_symbol_engine(e) for e in d.symbol_engines]
+    if engines:  # the header declares no count of them
+        counts.rows.append(["symbol lines", cell(sum(e["symbols"] for e in engines)), cell(None)])
     sr_cols, seg = _send_receive_columns(s.pairs)
     top = s.scopes[:TOP_SCOPES]
     tables = [
@@ -231,6 +257,9 @@ def summary_blocks(s: FileSummary, limit: int | None = DEFAULT_LIMIT) -> list[Bl
                 strategy_text(st.out_strategy or st.out_layout)] for st in f.strategies]),
         Table(_top_title(len(top), len(s.scopes)), ["scope", "count", "bytes"],
               [[x.scope, cell(x.tally.count), bytes_text(x.tally.bytes)] for x in top]),
+        Table("Symbol engines (dynamic shapes)", ["engine of graph", "line", "symbol lines", "operations"],
+              [[e["graph"], str(e["line"]), cell(e["symbols"]), ", ".join(f"{op} {n}" for op, n in e["ops"].items())]
+               for e in engines]),
         Table("Optimizer gathers that move no data (empty or one-rank group; not counted above)",
               ["parameter", "op", "line", "scope"],
               [[cell(g.parameter), g.op, str(g.line), g.scope] for g in f.no_op_gathers]),

@@ -8,13 +8,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from ..dumpdir import load_dir
-from ..errors import SelectionError
-from ..ir import Dump, load
-from ..parallel import ParallelFacts, analyze
+from ..ir import Dump
+from ..parallel import ParallelFacts
+from ..selection import Selection, selected_stage
 from .graphs import bytes_node_data, category_node_data, diff_node_data, diff_panel, dump_graphs, pipeline_graph
 
-Loader = Callable[[str], Dump]
 Side = tuple[Dump, ParallelFacts]
 
 
@@ -72,60 +70,36 @@ def _file_model(r: _Rank, label: str) -> Model:
     return Model(label, dump_graphs(r.dump, r.facts, r.prefix), _overlays([r]))
 
 
-def _ranks(path: str, pass_name: str | None, loader: Loader) -> list[_Rank]:
-    out = []
-    for rf in load_dir(path, pass_name):
-        dump = loader(rf.path)
-        out.append(_Rank(rf.rank, rf.path, dump, analyze(dump, rf.rank)))
-    return out
-
-
-def _stages(ranks: list[_Rank]) -> str:
-    known = sorted({r.facts.stage for r in ranks if r.facts.stage is not None})
-    return "no pipeline stages" if not known else "stages " + ", ".join(map(str, known))
-
-
-def models_for(path: str, stage: int | None = None, pass_name: str | None = None,
-               loader: Loader = load) -> Model:
-    """The model of a dump file or rank folder. A folder gives one rank per stage (the lowest),
-    each graph named `stage S rank R: <subgraph>`, and with several stages a `pipeline` graph of
-    every Send/Receive paired across them; `stage` keeps only that stage's rank."""
-    label = os.path.basename(os.path.normpath(path))
-    ranks = _ranks(path, pass_name, loader)
-    if stage is not None:
-        ranks = [r for r in ranks if (r.facts.stage or 0) == stage]
-        if not ranks:
-            raise SelectionError(f"{path}: no rank is on stage {stage} ({_stages(_ranks(path, pass_name, loader))})")
-    if len(ranks) == 1 and os.path.isfile(path):
-        return _file_model(ranks[0], label)
-    chosen: dict[int | None, _Rank] = {}
-    for r in ranks:
-        chosen.setdefault(r.facts.stage, r)
-    picked = list(chosen.values())
+def models_for(sel: str | Selection) -> Model:
+    """The model of the CLI's selection (or a path): a file, or of a folder one rank per stage (the
+    lowest, picked without reading every rank), each graph named `stage S rank R: <subgraph>`, and
+    with several stages a `pipeline` graph of every Send/Receive paired across them; a selected stage
+    keeps only that stage's rank."""
+    sel = sel if isinstance(sel, Selection) else Selection.of(sel)
+    label = os.path.basename(os.path.normpath(sel.path))
+    picked = [_Rank(p.rank, p.file, p.dump, p.facts) for p in sel.per_stage()]
+    if sel.is_file:
+        return _file_model(picked[0], label)
     for r in picked:
-        r.prefix = f"stage {'-' if r.facts.stage is None else r.facts.stage} rank {r.rank}: "
+        r.prefix = f"stage {selected_stage(r.facts.stage)} rank {r.rank}: "
     graphs = [g for r in picked for g in dump_graphs(r.dump, r.facts, r.prefix)]
     if len(picked) > 1:
-        base = path if os.path.isdir(path) else os.path.dirname(path)
         from ..parallel.schedule import stage_schedule
 
         scheds = {r.rank: stage_schedule(r.dump, r.facts) for r in picked}
         orders = {rank: [e.node for e in s.events] for rank, s in scheds.items() if s.fixed}
-        graphs.insert(0, pipeline_graph([(r.rank, os.path.relpath(r.file, base), r.facts) for r in picked],
-                                         folder=[r.rank for r in ranks if r.rank is not None], orders=orders))
+        graphs.insert(0, pipeline_graph([(r.rank, os.path.relpath(r.file, sel.path), r.facts) for r in picked],
+                                         folder=[r for r in sel.files if r is not None], orders=orders))
         return Model(label, graphs, _overlays(picked), sorting="name_asc", first_graph="pipeline")
     return Model(label, graphs, _overlays(picked))
 
 
-def compare_models(old: str, new: str, differ: Differ, pass_name: str | None = None,
-                   loader: Loader = load) -> list[Model]:
-    """Two dump files (or the lowest rank of two folders) as two models, each with a `diff` overlay
-    marking the communication and strategy nodes `irtool diff` reports added, removed or changed."""
-    sides = []
-    for path in (old, new):
-        r = _ranks(path, pass_name, loader)[0]
-        sides.append(r)
-    a, b = sides
+def compare_models(old: str | Selection, new: str | Selection, differ: Differ) -> list[Model]:
+    """Two dump files (or the lowest rank of two folders, of the selected stage if any) as two models,
+    each with a `diff` overlay marking the communication and strategy nodes `irtool diff` reports
+    added, removed or changed (`differ`: the diff command's function, passed by the CLI)."""
+    a, b = (_Rank(p.rank, p.file, p.dump, p.facts)
+            for p in ((s if isinstance(s, Selection) else Selection.of(s)).first() for s in (old, new)))
     rd = differ((a.dump, a.facts), (b.dump, b.facts), a.rank, b.rank)
     models = []
     for side, marks, tag in ((a, rd.old_marks, "old"), (b, rd.new_marks, "new")):

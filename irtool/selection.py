@@ -1,0 +1,251 @@
+"""The one front door for what a command reads: path -> ranks -> pass -> stage, decided once.
+
+The CLI builds one `Selection` per input from its options and hands it to the command; no command
+decides on its own which file, pass or stage it reads. What file names can tell (the ranks of a
+folder, the pass of each file) is checked in `Selection.of`, before any dump is parsed; the stage
+needs a parsed dump and is checked when ranks are read. Every selection error is a
+`SelectionError` with one wording (docs/selection.md lists them).
+
+One rule for a dump without pipeline: all of it is stage 0 (MindSpore's default of one stage), so
+`--stage 0` selects all of it and any other stage is a selection error (`selected_stage`).
+
+How ranks are read is the selection's `Policy`: in this process with a loader (one that shows
+progress), in a process pool of `jobs` workers, or on a Dask cluster (`scheduler`).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, TypeVar
+
+from .dumpdir import Progress, RankFacts, RankFile, Unreadable, map_ranks, rank_facts, read_or_record, select_files
+from .errors import InputError, IrtoolError, SelectionError
+from .ir import Dump, load
+from .parallel import ParallelFacts, analyze
+
+T = TypeVar("T")
+
+
+# --- the stage rule and the wording of every selection error ---------------------------------
+
+def selected_stage(stage: int | None) -> int:
+    """The stage a selection sees for a dump whose analysed stage is `stage`: a dump without pipeline
+    Send/Receive (stage None) is all of stage 0, MindSpore's default of one stage."""
+    return 0 if stage is None else stage
+
+
+def stages_text(stages: Iterable[int | None]) -> str:
+    """The stages that exist among these, for a message: `stage 0` or `stages 0, 1`."""
+    known = sorted({selected_stage(s) for s in stages})
+    return ("stage " if len(known) == 1 else "stages ") + ", ".join(map(str, known))
+
+
+def stage_error(where: str, stage: int, stages: Iterable[int | None]) -> SelectionError:
+    """`--stage` that no rank read is on."""
+    return SelectionError(f"{where}: no rank is on stage {stage} ({stages_text(stages)}); try another --stage")
+
+
+def require_stage(where: str, stage: int | None, stages: Iterable[int | None]) -> None:
+    """A SelectionError (`stage_error`) when `stage` is given and none of `stages` is it."""
+    stages = list(stages)
+    if stage is not None and stage not in {selected_stage(s) for s in stages}:
+        raise stage_error(where, stage, stages)
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Policy:
+    """How ranks are read: `loader` in this process (e.g. with a progress bar); `jobs` worker
+    processes or the Dask scheduler at `scheduler` when every rank is analysed; `lenient` skips bad
+    nodes (reported); `deep` also runs `irtool.check` on each rank."""
+
+    jobs: int | None = None
+    scheduler: str | None = None
+    lenient: bool = False
+    deep: bool = False
+    loader: Callable[..., Dump] = load
+
+
+@dataclass
+class Loaded:
+    """One rank read in this process: its file, dump and facts."""
+
+    rank: int | None
+    file: str
+    dump: Dump
+    facts: ParallelFacts
+
+    @property
+    def stage(self) -> int:
+        return selected_stage(self.facts.stage)
+
+
+@dataclass
+class Selection:
+    """What one input of a command selects: `files` (rank -> dump file of the selected pass, by rank;
+    rank None when the path does not tell), the `stage` asked for, and how to read (`policy`).
+    `notes` say what was chosen on the user's behalf (which rank a folder command drew). With
+    `partial`, a rank that cannot be read (no dump of the pass, or a located error) is recorded in
+    `unreadable` and the command answers for the others (issue 18); without, it is an error."""
+
+    path: str
+    files: dict[int | None, str]
+    pass_name: str
+    stage: int | None = None
+    policy: Policy = field(default_factory=Policy)
+    notes: list[str] = field(default_factory=list)
+    partial: bool = False
+    unreadable: list[Unreadable] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, path: str, stage: int | None = None, pass_name_: str | None = None,
+           policy: Policy | None = None, partial: bool = False) -> Selection:
+        """The selection of a dump file, a rank folder, or a folder of `rank_N/` folders. Ranks and
+        passes come from file names only: a bad `--pass` or a rank without that pass fails here,
+        before anything is parsed. A file is read as it is (a `--pass` it is not is an error)."""
+        missing: list[Unreadable] = []
+        pass_, files = select_files(path, pass_name_, missing if partial else None)
+        return cls(path, files, pass_, stage, policy or Policy(), partial=partial, unreadable=missing)
+
+    @property
+    def is_file(self) -> bool:
+        return os.path.isfile(self.path)
+
+    @property
+    def rank_files(self) -> list[RankFile]:
+        return [RankFile(rank, f) for rank, f in self.files.items()]
+
+    def wants(self, stage: int | None) -> bool:
+        """Whether a dump analysed as on `stage` is selected."""
+        return self.stage is None or selected_stage(stage) == self.stage
+
+    def require(self, stages: Iterable[int | None], where: str | None = None) -> None:
+        require_stage(where or self.path, self.stage, stages)
+
+    # -- every rank, in worker processes
+
+    def map(self, fn: Callable[[RankFile], T], progress: Progress | None = None) -> list[T]:
+        """`fn` of every rank (module-level, picklable), by the policy's pool or Dask cluster."""
+        return map_ranks(fn, self.rank_files, self.policy.jobs, progress, self.policy.scheduler)
+
+    def analysed(self, progress: Progress | None = None) -> list[RankFacts]:
+        """Every rank analysed (`dumpdir.rank_facts`, with the policy's lenient and deep), those on the
+        selected stage; a stage no rank is on is a SelectionError."""
+        from functools import partial as bind
+
+        fn = bind(rank_facts, lenient=self.policy.lenient, deep=self.policy.deep)
+        if self.partial:
+            got = self.map(bind(read_or_record, fn), progress)
+            self.unreadable += [g for g in got if isinstance(g, Unreadable)]
+            self.unreadable.sort(key=lambda u: -1 if u.rank is None else u.rank)
+            facts = [g for g in got if not isinstance(g, Unreadable)]
+            if not facts:  # nothing to answer for: the first rank's error is the answer
+                raise (SelectionError if self.unreadable[0].file is None else InputError)(self.unreadable[0].error)
+        else:
+            facts = self.map(fn, progress)
+        self.require([f.stage for f in facts])
+        return [f for f in facts if self.wants(f.stage)]
+
+    # -- some ranks, in this process
+
+    def read(self, rank: int | None) -> Loaded:
+        file = self.files[rank]
+        dump = self.policy.loader(file, self.policy.lenient) if self.policy.lenient else self.policy.loader(file)
+        return Loaded(rank, file, dump, analyze(dump, rank))
+
+    def _read_or_drop(self, rank: int | None) -> Loaded | None:
+        """`read`; with `partial` a rank that cannot be read is recorded, dropped from `files` and None
+        returned (unless it was the last one: then its error is raised)."""
+        if not self.partial:
+            return self.read(rank)
+        try:
+            return self.read(rank)
+        except (IrtoolError, OSError) as exc:
+            if len(self.files) == 1:
+                raise
+            self.unreadable.append(Unreadable(rank, self.files.pop(rank), str(exc)))
+            self.unreadable.sort(key=lambda u: -1 if u.rank is None else u.rank)
+            return None
+
+    def first(self) -> Loaded:
+        """The lowest rank on the selected stage (without a stage, the lowest rank readable); for a
+        folder the choice is said in `notes`."""
+        if self.stage is None or len(self.files) == 1:
+            got = None
+            while got is None:
+                got = self._read_or_drop(next(iter(self.files)))
+            self.require([got.facts.stage])
+            if not self.is_file and self.stage is None:
+                self.notes.append(f"{self.path}: using rank {got.rank} (stage {got.stage}), the lowest rank; "
+                                  "--stage picks the rank of another stage")
+            return got
+        return self.per_stage()[0]
+
+    def per_stage(self) -> list[Loaded]:
+        """The lowest rank of each stage (only the selected stage's when there is one), by stage, read
+        without reading every rank: MindSpore puts rank r on stage r // (device_num / pipeline_stages),
+        so stages ascend with the rank and a bisection over the sorted ranks finds where each stage
+        begins (about stages x log2(ranks) reads; a folder whose stages are seen out of that order is
+        read rank by rank instead; while probing only the lowest rank's dump and the latest are held,
+        a stage's first rank read again when it was not the latest). With `partial`, a rank that
+        cannot be read is dropped (recorded) and the bisection runs again over the others. The
+        choice is said in `notes` for a folder."""
+        stages: dict[int | None, int] = {}  # by rank: kept when the bisection runs again
+        held: dict[int | None, Loaded] = {}
+        while (starts := self._stage_starts(stages, held)) is None:
+            pass
+        ranks = list(self.files)
+        picked = sorted((held[ranks[i]] if ranks[i] in held else self.read(ranks[i]) for i in starts),
+                        key=lambda p: p.stage)
+        self.require([p.stage for p in picked])
+        picked = [p for p in picked if self.wants(p.stage)]
+        if not self.is_file and len(self.files) > 1:
+            which = ", ".join(f"rank {p.rank} (stage {p.stage})" for p in picked)
+            self.notes.append(f"{self.path}: using {which}, the lowest rank of "
+                              + ("its stage" if len(picked) == 1 else "each stage"))
+        return picked
+
+    def _stage_starts(self, stages: dict[int | None, int], held: dict[int | None, Loaded]) -> list[int] | None:
+        """Indexes into `files` where a stage begins (`per_stage`), or None when a rank was dropped."""
+        ranks = list(self.files)
+        dropped = [False]
+
+        def stage(i: int) -> int:
+            if ranks[i] not in stages:
+                got = self._read_or_drop(ranks[i])
+                if got is None:
+                    dropped[0] = True
+                    return -1
+                stages[ranks[i]] = got.stage
+                for k in [k for k in held if k != ranks[0]]:
+                    del held[k]
+                held[ranks[i]] = got
+            return stages[ranks[i]]
+
+        starts = [0]
+        ordered = [stage(0) <= stage(len(ranks) - 1)]
+
+        def walk(lo: int, hi: int) -> None:  # stage(lo) != stage(hi); find every start in (lo, hi]
+            if dropped[0]:
+                return
+            if hi - lo == 1:
+                starts.append(hi)
+                return
+            mid = (lo + hi) // 2
+            if not stage(lo) <= stage(mid) <= stage(hi):
+                ordered[0] = False  # not MindSpore's order: read every rank instead
+                return
+            if stage(lo) != stage(mid):
+                walk(lo, mid)
+            if stage(mid) != stage(hi):
+                walk(mid, hi)
+
+        if ordered[0] and stage(0) != stage(len(ranks) - 1):
+            walk(0, len(ranks) - 1)
+        if not ordered[0] and not dropped[0]:
+            first: dict[int, int] = {}
+            for i in range(len(ranks)):
+                first.setdefault(stage(i), i)
+            starts = sorted(first.values(), key=lambda i: stages[ranks[i]])
+        return None if dropped[0] else starts

@@ -1,0 +1,52 @@
+"""Every rank of the folded (pipeline_folded_8p: `pipeline_segments=2`) and the interleaved (pipeline_segments_8p:
+`pipeline_interleave`, lazy_inline) 2-stage x 2-segment pipelines on 8 devices is on its configured stage, and the
+Send/Receive attributes the peer rules read are what the dump text prints. By hand, per file:
+  grep -cE '^  %[^ ]+ = (Send|Receive)\\(' FILE        -> 12 (step_parallel_end), 24 (validate)
+  grep -E '= (Send|Receive)\\(' FILE | grep -o '(dest|src)_rank: I64(N)' in primitive_attrs
+     folded: 1 on ranks 0-3, 0 on ranks 4-7 (the peer's position in the 2-rank group), no `_global_rank`
+     interleaved: `dst_global_rank`/`src_global_rank` = rank + 4 on ranks 0-3, rank - 4 on ranks 4-7
+Stage s runs on ranks [4s, 4s + 4) (placement; make.py of each folder)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FIXTURES
+
+import irtool
+from irtool.parallel import analyze
+
+FILES = [(folder, r, p.name) for folder in ("pipeline_folded_8p", "pipeline_segments_8p") for r in range(8)
+         for p in sorted((FIXTURES / folder / f"rank_{r}").glob("*.ir.xz"))
+         if p.name.startswith(("step_parallel_end", "19_validate"))]
+
+
+def test_every_rank_has_both_files() -> None:
+    assert len(FILES) == 32
+
+
+@pytest.mark.parametrize(("folder", "rank", "name"), FILES)
+def test_stage_and_printed_peer(folder: str, rank: int, name: str) -> None:
+    facts = analyze(irtool.load(FIXTURES / folder / f"rank_{rank}" / name))
+    stage = rank // 4
+    assert facts.stage_info.stage == stage
+    assert set(facts.stage_info.votes) == {stage}
+    p2p = [c for c in facts.comm if c.op in ("Send", "Receive")]
+    assert len(p2p) == (12 if name.startswith("step_parallel_end") else 24)
+    assert {c.category for c in p2p} == {"pipeline"}
+    if folder == "pipeline_folded_8p":
+        position = 1 if stage == 0 else 0  # the other member of the 2-rank group, in ascending order
+        assert {v for c in p2p for k, v in c.rank_attrs.items()} == {position}
+        assert not any(k.endswith("_global_rank") for c in p2p for k in c.rank_attrs)
+        assert {c.segment for c in p2p} == {0, 1}
+    else:
+        peer = rank + 4 if stage == 0 else rank - 4
+        assert {c.peer_rank for c in p2p} == {peer}
+
+
+@pytest.mark.parametrize("folder", ["pipeline_folded_8p", "pipeline_segments_8p"])
+def test_manifest_records_stage_and_peers(folder: str) -> None:
+    m = json.loads((FIXTURES / folder / "manifest.json").read_text())
+    assert m["stage_of_rank"] == {str(r): r // 4 for r in range(8)}
+    assert {r: v["peer_global_ranks"] for r, v in m["peers_of_rank"].items()} == {
+        str(r): [r + 4 if r < 4 else r - 4] for r in range(8)}

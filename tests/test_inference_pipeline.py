@@ -1,0 +1,83 @@
+"""Stage of each rank of a 2-stage inference pipeline (fixtures/mindir/inference_pp_4p_m2, inference_pp_8p_m4:
+MindSpore's `PipelineCellInference` wrapper, set_train(False)). Its Sends print only `micro`, `pipeline_end` and
+`freeze` as primal attributes, so the stage comes from the peer's global rank and the own rank's collective group
+(docs/parallel.md §7 rule 6). Expected stages are worked out by hand in the comments from the dump text:
+  grep '= Send(' FILE | grep -o 'dest_rank: I64(N)'; grep '= Receive(' FILE | grep -o 'src_rank: I64(N)';
+  grep '= AllReduce(' FILE | grep -o 'group_ranks: "a-b"'."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES, fixture
+
+import irtool
+from irtool.cli import main
+from irtool.parallel import analyze
+
+# (folder, rank, stage, peer global rank, Send/Receive count). 4p: rank 0 sends 2x to rank 2 and its AllReduce group
+# is "0-1": own rank 0 -> d = 2, stage [0, 2) holds 0 and 1 -> stage 0 (own rank 1 -> d = 1 would put 0 and 1 in two
+# stages: impossible). Rank 3 receives 2x from rank 1, group "2-3": own rank 3 -> d = 2, stage [2, 4) -> stage 1.
+# 8p: rank 2 sends 4x to rank 6, group "2-3": own 2 -> d = 4, stage [0, 4) -> 0 (own 3 -> d = 3, [3, 6) lacks 2).
+# Rank 5 receives 4x from rank 1, group "4-5": own 5 -> d = 4, [4, 8) -> stage 1 (own 4 -> d = 3, [3, 6) -> 1 too).
+CASES = [
+    ("inference_pp_4p_m2", 0, 0, 2, 2), ("inference_pp_4p_m2", 1, 0, 3, 2),
+    ("inference_pp_4p_m2", 2, 1, 0, 2), ("inference_pp_4p_m2", 3, 1, 1, 2),
+    *[("inference_pp_8p_m4", r, 0, r + 4, 4) for r in range(4)],
+    *[("inference_pp_8p_m4", r, 1, r - 4, 4) for r in range(4, 8)],
+]
+
+
+def _files(folder: str, rank: int) -> list[str]:
+    return sorted(str(p.relative_to(FIXTURES)) for p in (FIXTURES / folder / f"rank_{rank}").glob("*.ir.xz"))
+
+
+@pytest.mark.parametrize(("folder", "rank", "stage", "peer", "hops"), CASES)
+def test_each_rank_on_its_configured_stage(folder: str, rank: int, stage: int, peer: int, hops: int) -> None:
+    rels = _files(folder, rank)
+    assert len(rels) == 2  # step_parallel_end and validate
+    for rel in rels:
+        facts = analyze(irtool.load(fixture(rel)))
+        assert facts.stage_info.stage == stage, rel
+        assert facts.stage_info.votes == {stage: hops}, rel
+        p2p = [c for c in facts.comm if c.op in ("Send", "Receive")]
+        assert len(p2p) == hops and {c.category for c in p2p} == {"pipeline"}
+        assert {c.op for c in p2p} == {"Send" if stage == 0 else "Receive"}
+        assert {c.peer_rank for c in p2p} == {peer}
+        assert sorted(c.micro for c in p2p) == list(range(hops))  # one hop per micro batch
+
+
+def test_manifest_agrees_with_the_cases() -> None:
+    for folder in ("inference_pp_4p_m2", "inference_pp_8p_m4"):
+        m = json.loads((FIXTURES / folder / "manifest.json").read_text())
+        want = {str(r): s for f, r, s, _p, _h in CASES if f == folder}
+        assert {r: v["stage"] for r, v in m["peers_of_rank"].items()} == want == m["stage_of_rank"]
+
+
+def test_summarize_names_the_stage() -> None:
+    out = CliRunner().invoke(main, ["summarize", fixture("inference_pp_4p_m2/rank_3/step_parallel_end_0018.ir.xz")])
+    assert out.exit_code == 0
+    assert "Pipeline stage: 1 (2 votes, peer rank and own rank (inference))" in out.output
+    folder = CliRunner().invoke(main, ["summarize", "--format", "json", "--jobs", "1",
+                                       str(FIXTURES / "inference_pp_8p_m4")])
+    assert folder.exit_code == 0, folder.output
+    d = json.loads(folder.output)
+    assert {r["rank"]: r["stage"] for r in d["ranks"]} == {r: int(r >= 4) for r in range(8)}
+
+
+def test_a_training_pipeline_is_unchanged() -> None:
+    # pipeline_2stage_8p rank 4 prints pr.dest_rank/src_rank: rule 2, not the inference rule
+    facts = analyze(irtool.load(fixture("pipeline_2stage_8p/rank_4/19_validate_0078.ir.xz")))
+    assert facts.stage_info.stage == 1
+    assert not any("inference" in h for h in facts.stage_info.how)
+
+
+def test_stage_line_says_why_pipeline_hops_give_no_stage() -> None:
+    # pipeline_2stage_8p rank 0 step_parallel_begin: grep -cE '= (Send|Receive)\(' -> 4, but a pass before
+    # step_parallel_end gives no stage (§1); semi_auto_8p has no Send/Receive at all (grep -c -> 0)
+    pre = CliRunner().invoke(main, ["summarize", fixture("pipeline_2stage_8p/rank_0/step_parallel_begin_0018.ir.xz")])
+    assert pre.output.splitlines()[1] == ("Pipeline stage: unknown (4 pipeline Send/Receive; stages are read from "
+                                          "step_parallel_end or a later pass)")
+    plain = CliRunner().invoke(main, ["summarize", fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")])
+    assert plain.output.splitlines()[1] == "Pipeline stage: none (no pipeline Send/Receive)"
