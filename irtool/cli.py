@@ -247,10 +247,9 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
     """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group
     membership, ranks of one stage alike). Exit 0 consistent (with --strict: and everything compared),
     1 findings, 2 unreadable input (also when some ranks could not be read: the others are checked)."""
-    import json
 
     from .consistency import check_dir
-    from .consistency.report import blocks
+    from .consistency.report import blocks, to_json
     from .present import to_markdown, to_text
 
     def body() -> int:
@@ -265,7 +264,7 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
         shown[:1] = _unreadable(sel, head, "the folder was not fully checked")
         d = {**result.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable]}
         code = _skipped(sel)
-        _emit(fmt, {"json": lambda: json.dumps(d, indent=2), "text": lambda: to_text(shown),
+        _emit(fmt, {"json": lambda: to_json(d), "text": lambda: to_text(shown),
                     "markdown": lambda: to_markdown(shown)})
         return code or result.exit_code(strict)
 

@@ -50,6 +50,9 @@ def causes(folder: Folder, findings: list[Finding]) -> list[Cause]:
                 # both directions between two stages: one cause (the backward pass mirrors the forward)
                 key = ("stages", frozenset((folder.ranks[src].stage, folder.ranks[dst].stage)))
         grouped[key if key is not None else ("finding", id(f))].append(f)
+    # the strategies of odd ranks without a Send/Receive finding tell their headline: read in one batch
+    folder.fetch(r for key, found in grouped.items() if key[0] == "ranks" and not any(f.check == "p2p" for f in found)
+                 for r in (odd[key[1]][1][0], odd[key[1]][2][0]))
     out = []
     for key, found in grouped.items():
         if key[0] == "ranks":
