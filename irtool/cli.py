@@ -88,6 +88,13 @@ def _unreadable(sel: Selection, head: str, says: str) -> list:
 @click.version_option(package_name="irtool")
 def main() -> None:
     """Read MindSpore MindIR `.ir` dumps and show what the compiled graph does."""
+    import shutil
+    import sys
+
+    from .present import set_text_width
+
+    # text for a terminal wraps to its width; piped text keeps every cell on one line (names whole for grep)
+    set_text_width(shutil.get_terminal_size().columns if sys.stdout.isatty() else None)
 
 
 @main.command()
@@ -141,11 +148,19 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                     cost_mod.rank_blocks(cost, limit) if cost is not None else [])
         else:
             from dataclasses import replace
+            from functools import partial as bind
+
+            from .dumpdir import map_ranks
 
             with Steps("ranks") as progress:
-                ranks = sel.analysed(progress)
+                ranks = sel.analysed(progress, of=summary_mod.rank_digest)
+
+            def fetch(files: list) -> list:  # one rank per different answer of a stage, read again for its tables
+                keep = bind(summary_mod.rank_digest, lenient=lenient, keep=True)
+                return map_ranks(keep, files, jobs, None, scheduler)
+
             # the ranks are already those of the stage (the selection's rule); the record keeps the stage asked
-            folder = replace(summary_mod.dir_summary(path, ranks), stage=stage)
+            folder = replace(summary_mod.dir_summary(path, ranks, fetch=fetch), stage=stage)
             if want_cost:
                 with Steps("cost") as progress:
                     cost = cost_mod.dir_cost(folder, limit_bytes, jobs, progress)[0]
@@ -155,7 +170,10 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
 
             def blocks() -> list:
                 shown = summary_mod.dir_blocks(folder, limit)
-                shown[:1] = _unreadable(sel, str(shown[0]), "the tables are of the other ranks")
+                # the headline's first line says how many ranks were not read; their list follows the folder's line
+                head, *table = _unreadable(sel, str(shown[0]), "the tables are of the other ranks")
+                i = next(k for k, b in enumerate(shown) if isinstance(b, str) and b.startswith(path))
+                shown[0:1], shown[i + 1:i + 1] = [head], table
                 return shown + (cost_mod.dir_blocks(cost, limit) if cost is not None else [])
 
         def doc() -> dict:

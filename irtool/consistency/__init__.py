@@ -3,11 +3,9 @@ found in the compiled graphs before it runs. Each check is a pure function over 
 (`dumpdir.rank_facts`) returning typed findings; docs/check.md says what each one compares."""
 from __future__ import annotations
 
-from functools import partial
 from typing import Callable
 
-from ..dumpdir import Progress, RankFacts, Unreadable, map_ranks, read_or_record
-from ..errors import InputError, SelectionError
+from ..dumpdir import Progress, RankFacts, map_ranks
 from ..selection import Policy, Selection
 from .causes import causes, coverage
 from .collectives import collective_findings
@@ -55,15 +53,7 @@ def check_dir(sel: str | Selection, pass_name: str | None = None, jobs: int | No
     partial selection records it in `sel.unreadable`): a check over part of a dump proves nothing."""
     if not isinstance(sel, Selection):
         sel = Selection.of(sel, None, pass_name, Policy(jobs, scheduler))
-    if sel.partial:
-        got = sel.map(partial(read_or_record, rank_digest), progress)
-        sel.unreadable += [g for g in got if isinstance(g, Unreadable)]
-        sel.unreadable.sort(key=lambda u: -1 if u.rank is None else u.rank)
-        digests = [g for g in got if not isinstance(g, Unreadable)]
-        if not digests:  # nothing to answer for: the first rank's error is the answer
-            raise (SelectionError if sel.unreadable[0].file is None else InputError)(sel.unreadable[0].error)
-    else:
-        digests = sel.map(rank_digest, progress)
+    digests = sel.analysed(progress, of=rank_digest)
     files = {f.rank: f for f in sel.rank_files}
     return check_digests(sel.path, digests, lambda ranks: map_ranks(rank_details, [files[r] for r in ranks],
                                                                     sel.policy.jobs, None, sel.policy.scheduler),

@@ -139,9 +139,10 @@ def details(facts: ParallelFacts) -> RankDetails:
     return RankDetails(counted(facts), Strategies.of(facts.strategies), dict(seqs))
 
 
-def rank_digest(rank: RankFile) -> RankDigest:
-    """Read and analyse one rank, keep its digest (runs in a worker process)."""
-    dump = rank.load()
+def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False) -> RankDigest:
+    """Read and analyse one rank, keep its digest (runs in a worker process; `deep` is for
+    `Selection.analysed`'s signature: check reports no warnings)."""
+    dump = rank.load(lenient)
     return digest(rank.rank, rank.path, dump.counts.get("cnodes", 0), analyze(dump, rank.rank).release())
 
 
