@@ -282,10 +282,9 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: i
     """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group
     membership, ranks of one stage alike). Exit 0 consistent (with --strict: and everything compared),
     1 findings, 2 unreadable input (also when some ranks could not be read: the others are checked)."""
-    import json
 
     from .consistency import check_dir
-    from .consistency.report import blocks
+    from .consistency.report import blocks, to_json
     from .present import to_markdown, to_text
 
     def body() -> int:
@@ -301,7 +300,7 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: i
         d = {**result.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable]}
         _warn_skips(sel)
         code = _skipped(sel)
-        _emit(fmt, {"json": lambda: json.dumps(d, indent=2), "text": lambda: to_text(shown),
+        _emit(fmt, {"json": lambda: to_json(d), "text": lambda: to_text(shown),
                     "markdown": lambda: to_markdown(shown)})
         return code or result.exit_code(strict)
 
