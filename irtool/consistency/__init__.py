@@ -3,6 +3,7 @@ found in the compiled graphs before it runs. Each check is a pure function over 
 (`dumpdir.rank_facts`) returning typed findings; docs/check.md says what each one compares."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 from ..dumpdir import Progress, RankFacts, map_ranks
@@ -55,6 +56,7 @@ def check_dir(sel: str | Selection, pass_name: str | None = None, jobs: int | No
         sel = Selection.of(sel, None, pass_name, Policy(jobs, scheduler))
     digests = sel.analysed(progress, of=rank_digest)
     files = {f.rank: f for f in sel.rank_files}
-    return check_digests(sel.path, digests, lambda ranks: map_ranks(rank_details, [files[r] for r in ranks],
+    details = partial(rank_details, lenient=sel.policy.lenient)
+    return check_digests(sel.path, digests, lambda ranks: map_ranks(details, [files[r] for r in ranks],
                                                                     sel.policy.jobs, None, sel.policy.scheduler),
                          sel.pass_name)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple
 
 from ..dumpdir import RankFacts, RankFile
+from ..ir import DumpWarning
 from ..parallel import CommNode, ParallelFacts, Strategy, analyze
 from ..parallel.rules import P2P
 
@@ -84,6 +85,7 @@ class RankDigest:
     messages: list[Message]  # Send/Receive, in dump order
     groups: dict[str, GroupUse]
     profile: tuple[bytes, bytes]  # hashes of the operator counts and of the strategies (stage.profile)
+    warnings: list[DumpWarning] = field(default_factory=list)  # what `--lenient` skipped while reading
 
 
 @dataclass
@@ -143,12 +145,14 @@ def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False) -> Ra
     """Read and analyse one rank, keep its digest (runs in a worker process; `deep` is for
     `Selection.analysed`'s signature: check reports no warnings)."""
     dump = rank.load(lenient)
-    return digest(rank.rank, rank.path, dump.counts.get("cnodes", 0), analyze(dump, rank.rank).release())
+    d = digest(rank.rank, rank.path, dump.counts.get("cnodes", 0), analyze(dump, rank.rank).release())
+    d.warnings = list(dump.warnings)
+    return d
 
 
-def rank_details(rank: RankFile) -> RankDetails:
+def rank_details(rank: RankFile, lenient: bool = False) -> RankDetails:
     """Read and analyse one rank again, for the details its digest only hashes (runs in a worker)."""
-    return details(analyze(rank.load(), rank.rank).release())
+    return details(analyze(rank.load(lenient), rank.rank).release())
 
 
 def of_facts(rf: RankFacts) -> RankDigest:
