@@ -88,6 +88,13 @@ def _unreadable(sel: Selection, head: str, says: str) -> list:
 @click.version_option(package_name="irtool")
 def main() -> None:
     """Read MindSpore MindIR `.ir` dumps and show what the compiled graph does."""
+    import shutil
+    import sys
+
+    from .present import set_text_width
+
+    # text for a terminal wraps to its width; piped text keeps every cell on one line (names whole for grep)
+    set_text_width(shutil.get_terminal_size().columns if sys.stdout.isatty() else None)
 
 
 @main.command()
@@ -141,11 +148,19 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                     cost_mod.rank_blocks(cost, limit) if cost is not None else [])
         else:
             from dataclasses import replace
+            from functools import partial as bind
+
+            from .dumpdir import map_ranks
 
             with Steps("ranks") as progress:
-                ranks = sel.analysed(progress)
+                ranks = sel.analysed(progress, of=summary_mod.rank_digest)
+
+            def fetch(files: list) -> list:  # one rank per different answer of a stage, read again for its tables
+                keep = bind(summary_mod.rank_digest, lenient=lenient, keep=True)
+                return map_ranks(keep, files, jobs, None, scheduler)
+
             # the ranks are already those of the stage (the selection's rule); the record keeps the stage asked
-            folder = replace(summary_mod.dir_summary(path, ranks), stage=stage)
+            folder = replace(summary_mod.dir_summary(path, ranks, fetch=fetch), stage=stage)
             if want_cost:
                 with Steps("cost") as progress:
                     cost = cost_mod.dir_cost(folder, limit_bytes, jobs, progress)[0]
@@ -155,7 +170,10 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
 
             def blocks() -> list:
                 shown = summary_mod.dir_blocks(folder, limit)
-                shown[:1] = _unreadable(sel, str(shown[0]), "the tables are of the other ranks")
+                # the headline's first line says how many ranks were not read; their list follows the folder's line
+                head, *table = _unreadable(sel, str(shown[0]), "the tables are of the other ranks")
+                i = next(k for k, b in enumerate(shown) if isinstance(b, str) and b.startswith(path))
+                shown[0:1], shown[i + 1:i + 1] = [head], table
                 return shown + (cost_mod.dir_blocks(cost, limit) if cost is not None else [])
 
         def doc() -> dict:
@@ -204,10 +222,11 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         if max_memory:
             diff_cost.memory_threshold(max_memory)
         policy = Policy(loader=load_with_progress)
-        result = diff_mod.diff_dirs(*(Selection.of(p, stage, pass_name, policy) for p in (old, new)))
+        sides = [Selection.of(p, stage, pass_name, policy) for p in (old, new)]
+        result = diff_mod.diff_dirs(*sides)
         cdiff = reasons = None
         if with_cost or cost_kinds or max_memory:
-            cdiff = diff_cost.cost_diff(old, new, pass_name, stage, load_with_progress)
+            cdiff = diff_cost.cost_diff(*sides)
             reasons = cdiff.failures(cost_kinds, max_memory)
         if fmt == "json":
             import json
@@ -296,20 +315,21 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
 
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
+        sel = Selection.of(input_path, stage, pass_name, Policy(loader=load_with_progress), partial=True)
         if pipeline:
             from .atomic import atomic_write
             from .render import pipeline as pipe_mod
 
-            scheds = pipe_mod.folder_schedules(input_path, None, load_with_progress)
+            scheds = pipe_mod.folder_schedules(sel.per_stage(), input_path)
+            _notes(sel)
             text = pipe_mod.pipeline_dot(scheds, f"{input_path}: pipeline in execution order")
-            atomic_write(out, pipe_mod.picture_bytes(text, fmt_used))
+            atomic_write(out, export_mod.dot_bytes(text, fmt_used), protect=tuple(sel.files.values()))
             lost = pipe_mod.unmatched(scheds)
             if lost:
                 click.echo(f"irtool: {len(lost)} Send(s) with no Receive on a drawn stage", err=True)
             click.echo(f"{out}: {len(scheds)} stages, {sum(len(s.events) for _, s in scheds)} Send/Receive", err=True)
-            return 0
+            return _skipped(sel)
         depth_ = render_mod.parse_depth(depth)
-        sel = Selection.of(input_path, stage, pass_name, Policy(loader=load_with_progress), partial=True)
         dump, facts, chosen = render_mod.load_input(sel)
         _notes(sel)
         graph = render_mod.render_graph(dump, facts, subgraph=subgraph, scope=scope, comm_only=comm_only,

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
-from .dumpdir import Progress, RankFacts, RankFile, Unreadable, map_ranks, rank_facts, read_or_record, select_files
+from .dumpdir import Progress, RankFile, Unreadable, map_ranks, rank_facts, read_or_record, select_files
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, load
 from .parallel import ParallelFacts, analyze
@@ -129,12 +129,12 @@ class Selection:
         """`fn` of every rank (module-level, picklable), by the policy's pool or Dask cluster."""
         return map_ranks(fn, self.rank_files, self.policy.jobs, progress, self.policy.scheduler)
 
-    def analysed(self, progress: Progress | None = None) -> list[RankFacts]:
-        """Every rank analysed (`dumpdir.rank_facts`, with the policy's lenient and deep), those on the
-        selected stage; a stage no rank is on is a SelectionError."""
+    def analysed(self, progress: Progress | None = None, of: Callable[..., Any] = rank_facts) -> list[Any]:
+        """Every rank analysed (`of`, by default `dumpdir.rank_facts`, with the policy's lenient and deep;
+        its result has a `stage`), those on the selected stage; a stage no rank is on is a SelectionError."""
         from functools import partial as bind
 
-        fn = bind(rank_facts, lenient=self.policy.lenient, deep=self.policy.deep)
+        fn = bind(of, lenient=self.policy.lenient, deep=self.policy.deep)
         if self.partial:
             got = self.map(bind(read_or_record, fn), progress)
             self.unreadable += [g for g in got if isinstance(g, Unreadable)]

@@ -14,7 +14,7 @@ from irtool import analyze, load
 from irtool.cli import main
 from irtool.diff import diff_dirs
 from irtool.diff.match import align_scopes
-from irtool.parallel.layers import layer_comm, layer_of
+from irtool.parallel.layers import ScopeIndex, layer_comm, layer_of
 from irtool.parallel.optimizer import optimizer_shards
 from irtool.parallel.traffic import wire_bytes
 
@@ -145,6 +145,59 @@ def test_layers_gpt_small() -> None:
         == "Default/n-GPT/layers-CellList/0-DecoderLayer"
     assert layer_of("Default/net/layers.3-Block/AllReduce-op1") == "Default/net/layers.3-Block"
     assert layer_of("Default/net/layers.3-Block/AllReduce-op1", depth=2) == "Default/net"
+
+
+def test_layers_by_served_parameter_lazy_inline() -> None:
+    # lazy_inline prints every gradient AllReduce under one scope: xzcat gpt_small_dp2mp2pp2_lazyinline/rank_0/
+    # 19_validate_0087.ir.xz | grep -c "Gradients/Default/Grad__MirrorMicroStepOperator/AllReduce" -> 34; the input
+    # line under each (`ref_key=accu_grads.0.attention.wq.weight`, shape (64, 128) Float32) names its parameter.
+    # Layer 0 (16 parameters `0.*`): 4 B x (3*64*128 + 128*64 + 256*128 + 128*256 + 128+128 + 3*64 + 128
+    #   + 128+128 + 256 + 128) = 4 x 99,520 = 398,080; layer 1 the same; embedding.tok (512, 128) + embedding.pos
+    # (64, 128) = 4 x 73,728 = 294,912 in the embedding's cell, the only scope printing `embedding-Embedding`.
+    facts = analyze(load(fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz")))
+    rows = {r.layer: r for r in layer_comm(facts.comm, facts.groups, strategies=facts.strategies)}
+    base = "Default/network-PipelineCell/network-GPT/"
+    assert rows[base + "layers-CellList/0-DecoderLayer"].by_category["gradient-aggregation"] == 398_080
+    assert rows[base + "layers-CellList/1-DecoderLayer"].by_category["gradient-aggregation"] == 398_080
+    assert rows[base + "embedding-Embedding"].by_category["gradient-aggregation"] == 294_912
+    # the printed scope `Default` keeps only what serves nothing known: the 4 pipeline Send/Receive
+    assert rows["Default"].by_category["gradient-aggregation"] == 0 and rows["Default"].count == 4
+    # without the rule they all counted under `Default` (their printed scope)
+    assert layer_of("Gradients/Default/Grad__MirrorMicroStepOperator/AllReduce-op15") == "Default"
+
+
+def test_layers_by_served_parameter_issue_example() -> None:
+    # xzcat pipeline_4stage_8p/rank_2/step_parallel_end_0019.ir.xz | sed -n 1117,1119p: `_MirrorMicroStepOperator(
+    # ...para6_layers.2.norm.gamma ...)`, input `(64) Float32`, printed under `layers-CellList/0-Block/norm-LayerNorm`
+    # (likewise lines 1137 layers.2.norm.beta, 1343 layers.3.norm.gamma, 1375 layers.3.norm.beta); this stage-2
+    # rank holds layers 2 and 3 (`grep -c layers-CellList/2-Block` -> 56, 3-Block -> 56), so each of the four
+    # 256-byte gradients goes to its own layer and nothing to layer 0.
+    facts = analyze(load(fixture("pipeline_4stage_8p/rank_2/step_parallel_end_0019.ir.xz")))
+    rows = {r.layer.rsplit("/", 1)[-1]: r for r in layer_comm(facts.comm, facts.groups, strategies=facts.strategies)}
+    assert "0-Block" not in rows
+    assert rows["2-Block"].by_category["gradient-aggregation"] == 2 * 256
+    assert rows["3-Block"].by_category["gradient-aggregation"] == 2 * 256
+
+
+def test_parameter_cell_rule() -> None:
+    # scopes as the dumps print them (gpt_small_dp2mp2pp2_lazyinline rank_0: `micro_inputs-CellList/0-_MicroBatch`
+    # and `layers-CellList/0-DecoderLayer` both have an index 0)
+    index = ScopeIndex([
+        "Default/network-PipelineCell/micro_inputs-CellList/0-_MicroBatch/StridedSlice-op0",
+        "Default/network-PipelineCell/network-GPT/layers-CellList/0-DecoderLayer/attention_norm-LayerNorm/LayerNorm-op0",
+        "Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer/attention-Attention/AllReduce-op2",
+        "Default/net/_backbone-Model/layers.3-Block/norm-LayerNorm/LayerNorm-op1",
+    ])
+    gpt = ("Default", "network-PipelineCell", "network-GPT", "layers-CellList")
+    # `0.attention_norm` is printed once: the index and the cell name in a row
+    assert index.cell_of("0.attention_norm.beta") == (*gpt, "0-DecoderLayer", "attention_norm-LayerNorm")
+    assert index.cell_of("1.attention.wq.weight") == (*gpt, "1-DecoderLayer", "attention-Attention")
+    # a bare index printed in two places is ambiguous: the printed scope is kept
+    assert index.cell_of("0.feed_forward.w1.weight") is None
+    # `layers.3` of a parameter named from another root cell; `norm` alone never picks a layer
+    assert index.cell_of("backbone.layers.3.norm.beta") == ("Default", "net", "_backbone-Model", "layers.3-Block",
+                                                           "norm-LayerNorm")
+    assert index.cell_of("layers.7.norm.beta") is None
 
 
 def test_wire_formula() -> None:

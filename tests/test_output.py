@@ -122,7 +122,10 @@ def test_stage_line_without_dict() -> None:
     # pipeline_2stage_8p rank_4 validate: 4 forward Receive + 4 backward Send, each with `pr.src_rank: I64(0)`
     # (grep -cE '= (PrimFunc_)?(Send|Receive)\(' = 8): 8 votes for stage 1
     out = run("summarize", P2 / "rank_4" / "19_validate_0078.ir.xz")
-    assert out.splitlines()[1].startswith("Pipeline stage: 1 (8 votes, ")
+    lines = out.splitlines()
+    assert lines[0] == "Rank 4, pipeline stage 1"  # the headline's first line
+    assert lines[6].startswith(str(P2 / "rank_4" / "19_validate_0078.ir.xz") + "  entry @")  # after 5 lines and a gap
+    assert lines[7].startswith("Pipeline stage: 1 (8 votes, ")
 
 
 # --- point 8: no silent truncation, names never cut ---------------------------------------------------
@@ -179,9 +182,9 @@ def test_folder_summary_says_what_it_adds_up() -> None:
         end = next((j for j in range(i + 1, len(lines)) if not lines[j]), len(lines))
         return lines[i + 3:end]  # after the title, the header and the rule
 
-    ops0 = table("Stage 0: sum over 4 ranks (0, 1, 2, 3), communication by operator")
+    ops0 = table("Stage 0: sum over 4 ranks (0-3), communication by operator")
     assert [row.split()[:2] for row in ops0] == [["AllReduce", "180"], ["Receive", "16"], ["Send", "16"]]  # 4 x 45, 4 x 4
-    cats1 = table("Stage 1: sum over 4 ranks (4, 5, 6, 7), communication by category")
+    cats1 = table("Stage 1: sum over 4 ranks (4-7), communication by category")
     # pipeline = 4 ranks x (4 Send + 4 Receive); operators are not mixed into the category table
     assert ["pipeline", "32", "32,768"] in [row.split() for row in cats1]
     assert not any(row.split()[0] in ("AllReduce", "Send") for row in cats1)
@@ -192,7 +195,7 @@ def test_folder_summary_says_what_it_adds_up() -> None:
     assert ["5", "1", "Send", "backward", "0", "1", "1,024", "4", "0,1,2,3"] in sr
     assert len(sr) == 16  # 8 ranks x (Send, Receive), each one (peer, size)
     md = run("summarize", P2, "--format", "markdown")
-    assert "**Stage 1: sum over 4 ranks (4, 5, 6, 7), communication by operator**" in md
+    assert "**Stage 1: sum over 4 ranks (4-7), communication by operator**" in md
     assert "| 5 | 1 | Send | backward | 0 | 1 | 1,024 | 4 | 0,1,2,3 |" in md
 
 
@@ -259,3 +262,73 @@ def test_markdown_mentions_nobody() -> None:
     assert "entry &#64;1972_1971_291_289_1_" in md and "@" not in md
     text = run("summarize", P2 / "rank_4" / "19_validate_0078.ir.xz")
     assert "entry @1972_1971_291_289_1_" in text  # text keeps the dump's spelling for grep
+
+
+def test_folder_summary_strategies_per_stage_same_ranks_once() -> None:
+    gpt = F / "gpt_small_dp2mp2pp2"
+    d = json.loads(run("summarize", gpt, "--format", "json"))
+    # grep -cE '^\s+%[0-9]+\(.*\) = .*in_strategy: ' rank_N/19_validate_0078.ir -> 158 on ranks 0-3, 183 on rank 4
+    answers = {s["stage"]: s["answers"] for s in d["stages"]}
+    assert [(a["ranks"], len(a["strategies"])) for a in answers[0]] == [([0, 1, 2, 3], 158)]
+    assert [(a["ranks"], len(a["strategies"])) for a in answers[1]] == [([4, 5, 6, 7], 183)]
+    out = run("summarize", gpt)
+    assert "Stage 0, rank 0: operators with strategies" in out and "ranks 1-3: same as rank 0" in out
+    assert "ranks 5-7: same as rank 4" in out
+    # local slice, rank 0 line 201: `%2 = PrimFunc_StridedSlice(%1, ...) {instance name: redistribution_op_...}`
+    # cutting the micro batch of line 189 (`strided_slice`, (4, 64) -> (2, 64)) for the Sub on line 204
+    local = out.split("Stage 0, rank 0: local slices (StridedSlice without communication)\n", 1)[1]
+    assert re.search(r"\n  0 +forward +StridedSlice strided_slice \(line 189\) .*Sub \S+ \(line 204\)", local)
+
+
+def test_folder_summary_rank_with_another_strategy_shown_apart() -> None:
+    # check_strategy_mismatch_8p (manifest: rank 3 shards out_proj as ((2, 1), (1, 4)), the others ((2, 4), (4, 1))):
+    # rank 3 validate line 395 `PrimFunc_MatMul(...) {instance name: out_proj} primitive_attrs: {in_strategy: ((2, 1),
+    # (1, 4))`; no pipeline, so one stage (None) with two answers
+    d = json.loads(run("summarize", F / "check_strategy_mismatch_8p", "--format", "json"))
+    (stage,) = d["stages"]
+    assert [a["ranks"] for a in stage["answers"]] == [[0, 1, 2, 4, 5, 6, 7], [3]]
+    out = run("summarize", F / "check_strategy_mismatch_8p", "--all")
+    assert "ranks 1, 2, 4-7: same as rank 0" in out and "No pipeline stage, rank 3: operators with strategies" in out
+    mm = [line for line in out.split("No pipeline stage, rank 3: operators with strategies", 1)[1].splitlines()
+          if line.startswith("  MatMul ") and "out_proj" not in line]
+    assert any("(2,1)(1,4)" in line for line in mm)
+
+
+def test_text_fits_100_columns_and_keeps_names_whole() -> None:
+    from irtool.ir import load
+    from irtool.parallel import analyze
+    from irtool.present.tables import _BREAK
+    from irtool.report.summary import file_summary, summary_blocks
+
+    dump = load(F / "semi_auto_8p" / "rank_0" / "19_validate_0078.ir.xz")
+    blocks = summary_blocks(file_summary(dump, analyze(dump)), None)
+    wide, narrow = to_text(blocks), to_text(blocks, width=100)
+    assert max(map(len, wide.splitlines())) > 100  # piped: one line per row, however long
+    assert max(map(len, narrow.splitlines())) <= 100
+    # every piece of every cell (scopes split after `/`, lists after `; `) is printed whole on one line
+    pieces = {p.strip() for b in blocks if isinstance(b, Table) for row in b.rows for c in row
+              for p in _BREAK.split(c) if p.strip()}
+    lines = narrow.splitlines()
+    assert all(any(p in ln for ln in lines) for p in pieces)
+    # e.g. the layer `Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP` (its Fullname with scope
+    # in the dump) wraps after its `/`s
+    assert "  Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP  " in wide
+    assert any(ln.strip().startswith("body-ShardedAttentionMLP") for ln in lines)
+
+
+def test_headline_first() -> None:
+    # opt_parallel_8p rank_0 validate: grep -cE "= (AllGather|ReduceScatter|AllReduce)\(" -> 17 (8 AllGather with
+    # `parallel_optimizer` in the instance name, all on group "nccl_world_group" of 8 ranks, 8 ReduceScatter, 1 AllReduce)
+    lines = run("summarize", F / "opt_parallel_8p" / "rank_0" / "19_validate_0078.ir.xz").splitlines()
+    assert lines[0] == "Rank 0, pipeline stage: none (no pipeline Send/Receive)"
+    assert lines[1].startswith("Communication: 17 nodes, ")
+    assert lines[2] == "Redistributions: none"
+    assert lines[3].startswith("Optimizer sharding: 8 parameters over groups of 8 ranks, ")
+    assert lines[4] == "Unknown or unpaired: none"
+    assert lines[5] == "" and lines[6].startswith(str(F / "opt_parallel_8p"))
+    # a folder: gpt_small_dp2mp2pp2, `pr.stage` of the Sends: ranks 0-3 stage 0, 4-7 stage 1; each rank's 2 Sends
+    # and 2 Receives (grep -cE "= (Send|Receive)\(" -> 4 per rank) meet a Receive / Send of the other stage
+    head = run("summarize", F / "gpt_small_dp2mp2pp2").splitlines()[:5]
+    assert head[0] == "8 ranks, 2 pipeline stages (stage 0: ranks 0-3; stage 1: ranks 4-7)"
+    assert head[3] == "Optimizer sharding: none on every stage"
+    assert head[4] == "Unknown or unpaired: none"

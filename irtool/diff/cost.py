@@ -4,14 +4,12 @@ a stage hold the same work)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
-from ..dumpdir import rank_files
 from ..errors import InputError
-from ..ir import Dump, load
-from ..parallel import ParallelFacts, analyze
 from ..parallel.balance import measure_stage
 from ..present import Block, Table, cell
+from ..selection import Selection
 from .compare import _exceeds, parse_threshold
 
 COST_KINDS = ("memory", "cost")
@@ -76,25 +74,21 @@ class CostDiff:
                 "estimate": "memory includes estimated gradients and activations (docs/cost.md)"}
 
 
-def _side(path: str, pass_name: str, loader: Callable[[str], Dump]) -> dict[int, StageFigures]:
-    first: dict[int, tuple[int | None, Dump, ParallelFacts]] = {}
-    for rank, f in rank_files(path, pass_name).items():
-        dump = loader(f)
-        facts = analyze(dump)
-        first.setdefault(facts.stage or 0, (rank, dump, facts))
+def _side(sel: Selection) -> dict[int, StageFigures]:
+    """The figures of one rank per stage (`Selection.per_stage`: ranks of a stage hold the same work)."""
+    picked = sel.per_stage()
     out = {}
-    for s, (r, d, fa) in first.items():
-        sc = measure_stage(d, fa, r, len(first))
-        out[s] = StageFigures(r, dict(sc.cost.flops), sum(sc.cost.unknown.values()), sc.memory.peak,
-                              sc.memory.as_dict()["bytes_by_role"])
+    for p in picked:
+        sc = measure_stage(p.dump, p.facts, p.rank, len(picked))
+        out[p.stage] = StageFigures(p.rank, dict(sc.cost.flops), sum(sc.cost.unknown.values()), sc.memory.peak,
+                                    sc.memory.as_dict()["bytes_by_role"])
     return out
 
 
-def cost_diff(old: str, new: str, pass_name: str = "validate", stage: int | None = None,
-              loader: Callable[[str], Dump] = load) -> CostDiff:
-    a, b = _side(old, pass_name, loader), _side(new, pass_name, loader)
-    keys = sorted(set(a) | set(b))
-    return CostDiff({s: (a.get(s), b.get(s)) for s in keys if stage is None or s == stage})
+def cost_diff(old: Selection, new: Selection) -> CostDiff:
+    """Stage FLOPs and memory, old -> new, for the stages either side selects."""
+    a, b = _side(old), _side(new)
+    return CostDiff({s: (a.get(s), b.get(s)) for s in sorted(set(a) | set(b))})
 
 
 def _pct(old: int, new: int) -> str:

@@ -232,10 +232,6 @@ class Subgraph:
     nodes: list[Node] = field(default_factory=list)
     body_notes: list[str] = field(default_factory=list)  # unknown lines among its nodes, raw
 
-    @property
-    def return_node(self) -> Node | None:
-        return self.nodes[-1] if self.nodes and self.nodes[-1].id is None else None
-
 
 @dataclass
 class Dump:

@@ -6,13 +6,14 @@ only read: facts and warnings are returned, and the caller keeps them as long as
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import partial
 
 from ..ir import Dump, DumpWarning, Node, pass_name
 from .chains import redistribution_chains
 from .groups import group_name, group_table
 from .links import NodeIndex, ordered_with, param_through, walk_to_strategy
-from .peer import global_peer, rank_of
+from .peer import global_peer, group_members, rank_of
 from .records import CommNode, FileKind, Group, ParallelFacts, Strategy
 from .rules import COMM_OPS, EXCHANGES, GATHERS, MIRRORS, classify, file_kind, moves_no_data, phase
 from .scope import attributed_scope
@@ -31,12 +32,16 @@ def analyze(dump: Dump, rank: int | None = None) -> ParallelFacts:
     found = [n for n in dump.nodes() if n.op in COMM_OPS]
     silent = {n.uid for n in found if moves_no_data(n, n.instance_name or "", n.primitive_attrs)}
     nodes = [n for n in found if n.uid not in silent]
-    groups = group_table(n.primitive_attrs for n in nodes)
+    own = rank if rank is not None else rank_of(dump.path or "")
+    printed = group_table(n.primitive_attrs for n in nodes)
+    # members the dump does not list, from the group's name (2-rank groups, parallel/peer.py)
+    groups = {name: g if g.ranks is not None else replace(g, ranks=group_members(name, own))
+              for name, g in printed.items()}
     strats = strategies(dump)
     by_uid = {s.node: s for s in strats}
-    own = rank if rank is not None else rank_of(dump.path or "")
     index = NodeIndex(dump, found)
-    comm = [global_peer(c, own) for c in comm_nodes(dump, nodes, groups, kind, by_uid, index)]
+    # the nodes see the printed members: a printed peer on a listed group may be global (peer.py)
+    comm = [global_peer(c, own) for c in comm_nodes(dump, nodes, printed, kind, by_uid, index)]
     no_ops = comm_nodes(dump, [n for n in found if n.uid in silent], groups, kind, by_uid, index) if silent else []
     warnings = [DumpWarning(n.line, f"attributes of {n.key} kept as raw text ({n.unreadable_attrs.reason}): "
                                     "its classification may be incomplete")
@@ -191,6 +196,7 @@ def _p2p(c: CommNode, pa: dict, pr: dict, kind: FileKind) -> None:
         peer = pa.get("src_global_rank", pa.get("src_rank") if "src_global_rank" not in pa else None)
     c.peer_rank = as_int(peer)
     c.segment = as_int(pr.get("segment", pr.get("chunk")))
+    c.chunk = as_int(pr.get("chunk"))  # as printed: the segment of a folded pipeline, the chunk of an interleaved one
     if kind == "pre":
         return
     if "stage" in pr:

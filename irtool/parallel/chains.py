@@ -305,8 +305,7 @@ def _producer(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str,
             if ref.kind != "node":
                 if ref.kind not in ("param", "free"):
                     continue
-                name = ref.name.rstrip(")").split(":")[-1].lstrip("%")
-                return ChainEnd(node=ref.name, op="Parameter", name=name.split("_", 1)[-1], slice_shape=piece)
+                return _parameter_end(ref.name, piece)
             x = graph.nodes.get(ref.name)
             item: int | None = None
             steps = 0
@@ -317,11 +316,20 @@ def _producer(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str,
                     item = int(m.group(1)) if m else None
                 nxt = graph.node_input(x, 0)
                 if nxt is None:
+                    first = x.inputs[0].ref if x.inputs else None
+                    if x.op == "Load" and first is not None and first.kind in ("param", "free"):
+                        return _parameter_end(first.name, piece)  # a stored parameter, named, not its Load
                     break
                 x = nxt
             if x is not None:
                 return _end(x, strat, item, False, piece)
     return None
+
+
+def _parameter_end(ref: str, piece: Any) -> ChainEnd:
+    """The producer end of a chain that reads a parameter (`%para3_l1.w` -> `l1.w`)."""
+    name = ref.rstrip(")").split(":")[-1].lstrip("%")
+    return ChainEnd(node=ref, op="Parameter", name=name.split("_", 1)[-1], slice_shape=piece)
 
 
 def _consumers(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str, Strategy]) -> list[ChainEnd]:

@@ -1,11 +1,14 @@
-"""Communication per layer (docs/parallel.md §16): repeated cells (`layers-CellList/3-Block`,
-`layers.3`, `blocks-SequentialCell/0`) recognised in the scope; any other node by its cell, or
-by the first N scope components with `depth`."""
+"""Communication per layer (docs/parallel.md §16): a node counts in the layer of what it serves
+(the parameter of a gradient or optimizer node, the operator a redistribution feeds), its printed
+scope only when nothing else is known; layers are repeated cells (`layers-CellList/3-Block`,
+`layers.3`, `blocks-SequentialCell/0`), else a node's cell, or the first N scope components
+with `depth`."""
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
-from .records import CATEGORIES, PHASES, CommNode, Group, LayerComm
+from .records import CATEGORIES, PHASES, CommNode, Group, LayerComm, Strategy
 from .scope import Scope
 from .traffic import node_wire_bytes
 
@@ -13,10 +16,7 @@ _INDEXED = re.compile(r"^\d+(-|$)")  # `3-DecoderLayer` under a CellList / Seque
 _DOTTED = re.compile(r"^[A-Za-z_]\w*\.\d+(-|$)")  # `layers.3-Block`
 
 
-def layer_of(scope: str, depth: int | None = None) -> str:
-    """The layer a scope belongs to: the path up to the first repeated-cell index, else the cell
-    (with `depth`: the first `depth` cell components)."""
-    parts = Scope(scope).cell_parts
+def _layer(parts: tuple[str, ...] | list[str], depth: int | None) -> str:
     if depth is not None:
         return "/".join(parts[:depth])
     for i, p in enumerate(parts):
@@ -25,12 +25,83 @@ def layer_of(scope: str, depth: int | None = None) -> str:
     return "/".join(parts)
 
 
-def layer_comm(comm: list[CommNode], groups: dict[str, Group], depth: int | None = None) -> list[LayerComm]:
+def layer_of(scope: str, depth: int | None = None) -> str:
+    """The layer a scope belongs to: the path up to the first repeated-cell index, else the cell
+    (with `depth`: the first `depth` cell components)."""
+    return _layer(Scope(scope).cell_parts, depth)
+
+
+def _names(part: str) -> list[str]:
+    """The attribute names a scope component stands for: `layers-CellList` -> [layers],
+    `3-Block` -> [3], `layers.3-Block` -> [layers, 3]."""
+    return part.split("-", 1)[0].split(".")
+
+
+_MAX_RUN = 6  # names of a parameter matched in a row (`layers.6.attention.wq` is 4)
+
+
+def _cell_names(parameter: str) -> list[str]:
+    """The cells a parameter belongs to, by its name: `layers.6.norm.beta` -> [layers, 6, norm]."""
+    return parameter.split(".")[:-1][:_MAX_RUN]
+
+
+class ScopeIndex:
+    """The cell paths the dump prints (of communication and strategy operators), to find the cell a
+    parameter name stands for."""
+
+    def __init__(self, scopes: Iterable[str]) -> None:
+        self.runs: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+        for parts in {Scope(s).cell_parts for s in scopes if s}:
+            flat = [(n, i) for i, p in enumerate(parts) for n in _names(p)]
+            for j in range(len(flat)):
+                for k in range(j + 1, min(len(flat), j + _MAX_RUN) + 1):
+                    key = tuple(n for n, _ in flat[j:k])
+                    self.runs.setdefault(key, set()).add(parts[: flat[k - 1][1] + 1])
+        self._cache: dict[str, tuple[str, ...] | None] = {}
+
+    def cell_of(self, parameter: str) -> tuple[str, ...] | None:
+        """The printed cell path of a parameter: the longest run of its cell names, in a row, that the
+        dump's scopes contain in exactly one place, cut after that run; None when there is none."""
+        if parameter not in self._cache:
+            self._cache[parameter] = self._find(_cell_names(parameter))
+        return self._cache[parameter]
+
+    def _find(self, names: list[str]) -> tuple[str, ...] | None:
+        # a run must contain the parameter's first repeated-cell index (`6` of `layers.6.norm`): that
+        # index is what tells layers apart, `norm` alone matches any layer's norm
+        at = next((i for i, n in enumerate(names) if n.isdigit()), None)
+        for k in range(len(names), 0, -1):
+            for j in range(len(names) - k + 1):
+                if at is not None and not j <= at < j + k:
+                    continue
+                hits = self.runs.get(tuple(names[j:j + k]), set())
+                if len(hits) == 1:
+                    return next(iter(hits))
+        return None
+
+
+def served_cell(c: CommNode, index: ScopeIndex, op_scopes: dict[str, str]) -> tuple[str, ...]:
+    """The cell path a node is counted under (§16): the cell of the parameter a gradient or optimizer
+    node is for, the scope of the operator a forward redistribution feeds, else its printed scope."""
+    if c.parameter and (cell := index.cell_of(c.parameter)) is not None:
+        return cell
+    if c.category == "redistribution" and c.phase != "backward" and c.serves in op_scopes:
+        # a backward redistribution `serves` its forward's producer (§8); it is printed under the
+        # forward's consumer, which keeps both directions in one row
+        return Scope(op_scopes[c.serves]).cell_parts
+    return Scope(c.scope).cell_parts
+
+
+def layer_comm(comm: list[CommNode], groups: dict[str, Group], depth: int | None = None,
+               strategies: Iterable[Strategy] = ()) -> list[LayerComm]:
     """Per layer: count, tensor bytes, wire bytes, and bytes per phase and per category; the layer
-    that moves the most bytes first."""
+    that moves the most bytes first. `strategies` give the scopes of the operators nodes serve."""
+    strategies = list(strategies)
+    op_scopes = {s.node: s.scope for s in strategies if s.node}
+    index = ScopeIndex([*(c.scope for c in comm), *op_scopes.values()])
     rows: dict[str, LayerComm] = {}
     for c in comm:
-        key = layer_of(c.scope, depth) or "(no scope)"
+        key = _layer(served_cell(c, index, op_scopes), depth) or "(no scope)"
         r = rows.get(key)
         if r is None:
             r = rows[key] = LayerComm(layer=key, count=0, bytes=0, wire_bytes=0, bytes_unknown=0,

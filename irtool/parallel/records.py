@@ -110,6 +110,7 @@ class CommNode:
     serves_op: str | None = None  # operator of `serves` when it is a node
     serves_strategy: Any = None  # `in_strategy` (else `in_layout`) of the `serves` operator
     segment: int | None = None  # pipeline segment of a Send/Receive (`pr.segment`, folded pipelines)
+    chunk: int | None = None  # `pr.chunk` as printed (MindSpore 2.7 prints the segment, or the interleave chunk, so)
     # the scope the node is attributed to: `scope`, except a backward node printed under another
     # cell than its forward counterpart's (docs/parallel.md §8)
     cell_scope: str = ""

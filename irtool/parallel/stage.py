@@ -103,7 +103,7 @@ def _placed_votes(hops: list[CommNode], comm: list[CommNode]) -> list[tuple[int,
     candidates = own_rank_candidates(comm)
     receives = any(c.op == "Receive" for c in hops)
     for c in hops:
-        peer = _global_peer(c)
+        peer = c.peer_rank  # a global rank: resolved once in analysis (parallel/peer.py)
         if peer is None:
             continue
         if candidates:
@@ -120,12 +120,3 @@ def _placed_votes(hops: list[CommNode], comm: list[CommNode]) -> list[tuple[int,
             out.append((0, "sends only (inference, first stage)"))
     return out
 
-
-def _global_peer(c: CommNode) -> int | None:
-    """The peer's global rank: `pa.dest_rank`/`pa.src_rank` is its position in the group, which is the
-    global rank in the world group (no rank list) and the member at that position otherwise."""
-    if c.peer_rank is None or "dst_global_rank" in c.rank_attrs or "src_global_rank" in c.rank_attrs:
-        return c.peer_rank
-    if c.group_ranks:
-        return c.group_ranks[c.peer_rank] if 0 <= c.peer_rank < len(c.group_ranks) else None
-    return c.peer_rank

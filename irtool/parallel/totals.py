@@ -73,10 +73,12 @@ class SendReceive:
     micros: list[int] = field(default_factory=list)
     count: int = 0
     segment: int | None = None
+    chunk: int | None = None  # `pr.chunk` as printed (§7)
 
     def as_dict(self) -> dict[str, Any]:
         return {"op": self.op, "phase": self.phase, "peer_stage": self.peer_stage, "peer_rank": self.peer_rank,
-                "bytes_each": self.bytes_each, "micros": self.micros, "count": self.count, "segment": self.segment}
+                "bytes_each": self.bytes_each, "micros": self.micros, "count": self.count, "segment": self.segment,
+                "chunk": self.chunk}
 
 
 def send_receive(comm: Iterable[CommNode]) -> list[SendReceive]:
@@ -85,10 +87,11 @@ def send_receive(comm: Iterable[CommNode]) -> list[SendReceive]:
     for c in comm:
         if c.direction is None:
             continue
-        key = (c.op, c.phase, c.peer_stage, c.peer_rank, c.bytes, c.segment)
+        key = (c.op, c.phase, c.peer_stage, c.peer_rank, c.bytes, c.segment, c.chunk)
         e = pairs.get(key)
         if e is None:
-            e = pairs[key] = SendReceive(c.op, c.phase, c.peer_stage, c.peer_rank, c.bytes, segment=c.segment)
+            e = pairs[key] = SendReceive(c.op, c.phase, c.peer_stage, c.peer_rank, c.bytes, segment=c.segment,
+                                         chunk=c.chunk)
         e.count += 1
         if c.micro is not None:
             e.micros.append(c.micro)

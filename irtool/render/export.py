@@ -140,10 +140,15 @@ def check_layout_cost(graph: nx.DiGraph) -> None:
 def to_bytes(graph: nx.DiGraph, fmt: str, legend: bool = True) -> bytes:
     """The picture as bytes in `fmt` (dot text, or Graphviz output for svg/png/pdf; refused when
     the layout would take minutes, see `check_layout_cost`)."""
-    text = to_pydot(graph, legend=legend).to_string()
+    if fmt != "dot":
+        check_layout_cost(graph)
+    return dot_bytes(to_pydot(graph, legend=legend).to_string(), fmt)
+
+
+def dot_bytes(text: str, fmt: str) -> bytes:
+    """DOT `text` as bytes in `fmt`: the text itself for dot, else Graphviz's picture of it."""
     if fmt == "dot":
         return text.encode("utf-8")
-    check_layout_cost(graph)
     import graphviz
 
     try:
@@ -151,7 +156,8 @@ def to_bytes(graph: nx.DiGraph, fmt: str, legend: bool = True) -> bytes:
     except graphviz.ExecutableNotFound as exc:
         raise OutputError(f"Graphviz 'dot' is not installed; use --format dot ({exc})") from None
     except graphviz.CalledProcessError as exc:
-        raise OutputError(f"Graphviz failed: {str(exc.stderr or exc).strip().splitlines()[-1:]}") from None
+        last = str(exc.stderr or exc).strip().splitlines()
+        raise OutputError(f"Graphviz failed: {last[-1] if last else exc.returncode}") from None
 
 
 def export(graph: nx.DiGraph, path: str, fmt: str | None = None, legend: bool = True,

@@ -2,34 +2,22 @@
 each Send linked to the Receive that takes it (docs/cost.md §4)."""
 from __future__ import annotations
 
-from typing import Callable
-
 import pydot
 
-from ..dumpdir import load_dir
 from ..errors import SelectionError
-from ..ir import Dump
-from ..parallel import analyze
 from ..parallel.schedule import P2PEvent, StageSchedule, stage_schedule
 from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
+from ..selection import Loaded
 from .export import escape
 
-Loader = Callable[[str, bool], Dump]
 
-
-def folder_schedules(path: str, pass_name: str | None, loader: Loader) -> list[tuple[int | None, StageSchedule]]:
-    """(rank, schedule) of the first rank of every stage, by stage."""
-    seen: dict[int, tuple[int | None, StageSchedule]] = {}
-    for rf in load_dir(path, pass_name):
-        dump = loader(rf.path, False)
-        facts = analyze(dump)
-        if facts.stage is None or facts.stage in seen:
-            continue
-        seen[facts.stage] = (rf.rank, stage_schedule(dump, facts))
+def folder_schedules(picked: list[Loaded], path: str) -> list[tuple[int | None, StageSchedule]]:
+    """(rank, schedule) of the ranks picked one per stage (`Selection.per_stage`), by stage."""
+    seen = [(p.rank, stage_schedule(p.dump, p.facts)) for p in picked if p.facts.stage is not None]
     if len(seen) < 2:
         raise SelectionError(f"{path}: --pipeline needs a folder of ranks on two or more pipeline stages "
                              f"(found {len(seen)})")
-    return [seen[s] for s in sorted(seen)]
+    return seen
 
 
 def _id(stage: int | None, i: int) -> str:
@@ -73,19 +61,3 @@ def unmatched(schedules: list[tuple[int | None, StageSchedule]]) -> list[P2PEven
     have = {(s.stage, e.op, e.phase, e.micro, e.peer_stage) for _, s in schedules for e in s.events}
     return [e for _, s in schedules for e in s.events
             if e.op == "Send" and (e.peer_stage, "Receive", e.phase, e.micro, s.stage) not in have]
-
-
-def picture_bytes(text: str, fmt: str) -> bytes:
-    """DOT text, or Graphviz's picture of it (a handful of boxes per stage: no layout limit needed)."""
-    if fmt == "dot":
-        return text.encode("utf-8")
-    import graphviz
-
-    from ..errors import OutputError
-
-    try:
-        return graphviz.Source(text).pipe(format=fmt)
-    except graphviz.ExecutableNotFound as exc:
-        raise OutputError(f"Graphviz 'dot' is not installed; use --format dot ({exc})") from None
-    except graphviz.CalledProcessError as exc:
-        raise OutputError(f"Graphviz failed: {str(exc.stderr or exc).strip().splitlines()[-1:]}") from None

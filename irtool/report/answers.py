@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..parallel import Bytes
-from ..parallel.records import ChainEnd, LayerComm, OptimizerShard, RedistributionChain
+from ..parallel.records import ChainEnd, LayerComm, OptimizerShard, RedistributionChain, Strategy
 from ..parallel.totals import StageLink, Traffic, TrafficRow
 from ..parallel.traffic import FORMULAS
 from ..present import DEFAULT_LIMIT, Block, Table, bytes_text, cell, format_strategy, rank_list, strategy_text
@@ -68,35 +68,68 @@ def _ranks(ranks: Any) -> str:
     return rank_list(ranks) if isinstance(ranks, (list, tuple)) and ranks else DASH
 
 
-def redistribution_table(chains: Iterable[RedistributionChain]) -> tuple[Table, int]:
-    """Chains that communicate (the others are local slices: counted, listed in JSON)."""
+def _group_cell(groups: list[str], ranks: list[Any], per_rank: bool) -> str:
+    """`name: 0-3` per group; in a folder (`per_rank` False) the group size, which ranks of one stage share."""
+    if per_rank:
+        return "; ".join(f"{g}: {_ranks(r)}" for g, r in zip(groups, ranks)) or DASH
+    return "; ".join(f"{len(r)} ranks" if isinstance(r, (list, tuple)) and r else DASH for r in ranks) or DASH
+
+
+def _chain_row(c: RedistributionChain) -> tuple[str, str, str, str, str]:
+    p, q = c.producer, c.consumer
+    full = (q.full_shape if q else None) or (p.full_shape if p else None)
+    tensor = f"{cell(full) if full is not None else cell(q.slice_shape if q else None)} {c.dtype or ''}".strip()
+    phase = c.phase + (f" (of #{c.of_chain})" if c.of_chain is not None else "")
+    return phase, _end(p, False), _end(q, True), tensor, f"{_layout(p)} -> {_layout(q)}"
+
+
+def redistribution_table(chains: Iterable[RedistributionChain], per_rank: bool = True) -> tuple[Table, Table]:
+    """Chains that communicate, and the local slices: chains without communication that cut a tensor
+    with StridedSlice on this rank (a parameter stored per `parameter_plan` cut again, a batch split);
+    conversions by Reshape alone are in the JSON only."""
+    group_col = "groups: ranks" if per_rank else "group sizes"
     t = Table("Redistributions (why each layout conversion)",
-              ["#", "phase", "producer", "consumer", "tensor", "from -> to", "chain", "groups: ranks", "bytes",
+              ["#", "phase", "producer", "consumer", "tensor", "from -> to", "chain", group_col, "bytes",
                "wire bytes", "consumer source line"])
-    local = 0
+    local = Table("Local slices (StridedSlice without communication)",
+                  ["#", "phase", "producer", "consumer", "tensor", "from -> to", "chain", "consumer source line"])
     for c in chains:
+        q = c.consumer
         if not c.comm:
-            local += 1
+            if any(n.endswith(" StridedSlice") for n in c.nodes):  # a cut, not only a Reshape
+                local.rows.append([str(c.id), *_chain_row(c), _chain_text(c), _where(q.source if q else None)])
             continue
-        p, q = c.producer, c.consumer
-        full = (q.full_shape if q else None) or (p.full_shape if p else None)
-        tensor = f"{cell(full) if full is not None else cell(q.slice_shape if q else None)} {c.dtype or ''}".strip()
-        phase = c.phase + (f" (of #{c.of_chain})" if c.of_chain is not None else "")
-        groups = "; ".join(f"{g}: {_ranks(r)}" for g, r in zip(c.groups, c.group_ranks)) or DASH
-        t.rows.append([str(c.id), phase, _end(p, False), _end(q, True), tensor, f"{_layout(p)} -> {_layout(q)}",
-                       _chain_text(c), groups, cell(c.bytes), cell(c.wire_bytes), _where(q.source if q else None)])
+        t.rows.append([str(c.id), *_chain_row(c), _chain_text(c), _group_cell(c.groups, c.group_ranks, per_rank),
+                       cell(c.bytes), cell(c.wire_bytes), _where(q.source if q else None)])
     return t, local
 
 
-def optimizer_table(shards: Iterable[OptimizerShard]) -> Table:
+def optimizer_table(shards: Iterable[OptimizerShard], per_rank: bool = True) -> Table:
     t = Table("Optimizer sharding per parameter",
-              ["parameter", "forward", "backward", "group ranks", "slice -> full", "dtype", "forward bytes",
-               "backward bytes", "wire bytes"])
+              ["parameter", "forward", "backward", "group ranks" if per_rank else "group size", "slice -> full",
+               "dtype", "forward bytes", "backward bytes", "wire bytes"])
     for o in shards:
-        t.rows.append([o.parameter, _ops(o.forward_ops), _ops(o.backward_ops), _ranks(o.group_ranks),
+        ranks = o.group_ranks
+        group = _ranks(ranks) if per_rank else (str(len(ranks)) if isinstance(ranks, (list, tuple)) and ranks else DASH)
+        t.rows.append([o.parameter, _ops(o.forward_ops), _ops(o.backward_ops), group,
                        f"{cell(o.slice_shape)} -> {cell(o.full_shape)}", _dtypes(o),
                        cell(o.forward_bytes), cell(o.backward_bytes), cell(o.wire_bytes)])
     return t
+
+
+def strategies_table(strategies: Iterable[Strategy]) -> Table:
+    return Table("Operators with strategies", ["operator", "scope", "in_strategy / in_layout",
+                                               "out_strategy / out_layout"],
+                 [[st.op, st.scope, strategy_text(st.in_strategy or st.in_layout),
+                   strategy_text(st.out_strategy or st.out_layout)] for st in strategies])
+
+
+def folder_answer_tables(strategies: list[Strategy], chains: list[RedistributionChain],
+                         shards: list[OptimizerShard]) -> list[Table]:
+    """A rank's tables in a folder summary; ranks of one stage with the same tables are shown once
+    (groups by size: their members differ between ranks by construction)."""
+    redis, local = redistribution_table(chains, per_rank=False)
+    return [strategies_table(strategies), redis, local, optimizer_table(shards, per_rank=False)]
 
 
 def _dtypes(o: OptimizerShard) -> str:
@@ -151,10 +184,7 @@ def answer_blocks(chains: list[RedistributionChain], shards: list[OptimizerShard
                   depth: int | None, tr: Traffic, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
     """The tables of one file's summary."""
     redis, local = redistribution_table(chains)
-    blocks: list[Block] = [redis.limited(limit)]
-    if local:
-        blocks.append(f"{local} redistribution chain(s) without communication (local slices): "
-                      "in --format json `redistributions`")
+    blocks: list[Block] = [redis.limited(limit), local.limited(limit)]
     blocks += [optimizer_table(shards).limited(limit), layers_table(layers, depth).limited(limit),
                traffic_table(tr).limited(limit)]
     if tr.by_op:

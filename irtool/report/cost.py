@@ -71,8 +71,7 @@ def dir_cost(summary: DirSummary, device_memory: int | None = None, jobs: int | 
     """The `cost` field of a folder summary: one rank per stage (ranks of a stage hold the same
     work), then the balance. Without pipeline stages: the first rank alone."""
     first: dict[int, RankFile] = {}
-    for row in summary.rows:
-        r = row.rank
+    for r in summary.rows:
         first.setdefault(0 if r.stage is None else r.stage, RankFile(r.rank, r.path))
     files = [f for _, f in sorted(first.items())]
     costs = map_ranks(partial(stage_cost, stages=len(first)), files, jobs, progress)

@@ -7,16 +7,18 @@ The JSON form is what CI reads; its fields are documented in README.md ("JSON ou
 """
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
 
-from ..dumpdir import RankFacts
-from ..ir import Dump, DumpWarning, SymbolEngine
-from ..parallel import CommNode, ParallelFacts
+from ..dumpdir import RankFile
+from ..ir import Dump, DumpWarning, SymbolEngine, check
+from ..parallel import ParallelFacts, analyze
 from ..parallel.layers import layer_comm
 from ..parallel.optimizer import optimizer_shards
-from ..parallel.records import LayerComm, OptimizerShard
+from ..parallel.peer import rank_of
+from ..parallel.records import LayerComm, OptimizerShard, RedistributionChain, Strategy
 from ..parallel.totals import (
     CommTotals,
     GradientAggregation,
@@ -25,6 +27,7 @@ from ..parallel.totals import (
     StageLink,
     Tally,
     Traffic,
+    TrafficRow,
     comm_totals,
     gradient_aggregation,
     scope_totals,
@@ -32,8 +35,9 @@ from ..parallel.totals import (
     stage_matrix,
     traffic,
 )
-from ..present import DEFAULT_LIMIT, Block, Table, bytes_text, cell, rank_list, strategy_text
-from .answers import answer_blocks, dir_answer_blocks
+from ..present import DEFAULT_LIMIT, Block, Table, bytes_text, cell, rank_list
+from .answers import answer_blocks, dir_answer_blocks, folder_answer_tables, strategies_table
+from .headline import communication_line, plural, redistributions_text, sharding_text, unknowns_line, unpaired_text
 
 SCHEMA = "irtool.summary/1"
 TOP_SCOPES = 10  # `top_scopes` keeps the cells that move the most bytes (the text title says of how many)
@@ -98,7 +102,7 @@ def file_summary(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[Dump
     c, g = facts.comm, facts.groups
     return FileSummary(dump, facts, [*dump.warnings, *extra_warnings, *facts.warnings], depth, comm_totals(c),
                        send_receive(c), gradient_aggregation(c), scope_totals(c), optimizer_shards(c, g),
-                       layer_comm(c, g, depth), traffic(c, g))
+                       layer_comm(c, g, depth, facts.strategies), traffic(c, g))
 
 
 def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWarning] = (),
@@ -108,59 +112,184 @@ def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWar
 
 
 @dataclass
-class RankRow:
-    rank: RankFacts
+class RankDigest:
+    """What a folder summary shows of one rank, computed where the rank is read (a worker process):
+    sums and the per-stage answers, not the communication nodes, so the main process holds little
+    per rank."""
+
+    rank: int | None
+    path: str
+    stage: int | None
+    counts: dict[str, int]
+    warnings: list[DumpWarning]
     totals: CommTotals
     pairs: list[SendReceive]
+    groups: list[str]
+    traffic: Traffic
+    links: list[StageLink]
+    answer: str  # digest of the rank's folder tables: ranks of a stage with the same one are shown once
+    # the records of those tables, kept only when asked (`keep`): the main process asks again for
+    # one rank per different answer, so it holds a few ranks' records, not every rank's
+    strategies: list[Strategy] = field(default_factory=list)
+    chains: list[RedistributionChain] = field(default_factory=list)
+    shards: list[OptimizerShard] = field(default_factory=list)
+    kept: bool = False
+
+
+def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep: bool = False) -> RankDigest:
+    """Load, analyze and sum one rank for `summarize DIR` (runs in a worker process); `keep` also
+    returns the records of its strategy, redistribution and optimizer tables."""
+    dump = rank.load(lenient)
+    facts = analyze(dump, rank.rank)
+    c, g = facts.comm, facts.groups
+    chains, shards = facts.chains, optimizer_shards(c, g)
+    key = repr([t.rows for t in folder_answer_tables(facts.strategies, chains, shards)])
+    warnings = [*dump.warnings, *(check(dump) if deep else ()), *facts.warnings]
+    d = RankDigest(rank.rank, rank.path, facts.stage, dump.counts, warnings, comm_totals(c), send_receive(c),
+                   sorted(g), traffic(c, g), stage_matrix([facts]), hashlib.sha256(key.encode()).hexdigest())
+    if keep:
+        d.strategies, d.chains, d.shards, d.kept = facts.strategies, chains, shards, True
+    return d
+
+
+@dataclass
+class StageAnswer:
+    """The strategies, redistributions and optimizer sharding of a stage as its first rank `ranks[0]`
+    has them; the other `ranks` have the same (their folder tables are identical)."""
+
+    ranks: list[int | None]
+    strategies: list[Strategy]
+    chains: list[RedistributionChain]
+    shards: list[OptimizerShard]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ranks": self.ranks, "strategies": [x.as_dict() for x in self.strategies],
+                "redistributions": [x.as_dict() for x in self.chains],
+                "optimizer_sharding": [x.as_dict() for x in self.shards]}
 
 
 @dataclass
 class StageSum:
-    """A stage's ranks and the sums over them."""
+    """A stage's ranks, the sums over them, and its answers (ranks with the same answer once)."""
 
     stage: int | None
     ranks: list[int | None]
     totals: CommTotals
     traffic: Traffic
     groups: list[str]
+    answers: list[StageAnswer]
 
 
 @dataclass
 class DirSummary:
     path: str
     stage: int | None
-    rows: list[RankRow]
+    rows: list[RankDigest]
     stages: list[StageSum]
     matrix: list[StageLink]
 
     def as_dict(self) -> dict[str, Any]:
-        ranks = [{"rank": r.rank.rank, "file": r.rank.path, "stage": r.rank.stage, "counts": r.rank.counts,
+        ranks = [{"rank": r.rank, "file": r.path, "stage": r.stage, "counts": r.counts,
                   "comm_totals": r.totals.as_dict(), "send_receive": [e.as_dict() for e in r.pairs],
-                  "groups": sorted(r.rank.facts.groups), "warnings": [w.as_dict() for w in r.rank.warnings]}
+                  "groups": r.groups, "warnings": [w.as_dict() for w in r.warnings]}
                  for r in self.rows]
         stages = [{"stage": s.stage, "ranks": s.ranks, "comm_totals": s.totals.as_dict(),
-                   "traffic": s.traffic.as_dict(), "groups": s.groups} for s in self.stages]
+                   "traffic": s.traffic.as_dict(), "groups": s.groups,
+                   "answers": [a.as_dict() for a in s.answers]} for s in self.stages]
         return {"schema": SCHEMA, "path": self.path, "stage": self.stage, "ranks": ranks, "stages": stages,
                 "send_receive_matrix": [e.as_dict() for e in self.matrix]}
 
 
-def dir_summary(path: str, ranks: list[RankFacts], stage: int | None = None) -> DirSummary:
-    """The summary of a dump folder from per-rank facts: per rank and per stage."""
+def _add_tallies(into: dict[str, Tally], rows: dict[str, Tally]) -> None:
+    for k, v in rows.items():
+        t = into.setdefault(k, Tally())
+        t.count += v.count
+        t.bytes += v.bytes
+
+
+def _sum_totals(parts: Iterable[CommTotals]) -> CommTotals:
+    out = CommTotals()
+    for p in parts:
+        _add_tallies(out.by_category, p.by_category)
+        _add_tallies(out.by_op, p.by_op)
+        _add_tallies(out.by_category_phase, p.by_category_phase)
+        out.total.count += p.total.count
+        out.total.bytes += p.total.bytes
+    out.by_category, out.by_op = dict(sorted(out.by_category.items())), dict(sorted(out.by_op.items()))
+    out.by_category_phase = dict(sorted(out.by_category_phase.items()))
+    return out
+
+
+def _add_rows(into: dict[str, TrafficRow], rows: dict[str, TrafficRow]) -> None:
+    for k, v in rows.items():
+        t = into.setdefault(k, TrafficRow())
+        t.count += v.count
+        t.bytes += v.bytes
+        t.wire += v.wire
+
+
+def _sum_traffic(parts: Iterable[Traffic]) -> Traffic:
+    out = Traffic()
+    totals: dict[str, TrafficRow] = {}
+    for p in parts:
+        _add_rows(out.by_op, p.by_op)
+        _add_rows(out.by_category, p.by_category)
+        _add_rows(totals, {"": p.total})
+    out.total = totals.get("", TrafficRow())
+    out.by_op, out.by_category = dict(sorted(out.by_op.items())), dict(sorted(out.by_category.items()))
+    return out
+
+
+def _sum_links(parts: Iterable[list[StageLink]]) -> list[StageLink]:
+    cells: dict[tuple[int, int], StageLink] = {}
+    for links in parts:
+        for e in links:
+            t = cells.setdefault((e.from_stage, e.to_stage), StageLink(e.from_stage, e.to_stage)).tally
+            t.count += e.tally.count
+            t.bytes += e.tally.bytes
+    return [cells[k] for k in sorted(cells)]
+
+
+def _answers(rows: list[RankDigest], kept: dict[int | None, RankDigest]) -> list[StageAnswer]:
+    """Ranks grouped by identical folder tables (strategies, redistributions, optimizer sharding)."""
+    out: dict[str, StageAnswer] = {}
+    for r in rows:
+        if r.answer in out:
+            out[r.answer].ranks.append(r.rank)
+        else:
+            k = kept.get(r.rank, r)
+            out[r.answer] = StageAnswer([r.rank], k.strategies, k.chains, k.shards)
+    return list(out.values())
+
+
+Fetch = Callable[[list[RankFile]], list[RankDigest]]  # the kept digests of some ranks (`rank_digest(keep=True)`)
+
+
+def dir_summary(path: str, ranks: list[RankDigest], stage: int | None = None, fetch: Fetch | None = None) -> DirSummary:
+    """The summary of a dump folder from per-rank digests: per rank and per stage. The records of
+    each different answer are those of its first rank, read again through `fetch` when the digests
+    did not keep them."""
     chosen = [r for r in ranks if stage is None or r.stage == stage]
-    by_stage: dict[int | None, list[RankFacts]] = {}
+    firsts: dict[tuple[int | None, str], RankDigest] = {}
+    for r in chosen:
+        firsts.setdefault((r.stage, r.answer), r)
+    missing = [r for r in firsts.values() if not r.kept]
+    kept: dict[int | None, RankDigest] = {}
+    if missing and fetch is not None:
+        kept = {k.rank: k for k in fetch([RankFile(r.rank, r.path) for r in missing])}
+    by_stage: dict[int | None, list[RankDigest]] = {}
     for r in chosen:
         by_stage.setdefault(r.stage, []).append(r)
     stages = []
     for st in sorted(by_stage, key=lambda k: (k is None, k or 0)):
-        comm: list[CommNode] = [c for r in by_stage[st] for c in r.facts.comm]
-        table = {k: g for r in by_stage[st] for k, g in r.facts.groups.items()}
-        stages.append(StageSum(st, [r.rank for r in by_stage[st]], comm_totals(comm), traffic(comm, table),
-                               sorted({c.group for c in comm if c.group})))
-    rows = [RankRow(r, comm_totals(r.facts.comm), send_receive(r.facts.comm)) for r in chosen]
-    return DirSummary(path, stage, rows, stages, stage_matrix(r.facts for r in chosen))
+        rows = by_stage[st]
+        stages.append(StageSum(st, [r.rank for r in rows], _sum_totals(r.totals for r in rows),
+                               _sum_traffic(r.traffic for r in rows), sorted({g for r in rows for g in r.groups}),
+                               _answers(rows, kept)))
+    return DirSummary(path, stage, chosen, stages, _sum_links(r.links for r in chosen))
 
 
-def summarize_dir(path: str, ranks: list[RankFacts], stage: int | None = None) -> dict[str, Any]:
+def summarize_dir(path: str, ranks: list[RankDigest], stage: int | None = None) -> dict[str, Any]:
     """The summary of a dump folder as JSON-ready data."""
     return dir_summary(path, ranks, stage).as_dict()
 
@@ -207,17 +336,23 @@ def _stage_line(facts: ParallelFacts) -> str:
 SEND_RECEIVE_COLUMNS = ["op", "phase", "peer stage", "peer rank", "bytes each", "count", "micros"]
 
 
-def _send_receive_row(p: SendReceive, segments: bool) -> list[str]:
-    seg = [cell(p.segment)] if segments else []
-    return [p.op, p.phase, cell(p.peer_stage), cell(p.peer_rank), *seg, cell(p.bytes_each), cell(p.count),
+_POSITION = {"chunk": lambda p: p.chunk, "segment": lambda p: p.segment}
+
+
+def _send_receive_row(p: SendReceive, extra: list[str]) -> list[str]:
+    pos = [cell(_POSITION[k](p)) for k in extra]
+    return [p.op, p.phase, cell(p.peer_stage), cell(p.peer_rank), *pos, cell(p.bytes_each), cell(p.count),
             ",".join(map(str, p.micros)) or cell(None)]
 
 
-def _send_receive_columns(rows: list[SendReceive]) -> tuple[list[str], bool]:
-    """The Send/Receive columns, with `segment` only when some hop has one (pipeline segments, §7)."""
-    segments = any(p.segment is not None for p in rows)
+def _send_receive_columns(rows: list[SendReceive]) -> tuple[list[str], list[str]]:
+    """The Send/Receive columns, each hop's position under the attribute's own name (§7): `chunk`
+    when the dump prints `chunk` (the segment of a folded pipeline, the chunk of an interleaved one),
+    `segment` when it prints `segment` itself."""
+    extra = [k for k, has in (("chunk", any(p.chunk is not None for p in rows)),
+                              ("segment", any(p.segment is not None and p.chunk is None for p in rows))) if has]
     cols = list(SEND_RECEIVE_COLUMNS)
-    return (cols[:4] + ["segment"] + cols[4:], True) if segments else (cols, False)
+    return cols[:4] + extra + cols[4:], extra
 
 
 def _top_title(shown: int, n: int) -> str:
@@ -252,9 +387,7 @@ def summary_blocks(s: FileSummary, limit: int | None = DEFAULT_LIMIT) -> list[Bl
         Table("Gradient aggregation per parameter", ["parameter", "ops", "groups", "count", "bytes"],
               [[g.parameter, ",".join(g.ops), ",".join(x or cell(None) for x in g.groups), cell(g.tally.count),
                 bytes_text(g.tally.bytes)] for g in s.gradients]),
-        Table("Operators with strategies", ["operator", "scope", "in_strategy / in_layout", "out_strategy / out_layout"],
-              [[st.op, st.scope, strategy_text(st.in_strategy or st.in_layout),
-                strategy_text(st.out_strategy or st.out_layout)] for st in f.strategies]),
+        strategies_table(f.strategies),
         Table(_top_title(len(top), len(s.scopes)), ["scope", "count", "bytes"],
               [[x.scope, cell(x.tally.count), bytes_text(x.tally.bytes)] for x in top]),
         Table("Symbol engines (dynamic shapes)", ["engine of graph", "line", "symbol lines", "operations"],
@@ -265,7 +398,7 @@ def summary_blocks(s: FileSummary, limit: int | None = DEFAULT_LIMIT) -> list[Bl
               [[cell(g.parameter), g.op, str(g.line), g.scope] for g in f.no_op_gathers]),
     ]
     head = f"{d.path}  entry @{d.entry}" + ("  (sorted print order)" if d.sorted_order else "")
-    blocks: list[Block] = [head, _stage_line(f)]
+    blocks: list[Block] = [*file_headline(s, rank_of(d.path or "")), "", head, _stage_line(f)]
     if s.warnings:
         blocks.append(f"{len(s.warnings)} warning(s)")
         blocks += [f"  line {w.line}: {w.message}" for w in s.warnings]
@@ -275,22 +408,87 @@ def summary_blocks(s: FileSummary, limit: int | None = DEFAULT_LIMIT) -> list[Bl
 
 def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
     """The report of a dump folder: the ranks, each stage's totals (sums over its ranks, said so in
-    the title), and every rank's Send/Receive."""
+    the title), its strategies, redistributions and optimizer sharding (ranks with the same tables
+    shown once: `ranks 1-3: same as rank 0`), and every rank's Send/Receive."""
     ranks = Table("Ranks", ["rank", "stage", "file", "comm nodes", "bytes"],
-                  [[cell(r.rank.rank), cell(r.rank.stage), r.rank.path, cell(r.totals.total.count),
+                  [[cell(r.rank), cell(r.stage), r.path, cell(r.totals.total.count),
                     bytes_text(r.totals.total.bytes)] for r in d.rows])
-    blocks: list[Block] = [d.path + (f"  stage {d.stage}" if d.stage is not None else ""), ranks.limited(limit)]
+    blocks: list[Block] = [*dir_headline(d), "", d.path + (f"  stage {d.stage}" if d.stage is not None else ""),
+                           ranks.limited(limit)]
     for st in d.stages:
         n = len(st.ranks)
         name = "No pipeline stage" if st.stage is None else f"Stage {st.stage}"
-        title = f"{name}: sum over {n} rank{'s' if n != 1 else ''} ({', '.join(map(str, st.ranks))})"
+        title = f"{name}: sum over {n} rank{'s' if n != 1 else ''} ({rank_list(r for r in st.ranks if r is not None)})"
         blocks.append(Table(f"{title}, communication by category", ["category", "count", "bytes"],
                             _totals_rows(st.totals.by_category)).limited(limit))
         blocks.append(Table(f"{title}, communication by operator", ["operator", "count", "bytes"],
                             _totals_rows(st.totals.by_op)).limited(limit))
+        for a in st.answers:
+            who = f"{name}, rank {cell(a.ranks[0])}"
+            tables = folder_answer_tables(a.strategies, a.chains, a.shards)
+            blocks += [Table(f"{who}: {t.title[0].lower()}{t.title[1:]}", t.columns, t.rows).limited(limit)
+                       for t in tables]
+            same = [r for r in a.ranks[1:] if r is not None]
+            if same and any(t.rows for t in tables):
+                blocks.append(f"{'rank' if len(same) == 1 else 'ranks'} {rank_list(same)}: same as rank {a.ranks[0]}")
     sr_cols, seg = _send_receive_columns([p for r in d.rows for p in r.pairs])
     send_receive_table = Table("Send/Receive per rank", ["rank", "stage", *sr_cols],
-                               [[cell(r.rank.rank), cell(r.rank.stage), *_send_receive_row(p, seg)]
+                               [[cell(r.rank), cell(r.stage), *_send_receive_row(p, seg)]
                                 for r in d.rows for p in r.pairs])
     return blocks + [send_receive_table.limited(limit)] + dir_answer_blocks(
         [(st.stage, st.traffic) for st in d.stages], d.matrix, limit)
+
+
+# --- the headline (five lines before the tables) ----------------------------------------------
+
+def file_headline(s: FileSummary, rank: int | None) -> list[str]:
+    f, info = s.facts, s.facts.stage_info
+    # a known stage in short (its votes follow below); else why there is none, as the stage line says it
+    stage = f"pipeline stage {info.stage}" if info.stage is not None else "p" + _stage_line(f)[1:]
+    top = s.layers[0] if s.layers and s.layers[0].bytes else None
+    biggest = f"layer {top.layer} ({cell(top.bytes)} B)" if top else ""
+    other = s.totals.by_category.get("other", Tally()).count
+    return [f"Rank {cell(rank)}, {stage}",
+            communication_line(s.totals, biggest),
+            f"Redistributions: {redistributions_text(f.chains)}",
+            f"Optimizer sharding: {sharding_text(s.shards)}",
+            unknowns_line(s.totals.total.bytes.unknown, other, sum(1 for c in f.comm if c.direction and c.peer_rank is None),
+                      "", len(s.warnings), "stage votes disagree" if info.stage is None and info.votes else "")]
+
+
+def dir_headline(d: DirSummary) -> list[str]:
+    stages = [f"stage {cell(s.stage)}: {'rank' if len(s.ranks) == 1 else 'ranks'} "
+              f"{rank_list(r for r in s.ranks if r is not None)}" for s in d.stages if s.stage is not None]
+    who = plural(len(d.rows), "rank") + ", " + (plural(len(stages), "pipeline stage") + " (" + "; ".join(stages) + ")"
+                                            if stages else "no pipeline stage")
+    total = CommTotals()
+    for r in d.rows:
+        for k, t in r.totals.by_category.items():
+            e = total.by_category.setdefault(k, Tally())
+            e.count += t.count
+            e.bytes += t.bytes
+        total.total.count += r.totals.total.count
+        total.total.bytes += r.totals.total.bytes
+    top = max(d.rows, key=lambda r: (r.totals.total.bytes.total, -(r.rank or 0)), default=None)
+    biggest = f"rank {cell(top.rank)} ({bytes_text(top.totals.total.bytes)} B)" if top and top.totals.total.count else ""
+
+    def where(s: StageSum) -> str:
+        who = "all ranks" if s.stage is None else f"stage {s.stage}"
+        many = len(s.answers)
+        return who + (f" (rank {cell(s.answers[0].ranks[0])}; {many} different answers below)" if many > 1 else "")
+
+    redis = "; ".join(f"{where(s)}: {redistributions_text(s.answers[0].chains)}" for s in d.stages if s.answers)
+    shards = "; ".join(f"{where(s)}: {sharding_text(s.answers[0].shards)}" for s in d.stages if s.answers)
+    if len({sharding_text(s.answers[0].shards) for s in d.stages if s.answers}) == 1 and len(d.stages) > 1:
+        shards = sharding_text(d.stages[0].answers[0].shards) + " on every stage"
+    other = total.by_category.get("other", Tally()).count
+    no_peer = sum(p.count for r in d.rows for p in r.pairs if p.peer_rank is None)
+    unknown_stage = [r.rank for r in d.rows if r.stage is None] if stages else []
+    return [f"{who}",
+            communication_line(total, biggest),
+            f"Redistributions: {redis or 'none'}",
+            f"Optimizer sharding: {shards or 'none'}",
+            unknowns_line(total.total.bytes.unknown, other, no_peer,
+                      unpaired_text((r.stage, p) for r in d.rows for p in r.pairs),
+                      sum(len(r.warnings) for r in d.rows),
+                      f"stage unknown on rank(s) {rank_list(unknown_stage)}" if unknown_stage else "")]

@@ -1,0 +1,82 @@
+"""Pieces of the five lines `summarize` opens with, read before any table: who (rank and stage),
+how much communication by category and where most of it is, redistributions, optimizer sharding,
+and what is unknown or unpaired. Written from the same records as the tables (`summary.py` puts
+them together)."""
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..parallel import Bytes
+from ..parallel.records import OptimizerShard, RedistributionChain
+from ..parallel.totals import CommTotals, SendReceive
+from ..present import bytes_text
+
+
+def plural(count: int, word: str) -> str:
+    """`1 parameter`, `3 parameters`."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def _categories(totals: CommTotals) -> str:
+    """`gradient-aggregation 1,091,072 B (34), ...`: the categories, most bytes first."""
+    rows = sorted(totals.by_category.items(), key=lambda kv: (-kv[1].bytes.total, -kv[1].count, kv[0]))
+    return ", ".join(f"{k} {bytes_text(t.bytes)} B ({t.count})" for k, t in rows)
+
+
+def communication_line(totals: CommTotals, biggest: str) -> str:
+    t = totals.total
+    if not t.count:
+        return "Communication: none"
+    return (f"Communication: {t.count:,} nodes, {bytes_text(t.bytes)} B: {_categories(totals)}"
+            + (f"; most in {biggest}" if biggest else ""))
+
+
+def redistributions_text(chains: list[RedistributionChain]) -> str:
+    moving = [c for c in chains if c.comm]
+    cut = sum(1 for c in chains if not c.comm and any(n.endswith(" StridedSlice") for n in c.nodes))
+    if not chains:
+        return "none"
+    b = Bytes()
+    for c in moving:
+        b += c.bytes
+    parts = [f"{len(moving)} with communication ({bytes_text(b)} B)" if moving else "none with communication",
+             plural(cut, "local slice") if cut else "", plural(len(chains) - len(moving) - cut, "reshape") + " only"
+             if len(chains) - len(moving) - cut else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def sharding_text(shards: list[OptimizerShard]) -> str:
+    if not shards:
+        return "none"
+    sizes = sorted({len(o.group_ranks) for o in shards if isinstance(o.group_ranks, (list, tuple))})
+    b = Bytes()
+    for o in shards:
+        b += o.wire_bytes
+    over = f" over groups of {', '.join(map(str, sizes))} ranks" if sizes else ""
+    return f"{plural(len(shards), 'parameter')}{over}, {bytes_text(b)} wire B"
+
+
+def unknowns_line(unknown_size: int, other: int, no_peer: int, unpaired: str, warnings: int, stage: str) -> str:
+    parts = [plural(unknown_size, "node") + " of unknown size" if unknown_size else "",
+             plural(other, "node") + " of category other" if other else "",
+             f"{no_peer} Send/Receive without a peer rank" if no_peer else "", unpaired,
+             plural(warnings, "warning") + " below" if warnings else "", stage]
+    found = [p for p in parts if p]
+    return "Unknown or unpaired: " + ("; ".join(found) if found else "none")
+
+
+def unpaired_text(pairs: Iterable[tuple[int | None, SendReceive]]) -> str:
+    """Sends from stage a to b that no rank of b receives from a, and the other way round, counted
+    over the folder."""
+    sent: dict[tuple[int, int], int] = {}
+    received: dict[tuple[int, int], int] = {}
+    for stage, p in pairs:
+        if stage is None or p.peer_stage is None:
+            continue
+        if p.op == "Send":
+            sent[(stage, p.peer_stage)] = sent.get((stage, p.peer_stage), 0) + p.count
+        elif p.op == "Receive":
+            received[(p.peer_stage, stage)] = received.get((p.peer_stage, stage), 0) + p.count
+    diff = [f"stage {a}->{b}: {sent.get((a, b), 0)} Send, {received.get((a, b), 0)} Receive"
+            for a, b in sorted(set(sent) | set(received)) if sent.get((a, b), 0) != received.get((a, b), 0)]
+    return "; ".join(diff)
