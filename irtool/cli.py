@@ -58,6 +58,18 @@ def _pass_option() -> Callable:
                              "pass (default: validate).")
 
 
+def _lenient_option() -> Callable:
+    """`--lenient`, one meaning in every command: a bad node or line is skipped (each said on stderr as
+    a warning, `Selection.skipped`) instead of failing."""
+    return click.option("--lenient", is_flag=True, help="Skip bad nodes or lines (reported) instead of failing.")
+
+
+def _warn_skips(*sels: Selection) -> None:
+    for sel in sels:
+        for message in sel.skipped:
+            click.echo(f"irtool: warning: {message}", err=True)
+
+
 def _notes(sel: Selection) -> None:
     for note in sel.notes:
         click.echo(f"irtool: {note}", err=True)
@@ -100,7 +112,7 @@ def main() -> None:
 @main.command()
 @click.argument("path", type=click.Path(exists=True, dir_okay=True))
 @_format_option("README")
-@click.option("--lenient", is_flag=True, help="Skip bad nodes or lines (reported) instead of failing.")
+@_lenient_option()
 @click.option("--check", "deep", is_flag=True,
               help="Also parse every attribute and type and resolve every reference (slower).")
 @_stage_option("Only ranks (folder) / a file of this pipeline stage.")
@@ -200,13 +212,15 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
               help="Also exit 1 when a rank's communication bytes grow by more than this (5%, 1048576, 10MB).")
 @_pass_option()
 @_stage_option("Only ranks on this pipeline stage (either side).")
+@_lenient_option()
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 200).")
 @click.option("--cost", "with_cost", is_flag=True,
               help="Also compare stage FLOPs and memory (docs/cost.md); implied by --fail-on memory/cost.")
 @click.option("--max-memory-increase", "max_memory", default=None,
               help="Exit 1 when a stage's memory grows by more than this (5%, 1GiB); implies --cost.")
 def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increase: str | None,
-             pass_name: str, stage: int | None, show_all: bool, with_cost: bool, max_memory: str | None) -> None:
+             pass_name: str, stage: int | None, lenient: bool, show_all: bool, with_cost: bool,
+             max_memory: str | None) -> None:
     """Diff two dumps (files, rank folders or folders of rank_N): communication, strategies,
     operators, parameters (and with --cost stage FLOPs and memory). Exit 0 nothing relevant changed,
     1 differences matching --fail-on, 2 error."""
@@ -221,8 +235,8 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
             diff_mod.parse_threshold(max_increase)
         if max_memory:
             diff_cost.memory_threshold(max_memory)
-        policy = Policy(loader=load_with_progress)
-        sides = [Selection.of(p, stage, pass_name, policy) for p in (old, new)]
+        policy = Policy(lenient=lenient, loader=load_with_progress)
+        sides = [Selection.of(p, stage, pass_name, policy, partial=True) for p in (old, new)]
         result = diff_mod.diff_dirs(*sides)
         cdiff = reasons = None
         if with_cost or cost_kinds or max_memory:
@@ -245,7 +259,9 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
             click.echo(write(result, comm_fail_on, max_increase, limit), nl=False)
             if cdiff is not None:
                 click.echo((to_markdown if fmt == "markdown" else to_text)(diff_cost.blocks(cdiff, reasons)), nl=False)
-        return 1 if result.failures(comm_fail_on, max_increase) or reasons else 0
+        _warn_skips(*sides)
+        # a rank not read on either side: its error on stderr, exit 2 after the answer for the others
+        return _skipped(*sides) or (1 if result.failures(comm_fail_on, max_increase) or reasons else 0)
 
     _run(body)
 
@@ -254,25 +270,25 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
 @click.argument("path", type=click.Path(exists=True, file_okay=False, dir_okay=True))
 @_pass_option()
 @_format_option("docs/check.md")
+@_lenient_option()
 @click.option("--jobs", type=int, default=None, help="Worker processes (default: one per rank, up to CPUs).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
 @click.option("--strict", is_flag=True,
               help="Also fail (exit 1) when something could not be compared (a peer, group member or stage peer "
                    "not in the folder).")
-def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, scheduler: str | None,
+def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: int | None, scheduler: str | None,
               strict: bool) -> None:
     """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group
     membership, ranks of one stage alike). Exit 0 consistent (with --strict: and everything compared),
     1 findings, 2 unreadable input (also when some ranks could not be read: the others are checked)."""
-    import json
 
     from .consistency import check_dir
-    from .consistency.report import blocks
+    from .consistency.report import blocks, to_json
     from .present import to_markdown, to_text
 
     def body() -> int:
-        sel = Selection.of(path, None, pass_name, Policy(jobs, scheduler), partial=True)
+        sel = Selection.of(path, None, pass_name, Policy(jobs, scheduler, lenient), partial=True)
         with Steps("ranks") as progress:
             result = check_dir(sel, progress=progress)
         shown = blocks(result)
@@ -282,8 +298,9 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
             head = head.replace("): consistent", "): no findings")
         shown[:1] = _unreadable(sel, head, "the folder was not fully checked")
         d = {**result.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable]}
+        _warn_skips(sel)
         code = _skipped(sel)
-        _emit(fmt, {"json": lambda: json.dumps(d, indent=2), "text": lambda: to_text(shown),
+        _emit(fmt, {"json": lambda: to_json(d), "text": lambda: to_text(shown),
                     "markdown": lambda: to_markdown(shown)})
         return code or result.exit_code(strict)
 
@@ -297,6 +314,7 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
               help="Output format (default: OUT's suffix).")
 @_stage_option("Pipeline stage to draw (its nodes plus its Send/Receive); a folder draws the lowest rank of it.")
 @_pass_option()
+@_lenient_option()
 @click.option("--subgraph", default=None, help="Only this subgraph (name, with or without @).")
 @click.option("--scope", default=None, help="Only nodes under this name-scope prefix.")
 @click.option("--comm-only", is_flag=True, help="Only communication nodes plus --hops of context.")
@@ -306,7 +324,7 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, jobs: int | None, sche
 @click.option("--depth", default=None, help="Fold by name scope to this depth; 'all' = no folding (default: auto).")
 @click.option("--pipeline", "pipeline", is_flag=True,
               help="Folder: every stage's Send/Receive in execution order side by side, each Send linked to its Receive.")
-def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pass_name: str | None,
+def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pass_name: str | None, lenient: bool,
                subgraph: str | None, scope: str | None, comm_only: bool, hops: int, direction: str | None,
                depth: str | None, pipeline: bool) -> None:
     """Draw a dump (file or rank_* folder) as DOT/SVG/PNG/PDF, folded by name scope."""
@@ -315,7 +333,8 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
 
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
-        sel = Selection.of(input_path, stage, pass_name, Policy(loader=load_with_progress), partial=True)
+        sel = Selection.of(input_path, stage, pass_name, Policy(lenient=lenient, loader=load_with_progress),
+                           partial=True)
         if pipeline:
             from .atomic import atomic_write
             from .render import pipeline as pipe_mod
@@ -328,6 +347,7 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
             if lost:
                 click.echo(f"irtool: {len(lost)} Send(s) with no Receive on a drawn stage", err=True)
             click.echo(f"{out}: {len(scheds)} stages, {sum(len(s.events) for _, s in scheds)} Send/Receive", err=True)
+            _warn_skips(sel)
             return _skipped(sel)
         depth_ = render_mod.parse_depth(depth)
         dump, facts, chosen = render_mod.load_input(sel)
@@ -340,6 +360,7 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
         d = graph.graph.get("depth")
         click.echo(f"{out}: {graph.number_of_nodes()} boxes, {graph.number_of_edges()} edges, "
                    f"depth {'all' if d is None else d} ({chosen})", err=True)
+        _warn_skips(sel)
         return _skipped(sel)
 
     _run(body)
@@ -350,10 +371,11 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
 @click.argument("new", required=False, type=click.Path(exists=True, dir_okay=True))
 @_stage_option("Folder: only the rank of this pipeline stage.")
 @_pass_option()
+@_lenient_option()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address the server listens on.")
 @click.option("--port", type=int, default=8080, show_default=True, help="Port of the server.")
 @click.option("--no-browser", is_flag=True, help="Do not open a browser (print the URL only).")
-def view(path: str, new: str | None, stage: int | None, pass_name: str | None, host: str, port: int,
+def view(path: str, new: str | None, stage: int | None, pass_name: str | None, lenient: bool, host: str, port: int,
          no_browser: bool) -> None:
     """Explore a dump (file or rank_* folder) in Google's Model Explorer; with NEW, two
     compilations side by side with the diff marked. Stops with Ctrl+C."""
@@ -362,11 +384,12 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, h
     from .view.serve import serve
 
     def body() -> int:
-        policy = Policy(loader=load_with_progress)
+        policy = Policy(lenient=lenient, loader=load_with_progress)
         sels = [Selection.of(p, stage, pass_name, policy, partial=True) for p in (path, new) if p is not None]
         models = compare_models(*sels, diff_rank) if new is not None else [models_for(sels[0])]
         for sel in sels:
             _notes(sel)
+        _warn_skips(*sels)
         code = _skipped(*sels)
         serve(models, host, port, not no_browser, lambda url: click.echo(f"irtool: Model Explorer at {url}", err=True))
         return code
@@ -381,9 +404,11 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, h
               help="Model Explorer's graph JSON, loadable in any Model Explorer.")
 @_stage_option("Folder: only the rank of this pipeline stage.")
 @_pass_option()
+@_lenient_option()
 @click.option("--node-data/--no-node-data", default=True, show_default=True,
               help="Also write the node data overlays next to OUTPUT (OUTPUT stem + `.comm_category.json`, ...).")
-def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str | None, node_data: bool) -> None:
+def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str | None, lenient: bool,
+               node_data: bool) -> None:
     """Write a dump (file or rank_* folder) as Model Explorer graph JSON, for people who cannot run a server."""
     import os
 
@@ -391,7 +416,7 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
     from .view.models import models_for
 
     def body() -> int:
-        sel = Selection.of(path, stage, pass_name, Policy(loader=load_with_progress), partial=True)
+        sel = Selection.of(path, stage, pass_name, Policy(lenient=lenient, loader=load_with_progress), partial=True)
         model = models_for(sel)
         _notes(sel)
         inputs = tuple(f for f in (path,) if os.path.isfile(f))
@@ -406,6 +431,7 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
                 atomic_write(target, json.dumps(data, indent=1), protect=inputs)
                 written.append(target)
         click.echo(f"irtool: wrote {', '.join(written)} ({len(model.graphs)} graphs)", err=True)
+        _warn_skips(sel)
         return _skipped(sel)
 
     _run(body)

@@ -87,7 +87,8 @@ class Selection:
     rank None when the path does not tell), the `stage` asked for, and how to read (`policy`).
     `notes` say what was chosen on the user's behalf (which rank a folder command drew). With
     `partial`, a rank that cannot be read (no dump of the pass, or a located error) is recorded in
-    `unreadable` and the command answers for the others (issue 18); without, it is an error."""
+    `unreadable` and the command answers for the others (issue 18); without, it is an error. With
+    the policy's `lenient`, each bad node or line skipped while reading is said in `skipped`."""
 
     path: str
     files: dict[int | None, str]
@@ -97,6 +98,7 @@ class Selection:
     notes: list[str] = field(default_factory=list)
     partial: bool = False
     unreadable: list[Unreadable] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # with lenient: each bad node or line skipped, located
 
     @classmethod
     def of(cls, path: str, stage: int | None = None, pass_name_: str | None = None,
@@ -144,6 +146,7 @@ class Selection:
                 raise (SelectionError if self.unreadable[0].file is None else InputError)(self.unreadable[0].error)
         else:
             facts = self.map(fn, progress)
+        self._skips(w for f in facts for w in getattr(f, "warnings", ()))
         self.require([f.stage for f in facts])
         return [f for f in facts if self.wants(f.stage)]
 
@@ -152,9 +155,14 @@ class Selection:
     def read(self, rank: int | None) -> Loaded:
         file = self.files[rank]
         dump = self.policy.loader(file, self.policy.lenient) if self.policy.lenient else self.policy.loader(file)
+        self._skips(dump.warnings)
         return Loaded(rank, file, dump, analyze(dump, rank))
 
-    def _read_or_drop(self, rank: int | None) -> Loaded | None:
+    def _skips(self, warnings: Iterable[Any]) -> None:
+        """Record the lenient reader's skips (`DumpWarning`s saying `skipped: ...`) among `warnings`."""
+        self.skipped += [w.message for w in warnings if w.message.startswith("skipped") and w.message not in self.skipped]
+
+    def read_or_drop(self, rank: int | None) -> Loaded | None:
         """`read`; with `partial` a rank that cannot be read is recorded, dropped from `files` and None
         returned (unless it was the last one: then its error is raised)."""
         if not self.partial:
@@ -174,7 +182,7 @@ class Selection:
         if self.stage is None or len(self.files) == 1:
             got = None
             while got is None:
-                got = self._read_or_drop(next(iter(self.files)))
+                got = self.read_or_drop(next(iter(self.files)))
             self.require([got.facts.stage])
             if not self.is_file and self.stage is None:
                 self.notes.append(f"{self.path}: using rank {got.rank} (stage {got.stage}), the lowest rank; "
@@ -213,7 +221,7 @@ class Selection:
 
         def stage(i: int) -> int:
             if ranks[i] not in stages:
-                got = self._read_or_drop(ranks[i])
+                got = self.read_or_drop(ranks[i])
                 if got is None:
                     dropped[0] = True
                     return -1

@@ -412,3 +412,24 @@ def test_two_ranks_of_a_stage_that_disagree_are_not_called_odd(tmp_path) -> None
     assert cause.headline == ("rank 1 (stage 0) sends 4 micro batches of (4, 64); rank 5 (stage 1) expects 2 of "
                               "(8, 64) (rank 5 of stage 1 disagrees with rank 4)")
     assert cause.ranks == (5,)
+
+
+def test_only_the_ranks_a_finding_shows_are_read_again(strategy_validate):
+    """The main process keeps a digest per rank; details are read again only for the ranks whose
+    hashes differ and that a finding shows: rank 3's out_proj MatMul differs (the fixture's make.py
+    changes rank 3 only), its collectives are compared with ranks 0 and 7 (its groups' reference
+    ranks, as the findings' sides say) and its stage with rank 0."""
+    from irtool.consistency import check_digests
+    from irtool.consistency.digest import rank_details, rank_digest
+
+    path = str(FIXTURES / "check_strategy_mismatch_8p")
+    files = {f.rank: f for f in load_dir(path)}
+    read: list[list[int]] = []
+
+    def load(ranks: list[int]) -> list:
+        read.append(ranks)
+        return map_ranks(rank_details, [files[r] for r in ranks], 1)
+
+    result = check_digests(path, map_ranks(rank_digest, list(files.values()), 2), load)
+    assert sorted(r for batch in read for r in batch) == [0, 3, 7]  # each read once
+    assert result.as_dict() == strategy_validate.as_dict()

@@ -96,7 +96,7 @@ COMMANDS: dict[str, Command] = {
 STAGE_COMMANDS = ["summarize", "render", "diff", "view", "export"]  # docs/selection.md: `check` has no --stage
 FOLDER_COMMANDS = list(COMMANDS)
 # answer for the readable ranks of a folder (issue 18); summarize and check also list them in a section
-PARTIAL_COMMANDS = ["summarize", "check", "render", "view", "export"]
+PARTIAL_COMMANDS = ["summarize", "check", "render", "view", "export", "diff"]
 REPORT_COMMANDS = ["summarize", "check"]
 
 
@@ -166,7 +166,10 @@ def test_rank_without_the_pass(cmd: str, missing_rank: Path, tmp_path: Path) -> 
         return
     res = CliRunner().invoke(main, args)  # rank 0 is answered for, rank 3 listed: still exit 2
     assert res.exit_code == 2 and want in res.stderr.splitlines(), res.stderr
-    if cmd in REPORT_COMMANDS:
+    if cmd == "diff":  # the folder on both sides: its rank 3 listed once per side, rank 0 compared
+        assert res.stderr.splitlines() == [want, want]
+        assert "Unreadable ranks: 2 (not compared)" in res.stdout and "== rank 0 (stage 0)" in res.stdout
+    elif cmd in REPORT_COMMANDS:
         assert res.stderr.splitlines() == [want]
         assert "Unreadable ranks: 1" in res.stdout and "1 rank not read (below)" in res.stdout.splitlines()[0]
     else:

@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Hashable
 
-from ..parallel import CommNode
-from ..parallel.rules import P2P
 from ..present import cell, rank_list
+from .digest import Message
 from .folder import Folder, variants
 from .records import Cause, Compared, Coverage, Finding
-from .stage import Strategies, profile, stage_ranks, strategy_differences, strategy_text_of
+from .stage import stage_ranks, strategy_differences, strategy_text_of
 
 
 def _odd_ranks(folder: Folder) -> list[tuple[int | None, list[int], list[int]]]:
@@ -28,7 +27,7 @@ def _odd_ranks(folder: Folder) -> list[tuple[int | None, list[int], list[int]]]:
     for stage, ranks in sorted(stages.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
         if len(ranks) < 2:
             continue
-        ref, by = variants({r: profile(folder.ranks[r]) for r in ranks})
+        ref, by = variants({r: folder.ranks[r].profile for r in ranks})
         out += [(stage, others, by[ref]) for variant, others in by.items() if variant != ref]
     return out
 
@@ -51,6 +50,9 @@ def causes(folder: Folder, findings: list[Finding]) -> list[Cause]:
                 # both directions between two stages: one cause (the backward pass mirrors the forward)
                 key = ("stages", frozenset((folder.ranks[src].stage, folder.ranks[dst].stage)))
         grouped[key if key is not None else ("finding", id(f))].append(f)
+    # the strategies of odd ranks without a Send/Receive finding tell their headline: read in one batch
+    folder.fetch(r for key, found in grouped.items() if key[0] == "ranks" and not any(f.check == "p2p" for f in found)
+                 for r in (odd[key[1]][1][0], odd[key[1]][2][0]))
     out = []
     for key, found in grouped.items():
         if key[0] == "ranks":
@@ -90,7 +92,7 @@ def _odd_headline(folder: Folder, stage: int | None, ranks: list[int], alike: li
         relation = (f"disagree{'s' if len(ranks) == 1 else ''} with" if tie
                     else f"differ{'s' if len(ranks) == 1 else ''} from")
         return f"{_link_headline(folder, src, dst)} ({who} {relation} {_ranks(alike)})"
-    diffs = strategy_differences(Strategies.of(folder.ranks[ranks[0]]), Strategies.of(folder.ranks[alike[0]]))
+    diffs = strategy_differences(folder.details(ranks[0]).strategies, folder.details(alike[0]).strategies)
     if diffs:
         (scope, op), mine, theirs = diffs[0]
         name = next((s.instance for s in (*mine.values(), *theirs.values()) if s.instance), None) or op
@@ -108,18 +110,18 @@ def _odd_headline(folder: Folder, stage: int | None, ranks: list[int], alike: li
 
 
 def _micros(folder: Folder, rank: int) -> int:
-    return len({c.micro for c in folder.ranks[rank].facts.comm if c.direction is not None and c.micro is not None})
+    return len({c.micro for c in folder.ranks[rank].messages if c.micro is not None})
 
 
-def _link_nodes(folder: Folder, src: int, dst: int) -> tuple[list[CommNode], list[CommNode]]:
+def _link_nodes(folder: Folder, src: int, dst: int) -> tuple[list[Message], list[Message]]:
     """The Sends of `src` to `dst` and the Receives of `dst` from `src` (peers are global ranks, as
     analysis resolves them)."""
-    sends = [c for c in folder.ranks[src].facts.comm if c.direction == "send" and c.peer_rank == dst]
-    receives = [c for c in folder.ranks[dst].facts.comm if c.direction == "receive" and c.peer_rank == src]
+    sends = [c for c in folder.ranks[src].messages if c.direction == "send" and c.peer_rank == dst]
+    receives = [c for c in folder.ranks[dst].messages if c.direction == "receive" and c.peer_rank == src]
     return sends, receives
 
 
-def _amount(nodes: list[CommNode]) -> tuple[int, str, str]:
+def _amount(nodes: list[Message]) -> tuple[int, str, str]:
     """(count, unit, shapes): micro batches when the nodes carry `micro`, else nodes."""
     micros = {c.micro for c in nodes if c.micro is not None}
     shapes = ", ".join(dict.fromkeys(cell(c.shape) for c in nodes)) or cell(None)
@@ -150,18 +152,18 @@ def coverage(folder: Folder) -> Coverage:
     links: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
     outside = 0
     members: dict[str, set[int]] = defaultdict(set)
-    for rank, rf in folder.ranks.items():
-        for c in rf.facts.comm:
-            if c.direction is not None:
-                if c.peer_rank is None or c.peer_rank not in folder.ranks:
-                    outside += 1
-                elif c.direction == "send":
-                    links[(rank, c.peer_rank)][0] += 1
-                else:
-                    links[(c.peer_rank, rank)][1] += 1
-            elif c.group is not None and c.op not in P2P:
-                members[c.group].update(c.group_ranks or ())
-                members[c.group].add(rank)
+    for rank, rd in folder.ranks.items():
+        for c in rd.messages:
+            if c.peer_rank is None or c.peer_rank not in folder.ranks:
+                outside += 1
+            elif c.direction == "send":
+                links[(rank, c.peer_rank)][0] += 1
+            else:
+                links[(c.peer_rank, rank)][1] += 1
+        for group, use in rd.groups.items():
+            if use.collectives is not None:
+                members[group].update(use.collective_members or ())
+                members[group].add(rank)
     paired = sum(max(pair) for pair in links.values())
     groups = Compared(sum(1 for m in members.values() if len(m) > 1 and m <= set(folder.ranks)), len(members))
     stages, _ = stage_ranks(folder)

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Hashable, TypeVar
+from dataclasses import dataclass, field
+from typing import Callable, Hashable, Iterable, TypeVar
 
-from ..dumpdir import RankFacts
 from ..parallel import CommNode
 from ..present import DASH, cell
+from .digest import Message, RankDetails, RankDigest
 from .records import Side
 
 K = TypeVar("K", bound=Hashable)
@@ -15,25 +15,38 @@ K = TypeVar("K", bound=Hashable)
 
 @dataclass
 class Folder:
-    """The analysed ranks of one folder; `files` are relative to the folder, as findings show them."""
+    """The digests of the ranks of one folder; `files` are relative to the folder, as findings show
+    them. `load` reads the details of some ranks again (in workers), for the ranks whose hashes differ."""
 
-    ranks: dict[int, RankFacts]
+    ranks: dict[int, RankDigest]
     files: dict[int, str]
+    load: Callable[[list[int]], list[RankDetails]]
+    _details: dict[int, RankDetails] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, path: str, facts: list[RankFacts]) -> Folder:
+    def of(cls, path: str, digests: list[RankDigest], load: Callable[[list[int]], list[RankDetails]]) -> Folder:
         base = path if os.path.isdir(path) else os.path.dirname(path)
-        known = [f for f in facts if f.rank is not None]
-        return cls({f.rank: f for f in known}, {f.rank: os.path.relpath(f.path, base) for f in known})
+        known = [d for d in digests if d.rank is not None]
+        return cls({d.rank: d for d in known}, {d.rank: os.path.relpath(d.path, base) for d in known}, load)
+
+    def fetch(self, ranks: Iterable[int]) -> None:
+        """Read the details of these ranks in one batch (those not read yet)."""
+        missing = sorted(set(ranks) - set(self._details))
+        if missing:
+            self._details.update(zip(missing, self.load(missing)))
+
+    def details(self, rank: int) -> RankDetails:
+        self.fetch([rank])
+        return self._details[rank]
 
     def side(self, rank: int, line: int | None, text: str) -> Side:
         return Side(rank, self.files[rank], line, text)
 
-    def node_side(self, rank: int, c: CommNode, extra: str = "") -> Side:
+    def node_side(self, rank: int, c: CommNode | Message, extra: str = "") -> Side:
         return self.side(rank, c.line, describe(c) + extra)
 
 
-def describe(c: CommNode) -> str:
+def describe(c: CommNode | Message) -> str:
     """A communication node as one line: `Send micro 3 tag 3 (16, 64) Float16 to rank 4`."""
     parts = [c.op]
     if c.reduce_op:

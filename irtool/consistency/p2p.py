@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..parallel import CommNode
+from .digest import Message
 from .folder import Folder, describe
 from .records import Finding, Unchecked
 
@@ -13,14 +13,12 @@ Link = tuple[int, int]  # (sender, receiver)
 
 
 def p2p_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
-    sends: dict[Link, list[CommNode]] = defaultdict(list)
-    receives: dict[Link, list[CommNode]] = defaultdict(list)
+    sends: dict[Link, list[Message]] = defaultdict(list)
+    receives: dict[Link, list[Message]] = defaultdict(list)
     unchecked: list[Unchecked] = []
     outside: dict[tuple[int, str, int], int] = defaultdict(int)
-    for rank, rf in folder.ranks.items():
-        for c in rf.facts.comm:
-            if c.direction is None:
-                continue
+    for rank, rd in folder.ranks.items():
+        for c in rd.messages:
             if c.peer_rank is None:
                 unchecked.append(Unchecked("p2p", rank, f"{folder.files[rank]}:{c.line}",
                                            f"{describe(c)}: the dump names no peer rank"))
@@ -41,15 +39,15 @@ def p2p_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
     return findings, unchecked
 
 
-def _link(folder: Folder, link: Link, sends: list[CommNode], receives: list[CommNode]) -> list[Finding]:
+def _link(folder: Folder, link: Link, sends: list[Message], receives: list[Message]) -> list[Finding]:
     """Pairs a link's Sends and Receives by tag (in dump order within a tag), then compares them."""
     src, dst = link
     subject = f"rank {src} -> rank {dst}"
-    by_tag: dict[int | None, list[CommNode]] = defaultdict(list)
+    by_tag: dict[int | None, list[Message]] = defaultdict(list)
     for r in receives:
         by_tag[r.sr_tag].append(r)
     taken: dict[int | None, int] = defaultdict(int)
-    pairs: list[tuple[CommNode, CommNode]] = []
+    pairs: list[tuple[Message, Message]] = []
     out: list[Finding] = []
     for s in sends:
         k = taken[s.sr_tag]
@@ -81,7 +79,7 @@ def _link(folder: Folder, link: Link, sends: list[CommNode], receives: list[Comm
     return out
 
 
-def _tag_micro(c: CommNode) -> str:
+def _tag_micro(c: Message) -> str:
     parts = ([f" with tag {c.sr_tag}"] if c.sr_tag is not None else []) + \
             ([f" for micro {c.micro}"] if c.micro is not None else [])
     return "".join(parts)

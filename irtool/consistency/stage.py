@@ -4,16 +4,12 @@ or code path that depends on the rank."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
-from typing import Hashable
 
-from ..dumpdir import RankFacts
 from ..parallel import STRATEGY_KEYS, Strategy
 from ..present import rank_list, strategy_text
+from .digest import Key, Strategies
 from .folder import Folder, variants
 from .records import Finding, Side, Unchecked
-
-Key = tuple[str, str]  # (scope, op)
 
 
 def stage_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
@@ -33,7 +29,7 @@ def stage_ranks(folder: Folder) -> tuple[dict[int | None, list[int]], list[Unche
     stages: dict[int | None, list[int]] = defaultdict(list)
     unchecked: list[Unchecked] = []
     for rank, rf in sorted(folder.ranks.items()):
-        if rf.stage is None and any(c.category == "pipeline" for c in rf.facts.comm):
+        if rf.stage is None and rf.pipeline:
             # pipeline communication but no stage (a pass before step_parallel_end, docs/parallel.md §7):
             # comparing it with ranks of other stages would report every difference between stages
             unchecked.append(Unchecked("stage", rank, folder.files[rank], f"rank {rank} has pipeline Send/Receive "
@@ -43,62 +39,27 @@ def stage_ranks(folder: Folder) -> tuple[dict[int | None, list[int]], list[Unche
     return dict(stages), unchecked
 
 
-def profile(rf: RankFacts) -> Hashable:
-    """What ranks of one stage must share: communicating or sharded nodes per operator, and the
-    strategies per node scope."""
-    table = Strategies.of(rf)
-    return (frozenset(_counted(rf).items()), frozenset((k, frozenset(v)) for k, v in table.by_scope.items()))
-
-
-def _counted(rf: RankFacts) -> Counter:
-    """Per operator, the nodes that communicate or carry a strategy. Other local computation may
-    depend on the rank's place (causal sequence parallelism: flash_sp_sendrecv_8p's ranks 0 and 2
-    differ in 86 elementwise nodes and run the same plan), so it is not compared."""
-    nodes = {c.node: c.op for c in rf.facts.comm}
-    nodes.update((s.node, s.op) for s in rf.facts.strategies)
-    return Counter(nodes.values())
-
-
 def _ops(folder: Folder, subject: str, ranks: list[int]) -> list[Finding]:
-    counted = {r: _counted(folder.ranks[r]) for r in ranks}
-    ref, by = variants({r: frozenset(c.items()) for r, c in counted.items()})
+    """Ranks compared by the hash of their operator counts (`digest.counted`); the counts themselves
+    are read again for the two ranks each finding shows."""
+    ref, by = variants({r: folder.ranks[r].profile[0] for r in ranks})
     base = by[ref][0]
+    shown = [(by[ref], others) for variant, others in by.items() if variant != ref]
+    if shown:
+        folder.fetch([base] + [others[0] for _, others in shown])
     out = []
-    for variant, others in by.items():
-        if variant == ref:
-            continue
-        a, b = counted[base], counted[others[0]]
+    for alike, others in shown:
+        a, b = folder.details(base).counted, folder.details(others[0]).counted
         ops = sorted(op for op in set(a) | set(b) if a[op] != b[op])
         out.append(Finding("stage", subject, "operator counts differ", [
-            _count_side(folder, base, by[ref], a, ops), _count_side(folder, others[0], others, b, ops)]))
+            _count_side(folder, base, alike, a, ops), _count_side(folder, others[0], others, b, ops)]))
     return out
 
 
 def _count_side(folder: Folder, rank: int, alike: list[int], counted: Counter, ops: list[str]) -> Side:
     also = f" (also ranks {rank_list(alike[1:])})" if alike[1:] else ""
-    return folder.side(rank, None, f"{folder.ranks[rank].counts.get('cnodes', 0):,} nodes{also}, communicating "
+    return folder.side(rank, None, f"{folder.ranks[rank].cnodes:,} nodes{also}, communicating "
                        "or sharded: " + ", ".join(f"{op} {counted[op]:,}" for op in ops))
-
-
-@dataclass
-class Strategies:
-    """One rank's strategies: per node scope and operator the distinct strategies (first node of
-    each), and every (operator, strategy) the rank has anywhere."""
-
-    by_scope: dict[Key, dict[str, Strategy]]
-    anywhere: set[tuple[str, str]]
-
-    @classmethod
-    def of(cls, rf: RankFacts) -> Strategies:
-        by_scope: dict[Key, dict[str, Strategy]] = defaultdict(dict)
-        for s in rf.facts.strategies:
-            by_scope[(s.scope, s.op)].setdefault(s.signature(), s)
-        return cls(dict(by_scope), {(op, sig) for (_, op), sigs in by_scope.items() for sig in sigs})
-
-    def copy_of(self, key: Key, sigs: dict[str, Strategy]) -> bool:
-        """A node only one side has is a copy (another micro batch's) when the other side has the
-        same operator with the same strategy elsewhere; the operator counts tell the rest."""
-        return all((key[1], sig) in self.anywhere for sig in sigs)
 
 
 def strategy_differences(a: Strategies, b: Strategies) -> list[tuple[Key, dict[str, Strategy], dict[str, Strategy]]]:
@@ -113,15 +74,17 @@ def strategy_differences(a: Strategies, b: Strategies) -> list[tuple[Key, dict[s
 
 
 def _strategies(folder: Folder, subject: str, ranks: list[int]) -> list[Finding]:
-    tables = {r: Strategies.of(folder.ranks[r]) for r in ranks}
-    shape = {r: frozenset((k, frozenset(v)) for k, v in t.by_scope.items()) for r, t in tables.items()}
-    ref, by = variants(shape)
+    """Ranks compared by the hash of their strategies per scope; the strategies themselves are read
+    again for the two ranks each finding shows."""
+    ref, by = variants({r: folder.ranks[r].profile[1] for r in ranks})
     base = by[ref][0]
+    odd = [others for variant, others in by.items() if variant != ref]
+    if odd:
+        folder.fetch([base] + [others[0] for others in odd])
     out = []
-    for variant, others in by.items():
-        if variant == ref:
-            continue
-        for key, own_a, own_b in strategy_differences(tables[base], tables[others[0]]):
+    for others in odd:
+        for key, own_a, own_b in strategy_differences(folder.details(base).strategies,
+                                                      folder.details(others[0]).strategies):
             out.append(Finding("stage", subject, "strategy differs", [
                 _strategy_side(folder, base, by[ref], key, own_a),
                 _strategy_side(folder, others[0], others, key, own_b)]))

@@ -88,6 +88,20 @@ class RankDiff:
                 "parameter_comm": [e.as_dict() for e in self.parameter_comm], "renamed_scopes": self.renamed_scopes}
 
 
+@dataclass(frozen=True)
+class SideUnreadable:
+    """A rank of one side (`old` or `new`) that could not be read: its located error, or no dump of
+    the pass (`file` None). Its pair is not compared; the other ranks are."""
+
+    side: str
+    rank: int | None
+    file: str | None
+    error: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"side": self.side, "rank": self.rank, "file": self.file, "error": self.error}
+
+
 @dataclass
 class DiffResult:
     """The whole diff: one RankDiff per matched rank, plus ranks and pipeline stages present on one
@@ -101,6 +115,8 @@ class DiffResult:
     # passes dumped (files in the rank folders) on one side only, when both sides are folders
     only_old_passes: list[str] = field(default_factory=list)
     only_new_passes: list[str] = field(default_factory=list)
+    # ranks that could not be read on either side (a located error, or no dump of the pass): not compared
+    unreadable: list[SideUnreadable] = field(default_factory=list)
 
     @property
     def one_sided(self) -> bool:
@@ -144,12 +160,14 @@ class DiffResult:
                 "only_old_ranks": self.only_old, "only_new_ranks": self.only_new,
                 "only_old_stages": self.only_old_stages, "only_new_stages": self.only_new_stages,
                 "only_old_passes": self.only_old_passes, "only_new_passes": self.only_new_passes,
+                "unreadable": [u.as_dict() for u in self.unreadable],
                 "ranks": [r.as_dict() for r in self.ranks]}
 
     @property
     def identical(self) -> bool:
-        """No difference at all, rank-specific ones aside, and the same ranks and stages on both sides."""
-        if self.one_sided:
+        """No difference at all, rank-specific ones aside, the same ranks and stages on both sides, and
+        every rank read (a rank not compared is never called identical)."""
+        if self.one_sided or self.unreadable:
             return False
         return all(not any(v for k, v in r.counts().items() if k != "rank_specific") for r in self.ranks)
 
@@ -431,8 +449,15 @@ def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None 
     seen: list[int | None] = []
     old_stages: set[int] = set()
     new_stages: set[int] = set()
+    # a rank unreadable on either side (partial selections) is reported, not compared and not one-sided
+    gone = {u.rank for sel in (a_sel, b_sel) for u in sel.unreadable}
+    pairs = [p for p in pairs if not {*p} & gone]
+    compared: list[tuple[int | None, int | None]] = []
     for old_rank, new_rank in pairs:
-        a, b = a_sel.read(old_rank), b_sel.read(new_rank)
+        a, b = a_sel.read_or_drop(old_rank), b_sel.read_or_drop(new_rank)
+        if a is None or b is None:
+            continue
+        compared.append((old_rank, new_rank))
         seen += (a.facts.stage, b.facts.stage)
         if a_sel.wants(a.facts.stage) or b_sel.wants(b.facts.stage):
             result.ranks.append(diff_rank((a.dump, a.facts), (b.dump, b.facts), old_rank, new_rank))
@@ -443,21 +468,25 @@ def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None 
         # a pass one rank dumped on one side only (a compilation that stopped early), per rank number
         only_old: set[str] = set()
         only_new: set[str] = set()
-        for old_rank, new_rank in pairs:
+        for old_rank, new_rank in compared:
             if old_rank == new_rank:
                 a_passes, b_passes = _passes(old_files[old_rank]), _passes(new_files[new_rank])
                 only_old |= a_passes - b_passes
                 only_new |= b_passes - a_passes
         result.only_old_passes, result.only_new_passes = sorted(only_old), sorted(only_new)
-    if len(pairs) == 1 and len(old_files) == 1 and len(new_files) == 1:
+    if len(pairs) == 1 and len(old_files) == 1 and len(new_files) == 1 and not (a_sel.unreadable or b_sel.unreadable):
         # a stage no rank is on compares nothing: an error, not a clean diff that would pass CI
         a_sel.require(seen, where)
         return result
     # A rank on one side only is a change (its stage may be gone with it): read it for its stage.
+    gone = {u.rank for sel in (a_sel, b_sel) for u in sel.unreadable}  # again: reading may have dropped some
     for sel, others, only, stages in ((a_sel, new_files, result.only_old, old_stages),
                                       (b_sel, old_files, result.only_new, new_stages)):
-        for rank in sorted(r for r in sel.files if r not in others and r is not None):
-            rank_stage = sel.read(rank).stage
+        for rank in sorted(r for r in sel.files if r not in others and r not in gone and r is not None):
+            got = sel.read_or_drop(rank)
+            if got is None:
+                continue
+            rank_stage = got.stage
             seen.append(rank_stage)
             if sel.wants(rank_stage):
                 only.append(rank)
@@ -466,7 +495,13 @@ def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None 
     a_sel.require(seen, where)
     result.only_old_stages = sorted(old_stages - new_stages)
     result.only_new_stages = sorted(new_stages - old_stages)
+    _unreadable(result, a_sel, b_sel)
     return result
+
+
+def _unreadable(result: DiffResult, old: Selection, new: Selection) -> None:
+    result.unreadable = [SideUnreadable(side, u.rank, u.file, u.error)
+                         for side, sel in (("old", old), ("new", new)) for u in sel.unreadable]
 
 
 def _passes(file: str) -> set[str]:

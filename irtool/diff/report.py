@@ -161,9 +161,26 @@ def _same(r: RankDiff, same: list[int]) -> str:
 
 
 def _verdict(result: DiffResult, reasons: list[str]) -> str:
+    lost = _not_read(result)
     if reasons:
-        return "FAIL: " + "; ".join(reasons)
+        return "FAIL: " + "; ".join(reasons) + (f"; {lost}" if lost else "")
+    if lost:  # never "identical": those ranks were not compared
+        changed = any(any(v for k, v in r.counts().items() if k != "rank_specific") for r in result.ranks)
+        return (("differences found, none matching --fail-on" if changed or result.one_sided
+                 else "no differences in the ranks read") + f"; {lost}")
     return "identical" if result.identical else "differences found, none matching --fail-on"
+
+
+def _not_read(result: DiffResult) -> str:
+    """`2 ranks not read, not compared (see Unreadable ranks)`, or empty when every rank was read."""
+    n = len(result.unreadable)
+    return f"{n} rank{'s' if n != 1 else ''} not read, not compared (see Unreadable ranks)" if n else ""
+
+
+def _unreadable_table(result: DiffResult) -> list[Block]:
+    """The section of ranks that could not be read, each with its located error (issue 18)."""
+    rows = [[u.side, cell(u.rank), u.error] for u in result.unreadable]
+    return [Table(f"Unreadable ranks: {len(rows)} (not compared)", ["side", "rank", "error"], rows)] if rows else []
 
 
 def _one_side(result: DiffResult) -> str:
@@ -183,6 +200,7 @@ def to_text(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
     """Plain text for a terminal or a CI log; at most `limit` rows per table (None: all)."""
     reasons = result.failures(fail_on, max_comm_bytes_increase)
     blocks: list[Block] = [_one_side(result)] if result.one_sided else []
+    blocks += _unreadable_table(result)
     for r, tables, same in _grouped(result):
         blocks += [f"== {_title(r)}", f"   old: {r.old_path}", f"   new: {r.new_path}"]
         blocks += [t.limited(limit) for t in tables] or ["   no differences"]
@@ -196,12 +214,16 @@ def to_markdown(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
                 max_comm_bytes_increase: str | None = None, limit: int | None = DIFF_LIMIT) -> str:
     """Markdown fit for a pull-request comment: verdict first, one collapsible block per rank."""
     reasons = result.failures(fail_on, max_comm_bytes_increase)
-    icon = ":x:" if reasons else (":white_check_mark:" if result.identical else ":information_source:")
+    icon = ":x:" if reasons or result.unreadable else (":white_check_mark:" if result.identical
+                                                       else ":information_source:")
     headline = f"{len(reasons)} failing difference(s)" if reasons else _verdict(result, [])
     items = [f"- **{reason}**" for reason in reasons]
     if result.one_sided:
         items.append(f"- **{_one_side(result)}**")
+    if result.unreadable and reasons:  # else the headline says it
+        items.append(f"- **{_not_read(result)}**")
     blocks: list[Block] = [f"### {icon} irtool diff: {headline}"] + (["\n".join(items)] if items else [])
+    blocks += _unreadable_table(result)
     for r, tables, same in _grouped(result):
         counts = ", ".join(f"{v} {k}" for k, v in r.counts().items() if v) or "no differences"
         blocks.append(f"<details{' open' if reasons else ''}><summary><b>{_title(r)}</b>: {counts}</summary>")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..parallel.records import Bytes
+from ..parallel.records import Bytes, ChainEnd
 
 DASH = "—"  # an unknown value in text and Markdown
 
@@ -91,3 +91,15 @@ def rank_list(ranks: Any) -> str:
         else:
             runs.append([r])
     return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)) for run in runs)
+
+
+def chain_end_layout(end: ChainEnd | None) -> str:
+    """How one side of a redistribution lays the tensor out: device matrix and tensor map when the
+    dump gives a layout, else pieces per dimension (full / slice shape), else the strategy."""
+    if end is None:
+        return DASH
+    if isinstance(end.layout, dict) and "device_matrix" in end.layout:
+        return strategy_text(end.layout)
+    if end.split:
+        return "split " + format_strategy(end.split)
+    return ("strategy " + format_strategy(end.strategy)) if end.strategy else DASH

@@ -9,21 +9,19 @@ from ..parallel import Bytes
 from ..parallel.records import ChainEnd, LayerComm, OptimizerShard, RedistributionChain, Strategy
 from ..parallel.totals import StageLink, Traffic, TrafficRow
 from ..parallel.traffic import FORMULAS
-from ..present import DEFAULT_LIMIT, Block, Table, bytes_text, cell, format_strategy, rank_list, strategy_text
+from ..present import (
+    DEFAULT_LIMIT,
+    Block,
+    Table,
+    bytes_text,
+    cell,
+    chain_end_layout,
+    format_strategy,
+    rank_list,
+    strategy_text,
+)
 
 DASH = cell(None)
-
-
-def _layout(end: ChainEnd | None) -> str:
-    """How one side of a redistribution lays the tensor out: device matrix and tensor map when the
-    dump gives a layout, else pieces per dimension (full / slice shape), else the strategy."""
-    if end is None:
-        return DASH
-    if isinstance(end.layout, dict) and "device_matrix" in end.layout:
-        return strategy_text(end.layout)
-    if end.split:
-        return "split " + format_strategy(end.split)
-    return ("strategy " + format_strategy(end.strategy)) if end.strategy else DASH
 
 
 def _end(end: ChainEnd | None, consumer: bool) -> str:
@@ -80,7 +78,7 @@ def _chain_row(c: RedistributionChain) -> tuple[str, str, str, str, str]:
     full = (q.full_shape if q else None) or (p.full_shape if p else None)
     tensor = f"{cell(full) if full is not None else cell(q.slice_shape if q else None)} {c.dtype or ''}".strip()
     phase = c.phase + (f" (of #{c.of_chain})" if c.of_chain is not None else "")
-    return phase, _end(p, False), _end(q, True), tensor, f"{_layout(p)} -> {_layout(q)}"
+    return phase, _end(p, False), _end(q, True), tensor, f"{chain_end_layout(p)} -> {chain_end_layout(q)}"
 
 
 def redistribution_table(chains: Iterable[RedistributionChain], per_rank: bool = True) -> tuple[Table, Table]:

@@ -24,7 +24,7 @@ from ..ir import Dump, Node
 from ..parallel import CATEGORIES, CommNode, ParallelFacts
 from ..parallel.chains import user_source
 from ..parallel.records import ChainEnd, RedistributionChain
-from ..present import DASH, cell, format_strategy, rank_list, strategy_text
+from ..present import DASH, cell, chain_end_layout, rank_list, strategy_text
 from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
 
 _GRAPH_TOKEN = re.compile(r"@@?([^\s,()\[\]]+)")
@@ -72,18 +72,6 @@ def _end_text(end: ChainEnd | None) -> str:
     return text
 
 
-def layout_text(end: ChainEnd | None) -> str:
-    """How one side of a redistribution lays the tensor out (as `summarize`'s redistribution table):
-    device matrix and tensor map when the dump gives a layout, else pieces per dimension, else the strategy."""
-    if end is None:
-        return DASH
-    if isinstance(end.layout, dict) and "device_matrix" in end.layout:
-        return strategy_text(end.layout)
-    if end.split:
-        return "split " + format_strategy(end.split)
-    return ("strategy " + format_strategy(end.strategy)) if end.strategy else DASH
-
-
 def chain_attrs(ch: RedistributionChain, graph: str) -> list[dict[str, Any]]:
     """What `summarize` says about the redistribution a node belongs to, with links to its nodes."""
     phase = ch.phase + (f" (bprop of chain {ch.of_chain})" if ch.of_chain is not None else "")
@@ -95,7 +83,7 @@ def chain_attrs(ch: RedistributionChain, graph: str) -> list[dict[str, Any]]:
         rows.append(("consumer", _end_text(ch.consumer)))
     if consumers:
         rows.append((f"consumers ({len(consumers)})", link(consumers, graph)))
-    rows.append(("from -> to", f"{layout_text(ch.producer)} -> {layout_text(ch.consumer)}"))
+    rows.append(("from -> to", f"{chain_end_layout(ch.producer)} -> {chain_end_layout(ch.consumer)}"))
     rows.append(("chain nodes", link([f"{graph}/{n.split()[0]}" for n in ch.nodes], graph)))
     rows.append(("chain", " ".join(n.split(" ", 1)[-1] for n in ch.nodes)))
     if ch.bytes is not None:
