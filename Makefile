@@ -27,10 +27,12 @@ run: install
 	$(BIN)/irtool summarize $(FIXTURE)
 
 ## Install, then run the whole test suite (unit, property and CLI tests) and the linter. The tests
-## run on every core (pytest-xdist); each writes only into its own temporary folder.
+## run on every core (pytest-xdist); each writes only into its own temporary folder. `--dist loadgroup`
+## keeps the tests marked `xdist_group` (tests/conftest.py: those reading the 68 MB dump) on one worker,
+## which parses that dump once for all of them instead of once per worker.
 test: install
 	$(BIN)/ruff check irtool tests bench tools fuzz
-	$(BIN)/pytest -q -n auto --durations=15
+	$(BIN)/pytest -q -n auto --dist loadgroup --durations=15
 
 lint: install
 	$(BIN)/ruff check irtool tests bench tools fuzz

@@ -20,8 +20,9 @@ def fixture(rel: str) -> str:
     return str(path)
 
 
-# The 68 MB dump: parsed and analysed once per test process. Tests reading it carry
-# `LARGE_GROUP`, so that pytest-xdist (`--dist loadgroup`, see the Makefile) runs them in one worker.
+# The 68 MB dump: parsed and analysed once per test process. Tests reading it carry `LARGE_GROUP`, so
+# that pytest-xdist runs them all in one worker: `make test` passes `--dist loadgroup` (without it the
+# mark does nothing and each worker that gets one of them parses the dump again).
 LARGE = "gpt_large_perf/rank_0/19_validate_0078.ir.xz"
 LARGE_GROUP = pytest.mark.xdist_group("gpt_large_validate")
 

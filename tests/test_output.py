@@ -4,15 +4,19 @@ Every number below was worked out from the dump text (the grep is in the comment
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import LARGE, LARGE_GROUP, fixture, large_dump, large_facts
 
+import irtool
 from irtool.cli import main
 from irtool.present import CATEGORY_COLORS, Table, rank_list, strategy_text, to_markdown, to_text
+from irtool.report.summary import file_summary, summary_blocks
 
 F = Path(__file__).resolve().parents[1] / "fixtures" / "mindir"
 P2 = F / "pipeline_2stage_8p"
@@ -50,13 +54,37 @@ def test_spelling_runs_cover_every_scenario() -> None:
     assert len(RUNS) >= 30 + 4  # 18 scenarios at the split; every 8p one has both files
 
 
-@pytest.mark.parametrize("args,code", RUNS, ids=[" ".join(str(a).replace(str(F) + "/", "") for a in r[0])
-                                                 for r in RUNS])
+@pytest.mark.parametrize("args,code", [
+    pytest.param(*r, id=" ".join(str(a).replace(str(F) + "/", "") for a in r[0]),
+                 marks=[LARGE_GROUP] if r[0] == ["summarize", Path(fixture(LARGE))] else []) for r in RUNS])
 def test_no_python_spellings_in_text_or_markdown(args: list[object], code: int) -> None:
     for fmt in ("text", "markdown"):
-        out = run(*args, "--format", fmt, "--all", code=code)
+        out = _large_summary(args[1], fmt) if args[0] == "summarize" and _is_large(args[1]) else \
+            run(*args, "--format", fmt, "--all", code=code)
         bad = [line for line in out.splitlines() if PYTHON_SPELLINGS.search(line)]
         assert not bad, f"{fmt}: {bad[:3]}"
+
+
+def _is_large(path: object) -> bool:
+    return Path(str(path)).parent == F / "gpt_large_perf" / "rank_0"
+
+
+def _large_summary(path: object, fmt: str) -> str:
+    """`summarize FILE --format FMT --all` of a gpt_large_perf file without parsing it again per format:
+    the same summary, blocks and writers as the command (cli.py `summarize`), the validate pass from the
+    session's parse (conftest `large_dump`)."""
+    dump, facts = _large_parse(str(path))
+    blocks = summary_blocks(file_summary(dump, facts, ()), None)
+    text = to_text(blocks) if fmt == "text" else to_markdown(blocks)
+    return text if text.endswith("\n") else text + "\n"
+
+
+@functools.cache
+def _large_parse(path: str) -> tuple[irtool.Dump, irtool.ParallelFacts]:
+    if path == fixture(LARGE):
+        return large_dump(), large_facts()
+    dump = irtool.load(path)
+    return dump, irtool.analyze(dump)
 
 
 def test_layout_and_strategy_spelling() -> None:

@@ -302,6 +302,15 @@ def browser() -> Iterator[object]:
             b.close()
 
 
+@pytest.fixture(scope="module")
+def semi_url() -> Iterator[str]:
+    """One `irtool view SEMI` server for the module's tests that read SEMI: each opens its own page (its own
+    browser context), so what one test expands or searches does not reach the other; only the start-up
+    (parse, Model Explorer's server) is shared."""
+    with served(SEMI) as url:
+        yield url
+
+
 def _open(browser: object, url: str) -> object:
     ctx = browser.new_context(viewport={"width": 1600, "height": 1000})  # type: ignore[attr-defined]
     ctx.add_init_script(WORKER_HOOK)
@@ -338,42 +347,41 @@ def _drawn(page: object) -> dict:
               edges: g.nodes.reduce((s, n) => s + n[5], 0)}; }""")
 
 
-def test_a_dump_in_model_explorer(browser: object, tmp_path: Path) -> None:
-    with served(SEMI) as url:
-        page = _open(browser, url)
-        page.screenshot(path=str(tmp_path / "01_loaded.png"))
-        info = _info(page)
-        # header: 290 cnodes, 25 parameters; Model Explorer counts both as op nodes
-        assert info["nodes"] == "290" and info["op node count"] == str(290 + 25), info
-        # a regex search for AllGather finds the dump's 14 AllGathers (`grep -c '= AllGather('`)
-        box = page.locator("search-bar input")
-        box.fill("^AllGather$")
-        box.press("Enter")
-        results = page.locator(".search-results-container")
-        results.wait_for()
-        for kind in ("Attrs", "Inputs", "Outputs"):  # match node labels only, not attribute values
-            option = results.locator(".option-container", has_text=kind)
-            if "selected" in (option.get_attribute("class") or ""):
-                option.click()
-        page.wait_for_timeout(500)
-        assert results.locator(".title-label").inner_text().strip().startswith("14 "), \
-            results.locator(".title-label").inner_text()
-        page.screenshot(path=str(tmp_path / "02_search.png"))
-        page.locator("search-bar .btn-clear-container").click()
-        # expanding the scopes reveals the operators inside them
-        before = _drawn(page)
-        assert "%5" not in before["shown"]  # line 104's AllGather, inside body-ShardedAttentionMLP
-        events = page.evaluate("window.__me.events")
-        page.locator("div.expand-all").click()
-        page.wait_for_function(f"window.__me.events > {events}")
-        page.wait_for_timeout(1000)
-        after = _drawn(page)
-        assert "%5" in after["shown"] and len(after["shown"]) > len(before["shown"])
-        # the node data overlays are loaded with the graph
-        assert page.get_by_text("comm category").count() and page.get_by_text("comm bytes").count()
-        page.screenshot(path=str(tmp_path / "03_expanded.png"))
-        if os.environ.get("IRTOOL_SCREENSHOTS"):  # how README's picture is made
-            shutil.copy(tmp_path / "03_expanded.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_semi_auto.png")
+def test_a_dump_in_model_explorer(browser: object, semi_url: str, tmp_path: Path) -> None:
+    page = _open(browser, semi_url)
+    page.screenshot(path=str(tmp_path / "01_loaded.png"))
+    info = _info(page)
+    # header: 290 cnodes, 25 parameters; Model Explorer counts both as op nodes
+    assert info["nodes"] == "290" and info["op node count"] == str(290 + 25), info
+    # a regex search for AllGather finds the dump's 14 AllGathers (`grep -c '= AllGather('`)
+    box = page.locator("search-bar input")
+    box.fill("^AllGather$")
+    box.press("Enter")
+    results = page.locator(".search-results-container")
+    results.wait_for()
+    for kind in ("Attrs", "Inputs", "Outputs"):  # match node labels only, not attribute values
+        option = results.locator(".option-container", has_text=kind)
+        if "selected" in (option.get_attribute("class") or ""):
+            option.click()
+    page.wait_for_timeout(500)
+    assert results.locator(".title-label").inner_text().strip().startswith("14 "), \
+        results.locator(".title-label").inner_text()
+    page.screenshot(path=str(tmp_path / "02_search.png"))
+    page.locator("search-bar .btn-clear-container").click()
+    # expanding the scopes reveals the operators inside them
+    before = _drawn(page)
+    assert "%5" not in before["shown"]  # line 104's AllGather, inside body-ShardedAttentionMLP
+    events = page.evaluate("window.__me.events")
+    page.locator("div.expand-all").click()
+    page.wait_for_function(f"window.__me.events > {events}")
+    page.wait_for_timeout(1000)
+    after = _drawn(page)
+    assert "%5" in after["shown"] and len(after["shown"]) > len(before["shown"])
+    # the node data overlays are loaded with the graph
+    assert page.get_by_text("comm category").count() and page.get_by_text("comm bytes").count()
+    page.screenshot(path=str(tmp_path / "03_expanded.png"))
+    if os.environ.get("IRTOOL_SCREENSHOTS"):  # how README's picture is made
+        shutil.copy(tmp_path / "03_expanded.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_semi_auto.png")
 
 
 def test_the_pipeline_graph_of_a_folder(browser: object, tmp_path: Path) -> None:
@@ -437,22 +445,21 @@ def test_a_flat_scope_expands_and_counts_show_on_boxes(browser: object, tmp_path
             shutil.copy(tmp_path / "counts.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_counts.png")
 
 
-def test_the_panel_in_model_explorer(browser: object, tmp_path: Path) -> None:
-    with served(SEMI) as url:
-        page = _open(browser, url)
-        events = page.evaluate("window.__me.events")
-        # the AllGather at line 104, found by its `file` attribute and revealed (Alt+click: Model Explorer's locate)
-        _search(page, "19_validate_0078[.]ir[.]xz:104", alt=True)
-        page.wait_for_function(f"window.__me.answers.slice({events}).includes(7)")
-        page.wait_for_timeout(1000)
-        panel = _panel(page)
-        # what test_the_panel_says_what_summarize_says pins in the JSON, as the panel shows it
-        assert panel.get("producer") == "MatMul qkv (line 86)", panel
-        assert panel.get("from -> to") == "split (2,4) -> strategy (8,1)", panel
-        # links (Model Explorer's `node_ids` values): the id, and its locate icon
-        assert panel["consumers (1)"].split()[0] == "%15" and panel["comm serves"].split()[0] == "%15", panel
-        row = page.locator("info-panel tr", has=page.locator("td", has_text="consumers (1)")).first
-        assert row.get_by_text("my_location").count() == 1  # drawn as a link with its locate icon
-        page.screenshot(path=str(tmp_path / "panel.png"))
-        if os.environ.get("IRTOOL_SCREENSHOTS"):
-            shutil.copy(tmp_path / "panel.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_panel.png")
+def test_the_panel_in_model_explorer(browser: object, semi_url: str, tmp_path: Path) -> None:
+    page = _open(browser, semi_url)
+    events = page.evaluate("window.__me.events")
+    # the AllGather at line 104, found by its `file` attribute and revealed (Alt+click: Model Explorer's locate)
+    _search(page, "19_validate_0078[.]ir[.]xz:104", alt=True)
+    page.wait_for_function(f"window.__me.answers.slice({events}).includes(7)")
+    page.wait_for_timeout(1000)
+    panel = _panel(page)
+    # what test_the_panel_says_what_summarize_says pins in the JSON, as the panel shows it
+    assert panel.get("producer") == "MatMul qkv (line 86)", panel
+    assert panel.get("from -> to") == "split (2,4) -> strategy (8,1)", panel
+    # links (Model Explorer's `node_ids` values): the id, and its locate icon
+    assert panel["consumers (1)"].split()[0] == "%15" and panel["comm serves"].split()[0] == "%15", panel
+    row = page.locator("info-panel tr", has=page.locator("td", has_text="consumers (1)")).first
+    assert row.get_by_text("my_location").count() == 1  # drawn as a link with its locate icon
+    page.screenshot(path=str(tmp_path / "panel.png"))
+    if os.environ.get("IRTOOL_SCREENSHOTS"):
+        shutil.copy(tmp_path / "panel.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_panel.png")
