@@ -376,7 +376,20 @@ def test_order_differs() -> None:
 def test_consistent_folders_at_step_parallel_end(folder: str) -> None:
     # Send/Receive there name `group: "nccl_world_group"` without `group_rank_ids`: the world group is every rank
     r = check_dir(str(FIXTURES / folder), "step_parallel_end", jobs=2)
-    assert r.findings == [] and r.unchecked == []
+    assert r.findings == [] and [(u.check, u.text) for u in r.unchecked] == [ORDER_NOT_FIXED]
+
+
+# Before validate the Sends and Receives are printed in graph order, not execution order (docs/cost.md §4):
+# pipeline_folded_8p's step_parallel_end has rank 0 send tag 0 before tag 1 (`grep -n 'sr_tag'`) while rank 4
+# receives tag 1 first, on a job that runs; its order is not compared there, and says so.
+ORDER_NOT_FIXED = ("p2p", "the order of Sends and Receives is not compared: this pass prints them before "
+                          "MindSpore fixes the execution order")
+
+
+def test_order_is_compared_only_where_the_pass_fixes_it() -> None:
+    r = check_dir(str(FIXTURES / "pipeline_folded_8p"), "step_parallel_end", jobs=2)
+    assert r.findings == [] and [(u.check, u.text) for u in r.unchecked] == [ORDER_NOT_FIXED]
+    assert check_dir(str(FIXTURES / "pipeline_folded_8p"), jobs=2).unchecked == []  # validate: compared
 
 
 def test_pass_before_the_stages_are_known(tmp_path) -> None:
@@ -386,6 +399,7 @@ def test_pass_before_the_stages_are_known(tmp_path) -> None:
     r = check_dir(str(d), "pipeline_split", jobs=2)
     assert r.findings == []
     assert [(u.check, u.text) for u in r.unchecked] == [
+        ORDER_NOT_FIXED,
         ("stage", "rank 0 has pipeline Send/Receive but no known stage: not compared with other ranks"),
         ("stage", "rank 4 has pipeline Send/Receive but no known stage: not compared with other ranks")]
 

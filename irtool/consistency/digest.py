@@ -86,6 +86,9 @@ class RankDigest:
     groups: dict[str, GroupUse]
     profile: tuple[bytes, bytes]  # hashes of the operator counts and of the strategies (stage.profile)
     warnings: list[DumpWarning] = field(default_factory=list)  # what `--lenient` skipped while reading
+    # the pass prints nodes in execution order: after step_parallel_end (docs/parallel.md §1; earlier
+    # passes print the graph before MindSpore orders the Sends and Receives, docs/cost.md §4)
+    ordered: bool = True
 
 
 @dataclass
@@ -130,7 +133,7 @@ def digest(rank: int | None, path: str, cnodes: int, facts: ParallelFacts) -> Ra
     shape = sorted((k, sorted(v)) for k, v in table.by_scope.items())
     return RankDigest(rank, path, facts.stage, cnodes, any(c.category == "pipeline" for c in facts.comm),
                       [Message.of(c) for c in facts.comm if c.direction is not None], groups,
-                      (_hash(sorted(counted(facts).items())), _hash(shape)))
+                      (_hash(sorted(counted(facts).items())), _hash(shape)), ordered=facts.kind == "post")
 
 
 def details(facts: ParallelFacts) -> RankDetails:

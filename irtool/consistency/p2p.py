@@ -33,13 +33,17 @@ def p2p_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
         what = "Send" if direction == "send" else "Receive"
         unchecked.append(Unchecked("p2p", rank, folder.files[rank],
                                    f"rank {rank} {verb} rank {peer}, which is not in the folder ({n} {what})"))
+    ordered = all(rd.ordered for rd in folder.ranks.values())
+    if not ordered and (sends or receives):
+        unchecked.append(Unchecked("p2p", None, "every rank", "the order of Sends and Receives is not compared: this pass "
+                                                    "prints them before MindSpore fixes the execution order"))
     findings: list[Finding] = []
     for link in sorted(set(sends) | set(receives)):
-        findings += _link(folder, link, sends[link], receives[link])
+        findings += _link(folder, link, sends[link], receives[link], ordered)
     return findings, unchecked
 
 
-def _link(folder: Folder, link: Link, sends: list[Message], receives: list[Message]) -> list[Finding]:
+def _link(folder: Folder, link: Link, sends: list[Message], receives: list[Message], ordered: bool) -> list[Finding]:
     """Pairs a link's Sends and Receives by tag (in dump order within a tag), then compares them."""
     src, dst = link
     subject = f"rank {src} -> rank {dst}"
@@ -70,7 +74,7 @@ def _link(folder: Folder, link: Link, sends: list[Message], receives: list[Messa
                 folder.node_side(dst, r)]))
     # Relative order: Receives taken in the order of their Sends must also be in dump order.
     at = {id(r): i for i, r in enumerate(receives)}
-    for (s0, r0), (s1, r1) in zip(pairs, pairs[1:]):
+    for (s0, r0), (s1, r1) in zip(pairs, pairs[1:]) if ordered else ():
         if at[id(r1)] < at[id(r0)]:
             out.append(Finding("p2p", subject, "order differs", [
                 folder.node_side(src, s0, " before"), folder.node_side(src, s1),
