@@ -271,10 +271,10 @@ class Builder(Transformer):
         return ("attr_head", None)
 
     def graph_instance(self, items: list) -> tuple:
-        return ("instance", str(items[0]).split(":", 1)[1].rsplit(" : ", 1)[0].strip())
+        return ("instance", _named_value(items[0]))
 
     def graph_symbol_engine(self, items: list) -> tuple:
-        return ("symbol_engine", str(items[0]).split(":", 1)[1].rsplit(" : ", 1)[0].strip())
+        return ("symbol_engine", _named_value(items[0]))
 
     def graph_parameters(self, items: list) -> tuple:
         return ("raw", str(items[0]))
@@ -347,8 +347,7 @@ class Builder(Transformer):
                                  show(text[start:]) if start < len(text) else "end of line", None)
             start += 1
             op = CALL if computed else _strip_prefix(callee)
-        problem = None if _sound(text, start) else _structure_problem(
-            text, start, (lambda col: _where(tok, col)) if hasattr(tok, "joins") else _column)
+        problem = _structure_problem(text, start, (lambda col: _where(tok, col)) if hasattr(tok, "joins") else _column)
         if problem:
             col, expected, found = problem
             return self._bad(tok, col + 2, expected, found, None)  # col is 1-based in `text`
@@ -424,6 +423,11 @@ def _unknown(src: _Lines, line: int, text: str) -> None:
 
 _HEADER_KEYS = frozenset({"entry", "subgraphs", "jit_config", "attrs", "declared_params", "params",
                           "node_count_head", "declared_nodes", "declared_cnodes"})
+
+
+def _named_value(line: Token) -> str:
+    """The value of a `key: value : 0x...` line printed before a subgraph (its address left out)."""
+    return str(line).split(":", 1)[1].rsplit(" : ", 1)[0].strip()
 
 
 def _attach(g: Subgraph, preamble: list[tuple[str, Any]]) -> None:
