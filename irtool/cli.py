@@ -242,23 +242,26 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         if with_cost or cost_kinds or max_memory:
             cdiff = diff_cost.cost_diff(*sides)
             reasons = cdiff.failures(cost_kinds, max_memory)
-        if fmt == "json":
+        def doc() -> str:
             import json
 
-            doc = result.as_dict(comm_fail_on, max_increase)
+            d = result.as_dict(comm_fail_on, max_increase)
             if cdiff is not None:
-                doc["cost"] = {**cdiff.as_dict(), "failures": reasons, "fail_on": sorted(cost_kinds),
-                               "max_memory_increase": max_memory}
-                doc["failed"] = doc["failed"] or bool(reasons)
-            click.echo(json.dumps(doc, indent=2, sort_keys=False))
-        else:
+                d["cost"] = {**cdiff.as_dict(), "failures": reasons, "fail_on": sorted(cost_kinds),
+                             "max_memory_increase": max_memory}
+                d["failed"] = d["failed"] or bool(reasons)
+            return json.dumps(d, indent=2, sort_keys=False)
+
+        def text(markdown: bool) -> str:
             from .present import to_markdown, to_text
 
-            write = diff_report.to_markdown if fmt == "markdown" else diff_report.to_text
-            limit = None if show_all else diff_report.DIFF_LIMIT
-            click.echo(write(result, comm_fail_on, max_increase, limit), nl=False)
+            write = diff_report.to_markdown if markdown else diff_report.to_text
+            out = write(result, comm_fail_on, max_increase, None if show_all else diff_report.DIFF_LIMIT)
             if cdiff is not None:
-                click.echo((to_markdown if fmt == "markdown" else to_text)(diff_cost.blocks(cdiff, reasons)), nl=False)
+                out += (to_markdown if markdown else to_text)(diff_cost.blocks(cdiff, reasons))
+            return out
+
+        _emit(fmt, {"json": doc, "text": lambda: text(False), "markdown": lambda: text(True)})
         _warn_skips(*sides)
         # a rank not read on either side: its error on stderr, exit 2 after the answer for the others
         return _skipped(*sides) or (1 if result.failures(comm_fail_on, max_increase) or reasons else 0)
