@@ -131,7 +131,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
               jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None, with_cost: bool,
               device_memory: str | None) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
-    from .present import DEFAULT_LIMIT, to_markdown, to_text
+    from .present import DEFAULT_LIMIT, json_pieces, to_markdown, to_text
     from .report import summary as summary_mod
 
     limit = None if show_all else DEFAULT_LIMIT
@@ -195,7 +195,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             return d
 
         code = _skipped(sel)
-        _emit(fmt, {"json": lambda: summary_mod.json_pieces(doc()), "text": lambda: to_text(blocks()),
+        _emit(fmt, {"json": lambda: json_pieces(doc(), ensure_ascii=False), "text": lambda: to_text(blocks()),
                     "markdown": lambda: to_markdown(blocks())})
         return code
 
@@ -287,8 +287,8 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: i
     1 findings, 2 unreadable input (also when some ranks could not be read: the others are checked)."""
 
     from .consistency import check_dir
-    from .consistency.report import blocks, to_json
-    from .present import to_markdown, to_text
+    from .consistency.report import blocks
+    from .present import json_pieces, to_markdown, to_text
 
     def body() -> int:
         sel = Selection.of(path, None, pass_name, Policy(jobs, scheduler, lenient), partial=True)
@@ -303,7 +303,7 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: i
         d = {**result.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable]}
         _warn_skips(sel)
         code = _skipped(sel)
-        _emit(fmt, {"json": lambda: to_json(d), "text": lambda: to_text(shown),
+        _emit(fmt, {"json": lambda: json_pieces(d), "text": lambda: to_text(shown),
                     "markdown": lambda: to_markdown(shown)})
         return code or result.exit_code(strict)
 

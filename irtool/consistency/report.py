@@ -3,11 +3,7 @@ headline, its findings one row per side), as text or Markdown tables, or the JSO
 (docs/check.md)."""
 from __future__ import annotations
 
-import io
-import json
-from typing import Any
-
-from ..present import Block, Table, to_markdown, to_text
+from ..present import Block, Table
 from .records import CHECK_TITLES, CHECKS, CheckResult
 
 
@@ -41,18 +37,3 @@ def blocks(result: CheckResult) -> list[Block]:
         out.append(Table(f"Not checked: {len(result.unchecked)}", ["check", "location", "what"],
                          [[CHECK_TITLES[u.check], u.file, u.text] for u in result.unchecked]))
     return out
-
-
-def to_json(result: CheckResult | dict[str, Any]) -> str:
-    """`json.dumps(..., indent=2)`, written piece by piece: joining its pieces at once holds a list of
-    a million small strings for a thousand-rank folder's findings (bench/check_bench.py)."""
-    out = io.StringIO()
-    for chunk in json.JSONEncoder(indent=2).iterencode(result if isinstance(result, dict) else result.as_dict()):
-        out.write(chunk)
-    return out.getvalue()
-
-
-def render(result: CheckResult, fmt: str) -> str:
-    if fmt == "json":
-        return to_json(result) + "\n"
-    return (to_markdown if fmt == "markdown" else to_text)(blocks(result))

@@ -8,9 +8,8 @@ The JSON form is what CI reads; its fields are documented in README.md ("JSON ou
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 from ..dumpdir import RankFile
 from ..ir import Dump, DumpWarning, SymbolEngine, check
@@ -292,19 +291,6 @@ def dir_summary(path: str, ranks: list[RankDigest], stage: int | None = None, fe
 def summarize_dir(path: str, ranks: list[RankDigest], stage: int | None = None) -> dict[str, Any]:
     """The summary of a dump folder as JSON-ready data."""
     return dir_summary(path, ranks, stage).as_dict()
-
-
-def json_pieces(summary: dict[str, Any]) -> Iterator[str]:
-    """The JSON text, ending with a newline, in pieces of 8192 encoder tokens: the 68 MB dump's 10 MB
-    of JSON is never one string (its peak RSS), nor a million writes (`json.dump`: 3x the CPU)."""
-    pieces: list[str] = []
-    for piece in json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(summary):
-        pieces.append(piece)
-        if len(pieces) >= 8192:
-            yield "".join(pieces)
-            pieces.clear()
-    pieces.append("\n")
-    yield "".join(pieces)
 
 
 # --- text and Markdown -------------------------------------------------------------------------
