@@ -8,7 +8,7 @@ from typing import Any
 from ..ir import Dump
 from ..parallel import STRATEGY_KEYS, CommNode, ParallelFacts, Strategy
 from ..parallel.records import plain
-from ..parallel.stage import as_int
+from ..parallel.stage import micro_of
 from .match import freeze, normalise_name, normalise_scope, op_number
 
 STRATEGY_FIELDS = STRATEGY_KEYS  # the one list: a `gen_strategy` change is a change here as in `check`
@@ -116,7 +116,7 @@ def strategy_micro(dump: Dump, wanted: set[str]) -> dict[str, int]:
     out = {}
     for node in dump.nodes():
         if node.uid in wanted:
-            m = as_int(node.primal_attrs.get("micro", node.cnode_attrs.get("micro")))
+            m = micro_of(node)
             if m is not None:
                 out[node.uid] = m
     return out

@@ -21,6 +21,7 @@ from .layers import layer_of
 from .records import PHASES, Phase
 from .rules import COMM_OPS, file_kind
 from .sizes import elements
+from .stage import micro_of
 
 # Operators that move or label data and do no arithmetic (0 FLOPs by definition, not unknown).
 NO_ARITHMETIC = frozenset({
@@ -114,7 +115,6 @@ class CostFacts:
 
 _FWD_ID = re.compile(r'forward_unique_id: "(\d+)"')
 _OWN_ID = re.compile(r'(?<!forward_)unique_id: "(\d+)"')
-MICRO = re.compile(r"\bmicro: I64\((\d+)\)")
 _OPTIMIZER_SCOPE = re.compile(r"(^|/)(optimizer|optim)[-_]|Optimizer")
 
 
@@ -295,8 +295,7 @@ def compute_cost(dump: Dump, keep_ops: bool = False) -> CostFacts:
         if f is not None:
             f *= times.get(node.graph, 1)  # a reused cell's subgraph runs once per call site
         ph = node_phase(node)
-        m = MICRO.search(node.text)
-        micro = int(m.group(1)) if m else None
+        micro = micro_of(node)
         if micro is not None:
             micros.add(micro)
         fwd = _FWD_ID.search(node.text)

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir import Dump, Node, pass_name
-from .cost import MICRO, node_phase
+from .cost import node_phase
 from .rules import file_kind
 from .sizes import type_bytes
+from .stage import micro_of
 
 ACCUMULATE = frozenset({"AssignAdd", "_VirtualAssignAdd", "_VirtualAccuGrad", "InplaceAdd"})
 # Producers whose output is no activation: parameters, tuples of references, ordering tokens.
@@ -188,9 +189,9 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
             ph = node_phase(n)
             if ph != "optimizer" and n.op not in _PLUMBING:
                 computed.update(p for _, p in param_ins)
-            m = MICRO.search(n.text)
-            if m:
-                micros.add(int(m.group(1)))
+            micro = micro_of(n)
+            if micro is not None:
+                micros.add(micro)
             if n.op in ACCUMULATE and param_ins and ph != "optimizer":
                 # AssignAdd(buffer, value); _VirtualAssignAdd(value, buffer) (step_parallel_end)
                 accum.setdefault(param_ins[-1][1] if n.op.startswith("_Virtual") else param_ins[0][1], None)
@@ -247,9 +248,9 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
     per_micro: int | None = None
     count = 0
     if has_backward:
-        marked = [n for n in kept.values() if _micro(n) is not None]
+        marked = [n for n in kept.values() if micro_of(n) is not None]
         if micros and marked:
-            chosen = [n for n in marked if _micro(n) == min(micros)]
+            chosen = [n for n in marked if micro_of(n) == min(micros)]
             count = len(chosen)
             per_micro = sum(type_bytes(n.output_type, tuple_sum=True)[2] or 0 for n in chosen)
         else:  # no micro batch marks on what is kept (cell reuse): the step's total shared evenly
@@ -273,7 +274,3 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
     return MemoryFacts(kind=kind, params=rows, activations_micro=per_micro, activation_tensors=count, micros=n_micro,
                        in_flight=in_flight, gradients_estimate=grads, notes=notes)
 
-
-def _micro(n: Node) -> int | None:
-    m = MICRO.search(n.text)
-    return int(m.group(1)) if m else None

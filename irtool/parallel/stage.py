@@ -5,6 +5,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from ..ir import Node
 from .records import CommNode, FileKind, StageInfo
 
 # Point-to-point primitives: their groups may span stages, so they say nothing of the own rank.
@@ -12,6 +13,16 @@ _P2P = frozenset({"Send", "Receive", "BatchISendIRecv", "CollectivePermute", "In
 _PLACEMENT_KEYS = ("stage", "dest_rank", "src_rank")
 
 _INT = re.compile(r"-?\d+")
+
+
+_MICRO = re.compile(r"\bmicro: I64\((\d+)\)")
+
+
+def micro_of(node: Node) -> int | None:
+    """The pipeline micro batch a node runs (`micro` of its primal or cnode attributes), read from the
+    statement without parsing its attribute groups (this runs on every node); None without pipeline."""
+    m = _MICRO.search(node.text)
+    return int(m.group(1)) if m else None
 
 
 def as_int(v: Any) -> int | None:

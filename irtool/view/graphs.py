@@ -24,6 +24,7 @@ from ..ir import Dump, Node
 from ..parallel import CATEGORIES, CommNode, ParallelFacts
 from ..parallel.chains import user_source
 from ..parallel.records import ChainEnd, RedistributionChain
+from ..parallel.stage import micro_of
 from ..present import DASH, cell, chain_end_layout, rank_list, strategy_text
 from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
 
@@ -192,13 +193,12 @@ def _output_metadata(node: Node) -> list[dict[str, Any]]:
 # expansion touches (its issue #50), and a namespace of thousands never finishes (bench/view_bench.py).
 MAX_CHILDREN = 120
 PHASE_OF_ROOT = {"Gradients": "backward", "recompute_Default": "recompute"}
-_MICRO = re.compile(r"\bmicro: I64\((\d+)\)")
 Member = tuple[dict[str, Any], "Node | None"]  # a graph node and the operator it is (parameters: their first user)
 
 
 def _micro(node: Node | None) -> str | None:
-    m = _MICRO.search(node.tail) if node is not None else None
-    return f"micro {m.group(1)}" if m else None
+    micro = micro_of(node) if node is not None else None
+    return None if micro is None else f"micro {micro}"
 
 
 def bound_namespaces(members: list[Member], chain_of: dict[str, int]) -> dict[str, str]:
