@@ -18,6 +18,7 @@ from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts, analyze
 from ..parallel.records import Bytes, plain
+from ..present import parse_bytes
 from ..selection import Selection
 from .facts import STRATEGY_FIELDS, CommFact, StrategyFact, comm_facts, strategy_facts, strategy_micro
 from .match import align_scopes, match, op_number
@@ -211,20 +212,16 @@ def parse_fail_on(values: Iterable[str] | str) -> list[str]:
     return out
 
 
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
-
-
 def parse_threshold(text: str) -> tuple[str, float]:
     """`5%` -> ("relative", 0.05); `1048576`, `10MB`, `4MiB` -> ("absolute", bytes)."""
     s = text.strip().lower().replace(" ", "")
-    try:
-        if s.endswith("%"):
+    if s.endswith("%"):
+        try:
             return "relative", float(s[:-1]) / 100.0
-        m = re.fullmatch(r"([0-9.]+)([a-z]*)", s)
-        if m and m.group(2) in _UNITS:
-            return "absolute", float(m.group(1)) * _UNITS[m.group(2)]
-    except ValueError:
-        pass
+        except ValueError:
+            pass
+    elif (size := parse_bytes(s)) is not None:
+        return "absolute", size
     raise InputError(f"--max-comm-bytes-increase: cannot read {text!r} (use e.g. 5% or 1048576 or 10MB)")
 
 

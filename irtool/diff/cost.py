@@ -8,7 +8,7 @@ from typing import Any, Iterable
 
 from ..errors import InputError
 from ..parallel.balance import measure_stage
-from ..present import Block, Table, cell
+from ..present import Block, Table, cell, change_pct
 from ..selection import Selection
 from .compare import _exceeds, parse_threshold
 
@@ -91,8 +91,6 @@ def cost_diff(old: Selection, new: Selection) -> CostDiff:
     return CostDiff({s: (a.get(s), b.get(s)) for s in sorted(set(a) | set(b))})
 
 
-def _pct(old: int, new: int) -> str:
-    return "=" if old == new else ("new" if not old else f"{(new - old) * 100.0 / old:+.1f}%")
 
 
 def blocks(d: CostDiff, reasons: list[str]) -> list[Block]:
@@ -101,7 +99,7 @@ def blocks(d: CostDiff, reasons: list[str]) -> list[Block]:
     for s, (o, n) in sorted(d.stages.items()):
         fo = sum(o.flops.values()) if o else None
         fn = sum(n.flops.values()) if n else None
-        t.rows.append([cell(s), cell(fo), cell(fn), _pct(fo, fn) if o and n else cell(None),
+        t.rows.append([cell(s), cell(fo), cell(fn), change_pct(fo, fn) if o and n else cell(None),
                        cell(o.memory if o else None), cell(n.memory if n else None),
-                       _pct(o.memory, n.memory) if o and n else cell(None)])
+                       change_pct(o.memory, n.memory) if o and n else cell(None)])
     return ["", t, *(f"FAIL: {r}" for r in reasons)]

@@ -10,7 +10,7 @@ import json
 from typing import Any, Iterable
 
 from ..parallel.records import Bytes
-from ..present import Block, Table, bytes_text, cell, rank_list, strategy_text
+from ..present import Block, Table, bytes_text, cell, change_pct, rank_list, strategy_text
 from ..present import to_markdown as blocks_to_markdown
 from ..present import to_text as blocks_to_text
 from .compare import DEFAULT_FAIL_ON, DiffResult, RankDiff
@@ -48,15 +48,10 @@ def _side_bytes(b: Bytes) -> str:
 
 def _change(old: Bytes, new: Bytes) -> str:
     """The relative change; unknown (`—`) when a size on either side is."""
-    return cell(None) if old.unknown or new.unknown else _pct(old.total, new.total)
+    return cell(None) if old.unknown or new.unknown else change_pct(old.total, new.total)
 
 
-def _pct(old: int, new: int) -> str:
-    if old == new:
-        return "="
-    if not old:
-        return "new"
-    return f"{(new - old) * 100.0 / old:+.1f}%"
+
 
 
 def _peer(side: CommFact) -> str:

@@ -5,8 +5,19 @@ from __future__ import annotations
 
 from .palette import CATEGORY_COLORS, CATEGORY_SHAPES, DIFF_COLORS
 from .tables import ALL_ROWS, DEFAULT_LIMIT, Block, Table, set_text_width, to_markdown, to_text
-from .text import DASH, bytes_text, cell, chain_end_layout, format_strategy, json_pieces, rank_list, strategy_text
+from .text import (
+    DASH,
+    bytes_text,
+    cell,
+    chain_end_layout,
+    change_pct,
+    format_strategy,
+    json_pieces,
+    parse_bytes,
+    rank_list,
+    strategy_text,
+)
 
 __all__ = ["CATEGORY_COLORS", "CATEGORY_SHAPES", "DIFF_COLORS", "ALL_ROWS", "DEFAULT_LIMIT", "Block", "Table",
            "set_text_width", "to_markdown", "to_text", "DASH", "bytes_text", "cell",
-           "chain_end_layout", "format_strategy", "json_pieces", "rank_list", "strategy_text"]
+           "chain_end_layout", "change_pct", "parse_bytes", "format_strategy", "json_pieces", "rank_list", "strategy_text"]

@@ -3,6 +3,7 @@ layouts, byte sums and rank lists (docs/parallel.md §9 for strategies and layou
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterator
 
 from ..parallel.records import Bytes, ChainEnd
@@ -118,3 +119,24 @@ def json_pieces(doc: dict[str, Any], ensure_ascii: bool = True) -> Iterator[str]
             pieces.clear()
     pieces.append("\n")
     yield "".join(pieces)
+
+
+# Units of a size a user writes: decimal (MB = 10^6) and binary (MiB = 2^20), case-insensitive.
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_bytes(text: str) -> float | None:
+    """A size as a user writes it (`1048576`, `10MB`, `4MiB`, `64GiB`) in bytes; None when it is not one."""
+    m = re.fullmatch(r"([0-9.]+)\s*([a-z]*)", text.strip().lower())
+    if not m or m.group(2) not in _UNITS:
+        return None
+    try:
+        return float(m.group(1)) * _UNITS[m.group(2)]
+    except ValueError:
+        return None
+
+
+def change_pct(old: int, new: int) -> str:
+    """`=`, `new` (from nothing) or the relative change `+12.5%`."""
+    return "=" if old == new else ("new" if not old else f"{(new - old) * 100.0 / old:+.1f}%")

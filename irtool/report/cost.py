@@ -2,7 +2,6 @@
 (docs/cost.md). JSON field `cost`; text and Markdown as tables."""
 from __future__ import annotations
 
-import re
 from functools import partial
 from typing import Any
 
@@ -11,22 +10,16 @@ from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..parallel.balance import Balance, StageCost, balance, measure_stage
-from ..present import Block, Table, bytes_text, cell
+from ..present import Block, Table, bytes_text, cell, parse_bytes
 from .summary import DirSummary
-
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
 
 def parse_memory(text: str) -> int:
     """`64GiB`, `80GB`, `1073741824` -> bytes."""
-    m = re.fullmatch(r"([0-9.]+)\s*([a-z]*)", text.strip().lower())
-    if not m or m.group(2) not in _UNITS:
+    size = parse_bytes(text)
+    if size is None:
         raise InputError(f"--device-memory: cannot read {text!r} (use e.g. 64GiB, 80GB or 1073741824)")
-    try:
-        return int(float(m.group(1)) * _UNITS[m.group(2)])
-    except ValueError:
-        raise InputError(f"--device-memory: cannot read {text!r} (use e.g. 64GiB, 80GB or 1073741824)") from None
+    return int(size)
 
 
 def human(n: int | None) -> str:
