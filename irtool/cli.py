@@ -288,23 +288,27 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: i
 
     from .consistency import check_dir
     from .consistency.report import blocks
-    from .present import json_pieces, to_markdown, to_text
+    from .present import json_pieces, markdown_pieces, text_pieces
 
     def body() -> int:
         sel = Selection.of(path, None, pass_name, Policy(jobs, scheduler, lenient), partial=True)
         with Steps("ranks") as progress:
             result = check_dir(sel, progress=progress)
-        shown = blocks(result)
-        head = str(shown[0])
-        if sel.unreadable:  # "consistent" would claim more than was compared
-            head = head.replace("consistent as far as compared, not fully checked", "no findings")
-            head = head.replace("): consistent", "): no findings")
-        shown[:1] = _unreadable(sel, head, "the folder was not fully checked")
-        d = {**result.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable]}
+
+        def shown() -> Iterator:  # a cause's table at a time: a thousand ranks' findings are never held
+            rest = blocks(result)
+            head = str(next(rest))
+            if sel.unreadable:  # "consistent" would claim more than was compared
+                head = head.replace("consistent as far as compared, not fully checked", "no findings")
+                head = head.replace("): consistent", "): no findings")
+            yield from _unreadable(sel, head, "the folder was not fully checked")
+            yield from rest
+
         _warn_skips(sel)
         code = _skipped(sel)
-        _emit(fmt, {"json": lambda: json_pieces(d), "text": lambda: to_text(shown),
-                    "markdown": lambda: to_markdown(shown)})
+        _emit(fmt, {"json": lambda: json_pieces({**result.as_dict(lazy=True),
+                                                 "unreadable": [u.as_dict() for u in sel.unreadable]}),
+                    "text": lambda: text_pieces(shown()), "markdown": lambda: markdown_pieces(shown())})
         return code or result.exit_code(strict)
 
     _run(body)

@@ -3,18 +3,19 @@ ranks in a process pool. `irtool.selection` is the front door commands use; this
 mechanics.
 
 `select_files` names each rank's file of a pass from file names alone; `load_dir` wraps them to
-load on demand; `map_ranks` runs a per-rank function in
-worker processes and returns its (picklable) results in rank order; `rank_facts` is the usual
+load on demand; `iter_ranks` runs a per-rank function in worker processes and yields its
+(picklable) results in rank order as they come (`map_ranks` keeps them all); `rank_facts` is the usual
 such function: counts, operators and parallel facts of one rank.
 """
 from __future__ import annotations
 
 import os
 import re
-from collections import Counter
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections import Counter, deque
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, TypeVar
+from itertools import islice
+from typing import Callable, Iterable, Iterator, TypeVar
 
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, DumpWarning, check, load, pass_name
@@ -170,33 +171,45 @@ def read_or_record(fn: Callable[[RankFile], T], rank: RankFile) -> T | Unreadabl
 
 def map_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | None = None,
               progress: Progress | None = None, scheduler: str | None = None) -> list[T]:
-    """`fn` of every rank, in the order of `ranks`: in worker processes on this machine (one per CPU
-    at most), or on the Dask distributed cluster whose scheduler is at `scheduler` (`tcp://host:8786`;
-    its workers read the files, so the paths must be visible to them; only `fn`'s results travel).
-    `fn` must be a module-level function (or a partial of one); a worker's error is raised here as
-    it was raised there."""
+    """`fn` of every rank, in the order of `ranks` (`iter_ranks`, all kept)."""
+    return list(iter_ranks(fn, ranks, jobs, progress, scheduler))
+
+
+def iter_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | None = None,
+               progress: Progress | None = None, scheduler: str | None = None) -> Iterator[T]:
+    """`fn` of every rank, yielded in the order of `ranks` as they are done: in worker processes on
+    this machine (one per CPU at most), or on the Dask distributed cluster whose scheduler is at
+    `scheduler` (`tcp://host:8786`; its workers read the files, so the paths must be visible to them;
+    only `fn`'s results travel). Only a few results are held here at a time (a window of ranks in
+    flight), so a caller that folds each result as it comes holds none per rank. `fn` must be a
+    module-level function (or a partial of one); a worker's error is raised here as it was raised there."""
     if scheduler:
-        return _map_dask(fn, ranks, scheduler, progress)
+        yield from _iter_dask(fn, ranks, scheduler, progress)
+        return
     jobs = jobs or min(len(ranks), os.cpu_count() or 1)
-    results: dict[int, T] = {}
     if jobs <= 1:
         for i, r in enumerate(ranks):
-            results[i] = fn(r)
+            result = fn(r)
             if progress:
                 progress(i + 1, len(ranks))
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(fn, r): i for i, r in enumerate(ranks)}
-            for done, fut in enumerate(as_completed(futures), 1):
-                results[futures[fut]] = fut.result()
-                if progress:
-                    progress(done, len(ranks))
-    return [results[i] for i in range(len(ranks))]
+            yield result
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        todo = iter(ranks)
+        window: deque[Future[T]] = deque(pool.submit(fn, r) for r in islice(todo, 4 * jobs))
+        done = 0
+        while window:
+            result = window.popleft().result()  # in order; the later ranks in the window run meanwhile
+            window.extend(pool.submit(fn, r) for r in islice(todo, 1))
+            done += 1
+            if progress:
+                progress(done, len(ranks))
+            yield result
 
 
-def _map_dask(fn: Callable[[RankFile], T], ranks: list[RankFile], scheduler: str,
-              progress: Progress | None) -> list[T]:
-    """`map_ranks` on a Dask distributed cluster (the optional `irtool[dask]` dependency)."""
+def _iter_dask(fn: Callable[[RankFile], T], ranks: list[RankFile], scheduler: str,
+               progress: Progress | None) -> Iterator[T]:
+    """`iter_ranks` on a Dask distributed cluster (the optional `irtool[dask]` dependency)."""
     try:
         import distributed
     except ImportError:
@@ -216,10 +229,11 @@ def _map_dask(fn: Callable[[RankFile], T], ranks: list[RankFile], scheduler: str
     except OSError as exc:
         raise InputError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc})") from None
     with client:
-        futures = client.map(fn, ranks, pure=False)
-        results: list[T] = []
-        for fut in futures:  # in rank order; all ranks run meanwhile
-            results.append(fut.result())
+        futures = deque(client.map(fn, ranks, pure=False))  # all ranks run on the cluster
+        done = 0
+        while futures:  # in rank order; a result is let go (here and on the cluster) once yielded
+            result = futures.popleft().result()
+            done += 1
             if progress:
-                progress(len(results), len(ranks))
-        return results
+                progress(done, len(ranks))
+            yield result

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-from .dumpdir import Progress, RankFile, Unreadable, map_ranks, rank_facts, read_or_record, select_files
+from .dumpdir import Progress, RankFile, Unreadable, iter_ranks, map_ranks, rank_facts, read_or_record, select_files
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, load
 from .parallel import ParallelFacts, analyze
@@ -134,21 +134,30 @@ class Selection:
     def analysed(self, progress: Progress | None = None, of: Callable[..., Any] = rank_facts) -> list[Any]:
         """Every rank analysed (`of`, by default `dumpdir.rank_facts`, with the policy's lenient and deep;
         its result has a `stage`), those on the selected stage; a stage no rank is on is a SelectionError."""
+        return list(self.stream(progress, of))
+
+    def stream(self, progress: Progress | None = None, of: Callable[..., Any] = rank_facts) -> Iterator[Any]:
+        """`analysed`, each rank yielded as it is done, in rank order (`dumpdir.iter_ranks`): a command that
+        folds them holds none per rank. The selection errors come once every rank is read."""
         from functools import partial as bind
 
         fn = bind(of, lenient=self.policy.lenient, deep=self.policy.deep)
-        if self.partial:
-            got = self.map(bind(read_or_record, fn), progress)
-            self.unreadable += [g for g in got if isinstance(g, Unreadable)]
-            self.unreadable.sort(key=lambda u: -1 if u.rank is None else u.rank)
-            facts = [g for g in got if not isinstance(g, Unreadable)]
-            if not facts:  # nothing to answer for: the first rank's error is the answer
-                raise (SelectionError if self.unreadable[0].file is None else InputError)(self.unreadable[0].error)
-        else:
-            facts = self.map(fn, progress)
-        self._skips(w for f in facts for w in getattr(f, "warnings", ()))
-        self.require([f.stage for f in facts])
-        return [f for f in facts if self.wants(f.stage)]
+        stages: set[int | None] = set()
+        read = 0
+        for got in iter_ranks(bind(read_or_record, fn) if self.partial else fn, self.rank_files,
+                              self.policy.jobs, progress, self.policy.scheduler):
+            if isinstance(got, Unreadable):
+                self.unreadable.append(got)
+                continue
+            read += 1
+            self._skips(getattr(got, "warnings", ()))
+            stages.add(got.stage)
+            if self.wants(got.stage):
+                yield got
+        self.unreadable.sort(key=lambda u: -1 if u.rank is None else u.rank)
+        if not read and self.unreadable:  # nothing to answer for (partial): the first rank's error is the answer
+            raise (SelectionError if self.unreadable[0].file is None else InputError)(self.unreadable[0].error)
+        self.require(stages)
 
     # -- some ranks, in this process
 

@@ -187,7 +187,7 @@ def test_micro_mismatch_is_one_cause(micro_validate) -> None:
     # Every one of the 11 findings involves rank 5; ranks 4, 6, 7 (stage 1) agree with each other.
     (cause,) = micro_validate.causes
     assert (cause.kind, cause.ranks, cause.headline) == ("ranks", (5,), MICRO_CAUSE)
-    assert cause.findings == micro_validate.findings
+    assert micro_validate.findings_of(cause) == micro_validate.findings
     d = micro_validate.as_dict()
     assert d["causes"] == [{"headline": MICRO_CAUSE, "kind": "ranks", "ranks": [5], "findings": list(range(11))}]
 
@@ -198,7 +198,7 @@ def test_strategy_mismatch_is_one_cause(strategy_validate) -> None:
     (cause,) = strategy_validate.causes
     assert cause.headline == ("rank 3 alone builds out_proj (MatMul) with in_strategy (2,1)(1,4); "
                               "ranks 0-2, 4-7 with in_strategy (2,4)(4,1)")
-    assert (cause.kind, cause.ranks, len(cause.findings)) == ("ranks", (3,), 4)
+    assert (cause.kind, cause.ranks, len(cause.numbers)) == ("ranks", (3,), 4)
 
 
 def test_one_rank_per_stage_stage_pair_cause(tmp_path) -> None:
@@ -210,7 +210,7 @@ def test_one_rank_per_stage_stage_pair_cause(tmp_path) -> None:
     r = check_dir(str(d), jobs=2)
     (cause,) = r.causes
     assert cause.headline == "stage 0 sends 4 micro batches of (4, 64); stage 1 expects 2 of (8, 64)"
-    assert (cause.kind, cause.ranks, len(cause.findings)) == ("stages", (1, 5), 8)
+    assert (cause.kind, cause.ranks, len(cause.numbers)) == ("stages", (1, 5), 8)
     assert r.coverage.text() == ("compared 8 of 8 Send/Receive pairs, 0 of 6 groups, "
                                  "0 of 2 ranks with their stage peers")
     assert not r.complete

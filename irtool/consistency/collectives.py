@@ -6,46 +6,63 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..present import rank_list
-from .digest import Message, signature
-from .folder import Folder, variants
-from .records import Finding, Side, Unchecked
+from .digest import Message, RankDigest, signature
+from .folder import Folder, reference
+from .records import Compared, Finding, Side, Unchecked
+
+_BATCH = 12  # findings whose ranks' details are read in one batch
 
 
-def collective_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
-    """Ranks are compared by the hash of their sequence on each group; the place where a rank's
-    sequence departs from the reference's is found in the two ranks' details, read again."""
-    seqs: dict[str, dict[int, tuple[bytes, int]]] = defaultdict(dict)  # group -> rank -> (hash, length)
-    members: dict[str, set[int]] = defaultdict(set)
-    for rank, rd in folder.ranks.items():
-        for group, use in rd.groups.items():
+class Collectives:
+    """The collectives check, folded: per group the ranks of each distinct sequence (its hash and
+    length) and the member ranks its collectives name."""
+
+    def __init__(self) -> None:
+        self.seqs: dict[str, dict[tuple[bytes, int], list[int]]] = defaultdict(dict)
+        self.members: dict[str, set[int]] = defaultdict(set)
+        self.users: dict[str, set[int]] = defaultdict(set)
+
+    def add(self, rank: int, d: RankDigest) -> None:
+        for group, use in d.groups.items():
             if use.collectives is not None:
-                seqs[group][rank] = (use.collectives, use.count)
-                members[group].update(use.collective_members or ())
-    findings: list[Finding] = []
-    unchecked: list[Unchecked] = []
-    none = (b"", 0)  # a member rank with no collective on the group
-    differ: list[tuple[str, str, int, int]] = []
-    for group in sorted(seqs):
-        users = seqs[group]
-        everyone = sorted(members[group] | set(users))
-        subject = f"group {group} (ranks {rank_list(everyone)})"
-        absent = [r for r in everyone if r not in folder.ranks]
-        if absent:
-            first = min(users)
-            unchecked.append(Unchecked("collectives", first, folder.files[first],
-                                       f"{subject}: {_ranks_are(absent)} not in the folder, "
-                                       f"{'its' if len(absent) == 1 else 'their'} collectives are not compared"))
-        present = {r: users.get(r, none) for r in everyone if r in folder.ranks}
-        if len(present) < 2:
-            continue
-        ref, by = variants(present)
-        base = by[ref][0]
-        differ += [(group, subject, base, rank) for variant, ranks in by.items() if variant != ref for rank in ranks]
-    folder.fetch({r for _, _, a, b in differ for r in (a, b)})
-    for group, subject, a, b in differ:
-        findings.append(_divergence(folder, group, subject, a, folder.details(a).collectives.get(group, []), b,
-                                    folder.details(b).collectives.get(group, [])))
-    return findings, unchecked
+                self.seqs[group].setdefault((use.collectives, use.count), []).append(rank)
+                self.members[group].update(use.collective_members or ())
+                self.users[group].add(rank)
+
+    def finish(self, folder: Folder) -> Compared:
+        """The findings and what was not compared; the coverage of groups: groups with collectives
+        whose every member rank is in the folder (at least two) out of all such groups. Ranks are
+        compared by the hash of their sequence on each group; the place where a rank's sequence
+        departs from the reference's is found in the two ranks' details, read again."""
+        none = (b"", 0)  # a member rank with no collective on the group
+        differ: list[tuple[str, str, int, int]] = []
+        for group in sorted(self.seqs):
+            users = self.users[group]
+            everyone = sorted(self.members[group] | users)
+            subject = f"group {group} (ranks {rank_list(everyone)})"
+            absent = [r for r in everyone if r not in folder.stages]
+            if absent:
+                first = min(users)
+                folder.unchecked.add((2, group), Unchecked(
+                    "collectives", first, folder.files[first],
+                    f"{subject}: {_ranks_are(absent)} not in the folder, "
+                    f"{'its' if len(absent) == 1 else 'their'} collectives are not compared"))
+            idle = [r for r in everyone if r in folder.stages and r not in users]
+            if len(everyone) - len(absent) < 2:
+                continue
+            ref, by = reference({**self.seqs[group], **({none: idle} if idle else {})})
+            base = by[ref][0]
+            differ += [(group, subject, base, rank) for variant, ranks in by.items() if variant != ref for rank in ranks]
+        for i in range(0, len(differ), _BATCH):  # the details of a batch of ranks at a time
+            batch = differ[i:i + _BATCH]
+            folder.fetch({r for _, _, a, b in batch for r in (a, b)})
+            for k, (group, subject, a, b) in enumerate(batch, i):
+                folder.findings.add((1, k), _divergence(folder, group, subject, a,
+                                                        folder.details(a).collectives.get(group, []), b,
+                                                        folder.details(b).collectives.get(group, [])))
+        members = {g: self.members[g] | self.users[g] for g in self.seqs}
+        return Compared(sum(1 for m in members.values() if len(m) > 1 and all(r in folder.stages for r in m)),
+                        len(members))
 
 
 def _divergence(folder: Folder, group: str, subject: str, a: int, seq_a: list[Message], b: int,

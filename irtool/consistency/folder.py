@@ -1,4 +1,10 @@
-"""What the checks share: the ranks of a folder by number, and how one rank's node is told."""
+"""What the checks share: the ranks of a folder as they arrive, how one rank's node is told, and
+where findings are kept until they are shown.
+
+The ranks' digests are folded one by one (`Folder.add`, in rank order): each check keeps only what
+the comparison needs (per link, group or stage, and the rank numbers of each variant), never a
+digest; findings and what could not be checked go to a temporary file (`spill.Staged`) with the key
+they are shown in."""
 from __future__ import annotations
 
 import os
@@ -7,32 +13,44 @@ from typing import Callable, Hashable, Iterable, TypeVar
 
 from ..parallel import CommNode
 from ..present import DASH, cell
-from .digest import Message, RankDetails, RankDigest
-from .records import Side
+from .digest import Message, RankDetails
+from .records import Finding, Side, Unchecked
+from .spill import Staged
 
 K = TypeVar("K", bound=Hashable)
+
+_HELD = 32  # ranks' details held at once (they are read again in batches of at most this many)
 
 
 @dataclass
 class Folder:
-    """The digests of the ranks of one folder; `files` are relative to the folder, as findings show
-    them. `load` reads the details of some ranks again (in workers), for the ranks whose hashes differ."""
+    """The ranks of one folder seen so far: `stages` (rank -> stage, the ranks that arrived) and
+    `files` (relative to the folder, as findings show them). `load` reads the details of some ranks
+    again (in workers), for the ranks whose hashes differ; at most `_HELD` are kept."""
 
-    ranks: dict[int, RankDigest]
-    files: dict[int, str]
+    base: str
     load: Callable[[list[int]], list[RankDetails]]
+    stages: dict[int, int | None] = field(default_factory=dict)
+    files: dict[int, str] = field(default_factory=dict)
+    findings: Staged[Finding] = field(default_factory=Staged)
+    unchecked: Staged[Unchecked] = field(default_factory=Staged)
     _details: dict[int, RankDetails] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, path: str, digests: list[RankDigest], load: Callable[[list[int]], list[RankDetails]]) -> Folder:
-        base = path if os.path.isdir(path) else os.path.dirname(path)
-        known = [d for d in digests if d.rank is not None]
-        return cls({d.rank: d for d in known}, {d.rank: os.path.relpath(d.path, base) for d in known}, load)
+    def of(cls, path: str, load: Callable[[list[int]], list[RankDetails]]) -> Folder:
+        return cls(path if os.path.isdir(path) else os.path.dirname(path), load)
+
+    def arrive(self, rank: int, path: str, stage: int | None) -> None:
+        self.stages[rank] = stage
+        self.files[rank] = os.path.relpath(path, self.base)
 
     def fetch(self, ranks: Iterable[int]) -> None:
-        """Read the details of these ranks in one batch (those not read yet)."""
-        missing = sorted(set(ranks) - set(self._details))
+        """Read the details of these ranks in one batch (those not held); older ones are let go."""
+        want = set(ranks)
+        missing = sorted(want - set(self._details))
         if missing:
+            if len(self._details) + len(missing) > _HELD:
+                self._details = {r: d for r, d in self._details.items() if r in want}
             self._details.update(zip(missing, self.load(missing)))
 
     def details(self, rank: int) -> RankDetails:
@@ -73,4 +91,11 @@ def variants(values: dict[int, K]) -> tuple[K, dict[K, list[int]]]:
     by: dict[K, list[int]] = {}
     for rank in sorted(values):
         by.setdefault(values[rank], []).append(rank)
+    return reference(by)
+
+
+def reference(by: dict[K, list[int]]) -> tuple[K, dict[K, list[int]]]:
+    """`variants` of values already grouped (each value's ranks ascending): ordered by their lowest
+    rank, and the reference."""
+    by = dict(sorted(((v, sorted(ranks)) for v, ranks in by.items()), key=lambda kv: kv[1][0]))
     return max(by, key=lambda v: (len(by[v]), -by[v][0])), by

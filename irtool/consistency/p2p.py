@@ -1,49 +1,99 @@
 """Point-to-point pairing: every Send on rank r to rank p has a Receive on p from r with the same
 tag (`sr_tag`), micro batch, shape and dtype, in the same relative order, and the other way round.
-A Send whose Receive is missing (or that waits on a different shape) hangs both ranks."""
+A Send whose Receive is missing (or that waits on a different shape) hangs both ranks.
+
+Folded rank by rank: a link's Sends and Receives are held until both its ends have arrived, then
+compared and let go."""
 from __future__ import annotations
 
 from collections import defaultdict
 
-from .digest import Message
+from ..present import cell
+from .digest import Message, RankDigest
 from .folder import Folder, describe
-from .records import Finding, Unchecked
+from .records import Amount, Carried, Compared, Finding, Unchecked
 
 Link = tuple[int, int]  # (sender, receiver)
+ORDER = "order differs"  # the finding dropped when some rank's pass does not fix the order
 
 
-def p2p_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
-    sends: dict[Link, list[Message]] = defaultdict(list)
-    receives: dict[Link, list[Message]] = defaultdict(list)
-    unchecked: list[Unchecked] = []
-    outside: dict[tuple[int, str, int], int] = defaultdict(int)
-    for rank, rd in folder.ranks.items():
-        for c in rd.messages:
+def _amount(nodes: list[Message]) -> Amount | None:
+    if not nodes:
+        return None
+    micros = {c.micro for c in nodes if c.micro is not None}
+    shapes = ", ".join(dict.fromkeys(cell(c.shape) for c in nodes)) or cell(None)
+    return Amount(len(micros), "micro batches", shapes) if micros else Amount(len(nodes), "messages", shapes)
+
+
+class Pairing:
+    """The p2p check, folded: `add` each rank (in rank order), then `finish`."""
+
+    def __init__(self) -> None:
+        self.pending: dict[Link, tuple[list[Message], list[Message]]] = {}  # an end not arrived yet
+        self.waiting: dict[int, set[Link]] = defaultdict(set)  # absent rank -> its pending links
+        self.ordered = True
+        self.compared = False  # some link had both ends here
+        self.paired = 0  # per link, the larger of its Send and Receive counts (coverage)
+        self.no_peer = 0
+        self.seq = 0
+
+    def add(self, folder: Folder, d: RankDigest) -> None:
+        rank = d.rank
+        assert rank is not None
+        self.ordered &= d.ordered
+        touched: set[Link] = set(self.waiting.pop(rank, ()))
+        for c in d.messages:
             if c.peer_rank is None:
-                unchecked.append(Unchecked("p2p", rank, f"{folder.files[rank]}:{c.line}",
-                                           f"{describe(c)}: the dump names no peer rank"))
-            elif c.peer_rank not in folder.ranks:
-                outside[(rank, c.direction, c.peer_rank)] += 1
-            elif c.direction == "send":
-                sends[(rank, c.peer_rank)].append(c)
+                self.no_peer += 1
+                self.seq += 1
+                folder.unchecked.add((1, 0, self.seq), Unchecked("p2p", rank, f"{folder.files[rank]}:{c.line}",
+                                                                  f"{describe(c)}: the dump names no peer rank"))
+                continue
+            link = (rank, c.peer_rank) if c.direction == "send" else (c.peer_rank, rank)
+            self.pending.setdefault(link, ([], []))[0 if c.direction == "send" else 1].append(c)
+            if c.peer_rank in folder.stages or c.peer_rank == rank:
+                touched.add(link)
             else:
-                receives[(c.peer_rank, rank)].append(c)
-    for (rank, direction, peer), n in sorted(outside.items()):
-        verb = "sends to" if direction == "send" else "receives from"
-        what = "Send" if direction == "send" else "Receive"
-        unchecked.append(Unchecked("p2p", rank, folder.files[rank],
-                                   f"rank {rank} {verb} rank {peer}, which is not in the folder ({n} {what})"))
-    ordered = all(rd.ordered for rd in folder.ranks.values())
-    if not ordered and (sends or receives):
-        unchecked.append(Unchecked("p2p", None, "every rank", "the order of Sends and Receives is not compared: this pass "
-                                                    "prints them before MindSpore fixes the execution order"))
-    findings: list[Finding] = []
-    for link in sorted(set(sends) | set(receives)):
-        findings += _link(folder, link, sends[link], receives[link], ordered)
-    return findings, unchecked
+                self.waiting[c.peer_rank].add(link)
+        for link in sorted(touched):
+            sends, receives = self.pending.pop(link, ([], []))
+            if not (sends or receives):
+                continue
+            self.compared = True
+            self.paired += max(len(sends), len(receives))
+            carried = Carried(_amount(sends), _amount(receives))
+            for i, f in enumerate(_link(folder, link, sends, receives)):
+                f.carried = carried
+                folder.findings.add((0, *link, i, f.problem == ORDER), f)
+
+    def finish(self, folder: Folder) -> Compared:
+        """What was left unpaired (peers not in the folder) and the coverage of pairs; the order
+        findings go when some rank's pass prints Sends and Receives unordered (`ordered_only`)."""
+        outside: dict[tuple[int, str, int], int] = defaultdict(int)
+        for (src, dst), (sends, receives) in self.pending.items():
+            if sends:
+                outside[(src, "send", dst)] += len(sends)
+            if receives:
+                outside[(dst, "receive", src)] += len(receives)
+        for i, ((rank, direction, peer), n) in enumerate(sorted(outside.items())):
+            verb = "sends to" if direction == "send" else "receives from"
+            what = "Send" if direction == "send" else "Receive"
+            folder.unchecked.add((1, 1, i), Unchecked(
+                "p2p", rank, folder.files[rank], f"rank {rank} {verb} rank {peer}, which is not in the folder ({n} {what})"))
+        if not self.ordered and self.compared:
+            folder.unchecked.add((1, 2), Unchecked(
+                "p2p", None, "every rank", "the order of Sends and Receives is not compared: this pass "
+                                           "prints them before MindSpore fixes the execution order"))
+        paired, unpaired = self.paired, sum(outside.values()) + self.no_peer
+        self.pending.clear()
+        return Compared(paired, paired + unpaired)
+
+    def keeps(self, key: tuple) -> bool:
+        """Whether a finding staged under `key` stays: an order finding only when every pass ordered."""
+        return key[0] != 0 or self.ordered or not key[-1]
 
 
-def _link(folder: Folder, link: Link, sends: list[Message], receives: list[Message], ordered: bool) -> list[Finding]:
+def _link(folder: Folder, link: Link, sends: list[Message], receives: list[Message]) -> list[Finding]:
     """Pairs a link's Sends and Receives by tag (in dump order within a tag), then compares them."""
     src, dst = link
     subject = f"rank {src} -> rank {dst}"
@@ -74,9 +124,9 @@ def _link(folder: Folder, link: Link, sends: list[Message], receives: list[Messa
                 folder.node_side(dst, r)]))
     # Relative order: Receives taken in the order of their Sends must also be in dump order.
     at = {id(r): i for i, r in enumerate(receives)}
-    for (s0, r0), (s1, r1) in zip(pairs, pairs[1:]) if ordered else ():
+    for (s0, r0), (s1, r1) in zip(pairs, pairs[1:]):
         if at[id(r1)] < at[id(r0)]:
-            out.append(Finding("p2p", subject, "order differs", [
+            out.append(Finding("p2p", subject, ORDER, [
                 folder.node_side(src, s0, " before"), folder.node_side(src, s1),
                 folder.node_side(dst, r1, " before"), folder.node_side(dst, r0)]))
             break

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Iterator, Literal, NamedTuple, get_args
+
+from .spill import Spill
 
 Check = Literal["p2p", "collectives", "groups", "stage"]
 CHECKS: tuple[str, ...] = get_args(Check)
@@ -28,6 +30,21 @@ class Side:
         return {"rank": self.rank, "file": self.file, "line": self.line, "text": self.text}
 
 
+class Amount(NamedTuple):
+    """What one side of a Send/Receive link carries, as a cause headline says it."""
+
+    count: int
+    unit: str  # micro batches when the nodes carry `micro`, else messages
+    shapes: str
+
+
+class Carried(NamedTuple):
+    """What a link's Sends and what its Receives carry (None: there are none)."""
+
+    sends: Amount | None
+    receives: Amount | None
+
+
 @dataclass
 class Finding:
     """An inconsistency between ranks that can make the job hang or compute different things."""
@@ -36,6 +53,8 @@ class Finding:
     subject: str  # what is compared: `rank 1 -> rank 5`, `group 2-654... (ranks 4, 5)`, `stage 1`
     problem: str  # what is wrong, in a few words
     sides: list[Side]
+    # p2p: what its link carries, kept for the cause headline (the link's nodes are let go); not output
+    carried: Carried | None = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {"check": self.check, "subject": self.subject, "problem": self.problem,
@@ -45,12 +64,12 @@ class Finding:
 @dataclass
 class Cause:
     """One root cause: a headline people read first, the ranks it is about, and the findings it
-    explains (each finding under exactly one cause)."""
+    explains (their numbers in `CheckResult.findings`, from 0; each finding under exactly one cause)."""
 
     headline: str
     kind: Literal["ranks", "stages", "finding"]  # odd ranks of a stage, two stages, or one finding alone
     ranks: tuple[int, ...]
-    findings: list[Finding]
+    numbers: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -113,14 +132,15 @@ class RankEntry:
 
 @dataclass
 class CheckResult:
-    """All findings over one dump folder."""
+    """All findings over one dump folder. The records there are one or more of per rank are kept in
+    temporary files (`Spill`: sequences read back record by record, equal to lists of the same records)."""
 
     path: str
     pass_name: str
-    ranks: list[RankEntry]
-    findings: list[Finding] = field(default_factory=list)
-    unchecked: list[Unchecked] = field(default_factory=list)
-    causes: list[Cause] = field(default_factory=list)
+    ranks: Spill[RankEntry] = field(default_factory=Spill)
+    findings: Spill[Finding] = field(default_factory=Spill)
+    unchecked: Spill[Unchecked] = field(default_factory=Spill)
+    causes: Spill[Cause] = field(default_factory=Spill)
     coverage: Coverage = field(default_factory=lambda: Coverage(Compared(0, 0), Compared(0, 0), Compared(0, 0)))
 
     @property
@@ -136,18 +156,42 @@ class CheckResult:
         """0 consistent (with `strict`: and complete), else 1."""
         return 0 if self.consistent and (self.complete or not strict) else 1
 
+    def findings_of(self, cause: Cause) -> list[Finding]:
+        return [self.findings[n] for n in cause.numbers]
+
     def counts(self) -> dict[str, int]:
-        out = {c: sum(1 for f in self.findings if f.check == c) for c in CHECKS}
+        out = dict.fromkeys(CHECKS, 0)
+        for f in self.findings:
+            out[f.check] += 1
         out["total"] = len(self.findings)
         return out
 
-    def as_dict(self) -> dict[str, Any]:
-        index = {id(f): i for i, f in enumerate(self.findings)}
+    def as_dict(self, lazy: bool = False) -> dict[str, Any]:
+        """The JSON `irtool.check/1`; with `lazy`, its lists of records are made as they are written
+        (`present.json_pieces`), never held whole."""
+        def records(seq: Spill, fn: Any) -> list:
+            return _Written(len(seq), lambda: map(fn, seq)) if lazy else [fn(x) for x in seq]
+
         return {"schema": "irtool.check/1", "path": self.path, "pass": self.pass_name,
                 "consistent": self.consistent,
-                "ranks": [{"rank": r.rank, "file": r.file, "stage": r.stage} for r in self.ranks],
+                "ranks": records(self.ranks, lambda r: {"rank": r.rank, "file": r.file, "stage": r.stage}),
                 "complete": self.complete, "coverage": self.coverage.as_dict(),
-                "counts": self.counts(), "findings": [f.as_dict() for f in self.findings],
-                "causes": [{"headline": c.headline, "kind": c.kind, "ranks": list(c.ranks),
-                            "findings": [index[id(f)] for f in c.findings]} for c in self.causes],
-                "unchecked": [u.as_dict() for u in self.unchecked]}
+                "counts": self.counts(), "findings": records(self.findings, Finding.as_dict),
+                "causes": records(self.causes, lambda c: {"headline": c.headline, "kind": c.kind,
+                                                         "ranks": list(c.ranks), "findings": list(c.numbers)}),
+                "unchecked": records(self.unchecked, Unchecked.as_dict)}
+
+
+class _Written(list):
+    """A list of `n` records the JSON encoder writes one by one as `items()` makes them: it is empty
+    itself (json's encoder tests a list's length, then iterates it)."""
+
+    def __init__(self, n: int, items: Any) -> None:
+        super().__init__()
+        self._n, self._items = n, items
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items())

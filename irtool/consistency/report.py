@@ -3,6 +3,8 @@ headline, its findings one row per side), as text or Markdown tables, or the JSO
 (docs/check.md)."""
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..present import Block, Table
 from .records import CHECK_TITLES, CHECKS, CheckResult
 
@@ -20,20 +22,19 @@ def headline(result: CheckResult) -> str:
             + verdict + (f", {len(result.unchecked)} not checked" if result.unchecked else ""))
 
 
-def blocks(result: CheckResult) -> list[Block]:
+def blocks(result: CheckResult) -> Iterator[Block]:
+    """The report's blocks, each made when it is written: one cause's table at a time."""
     counts = result.counts()
-    lines = [headline(result), "  " + result.coverage.text()]
+    yield headline(result)  # one line each in text, one paragraph each in Markdown
+    yield "  " + result.coverage.text()
     if counts["total"]:
-        lines.append("  findings: " + ", ".join(f"{CHECK_TITLES[c].lower()} {counts[c]}" for c in CHECKS))
-    out: list[Block] = list(lines)  # one line each in text, one paragraph each in Markdown
-    number = {id(f): i for i, f in enumerate(result.findings, 1)}
+        yield "  findings: " + ", ".join(f"{CHECK_TITLES[c].lower()} {counts[c]}" for c in CHECKS)
     for i, cause in enumerate(result.causes, 1):
-        n = len(cause.findings)
-        rows = [[str(number[id(f)]), CHECK_TITLES[f.check], f.subject, f.problem, s.location, s.text]
-                for f in cause.findings for s in f.sides]
-        out.append(Table(f"Cause {i} of {len(result.causes)} ({n} finding{'s' if n != 1 else ''}): {cause.headline}",
-                         ["#", "check", "subject", "problem", "location", "what"], rows))
+        n = len(cause.numbers)
+        rows = [[str(k + 1), CHECK_TITLES[f.check], f.subject, f.problem, s.location, s.text]
+                for k in cause.numbers for f in (result.findings[k],) for s in f.sides]
+        yield Table(f"Cause {i} of {len(result.causes)} ({n} finding{'s' if n != 1 else ''}): {cause.headline}",
+                    ["#", "check", "subject", "problem", "location", "what"], rows)
     if result.unchecked:
-        out.append(Table(f"Not checked: {len(result.unchecked)}", ["check", "location", "what"],
-                         [[CHECK_TITLES[u.check], u.file, u.text] for u in result.unchecked]))
-    return out
+        yield Table(f"Not checked: {len(result.unchecked)}", ["check", "location", "what"],
+                    [[CHECK_TITLES[u.check], u.file, u.text] for u in result.unchecked])

@@ -7,58 +7,88 @@ from collections import Counter, defaultdict
 
 from ..parallel import STRATEGY_KEYS, Strategy
 from ..present import rank_list, strategy_text
-from .digest import Key, Strategies
-from .folder import Folder, variants
-from .records import Finding, Side, Unchecked
+from .digest import Key, RankDigest, Strategies
+from .folder import Folder, reference
+from .records import Compared, Finding, Side, Unchecked
+
+_BATCH = 24  # ranks whose details are read in one batch
 
 
-def stage_findings(folder: Folder) -> tuple[list[Finding], list[Unchecked]]:
-    stages, unchecked = stage_ranks(folder)
-    out: list[Finding] = []
-    for stage, ranks in sorted(stages.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
-        if len(ranks) < 2:
-            continue
-        subject = f"stage {stage}" if stage is not None else "all ranks (no pipeline stage)"
-        out += _ops(folder, subject, ranks)
-        out += _strategies(folder, subject, ranks)
-    return out, unchecked
+Profile = tuple[bytes, bytes]  # hashes of a rank's operator counts and strategies (`RankDigest.profile`)
 
 
-def stage_ranks(folder: Folder) -> tuple[dict[int | None, list[int]], list[Unchecked]]:
-    """The ranks of each stage that are compared with each other (all ranks without pipeline)."""
-    stages: dict[int | None, list[int]] = defaultdict(list)
-    unchecked: list[Unchecked] = []
-    for rank, rf in sorted(folder.ranks.items()):
-        if rf.stage is None and rf.pipeline:
+class Stages:
+    """The stage check, folded: per stage the ranks of each distinct profile, and the node and
+    micro-batch counts of the lowest rank of each (what a finding or a cause headline shows)."""
+
+    def __init__(self) -> None:
+        self.profiles: dict[int | None, dict[Profile, list[int]]] = defaultdict(dict)
+        self.counts: dict[int, tuple[int, int]] = {}  # lowest rank of a profile -> (nodes, micro batches)
+
+    def add(self, folder: Folder, rank: int, d: RankDigest) -> None:
+        if d.stage is None and d.pipeline:
             # pipeline communication but no stage (a pass before step_parallel_end, docs/parallel.md §7):
             # comparing it with ranks of other stages would report every difference between stages
-            unchecked.append(Unchecked("stage", rank, folder.files[rank], f"rank {rank} has pipeline Send/Receive "
-                                       "but no known stage: not compared with other ranks"))
-        else:
-            stages[rf.stage].append(rank)
-    return dict(stages), unchecked
+            folder.unchecked.add((4, rank), Unchecked("stage", rank, folder.files[rank], f"rank {rank} has pipeline "
+                                                      "Send/Receive but no known stage: not compared with other ranks"))
+            return
+        ranks = self.profiles[d.stage].setdefault(d.profile, [])
+        if ranks and rank > ranks[0]:
+            ranks.append(rank)
+            return
+        if ranks:
+            del self.counts[ranks[0]]
+        ranks.insert(0, rank)  # the lowest first
+        self.counts[rank] = (d.cnodes, len({c.micro for c in d.messages if c.micro is not None}))
+
+    def stages(self) -> list[tuple[int | None, dict[Profile, list[int]]]]:
+        """Each stage (None first: ranks without pipeline) with the ranks of each profile."""
+        return sorted(self.profiles.items(), key=lambda kv: -1 if kv[0] is None else kv[0])
+
+    def peers(self, folder: Folder) -> Compared:
+        """Coverage: ranks with another rank of their stage, out of all ranks."""
+        sizes = [sum(map(len, by.values())) for by in self.profiles.values()]
+        return Compared(sum(n for n in sizes if n > 1), len(folder.stages))
+
+    def finish(self, folder: Folder) -> None:
+        for stage, by in self.stages():
+            if sum(map(len, by.values())) < 2:
+                continue
+            subject = f"stage {stage}" if stage is not None else "all ranks (no pipeline stage)"
+            _ops(folder, self, subject, _part(by, 0))
+            _strategies(folder, subject, _part(by, 1))
+
+    def micros(self, rank: int) -> int:
+        return self.counts[rank][1]
 
 
-def _ops(folder: Folder, subject: str, ranks: list[int]) -> list[Finding]:
-    """Ranks compared by the hash of their operator counts (`digest.counted`); the counts themselves
-    are read again for the two ranks each finding shows."""
-    ref, by = variants({r: folder.ranks[r].profile[0] for r in ranks})
-    base = by[ref][0]
-    shown = [(by[ref], others) for variant, others in by.items() if variant != ref]
-    if shown:
-        folder.fetch([base] + [others[0] for _, others in shown])
-    out = []
-    for alike, others in shown:
-        a, b = folder.details(base).counted, folder.details(others[0]).counted
-        ops = sorted(op for op in set(a) | set(b) if a[op] != b[op])
-        out.append(Finding("stage", subject, "operator counts differ", [
-            _count_side(folder, base, alike, a, ops), _count_side(folder, others[0], others, b, ops)]))
+def _part(by: dict[Profile, list[int]], i: int) -> dict[bytes, list[int]]:
+    """The ranks of each distinct operator-count hash (0) or strategy hash (1)."""
+    out: dict[bytes, list[int]] = defaultdict(list)
+    for profile, ranks in by.items():
+        out[profile[i]] += ranks
     return out
 
 
-def _count_side(folder: Folder, rank: int, alike: list[int], counted: Counter, ops: list[str]) -> Side:
+def _ops(folder: Folder, stages: Stages, subject: str, ops: dict[bytes, list[int]]) -> None:
+    """Ranks compared by the hash of their operator counts (`digest.counted`); the counts themselves
+    are read again for the two ranks each finding shows."""
+    ref, by = reference(ops)
+    base = by[ref][0]
+    shown = [(by[ref], others) for variant, others in by.items() if variant != ref]
+    for i in range(0, len(shown), _BATCH):
+        folder.fetch([base] + [others[0] for _, others in shown[i:i + _BATCH]])
+        for alike, others in shown[i:i + _BATCH]:
+            a, b = folder.details(base).counted, folder.details(others[0]).counted
+            ops_ = sorted(op for op in set(a) | set(b) if a[op] != b[op])
+            folder.findings.add((3,), Finding("stage", subject, "operator counts differ", [
+                _count_side(folder, stages, base, alike, a, ops_),
+                _count_side(folder, stages, others[0], others, b, ops_)]))
+
+
+def _count_side(folder: Folder, stages: Stages, rank: int, alike: list[int], counted: Counter, ops: list[str]) -> Side:
     also = f" (also ranks {rank_list(alike[1:])})" if alike[1:] else ""
-    return folder.side(rank, None, f"{folder.ranks[rank].cnodes:,} nodes{also}, communicating "
+    return folder.side(rank, None, f"{stages.counts[rank][0]:,} nodes{also}, communicating "
                        "or sharded: " + ", ".join(f"{op} {counted[op]:,}" for op in ops))
 
 
@@ -73,22 +103,20 @@ def strategy_differences(a: Strategies, b: Strategies) -> list[tuple[Key, dict[s
     return out
 
 
-def _strategies(folder: Folder, subject: str, ranks: list[int]) -> list[Finding]:
+def _strategies(folder: Folder, subject: str, strategies: dict[bytes, list[int]]) -> None:
     """Ranks compared by the hash of their strategies per scope; the strategies themselves are read
     again for the two ranks each finding shows."""
-    ref, by = variants({r: folder.ranks[r].profile[1] for r in ranks})
+    ref, by = reference(strategies)
     base = by[ref][0]
     odd = [others for variant, others in by.items() if variant != ref]
-    if odd:
-        folder.fetch([base] + [others[0] for others in odd])
-    out = []
-    for others in odd:
-        for key, own_a, own_b in strategy_differences(folder.details(base).strategies,
-                                                      folder.details(others[0]).strategies):
-            out.append(Finding("stage", subject, "strategy differs", [
-                _strategy_side(folder, base, by[ref], key, own_a),
-                _strategy_side(folder, others[0], others, key, own_b)]))
-    return out
+    for i in range(0, len(odd), _BATCH):
+        folder.fetch([base] + [others[0] for others in odd[i:i + _BATCH]])
+        for others in odd[i:i + _BATCH]:
+            for key, own_a, own_b in strategy_differences(folder.details(base).strategies,
+                                                          folder.details(others[0]).strategies):
+                folder.findings.add((3,), Finding("stage", subject, "strategy differs", [
+                    _strategy_side(folder, base, by[ref], key, own_a),
+                    _strategy_side(folder, others[0], others, key, own_b)]))
 
 
 def strategy_text_of(found: dict[str, Strategy]) -> str:

@@ -4,7 +4,17 @@ command; the commands (summarize, render, diff, check, view) import it, never on
 from __future__ import annotations
 
 from .palette import CATEGORY_COLORS, CATEGORY_SHAPES, DIFF_COLORS
-from .tables import ALL_ROWS, DEFAULT_LIMIT, Block, Table, set_text_width, to_markdown, to_text
+from .tables import (
+    ALL_ROWS,
+    DEFAULT_LIMIT,
+    Block,
+    Table,
+    markdown_pieces,
+    set_text_width,
+    text_pieces,
+    to_markdown,
+    to_text,
+)
 from .text import (
     DASH,
     bytes_text,
@@ -19,5 +29,5 @@ from .text import (
 )
 
 __all__ = ["CATEGORY_COLORS", "CATEGORY_SHAPES", "DIFF_COLORS", "ALL_ROWS", "DEFAULT_LIMIT", "Block", "Table",
-           "set_text_width", "to_markdown", "to_text", "DASH", "bytes_text", "cell",
+           "set_text_width", "to_markdown", "to_text", "text_pieces", "markdown_pieces", "DASH", "bytes_text", "cell",
            "chain_end_layout", "change_pct", "parse_bytes", "format_strategy", "json_pieces", "rank_list", "strategy_text"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Iterable, Iterator, Union
 
 DEFAULT_LIMIT = 25  # rows per table of `summarize` in text and Markdown unless `--all`
 ALL_ROWS = "--all for every row"
@@ -135,6 +135,22 @@ def to_text(blocks: list[Block], width: int | None = None) -> str:
         if b.note:
             out.append(f"  {b.note}")
     return "\n".join(out) + "\n"
+
+
+def text_pieces(blocks: Iterable[Block], width: int | None = None) -> Iterator[str]:
+    """`to_text` a block at a time, for a report too large to hold as one string (the same text)."""
+    for b in blocks:
+        if isinstance(b, str) or b.rows:
+            yield to_text([b], width)
+
+
+def markdown_pieces(blocks: Iterable[Block]) -> Iterator[str]:
+    """`to_markdown` a block at a time (the same text)."""
+    first = True
+    for b in blocks:
+        if isinstance(b, str) or b.rows:
+            yield ("" if first else "\n") + to_markdown([b])
+            first = False
 
 
 def _wrap_line(text: str, width: int | None) -> list[str]:
