@@ -447,3 +447,21 @@ def test_only_the_ranks_a_finding_shows_are_read_again(strategy_validate):
     result = check_digests(path, map_ranks(rank_digest, list(files.values()), 2), load)
     assert sorted(r for batch in read for r in batch) == [0, 3, 7]  # each read once
     assert result.as_dict() == strategy_validate.as_dict()
+
+
+def test_staged_findings_come_out_in_key_order() -> None:
+    # check stages findings made as ranks arrive under the key they are shown by (consistency/spill.py):
+    # a temporary SQLite table must order the keys as Python orders the tuples (shorter first, ints, strs
+    # by code point), equal keys in the order they were added
+    from irtool.consistency.spill import Spill, Staged
+
+    keys = [(2, "b", 0, 5), (0, 300, 4, 0, False), (2, "b", 1), (2, "a", 0, 300), (1,), (0, 4, 300, 1, True),
+            (2, "B", 0, 0), (1,), (0, 4, 300, 0, False)]
+    staged: Staged[int] = Staged()
+    for i, key in enumerate(keys):
+        staged.add(key, i)
+    assert list(staged.drain()) == [8, 5, 1, 4, 7, 6, 3, 0, 2]
+    assert staged.drain(lambda key: key[0] != 0) == Spill([]) == []
+    staged.add((0, 1), 0)
+    staged.add((3,), 1)
+    assert staged.drain(lambda key: key[0] != 0) == [1]

@@ -1,6 +1,6 @@
-"""What `check` keeps of each rank: a digest small enough that the main process holds one per rank
-of a thousand-rank folder without growing (bench/check_bench.py). Workers read a rank and return its
-`RankDigest`: the Send/Receive as small records (the p2p check pairs every one of them), the first
+"""What `check` takes from each rank: a digest small enough to send between processes, which the
+main process folds into the checks as it arrives and lets go (bench/check_bench.py). Workers read a
+rank and return its `RankDigest`: the Send/Receive as small records (the p2p check pairs every one of them), the first
 node on each group, and hashes of what ranks are compared on (each group's collective sequence, a
 stage's operator counts and strategies). Where hashes differ, the details of only the ranks
 involved are read again (`rank_details`) to locate and tell the difference."""
