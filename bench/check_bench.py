@@ -7,9 +7,10 @@ larger folders: `rank_N/` is a symlink to real `rank_{N % 8}/`, in a temporary f
 ranks do not agree with each other (rank 8 holds rank 0's groups), so check ends with findings
 (exit 1); the time and memory are what matter. Reported per run: wall seconds, seconds per rank as
 a ratio to the smallest run's (1.0 = linear), the main process's peak RSS as a ratio to the
-smallest run's (1.0 = flat), and the largest worker's peak RSS. With `--dask`, the largest folder
-is also checked through `--scheduler` on a Dask `LocalCluster` (J worker processes) started here,
-and its JSON compared with the local run's.
+smallest run's (1.0 = flat), and the largest worker's peak RSS. With `--dask`, the smallest and the
+largest folders are also checked through `--scheduler` on a Dask `LocalCluster` (J worker processes)
+started here, each JSON compared with the local run's, the ratios to the smallest Dask run's (the
+Dask client's imports alone are about 40 MB of the main process).
 
 Usage: python bench/check_bench.py [--source DIR] [--jobs J] [--ranks 8,64,256,1024] [--commands check,summarize] [--dask]
 """
@@ -82,15 +83,18 @@ def main() -> int:
                 first = first or (seconds / n, me)
                 print(f"{command:>9} {n:5d} {seconds:7.2f} {seconds / n:7.3f} {seconds / n / first[0]:8.2f} "
                       f"{me:8.0f} {me / first[1]:7.2f} {kids:9.0f}")
-            if args.dask:
+            if args.dask:  # the smallest and the largest folder, each ratio to the smallest's on Dask
                 import distributed
 
-                with distributed.LocalCluster(n_workers=args.jobs, threads_per_worker=1, processes=True,
-                                              host="127.0.0.1", dashboard_address=":0") as cluster:
-                    n = sizes[-1]
-                    seconds, me, _, remote = measure(command, dirs[n], "--scheduler", cluster.scheduler_address)
-                print(f"{command:>9} {n:5d} {seconds:7.2f} {seconds / n:7.3f} {seconds / n / first[0]:8.2f} "
-                      f"{me:8.0f} {me / first[1]:7.2f} {'dask':>9}  same answer as local: {remote == out}")
+                dask: tuple[float, float] | None = None
+                for n in (sizes[0], sizes[-1]):
+                    with distributed.LocalCluster(n_workers=args.jobs, threads_per_worker=1, processes=True,
+                                                  host="127.0.0.1", dashboard_address=":0") as cluster:
+                        seconds, me, _, remote = measure(command, dirs[n], "--scheduler", cluster.scheduler_address)
+                    dask = dask or (seconds / n, me)
+                    local = measure(command, dirs[n], "--jobs", str(args.jobs))[3] if n != sizes[-1] else out
+                    print(f"{command:>9} {n:5d} {seconds:7.2f} {seconds / n:7.3f} {seconds / n / dask[0]:8.2f} "
+                          f"{me:8.0f} {me / dask[1]:7.2f} {'dask':>9}  same answer as local: {remote == local}")
     return 0
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable, Iterable
 
-from ..dumpdir import Progress, RankFacts, iter_ranks
+from ..dumpdir import Progress, RankFacts, RankFile, iter_ranks
 from ..selection import Policy, Selection
 from .causes import causes
 from .collectives import Collectives
@@ -68,9 +68,8 @@ def check_dir(sel: str | Selection, pass_name: str | None = None, jobs: int | No
     proves nothing."""
     if not isinstance(sel, Selection):
         sel = Selection.of(sel, None, pass_name, Policy(jobs, scheduler))
-    files = {f.rank: f for f in sel.rank_files}
     read = partial(rank_details, lenient=sel.policy.lenient)
     return check_digests(sel.path, sel.stream(progress, of=rank_digest),
-                         lambda ranks: list(iter_ranks(read, [files[r] for r in ranks], sel.policy.jobs, None,
-                                                       sel.policy.scheduler)), sel.pass_name)
+                         lambda ranks: list(iter_ranks(read, [RankFile(r, sel.files[r]) for r in ranks], sel.policy.jobs,
+                                                       None, sel.policy.scheduler)), sel.pass_name)
 
