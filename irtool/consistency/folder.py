@@ -85,17 +85,8 @@ def _rank(rank: int | None) -> str:
     return DASH if rank is None else str(rank)  # a rank is a name: `1024`, not `1,024`
 
 
-def variants(values: dict[int, K]) -> tuple[K, dict[K, list[int]]]:
-    """The distinct values over ranks, each with its ranks, and the reference: the value most
-    ranks share, on a tie the one of the lowest rank."""
-    by: dict[K, list[int]] = {}
-    for rank in sorted(values):
-        by.setdefault(values[rank], []).append(rank)
-    return reference(by)
-
-
 def reference(by: dict[K, list[int]]) -> tuple[K, dict[K, list[int]]]:
-    """`variants` of values already grouped (each value's ranks ascending): ordered by their lowest
-    rank, and the reference."""
+    """The distinct values over ranks, each with its ranks (ascending), ordered by their lowest rank,
+    and the reference: the value most ranks share, on a tie the one of the lowest rank."""
     by = dict(sorted(((v, sorted(ranks)) for v, ranks in by.items()), key=lambda kv: kv[1][0]))
     return max(by, key=lambda v: (len(by[v]), -by[v][0])), by

@@ -50,11 +50,7 @@ class Spill(Generic[T]):
     def __getitem__(self, i: int | slice) -> T | list[T]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        return pickle.loads(self.raw(i))
+        return pickle.loads(self.raw(range(len(self))[i]))  # a negative index counts from the end
 
     def __iter__(self) -> Iterator[T]:
         for i in range(len(self)):
