@@ -25,13 +25,22 @@ PHASES: tuple[str, ...] = get_args(Phase)
 
 # Values of exactly these types are already JSON-ready (checked by `type`, not isinstance: fast,
 # and subclasses such as named tuples still go through `plain`).
-_READY = frozenset({str, int, float, bool, type(None)})
+_READY = frozenset({str, int, bool, type(None)})
+
+
+class NonFinite(float):
+    """inf or nan in a value read from a dump (`inf`, `-inf`, a number beyond the float range):
+    JSON has no number for it; marked so that the JSON writer (`irtool.present.json_pieces`)
+    writes it as Python's encoder does (`Infinity`, `NaN`) and not as `null`, which means unknown."""
 
 
 def plain(value: Any) -> Any:
-    """JSON-ready data: tuples become lists, dict keys text, unknown objects their text."""
+    """JSON-ready data: tuples become lists, dict keys text, unknown objects their text, inf and
+    nan `NonFinite`."""
     if type(value) in _READY:
         return value
+    if type(value) is float:
+        return value if value - value == 0 else NonFinite(value)
     if isinstance(value, (tuple, list)):
         return [x if type(x) in _READY else plain(x) for x in value]
     if isinstance(value, dict):
