@@ -181,7 +181,7 @@ def _python_only(value: Any) -> Any:
     writes it; anything else is for Python's encoder (which writes it or raises its own error)."""
     if isinstance(value, float) and not math.isfinite(value):
         return orjson.Fragment("NaN" if value != value else "Infinity" if value > 0 else "-Infinity")
-    raise TypeError(type(value).__name__)
+    raise ValueError(type(value).__name__)  # orjson raises its JSONEncodeError (a TypeError) from it
 
 
 def _escape(m: re.Match[str]) -> str:
