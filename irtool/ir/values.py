@@ -583,3 +583,100 @@ def parse_type(text: str) -> TypeInfo:
     """One type, e.g. `<Tensor[Float32], (16, 32)>`."""
     ins, _ = parse_type_sig(f": ({text})")
     return ins[0] if len(ins) == 1 else TypeInfo(text=text, kind="?")
+
+
+_TYPE_ITEMS = re.compile(r"->|[()\[\]{}<>,\"]")
+
+
+@functools.lru_cache(maxsize=65536)
+def input_type(line: str, index: int) -> TypeInfo | None:
+    """Input `index`'s type of a type line (`: (<in0>, <in1>) -> (<out>)`), as
+    `parse_type_sig(line)[0][index]` (None when there is no such input), reading only that type:
+    input lists of large graphs are long, one type recurs (cached, as `parse_type`). A type line
+    whose other inputs the grammar cannot read still gives this input's type."""
+    text = _input_text(line, index)
+    if text:
+        t = _tensor_type(text) or parse_type(text)
+        if t.kind != "?":
+            return t
+    elif text == "":
+        return None
+    ins = parse_type_sig(line)[0]  # what the bracket scan cannot tell: the whole line's reading
+    return ins[index] if index < len(ins) else None
+
+
+def _input_text(line: str, index: int) -> str | None:
+    """The text of input `index` of a type line, "" when the list is shorter, None when the
+    brackets do not tell (a string, an arrow inside the list, no list, an output part that does
+    not close). The inputs after `index` are not read: types hold no `->`, so the last one
+    starts the outputs."""
+    s = line.strip()
+    if not s.startswith(":") or not s[1:].lstrip().startswith("("):
+        return None
+    arrow = s.rfind("->")
+    if arrow >= 0 and not _outputs_close(s[arrow:]):
+        return None
+    end = arrow if arrow >= 0 else len(s)
+    begin = s.index("(") + 1
+    depth, k = 0, 0
+    for m in _TYPE_ITEMS.finditer(s, begin, end):
+        c = m.group()
+        if c in ('"', "->"):
+            return None
+        if c in "([{<":
+            depth += 1
+        elif c != ",":
+            if depth:
+                depth -= 1
+                continue
+            if c != ")" or s[m.end() : end].strip():
+                return None
+            return (s[begin : m.start()].strip() or None) if k == index else ""
+        elif not depth:
+            if k == index:
+                return s[begin : m.start()].strip() or None
+            k += 1
+            begin = m.end()
+    return None
+
+
+def _outputs_close(rest: str) -> bool:
+    """What follows a type line's input list is nothing or `-> (...)` with its brackets balanced."""
+    rest = rest.strip()
+    if not rest:
+        return True
+    if not rest.startswith("->") or not rest[2:].lstrip().startswith("(") or not rest.endswith(")"):
+        return False
+    depth = 0
+    for m in _TYPE_ITEMS.finditer(rest, 2):
+        c = m.group()
+        if c in ('"', "->"):
+            return False
+        if c in "([{<":
+            depth += 1
+        elif c != ",":
+            depth -= 1
+            if depth < 0 or (depth == 0 and m.end() != len(rest)):
+                return False
+    return depth == 0
+
+
+# The commonest types, as the grammar reads them (a tensor, a parameter's Ref with its words):
+# `<Tensor[Float32], (16, 32)>`, `<Ref[Tensor[Float32]], (512), ref_key=l1.w, is_parameter>`, printed
+# as `parse_type` renders them (one space after each comma, numbers without leading zeros).
+_DIM = r"(?:0|-?[1-9]\d{0,17})"
+_WORD = r"[^\W\d][\w.]*"  # NAME of the grammar
+_TENSOR_TYPE = re.compile(rf"<(?:Ref\[Tensor\[(?P<ref>{_WORD})\]\]|Tensor\[(?P<tensor>{_WORD})\]), "
+                          rf"\((?P<dims>(?:{_DIM}(?:, {_DIM})*)?)\)(?:, {_WORD}(?:={_WORD})?)*>")
+
+
+@functools.lru_cache(maxsize=65536)
+def _tensor_type(text: str) -> TypeInfo | None:
+    """`parse_type(text)` of a tensor or Ref type printed plainly, read by one regex (None otherwise)."""
+    m = _TENSOR_TYPE.fullmatch(text)
+    dtype = m and (m.group("ref") or m.group("tensor"))
+    if not dtype or dtype.startswith("Tensor"):  # `Tensor[Tensor...]`: the grammar's rule for it
+        return None
+    dims = m.group("dims")
+    return TypeInfo(text=text, kind="Ref" if m.group("ref") else "Tensor", dtype=dtype,
+                    shape=tuple(int(d) for d in dims.split(", ")) if dims else ())

@@ -17,6 +17,7 @@ from ..ir import Dump, Node
 from .links import NodeIndex
 from .records import ChainEnd, CommNode, FileKind, Group, Phase, RedistributionChain, Strategy, total_bytes
 from .rules import COMM_OPS
+from .sizes import input_type
 from .strategies import attr_value
 from .traffic import node_wire_bytes
 
@@ -300,7 +301,7 @@ def _producer(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str,
             ref = inp.ref
             if ref is None or (ref.kind == "node" and ref.name in keys):
                 continue
-            t = n.input_types[inp.index] if inp.index < len(n.input_types) else None
+            t = input_type(n, inp.index)
             piece = _shape_of(t)
             if ref.kind != "node":
                 if ref.kind not in ("param", "free"):
@@ -352,7 +353,7 @@ def _consumers(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str
             if u.op in ("Return", "UpdateState"):
                 continue
             index = next((i.index for i in u.inputs if i.ref is not None and i.ref.name == src.key), None)
-            t = u.input_types[index] if index is not None and index < len(u.input_types) else None
+            t = input_type(u, index) if index is not None else None
             out.append(_end(u, strat, index, True, _shape_of(t)))
     out.sort(key=lambda e: (e.node not in strat, e.line))
     return out
