@@ -680,3 +680,27 @@ def _tensor_type(text: str) -> TypeInfo | None:
     dims = m.group("dims")
     return TypeInfo(text=text, kind="Ref" if m.group("ref") else "Tensor", dtype=dtype,
                     shape=tuple(int(d) for d in dims.split(", ")) if dims else ())
+
+
+def read_group(text: str, group: str) -> dict[str, Any] | None:
+    """One attribute group of a node statement (`cnode_attrs: {...}`) read alone, as the whole
+    tail's parse gives it (`{}` when the statement has none); None when it cannot be read alone
+    (printed twice, or not read by the grammar): then the whole tail's parse decides. Attribute
+    groups of large operators are long; a caller needing one key need not read them all."""
+    head = group + ": {"
+    i = text.find(head)
+    if i < 0:
+        return {}
+    if text.find(head, i + 1) >= 0 or (i and not text[i - 1].isspace() and text[i - 1] != "}"):
+        return None
+    depth = 0
+    for m in _bracket_scanner().finditer(text, i + len(head) - 1):
+        kind = m.lastgroup
+        if kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth -= 1
+            if depth == 0:
+                part = _parse_segment(text[i : m.end()])
+                return part.get(group) if isinstance(part, dict) else None
+    return None
