@@ -432,6 +432,33 @@ def test_input_type_on_every_type_line_of_real_dumps(rel: str) -> None:
         assert [input_type(line, i) for i in range(len(ins) + 1)] == [*ins, None], line
 
 
+TAILS = [
+    '{instance name: x} primitive_attrs: {group: "hccl_world_group", rank_list: (0, 1), fusion: I64(0)} '
+    'cnode_attrs: {} cnode_primal_attrs: {unique_id: "12"} {in_strategy: ((2, 1), (1, 4))}',
+    'primitive_attrs: {s: "a, b: {c} (d]", t: \'q"}\', u: "esc \\" }"}',  # brackets, commas, quotes in strings
+    'primitive_attrs: {d: {a: {b: {c: {e: (1)}}}}}',  # nested five deep: the loops read it
+    'primitive_attrs: {a: (1, 2], b: 1}',  # mismatched brackets: the grammar's error
+    'primitive_attrs: {a: 1,}', 'primitive_attrs: {a: 1} junk', '{a: 1} {b: [1, 2], c: Tensor(shape=[2], value=[1 2])}',
+    'primitive_attrs: {"quoted key": 1, 3: x}', "{instance name: a(b} primitive_attrs: {a: 1}",
+]
+
+
+@pytest.mark.parametrize("tail", TAILS)
+def test_parse_tail_regexes_read_as_the_bracket_loops(tail: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    from irtool.ir import values
+
+    fast = parse_tail(tail)
+    never = re.compile(r"(?!)")
+    monkeypatch.setattr(values, "_balanced", lambda: (never, never))
+    values._parse_segment.cache_clear()
+    try:
+        assert parse_tail(tail) == fast
+    finally:
+        values._parse_segment.cache_clear()
+
+
 def test_unreadable_type_is_kept_as_text() -> None:
     # error case: TENSOR_TYPE cut before its closing `)>`
     cut = TENSOR_TYPE[:-2]

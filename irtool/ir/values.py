@@ -336,8 +336,34 @@ def parse_tail(text: str) -> dict[str, Any] | Unreadable:
     return out
 
 
+@functools.cache
+def _balanced() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Regexes of a tail's segments and of one dict item, whose brackets (strings skipped) balance
+    within four levels, as deep as real dumps go: what the bracket loops below find, in C."""
+    string, plain = terminal("STRING"), r"[^(){}\[\]\"']++"
+
+    def level(inner: str) -> str:
+        return rf"(?:\((?:{inner})*+\)|\[(?:{inner})*+\]|\{{(?:{inner})*+\}})"
+
+    nested = level(f"{plain}|{string}|" + level(f"{plain}|{string}|" + level(f"{plain}|{string}")))
+    segment = rf"\s*+((?:{terminal('NAME')}\s*:\s*)?\{{(?:{plain}|{string}|{nested})*+\}})"
+    item = (rf"\s*({terminal('NAME')}|{string}|{terminal('NUMBER')})\s*:"
+            rf"((?:[^,(){{}}\[\]\"']++|{string}|{nested})++)([,}}])")
+    return re.compile(segment), re.compile(item)
+
+
 def _segments(tail: str) -> list[str]:
     """Split a node's tail after each top-level closing brace (strings skipped)."""
+    segment = _balanced()[0]
+    found, pos = [], 0
+    while pos < len(tail):
+        m = segment.match(tail, pos)
+        if m is None:
+            break
+        found.append(m.group(1))
+        pos = m.end()
+    else:
+        return found
     parts, depth, begin = [], 0, 0
     for m in _bracket_scanner().finditer(tail):
         kind = m.lastgroup
@@ -392,7 +418,10 @@ def _split_segment(segment: str) -> dict[str, Any] | None:
     m = _group_regex().match(segment)
     if m is None:
         return None
-    values: dict[str, Any] = {}
+    values = _dict_items(segment, m.end())
+    if values is not None:
+        return {m.group(1): values} if m.group(1) else {"extra": values}
+    values = {}
     depth, begin, last = 0, m.end(), len(segment) - 1
     for t in _bracket_scanner().finditer(segment, begin):
         kind = t.lastgroup
@@ -415,6 +444,27 @@ def _split_segment(segment: str) -> dict[str, Any] | None:
                 return {m.group(1): values} if m.group(1) else {"extra": values}
             begin = t.end()
     return None
+
+
+def _dict_items(segment: str, begin: int) -> dict[str, Any] | None:
+    """The items of the dict opening at `segment[begin-1]` and closing the segment, one regex match
+    each; None when an item is not of that form or its value is unreadable (the loop above decides)."""
+    if segment[begin:].strip() == "}":
+        return {}
+    item = _balanced()[1]
+    values: dict[str, Any] = {}
+    while True:
+        m = item.match(segment, begin)
+        if m is None:
+            return None
+        value = parse_value(m.group(2).strip())
+        if isinstance(value, Unreadable):
+            return None
+        key = m.group(1)
+        values[_unquote(key) if key[:1] in "\"'" else key] = value
+        if m.group(3) == "}":
+            return values if m.end() == len(segment) else None
+        begin = m.end()
 
 
 def _lark_message(exc: LarkError) -> str:
