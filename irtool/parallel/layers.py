@@ -6,11 +6,10 @@ with `depth`."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Iterable
 
 from .records import CATEGORIES, PHASES, CommNode, Group, LayerComm, Strategy
-from .scope import Scope
+from .scope import cell_parts as _cell_parts
 from .traffic import node_wire_bytes
 
 _INDEXED = re.compile(r"^\d+(-|$)")  # `3-DecoderLayer` under a CellList / SequentialCell
@@ -39,12 +38,6 @@ def _names(part: str) -> list[str]:
 
 
 _MAX_RUN = 6  # names of a parameter matched in a row (`layers.6.attention.wq` is 4)
-
-
-@lru_cache(maxsize=65536)
-def _cell_parts(scope: str) -> tuple[str, ...]:
-    """`Scope(scope).cell_parts`, once per scope: thousands of nodes share a few hundred scopes."""
-    return Scope(scope).cell_parts
 
 
 def _cell_names(parameter: str) -> list[str]:
