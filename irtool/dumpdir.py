@@ -12,15 +12,17 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter, deque
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TypeVar
 
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, DumpWarning, check, load, pass_name
 from .parallel import ParallelFacts, analyze
 from .parallel.peer import rank_of
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 _RANK_DIR = re.compile(r"^rank_(\d+)$")
 _DUMP = re.compile(r"\.ir(\.(xz|gz|bz2))?$")
@@ -194,6 +196,9 @@ def iter_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | N
                 progress(i + 1, len(ranks))
             yield result
         return
+    # imported here: the pool's modules (multiprocessing, sockets, ...) cost a one-file command ~10 ms
+    from concurrent.futures import ProcessPoolExecutor
+
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         todo = iter(ranks)
         window: deque[Future[T]] = deque(pool.submit(fn, r) for r in islice(todo, 4 * jobs))
