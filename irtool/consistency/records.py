@@ -167,10 +167,10 @@ class CheckResult:
         return out
 
     def as_dict(self, lazy: bool = False) -> dict[str, Any]:
-        """The JSON `irtool.check/1`; with `lazy`, its lists of records are made as they are written
-        (`present.json_pieces`), never held whole."""
-        def records(seq: Spill, fn: Any) -> list:
-            return _Written(len(seq), lambda: map(fn, seq)) if lazy else [fn(x) for x in seq]
+        """The JSON `irtool.check/1`; with `lazy`, its lists of records are `Records`, made as they are
+        written (`report.json_text`)."""
+        def records(seq: Spill, fn: Any) -> list | Records:
+            return Records(len(seq), lambda: map(fn, seq)) if lazy else [fn(x) for x in seq]
 
         return {"schema": "irtool.check/1", "path": self.path, "pass": self.pass_name,
                 "consistent": self.consistent,
@@ -182,12 +182,10 @@ class CheckResult:
                 "unchecked": records(self.unchecked, Unchecked.as_dict)}
 
 
-class _Written(list):
-    """A list of `n` records the JSON encoder writes one by one as `items()` makes them: it is empty
-    itself (json's encoder tests a list's length, then iterates it)."""
+class Records:
+    """`n` records made one by one as they are written (`report.json_text`), never held together."""
 
     def __init__(self, n: int, items: Any) -> None:
-        super().__init__()
         self._n, self._items = n, items
 
     def __len__(self) -> int:
