@@ -10,7 +10,7 @@ a ratio to the smallest run's (1.0 = linear), the main process's peak RSS as a r
 smallest run's (1.0 = flat), and the largest worker's peak RSS. With `--dask`, the smallest and the
 largest folders are also checked through `--scheduler` on a Dask `LocalCluster` (J worker processes)
 started here, each JSON compared with the local run's, the ratios to the smallest Dask run's (the
-Dask client's imports alone are about 40 MB of the main process).
+Dask client adds about 37 MB to the main process).
 
 Usage: python bench/check_bench.py [--source DIR] [--jobs J] [--ranks 8,64,256,1024] [--commands check,summarize] [--dask]
 """
