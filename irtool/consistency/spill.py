@@ -1,7 +1,7 @@
 """Records a thousand-rank check has one or more of per rank (findings, what was not checked, the
 ranks' list) kept in a temporary file instead of memory: the main process holds an offset per
 record, and reads a record again when it is shown. Small results never leave memory (the file is
-spooled: it is written to disk past 256 kB)."""
+spooled: it is written to disk past 64 kB)."""
 from __future__ import annotations
 
 import pickle
@@ -18,7 +18,7 @@ class Spill(Generic[T]):
     `result.findings == []`)."""
 
     def __init__(self, items: Iterable[T] = ()) -> None:
-        self._file: Any = SpooledTemporaryFile(max_size=256 * 1024)
+        self._file: Any = SpooledTemporaryFile(max_size=64 * 1024)
         self._at = array("q")  # offset of each record; the end of the last is the file's end
         self._end = 0
         for item in items:
@@ -75,6 +75,9 @@ class Staged(Generic[T]):
     WIDTH = 5  # the longest key
 
     def __init__(self) -> None:
+        self._open()
+
+    def _open(self) -> None:
         self._db = sqlite3.connect("")  # a private temporary database, deleted when closed
         self._db.execute("PRAGMA cache_size = -256")  # KiB: its pages beyond that are on disk
         cols = ", ".join(f"k{i}" for i in range(self.WIDTH))
@@ -98,8 +101,8 @@ class Staged(Generic[T]):
         for *key, data in self._db.execute(f"SELECT {cols}, item FROM staged ORDER BY {cols}, rowid"):
             if keep is None or keep(tuple(k for k in key if k is not None)):
                 out.append_raw(data)
-        self._db.execute("DELETE FROM staged")
-        self._n = 0
+        self._db.close()  # and with it what the module holds of the rows read
+        self._open()
         return out
 
 
