@@ -1,5 +1,5 @@
-"""Findings grouped by root cause, and what the checks could compare (docs/check.md "Causes",
-"Coverage").
+"""Findings grouped by root cause (docs/check.md "Causes"); what the checks could compare
+("Coverage") each check's fold tells at its end.
 
 One rank compiled differently shows up in every check: its Send/Receive pairs, the collectives of
 each group it is in, its stage's operator counts. The cause is the rank (or ranks) that differ from
