@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any, Iterable
 
 from ..ir import Dump, Node, TypeInfo
@@ -65,12 +65,10 @@ def call_stack(sources: tuple[str, ...]) -> str:
     return " > ".join(out)
 
 
-def _graph_refs(node: Node, names: set[str]) -> list[str]:
-    """Subgraphs this node refers to: `@g` arguments, `call @g`, `[@FuncUnion(@a, @b)]` callees."""
-    found: list[str] = []
-    for inp in node.inputs:
-        found += [r.name.lstrip("@") for r in ((inp.ref,) if inp.ref else inp.nested) if r.kind == "graph"]
-    found += _GRAPH_TOKEN.findall(node.text[: node.args_start])
+def _graph_refs(node: Node, args: list[str], names: set[str]) -> list[str]:
+    """Subgraphs this node refers to: `@g` arguments (`args`), `call @g`, `[@FuncUnion(@a, @b)]` callees."""
+    head = node.text[: node.args_start]
+    found = args + _GRAPH_TOKEN.findall(head) if "@" in head else args
     return [g for g in dict.fromkeys(found) if g in names]
 
 
@@ -160,7 +158,7 @@ class _Context:
                 self.chain_of[f"{graph}/{entry.split()[0]}"] = ch.id
 
 
-def _node_attrs(node: Node, ctx: _Context) -> list[dict[str, str]]:
+def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
     attrs = [{"key": "name", "value": node.name}, {"key": "file", "value": f"{ctx.file}:{node.line}"}]
     if node.scope:
         attrs.append({"key": "scope", "value": node.scope})
@@ -173,7 +171,6 @@ def _node_attrs(node: Node, ctx: _Context) -> list[dict[str, str]]:
     mine = user_source(node)
     if mine:  # the user's own line first, the whole call stack at the end
         attrs.append(_kv("source", mine))
-    uid = node.uid
     s = ctx.strategy.get(uid)
     if s is not None:
         for key, value in s.values().items():
@@ -334,49 +331,57 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
         return ref_name
 
     first_user: dict[str, Node] = {}  # parameter reference -> the first operator reading it
+    uids: list[str] = []
     for node in sg.nodes:
         ns = namespace_of(node.scope)
         edges = []
+        called: list[str] = []
         for inp in node.inputs:
             for ref in (inp.ref,) if inp.ref else inp.nested:
-                if ref.kind == "node":
+                kind = ref.kind
+                if kind == "node":
                     if ref.name not in known:
                         continue
                     src = ref.name
-                elif ref.kind in ("param", "free"):
-                    src = source(ref.kind, ref.name, ns)
+                elif kind in ("param", "free"):
+                    src = source(kind, ref.name, ns)
                     first_user.setdefault(src, node)
                 else:
+                    if kind == "graph":
+                        called.append(ref.name.lstrip("@"))
                     continue
                 edges.append({"sourceNodeId": src, "sourceNodeOutputId": "0", "targetNodeInputId": str(inp.index)})
-        c = ctx.comm.get(node.uid)
+        uid = f"{node.graph}/{node.key}"
+        uids.append(uid)
+        c = ctx.comm.get(uid)
         entry: dict[str, Any] = {
             "id": node.key, "label": node.op if not node.is_call else f"call {node.callee}"[:60], "namespace": ns,
-            "attrs": _node_attrs(node, ctx), "incomingEdges": edges,
+            "attrs": _node_attrs(node, uid, ctx), "incomingEdges": edges,
             "outputsMetadata": _output_metadata(node.output_type, ctx.outputs)}
-        subs = _graph_refs(node, ctx.names)
+        subs = _graph_refs(node, called, ctx.names)
         if subs:
             entry["subgraphIds"] = subs
         if c is not None:
             entry["style"] = {"backgroundColor": CATEGORY_COLORS[c.category], "borderColor": "#424242"}
         nodes.append(entry)
-    by_key = {n.key: n for n in sg.nodes}
-    members = [(e, by_key[e["id"]]) for e in nodes] + [(e, first_user.get(ref)) for ref, e in aux.items()]
+    members = list(zip(nodes, sg.nodes)) + [(e, first_user.get(ref)) for ref, e in aux.items()]
     levels = bound_namespaces(members, ctx.chain_of)
-    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for entry, node in members[: len(nodes)]:
-        # counts of a folded scope include everything below it
-        c = ctx.comm.get(node.uid)
-        ns = entry["namespace"]
+    # counts of a folded scope include everything below it: per namespace, then added to its ancestors
+    own: dict[str, Counter] = defaultdict(Counter)
+    for entry, uid in zip(nodes, uids):
+        box = own[entry["namespace"]]
+        box["operators"] += 1
+        box["with strategy"] += uid in ctx.strategy
+        c = ctx.comm.get(uid)
+        if c is not None:
+            box["communication"] += 1
+            box["redistribution"] += c.category == "redistribution"
+            box["gradient aggregation"] += c.category == "gradient-aggregation"
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for ns, box in own.items():
         parts = ns.split("/") if ns else []
         for depth in range(1, len(parts) + 1):
-            box = counts["/".join(parts[:depth])]
-            box["operators"] += 1
-            box["with strategy"] += node.uid in ctx.strategy
-            if c is not None:
-                box["communication"] += 1
-                box["redistribution"] += c.category == "redistribution"
-                box["gradient aggregation"] += c.category == "gradient-aggregation"
+            counts["/".join(parts[:depth])].update(box)
     group_attrs = {ns: {k: str(v) for k, v in box.items()} for ns, box in counts.items()}
     for ns, level in levels.items():
         if ns in group_attrs:

@@ -137,11 +137,9 @@ def _build_in_background(models: list[Model]) -> None:
 
 def serve(models: list[Model], host: str, port: int, open_browser: bool, announce: Callable[[str], None]) -> None:
     """Run Model Explorer's server on `host:port` until interrupted; `announce` gets the URL first."""
+    _build_in_background(models)  # from now on: Model Explorer starts and the page loads meanwhile
     me = _model_explorer()
-    as_built = _send_as_built(me)
-    config = config_for(models, as_built)
-    if as_built and not os.environ.get("NOBG"):
-        _build_in_background(models)
+    config = config_for(models, _send_as_built(me))
     _show_counts_on_groups(me)
     announce(url_for(config, host, port, models))
     me.visualize_from_config(config=config, host=host, port=port, no_open_in_browser=not open_browser)
