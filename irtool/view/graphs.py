@@ -147,7 +147,8 @@ class _Context:
         self.chains: dict[int, RedistributionChain] = {ch.id: ch for ch in facts.chains}
         self.params = {p.ref: p for p in dump.params}
         self.names = {g.name for g in dump.subgraphs}
-        self.stacks: dict[tuple[str, ...], dict[str, str]] = {}  # call stack rows, shared by nodes
+        # the `source` and `call stack` rows of a node's `# In file` lines, shared by nodes
+        self.stacks: dict[tuple[str, ...], tuple[dict[str, str] | None, dict[str, str] | None]] = {}
         self.outputs: dict[str, list[dict[str, Any]]] = {}  # output metadata, shared by type
         self.file = os.path.basename(dump.path)
         # node uid -> id of the redistribution chain it belongs to
@@ -168,9 +169,14 @@ def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
     inst = node.instance_name
     if inst:
         attrs.append(_kv("instance name", inst))
-    mine = user_source(node)
-    if mine:  # the user's own line first, the whole call stack at the end
-        attrs.append(_kv("source", mine))
+    # the user's own line first, the whole call stack at the end; both read once per distinct stack
+    rows = ctx.stacks.get(node.sources)
+    if rows is None:
+        mine, stack = user_source(node), call_stack(node.sources)
+        rows = ctx.stacks[node.sources] = (_kv("source", mine) if mine else None,
+                                           _kv("call stack", stack) if stack else None)
+    if rows[0] is not None:
+        attrs.append(rows[0])
     s = ctx.strategy.get(uid)
     if s is not None:
         for key, value in s.values().items():
@@ -191,12 +197,8 @@ def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
         tail = tail[len(inst) + 17 :].strip()
     if tail:  # as printed: parsing every operator's attributes would cost seconds on a large dump
         attrs.append(_kv("attributes", tail))
-    if node.sources:
-        stack = ctx.stacks.get(node.sources)
-        if stack is None:
-            stack = ctx.stacks[node.sources] = _kv("call stack", call_stack(node.sources))
-        if stack["value"]:
-            attrs.append(stack)
+    if rows[1] is not None:
+        attrs.append(rows[1])
     return attrs
 
 
