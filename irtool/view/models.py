@@ -9,6 +9,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+import orjson
+
 from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..selection import Selection, selected_stage
@@ -69,7 +71,10 @@ class Model:
                 doc: dict[str, Any] = {"label": self.label, "graphs": graphs}
                 if self.sorting:
                     doc["graphSorting"] = self.sorting
-                self._json = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+                try:  # orjson (C) writes 50 MB in a fraction of a second, json.dumps in about two
+                    self._json = orjson.dumps(doc).decode()
+                except TypeError:  # an integer beyond 64 bits, a lone surrogate: Python's encoder
+                    self._json = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
             return self._json
 
 
