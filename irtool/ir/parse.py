@@ -172,9 +172,11 @@ class BlockToken(LineToken):
 
 
 class BuiltToken(LineToken):
-    """A NODE_BLOCK the lexer's fast path read whole: `node` is its Node, built already."""
+    """Consecutive NODE_BLOCKs the lexer's fast path read whole, as one token (the grammar takes
+    them one after another wherever it takes one): `nodes` are their Nodes, built already; its
+    text is the first one's line."""
 
-    __slots__ = ("node",)
+    __slots__ = ("nodes",)
 
 
 # Line kinds that cannot continue a statement whose brackets are still open: where one is met the
@@ -246,6 +248,7 @@ class LineLexer(Lexer):
         # type lines among 42 k): their kind and stripped, interned text are looked up, not matched.
         known: dict[str, tuple[str, str]] = {}
         block: BlockToken | None = None
+        run: list[Node] = []  # nodes read by the fast path, not yet handed over
         while True:
             chunk, pos = cur.chunk, cur.pos
             m = fast(chunk, pos)
@@ -259,22 +262,26 @@ class LineLexer(Lexer):
                         yield block
                         block = None
                     number = cur.number + 1
+                    if not run:
+                        first = chunk[pos:end]
+                        built = str.__new__(BuiltToken, first)  # not Token(): its keyword handling costs more
+                        built.type, built.value, built.line, built.column, built.src = "NODE_BLOCK", first, number, 1, data
+                        built.start_pos = built.end_line = built.end_column = built.end_pos = None
+                        built.nodes = run
                     callee, op = memo.callee(m.group(3))
                     types, scope, rest = m.group(5, 6, 7)
                     if scope:
                         inner = scope.split(": ", 1)[1]
                         scope = intern(inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner)
                     sources, notes = memo.rest_run(rest) if rest else ((), ())
-                    line = chunk[pos:end]
-                    tok = str.__new__(BuiltToken, line)  # not Token(): its keyword handling costs more than the rest
-                    tok.type, tok.value, tok.line, tok.column, tok.src = "NODE_BLOCK", line, number, 1, data
-                    tok.start_pos = tok.end_line = tok.end_column = tok.end_pos = None
-                    tok.node = Node("", int(m.group(1)[1:]), m.group(2), callee, op, tok[2:], start - pos - 2, number,
-                                    memo.type_run(types) if types else (), scope or None, sources, notes)
+                    run.append(Node("", int(m.group(1)[1:]), m.group(2), callee, op, chunk[pos + 2:end], start - pos - 2,
+                                    number, memo.type_run(types) if types else (), scope or None, sources, notes))
                     cur.number += count("\n", pos, m.end())
                     cur.pos = m.end()
-                    yield tok
                     continue
+            if run:  # handed over before the next line is read: `lenient` resumes after them
+                yield built
+                run = []
             read = cur.line()
             if read is None:
                 break
@@ -331,6 +338,8 @@ class LineLexer(Lexer):
             yield tok
         if block is not None:
             yield block
+        if run:
+            yield built
 
 
 def _continued(block: BlockToken, opened: _Brackets, data: _Lines) -> tuple[BlockToken, bool]:
@@ -454,6 +463,10 @@ class Builder(Transformer):
             if isinstance(item, Node):
                 item.graph = name
                 g.nodes.append(item)
+            elif isinstance(item, list):  # a run of nodes (BuiltToken)
+                for node in item:
+                    node.graph = name
+                g.nodes.extend(item)
             elif item is not None:  # an unknown or `key: value` line among the nodes, kept raw
                 text = item[1] if item[0] == "raw" else f"{item[1][0]}: {item[1][1]}"
                 g.body_notes.append(text)
@@ -461,10 +474,10 @@ class Builder(Transformer):
                     _unknown(item[2].src, item[2].line, text)
         return g
 
-    def node(self, items: list) -> Node | None:
+    def node(self, items: list) -> Node | list[Node] | None:
         tok = items[0]
         if type(tok) is BuiltToken:
-            return tok.node
+            return tok.nodes
         text = str(tok)[2:]
         notes, scope = [], None
         intern = sys.intern
@@ -774,7 +787,12 @@ def load(path: str | os.PathLike, lenient: bool = False,
     parser = document_parser(LineLexer, _builder())
 
     def on_error(exc: UnexpectedInput) -> bool:
-        data.warn(getattr(exc, "line", 0) or data.last_line, f"skipped: {_message(name, exc, data)}")
+        tok = getattr(exc, "token", None)
+        if type(tok) is BuiltToken:  # each node of the run is refused as it would be alone
+            for node in tok.nodes:
+                data.warn(node.line, f"skipped: {DumpError(name, *_located(exc, data, node.line, '  ' + node.text))}")
+        else:
+            data.warn(getattr(exc, "line", 0) or data.last_line, f"skipped: {_message(name, exc, data)}")
         return True
 
     try:
@@ -806,7 +824,7 @@ def parse_node(text: str, graph: str = "g", scope: str | None = None) -> Node:
         lines.append(f"      # Scope: ({scope})")
     data = _Lines("<line>", _Cursor("<line>", iter(["\n".join(lines) + "\n"])), lenient=False)
     tokens = list(LineLexer(None).lex(data))
-    if len(tokens) != 1 or not isinstance(tokens[0], (BlockToken, BuiltToken)):
+    if len(tokens) != 1 or not isinstance(tokens[0], BlockToken):
         raise DumpError(data.path, 1, 1, LINE_NAMES["NODE_BLOCK"], show(text))
     node = _builder().node(tokens)
     node.graph = graph
@@ -818,7 +836,8 @@ def _builder() -> Builder:
     return Builder()
 
 
-def _located(exc: UnexpectedInput, data: _Lines) -> tuple[int, int, str, str]:
+def _located(exc: UnexpectedInput, data: _Lines, line: int = 0, text: str | None = None) -> tuple[int, int, str, str]:
+    """(line, column, expected, found) of a parser error; `line` and `text` stand for the token's."""
     tok = getattr(exc, "token", None)
     expected = sorted(getattr(exc, "expected", None) or ())
     if tok is None or tok.type == "$END":
@@ -829,8 +848,9 @@ def _located(exc: UnexpectedInput, data: _Lines) -> tuple[int, int, str, str]:
         if data.last_line == 0:
             found = "an empty file"
     else:
-        line = tok.line
-        found = f"{LINE_NAMES.get(tok.type, tok.type)} {show(str(tok))}" if tok.type != "UNKNOWN_LINE" else show(str(tok))
+        line = line or tok.line
+        text = str(tok) if text is None else text
+        found = f"{LINE_NAMES.get(tok.type, tok.type)} {show(text)}" if tok.type != "UNKNOWN_LINE" else show(text)
     names = [LINE_NAMES.get(e, e) for e in expected if e != "UNKNOWN_LINE"]
     wanted = " or ".join(names[:4]) + (" or ..." if len(names) > 4 else "")
     return (line, 1, wanted or "nothing more", found)
