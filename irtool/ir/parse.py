@@ -249,36 +249,40 @@ class LineLexer(Lexer):
         known: dict[str, tuple[str, str]] = {}
         block: BlockToken | None = None
         run: list[Node] = []  # nodes read by the fast path, not yet handed over
+        callees, type_runs, rest_runs = memo.callees, memo.types, memo.rests
         while True:
-            chunk, pos = cur.chunk, cur.pos
-            m = fast(chunk, pos)
-            if m is not None:
-                count = chunk.count
+            chunk, pos, number = cur.chunk, cur.pos, cur.number
+            count = chunk.count
+            while (m := fast(chunk, pos)) is not None:
                 start, end = m.span(4)  # the text after the argument list's `(`
-                if (count("(", start, end) + 1 == count(")", start, end) and count("[", start, end) == count("]", start, end)
-                        and count("{", start, end) == count("}", start, end) and len(m.group(1)) <= MAX_DIGITS + 1
-                        and m.end() - pos <= MAX_LINE):
-                    if block is not None:
-                        yield block
-                        block = None
-                    number = cur.number + 1
-                    if not run:
-                        first = chunk[pos:end]
-                        built = str.__new__(BuiltToken, first)  # not Token(): its keyword handling costs more
-                        built.type, built.value, built.line, built.column, built.src = "NODE_BLOCK", first, number, 1, data
-                        built.start_pos = built.end_line = built.end_column = built.end_pos = None
-                        built.nodes = run
-                    callee, op = memo.callee(m.group(3))
-                    types, scope, rest = m.group(5, 6, 7)
-                    if scope:
-                        inner = scope.split(": ", 1)[1]
-                        scope = intern(inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner)
-                    sources, notes = memo.rest_run(rest) if rest else ((), ())
-                    run.append(Node("", int(m.group(1)[1:]), m.group(2), callee, op, chunk[pos + 2:end], start - pos - 2,
-                                    number, memo.type_run(types) if types else (), scope or None, sources, notes))
-                    cur.number += count("\n", pos, m.end())
-                    cur.pos = m.end()
-                    continue
+                after = m.end()
+                ref, name, callee, types, scope, rest = m.group(1, 2, 3, 5, 6, 7)
+                if not (count("(", start, end) + 1 == count(")", start, end)
+                        and count("[", start, end) == count("]", start, end)
+                        and count("{", start, end) == count("}", start, end)
+                        and len(ref) <= MAX_DIGITS + 1 and after - pos <= MAX_LINE):
+                    break  # the line-by-line path reports it
+                if block is not None:
+                    yield block
+                    block = None
+                number += 1
+                if not run:
+                    first = chunk[pos:end]
+                    built = str.__new__(BuiltToken, first)  # not Token(): its keyword handling costs more
+                    built.type, built.value, built.line, built.column, built.src = "NODE_BLOCK", first, number, 1, data
+                    built.start_pos = built.end_line = built.end_column = built.end_pos = None
+                    built.nodes = run
+                callee, op = callees.get(callee) or memo.callee(callee)
+                if scope:
+                    inner = scope.split(": ", 1)[1]
+                    scope = intern(inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner)
+                sources, notes = (rest_runs.get(rest) or memo.rest_run(rest)) if rest else ((), ())
+                run.append(Node("", int(ref[1:]), name, callee, op, chunk[pos + 2:end], start - pos - 2, number,
+                                (type_runs.get(types) or memo.type_run(types)) if types else (), scope or None,
+                                sources, notes))
+                number += count("\n", pos, after) - 1
+                pos = after
+            cur.pos, cur.number = pos, number
             if run:  # handed over before the next line is read: `lenient` resumes after them
                 yield built
                 run = []
