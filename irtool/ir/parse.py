@@ -2,8 +2,15 @@
 
 Every line becomes one token (its kind found by the whole-line terminals of the grammar); the
 LALR document parser checks the line structure and, as it reduces, the `Builder` turns tokens into
-model objects. Nothing holds the whole text: each line is dropped once its node is built, and the
-long `# In file` lines, which repeat a lot, are interned.
+model objects. The text comes in chunks of whole lines (`source.read_chunks`); nothing holds the
+whole text, and what recurs (`# In file` and type lines, callees) is kept once.
+
+Most of a dump is node blocks of one usual form (a statement line, its type line, its scope, its
+source lines). The lexer matches such a block whole with one regex built from the grammar's
+terminals (`_block_regex`) and builds its Node at once, checking its brackets by counting in C;
+consecutive ones go to the parser as one token. Anything else, including every statement the
+checks would refuse, goes line by line, where the errors are located; both paths give the same
+model, warnings and errors.
 
 `load` is reentrant: the parser and the `Builder` are shared and hold no state; what one load
 collects (its path, lenient mode, warnings) lives in its `_Lines`, which every token points to.
@@ -273,9 +280,9 @@ class LineLexer(Lexer):
                     built.start_pos = built.end_line = built.end_column = built.end_pos = None
                     built.nodes = run
                 callee, op = callees.get(callee) or memo.callee(callee)
-                if scope:
+                if scope:  # not interned: a scope names one node
                     inner = scope.split(": ", 1)[1]
-                    scope = intern(inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner)
+                    scope = inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner
                 sources, notes = (rest_runs.get(rest) or memo.rest_run(rest)) if rest else ((), ())
                 run.append(Node("", int(ref[1:]), name, callee, op, chunk[pos + 2:end], start - pos - 2, number,
                                 (type_runs.get(types) or memo.type_run(types)) if types else (), scope or None,
@@ -484,11 +491,10 @@ class Builder(Transformer):
             return tok.nodes
         text = str(tok)[2:]
         notes, scope = [], None
-        intern = sys.intern
         for kind, line, number in tok.others:
             if kind == "SCOPE_LINE" and scope is None:
                 inner = line.split(": ", 1)[1]
-                scope = intern(inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner)
+                scope = inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner
             else:
                 if kind == "UNKNOWN_LINE":
                     _unknown(tok.src, number, line)
