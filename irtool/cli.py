@@ -65,9 +65,9 @@ def _lenient_option() -> Callable:
 
 
 def _warn_skips(*sels: Selection) -> None:
-    for sel in sels:
-        for message in sel.skipped:
-            click.echo(f"irtool: warning: {message}", err=True)
+    # dict.fromkeys: both sides of a diff may read the same file; its skips are said once
+    for message in dict.fromkeys(m for sel in sels for m in sel.skipped):
+        click.echo(f"irtool: warning: {message}", err=True)
 
 
 def _notes(sel: Selection) -> None:
@@ -77,9 +77,8 @@ def _notes(sel: Selection) -> None:
 
 def _skipped(*sels: Selection) -> int:
     """A partial folder (issue 18): each rank not read, its error on stderr; exit code 2 when any."""
-    for sel in sels:
-        for u in sel.unreadable:
-            click.echo(f"irtool: {u.error}", err=True)
+    for error in dict.fromkeys(u.error for sel in sels for u in sel.unreadable):
+        click.echo(f"irtool: {error}", err=True)
     return 2 if any(sel.unreadable for sel in sels) else 0
 
 

@@ -97,3 +97,10 @@ def test_lenient_check_reads_the_rank_it_could_not(tmp_path: Path) -> None:
     assert lenient.exit_code == 0, lenient.output
     assert lenient.stderr.splitlines() == [f"irtool: warning: skipped: {bad}:{GARBAGE_AT}"]
     assert json.loads(lenient.stdout)["unreadable"] == []
+
+
+def test_lenient_diff_of_a_file_with_itself_says_each_skip_once() -> None:
+    # both sides read the same file: one bad node, one warning (it was said once per side)
+    res = _cli("diff", GARBAGE, GARBAGE, "--lenient")
+    assert res.exit_code == 0, res.output
+    assert res.stderr.splitlines() == [f"irtool: warning: skipped: {GARBAGE}:{GARBAGE_AT}"]
