@@ -283,11 +283,13 @@ class LineLexer(Lexer):
                 if scope:  # not interned: a scope names one node
                     inner = scope.split(": ", 1)[1]
                     scope = inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner
+                else:
+                    scope = None
                 sources, notes = (rest_runs.get(rest) or memo.rest_run(rest)) if rest else ((), ())
+                types = (type_runs.get(types) or memo.type_run(types)) if types else ()
                 run.append(Node("", int(ref[1:]), name, callee, op, chunk[pos + 2:end], start - pos - 2, number,
-                                (type_runs.get(types) or memo.type_run(types)) if types else (), scope or None,
-                                sources, notes))
-                number += count("\n", pos, after) - 1
+                                types, scope, sources, notes))
+                number += len(types) + (scope is not None) + len(sources) + len(notes)  # the lines under it
                 pos = after
             cur.pos, cur.number = pos, number
             if run:  # handed over before the next line is read: `lenient` resumes after them
