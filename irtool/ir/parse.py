@@ -31,7 +31,7 @@ from ..errors import DumpError, show
 from .grammar import document_parser, grammar_text
 from .model import Dump, Node, Param, Subgraph, SymbolEngine, SymbolLine
 from .records import CALL, PRIMFUNC_PREFIX, DumpWarning
-from .source import NulByte, nul_error, read_chunks
+from .source import NulAt, nul_error, read_chunks
 from .values import scan_args, terminal
 
 # Lines carry no structure past their first characters, so a node line longer than this is
@@ -100,7 +100,7 @@ class _Cursor:
 
     __slots__ = ("path", "chunks", "chunk", "pos", "number", "size", "last", "progress")
 
-    def __init__(self, path: str, chunks: Iterator[str], progress: Callable[[int], None] | None = None) -> None:
+    def __init__(self, path: str, chunks: Iterator[str | NulAt], progress: Callable[[int], None] | None = None) -> None:
         self.path, self.chunks, self.progress = path, chunks, progress
         self.chunk, self.pos, self.number, self.size, self.last = "", 0, 0, 0, 0
 
@@ -108,12 +108,11 @@ class _Cursor:
         """The next line and its number, or None at the end of the text."""
         chunk, pos = self.chunk, self.pos
         if pos >= len(chunk):
-            try:
-                chunk = next(self.chunks, None)  # type: ignore[arg-type]
-            except NulByte as exc:
-                raise nul_error(self.path, self.number + 1, exc.col) from None
+            chunk = next(self.chunks, None)  # type: ignore[assignment]
             if chunk is None:
                 return None
+            if isinstance(chunk, NulAt):
+                raise nul_error(self.path, self.number + 1, chunk)
             self.chunk, pos = chunk, 0
             self.size += len(chunk)
             if self.progress is not None:

@@ -31,13 +31,9 @@ _CHUNK = 1 << 20
 _CR = re.compile(r"\r+\n")
 
 
-class NulByte(Exception):
-    """A NUL byte at column `col` of the line after the chunks handed over so far (which the
-    reader does not count: its consumer knows the line number)."""
-
-    def __init__(self, col: int) -> None:
-        super().__init__(col)
-        self.col = col
+class NulAt(int):
+    """The last item of `read_chunks` where a NUL byte is: its column in the line after the
+    chunks handed over (the reader does not count lines: its consumer knows the line number)."""
 
 
 def nul_error(path: str, line: int, col: int) -> DumpError:
@@ -50,10 +46,11 @@ def open_binary(path: str | os.PathLike) -> IO[bytes]:
     return opener(path, "rb")
 
 
-def read_chunks(path: str | os.PathLike) -> Iterator[str]:
+def read_chunks(path: str | os.PathLike) -> Iterator[str | NulAt]:
     """Yield the text of the dump in chunks of whole lines, each line ended by `\\n` (one is
     added to a last line without it), without a BOM, `\\r` before line breaks removed. A NUL
-    byte: the lines before its line, then `NulByte`. Any other bad input: `DumpError`."""
+    byte: the lines before its line, then `NulAt` (to be raised with `nul_error`). Any other bad
+    input: `DumpError`."""
     name = str(path)
     try:
         source = _Source(path)
@@ -70,6 +67,8 @@ def read_chunks(path: str | os.PathLike) -> Iterator[str]:
                 for raw_size, chunk in (_fast(name, stream) if fast else _careful(name, stream, done)):
                     done += raw_size
                     yield chunk
+                    if isinstance(chunk, NulAt):
+                        return
                 if source.failure is not None:
                     raise source.failure
                 return
@@ -85,14 +84,9 @@ def read_chunks(path: str | os.PathLike) -> Iterator[str]:
 def read_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """Yield `(line_number, text)` for every line of the dump, without its line break."""
     number = 0
-    chunks = read_chunks(path)
-    while True:
-        try:
-            chunk = next(chunks, None)
-        except NulByte as exc:
-            raise nul_error(str(path), number + 1, exc.col) from None
-        if chunk is None:
-            return
+    for chunk in read_chunks(path):
+        if isinstance(chunk, NulAt):
+            raise nul_error(str(path), number + 1, chunk)
         lines = chunk.split("\n")
         lines.pop()
         yield from enumerate(lines, number + 1)
@@ -147,9 +141,9 @@ def _spool(raw: IO[bytes]) -> tuple[IO[bytes] | None, BaseException | None]:
     return tmp, failure
 
 
-def _fast(name: str, stream: IO[bytes]) -> Iterator[tuple[int, str]]:
+def _fast(name: str, stream: IO[bytes]) -> Iterator[tuple[int, str | NulAt]]:
     """(bytes, text) of chunks decoded at C speed; raises UnicodeDecodeError at the first bad
-    byte, `NulByte` after the lines before a NUL byte."""
+    byte; ends with `NulAt` after the lines before a NUL byte."""
     first = stream.peek(4096)[:4096] if hasattr(stream, "peek") else b""
     if first.startswith(_BINARY_MAGIC) or b"\0" in first:
         yield from _careful(name, stream, 0)  # reports binary data with its location
@@ -163,26 +157,29 @@ def _fast(name: str, stream: IO[bytes]) -> Iterator[tuple[int, str]]:
             continue
         raw = b"".join((*head, data[:end])) if head else (data[:end] if end < len(data) else data)
         head = [data[end:]] if end < len(data) else []
-        yield from _text(raw, start)
+        items = _text(raw, start)
+        yield from items
+        if isinstance(items[-1][1], NulAt):
+            return
         start = False
     if head:
         yield from _text(b"".join(head) + b"\n", start)
 
 
-def _text(raw: bytes, start: bool) -> Iterator[tuple[int, str]]:
+def _text(raw: bytes, start: bool) -> list[tuple[int, str | NulAt]]:
+    """(bytes, text) of whole lines; up to the line of a NUL byte and its `NulAt` if one is there."""
     size = len(raw)
     if start and raw.startswith(_BOM):
         raw = raw[3:]
     text = raw.decode("utf-8")
     if "\r" in text:
         text = _CR.sub("\n", text)
-    if "\0" in text:
-        at = text.index("\0")
-        begin = text.rfind("\n", 0, at) + 1
-        if begin:
-            yield size, text[:begin]
-        raise NulByte(at - begin + 1)
-    yield size, text
+    if "\0" not in text:
+        return [(size, text)]
+    at = text.index("\0")
+    begin = text.rfind("\n", 0, at) + 1
+    before = [(size, text[:begin])] if begin else []
+    return [*before, (0, NulAt(at - begin + 1))]
 
 
 def _careful(name: str, stream: IO[bytes], skip: int) -> Iterator[tuple[int, str]]:
