@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, TypeVar
 
@@ -185,6 +184,9 @@ def map_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | No
             if progress:
                 progress(i + 1, len(ranks))
     else:
+        # imported here: the pool's modules (multiprocessing, sockets, ...) cost a one-file command ~10 ms
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = {pool.submit(fn, r): i for i, r in enumerate(ranks)}
             for done, fut in enumerate(as_completed(futures), 1):

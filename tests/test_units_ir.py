@@ -23,7 +23,17 @@ from irtool.ir import Input, Ref, TypeInfo, Unreadable
 from irtool.ir.parse import parse_node
 from irtool.ir.records import CALL
 from irtool.ir.source import read_lines
-from irtool.ir.values import Apply, Name, parse_tail, parse_type, parse_type_sig, parse_value, scan_args
+from irtool.ir.values import (
+    Apply,
+    Name,
+    _tensor_type,
+    input_type,
+    parse_tail,
+    parse_type,
+    parse_type_sig,
+    parse_value,
+    scan_args,
+)
 
 
 def assert_real(blocks: list[tuple[str, str, int]], cuts: list[tuple[str, str, int]] = ()) -> None:
@@ -385,6 +395,68 @@ def test_parse_type_tensor_ref_tuple_and_null() -> None:
     ins, outs = parse_node(MIRROR).signature
     assert ins == [TypeInfo("<Tensor[Float32], (64)>", "Tensor", "Float32", (64,))]
     assert outs == [TypeInfo("<null>", "null")]
+
+
+def test_input_type_reads_one_input_as_the_whole_line_does() -> None:
+    # `: (<Tensor[Float32], (16, 32)>, <Tensor[Float32], (64, 32)>, <Bool, NoShape>, <Bool, NoShape>) -> (...)`
+    line = parse_node(BACKEND_MATMUL).type_lines[0]
+    assert [input_type(line, i) for i in range(5)] == [*parse_type_sig(line)[0], None]
+    assert input_type(line, 1) == TypeInfo("<Tensor[Float32], (64, 32)>", "Tensor", "Float32", (64, 32))
+    ins = parse_type_sig(parse_node(EXCHANGE).type_lines[0])[0]  # a Tuple type: the grammar reads it
+    assert input_type(parse_node(EXCHANGE).type_lines[0], 0) == ins[0]
+    # error case: a cut line gives no input types, as its whole reading does
+    assert input_type(line[:-1], 2) is None and parse_type_sig(line[:-1])[0] == []
+
+
+@pytest.mark.parametrize("text", [TENSOR_TYPE, REF_TYPE, "<Tensor[Float32], ()>", "<Tensor[Int64], (-1, 0, 8)>",
+                                  "<Ref[Tensor[Float16]], (512), ref_key=l1.w, is_parameter, is_inplace>"])
+def test_plain_tensor_types_read_by_regex_as_by_the_grammar(text: str) -> None:
+    assert _tensor_type(text) is not None and _tensor_type(text) == parse_type(text)
+
+
+@pytest.mark.parametrize("text", ["<Tensor[Float32], (2,3)>", "<Tensor[Float32], (01)>", "<Tensor[Float32]], (1)>",
+                                  "<Ref[Tensor[Float32], (1)>", "<Tensor[TensorF], (1)>",
+                                  "<Tuple[Tensor[F32]*2], TupleShape((1), (2))>"])
+def test_other_types_are_left_to_the_grammar(text: str) -> None:
+    assert _tensor_type(text) is None
+
+
+@pytest.mark.parametrize("rel", ["semi_auto_8p/rank_0/19_validate_0078.ir.xz", "moe_8p/rank_3/19_validate_0078.ir.xz",
+                                 "dynamic_shape_pp_4p/rank_0/19_validate_0087.ir.xz"])
+def test_input_type_on_every_type_line_of_real_dumps(rel: str) -> None:
+    import irtool
+
+    lines = {line for n in irtool.load(fixture(rel)).nodes() for line in n.type_lines}
+    for line in lines:
+        ins = parse_type_sig(line)[0]
+        assert [input_type(line, i) for i in range(len(ins) + 1)] == [*ins, None], line
+
+
+TAILS = [
+    '{instance name: x} primitive_attrs: {group: "hccl_world_group", rank_list: (0, 1), fusion: I64(0)} '
+    'cnode_attrs: {} cnode_primal_attrs: {unique_id: "12"} {in_strategy: ((2, 1), (1, 4))}',
+    'primitive_attrs: {s: "a, b: {c} (d]", t: \'q"}\', u: "esc \\" }"}',  # brackets, commas, quotes in strings
+    'primitive_attrs: {d: {a: {b: {c: {e: (1)}}}}}',  # nested five deep: the loops read it
+    'primitive_attrs: {a: (1, 2], b: 1}',  # mismatched brackets: the grammar's error
+    'primitive_attrs: {a: 1,}', 'primitive_attrs: {a: 1} junk', '{a: 1} {b: [1, 2], c: Tensor(shape=[2], value=[1 2])}',
+    'primitive_attrs: {"quoted key": 1, 3: x}', "{instance name: a(b} primitive_attrs: {a: 1}",
+]
+
+
+@pytest.mark.parametrize("tail", TAILS)
+def test_parse_tail_regexes_read_as_the_bracket_loops(tail: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    from irtool.ir import values
+
+    fast = parse_tail(tail)
+    never = re.compile(r"(?!)")
+    monkeypatch.setattr(values, "_balanced", lambda: (never, never))
+    values._parse_segment.cache_clear()
+    try:
+        assert parse_tail(tail) == fast
+    finally:
+        values._parse_segment.cache_clear()
 
 
 def test_unreadable_type_is_kept_as_text() -> None:

@@ -336,8 +336,34 @@ def parse_tail(text: str) -> dict[str, Any] | Unreadable:
     return out
 
 
+@functools.cache
+def _balanced() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Regexes of a tail's segments and of one dict item, whose brackets (strings skipped) balance
+    within four levels, as deep as real dumps go: what the bracket loops below find, in C."""
+    string, plain = terminal("STRING"), r"[^(){}\[\]\"']++"
+
+    def level(inner: str) -> str:
+        return rf"(?:\((?:{inner})*+\)|\[(?:{inner})*+\]|\{{(?:{inner})*+\}})"
+
+    nested = level(f"{plain}|{string}|" + level(f"{plain}|{string}|" + level(f"{plain}|{string}")))
+    segment = rf"\s*+((?:{terminal('NAME')}\s*:\s*)?\{{(?:{plain}|{string}|{nested})*+\}})"
+    item = (rf"\s*({terminal('NAME')}|{string}|{terminal('NUMBER')})\s*:"
+            rf"((?:[^,(){{}}\[\]\"']++|{string}|{nested})++)([,}}])")
+    return re.compile(segment), re.compile(item)
+
+
 def _segments(tail: str) -> list[str]:
     """Split a node's tail after each top-level closing brace (strings skipped)."""
+    segment = _balanced()[0]
+    found, pos = [], 0
+    while pos < len(tail):
+        m = segment.match(tail, pos)
+        if m is None:
+            break
+        found.append(m.group(1))
+        pos = m.end()
+    else:
+        return found
     parts, depth, begin = [], 0, 0
     for m in _bracket_scanner().finditer(tail):
         kind = m.lastgroup
@@ -392,7 +418,10 @@ def _split_segment(segment: str) -> dict[str, Any] | None:
     m = _group_regex().match(segment)
     if m is None:
         return None
-    values: dict[str, Any] = {}
+    values = _dict_items(segment, m.end())
+    if values is not None:
+        return {m.group(1): values} if m.group(1) else {"extra": values}
+    values = {}
     depth, begin, last = 0, m.end(), len(segment) - 1
     for t in _bracket_scanner().finditer(segment, begin):
         kind = t.lastgroup
@@ -415,6 +444,27 @@ def _split_segment(segment: str) -> dict[str, Any] | None:
                 return {m.group(1): values} if m.group(1) else {"extra": values}
             begin = t.end()
     return None
+
+
+def _dict_items(segment: str, begin: int) -> dict[str, Any] | None:
+    """The items of the dict opening at `segment[begin-1]` and closing the segment, one regex match
+    each; None when an item is not of that form or its value is unreadable (the loop above decides)."""
+    if segment[begin:].strip() == "}":
+        return {}
+    item = _balanced()[1]
+    values: dict[str, Any] = {}
+    while True:
+        m = item.match(segment, begin)
+        if m is None:
+            return None
+        value = parse_value(m.group(2).strip())
+        if isinstance(value, Unreadable):
+            return None
+        key = m.group(1)
+        values[_unquote(key) if key[:1] in "\"'" else key] = value
+        if m.group(3) == "}":
+            return values if m.end() == len(segment) else None
+        begin = m.end()
 
 
 def _lark_message(exc: LarkError) -> str:
@@ -583,3 +633,124 @@ def parse_type(text: str) -> TypeInfo:
     """One type, e.g. `<Tensor[Float32], (16, 32)>`."""
     ins, _ = parse_type_sig(f": ({text})")
     return ins[0] if len(ins) == 1 else TypeInfo(text=text, kind="?")
+
+
+_TYPE_ITEMS = re.compile(r"->|[()\[\]{}<>,\"]")
+
+
+@functools.lru_cache(maxsize=65536)
+def input_type(line: str, index: int) -> TypeInfo | None:
+    """Input `index`'s type of a type line (`: (<in0>, <in1>) -> (<out>)`), as
+    `parse_type_sig(line)[0][index]` (None when there is no such input), reading only that type:
+    input lists of large graphs are long, one type recurs (cached, as `parse_type`). A type line
+    whose other inputs the grammar cannot read still gives this input's type."""
+    text = _input_text(line, index)
+    if text:
+        t = _tensor_type(text) or parse_type(text)
+        if t.kind != "?":
+            return t
+    elif text == "":
+        return None
+    ins = parse_type_sig(line)[0]  # what the bracket scan cannot tell: the whole line's reading
+    return ins[index] if index < len(ins) else None
+
+
+def _input_text(line: str, index: int) -> str | None:
+    """The text of input `index` of a type line, "" when the list is shorter, None when the
+    brackets do not tell (a string, an arrow inside the list, no list, an output part that does
+    not close). The inputs after `index` are not read: types hold no `->`, so the last one
+    starts the outputs."""
+    s = line.strip()
+    if not s.startswith(":") or not s[1:].lstrip().startswith("("):
+        return None
+    arrow = s.rfind("->")
+    if arrow >= 0 and not _outputs_close(s[arrow:]):
+        return None
+    end = arrow if arrow >= 0 else len(s)
+    begin = s.index("(") + 1
+    depth, k = 0, 0
+    for m in _TYPE_ITEMS.finditer(s, begin, end):
+        c = m.group()
+        if c in ('"', "->"):
+            return None
+        if c in "([{<":
+            depth += 1
+        elif c != ",":
+            if depth:
+                depth -= 1
+                continue
+            if c != ")" or s[m.end() : end].strip():
+                return None
+            return (s[begin : m.start()].strip() or None) if k == index else ""
+        elif not depth:
+            if k == index:
+                return s[begin : m.start()].strip() or None
+            k += 1
+            begin = m.end()
+    return None
+
+
+def _outputs_close(rest: str) -> bool:
+    """What follows a type line's input list is nothing or `-> (...)` with its brackets balanced."""
+    rest = rest.strip()
+    if not rest:
+        return True
+    if not rest.startswith("->") or not rest[2:].lstrip().startswith("(") or not rest.endswith(")"):
+        return False
+    depth = 0
+    for m in _TYPE_ITEMS.finditer(rest, 2):
+        c = m.group()
+        if c in ('"', "->"):
+            return False
+        if c in "([{<":
+            depth += 1
+        elif c != ",":
+            depth -= 1
+            if depth < 0 or (depth == 0 and m.end() != len(rest)):
+                return False
+    return depth == 0
+
+
+# The commonest types, as the grammar reads them (a tensor, a parameter's Ref with its words):
+# `<Tensor[Float32], (16, 32)>`, `<Ref[Tensor[Float32]], (512), ref_key=l1.w, is_parameter>`, printed
+# as `parse_type` renders them (one space after each comma, numbers without leading zeros).
+_DIM = r"(?:0|-?[1-9]\d{0,17})"
+_WORD = r"[^\W\d][\w.]*"  # NAME of the grammar
+_TENSOR_TYPE = re.compile(rf"<(?:Ref\[Tensor\[(?P<ref>{_WORD})\]\]|Tensor\[(?P<tensor>{_WORD})\]), "
+                          rf"\((?P<dims>(?:{_DIM}(?:, {_DIM})*)?)\)(?:, {_WORD}(?:={_WORD})?)*>")
+
+
+@functools.lru_cache(maxsize=65536)
+def _tensor_type(text: str) -> TypeInfo | None:
+    """`parse_type(text)` of a tensor or Ref type printed plainly, read by one regex (None otherwise)."""
+    m = _TENSOR_TYPE.fullmatch(text)
+    dtype = m and (m.group("ref") or m.group("tensor"))
+    if not dtype or dtype.startswith("Tensor"):  # `Tensor[Tensor...]`: the grammar's rule for it
+        return None
+    dims = m.group("dims")
+    return TypeInfo(text=text, kind="Ref" if m.group("ref") else "Tensor", dtype=dtype,
+                    shape=tuple(int(d) for d in dims.split(", ")) if dims else ())
+
+
+def read_group(text: str, group: str) -> dict[str, Any] | None:
+    """One attribute group of a node statement (`cnode_attrs: {...}`) read alone, as the whole
+    tail's parse gives it (`{}` when the statement has none); None when it cannot be read alone
+    (printed twice, or not read by the grammar): then the whole tail's parse decides. Attribute
+    groups of large operators are long; a caller needing one key need not read them all."""
+    head = group + ": {"
+    i = text.find(head)
+    if i < 0:
+        return {}
+    if text.find(head, i + 1) >= 0 or (i and not text[i - 1].isspace() and text[i - 1] != "}"):
+        return None
+    depth = 0
+    for m in _bracket_scanner().finditer(text, i + len(head) - 1):
+        kind = m.lastgroup
+        if kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth -= 1
+            if depth == 0:
+                part = _parse_segment(text[i : m.end()])
+                return part.get(group) if isinstance(part, dict) else None
+    return None

@@ -17,7 +17,7 @@ from .peer import global_peer, group_members, rank_of
 from .records import CommNode, FileKind, Group, ParallelFacts, Strategy
 from .rules import COMM_OPS, EXCHANGES, GATHERS, MIRRORS, classify, file_kind, moves_no_data, phase
 from .scope import attributed_scope
-from .sizes import Sized, attr_bytes, type_bytes
+from .sizes import Sized, attr_bytes, input_type, type_bytes
 from .stage import as_int, stage_info
 from .strategies import strategies
 
@@ -176,12 +176,11 @@ def _bytes(node: Node, pa: dict, pr: dict, kind: FileKind, params: dict) -> Size
             return a
     if kind == "spe":
         return None, None, None
-    ins, out = node.input_types, node.output_type
     if op in GATHERS or op == "Receive":
-        return type_bytes(out)
+        return type_bytes(node.output_type)
     if op in EXCHANGES:
-        return type_bytes(ins[0] if ins else None, tuple_sum=True)
-    return type_bytes(ins[0] if ins else None)
+        return type_bytes(input_type(node, 0), tuple_sum=True)
+    return type_bytes(input_type(node, 0))
 
 
 def _p2p(c: CommNode, pa: dict, pr: dict, kind: FileKind) -> None:

@@ -14,9 +14,11 @@ import re
 from typing import Any
 
 from ..ir import Dump, Node
+from ..ir.values import read_group
 from .links import NodeIndex
 from .records import ChainEnd, CommNode, FileKind, Group, Phase, RedistributionChain, Strategy, total_bytes
 from .rules import COMM_OPS
+from .sizes import input_type
 from .strategies import attr_value
 from .traffic import node_wire_bytes
 
@@ -28,6 +30,7 @@ _TUPLE_OPS = frozenset({"TupleGetItem", "MakeTuple"})
 # Looking for a producer or consumer, walk through these: they do not change a layout.
 _THROUGH = frozenset({"TupleGetItem", "Depend", "Load", "MakeTuple", "UpdateState"})
 _INDEX = re.compile(r"(?:[A-Za-z]+\d*\()?(-?\d+)\)?")  # `I64(2)` or `2`
+_NODE_REF = re.compile(r"%\d+")  # every `%N` a statement names: a node input's reference is one of them
 _SOURCE = re.compile(r"^# In file (.+?):(\d+)(?:~\d+)?, [\d~]+/(.*)/\s*$")
 
 
@@ -139,20 +142,22 @@ def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Gr
         graph = _Graph(index, g.name)
         members: dict[str, bool] = {}  # key -> named (redistribution instance) or not
         for n in g.nodes:
-            inst = n.instance_name or ""
-            if _REDIST.match(inst):
+            text = n.text
+            named, fc = "redistribution_op" in text, FC in text  # an instance name matching _REDIST has the first
+            inst = (n.instance_name or "") if named or fc else ""
+            if named and _REDIST.match(inst):
                 members[n.key] = True
-            elif FC in n.text and n.uid not in not_redist and not _OTHER_INSERTED.match(inst) and n.op != "Return":
+            elif fc and n.uid not in not_redist and not _OTHER_INSERTED.match(inst) and n.op != "Return":
                 members[n.key] = False
-            elif n.op in _TUPLE_OPS:
-                ins = graph.node_inputs(n)
+            elif n.op in _TUPLE_OPS and any(k in members for k in _NODE_REF.findall(text, n.args_start)):
+                ins = graph.node_inputs(n)  # split only when the text names a member
                 if ins and all(x.key in members for _, x in ins):
                     members[n.key] = False
         parent = {k: k for k in members}
+        is_bwd = {k: _is_backward(graph.nodes[k]) for k in members}
         for key in members:
-            n = graph.nodes[key]
-            for _, x in graph.node_inputs(n):
-                if x.key in members and _is_backward(x) == _is_backward(n):
+            for _, x in graph.node_inputs(graph.nodes[key]):
+                if x.key in members and is_bwd[x.key] == is_bwd[key]:
                     parent[_find(parent, x.key)] = _find(parent, key)
         parts: dict[str, list[Node]] = {}
         for key in members:
@@ -163,7 +168,7 @@ def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Gr
             nodes.sort(key=lambda n: n.line)
             while len(nodes) > 1 and nodes[-1].op == "MakeTuple":  # packs chain outputs for an operator
                 nodes.pop()
-            (backward if _is_backward(nodes[0]) else forward).append((nodes, graph))
+            (backward if is_bwd[nodes[0].key] else forward).append((nodes, graph))
     chains: list[RedistributionChain] = []
     fwd_ids: dict[str, int] = {}  # unique_id / forward_comm_node_unique_id of a forward member -> chain id
     for nodes, graph in sorted(forward, key=lambda p: (p[0][0].line, p[0][0].graph)):
@@ -208,9 +213,15 @@ def _ids(n: Node) -> dict[str, Any]:
         return {}
     m = _PRIMAL.search(text)
     if m is None or text.count("cnode_primal_attrs: {") != 1:
-        return n.primal_attrs
+        return _group(n, "cnode_primal_attrs")
     found = _ID.findall(m.group(1))
-    return dict(found) if len({k for k, _ in found}) == len(found) else n.primal_attrs
+    return dict(found) if len({k for k, _ in found}) == len(found) else _group(n, "cnode_primal_attrs")
+
+
+def _group(n: Node, group: str) -> dict[str, Any]:
+    """One attribute group of a node, read alone when it can be (`values.read_group`)."""
+    values = read_group(n.text, group)
+    return n.attrs.get(group, {}) if values is None else values
 
 
 def _forward_hit(n: Node, fwd_ids: dict[str, int]) -> int | None:
@@ -245,7 +256,7 @@ def _chain(cid: int, nodes: list[Node], graph: _Graph, comm_by_uid: dict[str, Co
     keys = {n.key for n in nodes}
     comms = [comm_by_uid[n.uid] for n in nodes if n.uid in comm_by_uid]
     phase: Phase = comms[0].phase if comms else ("backward" if _is_backward(nodes[0]) else "forward")
-    if not comms and "duplicated" in nodes[0].text and nodes[0].cnode_attrs.get("duplicated") is True:
+    if not comms and "duplicated" in nodes[0].text and _group(nodes[0], "cnode_attrs").get("duplicated") is True:
         phase = "recompute"
     tensor = total_bytes(c.bytes for c in comms)
     wire = total_bytes(node_wire_bytes(c, groups) for c in comms)
@@ -256,8 +267,9 @@ def _chain(cid: int, nodes: list[Node], graph: _Graph, comm_by_uid: dict[str, Co
             group_names.append(c.group)
             ranks.append(c.group_ranks)
     dtype = next((c.dtype for c in comms if c.dtype), None)
-    if dtype is None and nodes[0].output_type is not None:
-        dtype = nodes[0].output_type.dtype
+    if dtype is None:
+        out = nodes[0].output_type
+        dtype = out.dtype if out is not None else None
     producer = _producer(nodes, keys, graph, strat)
     consumers = _consumers(nodes, keys, graph, strat)
     if not typed:  # shapes printed before validate are logical or stale
@@ -300,7 +312,7 @@ def _producer(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str,
             ref = inp.ref
             if ref is None or (ref.kind == "node" and ref.name in keys):
                 continue
-            t = n.input_types[inp.index] if inp.index < len(n.input_types) else None
+            t = input_type(n, inp.index)
             piece = _shape_of(t)
             if ref.kind != "node":
                 if ref.kind not in ("param", "free"):
@@ -352,7 +364,7 @@ def _consumers(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str
             if u.op in ("Return", "UpdateState"):
                 continue
             index = next((i.index for i in u.inputs if i.ref is not None and i.ref.name == src.key), None)
-            t = u.input_types[index] if index is not None and index < len(u.input_types) else None
+            t = input_type(u, index) if index is not None else None
             out.append(_end(u, strat, index, True, _shape_of(t)))
     out.sort(key=lambda e: (e.node not in strat, e.line))
     return out

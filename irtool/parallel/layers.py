@@ -9,7 +9,7 @@ import re
 from typing import Iterable
 
 from .records import CATEGORIES, PHASES, CommNode, Group, LayerComm, Strategy
-from .scope import Scope
+from .scope import cell_parts as _cell_parts
 from .traffic import node_wire_bytes
 
 _INDEXED = re.compile(r"^\d+(-|$)")  # `3-DecoderLayer` under a CellList / SequentialCell
@@ -28,7 +28,7 @@ def _layer(parts: tuple[str, ...] | list[str], depth: int | None) -> str:
 def layer_of(scope: str, depth: int | None = None) -> str:
     """The layer a scope belongs to: the path up to the first repeated-cell index, else the cell
     (with `depth`: the first `depth` cell components)."""
-    return _layer(Scope(scope).cell_parts, depth)
+    return _layer(_cell_parts(scope), depth)
 
 
 def _names(part: str) -> list[str]:
@@ -51,7 +51,7 @@ class ScopeIndex:
 
     def __init__(self, scopes: Iterable[str]) -> None:
         self.runs: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
-        for parts in {Scope(s).cell_parts for s in scopes if s}:
+        for parts in {_cell_parts(s) for s in set(scopes) if s}:
             flat = [(n, i) for i, p in enumerate(parts) for n in _names(p)]
             for j in range(len(flat)):
                 for k in range(j + 1, min(len(flat), j + _MAX_RUN) + 1):
@@ -88,8 +88,8 @@ def served_cell(c: CommNode, index: ScopeIndex, op_scopes: dict[str, str]) -> tu
     if c.category == "redistribution" and c.phase != "backward" and c.serves in op_scopes:
         # a backward redistribution `serves` its forward's producer (§8); it is printed under the
         # forward's consumer, which keeps both directions in one row
-        return Scope(op_scopes[c.serves]).cell_parts
-    return Scope(c.scope).cell_parts
+        return _cell_parts(op_scopes[c.serves])
+    return _cell_parts(c.scope)
 
 
 def layer_comm(comm: list[CommNode], groups: dict[str, Group], depth: int | None = None,

@@ -36,12 +36,17 @@ class NodeIndex:
     def users(self, node: Node) -> list[Node]:
         if node.graph not in self._users:
             users: dict[str, list[Node]] = {}
+            get, find = users.get, _NODE_REF.findall
             # A regex over the text after the callee finds the `%N` a node uses far faster than
             # splitting the arguments of every node; a `%N` inside a string attribute would only
             # add a spurious user, and MindSpore prints none.
             for n in self.nodes.get(node.graph, {}).values():
-                for key in dict.fromkeys(_NODE_REF.findall(n.text, n.args_start)):
-                    users.setdefault(key, []).append(n)
+                for key in set(find(n.text, n.args_start)):  # each user once, in print order
+                    found = get(key)
+                    if found is None:
+                        users[key] = [n]
+                    else:
+                        found.append(n)
             self._users[node.graph] = users
         return self._users[node.graph].get(node.key, [])
 

@@ -25,13 +25,22 @@ PHASES: tuple[str, ...] = get_args(Phase)
 
 # Values of exactly these types are already JSON-ready (checked by `type`, not isinstance: fast,
 # and subclasses such as named tuples still go through `plain`).
-_READY = frozenset({str, int, float, bool, type(None)})
+_READY = frozenset({str, int, bool, type(None)})
+
+
+class NonFinite(float):
+    """inf or nan in a value read from a dump (`inf`, `-inf`, a number beyond the float range):
+    JSON has no number for it; marked so that the JSON writer (`irtool.present.json_pieces`)
+    writes it as Python's encoder does (`Infinity`, `NaN`) and not as `null`, which means unknown."""
 
 
 def plain(value: Any) -> Any:
-    """JSON-ready data: tuples become lists, dict keys text, unknown objects their text."""
+    """JSON-ready data: tuples become lists, dict keys text, unknown objects their text, inf and
+    nan `NonFinite`."""
     if type(value) in _READY:
         return value
+    if type(value) is float:
+        return value if value - value == 0 else NonFinite(value)
     if isinstance(value, (tuple, list)):
         return [x if type(x) in _READY else plain(x) for x in value]
     if isinstance(value, dict):
@@ -41,15 +50,30 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+# Field annotations whose values are JSON-ready as they are: copied, not walked by `plain`.
+_SCALAR_TYPES = frozenset({"str", "int", "bool", "str | None", "int | None", "bool | None", "Category", "Phase",
+                           "Direction | None"})
+_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
-def _as_dict(record: Any) -> dict[str, Any]:
-    # Not dataclasses.asdict: it deep-copies, which costs seconds on thousands of strategies.
-    names = _FIELDS.get(type(record))
-    if names is None:
-        names = _FIELDS[type(record)] = tuple(f.name for f in fields(record))
-    return {name: plain(getattr(record, name)) for name in names}
+def _as_dict(record: Any, skip: tuple[str, ...] = (), given: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A record's fields (but `skip`; those in `given` with that value) as JSON-ready data. Not
+    dataclasses.asdict: it deep-copies, which costs seconds on thousands of strategies; and only
+    the fields not typed as text or numbers go through `plain` (a large dump's summary holds 200 k
+    field values)."""
+    spec = _FIELDS.get(type(record))
+    if spec is None:
+        spec = _FIELDS[type(record)] = (tuple(f.name for f in fields(record)),
+                                        tuple(f.name for f in fields(record) if f.type not in _SCALAR_TYPES))
+    names, walked = spec
+    d = {name: getattr(record, name) for name in names if name not in skip} if skip else \
+        {name: getattr(record, name) for name in names}
+    if given:
+        d.update(given)
+    for name in walked:
+        if name in d and type(d[name]) not in _READY and not (given and name in given):
+            d[name] = plain(d[name])
+    return d
 
 
 @dataclass(frozen=True)
@@ -120,9 +144,7 @@ class CommNode:
     rank_attrs: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        d = _as_dict(self)
-        del d["rank_attrs"]
-        return d
+        return _as_dict(self, ("rank_attrs",))
 
 
 # The attributes of a sharding strategy or layout (docs/parallel.md §9), in the order every command lists them.
@@ -146,9 +168,7 @@ class Strategy:
     instance: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        d = _as_dict(self)
-        del d["instance"]
-        return d
+        return _as_dict(self, ("instance",))
 
     def values(self) -> dict[str, Any]:
         """Every strategy key (STRATEGY_KEYS) and its value, None when the node has none."""
@@ -235,10 +255,8 @@ class RedistributionChain:
     lines: list[int] = field(default_factory=list)  # dump line of each entry of `nodes`
 
     def as_dict(self) -> dict[str, Any]:
-        d = _as_dict(self)
-        d["producer"] = self.producer.as_dict() if self.producer else None
-        d["consumer"] = self.consumer.as_dict() if self.consumer else None
-        return d
+        return _as_dict(self, given={"producer": self.producer.as_dict() if self.producer else None,
+                                     "consumer": self.consumer.as_dict() if self.consumer else None})
 
 
 @dataclass

@@ -44,17 +44,22 @@ class Scope:
     def cell_parts(self) -> tuple[str, ...]:
         """The cell's components, the same for forward, backward and recompute nodes: without
         `Gradients/`, `recompute_`, the `Grad_*` pseudo-cells and the own operator."""
-        text = self.text[len(GRADIENTS):] if self.gradient else self.text
-        text = text[len(RECOMPUTE):] if text.startswith(RECOMPUTE) else text
-        parts = [p for p in text.split("/") if p and not p.startswith("Grad_")]
-        if len(parts) > 1 and _OWN_OP.match(parts[-1]):
-            parts = parts[:-1]
-        return tuple(parts)
+        return cell_parts(self.text)
 
     @property
     def forward_cell(self) -> str:
         """The cell without a `recompute_` prefix (a recomputed copy is the same cell)."""
         return self.text[len(RECOMPUTE):] if self.text.startswith(RECOMPUTE) else self.text
+
+
+def cell_parts(scope: str) -> tuple[str, ...]:
+    """`Scope(scope).cell_parts`, without making a `Scope` (per node of a large dump)."""
+    text = scope[len(GRADIENTS):] if scope.startswith(GRADIENTS) else scope
+    text = text[len(RECOMPUTE):] if text.startswith(RECOMPUTE) else text
+    parts = [p for p in text.split("/") if p and not p.startswith("Grad_")]
+    if len(parts) > 1 and _OWN_OP.match(parts[-1]):
+        parts = parts[:-1]
+    return tuple(parts)
 
 
 def attributed_scope(scope: str, forward_scope: str | None) -> str:

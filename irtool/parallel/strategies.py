@@ -1,11 +1,15 @@
 """Operators with sharding strategies or layouts (docs/parallel.md §9)."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..ir import Dump, Node, Unreadable
 from ..ir.values import parse_value
 from .records import STRATEGY_KEYS, Strategy
+
+# A tuple nested at most three deep holding no other brackets: the bracket matching below, in C.
+_TUPLE = re.compile(r"\((?:[^()\[\]{}]|\((?:[^()\[\]{}]|\([^()\[\]{}]*\))*\))*\)")
 
 
 def _extract(text: str, key: str) -> Any:
@@ -17,6 +21,10 @@ def _extract(text: str, key: str) -> Any:
     i = k + len(key) + 2
     if i >= len(text) or text[i] not in "([":
         return ...
+    m = _TUPLE.match(text, i)  # the usual value, `((2, 1), (1, 4))`, found by one regex
+    if m is not None:
+        value = parse_value(m.group())
+        return ... if isinstance(value, Unreadable) else value
     depth, j = 0, i
     while j < len(text):
         ch = text[j]
