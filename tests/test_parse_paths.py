@@ -103,3 +103,14 @@ def test_a_nul_byte_in_an_xz_file_is_located_as_in_the_text(tmp_path: Path) -> N
     with pytest.raises(DumpError) as err:
         irtool.load(str(path))
     assert str(err.value) == f"{path}:72:31: expected text, found a NUL byte"
+
+
+def test_an_xz_file_reads_the_same_where_no_temporary_file_can_be_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = fixture("control_flow_cpu/rank_0/19_validate_0075.ir.xz")
+    spooled = _model(irtool.load(path))
+
+    def refuse() -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(source.tempfile, "TemporaryFile", refuse)
+    assert _model(irtool.load(path)) == spooled
