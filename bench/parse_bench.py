@@ -8,8 +8,9 @@ peak RSS of the irtool process against the file's size (decompressed).
 
 Usage: python bench/parse_bench.py [--repeat N] [--raw] [PATH...]
        (default: ../shared/fixtures/mindir/gpt_large_perf/rank_0/19_validate_0078.ir.xz, 5 repeats)
-`--raw` also measures a decompressed copy of each `.xz` file: an xz file's LZMA dictionary (64 MiB
-for `xz -9`) is held by the decoder while it reads, whatever reads it.
+`--raw` also measures a decompressed copy of each `.xz` file (irtool decompresses an `.xz` into a
+temporary file before reading it, so that the decoder's 64 MiB dictionary is gone when the model
+grows; the copy shows what that costs).
 Targets (issue 17): CPU ratio <= 3, peak RSS <= 2x the file.
 """
 from __future__ import annotations

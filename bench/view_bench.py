@@ -7,6 +7,9 @@ a ratio to Model Explorer showing the small 4-stage rank folder in the same run 
 - expand: for each top-level group of the first graph, seconds from the expansion request Model
   Explorer sends on a double click (replayed with the page's own renderer id and settings) to the
   layout worker's answer; the slowest is reported;
+- graph JSON received: seconds from the command to the graph JSON's arrival in the page (what the
+  server does: read, analyse, build the graphs; the rest of graph visible is Model Explorer's work in
+  the browser), and its size;
 - search jump: seconds from Alt+clicking a search result (an operator in the deepest namespace) to
   the layout worker's answer revealing it.
 
@@ -120,9 +123,14 @@ def measure(browser: object, path: Path) -> dict[str, object]:
         page = ctx.new_page()
         local = url.split("/?")[0]
         page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
+        arrived: list[tuple[float, int]] = []
+        page.on("requestfinished", lambda r: "load_graphs_json" in r.url and arrived.append(
+            (time.perf_counter() - start, r.sizes()["responseBodySize"])))
         page.goto(url)
         page.wait_for_function("window.__b.graph !== null && window.__b.request !== null", timeout=LIMIT * 1000)
         out["graph visible"] = time.perf_counter() - start
+        out["graph JSON received"] = max(t for t, _ in arrived)
+        out["graph JSON MB"] = sum(size for _, size in arrived) / 1e6
         print(f"{path.name}: graph visible {out['graph visible']:.1f} s", file=sys.stderr, flush=True)
         page.wait_for_timeout(1000)
         graph = page.evaluate("window.__b.graph")
@@ -189,7 +197,8 @@ def main(big: Path, small: Path) -> int:
     yard = float(base["graph visible"])  # type: ignore[arg-type]
     print(f"yardstick: {small.name} graph visible {yard:.1f} s after the command")
     for name, r in ((small.name, base), (big.name, large)):
-        print(f"{name}: graph visible {_fmt(r['graph visible'], yard)}, expand slowest top-level group "
+        print(f"{name}: graph visible {_fmt(r['graph visible'], yard)} (graph JSON, {r['graph JSON MB']:.1f} MB, "
+              f"received after {r['graph JSON received']:.1f} s), expand slowest top-level group "
               f"({r.get('expand group')}) {_fmt(r.get('expand'), yard)}, search jump to {r.get('searched')} "
               f"{_fmt(r.get('search jump'), yard)}, server peak RSS {r.get('server peak RSS MB', 0):.0f} MB")
     return 0

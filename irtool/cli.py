@@ -143,10 +143,10 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
-        from .report import cost as cost_mod
-
-        limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else None
         want_cost = with_cost or device_memory is not None
+        if want_cost:  # the cost model's modules are loaded only when asked for
+            from .report import cost as cost_mod
+        limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else None
         cost = None
         sel = Selection.of(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress),
                            partial=True)

@@ -432,6 +432,25 @@ def test_input_type_on_every_type_line_of_real_dumps(rel: str) -> None:
         assert [input_type(line, i) for i in range(len(ins) + 1)] == [*ins, None], line
 
 
+
+@pytest.mark.parametrize("rel", ["semi_auto_8p/rank_0/19_validate_0078.ir.xz",
+                                 "pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz",
+                                 "dynamic_shape_pp_4p/rank_0/19_validate_0087.ir.xz"])
+def test_plain_type_lines_read_by_regex_as_by_the_grammar(rel: str) -> None:
+    import irtool
+    from irtool.ir.values import _TYPES, _plain_sig, transforming_parser
+
+    lines = {line.strip() for n in irtool.load(fixture(rel)).nodes() for line in n.type_lines}
+    fast = [line for line in lines if _plain_sig(line) is not None]
+    # each dump has lines of plain tensor types only: the regex path is taken, not only declined
+    assert fast
+    for line in fast:
+        assert _plain_sig(line) == transforming_parser("type_sig", _TYPES).parse(line), line
+    # a Tuple output or a Bool input is the grammar's to read
+    assert _plain_sig(": (<Tensor[Float32], (2)>) -> (<Tuple[Tensor[Float32]*2], TupleShape((1), (1))>)") is None
+    assert _plain_sig(": (<Bool, NoShape>) -> (<Tensor[Float32], (2)>)") is None
+
+
 TAILS = [
     '{instance name: x} primitive_attrs: {group: "hccl_world_group", rank_list: (0, 1), fusion: I64(0)} '
     'cnode_attrs: {} cnode_primal_attrs: {unique_id: "12"} {in_strategy: ((2, 1), (1, 4))}',

@@ -157,7 +157,12 @@ def test_the_panel_says_what_summarize_says() -> None:
     # line 86's source block: its last `# In file` frame is make.py:58, the user's own line
     keys = [a["key"] for a in by_id["%3"]["attrs"]]
     assert qkv["source"] == "/home/user/models/semi_auto_8p/make.py:58 qkv = self.qkv(x, self.w_in)"
-    assert keys.index("source") < keys.index("frame 1")
+    # then every call it comes from, outermost first, without the `def` lines (`:423~438`) and repeats
+    # (lines 89-100 of the dump: cell_wrapper.py 425, 442, 122, 122, make.py 90, 90, 58)
+    assert keys.index("source") < keys.index("call stack")
+    assert qkv["call stack"] == "cell_wrapper.py:425 > cell_wrapper.py:442 > cell_wrapper.py:122 > make.py:90 > make.py:58"
+    # the instance name is its own row, not repeated at the head of the attributes (line 86)
+    assert qkv["instance name"] == "qkv" and qkv["attributes"].startswith("primitive_attrs: {in_strategy: ((2, 1), (1, 4))")
     assert qkv["in 0 split"] == "2 x 1 (pieces per dimension)" and qkv["in 1 split"] == "1 x 4 (pieces per dimension)"
     (lay,) = models_for(LAYOUT).graphs
     up = _attrs(next(n for n in lay["nodes"] if n["id"] == "%2"))

@@ -2,8 +2,15 @@
 
 Every line becomes one token (its kind found by the whole-line terminals of the grammar); the
 LALR document parser checks the line structure and, as it reduces, the `Builder` turns tokens into
-model objects. Nothing holds the whole text: each line is dropped once its node is built, and the
-long `# In file` lines, which repeat a lot, are interned.
+model objects. The text comes in chunks of whole lines (`source.read_chunks`); nothing holds the
+whole text, and what recurs (`# In file` and type lines, callees) is kept once.
+
+Most of a dump is node blocks of one usual form (a statement line, its type line, its scope, its
+source lines). The lexer matches such a block whole with one regex built from the grammar's
+terminals (`_block_regex`) and builds its Node at once, checking its brackets by counting in C;
+consecutive ones go to the parser as one token. Anything else, including every statement the
+checks would refuse, goes line by line, where the errors are located; both paths give the same
+model, warnings and errors.
 
 `load` is reentrant: the parser and the `Builder` are shared and hold no state; what one load
 collects (its path, lenient mode, warnings) lives in its `_Lines`, which every token points to.
@@ -11,7 +18,6 @@ collects (its path, lenient mode, warnings) lives in its `_Lines`, which every t
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import re
 import sys
@@ -25,7 +31,7 @@ from ..errors import DumpError, show
 from .grammar import document_parser, grammar_text
 from .model import Dump, Node, Param, Subgraph, SymbolEngine, SymbolLine
 from .records import CALL, PRIMFUNC_PREFIX, DumpWarning
-from .source import read_lines
+from .source import NulAt, nul_error, read_chunks
 from .values import scan_args, terminal
 
 # Lines carry no structure past their first characters, so a node line longer than this is
@@ -54,22 +60,92 @@ LINE_NAMES = {
 
 
 @functools.cache
+def _line_terminals() -> dict[str, str]:
+    """The whole-line terminals of the grammar (name -> regex), in the order the grammar lists them."""
+    return dict(re.findall(r"^([A-Z_]+_LINE)\s*:\s*/(.*)/\s*$", grammar_text(), flags=re.M))
+
+
+@functools.cache
 def _line_regex() -> re.Pattern[str]:
     """All whole-line terminals of the grammar, in the order the grammar lists them."""
-    found = re.findall(r"^([A-Z_]+_LINE)\s*:\s*/(.*)/\s*$", grammar_text(), flags=re.M)
-    return re.compile("|".join(f"(?P<{name}>{regex})" for name, regex in found))
+    return re.compile("|".join(f"(?P<{name}>{regex})" for name, regex in _line_terminals().items()))
+
+
+@functools.cache
+def _block_regex() -> re.Pattern[str]:
+    """A node block in its usual form, matched in one call on the text (the fast path of the
+    lexer): a NODE_LINE whose head is `node_stmt`'s (as `_head_regex`, callee a name, graph or
+    node followed by `(`) and whose arguments and tail hold no stray character and only strings
+    without brackets, quotes or escapes inside, ending `)` or `}`; then its TYPE_LINEs, at most
+    one SCOPE_LINE, then SOURCE, SIDE_EFFECT and CANDIDATE lines; then a line that surely ends
+    the block (node, Return, `}`). Anything else (blank or unknown lines among them, several
+    scopes, other orders, statements over several lines, anything the Builder would refuse) does
+    not match and is read line by line, so both paths give the same tokens. Terminals ending
+    `.*` are cut there in the lookahead: on one line `.*` always matches."""
+    t = _line_terminals()
+    free, plain = f"[^\"'\\n{_STRAY_CHARS}]*", r"[^\"'\\\n()\[\]{}]*"
+    head = (rf"  ({terminal('NODE_REF')})\(({terminal('DEBUG_NAME')})\) = (?:call )?"
+            rf"({terminal('GRAPH_REF')}|{terminal('NODE_REF')}|{terminal('NAME')})\(")
+    args = rf"({free}(?:(?:\"{plain}\"|'{plain}'){free})*)(?<=[)}}])\n"
+    rest = "|".join(t[k] for k in ("SOURCE_LINE", "SIDE_EFFECT_LINE", "CANDIDATE_LINE"))
+    info = rf"((?:{t['TYPE_LINE']}\n)*)(?:({t['SCOPE_LINE']})\n)?((?:(?:{rest})\n)*)"
+    ends = "|".join(t[k].removesuffix(".*") + ("" if t[k].endswith(".*") else r"\n")
+                    for k in ("NODE_LINE", "RETURN_LINE", "CLOSE_LINE"))
+    return re.compile(f"{head}{args}{info}(?={ends})")
+
+
+class _Cursor:
+    """Where one load is in the text: the chunk being read (whole lines, each ended by `\n`),
+    the offset of the next line in it, and how many lines were read."""
+
+    __slots__ = ("path", "chunks", "chunk", "pos", "number", "size", "last", "progress")
+
+    def __init__(self, path: str, chunks: Iterator[str | NulAt], progress: Callable[[int], None] | None = None) -> None:
+        self.path, self.chunks, self.progress = path, chunks, progress
+        self.chunk, self.pos, self.number, self.size, self.last = "", 0, 0, 0, 0
+
+    def line(self) -> tuple[int, str] | None:
+        """The next line and its number, or None at the end of the text."""
+        chunk, pos = self.chunk, self.pos
+        if pos >= len(chunk):
+            chunk = next(self.chunks, None)  # type: ignore[assignment]
+            if chunk is None:
+                return None
+            if isinstance(chunk, NulAt):
+                raise nul_error(self.path, self.number + 1, chunk)
+            self.chunk, pos = chunk, 0
+            self.size += len(chunk)
+            if self.progress is not None:
+                self.progress(self.size)
+        end = chunk.index("\n", pos)
+        self.last, self.pos = pos, end + 1
+        self.number += 1
+        return self.number, chunk[pos:end]
+
+    def unread(self) -> None:
+        """Step back over the line just read (always in the current chunk)."""
+        self.pos = self.last
+        self.number -= 1
 
 
 class _Lines:
-    """One load: the line iterator handed to the parser, where it is (for error messages), and
-    the warnings found so far. Every token carries it, so the shared Builder needs no state."""
+    """One load: the text handed to the parser (`cursor`; `lines` yields it line by line), where
+    it is (for error messages), and the warnings found so far. Every token carries it, so the
+    shared Builder needs no state."""
 
-    def __init__(self, path: str, lines: Iterator[tuple[int, str]], lenient: bool) -> None:
-        self.path, self.lines, self.lenient = path, lines, lenient
-        self.last_line = 0
+    def __init__(self, path: str, cursor: _Cursor, lenient: bool) -> None:
+        self.path, self.cursor, self.lenient = path, cursor, lenient
+        self.lines: Iterator[tuple[int, str]] = iter(cursor.line, None)
         self.open_graph: tuple[str, int] | None = None
-        self.size = 0
         self.warnings: list[DumpWarning] = []
+
+    @property
+    def last_line(self) -> int:
+        return self.cursor.number
+
+    @property
+    def size(self) -> int:
+        return self.cursor.size
 
     def warn(self, line: int, message: str) -> None:
         self.warnings.append(DumpWarning(line, message))
@@ -79,7 +155,7 @@ _BLOCK_OF = {"NODE_LINE": "NODE_BLOCK", "RETURN_LINE": "RETURN_BLOCK"}
 _INFO_KINDS = frozenset({"TYPE_LINE", "SCOPE_LINE", "SOURCE_LINE", "SIDE_EFFECT_LINE", "CANDIDATE_LINE",
                          "UNKNOWN_LINE"})
 # Lines under a node that the lexer hands over stripped and interned (they recur), and how many
-# distinct ones one load remembers.
+# distinct ones (or runs of them) one load remembers.
 _REPEATED_KINDS = frozenset({"TYPE_LINE", "SOURCE_LINE"})
 _KNOWN_LINES = 1 << 16
 
@@ -101,6 +177,14 @@ class BlockToken(LineToken):
     __slots__ = ("sources", "types", "others", "joins", "cut")
 
 
+class BuiltToken(LineToken):
+    """Consecutive NODE_BLOCKs the lexer's fast path read whole, as one token (the grammar takes
+    them one after another wherever it takes one): `nodes` are their Nodes, built already; its
+    text is the first one's line."""
+
+    __slots__ = ("nodes",)
+
+
 # Line kinds that cannot continue a statement whose brackets are still open: where one is met the
 # statement was cut (a truncated or hostile file), and it is reported at its own line.
 _STOP_KINDS = frozenset({"NODE_LINE", "RETURN_LINE", "TYPE_LINE", "SCOPE_LINE", "SOURCE_LINE", "CLOSE_LINE",
@@ -110,97 +194,183 @@ _STOP_IN_STRING = frozenset({"NODE_LINE", "RETURN_LINE", "SCOPE_LINE", "SOURCE_L
 _RETURN_ARGS = len("  Return(")
 
 
+class _Memo:
+    """What recurs between the node blocks of one load, kept once: callees (with their
+    operator), runs of type lines, runs of source/side-effect/candidate lines (as sources and
+    notes). Equal tuples and strings are then one object, shared by the nodes."""
+
+    __slots__ = ("callees", "types", "rests")
+
+    def __init__(self) -> None:
+        self.callees: dict[str, tuple[str, str]] = {}
+        self.types: dict[str, tuple[str, ...]] = {}
+        self.rests: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+    def callee(self, callee: str) -> tuple[str, str]:
+        found = self.callees.get(callee)
+        if found is None:
+            op = CALL if callee[0] in "@%$" else _strip_prefix(callee)
+            found = self.callees[callee] = (sys.intern(callee), sys.intern(op))
+        return found
+
+    def type_run(self, run: str) -> tuple[str, ...]:
+        found = self.types.get(run)
+        if found is None:
+            found = tuple(sys.intern(line.strip()) for line in run.split("\n")[:-1])
+            if len(self.types) < _KNOWN_LINES:
+                self.types[run] = found
+        return found
+
+    def rest_run(self, run: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        found = self.rests.get(run)
+        if found is None:
+            match = _line_regex().fullmatch
+            sources, notes = [], []
+            for line in run.split("\n")[:-1]:
+                m = match(line)
+                (sources if m and m.lastgroup == "SOURCE_LINE" else notes).append(sys.intern(line.strip()))
+            found = (tuple(sources), tuple(notes))
+            if len(self.rests) < _KNOWN_LINES:
+                self.rests[run] = found
+        return found
+
+
 class LineLexer(Lexer):
     """Lark lexer that turns each non-blank line into one token of its whole-line terminal; a node
-    statement and the lines under it become one block token."""
+    statement and the lines under it become one block token. A node block in its usual form is
+    matched whole by one regex and built into its Node at once (`_block_regex`); everything else
+    goes line by line."""
 
     def __init__(self, lexer_conf: Any) -> None:
         pass
 
     def lex(self, data: _Lines, *_: Any) -> Iterator[Token]:  # type: ignore[override]
         match = _line_regex().fullmatch
+        fast = _block_regex().match
+        cur = data.cursor
+        memo = _Memo()
+        intern = sys.intern
         # Source and type lines repeat (a 68 MB dump: 107 distinct source lines among 306 k, 6 k
         # type lines among 42 k): their kind and stripped, interned text are looked up, not matched.
         known: dict[str, tuple[str, str]] = {}
         block: BlockToken | None = None
-        pending: tuple[int, str] | None = None  # a line that ended a cut statement, read again
+        run: list[Node] = []  # nodes read by the fast path, not yet handed over
+        callees, type_runs, rest_runs = memo.callees, memo.types, memo.rests
         while True:
-            lines = data.lines if pending is None else itertools.chain((pending,), data.lines)
-            pending = None
-            for number, text in lines:
-                data.last_line = number
-                data.size += len(text) + 1
-                seen = known.get(text)
-                if seen is not None:
-                    kind, value = seen
-                else:
-                    if not text or text.isspace():
-                        continue
-                    if len(text) > MAX_LINE:
-                        raise _too_long(data.path, number, len(text))
-                    m = match(text)
-                    kind = m.lastgroup if m else "UNKNOWN_LINE"
-                    value = text
-                    if kind in _REPEATED_KINDS:
-                        value = sys.intern(text.strip())
-                        if len(known) < _KNOWN_LINES:
-                            known[text] = (kind, value)
+            chunk, pos, number = cur.chunk, cur.pos, cur.number
+            count = chunk.count
+            while (m := fast(chunk, pos)) is not None:
+                start, end = m.span(4)  # the text after the argument list's `(`
+                after = m.end()
+                ref, name, callee, types, scope, rest = m.group(1, 2, 3, 5, 6, 7)
+                if not (count("(", start, end) + 1 == count(")", start, end)
+                        and count("[", start, end) == count("]", start, end)
+                        and count("{", start, end) == count("}", start, end)
+                        and len(ref) <= MAX_DIGITS + 1 and after - pos <= MAX_LINE):
+                    break  # the line-by-line path reports it
                 if block is not None:
-                    if kind == "SOURCE_LINE":
-                        block.sources.append(value)
-                        continue
-                    if kind in _INFO_KINDS:
-                        if kind == "TYPE_LINE":
-                            block.types.append(value)
-                        else:
-                            block.others.append((kind, value, number))
-                        continue
                     yield block
                     block = None
-                if kind in _BLOCK_OF:
-                    block = BlockToken(_BLOCK_OF[kind], text, line=number, column=1)
-                    block.sources, block.types, block.others, block.src = [], [], [], data
-                    # A complete statement ends with `)` or `}` (grammar: `node_stmt`); only a line
-                    # that does not, or holds an odd number of quotes, is scanned for open brackets.
-                    if text[-1] not in ")}" or text.count('"') & 1:
-                        opened = _Brackets.after_head(text, kind, number)
-                        if opened is not None:  # brackets or a string go on to the next lines
-                            block, pending = _continued(block, opened, data)
-                            if pending is not None:
-                                break
-                    continue
-                if kind == "GRAPH_OPEN_LINE":
-                    data.open_graph = (text, number)
-                elif kind == "CLOSE_LINE":
-                    data.open_graph = None
-                tok = LineToken(kind, text, line=number, column=1)
-                tok.src = data
-                yield tok
-            else:
+                number += 1
+                if not run:
+                    first = chunk[pos:end]
+                    built = str.__new__(BuiltToken, first)  # not Token(): its keyword handling costs more
+                    built.type, built.value, built.line, built.column, built.src = "NODE_BLOCK", first, number, 1, data
+                    built.start_pos = built.end_line = built.end_column = built.end_pos = None
+                    built.nodes = run
+                callee, op = callees.get(callee) or memo.callee(callee)
+                if scope:  # not interned: a scope names one node
+                    inner = scope.split(": ", 1)[1]
+                    scope = inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner
+                else:
+                    scope = None
+                sources, notes = (rest_runs.get(rest) or memo.rest_run(rest)) if rest else ((), ())
+                types = (type_runs.get(types) or memo.type_run(types)) if types else ()
+                run.append(Node("", int(ref[1:]), name, callee, op, chunk[pos + 2:end], start - pos - 2, number,
+                                types, scope, sources, notes))
+                number += len(types) + (scope is not None) + len(sources) + len(notes)  # the lines under it
+                pos = after
+            cur.pos, cur.number = pos, number
+            if run:  # handed over before the next line is read: `lenient` resumes after them
+                yield built
+                run = []
+            read = cur.line()
+            if read is None:
                 break
+            number, text = read
+            seen = known.get(text)
+            if seen is not None:
+                kind, value = seen
+            else:
+                if not text or text.isspace():
+                    continue
+                if len(text) > MAX_LINE:
+                    raise _too_long(data.path, number, len(text))
+                m = match(text)
+                kind = m.lastgroup if m else "UNKNOWN_LINE"
+                value = text
+                if kind in _REPEATED_KINDS:
+                    value = intern(text.strip())
+                    if len(known) < _KNOWN_LINES:
+                        known[text] = (kind, value)
+            if block is not None:
+                if kind == "SOURCE_LINE":
+                    block.sources.append(value)
+                    continue
+                if kind in _INFO_KINDS:
+                    if kind == "TYPE_LINE":
+                        block.types.append(value)
+                    else:
+                        block.others.append((kind, value, number))
+                    continue
+                # The line that ends the block is read again after it: if the parser refuses the
+                # block, `lenient` resumes with a new `lex` and that line is not lost.
+                cur.unread()
+                yield block
+                block = None
+                continue
+            if kind in _BLOCK_OF:
+                block = BlockToken(_BLOCK_OF[kind], text, line=number, column=1)
+                block.sources, block.types, block.others, block.src = [], [], [], data
+                # A complete statement ends with `)` or `}` (grammar: `node_stmt`); only a line
+                # that does not, or holds an odd number of quotes, is scanned for open brackets.
+                if text[-1] not in ")}" or text.count('"') & 1:
+                    opened = _Brackets.after_head(text, kind, number)
+                    if opened is not None:  # brackets or a string go on to the next lines
+                        block, cut = _continued(block, opened, data)
+                        if cut:
+                            cur.unread()  # the line that showed the cut is read again
+                continue
+            if kind == "GRAPH_OPEN_LINE":
+                data.open_graph = (text, number)
+            elif kind == "CLOSE_LINE":
+                data.open_graph = None
+            tok = LineToken(kind, text, line=number, column=1)
+            tok.src = data
+            yield tok
         if block is not None:
             yield block
+        if run:
+            yield built
 
 
-def _continued(block: BlockToken, opened: _Brackets, data: _Lines) -> tuple[BlockToken, tuple[int, str] | None]:
+def _continued(block: BlockToken, opened: _Brackets, data: _Lines) -> tuple[BlockToken, bool]:
     """Join the lines that follow an unbalanced statement until its brackets balance (numpy wraps
     tensor constants, strings may hold line breaks), by line breaks, so that offsets in the text
-    still name a line and column. Returns the joined statement, and the line that showed it was
-    cut (to be read again). A cut statement is a located error at its own line; with `lenient` it
-    is handed on with the error, which the Builder reports when it skips it."""
+    still name a line and column. Returns the joined statement, and whether the last line read
+    showed it was cut (to be read again). A cut statement is a located error at its own line; with
+    `lenient` it is handed on with the error, which the Builder reports when it skips it."""
     parts, joins = [str(block)], []
     size = len(parts[0])
     match = _line_regex().fullmatch
-    cut: tuple[int, str] | None = None
+    cut = False
     found = "end of file"
     for number, text in data.lines:
         m = match(text)
         kind = m.lastgroup if m else "UNKNOWN_LINE"
         if kind in (_STOP_KINDS if opened.quote is None else _STOP_IN_STRING):
-            cut, found = (number, text), f"{LINE_NAMES[kind]} {show(text)} at line {number}"
+            cut, found = True, f"{LINE_NAMES[kind]} {show(text)} at line {number}"
             break
-        data.last_line = number
-        data.size += len(text) + 1
         size += len(text) + 1
         if size > MAX_LINE:
             raise _too_long(data.path, block.line, size)
@@ -305,6 +475,10 @@ class Builder(Transformer):
             if isinstance(item, Node):
                 item.graph = name
                 g.nodes.append(item)
+            elif isinstance(item, list):  # a run of nodes (BuiltToken)
+                for node in item:
+                    node.graph = name
+                g.nodes.extend(item)
             elif item is not None:  # an unknown or `key: value` line among the nodes, kept raw
                 text = item[1] if item[0] == "raw" else f"{item[1][0]}: {item[1][1]}"
                 g.body_notes.append(text)
@@ -312,15 +486,16 @@ class Builder(Transformer):
                     _unknown(item[2].src, item[2].line, text)
         return g
 
-    def node(self, items: list) -> Node | None:
+    def node(self, items: list) -> Node | list[Node] | None:
         tok = items[0]
+        if type(tok) is BuiltToken:
+            return tok.nodes
         text = str(tok)[2:]
         notes, scope = [], None
-        intern = sys.intern
         for kind, line, number in tok.others:
             if kind == "SCOPE_LINE" and scope is None:
                 inner = line.split(": ", 1)[1]
-                scope = intern(inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner)
+                scope = inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner
             else:
                 if kind == "UNKNOWN_LINE":
                     _unknown(tok.src, number, line)
@@ -484,7 +659,8 @@ def _param_regex() -> re.Pattern[str]:
 # value form. (A bracket- and character-level check is all that can be done eagerly at C speed;
 # the rest of a statement is parsed on demand, where unknown forms become warnings.) A line break
 # is allowed: it joins the lines of a statement printed over several.
-_STRAY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f!#&;?\\^`|~]")
+_STRAY_CHARS = r"\x00-\x08\x0b-\x1f\x7f!#&;?\\^`|~"
+_STRAY = re.compile(f"[{_STRAY_CHARS}]")
 
 
 @functools.cache
@@ -618,14 +794,16 @@ def load(path: str | os.PathLike, lenient: bool = False,
     `Dump.warnings` instead. `progress`, if given, is called with the bytes read so far.
     """
     name = str(path)
-    lines = read_lines(path)
-    if progress is not None:
-        lines = _report(lines, progress)
-    data = _Lines(name, lines, lenient)
+    data = _Lines(name, _Cursor(name, read_chunks(path), progress), lenient)
     parser = document_parser(LineLexer, _builder())
 
     def on_error(exc: UnexpectedInput) -> bool:
-        data.warn(getattr(exc, "line", 0) or data.last_line, f"skipped: {_message(name, exc, data)}")
+        tok = getattr(exc, "token", None)
+        if type(tok) is BuiltToken:  # each node of the run is refused as it would be alone
+            for node in tok.nodes:
+                data.warn(node.line, f"skipped: {DumpError(name, *_located(exc, data, node.line, '  ' + node.text))}")
+        else:
+            data.warn(getattr(exc, "line", 0) or data.last_line, f"skipped: {_message(name, exc, data)}")
         return True
 
     try:
@@ -655,7 +833,7 @@ def parse_node(text: str, graph: str = "g", scope: str | None = None) -> Node:
     lines[0] = "  " + lines[0].lstrip(" ")
     if scope is not None:
         lines.append(f"      # Scope: ({scope})")
-    data = _Lines("<line>", enumerate(lines, 1), lenient=False)
+    data = _Lines("<line>", _Cursor("<line>", iter(["\n".join(lines) + "\n"])), lenient=False)
     tokens = list(LineLexer(None).lex(data))
     if len(tokens) != 1 or not isinstance(tokens[0], BlockToken):
         raise DumpError(data.path, 1, 1, LINE_NAMES["NODE_BLOCK"], show(text))
@@ -669,17 +847,8 @@ def _builder() -> Builder:
     return Builder()
 
 
-def _report(lines: Iterator[tuple[int, str]], progress: Callable[[int], None]) -> Iterator[tuple[int, str]]:
-    done = 0
-    for number, text in lines:
-        done += len(text) + 1
-        if number % 20000 == 0:
-            progress(done)
-        yield number, text
-    progress(done)
-
-
-def _located(exc: UnexpectedInput, data: _Lines) -> tuple[int, int, str, str]:
+def _located(exc: UnexpectedInput, data: _Lines, line: int = 0, text: str | None = None) -> tuple[int, int, str, str]:
+    """(line, column, expected, found) of a parser error; `line` and `text` stand for the token's."""
     tok = getattr(exc, "token", None)
     expected = sorted(getattr(exc, "expected", None) or ())
     if tok is None or tok.type == "$END":
@@ -690,8 +859,9 @@ def _located(exc: UnexpectedInput, data: _Lines) -> tuple[int, int, str, str]:
         if data.last_line == 0:
             found = "an empty file"
     else:
-        line = tok.line
-        found = f"{LINE_NAMES.get(tok.type, tok.type)} {show(str(tok))}" if tok.type != "UNKNOWN_LINE" else show(str(tok))
+        line = line or tok.line
+        text = str(tok) if text is None else text
+        found = f"{LINE_NAMES.get(tok.type, tok.type)} {show(text)}" if tok.type != "UNKNOWN_LINE" else show(text)
     names = [LINE_NAMES.get(e, e) for e in expected if e != "UNKNOWN_LINE"]
     wanted = " or ".join(names[:4]) + (" or ..." if len(names) > 4 else "")
     return (line, 1, wanted or "nothing more", found)

@@ -622,6 +622,9 @@ def parse_type_sig(text: str) -> tuple[list[TypeInfo], list[TypeInfo]]:
     TypeInfo of kind `?` holding the raw text."""
     if _too_deep(text):
         return ([], [TypeInfo(text=text.strip(), kind="?")])
+    plain = _plain_sig(text.strip())
+    if plain is not None:
+        return plain
     try:
         return transforming_parser("type_sig", _TYPES).parse(text.strip())
     except (LarkError, RecursionError):
@@ -631,6 +634,9 @@ def parse_type_sig(text: str) -> tuple[list[TypeInfo], list[TypeInfo]]:
 @functools.lru_cache(maxsize=65536)
 def parse_type(text: str) -> TypeInfo:
     """One type, e.g. `<Tensor[Float32], (16, 32)>`."""
+    plain = _tensor_type(text)  # the usual form, by one regex; the grammar reads the rest
+    if plain is not None:
+        return plain
     ins, _ = parse_type_sig(f": ({text})")
     return ins[0] if len(ins) == 1 else TypeInfo(text=text, kind="?")
 
@@ -730,6 +736,37 @@ def _tensor_type(text: str) -> TypeInfo | None:
     dims = m.group("dims")
     return TypeInfo(text=text, kind="Ref" if m.group("ref") else "Tensor", dtype=dtype,
                     shape=tuple(int(d) for d in dims.split(", ")) if dims else ())
+
+
+_SIG = re.compile(r": \((.*)\) -> \((.*)\)")
+
+
+def _plain_types(text: str) -> list[TypeInfo] | None:
+    """The types of a list printed as plain tensor or Ref types separated by `, `; None otherwise."""
+    found: list[TypeInfo] = []
+    pos, n = 0, len(text)
+    while pos < n:
+        m = _TENSOR_TYPE.match(text, pos)
+        t = m and _tensor_type(m.group())
+        if t is None:
+            return None
+        found.append(t)
+        pos = m.end()
+        if pos < n:
+            if not text.startswith(", ", pos):
+                return None
+            pos += 2
+    return found
+
+
+def _plain_sig(text: str) -> tuple[list[TypeInfo], list[TypeInfo]] | None:
+    """`parse_type_sig` of a type line whose inputs and outputs are all plain tensor or Ref types
+    (most of them), by regexes; None otherwise (the grammar reads it)."""
+    m = _SIG.fullmatch(text)
+    if m is None:
+        return None
+    ins, outs = _plain_types(m.group(1)), _plain_types(m.group(2))
+    return None if ins is None or outs is None else (ins, outs)
 
 
 def read_group(text: str, group: str) -> dict[str, Any] | None:

@@ -41,6 +41,14 @@ def plain(value: Any) -> Any:
         return value
     if type(value) is float:
         return value if value - value == 0 else NonFinite(value)
+    if type(value) is tuple:  # strategies, shapes, rank lists: few distinct among many records
+        text = repr(value)
+        done = _PLAIN_TUPLES.get(text)
+        if done is None:
+            done = [x if type(x) in _READY else plain(x) for x in value]
+            if len(_PLAIN_TUPLES) < 1 << 14:
+                _PLAIN_TUPLES[text] = done
+        return done
     if isinstance(value, (tuple, list)):
         return [x if type(x) in _READY else plain(x) for x in value]
     if isinstance(value, dict):
@@ -48,6 +56,11 @@ def plain(value: Any) -> Any:
     if isinstance(value, (int, float, bool, str)):
         return value
     return str(value)
+
+
+# `plain` of tuples by their repr (`(1, 2)` and `(1.0, 2.0)` are equal tuples, not the same JSON):
+# strategies, shapes and rank lists recur across thousands of records; the JSON writer only reads them.
+_PLAIN_TUPLES: dict[str, list] = {}
 
 
 # Field annotations whose values are JSON-ready as they are: copied, not walked by `plain`.

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any, Iterable
 
-from ..ir import Dump, Node
+from ..ir import Dump, Node, TypeInfo
 from ..parallel import CATEGORIES, CommNode, ParallelFacts
 from ..parallel.chains import user_source
 from ..parallel.records import ChainEnd, RedistributionChain
@@ -39,20 +39,36 @@ def namespace_of(scope: str | None) -> str:
 
 
 def _kv(key: str, value: Any) -> dict[str, Any]:
-    if isinstance(value, dict):  # a special value (node links)
-        return {"key": key, "value": value}
-    text = value if isinstance(value, str) else cell(value)
-    if len(text) > MAX_VALUE:
-        text = text[:MAX_VALUE] + f" (+{len(text) - MAX_VALUE} characters, see the dump line)"
-    return {"key": key, "value": text}
+    if type(value) is not str:
+        if isinstance(value, dict):  # a special value (node links)
+            return {"key": key, "value": value}
+        value = cell(value)
+    if len(value) > MAX_VALUE:
+        value = value[:MAX_VALUE] + f" (+{len(value) - MAX_VALUE} characters, see the dump line)"
+    return {"key": key, "value": value}
 
 
-def _graph_refs(node: Node, names: set[str]) -> list[str]:
-    """Subgraphs this node refers to: `@g` arguments, `call @g`, `[@FuncUnion(@a, @b)]` callees."""
-    found: list[str] = []
-    for inp in node.inputs:
-        found += [r.name.lstrip("@") for r in ((inp.ref,) if inp.ref else inp.nested) if r.kind == "graph"]
-    found += _GRAPH_TOKEN.findall(node.text[: node.args_start])
+# a `# In file` line's place: `# In file /x/make.py:58, 14~36/code/`; `:56~70` is a function's lines
+_FRAME = re.compile(r"# In file (?:[^,]*/)?([^/,]+):(\d+)(~\d+)?, ")
+
+
+def call_stack(sources: tuple[str, ...]) -> str:
+    """The calls a node comes from, outermost first, as `file:line`: `cell_wrapper.py:425 > make.py:90 >
+    make.py:58` (the lines of the functions themselves and repeats left out)."""
+    out: list[str] = []
+    for line in sources:
+        m = _FRAME.match(line)
+        if m and not m.group(3):
+            place = f"{m.group(1)}:{m.group(2)}"
+            if not out or out[-1] != place:
+                out.append(place)
+    return " > ".join(out)
+
+
+def _graph_refs(node: Node, args: list[str], names: set[str]) -> list[str]:
+    """Subgraphs this node refers to: `@g` arguments (`args`), `call @g`, `[@FuncUnion(@a, @b)]` callees."""
+    head = node.text[: node.args_start]
+    found = args + _GRAPH_TOKEN.findall(head) if "@" in head else args
     return [g for g in dict.fromkeys(found) if g in names]
 
 
@@ -131,6 +147,9 @@ class _Context:
         self.chains: dict[int, RedistributionChain] = {ch.id: ch for ch in facts.chains}
         self.params = {p.ref: p for p in dump.params}
         self.names = {g.name for g in dump.subgraphs}
+        # the `source` and `call stack` rows of a node's `# In file` lines, shared by nodes
+        self.stacks: dict[tuple[str, ...], tuple[dict[str, str] | None, dict[str, str] | None]] = {}
+        self.outputs: dict[str, list[dict[str, Any]]] = {}  # output metadata, shared by type
         self.file = os.path.basename(dump.path)
         # node uid -> id of the redistribution chain it belongs to
         self.chain_of: dict[str, int] = {}
@@ -140,51 +159,65 @@ class _Context:
                 self.chain_of[f"{graph}/{entry.split()[0]}"] = ch.id
 
 
-def _node_attrs(node: Node, ctx: _Context) -> list[dict[str, str]]:
-    attrs = [_kv("operator", node.op), _kv("name", node.name), _kv("file", f"{ctx.file}:{node.line}")]
+def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
+    attrs = [{"key": "name", "value": node.name}, {"key": "file", "value": f"{ctx.file}:{node.line}"}]
     if node.scope:
-        attrs.append(_kv("scope", node.scope))
+        attrs.append({"key": "scope", "value": node.scope})
     if node.is_call:
+        attrs[:0] = [_kv("operator", node.op)]  # the box says `call @g`
         attrs.append(_kv("callee", node.callee))
     inst = node.instance_name
     if inst:
         attrs.append(_kv("instance name", inst))
-    mine = user_source(node)
-    if mine:  # the user's own line first; every frame, framework ones included, at the end
-        attrs.append(_kv("source", mine))
-    s = ctx.strategy.get(node.uid)
+    # the user's own line first, the whole call stack at the end; both read once per distinct stack
+    rows = ctx.stacks.get(node.sources)
+    if rows is None:
+        mine, stack = user_source(node), call_stack(node.sources)
+        rows = ctx.stacks[node.sources] = (_kv("source", mine) if mine else None,
+                                           _kv("call stack", stack) if stack else None)
+    if rows[0] is not None:
+        attrs.append(rows[0])
+    s = ctx.strategy.get(uid)
     if s is not None:
         for key, value in s.values().items():
             if value is not None:
                 attrs.append(_kv(key.replace("_", " "), strategy_text(value)))
         attrs += strategy_matrix(s)
-    c = ctx.comm.get(node.uid)
+    c = ctx.comm.get(uid)
     if c is not None:
         attrs += comm_attrs(c)
-    chain = ctx.chains.get(ctx.chain_of.get(node.uid, -1))
+    chain = ctx.chains.get(ctx.chain_of.get(uid, -1))
     if chain is not None:
         attrs += chain_attrs(chain, node.graph)
     for inp in node.inputs:
         if inp.ref is None and not inp.nested:  # constants are not edges: show them
             attrs.append(_kv(f"input {inp.index}", inp.text))
     tail = node.tail.strip()
+    if inst and tail.startswith("{instance name: "):  # said above
+        tail = tail[len(inst) + 17 :].strip()
     if tail:  # as printed: parsing every operator's attributes would cost seconds on a large dump
         attrs.append(_kv("attributes", tail))
-    # then the outermost frames (the framework's, `cell_wrapper.py`): all of them would double a large graph
-    attrs += [_kv(f"frame {i + 1}", line.lstrip("# ")) for i, line in enumerate(node.sources[:3])]
+    if rows[1] is not None:
+        attrs.append(rows[1])
     return attrs
 
 
-def _output_metadata(node: Node) -> list[dict[str, Any]]:
-    attrs = [_kv("__tensor_tag", node.key)]
-    t = node.output_type
-    if t is not None:
+def _output_metadata(t: TypeInfo | None, cache: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """An output's shape and dtype (the type as printed when they do not say it all), shared by
+    nodes of the same output type."""
+    if t is None:
+        return []
+    meta = cache.get(t.text)
+    if meta is None:
+        attrs = []
         if t.shape is not None:
             attrs.append(_kv("shape", t.shape))
         if t.dtype:
             attrs.append(_kv("dtype", t.dtype))
-        attrs.append(_kv("type", t.text))
-    return [{"id": "0", "attrs": attrs}]
+        if t.shape is None or t.text != f"<{t.kind}[{t.dtype}], {cell(t.shape)}>":
+            attrs.append(_kv("type", t.text))
+        meta = cache[t.text] = [{"id": "0", "attrs": attrs}]
+    return meta
 
 
 # --- a hierarchy Model Explorer can lay out ---------------------------------------------------
@@ -293,59 +326,64 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
                 ("subgraph parameter" if ref_name in own_params else "parameter")
             attrs = [_kv("operator", "Parameter" if ref_kind == "param" else "FreeVariable"), _kv("kind", kind),
                      _kv("reference", ref_name)]
-            meta = [_kv("__tensor_tag", ref_name)]
             if p is not None:
                 attrs.append(_kv("file", f"{ctx.file}:{p.line}"))
-                t = p.type
-                if t is not None:
-                    meta += [_kv("shape", t.shape), _kv("dtype", t.dtype), _kv("type", t.text)]
-            aux[ref_name] = {"id": ref_name, "label": label, "namespace": ns, "attrs": attrs,
-                             "incomingEdges": [], "outputsMetadata": [{"id": "0", "attrs": meta}]}
+            aux[ref_name] = {"id": ref_name, "label": label, "namespace": ns, "attrs": attrs, "incomingEdges": [],
+                             "outputsMetadata": _output_metadata(p.type if p is not None else None, ctx.outputs)}
         return ref_name
 
     first_user: dict[str, Node] = {}  # parameter reference -> the first operator reading it
+    uids: list[str] = []
     for node in sg.nodes:
         ns = namespace_of(node.scope)
         edges = []
+        called: list[str] = []
         for inp in node.inputs:
             for ref in (inp.ref,) if inp.ref else inp.nested:
-                if ref.kind == "node":
+                kind = ref.kind
+                if kind == "node":
                     if ref.name not in known:
                         continue
                     src = ref.name
-                elif ref.kind in ("param", "free"):
-                    src = source(ref.kind, ref.name, ns)
+                elif kind in ("param", "free"):
+                    src = source(kind, ref.name, ns)
                     first_user.setdefault(src, node)
                 else:
+                    if kind == "graph":
+                        called.append(ref.name.lstrip("@"))
                     continue
                 edges.append({"sourceNodeId": src, "sourceNodeOutputId": "0", "targetNodeInputId": str(inp.index)})
-        c = ctx.comm.get(node.uid)
+        uid = f"{node.graph}/{node.key}"
+        uids.append(uid)
+        c = ctx.comm.get(uid)
         entry: dict[str, Any] = {
             "id": node.key, "label": node.op if not node.is_call else f"call {node.callee}"[:60], "namespace": ns,
-            "attrs": _node_attrs(node, ctx), "incomingEdges": edges, "outputsMetadata": _output_metadata(node)}
-        subs = _graph_refs(node, ctx.names)
+            "attrs": _node_attrs(node, uid, ctx), "incomingEdges": edges,
+            "outputsMetadata": _output_metadata(node.output_type, ctx.outputs)}
+        subs = _graph_refs(node, called, ctx.names)
         if subs:
             entry["subgraphIds"] = subs
         if c is not None:
             entry["style"] = {"backgroundColor": CATEGORY_COLORS[c.category], "borderColor": "#424242"}
         nodes.append(entry)
-    by_key = {n.key: n for n in sg.nodes}
-    members = [(e, by_key[e["id"]]) for e in nodes] + [(e, first_user.get(ref)) for ref, e in aux.items()]
+    members = list(zip(nodes, sg.nodes)) + [(e, first_user.get(ref)) for ref, e in aux.items()]
     levels = bound_namespaces(members, ctx.chain_of)
-    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for entry, node in members[: len(nodes)]:
-        # counts of a folded scope include everything below it
-        c = ctx.comm.get(node.uid)
-        ns = entry["namespace"]
+    # counts of a folded scope include everything below it: per namespace, then added to its ancestors
+    own: dict[str, Counter] = defaultdict(Counter)
+    for entry, uid in zip(nodes, uids):
+        box = own[entry["namespace"]]
+        box["operators"] += 1
+        box["with strategy"] += uid in ctx.strategy
+        c = ctx.comm.get(uid)
+        if c is not None:
+            box["communication"] += 1
+            box["redistribution"] += c.category == "redistribution"
+            box["gradient aggregation"] += c.category == "gradient-aggregation"
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for ns, box in own.items():
         parts = ns.split("/") if ns else []
         for depth in range(1, len(parts) + 1):
-            box = counts["/".join(parts[:depth])]
-            box["operators"] += 1
-            box["with strategy"] += node.uid in ctx.strategy
-            if c is not None:
-                box["communication"] += 1
-                box["redistribution"] += c.category == "redistribution"
-                box["gradient aggregation"] += c.category == "gradient-aggregation"
+            counts["/".join(parts[:depth])].update(box)
     group_attrs = {ns: {k: str(v) for k, v in box.items()} for ns, box in counts.items()}
     for ns, level in levels.items():
         if ns in group_attrs:

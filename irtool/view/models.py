@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
+
+import orjson
 
 from ..ir import Dump
 from ..parallel import ParallelFacts
@@ -32,24 +35,47 @@ class DiffMarks(Protocol):
 Differ = Callable[[Side, Side, "int | None", "int | None"], DiffMarks]
 
 
-@dataclass
 class Model:
-    """One model of Model Explorer: a label, its graphs, and node data overlays by name."""
+    """One model of Model Explorer: a label, its graphs, and node data overlays by name.
 
-    label: str
-    graphs: list[dict[str, Any]]
-    node_data: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # Model Explorer's graph order (it opens the first): `name_asc` puts `pipeline` before the
-    # `stage S rank R: ...` graphs; None keeps its default, the largest graph first.
-    sorting: str | None = None
-    first_graph: str | None = None  # the graph to open on (else Model Explorer opens the largest)
+    The graphs may be given as a function that builds them: they are built once, on first use
+    (`irtool view` serves the page while they are being built), under a lock so that a request
+    and a background build share one result."""
+
+    def __init__(self, label: str, graphs: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]],
+                 node_data: dict[str, dict[str, Any]] | None = None, sorting: str | None = None,
+                 first_graph: str | None = None) -> None:
+        self.label = label
+        self.node_data: dict[str, dict[str, Any]] = node_data or {}
+        # Model Explorer's graph order (it opens the first): `name_asc` puts `pipeline` before the
+        # `stage S rank R: ...` graphs; None keeps its default, the largest graph first.
+        self.sorting = sorting
+        self.first_graph = first_graph  # the graph to open on (else Model Explorer opens the largest)
+        self._build = graphs if callable(graphs) else None
+        self._graphs = None if callable(graphs) else graphs
+        self._json: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def graphs(self) -> list[dict[str, Any]]:
+        with self._lock:
+            if self._graphs is None:
+                self._graphs = self._build()  # type: ignore[misc]
+            return self._graphs
 
     def graphs_json(self) -> str:
-        """Model Explorer's graph JSON: `{"label": ..., "graphs": [...]}` (its file loader's form)."""
-        doc: dict[str, Any] = {"label": self.label, "graphs": self.graphs}
-        if self.sorting:
-            doc["graphSorting"] = self.sorting
-        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+        """Model Explorer's graph JSON: `{"label": ..., "graphs": [...]}` (its file loader's form), made once."""
+        graphs = self.graphs
+        with self._lock:
+            if self._json is None:
+                doc: dict[str, Any] = {"label": self.label, "graphs": graphs}
+                if self.sorting:
+                    doc["graphSorting"] = self.sorting
+                try:  # orjson (C) writes 50 MB in a fraction of a second, json.dumps in about two
+                    self._json = orjson.dumps(doc).decode()
+                except TypeError:  # an integer beyond 64 bits, a lone surrogate: Python's encoder
+                    self._json = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+            return self._json
 
 
 @dataclass
@@ -67,7 +93,7 @@ def _overlays(ranks: list[_Rank]) -> dict[str, dict[str, Any]]:
 
 
 def _file_model(r: _Rank, label: str) -> Model:
-    return Model(label, dump_graphs(r.dump, r.facts, r.prefix), _overlays([r]))
+    return Model(label, lambda: dump_graphs(r.dump, r.facts, r.prefix), _overlays([r]))
 
 
 def models_for(sel: str | Selection) -> Model:
@@ -82,16 +108,19 @@ def models_for(sel: str | Selection) -> Model:
         return _file_model(picked[0], label)
     for r in picked:
         r.prefix = f"stage {selected_stage(r.facts.stage)} rank {r.rank}: "
-    graphs = [g for r in picked for g in dump_graphs(r.dump, r.facts, r.prefix)]
-    if len(picked) > 1:
+    if len(picked) == 1:
+        return Model(label, lambda: dump_graphs(picked[0].dump, picked[0].facts, picked[0].prefix), _overlays(picked))
+
+    def build() -> list[dict[str, Any]]:
         from ..parallel.schedule import stage_schedule
 
         scheds = {r.rank: stage_schedule(r.dump, r.facts) for r in picked}
         orders = {rank: [e.node for e in s.events] for rank, s in scheds.items() if s.fixed}
-        graphs.insert(0, pipeline_graph([(r.rank, os.path.relpath(r.file, sel.path), r.facts) for r in picked],
-                                         folder=[r for r in sel.files if r is not None], orders=orders))
-        return Model(label, graphs, _overlays(picked), sorting="name_asc", first_graph="pipeline")
-    return Model(label, graphs, _overlays(picked))
+        pipe = pipeline_graph([(r.rank, os.path.relpath(r.file, sel.path), r.facts) for r in picked],
+                              folder=[r for r in sel.files if r is not None], orders=orders)
+        return [pipe] + [g for r in picked for g in dump_graphs(r.dump, r.facts, r.prefix)]
+
+    return Model(label, build, _overlays(picked), sorting="name_asc", first_graph="pipeline")
 
 
 def compare_models(old: str | Selection, new: str | Selection, differ: Differ) -> list[Model]:
@@ -103,13 +132,20 @@ def compare_models(old: str | Selection, new: str | Selection, differ: Differ) -
     rd = differ((a.dump, a.facts), (b.dump, b.facts), a.rank, b.rank)
     models = []
     for side, marks, tag in ((a, rd.old_marks, "old"), (b, rd.new_marks, "new")):
-        m = _file_model(side, f"{tag}: {os.path.basename(side.file)}")
         overlay: dict[str, Any] = {}
-        graphs = {g["id"]: g for g in m.graphs}
         for g in side.dump.subgraphs:
-            changes = {uid.rpartition("/")[2]: kind for uid, kind in marks.items() if uid.rpartition("/")[0] == g.name}
-            overlay.update(diff_node_data(g.name, changes))
-            diff_panel(graphs[g.name], changes, rd.strategy + rd.comm, tag)
-        m.node_data = {"diff": overlay, **m.node_data}
-        models.append(m)
+            overlay.update(diff_node_data(g.name, _changes(marks, g.name)))
+
+        def build(side: _Rank = side, marks: dict[str, str] = marks, tag: str = tag) -> list[dict[str, Any]]:
+            graphs = dump_graphs(side.dump, side.facts, side.prefix)
+            for g in graphs:  # ids are the subgraph names (no prefix for a diff)
+                diff_panel(g, _changes(marks, g["id"]), rd.strategy + rd.comm, tag)
+            return graphs
+
+        models.append(Model(f"{tag}: {os.path.basename(side.file)}", build, {"diff": overlay, **_overlays([side])}))
     return models
+
+
+def _changes(marks: dict[str, str], subgraph: str) -> dict[str, str]:
+    """The marks of one subgraph, by node key (`%N`)."""
+    return {uid.rpartition("/")[2]: kind for uid, kind in marks.items() if uid.rpartition("/")[0] == subgraph}

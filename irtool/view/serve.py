@@ -1,12 +1,15 @@
 """Serve models in Google's Model Explorer (`ai-edge-model-explorer`, the `irtool[view]` extra).
 
-The graphs go to the server as JSON text (`graphs://` model sources), so nothing is converted
-again on the way; node data overlays are loaded with them.
+The page is served while the graphs are built (in a thread: the browser loads Model Explorer
+meanwhile), and the graph JSON goes to the browser as irtool wrote it: Model Explorer's own
+handler would parse it and write it again (seconds for a large dump). Node data overlays are
+loaded with the graphs.
 """
 from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Any, Callable
 from urllib.parse import quote, unquote
 
@@ -22,13 +25,47 @@ def _model_explorer() -> Any:
     return model_explorer
 
 
-def config_for(models: list[Model]) -> Any:
-    """A Model Explorer config holding the models and their node data."""
+class _Prebuilt:
+    """A model's graph JSON in Model Explorer's config, sent as it is (see `_send_as_built`)."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+
+
+def _send_as_built(me: Any) -> bool:
+    """Make Model Explorer's graph handler send a `_Prebuilt` model's JSON text without parsing and
+    writing it again; False (nothing changed) if its server module changed shape."""
+    server = getattr(me, "server", None)
+    convert = getattr(server, "convert_adapter_response", None)
+    respond = getattr(server, "_make_json_response", None)
+    if convert is None or respond is None:
+        return False
+    if getattr(respond, "irtool", False):
+        return True
+    import flask
+
+    def convert_response(resp: Any) -> Any:
+        return resp if isinstance(resp, _Prebuilt) else convert(resp)
+
+    def json_response(obj: Any) -> Any:
+        if isinstance(obj, _Prebuilt):
+            return flask.Response(obj.model.graphs_json(), mimetype="application/json")
+        return respond(obj)
+
+    json_response.irtool = True  # type: ignore[attr-defined]
+    server.convert_adapter_response = convert_response
+    server._make_json_response = json_response
+    return True
+
+
+def config_for(models: list[Model], as_built: bool = False) -> Any:
+    """A Model Explorer config holding the models and their node data; `as_built`: the graphs as
+    `_Prebuilt` entries (built on first request), else as JSON text."""
     me = _model_explorer()
     config = me.config()
     for m in models:
         index = len(config.graphs_list)
-        config.graphs_list.append(m.graphs_json())
+        config.graphs_list.append(_Prebuilt(m) if as_built else m.graphs_json())
         config.model_sources.append({"url": f"graphs://{m.label}/{index}"})
         for name, data in m.node_data.items():
             config.add_node_data(name, _node_data_json(data), model_name=m.label)
@@ -85,10 +122,24 @@ def url_for(config: Any, host: str, port: int, models: list[Model] | None = None
     return f"http://{host}:{port}/?data={value}"
 
 
+def _build_in_background(models: list[Model]) -> None:
+    """Build every model's graph JSON now, in a thread; a request for it waits for the same build
+    (the model's lock). An error is left for that request to meet again."""
+    def build() -> None:
+        for m in models:
+            try:
+                m.graphs_json()
+            except Exception:  # noqa: BLE001 - raised again, and reported, where the page asks for the graphs
+                return
+
+    threading.Thread(target=build, name="irtool-graphs", daemon=True).start()
+
+
 def serve(models: list[Model], host: str, port: int, open_browser: bool, announce: Callable[[str], None]) -> None:
     """Run Model Explorer's server on `host:port` until interrupted; `announce` gets the URL first."""
+    _build_in_background(models)  # from now on: Model Explorer starts and the page loads meanwhile
     me = _model_explorer()
-    config = config_for(models)
+    config = config_for(models, _send_as_built(me))
     _show_counts_on_groups(me)
     announce(url_for(config, host, port, models))
     me.visualize_from_config(config=config, host=host, port=port, no_open_in_browser=not open_browser)
