@@ -293,8 +293,8 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: i
     1 findings, 2 unreadable input (also when some ranks could not be read: the others are checked)."""
 
     from .consistency import check_dir
-    from .consistency.report import blocks, json_text
-    from .present import markdown_pieces, text_pieces
+    from .consistency.report import blocks
+    from .present import json_pieces, markdown_pieces, text_pieces
 
     def body() -> int:
         sel = Selection.of(path, None, pass_name, Policy(jobs, scheduler, lenient), partial=True)
@@ -312,8 +312,8 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: i
 
         _warn_skips(sel)
         code = _skipped(sel)
-        _emit(fmt, {"json": lambda: json_text({**result.as_dict(lazy=True),
-                                               "unreadable": [u.as_dict() for u in sel.unreadable]}),
+        _emit(fmt, {"json": lambda: json_pieces({**result.as_dict(lazy=True),
+                                                 "unreadable": [u.as_dict() for u in sel.unreadable]}),
                     "text": lambda: text_pieces(shown()), "markdown": lambda: markdown_pieces(shown())})
         return code or result.exit_code(strict)
 

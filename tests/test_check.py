@@ -450,10 +450,11 @@ def test_only_the_ranks_a_finding_shows_are_read_again(strategy_validate):
 
 
 def test_staged_findings_come_out_in_key_order() -> None:
-    # check stages findings made as ranks arrive under the key they are shown by (consistency/spill.py):
+    # check stages findings made as ranks arrive under the key they are shown by (consistency/staged.py):
     # a temporary SQLite table must order the keys as Python orders the tuples (shorter first, ints, strs
     # by code point), equal keys in the order they were added
-    from irtool.consistency.spill import Spill, Staged
+    from irtool.consistency.staged import Staged
+    from irtool.spill import Spill
 
     keys = [(2, "b", 0, 5), (0, 300, 4, 0, False), (2, "b", 1), (2, "a", 0, 300), (1,), (0, 4, 300, 1, True),
             (2, "B", 0, 0), (1,), (0, 4, 300, 0, False)]

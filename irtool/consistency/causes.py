@@ -13,9 +13,9 @@ from array import array
 from typing import Hashable
 
 from ..present import rank_list
+from ..spill import Spill
 from .folder import Folder, reference
 from .records import Cause, Finding
-from .spill import Spill
 from .stage import Stages, strategy_differences, strategy_text_of
 
 _BATCH = 12  # causes whose ranks' details are read in one batch

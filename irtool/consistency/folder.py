@@ -15,7 +15,7 @@ from ..parallel import CommNode
 from ..present import DASH, cell
 from .digest import Message, RankDetails
 from .records import Finding, Side, Unchecked
-from .spill import Staged
+from .staged import Staged
 
 K = TypeVar("K", bound=Hashable)
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
-from .spill import Spill
+from ..present import Records
+from ..spill import Spill
 
 Check = Literal["p2p", "collectives", "groups", "stage"]
 CHECKS: tuple[str, ...] = get_args(Check)
@@ -168,7 +169,7 @@ class CheckResult:
 
     def as_dict(self, lazy: bool = False) -> dict[str, Any]:
         """The JSON `irtool.check/1`; with `lazy`, its lists of records are `Records`, made as they are
-        written (`report.json_text`)."""
+        written (`present.json_pieces`)."""
         def records(seq: Spill, fn: Any) -> list | Records:
             return Records(len(seq), lambda: map(fn, seq)) if lazy else [fn(x) for x in seq]
 
@@ -180,16 +181,3 @@ class CheckResult:
                 "causes": records(self.causes, lambda c: {"headline": c.headline, "kind": c.kind,
                                                          "ranks": list(c.ranks), "findings": list(c.numbers)}),
                 "unchecked": records(self.unchecked, Unchecked.as_dict)}
-
-
-class Records:
-    """`n` records made one by one as they are written (`report.json_text`), never held together."""
-
-    def __init__(self, n: int, items: Any) -> None:
-        self._n, self._items = n, items
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._items())

@@ -3,10 +3,10 @@ headline, its findings one row per side), as text or Markdown tables, or the JSO
 (docs/check.md)."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Iterator
 
-from ..present import Block, Table, json_pieces
-from .records import CHECK_TITLES, CHECKS, CheckResult, Records
+from ..present import Block, Table
+from .records import CHECK_TITLES, CHECKS, CheckResult
 
 
 def headline(result: CheckResult) -> str:
@@ -38,20 +38,3 @@ def blocks(result: CheckResult) -> Iterator[Block]:
     if result.unchecked:
         yield Table(f"Not checked: {len(result.unchecked)}", ["check", "location", "what"],
                     [[CHECK_TITLES[u.check], u.file, u.text] for u in result.unchecked])
-
-
-def json_text(doc: dict[str, Any]) -> Iterator[str]:
-    """`present.json_pieces(doc)` (the same bytes), its `Records` written one record at a time: the
-    findings of a thousand ranks are never whole in memory, as objects or as text."""
-    yield "{\n"
-    last = len(doc) - 1
-    for i, (key, value) in enumerate(doc.items()):
-        tail = ",\n" if i < last else "\n}\n"
-        if not isinstance(value, Records) or not len(value):
-            field = "".join(json_pieces({key: list(value) if isinstance(value, Records) else value}))
-            yield field[len("{\n"):-len("\n}\n")] + tail  # `  "key": value`
-            continue
-        yield "".join(json_pieces({key: []}))[len("{\n"):-len("[]\n}\n")] + "["
-        for k, record in enumerate(value):  # each one level deeper than a record alone: 4 spaces
-            yield ("\n    " if k == 0 else ",\n    ") + "".join(json_pieces(record)).rstrip("\n").replace("\n", "\n    ")
-        yield "\n  ]" + tail

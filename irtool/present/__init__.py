@@ -17,6 +17,7 @@ from .tables import (
 )
 from .text import (
     DASH,
+    Records,
     bytes_text,
     cell,
     chain_end_layout,
@@ -30,4 +31,5 @@ from .text import (
 
 __all__ = ["CATEGORY_COLORS", "CATEGORY_SHAPES", "DIFF_COLORS", "ALL_ROWS", "DEFAULT_LIMIT", "Block", "Table",
            "set_text_width", "to_markdown", "to_text", "text_pieces", "markdown_pieces", "DASH", "bytes_text", "cell",
-           "chain_end_layout", "change_pct", "parse_bytes", "format_strategy", "json_pieces", "rank_list", "strategy_text"]
+           "chain_end_layout", "change_pct", "parse_bytes", "format_strategy", "json_pieces", "Records",
+           "rank_list", "strategy_text"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import orjson
 
@@ -110,6 +110,20 @@ def chain_end_layout(end: ChainEnd | None) -> str:
     return ("strategy " + format_strategy(end.strategy)) if end.strategy else DASH
 
 
+class Records:
+    """`n` records made one by one as they are written by `json_pieces`, never held together (a
+    thousand ranks' findings in `check`, their rows in `summarize DIR`)."""
+
+    def __init__(self, n: int, items: Callable[[], Iterable[Any]]) -> None:
+        self._n, self._items = n, items
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items())
+
+
 def json_pieces(doc: dict[str, Any], ensure_ascii: bool = True) -> Iterator[str]:
     """A documented JSON document (indent 2), ending with a newline, in pieces of about 1 MiB of
     whole lines, one top-level field after the other: a large dump's or folder's JSON is never
@@ -129,6 +143,15 @@ def json_pieces(doc: dict[str, Any], ensure_ascii: bool = True) -> Iterator[str]
     for i, (key, value) in enumerate(doc.items()):
         head = "  " + json.dumps(key, ensure_ascii=ensure_ascii) + ": "
         tail = ",\n" if i < last else "\n}\n"
+        if isinstance(value, Records) and len(value):  # a record at a time, each one level deeper: 4 spaces
+            yield head + "["
+            for k, record in enumerate(value):
+                text = "".join(json_pieces({"": record}, ensure_ascii))[len('{\n  "": '):-len("\n}\n")]
+                yield ("\n    " if k == 0 else ",\n    ") + text.replace("\n", "\n  ")
+            yield "\n  ]" + tail
+            continue
+        if isinstance(value, Records):
+            value = []
         raw = _orjson_bytes(value)
         if raw is None:
             yield head + json.dumps(value, indent=2, ensure_ascii=ensure_ascii).replace("\n", "\n  ") + tail
