@@ -170,15 +170,14 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
 
             from .dumpdir import map_ranks
 
-            with Steps("ranks") as progress:
-                ranks = sel.analysed(progress, of=summary_mod.rank_digest)
-
             def fetch(files: list) -> list:  # one rank per different answer of a stage, read again for its tables
                 keep = bind(summary_mod.rank_digest, lenient=lenient, keep=True)
                 return map_ranks(keep, files, jobs, None, scheduler)
 
-            # the ranks are already those of the stage (the selection's rule); the record keeps the stage asked
-            folder = replace(summary_mod.dir_summary(path, ranks, fetch=fetch), stage=stage)
+            with Steps("ranks") as progress:  # each rank folded as it arrives: none held
+                ranks = sel.stream(progress, of=summary_mod.rank_digest)
+                # the ranks are already those of the stage (the selection's rule); the record keeps the stage asked
+                folder = replace(summary_mod.dir_summary(path, ranks, fetch=fetch), stage=stage)
             if want_cost:
                 with Steps("cost") as progress:
                     cost = cost_mod.dir_cost(folder, limit_bytes, jobs, progress)[0]

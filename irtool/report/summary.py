@@ -34,7 +34,8 @@ from ..parallel.totals import (
     stage_matrix,
     traffic,
 )
-from ..present import DEFAULT_LIMIT, Block, Table, bytes_text, cell, rank_list
+from ..present import DEFAULT_LIMIT, Block, Records, Table, bytes_text, cell, rank_list
+from ..spill import Spill
 from .answers import answer_blocks, dir_answer_blocks, folder_answer_tables, strategies_table
 from .headline import communication_line, plural, redistributions_text, sharding_text, unknowns_line, unpaired_text
 
@@ -183,15 +184,19 @@ class StageSum:
 class DirSummary:
     path: str
     stage: int | None
-    rows: list[RankDigest]
+    rows: Spill[RankDigest]  # every rank's, in a temporary file: iterated, never held together
     stages: list[StageSum]
     matrix: list[StageLink]
 
     def as_dict(self) -> dict[str, Any]:
-        ranks = [{"rank": r.rank, "file": r.path, "stage": r.stage, "counts": r.counts,
-                  "comm_totals": r.totals.as_dict(), "send_receive": [e.as_dict() for e in r.pairs],
-                  "groups": r.groups, "warnings": [w.as_dict() for w in r.warnings]}
-                 for r in self.rows]
+        """The JSON `irtool.summary/1` of a folder; its `ranks` are made one at a time as they are written
+        (`present.Records`)."""
+        def row(r: RankDigest) -> dict[str, Any]:
+            return {"rank": r.rank, "file": r.path, "stage": r.stage, "counts": r.counts,
+                    "comm_totals": r.totals.as_dict(), "send_receive": [e.as_dict() for e in r.pairs],
+                    "groups": r.groups, "warnings": [w.as_dict() for w in r.warnings]}
+
+        ranks = Records(len(self.rows), lambda: map(row, self.rows))
         stages = [{"stage": s.stage, "ranks": s.ranks, "comm_totals": s.totals.as_dict(),
                    "traffic": s.traffic.as_dict(), "groups": s.groups,
                    "answers": [a.as_dict() for a in s.answers]} for s in self.stages]
@@ -206,14 +211,15 @@ def _add_tallies(into: dict[str, Tally], rows: dict[str, Tally]) -> None:
         t.bytes += v.bytes
 
 
-def _sum_totals(parts: Iterable[CommTotals]) -> CommTotals:
-    out = CommTotals()
-    for p in parts:
-        _add_tallies(out.by_category, p.by_category)
-        _add_tallies(out.by_op, p.by_op)
-        _add_tallies(out.by_category_phase, p.by_category_phase)
-        out.total.count += p.total.count
-        out.total.bytes += p.total.bytes
+def _add_totals(out: CommTotals, p: CommTotals) -> None:
+    _add_tallies(out.by_category, p.by_category)
+    _add_tallies(out.by_op, p.by_op)
+    _add_tallies(out.by_category_phase, p.by_category_phase)
+    out.total.count += p.total.count
+    out.total.bytes += p.total.bytes
+
+
+def _sorted_totals(out: CommTotals) -> CommTotals:
     out.by_category, out.by_op = dict(sorted(out.by_category.items())), dict(sorted(out.by_op.items()))
     out.by_category_phase = dict(sorted(out.by_category_phase.items()))
     return out
@@ -227,70 +233,80 @@ def _add_rows(into: dict[str, TrafficRow], rows: dict[str, TrafficRow]) -> None:
         t.wire += v.wire
 
 
-def _sum_traffic(parts: Iterable[Traffic]) -> Traffic:
-    out = Traffic()
-    totals: dict[str, TrafficRow] = {}
-    for p in parts:
-        _add_rows(out.by_op, p.by_op)
-        _add_rows(out.by_category, p.by_category)
-        _add_rows(totals, {"": p.total})
-    out.total = totals.get("", TrafficRow())
+def _add_traffic(out: Traffic, p: Traffic) -> None:
+    _add_rows(out.by_op, p.by_op)
+    _add_rows(out.by_category, p.by_category)
+    _add_rows({"": out.total}, {"": p.total})
+
+
+def _sorted_traffic(out: Traffic) -> Traffic:
     out.by_op, out.by_category = dict(sorted(out.by_op.items())), dict(sorted(out.by_category.items()))
     return out
 
 
-def _sum_links(parts: Iterable[list[StageLink]]) -> list[StageLink]:
-    cells: dict[tuple[int, int], StageLink] = {}
-    for links in parts:
-        for e in links:
-            t = cells.setdefault((e.from_stage, e.to_stage), StageLink(e.from_stage, e.to_stage)).tally
-            t.count += e.tally.count
-            t.bytes += e.tally.bytes
-    return [cells[k] for k in sorted(cells)]
-
-
-def _answers(rows: list[RankDigest], kept: dict[int | None, RankDigest]) -> list[StageAnswer]:
-    """Ranks grouped by identical folder tables (strategies, redistributions, optimizer sharding)."""
-    out: dict[str, StageAnswer] = {}
-    for r in rows:
-        if r.answer in out:
-            out[r.answer].ranks.append(r.rank)
-        else:
-            k = kept.get(r.rank, r)
-            out[r.answer] = StageAnswer([r.rank], k.strategies, k.chains, k.shards)
-    return list(out.values())
+def _add_links(cells: dict[tuple[int, int], StageLink], links: list[StageLink]) -> None:
+    for e in links:
+        t = cells.setdefault((e.from_stage, e.to_stage), StageLink(e.from_stage, e.to_stage)).tally
+        t.count += e.tally.count
+        t.bytes += e.tally.bytes
 
 
 Fetch = Callable[[list[RankFile]], list[RankDigest]]  # the kept digests of some ranks (`rank_digest(keep=True)`)
 
 
-def dir_summary(path: str, ranks: list[RankDigest], stage: int | None = None, fetch: Fetch | None = None) -> DirSummary:
-    """The summary of a dump folder from per-rank digests: per rank and per stage. The records of
-    each different answer are those of its first rank, read again through `fetch` when the digests
-    did not keep them."""
-    chosen = [r for r in ranks if stage is None or r.stage == stage]
-    firsts: dict[tuple[int | None, str], RankDigest] = {}
-    for r in chosen:
-        firsts.setdefault((r.stage, r.answer), r)
-    missing = [r for r in firsts.values() if not r.kept]
+def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None, fetch: Fetch | None = None) -> DirSummary:
+    """The summary of a dump folder from per-rank digests, folded as they come (`ranks` may be a
+    stream): per stage the sums, and the first rank of each different answer; the rows of every
+    rank go to a temporary file (`Spill`), so a thousand ranks are not held. The records of each
+    different answer are those of its first rank, read again through `fetch` when the digests did
+    not keep them."""
+    rows: Spill[RankDigest] = Spill()
+    folds: dict[int | None, _StageFold] = {}
+    links: dict[tuple[int, int], StageLink] = {}
+    for r in ranks:
+        if stage is not None and r.stage != stage:
+            continue
+        rows.append(_light(r))
+        folds.setdefault(r.stage, _StageFold()).add(r)
+        _add_links(links, r.links)
+    missing = [a for f in folds.values() for a in f.firsts.values() if not a.kept]
     kept: dict[int | None, RankDigest] = {}
     if missing and fetch is not None:
         kept = {k.rank: k for k in fetch([RankFile(r.rank, r.path) for r in missing])}
-    by_stage: dict[int | None, list[RankDigest]] = {}
-    for r in chosen:
-        by_stage.setdefault(r.stage, []).append(r)
-    stages = []
-    for st in sorted(by_stage, key=lambda k: (k is None, k or 0)):
-        rows = by_stage[st]
-        stages.append(StageSum(st, [r.rank for r in rows], _sum_totals(r.totals for r in rows),
-                               _sum_traffic(r.traffic for r in rows), sorted({g for r in rows for g in r.groups}),
-                               _answers(rows, kept)))
-    return DirSummary(path, stage, chosen, stages, _sum_links(r.links for r in chosen))
+    stages = [folds[st].stage_sum(st, kept) for st in sorted(folds, key=lambda k: (k is None, k or 0))]
+    return DirSummary(path, stage, rows, stages, [links[k] for k in sorted(links)])
 
 
-def summarize_dir(path: str, ranks: list[RankDigest], stage: int | None = None) -> dict[str, Any]:
-    """The summary of a dump folder as JSON-ready data."""
-    return dir_summary(path, ranks, stage).as_dict()
+def _light(r: RankDigest) -> RankDigest:
+    """The digest without the records of its tables (kept by its stage's answer when it is the first)."""
+    return r if not r.kept else RankDigest(r.rank, r.path, r.stage, r.counts, r.warnings, r.totals, r.pairs,
+                                           r.groups, r.traffic, r.links, r.answer)
+
+
+class _StageFold:
+    """A stage's sums over its ranks as they arrive, and the first rank of each different answer."""
+
+    def __init__(self) -> None:
+        self.ranks: list[int | None] = []
+        self.totals, self.traffic, self.groups = CommTotals(), Traffic(), set[str]()
+        self.firsts: dict[str, RankDigest] = {}  # answer -> its first rank's digest
+        self.same: dict[str, list[int | None]] = {}  # answer -> its ranks
+
+    def add(self, r: RankDigest) -> None:
+        self.ranks.append(r.rank)
+        _add_totals(self.totals, r.totals)
+        _add_traffic(self.traffic, r.traffic)
+        self.groups.update(r.groups)
+        self.firsts.setdefault(r.answer, r)
+        self.same.setdefault(r.answer, []).append(r.rank)
+
+    def stage_sum(self, stage: int | None, kept: dict[int | None, RankDigest]) -> StageSum:
+        answers = []
+        for answer, first in self.firsts.items():
+            k = kept.get(first.rank, first)
+            answers.append(StageAnswer(self.same[answer], k.strategies, k.chains, k.shards))
+        return StageSum(stage, self.ranks, _sorted_totals(self.totals), _sorted_traffic(self.traffic),
+                        sorted(self.groups), answers)
 
 
 # --- text and Markdown -------------------------------------------------------------------------
