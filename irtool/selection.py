@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator
 
-from .dumpdir import Progress, RankFile, Unreadable, iter_ranks, map_ranks, rank_facts, read_or_record, select_files
+from .dumpdir import Progress, RankFile, Unreadable, iter_ranks, rank_facts, read_or_record, select_files
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, load
 from .parallel import ParallelFacts, analyze
-
-T = TypeVar("T")
-
 
 # --- the stage rule and the wording of every selection error ---------------------------------
 
@@ -127,18 +124,11 @@ class Selection:
 
     # -- every rank, in worker processes
 
-    def map(self, fn: Callable[[RankFile], T], progress: Progress | None = None) -> list[T]:
-        """`fn` of every rank (module-level, picklable), by the policy's pool or Dask cluster."""
-        return map_ranks(fn, self.rank_files, self.policy.jobs, progress, self.policy.scheduler)
-
-    def analysed(self, progress: Progress | None = None, of: Callable[..., Any] = rank_facts) -> list[Any]:
-        """Every rank analysed (`of`, by default `dumpdir.rank_facts`, with the policy's lenient and deep;
-        its result has a `stage`), those on the selected stage; a stage no rank is on is a SelectionError."""
-        return list(self.stream(progress, of))
-
     def stream(self, progress: Progress | None = None, of: Callable[..., Any] = rank_facts) -> Iterator[Any]:
-        """`analysed`, each rank yielded as it is done, in rank order (`dumpdir.iter_ranks`): a command that
-        folds them holds none per rank. The selection errors come once every rank is read."""
+        """Every rank analysed (`of`, by default `dumpdir.rank_facts`, with the policy's lenient and deep;
+        its result has a `stage`), those on the selected stage, each yielded as it is done, in rank order
+        (`dumpdir.iter_ranks`): a command that folds them holds none per rank; a stage no rank is on is a
+        SelectionError. The selection errors come once every rank is read."""
         from functools import partial as bind
 
         fn = bind(of, lenient=self.policy.lenient, deep=self.policy.deep)

@@ -146,7 +146,7 @@ def details(facts: ParallelFacts) -> RankDetails:
 
 def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False) -> RankDigest:
     """Read and analyse one rank, keep its digest (runs in a worker process; `deep` is for
-    `Selection.analysed`'s signature: check reports no warnings)."""
+    `Selection.stream`'s signature: check reports no warnings)."""
     dump = rank.load(lenient)
     d = digest(rank.rank, rank.path, dump.counts.get("cnodes", 0), analyze(dump, rank.rank).release())
     d.warnings = list(dump.warnings)
