@@ -240,10 +240,10 @@ def bound_namespaces(members: list[Member], chain_of: dict[str, int]) -> dict[st
     redistribution chain a node belongs to, operator type, then runs of dump lines. Returns each new
     namespace's level name (`micro batch`, ...), for its group attributes."""
     direct: dict[str, list[Member]] = defaultdict(list)
-    children: dict[str, set[str]] = defaultdict(set)
     for m in members:
-        ns = m[0]["namespace"]
-        direct[ns].append(m)
+        direct[m[0]["namespace"]].append(m)
+    children: dict[str, set[str]] = defaultdict(set)
+    for ns in direct:  # each namespace's chain of parents once, not once per member
         parts = ns.split("/") if ns else []
         for i in range(len(parts)):
             children["/".join(parts[:i])].add("/".join(parts[: i + 1]))
