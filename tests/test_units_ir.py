@@ -27,7 +27,6 @@ from irtool.ir.values import (
     Apply,
     Name,
     _tensor_type,
-    input_type,
     parse_tail,
     parse_type,
     parse_type_sig,
@@ -397,17 +396,6 @@ def test_parse_type_tensor_ref_tuple_and_null() -> None:
     assert outs == [TypeInfo("<null>", "null")]
 
 
-def test_input_type_reads_one_input_as_the_whole_line_does() -> None:
-    # `: (<Tensor[Float32], (16, 32)>, <Tensor[Float32], (64, 32)>, <Bool, NoShape>, <Bool, NoShape>) -> (...)`
-    line = parse_node(BACKEND_MATMUL).type_lines[0]
-    assert [input_type(line, i) for i in range(5)] == [*parse_type_sig(line)[0], None]
-    assert input_type(line, 1) == TypeInfo("<Tensor[Float32], (64, 32)>", "Tensor", "Float32", (64, 32))
-    ins = parse_type_sig(parse_node(EXCHANGE).type_lines[0])[0]  # a Tuple type: the grammar reads it
-    assert input_type(parse_node(EXCHANGE).type_lines[0], 0) == ins[0]
-    # error case: a cut line gives no input types, as its whole reading does
-    assert input_type(line[:-1], 2) is None and parse_type_sig(line[:-1])[0] == []
-
-
 @pytest.mark.parametrize("text", [TENSOR_TYPE, REF_TYPE, "<Tensor[Float32], ()>", "<Tensor[Int64], (-1, 0, 8)>",
                                   "<Ref[Tensor[Float16]], (512), ref_key=l1.w, is_parameter, is_inplace>"])
 def test_plain_tensor_types_read_by_regex_as_by_the_grammar(text: str) -> None:
@@ -419,17 +407,6 @@ def test_plain_tensor_types_read_by_regex_as_by_the_grammar(text: str) -> None:
                                   "<Tuple[Tensor[F32]*2], TupleShape((1), (2))>"])
 def test_other_types_are_left_to_the_grammar(text: str) -> None:
     assert _tensor_type(text) is None
-
-
-@pytest.mark.parametrize("rel", ["semi_auto_8p/rank_0/19_validate_0078.ir.xz", "moe_8p/rank_3/19_validate_0078.ir.xz",
-                                 "dynamic_shape_pp_4p/rank_0/19_validate_0087.ir.xz"])
-def test_input_type_on_every_type_line_of_real_dumps(rel: str) -> None:
-    import irtool
-
-    lines = {line for n in irtool.load(fixture(rel)).nodes() for line in n.type_lines}
-    for line in lines:
-        ins = parse_type_sig(line)[0]
-        assert [input_type(line, i) for i in range(len(ins) + 1)] == [*ins, None], line
 
 
 

@@ -5,7 +5,6 @@ import re
 from typing import Any
 
 from ..ir import Node, TypeInfo
-from ..ir.values import input_type as _read_input_type
 
 DTYPE_SIZE = {"Float32": 4, "Int32": 4, "UInt32": 4, "Float16": 2, "BFloat16": 2, "Int16": 2, "UInt16": 2,
               "Float64": 8, "Int64": 8, "UInt64": 8, "Int8": 1, "UInt8": 1, "Bool": 1,
@@ -63,6 +62,6 @@ def attr_bytes(pa: dict[str, Any]) -> Sized | None:
 
 
 def input_type(node: Node, index: int) -> TypeInfo | None:
-    """`node.input_types[index]` (None when there is none), reading only that type of the node's
-    type line: communication nodes and chain ends need one input each, of lines thousands long."""
-    return _read_input_type(node.type_lines[0], index) if node.type_lines else None
+    """`node.input_types[index]`, None when there is none."""
+    ins = node.input_types
+    return ins[index] if index < len(ins) else None
