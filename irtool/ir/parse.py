@@ -209,7 +209,7 @@ class _Memo:
     def callee(self, callee: str) -> tuple[str, str]:
         found = self.callees.get(callee)
         if found is None:
-            op = CALL if callee[0] in "@%$" else _strip_prefix(callee)
+            op = _op_of(callee)
             found = self.callees[callee] = (sys.intern(callee), sys.intern(op))
         return found
 
@@ -279,11 +279,7 @@ class LineLexer(Lexer):
                     built.start_pos = built.end_line = built.end_column = built.end_pos = None
                     built.nodes = run
                 callee, op = callees.get(callee) or memo.callee(callee)
-                if scope:  # not interned: a scope names one node
-                    inner = scope.split(": ", 1)[1]
-                    scope = inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner
-                else:
-                    scope = None
+                scope = _scope_of(scope) if scope else None
                 sources, notes = (rest_runs.get(rest) or memo.rest_run(rest)) if rest else ((), ())
                 types = (type_runs.get(types) or memo.type_run(types)) if types else ()
                 run.append(Node("", int(ref[1:]), name, callee, op, chunk[pos + 2:end], start - pos - 2, number,
@@ -494,8 +490,7 @@ class Builder(Transformer):
         notes, scope = [], None
         for kind, line, number in tok.others:
             if kind == "SCOPE_LINE" and scope is None:
-                inner = line.split(": ", 1)[1]
-                scope = inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner
+                scope = _scope_of(line)
             else:
                 if kind == "UNKNOWN_LINE":
                     _unknown(tok.src, number, line)
@@ -511,17 +506,16 @@ class Builder(Transformer):
                                  f"{len(m.group(1)) - 1} digits", None)
             nid, name, callee = int(m.group(1)[1:]), m.group(2), m.group(3)
             start = m.end()
-            # A callee that is a value rather than a primitive: a graph (`call @g`), another node
-            # (`%3`), a free variable (`$(@g:CNode_5)`), or a parameter printed with the function
-            # it holds (`Parameter_9[@FuncUnion(@a, @b)]`); all count as "(call)".
-            computed = callee[0] in "@%$" or text.startswith("[", start)
-            if text.startswith("[", start):
+            # A parameter printed with the function it holds (`Parameter_9[@FuncUnion(@a, @b)]`)
+            # is called as a value, like a graph, node or free variable (`_op_of`).
+            held = text.startswith("[", start)
+            if held:
                 start = scan_args(text, start + 1)[1]
             if not text.startswith("(", start):
                 return self._bad(tok, start + 3, "'(' opening the argument list",
                                  show(text[start:]) if start < len(text) else "end of line", None)
             start += 1
-            op = CALL if computed else _strip_prefix(callee)
+            op = CALL if held else _op_of(callee)
         problem = _structure_problem(text, start, (lambda col: _where(tok, col)) if hasattr(tok, "joins") else _column)
         if problem:
             col, expected, found = problem
@@ -617,8 +611,19 @@ def _attach(g: Subgraph, preamble: list[tuple[str, Any]]) -> None:
             g.preamble.append(value)
 
 
-def _strip_prefix(callee: str) -> str:
+def _op_of(callee: str) -> str:
+    """The operator a callee names: the primitive without `PrimFunc_`, or "(call)" for a callee that
+    is a value rather than a primitive: a graph (`call @g`), another node (`%3`), a free variable
+    (`$(@g:CNode_5)`)."""
+    if callee[0] in "@%$":
+        return CALL
     return callee[len(PRIMFUNC_PREFIX):] if callee.startswith(PRIMFUNC_PREFIX) else callee
+
+
+def _scope_of(line: str) -> str:
+    """The scope a `# Scope:` line names, without its brackets (not interned: a scope names one node)."""
+    inner = line.split(": ", 1)[1]
+    return inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner
 
 
 # Counts and node numbers longer than this are refused: Python's int() rejects > 4300 digits, and
