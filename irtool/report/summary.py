@@ -266,7 +266,7 @@ def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None
     for r in ranks:
         if stage is not None and r.stage != stage:
             continue
-        rows.append(_light(r))
+        rows.append(r)
         folds.setdefault(r.stage, _StageFold()).add(r)
         _add_links(links, r.links)
     missing = [a for f in folds.values() for a in f.firsts.values() if not a.kept]
@@ -275,12 +275,6 @@ def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None
         kept = {k.rank: k for k in fetch([RankFile(r.rank, r.path) for r in missing])}
     stages = [folds[st].stage_sum(st, kept) for st in sorted(folds, key=lambda k: (k is None, k or 0))]
     return DirSummary(path, stage, rows, stages, [links[k] for k in sorted(links)])
-
-
-def _light(r: RankDigest) -> RankDigest:
-    """The digest without the records of its tables (kept by its stage's answer when it is the first)."""
-    return r if not r.kept else RankDigest(r.rank, r.path, r.stage, r.counts, r.warnings, r.totals, r.pairs,
-                                           r.groups, r.traffic, r.links, r.answer)
 
 
 class _StageFold:

@@ -109,7 +109,7 @@ def models_for(sel: str | Selection) -> Model:
     for r in picked:
         r.prefix = f"stage {selected_stage(r.facts.stage)} rank {r.rank}: "
     if len(picked) == 1:
-        return Model(label, lambda: dump_graphs(picked[0].dump, picked[0].facts, picked[0].prefix), _overlays(picked))
+        return _file_model(picked[0], label)
 
     def build() -> list[dict[str, Any]]:
         from ..parallel.schedule import stage_schedule
