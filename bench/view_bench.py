@@ -3,18 +3,23 @@
 a ratio to Model Explorer showing the small 4-stage rank folder in the same run (the yardstick):
 
 - graph visible: seconds from the command to the first graph drawn (URL printed, page loaded,
-  Model Explorer's layout worker answered); a folder opens on its pipeline graph;
-- expand: for each top-level group of the first graph, seconds from the expansion request Model
-  Explorer sends on a double click (replayed with the page's own renderer id and settings) to the
-  layout worker's answer; the slowest is reported;
+  Model Explorer's layout worker answered); a folder opens on its pipeline graph, a graph of more
+  than `--part-size` operators on its overview (irtool.view.graphs.split_large);
 - graph JSON received: seconds from the command to the graph JSON's arrival in the page (what the
   server does: read, analyse, build the graphs; the rest of graph visible is Model Explorer's work in
   the browser), and its size;
-- search jump: seconds from Alt+clicking a search result (an operator in the deepest namespace) to
-  the layout worker's answer revealing it.
+- open the largest part (an overview's box with the most nodes, its inputs from other parts
+  included): seconds from opening a page on it (the address naming the graph, as a link would) to
+  its graph drawn: an upper bound of opening it from the overview, which needs no page load;
+- expand: for each top-level group of the first graph and of the part, seconds from the expansion
+  request Model Explorer sends on a double click (replayed with the page's own renderer id and
+  settings) to the layout worker's answer; the slowest is reported;
+- search jump: seconds from Alt+clicking a search result (an operator in the deepest namespace of
+  the graph shown last) to the layout worker's answer revealing it.
 
 An action that does not finish within LIMIT seconds is reported as such ("Processing" that does not end).
-Also printed: graph JSON size and the server's peak RSS.
+Also printed: the server's peak memory, all its processes together (the graphs are built in a
+forked one).
 
 Usage: python bench/view_bench.py [BIG [SMALL]]
 """
@@ -28,11 +33,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 ROOT = Path(__file__).resolve().parents[1]
 BIG = ROOT / "fixtures/mindir/gpt_large_perf/rank_0/19_validate_0078.ir.xz"
@@ -57,8 +64,10 @@ HOOK = """
       window.__b.answers.push([performance.now(), d.eventType]);
       const g = d.modelGraph;
       if (g && g.nodes) window.__b.graph = {id: g.id, groups: g.nodes.filter(n => n.nodeType === 1 && !n.nsParentId)
-        .map(n => n.id), deepest: g.nodes.filter(n => n.nodeType === 0).reduce((a, n) =>
-          (n.namespace || '').split('/').length > (a.namespace || '').split('/').length ? n : a).attrs};
+        .map(n => n.id), deepest: g.nodes.filter(n => n.nodeType === 0 && n.attrs.file).reduce((a, n) =>
+          !a || (n.namespace || '').split('/').length > (a.namespace || '').split('/').length ? n : a, null),
+        parts: g.nodes.filter(n => n.nodeType === 0 && n.subgraphIds && n.attrs.nodes)
+          .map(n => [n.subgraphIds[0], Number(n.attrs.nodes) + Number(n.attrs['nodes read from other parts'] || 0)])};
     });
     return w;
   };
@@ -114,66 +123,126 @@ def _answer_after(page: object, since: float, kind: int) -> float | None:
     return (t - since) / 1000
 
 
+@contextmanager
+def _peak_memory(session: int) -> Iterator[Callable[[], float]]:
+    """The largest sum, sampled every 0.1 s, of the memory (MB) of the server's processes (it builds the
+    graphs in a forked process; proportional set size: pages the two share are counted once): yields
+    a function reading it."""
+    peak = [0.0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            total = 0
+            for stat in Path("/proc").glob("[0-9]*/stat"):
+                try:
+                    if int(stat.read_text().rsplit(")", 1)[1].split()[3]) == session:  # field 6: session id
+                        rollup = (stat.parent / "smaps_rollup").read_text()
+                        total += int(re.search(r"^Pss:\s+(\d+)", rollup, re.M).group(1)) * 1024  # type: ignore[union-attr]
+                except (OSError, IndexError, ValueError, AttributeError):
+                    continue
+            peak[0] = max(peak[0], total / 1e6)
+            done.wait(0.1)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield lambda: peak[0]
+    finally:
+        done.set()
+        thread.join()
+
+
+def _open(ctx: object, url: str) -> tuple[object, dict]:
+    """A page of `url`, once Model Explorer drew its first graph; the graph as the hook recorded it."""
+    page = ctx.new_page()  # type: ignore[attr-defined]
+    local = url.split("/?")[0]
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
+    page.goto(url)
+    page.wait_for_function("window.__b.graph !== null && window.__b.request !== null", timeout=LIMIT * 1000)
+    return page, page.evaluate("window.__b.graph")
+
+
+def _opening(url: str, graph_id: str) -> str:
+    """`url` opening on another graph of the model (the page's `uiState`, as irtool view sets it)."""
+    base, _, query = url.partition("/?data=")
+    data = json.loads(unquote(query))
+    data["uiState"]["paneStates"][0]["selectedGraphId"] = graph_id
+    return f"{base}/?data={quote(json.dumps(data))}"
+
+
+def _search_jump(page: object, graph: dict, out: dict[str, object]) -> None:
+    """Alt+click a search result (the operator in the deepest namespace, by its `file` attribute)."""
+    box = page.locator("search-bar input")  # type: ignore[attr-defined]
+    where = graph["deepest"]["attrs"]["file"]  # `dump:line`, the one node's own attribute
+    box.fill(where.replace(".", "[.]"))
+    box.press("Enter")
+    result = page.locator(".search-results-container mat-tree-node:not(:has(.expandable-tree-node))").first  # type: ignore[attr-defined]
+    result.wait_for(timeout=LIMIT * 1000)
+    since = page.evaluate("performance.now()")  # type: ignore[attr-defined]
+    start_jump = time.perf_counter()
+    result.click(modifiers=["Alt"])
+    # the worker's answer revealing it, or (a node drawn already, no layout needed) the panel showing it
+    try:
+        page.wait_for_function(f"""() => window.__b.answers.some(a => a[0] > {since} && a[1] === {LOCATE_ANSWER})
+          || [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === {json.dumps(where)})""",  # type: ignore[attr-defined]
+                               timeout=LIMIT * 1000)
+        out["search jump"] = time.perf_counter() - start_jump
+    except Exception:  # Playwright's TimeoutError
+        out["search jump"] = None
+    out["searched"] = where
+    page.locator("search-bar .btn-clear-container").click()  # type: ignore[attr-defined]
+    page.wait_for_timeout(1000)  # type: ignore[attr-defined]
+
+
+def _expand_each(page: object, graph: dict, out: dict[str, object]) -> None:
+    """Expand and collapse each top-level group of `graph`; the slowest expansion."""
+    slowest = out.get("expand") or 0.0
+    for group in graph["groups"]:
+        for expand in (True, False):
+            since = page.evaluate("performance.now()")  # type: ignore[attr-defined]
+            page.evaluate("""([g, expand]) => { const r = window.__b.request;
+              window.__b.worker.postMessage({eventType: 2, modelGraphId: window.__b.graph.id, groupNodeId: g, expand,
+                showOnNodeItemTypes: r.showOnNodeItemTypes, nodeDataProviderRuns: r.nodeDataProviderRuns,
+                rendererId: r.rendererId || r.paneId,
+                paneId: r.paneId, all: false, ts: Date.now(), config: r.config}); }""", [group, expand])  # type: ignore[attr-defined]
+            took = _answer_after(page, since, EXPAND_ANSWER)
+            print(f"  {'expand' if expand else 'collapse'} {group}: {took}", file=sys.stderr, flush=True)
+            if took is None:
+                out["expand"], out["expand group"] = None, group
+                return
+            if expand and took > slowest:
+                slowest, out["expand group"] = took, f"{group} of {graph['id']}"
+    out["expand"] = slowest
+
+
 def measure(browser: object, path: Path) -> dict[str, object]:
     out: dict[str, object] = {}
-    with served(path) as (url, proc, to_url):
+    with served(path) as (url, proc, to_url), _peak_memory(proc.pid) as peak:
         start = time.perf_counter() - to_url
         ctx = browser.new_context(viewport={"width": 1600, "height": 1000})  # type: ignore[attr-defined]
         ctx.add_init_script(HOOK)
-        page = ctx.new_page()
-        local = url.split("/?")[0]
-        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
         arrived: list[tuple[float, int]] = []
-        page.on("requestfinished", lambda r: "load_graphs_json" in r.url and arrived.append(
+        ctx.on("requestfinished", lambda r: "load_graphs_json" in r.url and not arrived and arrived.append(
             (time.perf_counter() - start, r.sizes()["responseBodySize"])))
-        page.goto(url)
-        page.wait_for_function("window.__b.graph !== null && window.__b.request !== null", timeout=LIMIT * 1000)
+        page, graph = _open(ctx, url)
         out["graph visible"] = time.perf_counter() - start
-        out["graph JSON received"] = max(t for t, _ in arrived)
-        out["graph JSON MB"] = sum(size for _, size in arrived) / 1e6
+        (out["graph JSON received"], size), = arrived
+        out["graph JSON MB"] = size / 1e6
+        out["graph"] = graph["id"]
         print(f"{path.name}: graph visible {out['graph visible']:.1f} s", file=sys.stderr, flush=True)
         page.wait_for_timeout(1000)
-        graph = page.evaluate("window.__b.graph")
-        box = page.locator("search-bar input")
-        where = graph["deepest"]["file"]  # `dump:line`, the one node's own attribute
-        box.fill(where.replace(".", "[.]"))
-        box.press("Enter")
-        result = page.locator(".search-results-container mat-tree-node:not(:has(.expandable-tree-node))").first
-        result.wait_for(timeout=LIMIT * 1000)
-        since = page.evaluate("performance.now()")
-        start_jump = time.perf_counter()
-        result.click(modifiers=["Alt"])
-        # the worker's answer revealing it, or (a node drawn already, no layout needed) the panel showing it
-        try:
-            page.wait_for_function(f"""() => window.__b.answers.some(a => a[0] > {since} && a[1] === {LOCATE_ANSWER})
-              || [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === {json.dumps(where)})""",
-                                   timeout=LIMIT * 1000)
-            out["search jump"] = time.perf_counter() - start_jump
-        except Exception:  # Playwright's TimeoutError
-            out["search jump"] = None
-        out["searched"] = where
-        page.locator("search-bar .btn-clear-container").click()
-        page.wait_for_timeout(1000)
-        slowest = 0.0
-        for group in graph["groups"]:
-            for expand in (True, False):
-                since = page.evaluate("performance.now()")
-                page.evaluate("""([g, expand]) => { const r = window.__b.request;
-                  window.__b.worker.postMessage({eventType: 2, modelGraphId: window.__b.graph.id, groupNodeId: g, expand,
-                    showOnNodeItemTypes: r.showOnNodeItemTypes, nodeDataProviderRuns: r.nodeDataProviderRuns,
-                    rendererId: r.rendererId || r.paneId,
-                    paneId: r.paneId, all: false, ts: Date.now(), config: r.config}); }""", [group, expand])
-                took = _answer_after(page, since, EXPAND_ANSWER)
-                print(f"  {'expand' if expand else 'collapse'} {group}: {took}", file=sys.stderr, flush=True)
-                if took is None:
-                    out["expand"] = None
-                    out["expand group"] = group
-                    break
-                if expand and took > slowest:
-                    slowest, out["expand group"] = took, group
-        out["expand"] = slowest
-        status = Path(f"/proc/{proc.pid}/status").read_text()
-        out["server peak RSS MB"] = int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+        _expand_each(page, graph, out)
+        if graph["parts"]:  # an overview: open its largest part, as a link to it opens it (a new page)
+            part, out["part nodes"] = max(graph["parts"], key=lambda p: p[1])
+            opened = time.perf_counter()
+            page, graph = _open(ctx, _opening(url, part))
+            out["open part"] = time.perf_counter() - opened
+            out["part"] = graph["id"]
+            page.wait_for_timeout(1000)
+            _expand_each(page, graph, out)
+        _search_jump(page, graph, out)
+        out["server peak memory MB"] = peak()
         ctx.close()
     return out
 
@@ -198,9 +267,13 @@ def main(big: Path, small: Path) -> int:
     print(f"yardstick: {small.name} graph visible {yard:.1f} s after the command")
     for name, r in ((small.name, base), (big.name, large)):
         print(f"{name}: graph visible {_fmt(r['graph visible'], yard)} (graph JSON, {r['graph JSON MB']:.1f} MB, "
-              f"received after {r['graph JSON received']:.1f} s), expand slowest top-level group "
-              f"({r.get('expand group')}) {_fmt(r.get('expand'), yard)}, search jump to {r.get('searched')} "
-              f"{_fmt(r.get('search jump'), yard)}, server peak RSS {r.get('server peak RSS MB', 0):.0f} MB")
+              f"received after {r['graph JSON received']:.1f} s; first graph {r['graph']})")
+        if "open part" in r:
+            print(f"  open the largest part ({r['part nodes']} nodes with its inputs, {r['part']}) in a new page "
+                  f"{_fmt(r['open part'], yard)}")
+        print(f"  expand slowest top-level group ({r.get('expand group')}) {_fmt(r.get('expand'), yard)}, "
+              f"search jump to {r.get('searched')} {_fmt(r.get('search jump'), yard)}, "
+              f"server peak memory (PSS, all its processes) {r.get('server peak memory MB', 0):.0f} MB")
     return 0
 
 

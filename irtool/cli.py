@@ -64,6 +64,15 @@ def _lenient_option() -> Callable:
     return click.option("--lenient", is_flag=True, help="Skip bad nodes or lines (reported) instead of failing.")
 
 
+def _part_size_option() -> Callable:
+    """`--part-size` of the Model Explorer commands (view, export)."""
+    from .view.graphs import PART_SIZE
+
+    return click.option("--part-size", type=click.IntRange(min=1), default=PART_SIZE, show_default=True,
+                        help="A graph of more operators comes as an overview with a graph per scope behind it, "
+                             "then the whole graph (Model Explorer opens a part in under a second).")
+
+
 def _warn_skips(*sels: Selection) -> None:
     # dict.fromkeys: both sides of a diff may read the same file; its skips are said once
     for message in dict.fromkeys(m for sel in sels for m in sel.skipped):
@@ -387,8 +396,9 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address the server listens on.")
 @click.option("--port", type=int, default=8080, show_default=True, help="Port of the server.")
 @click.option("--no-browser", is_flag=True, help="Do not open a browser (print the URL only).")
+@_part_size_option()
 def view(path: str, new: str | None, stage: int | None, pass_name: str | None, lenient: bool, host: str, port: int,
-         no_browser: bool) -> None:
+         no_browser: bool, part_size: int) -> None:
     """Explore a dump (file or rank_* folder) in Google's Model Explorer; with NEW, two
     compilations side by side with the diff marked. Stops with Ctrl+C."""
     from .diff import diff_rank
@@ -398,7 +408,7 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, l
     def body() -> int:
         policy = Policy(lenient=lenient, loader=load_with_progress)
         sels = [Selection.of(p, stage, pass_name, policy, partial=True) for p in (path, new) if p is not None]
-        models = compare_models(*sels, diff_rank) if new is not None else [models_for(sels[0])]
+        models = compare_models(*sels, diff_rank, part_size) if new is not None else [models_for(sels[0], part_size)]
         for sel in sels:
             _notes(sel)
         _warn_skips(*sels)
@@ -419,8 +429,9 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, l
 @_lenient_option()
 @click.option("--node-data/--no-node-data", default=True, show_default=True,
               help="Also write the node data overlays next to OUTPUT (OUTPUT stem + `.comm_category.json`, ...).")
+@_part_size_option()
 def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str | None, lenient: bool,
-               node_data: bool) -> None:
+               node_data: bool, part_size: int) -> None:
     """Write a dump (file or rank_* folder) as Model Explorer graph JSON, for people who cannot run a server."""
     import os
 
@@ -429,7 +440,7 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
 
     def body() -> int:
         sel = Selection.of(path, stage, pass_name, Policy(lenient=lenient, loader=load_with_progress), partial=True)
-        model = models_for(sel)
+        model = models_for(sel, part_size)
         _notes(sel)
         inputs = tuple(f for f in (path,) if os.path.isfile(f))
         atomic_write(out, model.graphs_json(), protect=inputs)

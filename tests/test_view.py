@@ -24,7 +24,7 @@ from conftest import fixture
 
 from irtool.cli import main
 from irtool.diff import diff_rank
-from irtool.view.graphs import MAX_CHILDREN
+from irtool.view.graphs import INPUTS, MAX_CHILDREN
 from irtool.view.main import MindIRAdapter
 from irtool.view.models import compare_models, models_for
 
@@ -140,6 +140,48 @@ def test_a_flat_scope_gets_levels_model_explorer_can_lay_out() -> None:
     assert levels["recompute_Default"]["phase"] == "recompute"
 
 
+def test_a_large_graph_comes_as_an_overview_and_parts() -> None:
+    (whole,) = models_for(GPT).graphs  # 1500 operators: one graph at the default part size
+    model = models_for(GPT, part_size=300)
+    overview, *parts = model.graphs
+    assert model.first_graph == overview["id"] == f"{whole['id']}: overview"
+    # every node of the whole graph is in exactly one part, as it is there (its attribute list shared)
+    mine = [n for g in parts for n in g["nodes"] if not n["namespace"].startswith(INPUTS)]
+    own = {n["id"]: n for n in mine}
+    assert len(mine) == len(own) == len(whole["nodes"])
+    assert all(own[n["id"]]["attrs"] == n["attrs"] for n in whole["nodes"])
+    # `xzcat ... | grep -c 'scope: (Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer/'`
+    # -> 272 operators: the layer's backward is one part, its scope taken off the namespaces below it
+    layer = "Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer"
+    part = next(g for g in parts if g["id"] == f"{whole['id']}: {layer}")
+    mine = [n for n in part["nodes"] if not n["namespace"].startswith(INPUTS)]
+    assert len(mine) == 272 and all(_attrs(n)["scope"].startswith(layer + "/") for n in mine)
+    assert {n["namespace"].split("/")[0] for n in mine} >= {"feed_forward-MLP", "attention-Attention"}
+    assert part["groupNodeAttributes"][""]["scope"] == layer and part["groupNodeAttributes"][""]["operators"] == "272"
+    # what it reads from other parts is there too, each saying its part, and the edges into the layer kept
+    where = {n["id"]: g["groupNodeAttributes"][""]["scope"] for g in parts for n in g["nodes"]
+             if not n["namespace"].startswith(INPUTS)}
+    inputs = [n for n in part["nodes"] if n["namespace"].startswith(INPUTS)]
+    assert inputs and all(_attrs(n)["in part"] == where[n["id"]] != layer for n in inputs)
+    ids = {n["id"] for n in part["nodes"]}
+    read = {e["sourceNodeId"] for n in mine for e in n["incomingEdges"]}
+    assert read <= ids and {n["id"] for n in inputs} <= read
+    # the overview: one box per part, at its scope's place, with its counts, opening it; an edge from
+    # each part another part reads
+    boxes = {n["subgraphIds"][0]: n for n in overview["nodes"]}
+    assert set(boxes) == {g["id"] for g in parts}
+    box = boxes[part["id"]]
+    assert box["label"] == "1-DecoderLayer" and box["namespace"] == layer.rpartition("/")[0]
+    assert _attrs(box)["operators"] == "272" and _attrs(box)["nodes read from other parts"] == str(len(inputs))
+    scope_id = {g["groupNodeAttributes"][""]["scope"]: g["id"] for g in parts}
+    assert {e["sourceNodeId"] for e in box["incomingEdges"]} == {scope_id[_attrs(n)["in part"]] for n in inputs}
+    # node data: each part gets the whole graph's results for its nodes
+    category = model.node_data["comm category"]
+    whole_results = models_for(GPT).node_data["comm category"][whole["id"]]["results"]
+    assert category[part["id"]]["results"] == {k: v for k, v in whole_results.items() if k in ids}
+    assert sum(len(category[g["id"]]["results"]) for g in parts) >= len(whole_results)
+
+
 def test_the_panel_says_what_summarize_says() -> None:
     (graph,) = models_for(SEMI).graphs
     by_id = {n["id"]: n for n in graph["nodes"]}
@@ -227,6 +269,15 @@ def test_compare_marks_the_changed_strategy() -> None:
     assert [k for g in new.node_data["diff"].values() for k in g["results"]] == ["%73"]
     for model, side in ((old, "old"), (new, "new")):
         fc1 = _attrs(next(n for g in model.graphs for n in g["nodes"] if n["id"] == "%73"))
+        assert fc1["diff"] == f"changed ({side} side)" and fc1["diff in strategy"] == "(4,1)(1,2) -> (2,1)(1,4)"
+    # split into parts (290 operators, parts of at most 100): the mark and the rows on the part holding %73
+    old, new = compare_models(str(Path(SEMI).parent), EDITED, diff_rank, part_size=100)
+    for model, side in ((old, "old"), (new, "new")):
+        assert model.first_graph and model.first_graph.endswith(": overview")
+        (part,) = [g for g in model.graphs if any(n["id"] == "%73" and not n["namespace"].startswith(INPUTS)
+                                                  for n in g["nodes"])]
+        assert list(model.node_data["diff"][part["id"]]["results"]) == ["%73"]
+        fc1 = _attrs(next(n for n in part["nodes"] if n["id"] == "%73"))
         assert fc1["diff"] == f"changed ({side} side)" and fc1["diff in strategy"] == "(4,1)(1,2) -> (2,1)(1,4)"
 
 
@@ -468,3 +519,45 @@ def test_the_panel_in_model_explorer(browser: object, semi_url: str, tmp_path: P
     page.screenshot(path=str(tmp_path / "panel.png"))
     if os.environ.get("IRTOOL_SCREENSHOTS"):
         shutil.copy(tmp_path / "panel.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_panel.png")
+
+
+def _opening(url: str, graph_id: str) -> str:
+    """`url` opening on another graph of its model (the address's `uiState`, as `irtool view` names the first)."""
+    from urllib.parse import quote, unquote
+
+    base, _, query = url.partition("/?data=")
+    data = json.loads(unquote(query))
+    data["uiState"]["paneStates"][0]["selectedGraphId"] = graph_id
+    return f"{base}/?data={quote(json.dumps(data))}"
+
+
+def test_a_large_graph_opens_on_its_overview_and_a_part_behind_it(browser: object, tmp_path: Path) -> None:
+    # 1500 operators in parts of at most 300 nodes: test_a_large_graph_comes_as_an_overview_and_parts
+    overview, *parts = models_for(GPT, part_size=300).graphs
+    layer = "Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer"
+    with served(GPT, "--part-size", "300") as url:
+        page = _open(browser, url)
+        # the overview first, no choosing in the graph selector: a box per part
+        assert page.evaluate("window.__me.graph.id") == overview["id"]
+        boxes = page.evaluate("window.__me.graph.nodes.filter(n => n[2] === 0).map(n => n[1])")
+        assert len(boxes) == len(parts) and "1-DecoderLayer" in boxes, boxes
+        events = page.evaluate("window.__me.events")
+        page.locator("div.expand-all").click()
+        page.wait_for_function(f"window.__me.events > {events}")
+        page.mouse.move(10, 990)
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(tmp_path / "overview.png"))
+        # the layer's part, opened as a link to it opens it: its scopes at the top, and the nodes it reads
+        # from other parts in a group of their own
+        page = _open(browser, _opening(url, f"{overview['id'].rsplit(': ', 1)[0]}: {layer}"))
+        top = page.evaluate("window.__me.graph.nodes.filter(n => n[2] === 1 && !n[4]).map(n => n[1])")
+        assert {"feed_forward-MLP", "attention-Attention", INPUTS} <= set(top), top
+        # line 3761's Cast (`%259`, scope .../1-DecoderLayer/Grad_Cast/Cast-op0) found and revealed in it
+        events = page.evaluate("window.__me.events")
+        _search(page, "19_validate_0078[.]ir[.]xz:3761$", alt=True)
+        page.wait_for_function(f"window.__me.answers.slice({events}).includes(7)")
+        page.wait_for_timeout(1000)
+        panel = _panel(page)
+        assert panel.get("id") == "%259" and panel["scope"].split()[0] == f"{layer}/Grad_Cast/Cast-op0", panel
+    if os.environ.get("IRTOOL_SCREENSHOTS"):
+        shutil.copy(tmp_path / "overview.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_overview.png")

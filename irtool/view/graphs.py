@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter, defaultdict
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ..ir import Dump, Node, TypeInfo
 from ..parallel import CATEGORIES, CommNode, ParallelFacts
@@ -382,25 +382,211 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
     counts: dict[str, Counter] = defaultdict(Counter)
     for ns, box in own.items():
         parts = ns.split("/") if ns else []
-        for depth in range(1, len(parts) + 1):
+        for depth in range(len(parts) + 1):  # the graph's totals too (its top, "")
             counts["/".join(parts[:depth])].update(box)
     group_attrs = {ns: {k: str(v) for k, v in box.items()} for ns, box in counts.items()}
     for ns, level in levels.items():
         if ns in group_attrs:
             group_attrs[ns]["level"] = level
     for ns in group_attrs:
-        if "/" not in ns:  # the roots MindSpore gives: forward, backward (`Gradients`), recompute
+        if ns and "/" not in ns:  # the roots MindSpore gives: forward, backward (`Gradients`), recompute
             group_attrs[ns]["phase"] = PHASE_OF_ROOT.get(ns, "forward")
     group_attrs[""] = {"dump": ctx.file, "subgraph": name, "nodes": str(len(sg.nodes)),
-                       "parameters": str(len(aux)), "entry": "yes" if ctx.dump.entry == name else "no"}
+                       "parameters": str(len(aux)), "entry": "yes" if ctx.dump.entry == name else "no",
+                       **group_attrs.get("", {})}
     return {"id": graph_id or name, "nodes": list(aux.values()) + nodes, "groupNodeAttributes": group_attrs}
 
 
-def dump_graphs(dump: Dump, facts: ParallelFacts, prefix: str = "") -> list[dict[str, Any]]:
-    """One graph per subgraph, the entry graph first; graph ids are `prefix` + the subgraph name."""
+def dump_graphs(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: int | None = None,
+                annotate: Callable[[str, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """One graph per subgraph, the entry graph first; graph ids are `prefix` + the subgraph name. A
+    subgraph of more than `part_size` operators (default PART_SIZE) comes as its overview and parts
+    (`split_large`), after `annotate(subgraph, graph)` (a diff's rows) had the whole graph."""
     ctx = _Context(dump, facts)
+    size = PART_SIZE if part_size is None else part_size
     names = sorted((g.name for g in dump.subgraphs), key=lambda n: n != dump.entry)
-    return [subgraph_graph(ctx, n, prefix + n) for n in names]
+    out: list[dict[str, Any]] = []
+    for n in names:
+        graph = subgraph_graph(ctx, n, prefix + n)
+        if annotate is not None:
+            annotate(n, graph)
+        out += split_large(graph, size) if len(dump.subgraph(n).nodes) > size else [graph]
+    return out
+
+
+def first_graph(dump: Dump, prefix: str = "", part_size: int | None = None) -> str | None:
+    """The graph to open a dump on: the entry graph's overview when it is split, else None (Model
+    Explorer's choice, the largest graph)."""
+    size = PART_SIZE if part_size is None else part_size
+    entry = next((g for g in dump.subgraphs if g.name == dump.entry), None)
+    return overview_id(prefix + entry.name) if entry is not None and len(entry.nodes) > size else None
+
+
+# --- large graphs: an overview first, a graph per part behind it --------------------------------
+
+# Operators of one graph beyond which it is split. Model Explorer processes a whole graph before it
+# draws any of it (every node, namespace and edge, then again to find identical layers): about 3 s
+# for the 43 758 nodes of the 68 MB dump on this machine (bench/view_bench.py), 0.3 s for 5 000.
+PART_SIZE = 5000
+COUNTS = ("operators", "with strategy", "communication", "redistribution", "gradient aggregation")
+MIN_PART = 100  # nodes of the smallest scope given a graph of its own
+INPUTS = "inputs from other parts"  # the namespace of a part's inputs that other parts compute
+
+
+def overview_id(graph_id: str) -> str:
+    return f"{graph_id}: overview"
+
+
+def _part_name(scope: str, own: bool = False) -> str:
+    return f"{scope or 'top level'}{' (own operators)' if own else ''}"
+
+
+def part_id(graph_id: str, scope: str, own: bool = False) -> str:
+    return f"{graph_id}: {_part_name(scope, own)}"
+
+
+def _parts(nodes: list[dict[str, Any]], size: int) -> dict[str, tuple[str, bool]]:
+    """Each namespace's part, as (scope, own): the outermost scope whose nodes, with the nodes of
+    other scopes they read, number at most `size`; else (a scope too big) the part of the scope's own
+    nodes and of its small scopes (fewer than MIN_PART nodes: a graph of a few nodes is no help)."""
+    direct: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for n in nodes:
+        direct[n["namespace"]].append(n)
+    total: Counter = Counter()
+    kids: dict[str, set[str]] = defaultdict(set)
+    for ns, ms in direct.items():
+        parts = ns.split("/") if ns else []
+        total[""] += len(ms)
+        for i in range(1, len(parts) + 1):
+            total["/".join(parts[:i])] += len(ms)
+            kids["/".join(parts[: i - 1])].add("/".join(parts[:i]))
+
+    def below(ns: str) -> Iterable[str]:
+        yield ns
+        for child in kids[ns]:
+            yield from below(child)
+
+    def fits(ns: str) -> bool:
+        if total[ns] > size:
+            return False
+        inside = {n["id"] for sub in below(ns) for n in direct[sub]}
+        read = {e["sourceNodeId"] for sub in below(ns) for n in direct[sub] for e in n["incomingEdges"]}
+        return len(inside | read) <= size
+
+    out: dict[str, tuple[str, bool]] = {}
+
+    def cut(ns: str) -> None:
+        # a scope is one part when it fits, or when no scope inside it is big enough to be one
+        if ns and (fits(ns) or all(total[child] < MIN_PART for child in kids[ns])):
+            out.update(dict.fromkeys(below(ns), (ns, False)))
+            return
+        out[ns] = (ns, True)
+        for child in kids[ns]:
+            if total[child] < MIN_PART:
+                out.update(dict.fromkeys(below(child), (ns, True)))
+            else:
+                cut(child)
+
+    cut("")
+    return out
+
+
+def _relative(ns: str, scope: str) -> str:
+    return "" if ns == scope else ns[len(scope) + 1 :] if scope else ns
+
+
+def _counts(attrs: dict[str, dict[str, str]], scope: str, own: bool, kids: dict[str, set[str]],
+            part_of: dict[str, tuple[str, bool]]) -> Counter:
+    """The counts of a part, from the full graph's group attributes: its scope's, less those of the
+    scope's children in other parts (a scope's own operators)."""
+    def of(ns: str) -> Counter:
+        return Counter({k: int(v) for k, v in attrs.get(ns, {}).items() if k in COUNTS})
+
+    box = of(scope)
+    for child in kids[scope] if own else ():
+        if part_of.get(child) != (scope, True):
+            box.subtract(of(child))
+    return +box
+
+
+_INPUT_ATTRS = frozenset(("operator", "file", "reference"))
+
+
+def _input(node: dict[str, Any], part: str) -> dict[str, Any]:
+    """A node of another part, as a part that reads it shows it: at its scope under INPUTS, its
+    operator, place, output and colour; the rest of it is in its own part's graph."""
+    out = {"id": node["id"], "label": node["label"], "namespace": f"{INPUTS}/{node['namespace']}".rstrip("/"),
+           "attrs": [a for a in node["attrs"] if a["key"] in _INPUT_ATTRS] + [{"key": "in part", "value": part}],
+           "incomingEdges": [], "outputsMetadata": node["outputsMetadata"]}
+    if "style" in node:
+        out["style"] = node["style"]
+    return out
+
+
+def split_large(graph: dict[str, Any], size: int = PART_SIZE) -> list[dict[str, Any]]:
+    """A graph too large for Model Explorer to open in seconds as [overview, parts...] (`_parts`: scopes
+    of at most `size` nodes with what they read, or a larger scope's own operators).
+
+    A part's graph holds its nodes (namespaces below its scope), and under `inputs from other parts`
+    the nodes of other parts it reads, with their operator, place, output and part. The overview has a
+    box per part at its scope's place (the groups above it carry their counts), an edge where one
+    part reads another, and each box opens its part (`subgraphIds`). A part's nodes share their
+    attribute lists with the whole graph's, so what is added to those (a diff's rows) shows in both."""
+    gid, nodes, attrs = graph["id"], graph["nodes"], graph["groupNodeAttributes"]
+    part_of = _parts(nodes, size)
+    kids: dict[str, set[str]] = defaultdict(set)  # namespace -> the child namespaces holding operators
+    for ns in attrs:
+        if ns:
+            kids[ns.rpartition("/")[0]].add(ns)
+    members: dict[tuple[str, bool], list[dict[str, Any]]] = defaultdict(list)
+    where: dict[str, tuple[str, bool]] = {}
+    for n in nodes:
+        key = part_of[n["namespace"]]
+        members[key].append(n)
+        where[n["id"]] = key
+    by_id = {n["id"]: n for n in nodes}
+    stubs: dict[str, dict[str, Any]] = {}
+    root = attrs.get("", {})
+    parts: list[dict[str, Any]] = []
+    boxes: dict[tuple[str, bool], dict[str, Any]] = {}
+    for (scope, own), ms in members.items():
+        pid = part_id(gid, scope, own)
+        mine = {n["id"] for n in ms}
+        inputs: dict[str, dict[str, Any]] = {}
+        out = []
+        reads: Counter = Counter()
+        for n in ms:
+            out.append({**n, "namespace": _relative(n["namespace"], scope)})
+            for e in n["incomingEdges"]:
+                src = e["sourceNodeId"]
+                if src not in mine and src in by_id:
+                    reads[where[src]] += 1
+                    if src not in inputs:
+                        stub = stubs.get(src)
+                        if stub is None:  # one dict however many parts read it
+                            stub = stubs[src] = _input(by_id[src], _part_name(*where[src]))
+                        inputs[src] = stub
+        group_attrs = {_relative(ns, scope): a for ns, a in attrs.items() if ns and part_of.get(ns) == (scope, own)}
+        counts = _counts(attrs, scope, own, kids, part_of)
+        group_attrs[""] = {"dump": root.get("dump", ""), "part of": gid, "scope": _part_name(scope, own),
+                           "nodes": str(len(ms)), **{k: str(v) for k, v in counts.items()},
+                           "nodes read from other parts": str(len(inputs))}
+        if inputs:
+            group_attrs[INPUTS] = {"nodes": str(len(inputs)), "level": "nodes of other parts this part reads"}
+        parts.append({"id": pid, "nodes": list(inputs.values()) + out, "groupNodeAttributes": group_attrs})
+        label = (scope.rpartition("/")[2] or "top level") + (" (own operators)" if own else "")
+        boxes[(scope, own)] = {
+            "id": pid, "label": label, "namespace": scope if own else scope.rpartition("/")[0],
+            "attrs": [_kv("graph", pid), _kv("scope", _part_name(scope, own)), _kv("nodes", len(ms)),
+                      *(_kv(k, v) for k, v in counts.items()), _kv("nodes read from other parts", len(inputs))],
+            "subgraphIds": [pid], "incomingEdges": [
+                {"sourceNodeId": part_id(gid, *src), "sourceNodeOutputId": "0", "targetNodeInputId": str(i)}
+                for i, src in enumerate(sorted(reads))]}
+    shown = {b["namespace"] for b in boxes.values()}
+    over_attrs = {ns: a for ns, a in attrs.items() if ns and any(s == ns or s.startswith(ns + "/") for s in shown)}
+    over_attrs[""] = {**root, "overview of": gid, "parts": str(len(parts)),
+                      "whole graph": f"irtool view --part-size {len(nodes)} (Model Explorer takes seconds per open)"}
+    return [{"id": overview_id(gid), "nodes": list(boxes.values()), "groupNodeAttributes": over_attrs}, *parts]
 
 
 # --- pipeline view ---------------------------------------------------------------------------
@@ -556,6 +742,18 @@ def _value(v: Any) -> str:
     if isinstance(v, (list, tuple)) and v and all(isinstance(x, (list, tuple, dict)) for x in v):
         return strategy_text(v)
     return cell(v)
+
+
+def for_parts(data: dict[str, Any], graphs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Node data by graph id (`*_node_data`) with an entry for each part of a split graph too: the
+    whole graph's results for the part's nodes."""
+    out = dict(data)
+    for g in graphs:
+        whole = g["groupNodeAttributes"].get("", {}).get("part of")
+        if whole in data:
+            ids = {n["id"] for n in g["nodes"]}
+            out[g["id"]] = {**data[whole], "results": {k: v for k, v in data[whole]["results"].items() if k in ids}}
+    return out
 
 
 def diff_node_data(graph_id: str, changes: dict[str, str]) -> dict[str, Any]:

@@ -14,9 +14,19 @@ import orjson
 from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..selection import Selection, selected_stage
-from .graphs import bytes_node_data, category_node_data, diff_node_data, diff_panel, dump_graphs, pipeline_graph
+from .graphs import (
+    bytes_node_data,
+    category_node_data,
+    diff_node_data,
+    diff_panel,
+    dump_graphs,
+    first_graph,
+    for_parts,
+    pipeline_graph,
+)
 
 Side = tuple[Dump, ParallelFacts]
+Graphs = list[dict[str, Any]]
 
 
 class DiffMarks(Protocol):
@@ -40,13 +50,15 @@ class Model:
 
     The graphs may be given as a function that builds them: they are built once, on first use
     (`irtool view` serves the page while they are being built), under a lock so that a request
-    and a background build share one result."""
+    and a background build share one result. An overlay is a function of the built graphs (a split
+    graph's parts get their nodes' data), made once when first asked for."""
 
-    def __init__(self, label: str, graphs: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]],
-                 node_data: dict[str, dict[str, Any]] | None = None, sorting: str | None = None,
+    def __init__(self, label: str, graphs: Graphs | Callable[[], Graphs],
+                 node_data: dict[str, Callable[[Graphs], dict[str, Any]]] | None = None, sorting: str | None = None,
                  first_graph: str | None = None) -> None:
         self.label = label
-        self.node_data: dict[str, dict[str, Any]] = node_data or {}
+        self.overlays = node_data or {}
+        self._node_data: dict[str, dict[str, Any]] = {}
         # Model Explorer's graph order (it opens the first): `name_asc` puts `pipeline` before the
         # `stage S rank R: ...` graphs; None keeps its default, the largest graph first.
         self.sorting = sorting
@@ -62,6 +74,18 @@ class Model:
             if self._graphs is None:
                 self._graphs = self._build()  # type: ignore[misc]
             return self._graphs
+
+    def node_data_of(self, name: str) -> dict[str, Any]:
+        """The overlay `name`: Model Explorer's node data by graph id."""
+        graphs = self.graphs
+        with self._lock:
+            if name not in self._node_data:
+                self._node_data[name] = self.overlays[name](graphs)
+            return self._node_data[name]
+
+    @property
+    def node_data(self) -> dict[str, dict[str, Any]]:
+        return {name: self.node_data_of(name) for name in self.overlays}
 
     def graphs_json(self) -> str:
         """Model Explorer's graph JSON: `{"label": ..., "graphs": [...]}` (its file loader's form), made once."""
@@ -87,29 +111,32 @@ class _Rank:
     prefix: str = ""
 
 
-def _overlays(ranks: list[_Rank]) -> dict[str, dict[str, Any]]:
+def _overlays(ranks: list[_Rank]) -> dict[str, Callable[[Graphs], dict[str, Any]]]:
     parts = [(r.prefix + g.name, r.facts, g.name) for r in ranks for g in r.dump.subgraphs]
-    return {"comm category": category_node_data(parts), "comm bytes": bytes_node_data(parts)}
+    return {"comm category": lambda graphs: for_parts(category_node_data(parts), graphs),
+            "comm bytes": lambda graphs: for_parts(bytes_node_data(parts), graphs)}
 
 
-def _file_model(r: _Rank, label: str) -> Model:
-    return Model(label, lambda: dump_graphs(r.dump, r.facts, r.prefix), _overlays([r]))
+def _file_model(r: _Rank, label: str, part_size: int | None) -> Model:
+    return Model(label, lambda: dump_graphs(r.dump, r.facts, r.prefix, part_size), _overlays([r]),
+                 first_graph=first_graph(r.dump, r.prefix, part_size))
 
 
-def models_for(sel: str | Selection) -> Model:
+def models_for(sel: str | Selection, part_size: int | None = None) -> Model:
     """The model of the CLI's selection (or a path): a file, or of a folder one rank per stage (the
     lowest, picked without reading every rank), each graph named `stage S rank R: <subgraph>`, and
     with several stages a `pipeline` graph of every Send/Receive paired across them; a selected stage
-    keeps only that stage's rank."""
+    keeps only that stage's rank. A graph of more than `part_size` operators comes as an overview
+    and parts (`graphs.split_large`), and a file opens on the overview."""
     sel = sel if isinstance(sel, Selection) else Selection.of(sel)
     label = os.path.basename(os.path.normpath(sel.path))
     picked = [_Rank(p.rank, p.file, p.dump, p.facts) for p in sel.per_stage()]
     if sel.is_file:
-        return _file_model(picked[0], label)
+        return _file_model(picked[0], label, part_size)
     for r in picked:
         r.prefix = f"stage {selected_stage(r.facts.stage)} rank {r.rank}: "
     if len(picked) == 1:
-        return _file_model(picked[0], label)
+        return _file_model(picked[0], label, part_size)
 
     def build() -> list[dict[str, Any]]:
         from ..parallel.schedule import stage_schedule
@@ -118,12 +145,12 @@ def models_for(sel: str | Selection) -> Model:
         orders = {rank: [e.node for e in s.events] for rank, s in scheds.items() if s.fixed}
         pipe = pipeline_graph([(r.rank, os.path.relpath(r.file, sel.path), r.facts) for r in picked],
                               folder=[r for r in sel.files if r is not None], orders=orders)
-        return [pipe] + [g for r in picked for g in dump_graphs(r.dump, r.facts, r.prefix)]
+        return [pipe] + [g for r in picked for g in dump_graphs(r.dump, r.facts, r.prefix, part_size)]
 
     return Model(label, build, _overlays(picked), sorting="name_asc", first_graph="pipeline")
 
 
-def compare_models(old: str | Selection, new: str | Selection, differ: Differ) -> list[Model]:
+def compare_models(old: str | Selection, new: str | Selection, differ: Differ, part_size: int | None = None) -> list[Model]:
     """Two dump files (or the lowest rank of two folders, of the selected stage if any) as two models,
     each with a `diff` overlay marking the communication and strategy nodes `irtool diff` reports
     added, removed or changed (`differ`: the diff command's function, passed by the CLI)."""
@@ -136,13 +163,15 @@ def compare_models(old: str | Selection, new: str | Selection, differ: Differ) -
         for g in side.dump.subgraphs:
             overlay.update(diff_node_data(g.name, _changes(marks, g.name)))
 
-        def build(side: _Rank = side, marks: dict[str, str] = marks, tag: str = tag) -> list[dict[str, Any]]:
-            graphs = dump_graphs(side.dump, side.facts, side.prefix)
-            for g in graphs:  # ids are the subgraph names (no prefix for a diff)
-                diff_panel(g, _changes(marks, g["id"]), rd.strategy + rd.comm, tag)
-            return graphs
+        def build(side: _Rank = side, marks: dict[str, str] = marks, tag: str = tag) -> Graphs:
+            def annotate(subgraph: str, graph: dict[str, Any]) -> None:  # before a split: parts share the rows
+                diff_panel(graph, _changes(marks, subgraph), rd.strategy + rd.comm, tag)
 
-        models.append(Model(f"{tag}: {os.path.basename(side.file)}", build, {"diff": overlay, **_overlays([side])}))
+            return dump_graphs(side.dump, side.facts, side.prefix, part_size, annotate)
+
+        models.append(Model(f"{tag}: {os.path.basename(side.file)}", build,
+                            {"diff": lambda graphs, overlay=overlay: for_parts(overlay, graphs), **_overlays([side])},
+                            first_graph=first_graph(side.dump, side.prefix, part_size)))
     return models
 
 

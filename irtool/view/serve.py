@@ -1,14 +1,17 @@
 """Serve models in Google's Model Explorer (`ai-edge-model-explorer`, the `irtool[view]` extra).
 
-The page is served while the graphs are built (in a thread: the browser loads Model Explorer
-meanwhile), and the graph JSON goes to the browser as irtool wrote it: Model Explorer's own
-handler would parse it and write it again (seconds for a large dump). Node data overlays are
-loaded with the graphs.
+The page is served while the graphs are built (in a forked process: Model Explorer starts and the
+browser loads it meanwhile), and the graph JSON goes to the browser as irtool wrote it: Model
+Explorer's own handler would parse it and write it again (seconds for a large dump). Node data
+overlays are loaded with the graphs.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import sys
+import tempfile
 import threading
 from typing import Any, Callable
 from urllib.parse import quote, unquote
@@ -25,11 +28,75 @@ def _model_explorer() -> Any:
     return model_explorer
 
 
+class _Builder:
+    """Every model's graph JSON and overlays, built while Model Explorer starts: in a forked process
+    on Linux (sharing one interpreter lock, the build and Model Explorer's start-up took as long as
+    both together), written to files the server sends; elsewhere in a thread. When the process
+    fails, a request builds in this one, meeting the error again to report it."""
+
+    def __init__(self, models: list[Model]) -> None:
+        self.models = models
+        self.dir = tempfile.mkdtemp(prefix="irtool-view-")
+        self.proc: Any = None
+        if sys.platform.startswith("linux"):
+            import multiprocessing
+
+            self.proc = multiprocessing.get_context("fork").Process(target=self._write, name="irtool-graphs", daemon=True)
+            self.proc.start()
+        else:
+            threading.Thread(target=self._build, name="irtool-graphs", daemon=True).start()
+
+    def _path(self, index: int, overlay: int | None = None) -> str:
+        return os.path.join(self.dir, f"{index}.json" if overlay is None else f"{index}.{overlay}.json")
+
+    def _write(self) -> None:
+        try:
+            for i, m in enumerate(self.models):
+                with open(self._path(i), "w", encoding="utf-8") as f:
+                    f.write(m.graphs_json())
+                for k, name in enumerate(m.overlays):
+                    with open(self._path(i, k), "w", encoding="utf-8") as f:
+                        f.write(_node_data_json(m.node_data_of(name)))
+        except BaseException:  # noqa: BLE001 - no traceback here: the server builds again and reports it
+            os._exit(1)
+
+    def _build(self) -> None:
+        for m in self.models:
+            try:
+                m.graphs_json()
+            except Exception:  # noqa: BLE001 - raised again, and reported, where the page asks for the graphs
+                return
+
+    def _written(self) -> bool:
+        if self.proc is None:
+            return False
+        self.proc.join()
+        return self.proc.exitcode == 0
+
+    def graphs(self, index: int) -> Any:
+        import flask
+
+        if self._written():
+            return flask.send_file(self._path(index), mimetype="application/json")
+        return flask.Response(self.models[index].graphs_json(), mimetype="application/json")
+
+    def node_data(self, index: int, name: str) -> str:
+        if self._written():
+            with open(self._path(index, list(self.models[index].overlays).index(name)), encoding="utf-8") as f:
+                return f.read()
+        return _node_data_json(self.models[index].node_data_of(name))
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.is_alive():
+            self.proc.terminate()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 class _Prebuilt:
     """A model's graph JSON in Model Explorer's config, sent as it is (see `_send_as_built`)."""
 
-    def __init__(self, model: Model) -> None:
-        self.model = model
+    def __init__(self, builder: _Builder, index: int) -> None:
+        self.builder, self.index = builder, index
 
 
 def _send_as_built(me: Any) -> bool:
@@ -42,14 +109,13 @@ def _send_as_built(me: Any) -> bool:
         return False
     if getattr(respond, "irtool", False):
         return True
-    import flask
 
     def convert_response(resp: Any) -> Any:
         return resp if isinstance(resp, _Prebuilt) else convert(resp)
 
     def json_response(obj: Any) -> Any:
         if isinstance(obj, _Prebuilt):
-            return flask.Response(obj.model.graphs_json(), mimetype="application/json")
+            return obj.builder.graphs(obj.index)
         return respond(obj)
 
     json_response.irtool = True  # type: ignore[attr-defined]
@@ -58,18 +124,30 @@ def _send_as_built(me: Any) -> bool:
     return True
 
 
-def config_for(models: list[Model], as_built: bool = False) -> Any:
-    """A Model Explorer config holding the models and their node data; `as_built`: the graphs as
-    `_Prebuilt` entries (built on first request), else as JSON text."""
+def config_for(models: list[Model], builder: _Builder | None = None) -> Any:
+    """A Model Explorer config holding the models and their node data; with a `builder`, the graphs
+    and overlays are its (sent as built, see `_send_as_built`), else JSON text made now."""
     me = _model_explorer()
     config = me.config()
-    for m in models:
-        index = len(config.graphs_list)
-        config.graphs_list.append(_Prebuilt(m) if as_built else m.graphs_json())
+    for index, m in enumerate(models):
+        config.graphs_list.append(_Prebuilt(builder, index) if builder else m.graphs_json())
         config.model_sources.append({"url": f"graphs://{m.label}/{index}"})
-        for name, data in m.node_data.items():
-            config.add_node_data(name, _node_data_json(data), model_name=m.label)
+        for name in m.overlays:
+            config.add_node_data(name, _NodeData(m, name, builder, index), model_name=m.label)
     return config
+
+
+class _NodeData:
+    """An overlay in Model Explorer's config: its server asks for `to_json_string()` when the page
+    loads it, after the graphs it colours (the overlay of a split graph's parts needs them built)."""
+
+    def __init__(self, model: Model, name: str, builder: _Builder | None, index: int) -> None:
+        self.model, self.name, self.builder, self.index = model, name, builder, index
+
+    def to_json_string(self) -> str:
+        if self.builder is not None:
+            return self.builder.node_data(self.index, self.name)
+        return _node_data_json(self.model.node_data_of(self.name))
 
 
 def _node_data_json(data: dict[str, Any]) -> str:
@@ -122,24 +200,14 @@ def url_for(config: Any, host: str, port: int, models: list[Model] | None = None
     return f"http://{host}:{port}/?data={value}"
 
 
-def _build_in_background(models: list[Model]) -> None:
-    """Build every model's graph JSON now, in a thread; a request for it waits for the same build
-    (the model's lock). An error is left for that request to meet again."""
-    def build() -> None:
-        for m in models:
-            try:
-                m.graphs_json()
-            except Exception:  # noqa: BLE001 - raised again, and reported, where the page asks for the graphs
-                return
-
-    threading.Thread(target=build, name="irtool-graphs", daemon=True).start()
-
-
 def serve(models: list[Model], host: str, port: int, open_browser: bool, announce: Callable[[str], None]) -> None:
     """Run Model Explorer's server on `host:port` until interrupted; `announce` gets the URL first."""
-    _build_in_background(models)  # from now on: Model Explorer starts and the page loads meanwhile
     me = _model_explorer()
-    config = config_for(models, _send_as_built(me))
-    _show_counts_on_groups(me)
-    announce(url_for(config, host, port, models))
-    me.visualize_from_config(config=config, host=host, port=port, no_open_in_browser=not open_browser)
+    builder = _Builder(models)  # from now on: Model Explorer starts and the page loads meanwhile
+    try:
+        config = config_for(models, builder if _send_as_built(me) else None)
+        _show_counts_on_groups(me)
+        announce(url_for(config, host, port, models))
+        me.visualize_from_config(config=config, host=host, port=port, no_open_in_browser=not open_browser)
+    finally:
+        builder.close()
