@@ -7,8 +7,9 @@ parameter or free variable it reads, data edges from arguments, `subgraphIds` fo
 node calls. The side panel shows the dump's own text (file, line, attributes, types, source lines)
 and irtool's facts (strategy, communication category, phase, rule, group, bytes, peer, what it
 serves). Folded scopes carry counts of operators with strategies, redistribution and
-gradient-aggregation nodes. Node data (Model Explorer's per-node overlay) colours nodes by
-category and by bytes; for a diff, by added / removed / changed.
+gradient-aggregation nodes. A subgraph too large for Model Explorer to open in seconds comes as
+an overview with a graph per scope behind it (`split_large`). Node data (Model Explorer's per-node
+overlay) colours nodes by category and by bytes; for a diff, by added / removed / changed.
 
 Nothing here imports Model Explorer: the dicts are its JSON format, so `irtool export` works
 without it, and `irtool view` serves them as JSON text (no dataclass copies of 40 k nodes).

@@ -156,10 +156,13 @@ def _node_data_json(data: dict[str, Any]) -> str:
 
 # Model Explorer draws a group's attributes on its box when its "View on node" setting "Layer node
 # attributes" is on, and keeps that setting in the browser's local storage (key below). The page is
-# seeded with it on, filtered to the counts MindInsight showed on folded scopes, unless the user has
-# chosen a setting for this address already.
+# seeded with it on, filtered to the counts MindInsight showed on folded scopes, and the same counts on
+# an overview's part boxes ("Op node attributes": no operator has attributes named so), unless the user
+# has chosen a setting for this address already.
 SHOW_ON_NODE_KEY = "model_explorer_show_on_node_item_types_v2"
-SHOW_COUNTS = {"Layer node attributes": {"selected": True, "filterRegex": "strategy|redistribution|gradient"}}
+SHOW_COUNTS = {"Layer node attributes": {"selected": True, "filterRegex": "strategy|redistribution|gradient"},
+               "Op node attributes": {"selected": True,
+                                      "filterRegex": "^(with strategy|redistribution|gradient aggregation):"}}
 
 
 def _show_counts_on_groups(me: Any) -> None:
