@@ -18,8 +18,7 @@ a ratio to Model Explorer showing the small 4-stage rank folder in the same run 
   the graph shown last) to the layout worker's answer revealing it.
 
 An action that does not finish within LIMIT seconds is reported as such ("Processing" that does not end).
-Also printed: the server's peak memory, all its processes together (the graphs are built in a
-forked one).
+Also printed: the peak resident memory of the server and of the forked process building its graphs.
 
 Usage: python bench/view_bench.py [BIG [SMALL]]
 """
@@ -47,7 +46,10 @@ SMALL = ROOT / "fixtures/mindir/pipeline_4stage_8p"
 LIMIT = 300.0
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+                 # no host but this one: blocked by the browser itself (Playwright's request routing would
+                 # pass every response, 64 MB of graph JSON included, through the driver)
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 # Records the layout worker's answers (time, event type, graph) and the page's own requests, so a
 # request can be replayed with the page's renderer id and settings.
 HOOK = """
@@ -124,30 +126,29 @@ def _answer_after(page: object, since: float, kind: int) -> float | None:
 
 
 @contextmanager
-def _peak_memory(session: int) -> Iterator[Callable[[], float]]:
-    """The largest sum, sampled every 0.1 s, of the memory (MB) of the server's processes (it builds the
-    graphs in a forked process; proportional set size: pages the two share are counted once): yields
-    a function reading it."""
-    peak = [0.0]
+def _peak_memory(session: int) -> Iterator[Callable[[], dict[int, float]]]:
+    """Each server process's peak resident memory (MB, VmHWM), read every 0.2 s while it lives (the
+    graphs are built in a forked process that ends when they are written): yields a function reading
+    them. `status` is cheap to read; `smaps` would stall the process measured on its memory map lock."""
+    peaks: dict[int, float] = {}
     done = threading.Event()
 
     def sample() -> None:
         while not done.is_set():
-            total = 0
             for stat in Path("/proc").glob("[0-9]*/stat"):
                 try:
                     if int(stat.read_text().rsplit(")", 1)[1].split()[3]) == session:  # field 6: session id
-                        rollup = (stat.parent / "smaps_rollup").read_text()
-                        total += int(re.search(r"^Pss:\s+(\d+)", rollup, re.M).group(1)) * 1024  # type: ignore[union-attr]
+                        status = (stat.parent / "status").read_text()
+                        hwm = int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+                        peaks[int(stat.parent.name)] = max(peaks.get(int(stat.parent.name), 0.0), hwm)
                 except (OSError, IndexError, ValueError, AttributeError):
                     continue
-            peak[0] = max(peak[0], total / 1e6)
-            done.wait(0.1)
+            done.wait(0.2)
 
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
     try:
-        yield lambda: peak[0]
+        yield lambda: dict(peaks)
     finally:
         done.set()
         thread.join()
@@ -156,8 +157,6 @@ def _peak_memory(session: int) -> Iterator[Callable[[], float]]:
 def _open(ctx: object, url: str) -> tuple[object, dict]:
     """A page of `url`, once Model Explorer drew its first graph; the graph as the hook recorded it."""
     page = ctx.new_page()  # type: ignore[attr-defined]
-    local = url.split("/?")[0]
-    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
     page.goto(url)
     page.wait_for_function("window.__b.graph !== null && window.__b.request !== null", timeout=LIMIT * 1000)
     return page, page.evaluate("window.__b.graph")
@@ -224,7 +223,8 @@ def measure(browser: object, path: Path) -> dict[str, object]:
         ctx.add_init_script(HOOK)
         arrived: list[tuple[float, int]] = []
         ctx.on("requestfinished", lambda r: "load_graphs_json" in r.url and not arrived and arrived.append(
-            (time.perf_counter() - start, r.sizes()["responseBodySize"])))
+            (time.perf_counter() - start, int(r.response().headers.get("content-length", 0)))))  # type: ignore[union-attr]
+        # (the length header: `sizes()` would copy the 64 MB body to this process while the page works)
         page, graph = _open(ctx, url)
         out["graph visible"] = time.perf_counter() - start
         (out["graph JSON received"], size), = arrived
@@ -242,7 +242,9 @@ def measure(browser: object, path: Path) -> dict[str, object]:
             page.wait_for_timeout(1000)
             _expand_each(page, graph, out)
         _search_jump(page, graph, out)
-        out["server peak memory MB"] = peak()
+        peaks = peak()
+        out["server peak RSS MB"] = peaks.pop(proc.pid, 0.0)
+        out["build process peak RSS MB"] = max(peaks.values(), default=0.0)
         ctx.close()
     return out
 
@@ -273,7 +275,9 @@ def main(big: Path, small: Path) -> int:
                   f"{_fmt(r['open part'], yard)}")
         print(f"  expand slowest top-level group ({r.get('expand group')}) {_fmt(r.get('expand'), yard)}, "
               f"search jump to {r.get('searched')} {_fmt(r.get('search jump'), yard)}, "
-              f"server peak memory (PSS, all its processes) {r.get('server peak memory MB', 0):.0f} MB")
+              f"server peak RSS {r['server peak RSS MB']:.0f} MB, its build process's "
+              f"{r['build process peak RSS MB']:.0f} MB "
+              "(pages they share counted in both)")
     return 0
 
 
