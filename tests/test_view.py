@@ -140,7 +140,7 @@ def test_a_flat_scope_gets_levels_model_explorer_can_lay_out() -> None:
     assert levels["recompute_Default"]["phase"] == "recompute"
 
 
-def test_a_large_graph_comes_as_an_overview_and_parts() -> None:
+def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     (whole,) = models_for(GPT).graphs  # 1500 operators: one graph at the default part size
     model = models_for(GPT, part_size=300)
     overview, *parts = model.graphs
@@ -175,6 +175,12 @@ def test_a_large_graph_comes_as_an_overview_and_parts() -> None:
     assert _attrs(box)["operators"] == "272" and _attrs(box)["nodes read from other parts"] == str(len(inputs))
     scope_id = {g["groupNodeAttributes"][""]["scope"]: g["id"] for g in parts}
     assert {e["sourceNodeId"] for e in box["incomingEdges"]} == {scope_id[_attrs(n)["in part"]] for n in inputs}
+    # `export --part-size` writes the same graphs, the overview first, and the overlays of every part
+    out = tmp_path / "gpt.json"
+    res = CliRunner().invoke(main, ["export", GPT, "--part-size", "300", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert [g["id"] for g in json.loads(out.read_text())["graphs"]] == [overview["id"]] + [g["id"] for g in parts]
+    assert set(json.loads((tmp_path / "gpt.comm_category.json").read_text())) >= {g["id"] for g in parts}
     # node data: each part gets the whole graph's results for its nodes
     category = model.node_data["comm category"]
     whole_results = models_for(GPT).node_data["comm category"][whole["id"]]["results"]

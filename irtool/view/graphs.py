@@ -496,17 +496,17 @@ def _relative(ns: str, scope: str) -> str:
     return "" if ns == scope else ns[len(scope) + 1 :] if scope else ns
 
 
-def _counts(attrs: dict[str, dict[str, str]], scope: str, own: bool, kids: dict[str, set[str]],
-            part_of: dict[str, tuple[str, bool]]) -> Counter:
-    """The counts of a part, from the full graph's group attributes: its scope's, less those of the
-    scope's children in other parts (a scope's own operators)."""
+def _counts(attrs: dict[str, dict[str, str]], scope: str, own: bool, part_of: dict[str, tuple[str, bool]]) -> Counter:
+    """The counts of a part, from the whole graph's group attributes: its scope's, less those of the
+    scope's child scopes in other parts (a scope's own operators)."""
     def of(ns: str) -> Counter:
         return Counter({k: int(v) for k, v in attrs.get(ns, {}).items() if k in COUNTS})
 
     box = of(scope)
-    for child in kids[scope] if own else ():
-        if part_of.get(child) != (scope, True):
-            box.subtract(of(child))
+    if own:
+        for ns in attrs:
+            if ns and ns.rpartition("/")[0] == scope and part_of.get(ns) != (scope, True):
+                box.subtract(of(ns))
     return +box
 
 
@@ -535,10 +535,6 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE) -> list[dict[str, 
     attribute lists with the whole graph's, so what is added to those (a diff's rows) shows in both."""
     gid, nodes, attrs = graph["id"], graph["nodes"], graph["groupNodeAttributes"]
     part_of = _parts(nodes, size)
-    kids: dict[str, set[str]] = defaultdict(set)  # namespace -> the child namespaces holding operators
-    for ns in attrs:
-        if ns:
-            kids[ns.rpartition("/")[0]].add(ns)
     members: dict[tuple[str, bool], list[dict[str, Any]]] = defaultdict(list)
     where: dict[str, tuple[str, bool]] = {}
     for n in nodes:
@@ -555,29 +551,29 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE) -> list[dict[str, 
         mine = {n["id"] for n in ms}
         inputs: dict[str, dict[str, Any]] = {}
         out = []
-        reads: Counter = Counter()
+        reads: set[tuple[str, bool]] = set()  # the parts it reads
         for n in ms:
             out.append({**n, "namespace": _relative(n["namespace"], scope)})
             for e in n["incomingEdges"]:
                 src = e["sourceNodeId"]
                 if src not in mine and src in by_id:
-                    reads[where[src]] += 1
+                    reads.add(where[src])
                     if src not in inputs:
                         stub = stubs.get(src)
                         if stub is None:  # one dict however many parts read it
                             stub = stubs[src] = _input(by_id[src], _part_name(*where[src]))
                         inputs[src] = stub
         group_attrs = {_relative(ns, scope): a for ns, a in attrs.items() if ns and part_of.get(ns) == (scope, own)}
-        counts = _counts(attrs, scope, own, kids, part_of)
+        counts = _counts(attrs, scope, own, part_of)
         group_attrs[""] = {"dump": root.get("dump", ""), "part of": gid, "scope": _part_name(scope, own),
                            "nodes": str(len(ms)), **{k: str(v) for k, v in counts.items()},
                            "nodes read from other parts": str(len(inputs))}
         if inputs:
             group_attrs[INPUTS] = {"nodes": str(len(inputs)), "level": "nodes of other parts this part reads"}
         parts.append({"id": pid, "nodes": list(inputs.values()) + out, "groupNodeAttributes": group_attrs})
-        label = (scope.rpartition("/")[2] or "top level") + (" (own operators)" if own else "")
         boxes[(scope, own)] = {
-            "id": pid, "label": label, "namespace": scope if own else scope.rpartition("/")[0],
+            "id": pid, "label": _part_name(scope.rpartition("/")[2], own),
+            "namespace": scope if own else scope.rpartition("/")[0],
             "attrs": [_kv("graph", pid), _kv("scope", _part_name(scope, own)), _kv("nodes", len(ms)),
                       *(_kv(k, v) for k, v in counts.items()), _kv("nodes read from other parts", len(inputs))],
             "subgraphIds": [pid], "incomingEdges": [
