@@ -148,6 +148,7 @@ class _Context:
         self.chains: dict[int, RedistributionChain] = {ch.id: ch for ch in facts.chains}
         self.params = {p.ref: p for p in dump.params}
         self.names = {g.name for g in dump.subgraphs}
+        self.graph_ids = {n: n for n in self.names}  # the graph a call opens: `dump_graphs` names them
         # the `source` and `call stack` rows of a node's `# In file` lines, shared by nodes
         self.stacks: dict[tuple[str, ...], tuple[dict[str, str] | None, dict[str, str] | None]] = {}
         self.outputs: dict[str, list[dict[str, Any]]] = {}  # output metadata, shared by type
@@ -363,7 +364,7 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
             "outputsMetadata": _output_metadata(node.output_type, ctx.outputs)}
         subs = _graph_refs(node, called, ctx.names)
         if subs:
-            entry["subgraphIds"] = subs
+            entry["subgraphIds"] = [ctx.graph_ids[g] for g in subs]
         if c is not None:
             entry["style"] = {"backgroundColor": CATEGORY_COLORS[c.category], "borderColor": "#424242"}
         nodes.append(entry)
@@ -405,13 +406,15 @@ def dump_graphs(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: i
     (`split_large`), after `annotate(subgraph, graph)` (a diff's rows) had the whole graph."""
     ctx = _Context(dump, facts)
     size = PART_SIZE if part_size is None else part_size
+    split = {g.name for g in dump.subgraphs if len(g.nodes) > size}
+    ctx.graph_ids = {n: overview_id(prefix + n) if n in split else prefix + n for n in ctx.names}
     names = sorted((g.name for g in dump.subgraphs), key=lambda n: n != dump.entry)
     out: list[dict[str, Any]] = []
     for n in names:
         graph = subgraph_graph(ctx, n, prefix + n)
         if annotate is not None:
             annotate(n, graph)
-        out += split_large(graph, size) if len(dump.subgraph(n).nodes) > size else [graph]
+        out += split_large(graph, size) if n in split else [graph]
     return out
 
 
