@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -29,34 +28,33 @@ def _model_explorer() -> Any:
 
 
 class _Builder:
-    """Every model's graph JSON and overlays, built while Model Explorer starts: in a forked process
-    on Linux (sharing one interpreter lock, the build and Model Explorer's start-up took as long as
-    both together), written to files the server sends; elsewhere in a thread. When the process
-    fails, a request builds in this one, meeting the error again to report it."""
+    """Every model's graph JSON and overlays, built while Model Explorer starts: on Linux in a forked
+    process (sharing one interpreter lock, the build and Model Explorer's start-up took as long as
+    both together) writing them to unnamed temporary files the server then sends (gone with the
+    process, however it ends); elsewhere in a thread. When the process fails, a request builds in
+    this one, meeting the error again to report it."""
 
     def __init__(self, models: list[Model]) -> None:
         self.models = models
-        self.dir = tempfile.mkdtemp(prefix="irtool-view-")
+        self.files: dict[tuple[int, str | None], Any] = {}
         self.proc: Any = None
         if sys.platform.startswith("linux"):
             import multiprocessing
 
+            for i, m in enumerate(models):
+                for name in (None, *m.overlays):
+                    self.files[(i, name)] = tempfile.TemporaryFile()
             self.proc = multiprocessing.get_context("fork").Process(target=self._write, name="irtool-graphs", daemon=True)
             self.proc.start()
         else:
             threading.Thread(target=self._build, name="irtool-graphs", daemon=True).start()
 
-    def _path(self, index: int, overlay: int | None = None) -> str:
-        return os.path.join(self.dir, f"{index}.json" if overlay is None else f"{index}.{overlay}.json")
-
     def _write(self) -> None:
         try:
-            for i, m in enumerate(self.models):
-                with open(self._path(i), "w", encoding="utf-8") as f:
-                    f.write(m.graphs_json())
-                for k, name in enumerate(m.overlays):
-                    with open(self._path(i, k), "w", encoding="utf-8") as f:
-                        f.write(_node_data_json(m.node_data_of(name)))
+            for (i, name), f in self.files.items():
+                m = self.models[i]
+                f.write((m.graphs_json() if name is None else _node_data_json(m.node_data_of(name))).encode())
+                f.flush()
         except BaseException:  # noqa: BLE001 - no traceback here: the server builds again and reports it
             os._exit(1)
 
@@ -67,29 +65,33 @@ class _Builder:
             except Exception:  # noqa: BLE001 - raised again, and reported, where the page asks for the graphs
                 return
 
-    def _written(self) -> bool:
+    def _written(self, index: int, name: str | None) -> str | None:
+        """The path this process reads a written file by (each open its own offset), or None."""
         if self.proc is None:
-            return False
+            return None
         self.proc.join()
-        return self.proc.exitcode == 0
+        return f"/proc/self/fd/{self.files[(index, name)].fileno()}" if self.proc.exitcode == 0 else None
 
     def graphs(self, index: int) -> Any:
         import flask
 
-        if self._written():
-            return flask.send_file(self._path(index), mimetype="application/json")
+        path = self._written(index, None)
+        if path is not None:
+            return flask.send_file(path, mimetype="application/json")
         return flask.Response(self.models[index].graphs_json(), mimetype="application/json")
 
     def node_data(self, index: int, name: str) -> str:
-        if self._written():
-            with open(self._path(index, list(self.models[index].overlays).index(name)), encoding="utf-8") as f:
+        path = self._written(index, name)
+        if path is not None:
+            with open(path, encoding="utf-8") as f:
                 return f.read()
         return _node_data_json(self.models[index].node_data_of(name))
 
     def close(self) -> None:
         if self.proc is not None and self.proc.is_alive():
             self.proc.terminate()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        for f in self.files.values():
+            f.close()
 
 
 class _Prebuilt:
