@@ -24,7 +24,7 @@ from conftest import fixture
 
 from irtool.cli import main
 from irtool.diff import diff_rank
-from irtool.view.graphs import INPUTS, MAX_CHILDREN
+from irtool.view.graphs import INPUTS, MAX_CHILDREN, PART_SIZE
 from irtool.view.main import MindIRAdapter
 from irtool.view.models import compare_models, models_for
 
@@ -191,12 +191,12 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
 def test_a_call_opens_the_graph_of_its_callee_also_in_a_folder_and_when_split() -> None:
     # gpt_small_dp2mp2pp2_lazyinline: the entry calls its lazily inlined cells (`call @...` nodes)
     folder = str(Path(fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz")).parents[1])
-    for part_size in (None, 100):  # the folder's graphs are `stage S rank R: ...`; with 100, callees are split too
+    for part_size in (PART_SIZE, 100):  # the folder's graphs are `stage S rank R: ...`; with 100, callees are split too
         graphs = models_for(folder, part_size).graphs
         ids = {g["id"] for g in graphs}
         called = [sub for g in graphs for n in g["nodes"] for sub in n.get("subgraphIds", ())]
         assert called and set(called) <= ids, sorted(set(called) - ids)[:3]
-        if part_size:
+        if part_size == 100:
             assert any(sub.endswith(": overview") for g in graphs if not g["id"].endswith(": overview")
                        for n in g["nodes"] if not n["namespace"].startswith(INPUTS) for sub in n.get("subgraphIds", ()))
 

@@ -399,14 +399,19 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
     return {"id": graph_id or name, "nodes": list(aux.values()) + nodes, "groupNodeAttributes": group_attrs}
 
 
-def dump_graphs(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: int | None = None,
+# Operators of one graph beyond which it is split. Model Explorer processes a whole graph before it
+# draws any of it (every node, namespace and edge, then again to find identical layers): about 3 s
+# for the 43 758 nodes of the 68 MB dump on this machine (bench/view_bench.py), 0.3 s for 5 000.
+PART_SIZE = 5000
+
+
+def dump_graphs(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: int = PART_SIZE,
                 annotate: Callable[[str, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """One graph per subgraph, the entry graph first; graph ids are `prefix` + the subgraph name. A
-    subgraph of more than `part_size` operators (default PART_SIZE) comes as its overview and parts
+    subgraph of more than `part_size` operators (PART_SIZE) comes as its overview and parts
     (`split_large`), after `annotate(subgraph, graph)` (a diff's rows) had the whole graph."""
     ctx = _Context(dump, facts)
-    size = PART_SIZE if part_size is None else part_size
-    split = {g.name for g in dump.subgraphs if len(g.nodes) > size}
+    split = _too_large(dump, part_size)
     ctx.graph_ids = {n: overview_id(prefix + n) if n in split else prefix + n for n in ctx.names}
     names = sorted((g.name for g in dump.subgraphs), key=lambda n: n != dump.entry)
     out: list[dict[str, Any]] = []
@@ -414,24 +419,24 @@ def dump_graphs(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: i
         graph = subgraph_graph(ctx, n, prefix + n)
         if annotate is not None:
             annotate(n, graph)
-        out += split_large(graph, size) if n in split else [graph]
+        out += split_large(graph, part_size) if n in split else [graph]
     return out
 
 
-def first_graph(dump: Dump, prefix: str = "", part_size: int | None = None) -> str | None:
+def first_graph(dump: Dump, prefix: str = "", part_size: int = PART_SIZE) -> str | None:
     """The graph to open a dump on: the entry graph's overview when it is split, else None (Model
     Explorer's choice, the largest graph)."""
-    size = PART_SIZE if part_size is None else part_size
-    entry = next((g for g in dump.subgraphs if g.name == dump.entry), None)
-    return overview_id(prefix + entry.name) if entry is not None and len(entry.nodes) > size else None
+    split = _too_large(dump, part_size)
+    return overview_id(prefix + dump.entry) if dump.entry in split else None
+
+
+def _too_large(dump: Dump, size: int) -> set[str]:
+    """The subgraphs shown as an overview and parts: those of more than `size` operators."""
+    return {g.name for g in dump.subgraphs if len(g.nodes) > size}
 
 
 # --- large graphs: an overview first, a graph per part behind it --------------------------------
 
-# Operators of one graph beyond which it is split. Model Explorer processes a whole graph before it
-# draws any of it (every node, namespace and edge, then again to find identical layers): about 3 s
-# for the 43 758 nodes of the 68 MB dump on this machine (bench/view_bench.py), 0.3 s for 5 000.
-PART_SIZE = 5000
 COUNTS = ("operators", "with strategy", "communication", "redistribution", "gradient aggregation")
 MIN_PART = 100  # nodes of the smallest scope given a graph of its own
 INPUTS = "inputs from other parts"  # the namespace of a part's inputs that other parts compute

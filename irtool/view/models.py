@@ -15,6 +15,7 @@ from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..selection import Selection, selected_stage
 from .graphs import (
+    PART_SIZE,
     bytes_node_data,
     category_node_data,
     diff_node_data,
@@ -117,12 +118,12 @@ def _overlays(ranks: list[_Rank]) -> dict[str, Callable[[Graphs], dict[str, Any]
             "comm bytes": lambda graphs: for_parts(bytes_node_data(parts), graphs)}
 
 
-def _file_model(r: _Rank, label: str, part_size: int | None) -> Model:
+def _file_model(r: _Rank, label: str, part_size: int) -> Model:
     return Model(label, lambda: dump_graphs(r.dump, r.facts, r.prefix, part_size), _overlays([r]),
                  first_graph=first_graph(r.dump, r.prefix, part_size))
 
 
-def models_for(sel: str | Selection, part_size: int | None = None) -> Model:
+def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
     """The model of the CLI's selection (or a path): a file, or of a folder one rank per stage (the
     lowest, picked without reading every rank), each graph named `stage S rank R: <subgraph>`, and
     with several stages a `pipeline` graph of every Send/Receive paired across them; a selected stage
@@ -150,7 +151,7 @@ def models_for(sel: str | Selection, part_size: int | None = None) -> Model:
     return Model(label, build, _overlays(picked), sorting="name_asc", first_graph="pipeline")
 
 
-def compare_models(old: str | Selection, new: str | Selection, differ: Differ, part_size: int | None = None) -> list[Model]:
+def compare_models(old: str | Selection, new: str | Selection, differ: Differ, part_size: int = PART_SIZE) -> list[Model]:
     """Two dump files (or the lowest rank of two folders, of the selected stage if any) as two models,
     each with a `diff` overlay marking the communication and strategy nodes `irtool diff` reports
     added, removed or changed (`differ`: the diff command's function, passed by the CLI)."""
