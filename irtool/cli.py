@@ -69,8 +69,8 @@ def _part_size_option() -> Callable:
     from .view.graphs import PART_SIZE
 
     return click.option("--part-size", type=click.IntRange(min=1), default=PART_SIZE, show_default=True,
-                        help="A graph of more operators comes as an overview with a graph per scope behind it, "
-                             "then the whole graph (Model Explorer opens a part in under a second).")
+                        help="A graph of more operators opens on an overview with a graph per scope behind it "
+                             "(Model Explorer takes seconds for a whole large graph, under one for a part).")
 
 
 def _warn_skips(*sels: Selection) -> None:

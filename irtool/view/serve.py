@@ -38,6 +38,7 @@ class _Builder:
         self.models = models
         self.files: dict[tuple[int, str | None], Any] = {}
         self.proc: Any = None
+        self._lock = threading.Lock()  # requests come in threads: one waits for the process, the others after it
         if sys.platform.startswith("linux"):
             import multiprocessing
 
@@ -69,7 +70,8 @@ class _Builder:
         """The path this process reads a written file by (each open its own offset), or None."""
         if self.proc is None:
             return None
-        self.proc.join()
+        with self._lock:
+            self.proc.join()
         return f"/proc/self/fd/{self.files[(index, name)].fileno()}" if self.proc.exitcode == 0 else None
 
     def graphs(self, index: int) -> Any:
