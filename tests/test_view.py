@@ -158,23 +158,28 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     assert len(mine) == 272 and all(_attrs(n)["scope"].startswith(layer + "/") for n in mine)
     assert {n["namespace"].split("/")[0] for n in mine} >= {"feed_forward-MLP", "attention-Attention"}
     assert part["groupNodeAttributes"][""]["scope"] == layer and part["groupNodeAttributes"][""]["operators"] == "272"
-    # what it reads from other parts is there too, each saying its part, and the edges into the layer kept
+    # what it reads from other parts, and what its panel links to there, is there too, each saying its
+    # part; the edges into the layer are kept, and every link names a node of the part's graph
     where = {n["id"]: g["groupNodeAttributes"][""]["scope"] for g in parts for n in g["nodes"]
              if not n["namespace"].startswith(INPUTS)}
     inputs = [n for n in part["nodes"] if n["namespace"].startswith(INPUTS)]
     assert inputs and all(_attrs(n)["in part"] == where[n["id"]] != layer for n in inputs)
     ids = {n["id"] for n in part["nodes"]}
-    read = {e["sourceNodeId"] for n in mine for e in n["incomingEdges"]}
-    assert read <= ids and {n["id"] for n in inputs} <= read
+    read = {e["sourceNodeId"] for n in mine for e in n["incomingEdges"]} - {n["id"] for n in mine}
+    assert read and read <= {n["id"] for n in inputs}
+    for g in parts:
+        links = [i for n in g["nodes"] for a in n["attrs"] if isinstance(a["value"], dict) for i in a["value"]["nodeIds"]]
+        assert set(links) <= {n["id"] for n in g["nodes"]}, g["id"]
+    assert any(isinstance(a["value"], dict) for n in mine for a in n["attrs"])  # `comm serves` of the AllReduces
     # the overview: one box per part, at its scope's place, with its counts, opening it; an edge from
     # each part another part reads
     boxes = {n["subgraphIds"][0]: n for n in overview["nodes"]}
     assert set(boxes) == {g["id"] for g in parts}
     box = boxes[part["id"]]
     assert box["label"] == "1-DecoderLayer" and box["namespace"] == layer.rpartition("/")[0]
-    assert _attrs(box)["operators"] == "272" and _attrs(box)["nodes read from other parts"] == str(len(inputs))
+    assert _attrs(box)["operators"] == "272" and _attrs(box)["nodes read from other parts"] == str(len(read))
     scope_id = {g["groupNodeAttributes"][""]["scope"]: g["id"] for g in parts}
-    assert {e["sourceNodeId"] for e in box["incomingEdges"]} == {scope_id[_attrs(n)["in part"]] for n in inputs}
+    assert {e["sourceNodeId"] for e in box["incomingEdges"]} == {scope_id[where[i]] for i in read}
     # `export --part-size` writes the same graphs, the overview first, and the overlays of every part
     out = tmp_path / "gpt.json"
     res = CliRunner().invoke(main, ["export", GPT, "--part-size", "300", "-o", str(out)])

@@ -439,7 +439,7 @@ def _too_large(dump: Dump, size: int) -> set[str]:
 
 COUNTS = ("operators", "with strategy", "communication", "redistribution", "gradient aggregation")
 MIN_PART = 100  # nodes of the smallest scope given a graph of its own
-INPUTS = "inputs from other parts"  # the namespace of a part's inputs that other parts compute
+INPUTS = "from other parts"  # the namespace of the nodes of other parts a part reads or links to
 
 
 def overview_id(graph_id: str) -> str:
@@ -521,14 +521,18 @@ def _counts(attrs: dict[str, dict[str, str]], scope: str, own: bool, part_of: di
 _INPUT_ATTRS = frozenset(("operator", "file", "reference"))
 
 
-def _input(node: dict[str, Any], part: str) -> dict[str, Any]:
-    """A node of another part, as a part that reads it shows it: at its scope under INPUTS, its
-    operator, place, output and colour; the rest of it is in its own part's graph."""
-    out = {"id": node["id"], "label": node["label"], "namespace": f"{INPUTS}/{node['namespace']}".rstrip("/"),
-           "attrs": [a for a in node["attrs"] if a["key"] in _INPUT_ATTRS] + [{"key": "in part", "value": part}],
-           "incomingEdges": [], "outputsMetadata": node["outputsMetadata"]}
-    if "style" in node:
-        out["style"] = node["style"]
+def _stub(stubs: dict[str, dict[str, Any]], node: dict[str, Any], part: tuple[str, bool]) -> dict[str, Any]:
+    """A node of another part, as a part that reads it or links to it shows it: at its scope under
+    INPUTS, its operator, place, output and colour; the rest of it is in its own part's graph. One
+    dict however many parts show it."""
+    out = stubs.get(node["id"])
+    if out is None:
+        out = stubs[node["id"]] = {
+            "id": node["id"], "label": node["label"], "namespace": f"{INPUTS}/{node['namespace']}".rstrip("/"),
+            "attrs": [a for a in node["attrs"] if a["key"] in _INPUT_ATTRS] + [_kv("in part", _part_name(*part))],
+            "incomingEdges": [], "outputsMetadata": node["outputsMetadata"]}
+        if "style" in node:
+            out["style"] = node["style"]
     return out
 
 
@@ -536,8 +540,8 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE) -> list[dict[str, 
     """A graph too large for Model Explorer to open in seconds as [overview, parts...] (`_parts`: scopes
     of at most `size` nodes with what they read, or a larger scope's own operators).
 
-    A part's graph holds its nodes (namespaces below its scope), and under `inputs from other parts`
-    the nodes of other parts it reads, with their operator, place, output and part. The overview has a
+    A part's graph holds its nodes (namespaces below its scope), and under `from other parts` the
+    nodes of other parts it reads or its panel links to, with their operator, place, output and part. The overview has a
     box per part at its scope's place (the groups above it carry their counts), an edge where one
     part reads another, and each box opens its part (`subgraphIds`). A part's nodes share their
     attribute lists with the whole graph's, so what is added to those (a diff's rows) shows in both."""
@@ -560,30 +564,35 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE) -> list[dict[str, 
         inputs: dict[str, dict[str, Any]] = {}
         out = []
         reads: set[tuple[str, bool]] = set()  # the parts it reads
+        linked: list[str] = []  # nodes of other parts the panel's links name (a chain's producer, ...)
         for n in ms:
             out.append({**n, "namespace": _relative(n["namespace"], scope)})
             for e in n["incomingEdges"]:
                 src = e["sourceNodeId"]
                 if src not in mine and src in by_id:
                     reads.add(where[src])
-                    if src not in inputs:
-                        stub = stubs.get(src)
-                        if stub is None:  # one dict however many parts read it
-                            stub = stubs[src] = _input(by_id[src], _part_name(*where[src]))
-                        inputs[src] = stub
+                    inputs[src] = _stub(stubs, by_id[src], where[src])
+            for a in n["attrs"]:
+                if type(a["value"]) is dict:
+                    linked += (t for t in a["value"].get("nodeIds", ()) if t not in mine and t in by_id)
+        n_read = len(inputs)
+        for t in linked:
+            if t not in inputs:
+                inputs[t] = _stub(stubs, by_id[t], where[t])
         group_attrs = {_relative(ns, scope): a for ns, a in attrs.items() if ns and part_of.get(ns) == (scope, own)}
         counts = _counts(attrs, scope, own, part_of)
         group_attrs[""] = {"dump": root.get("dump", ""), "part of": gid, "scope": _part_name(scope, own),
                            "nodes": str(len(ms)), **{k: str(v) for k, v in counts.items()},
-                           "nodes read from other parts": str(len(inputs))}
+                           "nodes read from other parts": str(n_read)}
         if inputs:
-            group_attrs[INPUTS] = {"nodes": str(len(inputs)), "level": "nodes of other parts this part reads"}
+            group_attrs[INPUTS] = {"nodes": str(len(inputs)), "read": str(n_read),
+                                   "level": "nodes of other parts this part reads or its links name"}
         parts.append({"id": pid, "nodes": list(inputs.values()) + out, "groupNodeAttributes": group_attrs})
         boxes[(scope, own)] = {
             "id": pid, "label": _part_name(scope.rpartition("/")[2], own),
             "namespace": scope if own else scope.rpartition("/")[0],
             "attrs": [_kv("graph", pid), _kv("scope", _part_name(scope, own)), _kv("nodes", len(ms)),
-                      *(_kv(k, v) for k, v in counts.items()), _kv("nodes read from other parts", len(inputs))],
+                      *(_kv(k, v) for k, v in counts.items()), _kv("nodes read from other parts", n_read)],
             "subgraphIds": [pid], "incomingEdges": [
                 {"sourceNodeId": part_id(gid, *src), "sourceNodeOutputId": "0", "targetNodeInputId": str(i)}
                 for i, src in enumerate(sorted(reads))]}
