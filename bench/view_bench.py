@@ -46,10 +46,7 @@ SMALL = ROOT / "fixtures/mindir/pipeline_4stage_8p"
 LIMIT = 300.0
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-                 # no host but this one: blocked by the browser itself (Playwright's request routing would
-                 # pass every response, 64 MB of graph JSON included, through the driver)
-                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
 # Records the layout worker's answers (time, event type, graph) and the page's own requests, so a
 # request can be replayed with the page's renderer id and settings.
 HOOK = """
@@ -158,6 +155,8 @@ def _peak_memory(session: int) -> Iterator[Callable[[], dict[int, float]]]:
 def _open(ctx: object, url: str) -> tuple[object, dict]:
     """A page of `url`, once Model Explorer drew its first graph; the graph as the hook recorded it."""
     page = ctx.new_page()  # type: ignore[attr-defined]
+    local = url.split("/?")[0]
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
     page.goto(url)
     page.wait_for_function("window.__b.graph !== null && window.__b.request !== null", timeout=LIMIT * 1000)
     return page, page.evaluate("window.__b.graph")
