@@ -541,10 +541,11 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE) -> list[dict[str, 
     of at most `size` nodes with what they read, or a larger scope's own operators).
 
     A part's graph holds its nodes (namespaces below its scope), and under `from other parts` the
-    nodes of other parts it reads or its panel links to, with their operator, place, output and part. The overview has a
-    box per part at its scope's place (the groups above it carry their counts), an edge where one
-    part reads another, and each box opens its part (`subgraphIds`). A part's nodes share their
-    attribute lists with the whole graph's, so what is added to those (a diff's rows) shows in both."""
+    nodes of other parts it reads or its panel links to, with their operator, place, output and part.
+    The overview has a box per part at its scope's place (the groups above it carry their counts), an
+    edge where one part reads another, and each box opens its part (`subgraphIds`). A part's nodes
+    share their attribute lists with the whole graph's, so what is added to those (a diff's rows)
+    shows in both."""
     gid, nodes, attrs = graph["id"], graph["nodes"], graph["groupNodeAttributes"]
     part_of = _parts(nodes, size)
     members: dict[tuple[str, bool], list[dict[str, Any]]] = defaultdict(list)
