@@ -66,8 +66,7 @@ HOOK = """
         .map(n => n.id), deepest: g.nodes.filter(n => n.nodeType === 0 && n.attrs.file).reduce((a, n) =>
           !a || (n.namespace || '').split('/').length > (a.namespace || '').split('/').length ? n : a, null),
         parts: g.nodes.filter(n => n.nodeType === 0 && n.subgraphIds && n.attrs.nodes)
-          .map(n => [n.subgraphIds[0], [n.attrs.nodes, n.attrs['nodes read from other parts'] || '0']
-            .reduce((a, v) => a + Number(v.replace(/,/g, '')), 0)])};  // `1,547`: numbers as the panel shows them
+          .map(n => [n.subgraphIds[0], Number(n.attrs.nodes) + Number(n.attrs['nodes read from other parts'] || 0)])};
     });
     return w;
   };

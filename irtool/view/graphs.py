@@ -592,8 +592,9 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE) -> list[dict[str, 
         boxes[(scope, own)] = {
             "id": pid, "label": _part_name(scope.rpartition("/")[2], own),
             "namespace": scope if own else scope.rpartition("/")[0],
-            "attrs": [_kv("graph", pid), _kv("scope", _part_name(scope, own)), _kv("nodes", len(ms)),
-                      *(_kv(k, v) for k, v in counts.items()), _kv("nodes read from other parts", n_read)],
+            # counts as the groups around the box say them (`1547`)
+            "attrs": [_kv("graph", pid), _kv("scope", _part_name(scope, own)), _kv("nodes", str(len(ms))),
+                      *(_kv(k, str(v)) for k, v in counts.items()), _kv("nodes read from other parts", str(n_read))],
             "subgraphIds": [pid], "incomingEdges": [
                 {"sourceNodeId": part_id(gid, *src), "sourceNodeOutputId": "0", "targetNodeInputId": str(i)}
                 for i, src in enumerate(sorted(reads))]}
