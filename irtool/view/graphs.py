@@ -761,9 +761,10 @@ def _value(v: Any) -> str:
 
 
 def for_parts(data: dict[str, Any], graphs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Node data by graph id (`*_node_data`) with an entry for each part of a split graph too: the
-    whole graph's results for the part's nodes."""
-    out = dict(data)
+    """Node data by graph id (`*_node_data`) for the graphs shown: a split graph's entry goes to its
+    parts, each with the whole graph's results for its nodes."""
+    shown = {g["id"] for g in graphs}
+    out = {gid: d for gid, d in data.items() if gid in shown}
     for g in graphs:
         whole = g["groupNodeAttributes"].get("", {}).get("part of")
         if whole in data:
