@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from itertools import accumulate
-from typing import Any
+from typing import Any, Iterator
 
 from lark import Token, Transformer, v_args
 from lark.exceptions import LarkError
@@ -43,6 +43,20 @@ def _scanner() -> re.Pattern[str]:
 def _bracket_scanner() -> re.Pattern[str]:
     """Strings (skipped whole), brackets and commas: the structure of an attribute tail."""
     return re.compile(f"(?P<string>{terminal('STRING')})|(?P<open>[(\\[{{])|(?P<close>[)\\]}}])|(?P<comma>,)")
+
+
+def _group_ends(text: str, start: int = 0) -> Iterator[int]:
+    """The offset after each top-level bracket group of `text` from `start` (strings skipped): where
+    a closing bracket brings the depth back to 0."""
+    depth = 0
+    for m in _bracket_scanner().finditer(text, start):
+        kind = m.lastgroup
+        if kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth -= 1
+            if depth == 0:
+                yield m.end()
 
 
 @functools.cache
@@ -364,16 +378,10 @@ def _segments(tail: str) -> list[str]:
         pos = m.end()
     else:
         return found
-    parts, depth, begin = [], 0, 0
-    for m in _bracket_scanner().finditer(tail):
-        kind = m.lastgroup
-        if kind == "open":
-            depth += 1
-        elif kind == "close":
-            depth -= 1
-            if depth == 0:
-                parts.append(tail[begin : m.end()].strip())
-                begin = m.end()
+    parts, begin = [], 0
+    for end in _group_ends(tail):
+        parts.append(tail[begin:end].strip())
+        begin = end
     rest = tail[begin:].strip()
     if rest:
         parts.append(rest)
@@ -704,14 +712,8 @@ def read_group(text: str, group: str) -> dict[str, Any] | None:
         return {}
     if text.find(head, i + 1) >= 0 or (i and not text[i - 1].isspace() and text[i - 1] != "}"):
         return None
-    depth = 0
-    for m in _bracket_scanner().finditer(text, i + len(head) - 1):
-        kind = m.lastgroup
-        if kind == "open":
-            depth += 1
-        elif kind == "close":
-            depth -= 1
-            if depth == 0:
-                part = _parse_segment(text[i : m.end()])
-                return part.get(group) if isinstance(part, dict) else None
-    return None
+    end = next(_group_ends(text, i + len(head) - 1), None)
+    if end is None:
+        return None
+    part = _parse_segment(text[i:end])
+    return part.get(group) if isinstance(part, dict) else None
