@@ -55,10 +55,10 @@ class Model:
     graph's parts get their nodes' data), made once when first asked for."""
 
     def __init__(self, label: str, graphs: Graphs | Callable[[], Graphs],
-                 node_data: dict[str, Callable[[Graphs], dict[str, Any]]] | None = None, sorting: str | None = None,
+                 overlays: dict[str, Callable[[Graphs], dict[str, Any]]] | None = None, sorting: str | None = None,
                  first_graph: str | None = None) -> None:
         self.label = label
-        self.overlays = node_data or {}
+        self.overlays = overlays or {}
         self._node_data: dict[str, dict[str, Any]] = {}
         # Model Explorer's graph order (it opens the first): `name_asc` puts `pipeline` before the
         # `stage S rank R: ...` graphs; None keeps its default, the largest graph first.
