@@ -58,7 +58,8 @@ def test_forward_matmul_flops_per_stage_by_hand() -> None:
     expected = {0: 10_616_832, 1: 2_097_152, 2: 2_097_152, 3: 2_162_688}
     for stage, flops in expected.items():
         assert _forward_matmul_flops_by_grep(_text(stage)) == flops
-        assert compute_cost(load(str(SCEN / f"rank_{RANK_OF_STAGE[stage]}/19_validate_0078.ir.xz"))).matmul_forward == flops
+        dump = load(str(SCEN / f"rank_{RANK_OF_STAGE[stage]}/19_validate_0078.ir.xz"))
+        assert compute_cost(analyze(dump).table).matmul_forward == flops
 
 
 def test_step_parallel_end_derives_per_device_flops() -> None:
@@ -66,7 +67,7 @@ def test_step_parallel_end_derives_per_device_flops() -> None:
     # ((16, 64), (64, 256)) sliced by in_strategy ((1, 1), (1, 2)) gives validate's (64, 128): same FLOPs
     for stage in (0, 1):
         path = SCEN / f"rank_{RANK_OF_STAGE[stage]}/step_parallel_end_0019.ir.xz"
-        spe = compute_cost(load(str(path)))
+        spe = compute_cost(analyze(load(str(path))).table)
         assert spe.matmul_forward == _forward_matmul_flops_by_grep(_text(stage))
         assert spe.flops["backward"] == 0  # not differentiated yet in this pass
 
@@ -86,7 +87,7 @@ def test_parameter_bytes_of_a_rank_by_hand() -> None:
     # Adam moment1.layers.5.* + moment2.layers.5.*: 2 x 66,048; accu_grads.layers.5.*: 66,048;
     # proj_in.w (32, 64) = 8192, held unsliced with its accu_grads/moment1/moment2 and read by no forward or
     # backward operator of this stage: 4 x 8192 = 32,768 held but unused
-    m = compute_memory(load(str(SCEN / "rank_2/19_validate_0078.ir.xz")), 1, 4)
+    m = compute_memory(analyze(load(str(SCEN / "rank_2/19_validate_0078.ir.xz"))).table, 1, 4)
     roles = m.as_dict()["bytes_by_role"]
     assert (roles["weight"], roles["optimizer-state"], roles["accumulation"], roles["unused"]) == \
         (66048, 2 * 66048, 66048, 32768)
@@ -101,7 +102,7 @@ def test_activations_of_one_micro_batch_by_hand() -> None:
     # for LayerNormGrad = 4096, LayerNorm's outputs (16, 64) + mean (16, 1) + rstd (16, 1) = 4224, and the ReLU
     # output (16, 128) for ReluGrad and fc2's weight gradient = 8192: 16,512 bytes; 1F1B on stage 1 of 4 with
     # 4 micro batches holds min(4 - 1, 4) = 3 of them
-    m = compute_memory(load(str(SCEN / "rank_2/19_validate_0078.ir.xz")), 1, 4)
+    m = compute_memory(analyze(load(str(SCEN / "rank_2/19_validate_0078.ir.xz"))).table, 1, 4)
     assert (m.activations_micro, m.in_flight, m.activations) == (16512, 3, 3 * 16512)
 
 
@@ -111,7 +112,8 @@ def test_stage_layers_and_balance_sentence() -> None:
         dump = load(str(SCEN / f"rank_{rank}/19_validate_0078.ir.xz"))
         facts = analyze(dump)
         assert facts.stage == stage
-        stages.append(StageCost(stage, rank, compute_cost(dump), compute_memory(dump, stage, 4), 0))
+        table = analyze(dump).table
+        stages.append(StageCost(stage, rank, compute_cost(table), compute_memory(table, stage, 4), 0))
     b = balance(stages)
     # layer_stage [0, 0, 0, 0, 0, 1, 2, 3] in make.py; `grep -o 'layers-CellList/[0-9]*-Block' | sort -u` per rank
     assert [s.layers for s in b.stages] == [[0, 1, 2, 3, 4], [5], [6], [7]]
@@ -244,7 +246,7 @@ def test_parameter_roles_through_cell_reuse(name: str) -> None:
         key = {"accu_grads": "accumulation", "adam_m": "optimizer-state", "adam_v": "optimizer-state"}.get(
             prefix, "weight" if prefix in ("0", "1", "embedding") else "other")
         by_prefix[key] = by_prefix.get(key, 0) + n * _SIZE[dtype]
-    roles = compute_memory(load(fixture(name)), 0, 2).as_dict()["bytes_by_role"]
+    roles = compute_memory(analyze(load(fixture(name))).table, 0, 2).as_dict()["bytes_by_role"]
     assert roles["weight"] == by_prefix["weight"] == 1_091_072
     assert roles["optimizer-state"] == by_prefix["optimizer-state"] == 2 * 1_091_072
     assert roles["accumulation"] == by_prefix["accumulation"] and roles["unused"] == 0
@@ -255,7 +257,7 @@ def test_reused_cell_flops_count_every_call_site() -> None:
     # call site, stage 0's forward MatMul FLOPs equal the plain compile's, which the grep of its MatMul lines gives
     plain = lzma.open(fixture("gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz"), "rt").read()
     by_grep = _forward_matmul_flops_by_grep(plain)
-    lazy = compute_cost(load(fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz")))
+    lazy = compute_cost(analyze(load(fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz"))).table)
     assert lazy.matmul_forward == by_grep
 
 

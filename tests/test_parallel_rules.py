@@ -17,7 +17,7 @@ from irtool.cli import main
 from irtool.diff.facts import comm_facts
 from irtool.parallel import CommNode, analyze, type_bytes
 from irtool.parallel.rules import PIPE_KEYS, classify
-from irtool.parallel.stage import stage_info
+from irtool.parallel.stage import stage_of
 from irtool.report.summary import summarize
 
 SEMI_R0 = "semi_auto_8p/rank_0/19_validate_0078.ir.xz"
@@ -96,7 +96,7 @@ def test_send_with_ring_attention_attributes_is_operator_forward() -> None:
     assert classify(send, "", {}, {}) == ("other", "R5b")
     # the stage stays unknown: only pipeline p2p vote (§7)
     c = CommNode(op="Send", category="operator-forward", phase="forward", node="g/%1", direction="send")
-    assert stage_info("post", [c], {"g/%1": {"micro": 0, "FLASH_INDEX": "0_0"}}).stage is None
+    assert stage_of("post", [c], {"g/%1": {"micro": 0, "FLASH_INDEX": "0_0"}}).stage is None
 
 
 def test_flash_sp_send_receive_are_operator_forward_without_stage() -> None:
@@ -387,11 +387,11 @@ def test_folded_pipeline_stage_from_peer_stage_ids() -> None:
     primal = {n.uid: dict(n.primal_attrs) for n in sends}
     wrap = CommNode(op="Receive", category="pipeline", phase="forward", node="g/%99", direction="receive", segment=1)
     primal["g/%99"] = {"src_rank": 1, "micro": 0, "segment": 1}
-    info = stage_info("spe", [*comm, wrap], primal)
+    info = stage_of("spe", [*comm, wrap], primal)
     assert info.stage == 0 and "wrap from the last stage" in info.how
     last = CommNode(op="Send", category="pipeline", phase="forward", node="g/%98", direction="send", segment=0)
     up = CommNode(op="Receive", category="pipeline", phase="forward", node="g/%97", direction="receive", segment=0)
-    info = stage_info("spe", [last, up], {"g/%98": {"dest_rank": 0, "segment": 0}, "g/%97": {"src_rank": 0}})
+    info = stage_of("spe", [last, up], {"g/%98": {"dest_rank": 0, "segment": 0}, "g/%97": {"src_rank": 0}})
     assert info.stage == 1 and "wrap to stage 0" in info.how
 
 

@@ -13,7 +13,8 @@ from test_units_ir import assert_real
 from irtool.ir import Dump, Subgraph
 from irtool.ir.parse import parse_node
 from irtool.parallel import analyze
-from irtool.parallel.rules import classify, phase
+from irtool.parallel.facts import own_phase
+from irtool.parallel.rules import classify
 
 REAL: list[tuple[str, str, int]] = []
 
@@ -286,7 +287,7 @@ def classified(block: str, graph: str = "g") -> tuple[str, str, str]:
     node = parse_node(block, graph=graph)
     inst = node.instance_name or ""
     category, rule = classify(node, inst, node.primitive_attrs, node.primal_attrs)
-    return category, rule, phase(node, inst, node.primal_attrs, node.cnode_attrs, category, rule)
+    return category, rule, own_phase(node, (category, rule), node.scalar_attr("duplicated") is True) or "forward"
 
 
 def test_pasted_lines_are_real() -> None:

@@ -262,7 +262,7 @@ def diff_rank(old_side: Side, new_side: Side, old_rank: int | None, new_rank: in
     old_strat = [replace(f, scope=renames.get(f.scope, f.scope)) for f in old_strat]
     r.renamed_scopes = len(renames)
     _diff_comm(r, old_comm, new_comm, cross_rank)
-    _diff_strategies(r, (old, old_strat), (new, new_strat))
+    _diff_strategies(r, (old_facts.table, old_strat), (new_facts.table, new_strat))
     r.parameter_comm = parameter_comm(old_comm, new_comm)
     r.ops = _diff_ops(old, new)
     r.params = _diff_params(old, new)
@@ -352,16 +352,17 @@ def _rank_value(c: CommFact, name: str) -> Any:
     return c.value(name) if name in ("group", "group_ranks") else c.comm.rank_attrs.get(name)
 
 
-def _diff_strategies(r: RankDiff, old_side: tuple[Dump, list[StrategyFact]],
-                     new_side: tuple[Dump, list[StrategyFact]]) -> None:
-    (old_dump, old), (new_dump, new) = old_side, new_side
+def _diff_strategies(r: RankDiff, old_side: tuple[Any, list[StrategyFact]],
+                     new_side: tuple[Any, list[StrategyFact]]) -> None:
+    """`old_side`/`new_side`: (fact table, strategies) of each dump."""
+    (old_table, old), (new_table, new) = old_side, new_side
     same, changed, removed, added = _match_strategies(old, new)
     # A group whose nodes did not all pair the same is matched again with each node's micro batch:
     # paired by order alone, a change in micro 0 would be reported on the last micro batch's copy.
     dirty = {s.identity for s in removed + added} | {a.identity for a, _ in changed}
     if dirty:
-        old_micro = strategy_micro(old_dump, {s.uid for s in old if s.identity in dirty})
-        new_micro = strategy_micro(new_dump, {s.uid for s in new if s.identity in dirty})
+        old_micro = strategy_micro(old_table, {s.uid for s in old if s.identity in dirty})
+        new_micro = strategy_micro(new_table, {s.uid for s in new if s.identity in dirty})
         old_dirty = [replace(s, micro=old_micro.get(s.uid)) for s in old if s.identity in dirty]
         new_dirty = [replace(s, micro=new_micro.get(s.uid)) for s in new if s.identity in dirty]
         same = [(a, b) for a, b in same if a.identity not in dirty]

@@ -5,10 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..ir import Dump
 from ..parallel import STRATEGY_KEYS, CommNode, ParallelFacts, Strategy
 from ..parallel.records import plain
-from ..parallel.stage import micro_of
 from .match import freeze, normalise_name, normalise_scope, op_number
 
 STRATEGY_FIELDS = STRATEGY_KEYS  # the one list: a `gen_strategy` change is a change here as in `check`
@@ -108,15 +106,15 @@ def strategy_facts(facts: ParallelFacts) -> list[StrategyFact]:
     return [StrategyFact(s, facts.stage, normalise_scope(s.scope), _order(s.scope, s.line)) for s in facts.strategies]
 
 
-def strategy_micro(dump: Dump, wanted: set[str]) -> dict[str, int]:
+def strategy_micro(table: Any, wanted: set[str]) -> dict[str, int]:
     """Node uid -> `micro` of the `wanted` nodes (the pipeline micro batch a copy of the operator
     runs; absent without pipeline). Reads those nodes' attributes: asked only for the nodes that
     did not all pair, it costs nothing when a diff finds no strategy change (on gpt_large_perf's
     7,232 strategies it would cost more than the analysis)."""
     out = {}
-    for node in dump.nodes():
+    for node in table.dump.nodes():
         if node.uid in wanted:
-            m = micro_of(node)
+            m = table("micro", node)
             if m is not None:
                 out[node.uid] = m
     return out

@@ -40,6 +40,21 @@ def _scanner() -> re.Pattern[str]:
 
 
 @functools.cache
+def _param_scanner() -> re.Pattern[str]:
+    return re.compile(f"(?P<string>{terminal('STRING')})|(?P<free>{terminal('FREE_VAR')})"
+                      f"|(?P<param>{terminal('PARAM_REF')})")
+
+
+def param_refs(text: str, start: int) -> list[str]:
+    """The parameter references (`%paraN_x`, `$(@g:paraN_x)`) in `text` from `start`, each once, in
+    order; strings skipped."""
+    if "para" not in text:
+        return []
+    found = [m.group() for m in _param_scanner().finditer(text, start) if m.lastgroup != "string"]
+    return list(dict.fromkeys(found))
+
+
+@functools.cache
 def _bracket_scanner() -> re.Pattern[str]:
     """Strings (skipped whole), brackets and commas: the structure of an attribute tail."""
     return re.compile(f"(?P<string>{terminal('STRING')})|(?P<open>[(\\[{{])|(?P<close>[)\\]}}])|(?P<comma>,)")

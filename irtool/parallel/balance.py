@@ -2,23 +2,20 @@
 (docs/cost.md §3). Works on one rank per stage (ranks of one stage hold the same work)."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir import Dump
 from .cost import CostFacts, compute_cost
 from .memory import MemoryFacts, compute_memory
+from .params import layer_index as param_layer
 from .records import ParallelFacts
 from .schedule import StageSchedule, stage_schedule
 
-_INDEX = re.compile(r"(?:^|/)(?:[^/]*?\.)?(\d+)(?:-[^/]*)?$")  # `.../layers-CellList/3-Block`, `layers.3`
-
 
 def layer_index(layer: str) -> int | None:
-    """The repeated cell's index of a layer path (`.../3-Block` -> 3), None for other cells."""
-    m = _INDEX.search(layer)
-    return int(m.group(1)) if m else None
+    """The layer index of a per-layer key (`cost.layer_key`), None for work of no layer."""
+    return int(layer) if layer.isdigit() else None
 
 
 def ranges(indices: list[int]) -> str:
@@ -73,14 +70,14 @@ def measure_stage(dump: Dump, facts: ParallelFacts, rank: int | None, stages: in
     activations in flight are those of the order the dump fixes, else the 1F1B assumption (with
     `stages` known), else one micro batch."""
     stage = facts.stage or 0
-    memory = compute_memory(dump, stage, stages)
+    memory = compute_memory(facts.table, stage, stages)
     sched = stage_schedule(dump, facts)
     if sched.in_flight is not None and memory.activations_micro is not None:
         memory.in_flight = sched.in_flight
         memory.notes = [n for n in memory.notes if not n.startswith("activations in flight")]
         memory.notes.append(f"activations in flight: {sched.in_flight} micro batch(es), the most begun and not "
                             "yet finished backward in the order this dump fixes")
-    return StageCost(stage=stage, rank=rank, cost=compute_cost(dump), memory=memory,
+    return StageCost(stage=stage, rank=rank, cost=compute_cost(facts.table), memory=memory,
                      comm_bytes=sum(x.bytes or 0 for x in facts.comm), schedule=sched)
 
 
@@ -247,7 +244,7 @@ def _layer_static(memory: MemoryFacts, held: list[int]) -> dict[int, int]:
     for p in memory.params:
         if p.role in ("hyperparameter", "unused") or p.bytes is None:
             continue
-        hit = next((i for i in held if re.search(rf"(^|\.)(layers|blocks|layer|h)\.{i}\.", p.name)), None)
-        if hit is not None:
+        hit = param_layer(p.name)
+        if hit in out:
             out[hit] += p.bytes
     return out

@@ -11,16 +11,18 @@ upstream, its consumer the first operator downstream, with their strategies.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..ir import Dump, Node
-from ..ir.values import read_group
+from ..ir import Node
 from .links import NodeIndex
-from .records import ChainEnd, CommNode, FileKind, Group, Phase, RedistributionChain, Strategy, total_bytes
+from .records import ChainEnd, CommNode, Group, Phase, RedistributionChain, Strategy, total_bytes
 from .rules import COMM_OPS
 from .sizes import input_type
 from .strategies import attr_value
 from .traffic import node_wire_bytes
+
+if TYPE_CHECKING:
+    from .table import NodeFacts
 
 _REDIST = re.compile(r"^grad_?redistribution_op|^redistribution_op")
 _OTHER_INSERTED = re.compile(r"^(grad)?forward_op|^\d+[A-Za-z]+\d+$")
@@ -30,7 +32,6 @@ _TUPLE_OPS = frozenset({"TupleGetItem", "MakeTuple"})
 # Looking for a producer or consumer, walk through these: they do not change a layout.
 _THROUGH = frozenset({"TupleGetItem", "Depend", "Load", "MakeTuple", "UpdateState"})
 _INDEX = re.compile(r"(?:[A-Za-z]+\d*\()?(-?\d+)\)?")  # `I64(2)` or `2`
-_NODE_REF = re.compile(r"%\d+")  # every `%N` a statement names: a node input's reference is one of them
 _SOURCE = re.compile(r"^# In file (.+?):(\d+)(?:~\d+)?, [\d~]+/(.*)/\s*$")
 
 
@@ -64,12 +65,6 @@ def _user_source_all(sources: tuple[str, ...]) -> str | None:
         elif found is None or "site-packages" in found:
             found = entry
     return found
-
-
-def _is_backward(node: Node) -> bool:
-    scope = node.scope or ""
-    return scope.startswith("Gradients/") or "forward_unique_id" in node.text or \
-        (node.instance_name or "").startswith("grad")
 
 
 def _split(full: Any, piece: Any) -> Any:
@@ -117,22 +112,21 @@ class _Graph:
         return out
 
 
-def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Group],
-                          strategies: list[Strategy], kind: FileKind = "post",
-                          index: NodeIndex | None = None) -> list[RedistributionChain]:
-    """Every redistribution chain of the dump: forward (and recompute) chains first in print order,
-    then backward ones, each linked to the forward chain it is the bprop of. Before validate
-    (`kind` `pre` / `spe`) the printed types are logical or stale (§1): no slice shapes then."""
+def redistribution_chains(t: NodeFacts) -> list[RedistributionChain]:
+    """Every redistribution chain of the dump of fact table `t`: forward (and recompute) chains first
+    in print order, then backward ones, each linked to the forward chain it is the bprop of. Before
+    validate (`kind` `pre` / `spe`) the printed types are logical or stale (§1): no slice shapes then."""
+    dump, kind, groups = t.dump, t.get("file_kind"), t.get("groups")
+    silent = t.get("silent")
+    comm = [c for n, c in t.column("comm").items() if n not in silent]
     comm_by_uid = {c.node: c for c in comm}
     not_redist = {c.node for c in comm if c.category != "redistribution"}
-    strat = {s.node: s for s in strategies}
-    candidates = [n for n in dump.nodes() if "redistribution_op" in n.text or FC in n.text]
+    strat = {s.node: s for s in t.column("strategy").values()}
+    candidates = [n for n in dump.nodes() if n.mentions("instance name") and "redistribution_op" in (n.instance_name or "")
+                  or n.mentions(FC)]
     if not candidates:
         return []
-    if index is None:
-        index = NodeIndex(dump, candidates)
-    else:
-        index.cover(candidates)
+    index = NodeIndex(dump, candidates)
     in_graphs = {n.graph for n in candidates}
     forward: list[tuple[list[Node], _Graph]] = []
     backward: list[tuple[list[Node], _Graph]] = []
@@ -142,19 +136,19 @@ def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Gr
         graph = _Graph(index, g.name)
         members: dict[str, bool] = {}  # key -> named (redistribution instance) or not
         for n in g.nodes:
-            text = n.text
-            named, fc = "redistribution_op" in text, FC in text  # an instance name matching _REDIST has the first
+            named = n.mentions("instance name") and "redistribution_op" in (n.instance_name or "")
+            fc = n.mentions(FC)
             inst = (n.instance_name or "") if named or fc else ""
             if named and _REDIST.match(inst):
                 members[n.key] = True
             elif fc and n.uid not in not_redist and not _OTHER_INSERTED.match(inst) and n.op != "Return":
                 members[n.key] = False
-            elif n.op in _TUPLE_OPS and any(k in members for k in _NODE_REF.findall(text, n.args_start)):
+            elif n.op in _TUPLE_OPS and any(k in members for k in n.node_refs):
                 ins = graph.node_inputs(n)  # split only when the text names a member
                 if ins and all(x.key in members for _, x in ins):
                     members[n.key] = False
         parent = {k: k for k in members}
-        is_bwd = {k: _is_backward(graph.nodes[k]) for k in members}
+        is_bwd = {k: t("phase", graph.nodes[k]) == "backward" for k in members}
         for key in members:
             for _, x in graph.node_inputs(graph.nodes[key]):
                 if x.key in members and is_bwd[x.key] == is_bwd[key]:
@@ -172,19 +166,18 @@ def redistribution_chains(dump: Dump, comm: list[CommNode], groups: dict[str, Gr
     chains: list[RedistributionChain] = []
     fwd_ids: dict[str, int] = {}  # unique_id / forward_comm_node_unique_id of a forward member -> chain id
     for nodes, graph in sorted(forward, key=lambda p: (p[0][0].line, p[0][0].graph)):
-        chain = _chain(len(chains), nodes, graph, comm_by_uid, groups, strat, kind == "post")
+        chain = _chain(t, len(chains), nodes, graph, comm_by_uid, groups, strat, kind == "post")
         chains.append(chain)
         for n in nodes:
-            pr = _ids(n)
             for key in ("unique_id", FC):
-                v = pr.get(key)
+                v = n.scalar_attr(key)
                 if v is not None:
                     fwd_ids.setdefault(f"{key}:{v}", chain.id)
     pieces = [(part, graph, hit) for nodes, graph in backward for hit, part in _by_forward(nodes, graph, fwd_ids)]
     for nodes, graph, hit in sorted(pieces, key=lambda p: (p[0][0].line, p[0][0].graph)):
         if not any(_REDIST.match(n.instance_name or "") for n in nodes):
             continue  # the bprop of a local slice: no communication
-        chain = _chain(len(chains), nodes, graph, comm_by_uid, groups, strat, kind == "post")
+        chain = _chain(t, len(chains), nodes, graph, comm_by_uid, groups, strat, kind == "post")
         if hit is not None:
             chain.of_chain = hit
             chain.producer, chain.consumer = chains[hit].producer, chains[hit].consumer
@@ -201,34 +194,11 @@ def _find(parent: dict[str, str], k: str) -> str:
     return k
 
 
-_PRIMAL = re.compile(r"cnode_primal_attrs: \{([^{}\"]*(?:\"\d*\"[^{}\"]*)*)\}")
-_ID = re.compile(r"(?:^|, )(\w+): \"(\d*)\"")
-
-
-def _ids(n: Node) -> dict[str, Any]:
-    """The primal attributes that are quoted digit strings (`unique_id: "461583"`), read without
-    parsing the node's attributes when the group is that simple, else from the full parse."""
-    text = n.text
-    if "unique_id" not in text:  # every key asked for ends so
-        return {}
-    m = _PRIMAL.search(text)
-    if m is None or text.count("cnode_primal_attrs: {") != 1:
-        return _group(n, "cnode_primal_attrs")
-    found = _ID.findall(m.group(1))
-    return dict(found) if len({k for k, _ in found}) == len(found) else _group(n, "cnode_primal_attrs")
-
-
-def _group(n: Node, group: str) -> dict[str, Any]:
-    """One attribute group of a node, read alone when it can be (`values.read_group`)."""
-    values = read_group(n.text, group)
-    return n.attrs.get(group, {}) if values is None else values
-
-
 def _forward_hit(n: Node, fwd_ids: dict[str, int]) -> int | None:
-    pr = _ids(n)
-    hit = fwd_ids.get(f"unique_id:{pr.get('forward_unique_id')}") if "forward_unique_id" in pr else None
-    if hit is None and FC in pr:
-        hit = fwd_ids.get(f"{FC}:{pr[FC]}")
+    fid, fc = n.scalar_attr("forward_unique_id"), n.scalar_attr(FC)
+    hit = fwd_ids.get(f"unique_id:{fid}") if fid is not None else None
+    if hit is None and fc is not None:
+        hit = fwd_ids.get(f"{FC}:{fc}")
     return hit
 
 
@@ -251,13 +221,11 @@ def _by_forward(nodes: list[Node], graph: _Graph, fwd_ids: dict[str, int]) -> li
     return list(out.items())
 
 
-def _chain(cid: int, nodes: list[Node], graph: _Graph, comm_by_uid: dict[str, CommNode],
+def _chain(t: NodeFacts, cid: int, nodes: list[Node], graph: _Graph, comm_by_uid: dict[str, CommNode],
            groups: dict[str, Group], strat: dict[str, Strategy], typed: bool) -> RedistributionChain:
     keys = {n.key for n in nodes}
     comms = [comm_by_uid[n.uid] for n in nodes if n.uid in comm_by_uid]
-    phase: Phase = comms[0].phase if comms else ("backward" if _is_backward(nodes[0]) else "forward")
-    if not comms and "duplicated" in nodes[0].text and _group(nodes[0], "cnode_attrs").get("duplicated") is True:
-        phase = "recompute"
+    phase: Phase = comms[0].phase if comms else t("phase", nodes[0])
     tensor = total_bytes(c.bytes for c in comms)
     wire = total_bytes(node_wire_bytes(c, groups) for c in comms)
     group_names: list[str] = []

@@ -1,6 +1,6 @@
 """Compute cost of one rank: FLOPs per operator from its slice shapes (docs/cost.md §1).
 
-Computed only when asked for (`compute_cost(dump)`): it reads every node's types, which a plain
+Computed only when asked for (`compute_cost(table)`): it reads every node's types, which a plain
 summary does not. Each operator family has one formula; an operator of no known family is counted
 and named, never taken as 0 FLOPs.
 
@@ -14,14 +14,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..ir import Dump, Node, TypeInfo, pass_name
-from .layers import layer_of
+from ..ir import Dump, Node, TypeInfo
 from .records import PHASES, Phase
-from .rules import COMM_OPS, file_kind
+from .rules import COMM_OPS
 from .sizes import elements
-from .stage import micro_of
+
+if TYPE_CHECKING:
+    from .table import NodeFacts
 
 # Operators that move or label data and do no arithmetic (0 FLOPs by definition, not unknown).
 NO_ARITHMETIC = frozenset({
@@ -111,28 +112,6 @@ class CostFacts:
                 "micro_batches": self.micros,
                 "shapes": "per device (printed sliced)" if self.kind != "spe" else
                           "step_parallel_end: logical per micro batch, sliced here by in_strategy"}
-
-
-_FWD_ID = re.compile(r'forward_unique_id: "(\d+)"')
-_OWN_ID = re.compile(r'(?<!forward_)unique_id: "(\d+)"')
-_OPTIMIZER_SCOPE = re.compile(r"(^|/)(optimizer|optim)[-_]|Optimizer")
-
-
-def node_phase(node: Node) -> Phase:
-    """The phase of a compute node by the rules of the communication nodes (docs/parallel.md §3),
-    read from the statement text without parsing its attributes (this runs on every node).
-    Recompute is what the dump marks as recomputed: the `duplicated` copies of validate. A node under
-    a `recompute_` scope without that mark is the recomputed cell's forward (step_parallel_end prints
-    only that copy; validate marks it `recompute: Bool(1)`)."""
-    scope, text = node.scope or "", node.text
-    if scope.startswith("Gradients/") or "forward_unique_id" in text or "forward_node_name" in text \
-            or (node.instance_name or "").startswith("grad"):
-        return "backward"
-    if "duplicated: Bool(1)" in text:
-        return "recompute"
-    if _OPTIMIZER_SCOPE.search(scope):
-        return "optimizer"
-    return "forward"
 
 
 def _flag(text: str) -> bool:
@@ -272,9 +251,16 @@ def call_counts(dump: Dump) -> dict[str, int]:
     return {g.name: count(g.name, frozenset()) for g in dump.subgraphs}
 
 
-def compute_cost(dump: Dump, keep_ops: bool = False) -> CostFacts:
-    """The FLOPs of every operator of `dump`, summed by phase, layer and family (docs/cost.md §1)."""
-    kind = file_kind(pass_name(dump.path or ""))
+def layer_key(layer: int | None) -> str:
+    """The key of a layer in per-layer figures: its index, `(no layer)` for work of no layer."""
+    return "(no layer)" if layer is None else str(layer)
+
+
+def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
+    """The FLOPs of every operator of the dump of fact table `t`, summed by phase, layer and family
+    (docs/cost.md §1); phase, micro batch and layer are the table's."""
+    dump = t.dump
+    kind = t.get("file_kind")
     flops = {p: 0 for p in PHASES}
     by_layer: dict[str, dict[str, int]] = {}
     by_family: Counter = Counter()
@@ -283,23 +269,17 @@ def compute_cost(dump: Dump, keep_ops: bool = False) -> CostFacts:
     logical = 0
     matmul_fwd = 0
     micros: set[int] = set()
-    scope_of: dict[str, str] = {}  # unique_id -> scope: a backward node belongs to its forward node's layer
     nodes = [n for n in dump.nodes() if n.op not in NO_ARITHMETIC]
-    for node in nodes:
-        m = _OWN_ID.search(node.text)
-        if m:
-            scope_of[m.group(1)] = node.scope or ""
     times = call_counts(dump)
     for node in nodes:
         f, family, per_device = op_flops(node, kind)
         if f is not None:
             f *= times.get(node.graph, 1)  # a reused cell's subgraph runs once per call site
-        ph = node_phase(node)
-        micro = micro_of(node)
+        ph = t("phase", node)
+        micro = t("micro", node)
         if micro is not None:
             micros.add(micro)
-        fwd = _FWD_ID.search(node.text)
-        layer = layer_of(scope_of.get(fwd.group(1), node.scope or "") if fwd else node.scope or "") or "(no scope)"
+        layer = layer_key(t("layer", node))
         if f is None:
             unknown[node.op] += 1
         else:

@@ -1,13 +1,10 @@
 """What a communication node is for: the operator it feeds or the parameter it carries (§8)."""
 from __future__ import annotations
 
-import re
 from collections import deque
 
 from ..ir import Dump, Node
 from .rules import COMM_OPS
-
-_NODE_REF = re.compile(r"%\d+(?![\w.])")
 
 
 class NodeIndex:
@@ -36,12 +33,9 @@ class NodeIndex:
     def users(self, node: Node) -> list[Node]:
         if node.graph not in self._users:
             users: dict[str, list[Node]] = {}
-            get, find = users.get, _NODE_REF.findall
-            # A regex over the text after the callee finds the `%N` a node uses far faster than
-            # splitting the arguments of every node; a `%N` inside a string attribute would only
-            # add a spurious user, and MindSpore prints none.
+            get = users.get
             for n in self.nodes.get(node.graph, {}).values():
-                for key in set(find(n.text, n.args_start)):  # each user once, in print order
+                for key in n.node_refs:  # each user once, in print order
                     found = get(key)
                     if found is None:
                         users[key] = [n]
@@ -82,7 +76,7 @@ def param_through(node: Node, index: NodeIndex, limit: int = 16) -> str | None:
 
 
 def has_strategy(node: Node) -> bool:
-    return "in_strategy" in node.text or "in_layout" in node.text
+    return node.mentions("in_strategy") or node.mentions("in_layout")
 
 
 # Operators that only route a value (tuple plumbing, ordering, a view): the redistribution chain

@@ -11,13 +11,14 @@ a backward operator reads (recomputed copies are recompute-phase, so not counted
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..ir import Dump, Node, pass_name
-from .cost import node_phase
-from .rules import file_kind
+from ..ir import Node
+from .params import Params
 from .sizes import type_bytes
-from .stage import micro_of
+
+if TYPE_CHECKING:
+    from .table import NodeFacts
 
 ACCUMULATE = frozenset({"AssignAdd", "_VirtualAssignAdd", "_VirtualAccuGrad", "InplaceAdd"})
 # Producers whose output is no activation: parameters, tuples of references, ordering tokens.
@@ -87,21 +88,6 @@ class MemoryFacts:
         }
 
 
-def _param_of(node: Node, index: int, by_key: dict[str, Node], params: dict[str, str], depth: int = 0) -> str | None:
-    """The header parameter an input refers to, directly or through Load/Depend."""
-    ins = node.inputs
-    if index >= len(ins) or ins[index].ref is None:
-        return None
-    ref = ins[index].ref
-    if ref.kind in ("param", "free"):
-        return params.get(_param_key(ref.name))
-    if ref.kind == "node" and depth < 3:
-        src = by_key.get(ref.name)
-        if src is not None and src.op in _THROUGH:
-            return _param_of(src, 0, by_key, params, depth + 1)
-    return None
-
-
 def _kept_producer(src: Node | None, by_key: dict[str, Node]) -> Node | None:
     """The tensor a backward read keeps alive: one element of an operator's tuple keeps the whole
     tuple; an element of a called subgraph's results is that element alone."""
@@ -112,52 +98,26 @@ def _kept_producer(src: Node | None, by_key: dict[str, Node]) -> Node | None:
     return src if tup is None or tup.op == "(call)" else tup
 
 
-def _callee(n: Node, graphs: dict[str, Any]) -> tuple[Any, int]:
-    """(subgraph, offset of its first parameter among `n`'s inputs) for `call @g(...)` and
-    `Partial(@g, ...)` (which binds @g's first parameters); (None, 0) otherwise."""
-    if n.callee.startswith("@"):
-        return graphs.get(n.callee[1:]), 0
-    if n.op == "Partial" and n.inputs and n.inputs[0].ref is not None and n.inputs[0].ref.kind == "graph":
-        return graphs.get(n.inputs[0].ref.name[1:]), 1
-    return None, 0
+def _param_of(node: Node, index: int, by_key: dict[str, Node], params: Params, depth: int = 0) -> str | None:
+    """The header parameter an input refers to, directly or through Load/Depend."""
+    ins = node.inputs
+    if index >= len(ins) or ins[index].ref is None:
+        return None
+    ref = ins[index].ref
+    if ref.kind in ("param", "free"):
+        return params.name_of(ref.name)
+    if ref.kind == "node" and depth < 3:
+        src = by_key.get(ref.name)
+        if src is not None and src.op in _THROUGH:
+            return _param_of(src, 0, by_key, params, depth + 1)
+    return None
 
 
-def _call_aliases(dump: Dump, held: dict[str, str], keys: dict[str, dict[str, Node]]) -> dict[str, str]:
-    """Header parameters by reference, plus each subgraph parameter that every call site passes one
-    header parameter to (`call @g(%para7_w, ...)`: @g's first parameter is `w`), to a fixed point."""
-    out = dict(held)
-    graphs = {g.name: g for g in dump.subgraphs}
-    for _ in range(4):  # nesting depth of calls seen in lazy-inline dumps is 2-3
-        seen: dict[str, set[str | None]] = {}
-        for g in dump.subgraphs:
-            for n in g.nodes:
-                target, shift = _callee(n, graphs)
-                if target is None:
-                    continue
-                for i, ref in enumerate(target.params):
-                    j = i + shift
-                    seen.setdefault(ref, set()).add(_param_of(n, j, keys[g.name], out) if j < len(n.inputs) else None)
-        grew = False
-        for ref, names in seen.items():
-            if len(names) == 1 and None not in names and ref not in out:
-                out[ref] = next(iter(names))  # type: ignore[assignment]
-                grew = True
-        if not grew:
-            break
-    return out
-
-
-def _param_key(ref: str) -> str:
-    """`%para13_w` and `$(@g:para13_w)` (a free variable naming a header parameter) -> `%para13_w`."""
-    if ref.startswith("$("):
-        return "%" + ref[ref.index(":") + 1 : -1]
-    return ref
-
-
-def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = None) -> MemoryFacts:
-    """What this rank holds (docs/cost.md §2). `stage`/`stages` place it in the pipeline: under 1F1B
-    stage s of S holds the activations of min(S - s, micro batches) micro batches at once."""
-    kind = file_kind(pass_name(dump.path or ""))
+def compute_memory(t: NodeFacts, stage: int | None = None, stages: int | None = None) -> MemoryFacts:
+    """What the rank of fact table `t` holds (docs/cost.md §2). `stage`/`stages` place it in the
+    pipeline: under 1F1B stage s of S holds the activations of min(S - s, micro batches) micro batches at once."""
+    dump = t.dump
+    kind = t.get("file_kind")
     held = {p.ref: p.name for p in dump.params if p.has_default}
     types = {p.name: p.type for p in dump.params if p.has_default}
     used: set[str] = set()
@@ -170,26 +130,25 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
     micros: set[int] = set()
     has_backward = False
     keys = {g.name: {n.key: n for n in g.nodes} for g in dump.subgraphs}
-    params = _call_aliases(dump, held, keys)  # header and subgraph parameter refs -> header parameter name
-    graph_of = {g.name: g for g in dump.subgraphs}
-    backward_graphs = {g.name for g in dump.subgraphs if any(node_phase(n) == "backward" for n in g.nodes)}
+    params: Params = t.get("parameters")
+    names = set(held.values())
+    backward_graphs = {g.name for g in dump.subgraphs if any(t("phase", n) == "backward" for n in g.nodes)}
     for g in dump.subgraphs:
         by_key = keys[g.name]
         for n in g.nodes:
             ins = n.inputs
             param_ins = []
-            for i, inp in enumerate(ins):
-                refs = ([inp.ref] if inp.ref else []) + list(inp.nested)
-                for r in refs:
-                    if r.kind in ("param", "free") and _param_key(r.name) in params:
-                        used.add(params[_param_key(r.name)])
+            for name in params.read_by(n):
+                if name in names:
+                    used.add(name)
+            for i in range(len(ins)):
                 p = _param_of(n, i, by_key, params)
-                if p is not None:
+                if p is not None and p in names:
                     param_ins.append((i, p))
-            ph = node_phase(n)
+            ph = t("phase", n)
             if ph != "optimizer" and n.op not in _PLUMBING:
                 computed.update(p for _, p in param_ins)
-            micro = micro_of(n)
+            micro = t("micro", n)
             if micro is not None:
                 micros.add(micro)
             if n.op in ACCUMULATE and param_ins and ph != "optimizer":
@@ -201,19 +160,19 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
                 weights.setdefault(w, None)
                 wshape = types[w].shape if types.get(w) else None
                 for _, p in param_ins[1:]:
-                    t = types.get(p)
-                    if t is not None and t.shape == wshape and p != w:
+                    ty = types.get(p)
+                    if ty is not None and ty.shape == wshape and p != w:
                         states[p] = w
                     elif p != w:
                         hyper.add(p)
-            # a backward operator, or a call of a backward subgraph (cell reuse / lazy inline)
-            called = _callee(n, graph_of)[0]
-            if ph == "backward" or (called is not None and called.name in backward_graphs):
+            # a backward operator, or a call (or closure) of a backward subgraph (cell reuse / lazy inline)
+            called = (*n.called_graphs, n.bound_graph)
+            if ph == "backward" or any(c in backward_graphs for c in called):
                 has_backward = True
                 for inp in ins:
                     if inp.ref is not None and inp.ref.kind == "node":
                         src = _kept_producer(by_key.get(inp.ref.name), by_key)
-                        if src is not None and src.op not in _NOT_ACTIVATION and node_phase(src) == "forward":
+                        if src is not None and src.op not in _NOT_ACTIVATION and t("phase", src) == "forward":
                             kept[src.uid] = src
     notes = []
     rows = []
@@ -248,9 +207,9 @@ def compute_memory(dump: Dump, stage: int | None = None, stages: int | None = No
     per_micro: int | None = None
     count = 0
     if has_backward:
-        marked = [n for n in kept.values() if micro_of(n) is not None]
+        marked = [n for n in kept.values() if t("micro", n) is not None]
         if micros and marked:
-            chosen = [n for n in marked if micro_of(n) == min(micros)]
+            chosen = [n for n in marked if t("micro", n) == min(micros)]
             count = len(chosen)
             per_micro = sum(type_bytes(n.output_type, tuple_sum=True)[2] or 0 for n in chosen)
         else:  # no micro batch marks on what is kept (cell reuse): the step's total shared evenly

@@ -286,6 +286,9 @@ class ParallelFacts:
     # optimizer-parallel gathers on an empty or one-rank group: they move no data, so they are not
     # in `comm` (docs/parallel.md §2 R2)
     no_op_gathers: list[CommNode] = field(default_factory=list)
+    # the dump's fact table (`facts.NodeFacts`): every per-node fact, computed when first asked; it holds
+    # the dump, so pickling (facts travel between processes) and `release` drop it, never the records above
+    table: Any = field(default=None, repr=False, compare=False)
     # Facts computed when first asked for (`check` never builds redistribution chains): `analyze`
     # leaves the function that computes them, which holds the dump until it has run. Pickling
     # (facts travel between processes) and `release` drop it, never the facts already computed.
@@ -308,11 +311,11 @@ class ParallelFacts:
 
     def release(self) -> ParallelFacts:
         """Let go of the dump: facts not computed yet are no longer available. Returns `self`."""
-        self._make_chains = None
+        self._make_chains = self.table = None
         return self
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_make_chains": None}
+        return {**self.__dict__, "_make_chains": None, "table": None}
 
 
 @dataclass

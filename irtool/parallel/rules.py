@@ -9,7 +9,7 @@ import re
 
 from ..ir import Node
 from .groups import ranks_of
-from .records import Category, FileKind, Phase
+from .records import Category, FileKind
 from .stage import as_int
 
 # Collective and point-to-point primitives, and the virtual operators that become communication.
@@ -36,7 +36,6 @@ SP_KEYS = frozenset({"FLASH_SP_COMM_TYPE", "FLASH_INDEX", "RING_ATTENTION_INDEX"
 PRE_SHARDING_PASSES = ("bootstrap", "pipeline_split", "merge_send_receive", "step_parallel_begin")
 STEP_PARALLEL_END = "step_parallel_end"
 _REPLACE_GRAPH = re.compile(r"^\d+[A-Za-z]+\d+$")
-_OPTIMIZER_SCOPE = re.compile(r"(^|/)(optimizer|optim)[-_]|Optimizer")
 
 
 def moves_no_data(node: Node, inst: str, pa: dict) -> bool:
@@ -89,20 +88,3 @@ def classify(node: Node, inst: str, pa: dict, pr: dict) -> tuple[Category, str]:
     if re.search(r"grad_reducer|GradReducer", scope) or "tensors_allreduce" in node.graph:
         return "gradient-aggregation", "R8"
     return "other", "R10"
-
-
-def phase(node: Node, inst: str, pr: dict, ca: dict, category: Category, rule: str) -> Phase:
-    """forward, backward, recompute or optimizer (docs/parallel.md §3)."""
-    scope = node.scope or ""
-    if rule in ("R1", "R4", "R8") or category == "gradient-aggregation":
-        return "backward"
-    if rule == "R2":
-        return "forward"
-    if scope.startswith("Gradients/") or "forward_unique_id" in pr or "forward_node_name" in pr \
-            or inst.startswith("grad"):
-        return "backward"
-    if ca.get("duplicated") is True:
-        return "recompute"
-    if _OPTIMIZER_SCOPE.search(scope):
-        return "optimizer"
-    return "forward"

@@ -3,26 +3,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..ir import Node
 from .records import CommNode, FileKind, StageInfo
+
+if TYPE_CHECKING:
+    from .table import NodeFacts
 
 # Point-to-point primitives: their groups may span stages, so they say nothing of the own rank.
 _P2P = frozenset({"Send", "Receive", "BatchISendIRecv", "CollectivePermute", "InnerCommIsend", "InnerCommIrecv"})
 _PLACEMENT_KEYS = ("stage", "dest_rank", "src_rank")
 
 _INT = re.compile(r"-?\d+")
-
-
-_MICRO = re.compile(r"\bmicro: I64\((\d+)\)")
-
-
-def micro_of(node: Node) -> int | None:
-    """The pipeline micro batch a node runs (`micro` of its primal or cnode attributes), read from the
-    statement without parsing its attribute groups (this runs on every node); None without pipeline."""
-    m = _MICRO.search(node.text)
-    return int(m.group(1)) if m else None
 
 
 def as_int(v: Any) -> int | None:
@@ -36,7 +28,15 @@ def as_int(v: Any) -> int | None:
     return None
 
 
-def stage_info(kind: FileKind, comm: list[CommNode], primal: dict[str, dict]) -> StageInfo:
+def stage_info(t: NodeFacts) -> StageInfo:
+    """This rank's stage (the `stage` pass of the fact table): `stage_of` its communication records."""
+    silent = t.get("silent")
+    pairs = [(n, c) for n, c in t.column("comm").items() if n not in silent]
+    primal = {c.node: n.primal_attrs for n, c in pairs if c.op in ("Send", "Receive")}
+    return stage_of(t.get("file_kind"), [c for _, c in pairs], primal)
+
+
+def stage_of(kind: FileKind, comm: list[CommNode], primal: dict[str, dict]) -> StageInfo:
     """Stage votes of the pipeline Send/Receive nodes of a step_parallel_end-or-later dump;
     `primal` maps a node uid to its primal attributes."""
     votes: Counter = Counter()

@@ -46,13 +46,14 @@ def attr_value(node: Node, key: str) -> Any:
     return node.attr(key) if value is ... else value
 
 
-def strategies(dump: Dump) -> list[Strategy]:
-    """Every operator with a strategy or layout (`_Virtual*` bookkeeping operators excluded)."""
-    out: list[Strategy] = []
+def strategy_records(dump: Dump) -> dict[Node, Strategy]:
+    """Every operator with a strategy or layout (`_Virtual*` bookkeeping operators excluded), in print
+    order (the `strategies` pass of the fact table)."""
+    out: dict[Node, Strategy] = {}
     for node in dump.nodes():
-        text = node.text
-        if ("in_strategy" not in text and "in_layout" not in text) or node.op.startswith("_Virtual"):
+        if not (node.mentions("in_strategy") or node.mentions("in_layout")) or node.op.startswith("_Virtual"):
             continue
+        text = node.text
         values: dict[str, Any] = {}
         for key in STRATEGY_KEYS:
             if key + ": " not in text:
@@ -61,6 +62,6 @@ def strategies(dump: Dump) -> list[Strategy]:
             if v is ...:  # layouts (unquoted names, true/false): the full attribute parser
                 v = node.attr(key)
             values[key] = v
-        out.append(Strategy(op=node.op, scope=node.scope or "", node=node.uid, name=node.name, line=node.line,
-                            instance=node.instance_name, **values))
+        out[node] = Strategy(op=node.op, scope=node.scope or "", node=node.uid, name=node.name, line=node.line,
+                             instance=node.instance_name, **values)
     return out

@@ -12,7 +12,7 @@ import functools
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Union
+from typing import Any, Iterable, Union
 
 import networkx as nx
 
@@ -41,11 +41,12 @@ class Semantics:
     # uid -> the scope a comm node is attributed to when it differs from the printed one (CommNode.cell_scope)
     scope: dict[str, str] = field(default_factory=dict)
     stage: int | None = None
+    table: Any = None  # the dump's fact table (`irtool.parallel.facts.NodeFacts`): every node's phase
 
     @classmethod
     def of(cls, facts: ParallelFacts) -> Semantics:
         """Collect categories, phases, peer stages, strategies and the stage of one dump's facts."""
-        sem = cls(stage=facts.stage)
+        sem = cls(stage=facts.stage, table=facts.table)
         for c in facts.comm:
             sem.category[c.node] = c.category if c.category in CATEGORIES else "other"
             sem.phase[c.node] = c.phase
@@ -83,8 +84,8 @@ class Selection:
 
 
 def is_backward(node: Node, sem: Semantics) -> bool:
-    """Backward by scope (`Gradients/...`) or by the phase irtool.parallel gave the node."""
-    return (node.scope or "").startswith("Gradients/") or sem.phase.get(node.uid) in ("backward", "recompute")
+    """Backward (or recomputed for backward) by the phase the analysis gave the node."""
+    return sem.table("phase", node) in ("backward", "recompute")
 
 
 def operator_graph(g: nx.MultiDiGraph) -> nx.MultiDiGraph:

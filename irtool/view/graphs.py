@@ -19,13 +19,13 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter, defaultdict
+from functools import partial
 from typing import Any, Callable, Iterable
 
 from ..ir import Dump, Node, TypeInfo
 from ..parallel import CATEGORIES, CommNode, ParallelFacts
 from ..parallel.chains import user_source
 from ..parallel.records import ChainEnd, RedistributionChain
-from ..parallel.stage import micro_of
 from ..present import DASH, cell, chain_end_layout, rank_list, strategy_text
 from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
 
@@ -154,6 +154,7 @@ class _Context:
         self.outputs: dict[str, list[dict[str, Any]]] = {}  # output metadata, shared by type
         self.file = os.path.basename(dump.path)
         # node uid -> id of the redistribution chain it belongs to
+        self.micro: Micro = partial(facts.table, "micro")
         self.chain_of: dict[str, int] = {}
         for ch in facts.chains:
             graph = ch.comm[0].rpartition("/")[0] if ch.comm else ""
@@ -231,12 +232,15 @@ PHASE_OF_ROOT = {"Gradients": "backward", "recompute_Default": "recompute"}
 Member = tuple[dict[str, Any], "Node | None"]  # a graph node and the operator it is (parameters: their first user)
 
 
-def _micro(node: Node | None) -> str | None:
-    micro = micro_of(node) if node is not None else None
-    return None if micro is None else f"micro {micro}"
+Micro = Callable[[Node], "int | None"]  # the fact table's micro batch of a node
 
 
-def bound_namespaces(members: list[Member], chain_of: dict[str, int]) -> dict[str, str]:
+def _micro(node: Node | None, micro: Micro) -> str | None:
+    m = micro(node) if node is not None else None
+    return None if m is None else f"micro {m}"
+
+
+def bound_namespaces(members: list[Member], chain_of: dict[str, int], micro: Micro) -> dict[str, str]:
     """Split every namespace with more than MAX_CHILDREN direct children into levels users know,
     in this order while a group is still too big: micro batch (the `micro` attribute), the
     redistribution chain a node belongs to, operator type, then runs of dump lines. Returns each new
@@ -252,7 +256,7 @@ def bound_namespaces(members: list[Member], chain_of: dict[str, int]) -> dict[st
     levels: dict[str, str] = {}
     for ns, ms in direct.items():
         if len(ms) + len(children[ns]) > MAX_CHILDREN:
-            _split(ns, ms, 0, chain_of, levels)
+            _split(ns, ms, 0, chain_of, micro, levels)
     return levels
 
 
@@ -260,9 +264,9 @@ def _lines(m: Member) -> int:
     return m[1].line if m[1] is not None else 0
 
 
-def _keys(depth: int, chain_of: dict[str, int], ms: list[Member]) -> tuple[str, list[str | None]] | None:
+def _keys(depth: int, chain_of: dict[str, int], micro: Micro, ms: list[Member]) -> tuple[str, list[str | None]] | None:
     if depth == 0:
-        return "micro batch", [_micro(n) for _, n in ms]
+        return "micro batch", [_micro(n, micro) for _, n in ms]
     if depth == 1:
         return "redistribution chain", [f"redistribution chain {chain_of[n.uid]}" if n is not None and n.uid in chain_of
                                         else None for _, n in ms]
@@ -272,10 +276,11 @@ def _keys(depth: int, chain_of: dict[str, int], ms: list[Member]) -> tuple[str, 
     return None
 
 
-def _split(ns: str, ms: list[Member], depth: int, chain_of: dict[str, int], levels: dict[str, str]) -> None:
+def _split(ns: str, ms: list[Member], depth: int, chain_of: dict[str, int], micro: Micro,
+           levels: dict[str, str]) -> None:
     if len(ms) <= MAX_CHILDREN:
         return
-    keyed = _keys(depth, chain_of, ms)
+    keyed = _keys(depth, chain_of, micro, ms)
     if keyed is None:  # runs of dump lines, as many levels as needed
         ms = sorted(ms, key=_lines)
         size = MAX_CHILDREN
@@ -288,7 +293,7 @@ def _split(ns: str, ms: list[Member], depth: int, chain_of: dict[str, int], leve
             levels[sub] = "dump lines"
             for e, _ in run:
                 e["namespace"] = sub
-            _split(sub, run, depth, chain_of, levels)
+            _split(sub, run, depth, chain_of, micro, levels)
         return
     level, keys = keyed
     groups: dict[str | None, list[Member]] = defaultdict(list)
@@ -297,7 +302,7 @@ def _split(ns: str, ms: list[Member], depth: int, chain_of: dict[str, int], leve
     named = [k for k in groups if k is not None]
     # a level helps when it splits: several groups, or a few big ones out of many loose nodes
     if not named or (len(groups) == 1) or len(named) > MAX_CHILDREN:
-        _split(ns, ms, depth + 1, chain_of, levels)
+        _split(ns, ms, depth + 1, chain_of, micro, levels)
         return
     loose = groups.pop(None, [])
     for k, group in groups.items():
@@ -308,8 +313,8 @@ def _split(ns: str, ms: list[Member], depth: int, chain_of: dict[str, int], leve
         levels[sub] = level
         for e, _ in group:
             e["namespace"] = sub
-        _split(sub, group, depth + 1, chain_of, levels)
-    _split(ns, loose, depth + 1, chain_of, levels)
+        _split(sub, group, depth + 1, chain_of, micro, levels)
+    _split(ns, loose, depth + 1, chain_of, micro, levels)
 
 
 def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dict[str, Any]:
@@ -369,7 +374,7 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
             entry["style"] = {"backgroundColor": CATEGORY_COLORS[c.category], "borderColor": "#424242"}
         nodes.append(entry)
     members = list(zip(nodes, sg.nodes)) + [(e, first_user.get(ref)) for ref, e in aux.items()]
-    levels = bound_namespaces(members, ctx.chain_of)
+    levels = bound_namespaces(members, ctx.chain_of, ctx.micro)
     # counts of a folded scope include everything below it: per namespace, then added to its ancestors
     own: dict[str, Counter] = defaultdict(Counter)
     for entry, uid in zip(nodes, uids):

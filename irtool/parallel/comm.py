@@ -1,0 +1,215 @@
+"""Communication records of one dump (docs/parallel.md §2-§8): the `groups` and `communication`
+passes of the fact table, with what they need (sizes, peers, what a node serves, exchange pairs,
+the peer stages of a folded pipeline's wraps)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..ir import Node
+from .groups import group_name, group_table
+from .links import NodeIndex, ordered_with, param_through, walk_to_strategy
+from .peer import global_peer, group_members
+from .records import CommNode, FileKind, Group, Strategy
+from .rules import EXCHANGES, GATHERS, MIRRORS
+from .scope import attributed_scope
+from .sizes import Sized, attr_bytes, input_type, type_bytes
+from .stage import as_int
+from .table import NodeFacts
+
+# Attributes that name ranks: they differ between two ranks of one stage by construction.
+RANK_ATTRS = ("dest_rank", "src_rank", "dst_global_rank", "src_global_rank", "send_rank_ids", "recv_rank_ids")
+
+
+def groups_of(t: NodeFacts) -> dict[str, Group]:
+    """The groups the data-moving communication nodes name (§6), members completed from a 2-rank
+    group's name where the dump lists none (parallel/peer.py)."""
+    silent = t.get("silent")
+    nodes = [n for n in t.dump.nodes() if t("kind", n) == "communication" and n not in silent]
+    printed = group_table(n.primitive_attrs for n in nodes)
+    return {name: g if g.ranks is not None else replace(g, ranks=group_members(name, t.rank))
+            for name, g in printed.items()}
+
+
+def comm_records(t: NodeFacts) -> dict[Node, CommNode]:
+    """The `CommNode` of every communication node (§2-§8), in print order; those moving no data
+    (`silent`) see the groups with members from their names, the others the printed members (a
+    printed peer on a listed group may be global, parallel/peer.py)."""
+    dump, kind = t.dump, t.get("file_kind")
+    silent = t.get("silent")
+    found = [n for n in dump.nodes() if t("kind", n) == "communication"]
+    nodes = [n for n in found if n not in silent]
+    printed = group_table(n.primitive_attrs for n in nodes)
+    index = NodeIndex(dump, found)
+    strats = {s.node: s for s in t.column("strategy").values()}
+    params = {p.name: p for p in dump.params}
+    out: dict[Node, CommNode] = {}
+    for node in nodes:
+        out[node] = global_peer(_record(t, node, printed, kind, strats, index, params), t.rank)
+    if silent:
+        groups = t.get("groups")
+        for node in found:
+            if node in silent:
+                out[node] = _record(t, node, groups, kind, strats, index, params)
+    data = [(n, c) for n, c in out.items() if n not in silent]
+    _pair_exchanges([c for _, c in data], [n for n, _ in data], index)
+    if kind != "pre":
+        fold_wraps([c for _, c in data], {c.node: n.primal_attrs for n, c in data})
+    return {n: out[n] for n in found}  # print order
+
+
+def _record(t: NodeFacts, node: Node, groups: dict[str, Group], kind: FileKind, strats: dict[str, Strategy],
+            index: NodeIndex, params: dict) -> CommNode:
+    inst, pa, pr = node.instance_name or "", node.primitive_attrs, node.primal_attrs
+    category, rule = t("category", node)
+    fwd = t("forward", node)
+    shape, dtype, nbytes = _bytes(node, pa, pr, kind, params)
+    group = group_name(pa)
+    c = CommNode(op=node.op, category=category, phase=t("phase", node), group=group,
+                 group_ranks=groups[group].ranks if group in groups else None,
+                 shape=shape, dtype=dtype, bytes=nbytes, micro=t("micro", node),
+                 reduce_op=pa["op"] if isinstance(pa.get("op"), str) else None,
+                 scope=node.scope or "", rule=rule, instance=inst or None, node=node.uid, line=node.line,
+                 rank_attrs={k: pa[k] for k in RANK_ATTRS if k in pa})
+    _p2p(t, c, node, pa, pr, kind)
+    fwd_comm = fwd if fwd is not None and t("kind", fwd) == "communication" else None
+    _serves(c, node, pa, pr, index, fwd_comm)
+    if c.serves_op is not None and c.serves in strats:
+        c.serves_strategy = strats[c.serves].shown
+    c.cell_scope = attributed_scope(c.scope, fwd_comm.scope if fwd_comm is not None else None)
+    return c
+
+
+def _pair_exchanges(comm: list[CommNode], nodes: list[Node], index: NodeIndex) -> None:
+    """R9 (§2): a Send/Receive with no attribute of its own (R5b) that is chained by `Depend` to a
+    sequence-parallel Send/Receive is the other half of that exchange step, in the same phase
+    (flash_sp_sendrecv_8p: a `Send` in `Default/` scope ordered before a Receive marked `flash_tag`)."""
+    by_uid = {c.node: c for c in comm}
+    for c, node in zip(comm, nodes):
+        if c.rule != "R5b":
+            continue
+        for n in ordered_with(node, index):
+            other = by_uid.get(n.uid)
+            if other is not None and other.rule.startswith("R9"):
+                c.category, c.rule = "operator-forward", "R9-paired"
+                if other.phase == "backward":  # one exchange step runs in one phase
+                    c.phase = "backward"
+                break
+
+
+def fold_wraps(comm: list[CommNode], primal: dict[str, dict]) -> None:
+    """Peer stages of the hops that wrap around a folded pipeline (§7, `pipeline_segments` > 1).
+
+    With `pr.stage` the peer stage is the own stage ± 1, except where the pipeline folds: the last
+    stage's downstream hop goes to stage 0 of the next segment, and stage 0's upstream hop comes from
+    the last stage of the previous segment. MindSpore places stage s on the global ranks
+    [s·n/S, (s+1)·n/S), so a downstream hop to a lower rank (or an upstream hop from a higher rank,
+    or upstream from stage 0) wraps. `pa.dest_rank`/`pa.src_rank` are then the peer's index in the
+    2-rank p2p group, whose ranks are in ascending order: index 0 = the lower rank. The last stage is
+    the stage of the same peer rank on a hop that does not wrap, else (own rank known from the group)
+    own stage + (peer rank − own rank) / ranks per stage; never a negative or made-up number.
+    """
+    hops = [c for c in comm if c.category == "pipeline" and c.direction and "stage" in primal.get(c.node, {})]
+    stage_of: dict[int, int] = {}
+    step: set[int] = set()
+    wraps: list[tuple[CommNode, bool]] = []
+    for c in hops:
+        own = as_int(primal[c.node]["stage"])
+        if own is None:
+            continue
+        downstream = (c.op == "Send") != (c.phase == "backward")
+        index = as_int(c.rank_attrs.get("dest_rank" if c.op == "Send" else "src_rank"))
+        lower = index == 0 if index is not None else None  # peer is the lower rank of the pair
+        if (downstream and lower) or (not downstream and (own == 0 or lower is False)):
+            wraps.append((c, downstream))
+            continue
+        if c.peer_rank is not None and c.peer_stage is not None:
+            stage_of[c.peer_rank] = c.peer_stage
+            own_rank = _own_rank(c)
+            if own_rank is not None and c.peer_stage != own:
+                step.add(abs(c.peer_rank - own_rank))
+    for c, downstream in wraps:
+        own = as_int(primal[c.node]["stage"])
+        if downstream:
+            c.peer_stage = 0
+        elif c.peer_rank in stage_of:
+            c.peer_stage = stage_of[c.peer_rank]
+        else:
+            own_rank = _own_rank(c)
+            d = next(iter(step)) if len(step) == 1 else None
+            diff = None if own_rank is None or c.peer_rank is None else c.peer_rank - own_rank
+            c.peer_stage = own + diff // d if d and diff is not None and diff > 0 and diff % d == 0 else None
+
+
+def _own_rank(c: CommNode) -> int | None:
+    """This rank in a 2-rank p2p group: the member that is not the peer."""
+    ranks = c.group_ranks
+    if ranks is None or len(ranks) != 2 or c.peer_rank not in ranks:
+        return None
+    return ranks[0] if ranks[1] == c.peer_rank else ranks[1]
+
+
+def _bytes(node: Node, pa: dict, pr: dict, kind: FileKind, params: dict) -> Sized:
+    """(shape, dtype, bytes) per docs/parallel.md §5."""
+    op = node.op
+    if op in MIRRORS:
+        name = pa.get("mirror_user_id", pr.get("mirror_user_id"))
+        p = params.get(name) if isinstance(name, str) else None
+        return type_bytes(p.type if p else None)
+    if kind == "pre":
+        return None, None, None
+    if op in ("Send", "Receive"):
+        a = attr_bytes(pa)
+        if a is not None:
+            return a
+    if kind == "spe":
+        return None, None, None
+    if op in GATHERS or op == "Receive":
+        return type_bytes(node.output_type)
+    if op in EXCHANGES:
+        return type_bytes(input_type(node, 0), tuple_sum=True)
+    return type_bytes(input_type(node, 0))
+
+
+def _p2p(t: NodeFacts, c: CommNode, node: Node, pa: dict, pr: dict, kind: FileKind) -> None:
+    """Direction, peer global rank and peer stage of a Send/Receive (§7)."""
+    if c.op not in ("Send", "Receive"):
+        return
+    c.direction = "send" if c.op == "Send" else "receive"
+    c.sr_tag = as_int(pa.get("sr_tag"))
+    if c.op == "Send":
+        peer = pa.get("dst_global_rank", pa.get("dest_rank") if "dst_global_rank" not in pa else None)
+    else:
+        peer = pa.get("src_global_rank", pa.get("src_rank") if "src_global_rank" not in pa else None)
+    c.peer_rank = as_int(peer)
+    c.segment = t("chunk", node)
+    c.chunk = t("printed_chunk", node)
+    if kind == "pre":
+        return
+    if "stage" in pr:
+        own = as_int(pr["stage"])
+        if own is not None:
+            downstream = (c.op == "Send") != (c.phase == "backward")
+            c.peer_stage = own + 1 if downstream else own - 1
+    elif "dest_rank" in pr:
+        c.peer_stage = as_int(pr["dest_rank"])
+    elif "src_rank" in pr:
+        c.peer_stage = as_int(pr["src_rank"])
+
+
+def _serves(c: CommNode, node: Node, pa: dict, pr: dict, index: NodeIndex, fwd: Node | None) -> None:
+    """The operator or parameter the communication is for (§8)."""
+    param = pa.get("mirror_user_id", pr.get("mirror_user_id"))
+    if c.category in ("gradient-aggregation", "optimizer-parallel"):
+        c.parameter = param if isinstance(param, str) else param_through(node, index)
+        if c.parameter and c.parameter.startswith("accu_grads."):
+            c.parameter = c.parameter[len("accu_grads."):]
+        c.serves = c.parameter
+        return
+    if c.category == "redistribution" and c.phase != "backward":
+        target = walk_to_strategy(node, index)
+    elif c.op == "Receive":
+        target = walk_to_strategy(node, index, through_all=True)
+    else:
+        target = index.producer(fwd if fwd is not None else node)
+    if target is not None:
+        c.serves, c.serves_op = target.uid, target.op

@@ -1,0 +1,280 @@
+"""The facts of one dump's nodes, each decided by exactly one pass (docs/parallel.md §0).
+
+As torch.fx passes fill `node.meta` and sqlglot's optimizer runs a tuple of rules, `PASSES` is an
+ordered tuple of analysis passes over one table (`NodeFacts`). Each pass declares the facts it
+needs (provided by passes before it) and the facts it provides, is the only code that reads a
+node's attributes for those facts, and runs when one of them is first asked for: per node for the
+cheap ones (a plain summary asks the communication nodes only), over the whole dump for those that
+follow data flow. Every command reads the table; none decides a fact of its own. The dump is only
+read.
+
+Facts of a node (`table(fact, node)`):
+  kind      communication | compute | call | plumbing (orders, routes or packs values: Depend, Load, ...)
+  copy      a recomputed copy of a forward node (`duplicated`)
+  forward   the forward node a backward node is the gradient of (`forward_unique_id`), else None
+  category  (category, rule) of a communication node (rules R1-R10, §2), else None
+  phase     forward | backward | recompute | optimizer (§3)
+  micro     the pipeline micro batch the node runs for (`micro`), None when not one
+  chunk     the model chunk of an interleaved pipeline (`chunk`), or the segment of a folded one
+  layer     the repeated layer (index) whose parameters or activations the node reads (data flow), None for
+            work of no layer (embedding, head, loss, optimizer bookkeeping)
+  out_bytes bytes of the node's outputs as printed (a tuple summed), None when unknown
+  comm      the `CommNode` record of a communication node (§2-§8), None otherwise
+  strategy  the `Strategy` record of an operator with a strategy or layout (§9), None otherwise
+Facts of the dump (`table.get(fact)`): file_kind, unique_ids, calls, silent (communication nodes that move
+no data, §2 R2), groups (§6), stage_info (§7), parameters (which header parameter each reference names, who
+reads it: `params.Params`).
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Literal
+
+from ..ir import Dump, Node, pass_name
+from .comm import comm_records, groups_of
+from .params import Params, layer_flow, parameters
+from .records import CommNode, FileKind, Group, Phase, StageInfo, Strategy
+from .rules import COMM_OPS, classify, file_kind, moves_no_data
+from .sizes import type_bytes
+from .stage import stage_info
+from .strategies import strategy_records
+from .table import NodeFacts, Pass
+
+NodeKind = Literal["communication", "compute", "call", "plumbing"]
+# Operators that only order, route or pack values: no work of their own, and not where a unit of work is placed.
+PLUMBING = frozenset({
+    "Return", "Load", "Depend", "UpdateState", "MakeTuple", "TupleGetItem", "make_tuple", "tuple_getitem",
+    "TupleGetItemV2", "ListGetItem", "MakeList", "Partial", "Switch", "J", "env_setitem", "env_getitem",
+    "EnvironCreate", "EnvironSet", "EnvironGet", "StopGradient", "stop_gradient", "resolve", "DoUnpackCall",
+})
+
+# --- the passes ----------------------------------------------------------------------------------
+
+def _file_kind(t: NodeFacts) -> FileKind:
+    return file_kind(pass_name(t.dump.path or ""))
+
+
+def _kind(t: NodeFacts, n: Node) -> NodeKind:
+    op = n.op
+    if op in COMM_OPS:
+        return "communication"
+    if op == "(call)":
+        return "call"
+    return "plumbing" if op in PLUMBING else "compute"
+
+
+def _copy(t: NodeFacts, n: Node) -> bool:
+    """A recomputed copy of a forward node (`duplicated`): it keeps the original's `unique_id`."""
+    return n.mentions("duplicated") and n.scalar_attr("duplicated") is True
+
+
+def _unique_ids(t: NodeFacts) -> dict[str, Node]:
+    """`unique_id` -> the node printing it (primal attributes; MindSpore's id of a node across passes):
+    the original, not a recomputed copy, else the first printed."""
+    out: dict[str, Node] = {}
+    for n in t.dump.nodes():
+        if n.mentions("unique_id"):
+            uid = n.scalar_attr("unique_id")
+            if uid is not None:
+                key = str(uid)
+                if key not in out or (t("copy", out[key]) and not t("copy", n)):
+                    out[key] = n
+    return out
+
+
+_TRAILING_ID = re.compile(r"_(\d+)$")
+
+
+def forward_id(n: Node) -> str | None:
+    """The `unique_id` of a backward node's forward counterpart: `forward_unique_id`, else the number
+    ending `forward_node_name` (`AllGather_6979` is the node whose unique_id is 6979)."""
+    fid = n.scalar_attr("forward_unique_id")
+    if fid is not None:
+        return str(fid)
+    name = n.scalar_attr("forward_node_name")
+    m = _TRAILING_ID.search(str(name)) if name is not None else None
+    return m.group(1) if m else None
+
+
+def _forward(t: NodeFacts, n: Node) -> Node | None:
+    if not (n.mentions("forward_unique_id") or n.mentions("forward_node_name")):
+        return None
+    fid = forward_id(n)
+    found = t.get("unique_ids").get(fid) if fid is not None else None
+    return found if found is not n else None
+
+
+@dataclass
+class Calls:
+    """Who calls each subgraph: `sites` (nodes calling it: `call @g`, `%35[@Partial(@g)](...)`) and
+    `bound` (nodes binding it: `Partial(@g, ...)`), by graph name."""
+
+    sites: dict[str, list[Node]]
+    bound: dict[str, list[Node]]
+
+    def callers(self, graph: str) -> list[Node]:
+        return self.sites.get(graph, []) + self.bound.get(graph, [])
+
+
+def _calls(t: NodeFacts) -> Calls:
+    sites: dict[str, list[Node]] = defaultdict(list)
+    bound: dict[str, list[Node]] = defaultdict(list)
+    for n in t.dump.nodes():
+        if n.op == "(call)":
+            for g in n.called_graphs:
+                sites[g].append(n)
+        elif n.op == "Partial":
+            g = n.bound_graph
+            if g is not None:
+                bound[g].append(n)
+    return Calls(dict(sites), dict(bound))
+
+
+def _category(t: NodeFacts, n: Node) -> tuple[str, str] | None:
+    """Rules R1-R10 on the node's own evidence, then §2's inheritance: a backward node takes its
+    forward communication counterpart's category (a grad_mirror name on a p2p counterpart
+    contradicts itself)."""
+    if t("kind", n) != "communication":
+        return None
+    category, rule = classify(n, n.instance_name or "", n.primitive_attrs, n.primal_attrs)
+    fwd = t("forward", n)
+    if fwd is not None and t("kind", fwd) == "communication":
+        own = t("category", fwd)
+        if own is not None and own[0] != category:
+            return ("other", "R10-contradiction") if rule == "R4" else (own[0], own[1] + "-inherited")
+    return category, rule
+
+
+_OPTIMIZER_SCOPE = re.compile(r"(^|/)(optimizer|optim)[-_]|Optimizer")
+
+
+def own_phase(n: Node, category: tuple[str, str] | None, copy: bool) -> Phase | None:
+    """The phase the node's own evidence decides (§3), given its (category, rule) when it
+    communicates and whether it is a recomputed copy; None when it says nothing."""
+    if category is not None:
+        cat, rule = category
+        if rule in ("R1", "R4", "R8") or cat == "gradient-aggregation":
+            return "backward"
+        if rule == "R2":
+            return "forward"
+    scope = n.scope or ""
+    if (scope.startswith("Gradients/") or n.mentions("forward_unique_id") or n.mentions("forward_node_name")
+            or (n.instance_name or "").startswith("grad") or n.scalar_attr("is_bp") is True):
+        return "backward"
+    if copy:
+        return "recompute"
+    if _OPTIMIZER_SCOPE.search(scope):
+        return "optimizer"
+    return None
+
+
+def _own_phase(t: NodeFacts, n: Node) -> Phase | None:
+    return own_phase(n, t("category", n), t("copy", n))
+
+
+def _phase(t: NodeFacts, n: Node) -> Phase:
+    """The node's own evidence (§3), else the phase of every call of its subgraph (a lazy-inline bprop
+    graph is called only from backward call nodes), else forward."""
+    own = _own_phase(t, n)
+    if own is not None:
+        return own
+    return _graph_phase(t, n.graph, frozenset()) or "forward"
+
+
+def _graph_phase(t: NodeFacts, graph: str, seen: frozenset[str]) -> Phase | None:
+    if graph == t.dump.entry or graph in seen:
+        return None
+    sites = t.get("calls").sites.get(graph)
+    if not sites:
+        return None
+    phases = {_own_phase(t, s) or _graph_phase(t, s.graph, seen | {graph}) or "forward" for s in sites}
+    return phases.pop() if len(phases) == 1 else None
+
+
+def _micro(t: NodeFacts, n: Node) -> int | None:
+    """`micro` of the node's cnode or primal attributes (they agree where both print it)."""
+    return _int_attr(n, "micro")
+
+
+def _int_attr(n: Node, key: str) -> int | None:
+    v = n.scalar_attr(key) if n.mentions(key) else None
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _chunk(t: NodeFacts, n: Node) -> int | None:
+    """The position of the node's work in the pipeline's model order: the fold segment (`segment`),
+    else `chunk` (MindSpore 2.7 prints `chunk` for both: an interleaved pipeline's chunk, a folded
+    one's segment; the job says which, §7)."""
+    v = _int_attr(n, "segment")
+    return v if v is not None else _int_attr(n, "chunk")
+
+
+def _printed_chunk(t: NodeFacts, n: Node) -> int | None:
+    """`chunk` as printed (§7)."""
+    return _int_attr(n, "chunk")
+
+
+def _out_bytes(t: NodeFacts, n: Node) -> int | None:
+    return type_bytes(n.output_type, tuple_sum=True)[2]
+
+
+def _silent(t: NodeFacts) -> frozenset[Node]:
+    """Communication nodes that move no data (§2 R2: optimizer-parallel gathers on an empty or one-rank group)."""
+    return frozenset(n for n in t.dump.nodes() if t("kind", n) == "communication"
+                     and moves_no_data(n, n.instance_name or "", n.primitive_attrs))
+
+
+def _comm(t: NodeFacts) -> dict[Node, CommNode]:
+    return comm_records(t)
+
+
+def _strategy(t: NodeFacts) -> dict[Node, Strategy]:
+    return strategy_records(t.dump)
+
+
+def _groups(t: NodeFacts) -> dict[str, Group]:
+    return groups_of(t)
+
+
+def _stage(t: NodeFacts) -> StageInfo:
+    return stage_info(t)
+
+
+def _parameters(t: NodeFacts) -> Params:
+    return parameters(t.dump)
+
+
+def _layers(t: NodeFacts) -> dict[Node, int]:
+    return layer_flow(t)
+
+
+PASSES: tuple[Pass, ...] = (
+    Pass("file kind", ("file_kind",), (), "dump", _file_kind),
+    Pass("kinds", ("kind",), (), "node", _kind),
+    Pass("copies", ("copy",), (), "node", _copy),
+    Pass("unique ids", ("unique_ids",), ("copy",), "dump", _unique_ids),
+    Pass("counterparts", ("forward",), ("unique_ids",), "node", _forward),
+    Pass("calls", ("calls",), (), "dump", _calls),
+    Pass("categories", ("category",), ("kind", "forward"), "node", _category),
+    Pass("phases", ("phase",), ("category", "copy", "calls"), "node", _phase),
+    Pass("micro batches", ("micro",), (), "node", _micro),
+    Pass("chunks", ("chunk",), (), "node", _chunk),
+    Pass("printed chunks", ("printed_chunk",), (), "node", _printed_chunk),
+    Pass("sizes", ("out_bytes",), (), "node", _out_bytes),
+    Pass("strategies", ("strategy",), (), "column", _strategy),
+    Pass("silent communication", ("silent",), ("kind",), "dump", _silent),
+    Pass("groups", ("groups",), ("kind", "silent"), "dump", _groups),
+    Pass("communication", ("comm",), ("file_kind", "kind", "forward", "category", "phase", "micro", "chunk",
+                                      "printed_chunk", "silent", "groups", "strategy"), "column", _comm),
+    Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", _stage),
+    Pass("parameters", ("parameters",), (), "dump", _parameters),
+    Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", _layers),
+)
+
+
+def node_facts(dump: Dump, rank: int | None = None) -> NodeFacts:
+    """The fact table of `dump` on global rank `rank` (which tells a Send/Receive peer printed as a
+    group index, §7), filled by `PASSES` as facts are asked for."""
+    return NodeFacts(dump, PASSES, rank)

@@ -1,0 +1,161 @@
+"""Which parameter each reference names, who reads it, and the layer of every node by data flow
+(the `parameters` and `layers` passes of the fact table, docs/parallel.md §16).
+
+A parameter is identified by its header name (`model.layers.3.attention.wq.weight`). Subgraphs
+name it through their own parameters (`call @g(%para7_w, ...)`: @g's first parameter is `w`; a
+lazy-inline body receives every layer's weights so) or free variables (`$(@g:para7_w)`).
+
+A layer is a repeated cell, identified by its index: the first `.N.` component of the names of the
+parameters it owns (`model.layers.3.attention.wq.weight`, `blocks.2.w1`, `0.attention.wq.weight`;
+optimizer states and accumulation buffers carry their weight's name behind a prefix). A node's
+layer is the layer whose parameters it reads, else the layer of the activations it reads (the
+most downstream one: a residual `Add` of layer L reads layer L-1's output and layer L's), never
+its printed scope: MindSpore prints shared code (a LayerNorm's gradient, an MoE router) under the
+first layer's scope.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from graphlib import CycleError, TopologicalSorter
+from typing import TYPE_CHECKING
+
+from ..ir import Dump, Node
+
+if TYPE_CHECKING:
+    from .table import NodeFacts
+
+_LAYER = re.compile(r"(?:^|\.)(\d+)\.")
+_THROUGH = frozenset({"Load", "Depend", "TensorMove", "Cast"})  # pass a parameter's value on
+
+
+def layer_index(name: str) -> int | None:
+    """The layer a parameter name belongs to: its first `.N.` component (`model.layers.3.w` -> 3)."""
+    m = _LAYER.search(name)
+    return int(m.group(1)) if m else None
+
+
+def _key(ref: str) -> str:
+    """`%para13_w` and `$(@g:para13_w)` (a free variable naming a parameter) -> `%para13_w`."""
+    if ref.startswith("$("):
+        return "%" + ref[ref.index(":") + 1 : -1]
+    return ref
+
+
+@dataclass
+class Params:
+    """Header parameters by every reference that names one, and the nodes reading each."""
+
+    names: dict[str, str]  # reference (`%paraN_x`) -> header parameter name
+    readers: dict[str, list[Node]] = field(default_factory=dict)  # header name -> nodes naming it, print order
+
+    def name_of(self, ref: str) -> str | None:
+        return self.names.get(_key(ref))
+
+    def read_by(self, node: Node) -> list[str]:
+        """The header parameters `node` names (directly, not through other nodes)."""
+        out = []
+        for ref in node.param_refs:
+            name = self.names.get(_key(ref))
+            if name is not None and name not in out:
+                out.append(name)
+        return out
+
+
+def _callee(n: Node, graphs: dict[str, object]) -> tuple[object | None, int]:
+    """(subgraph, offset of its first parameter among `n`'s inputs) for `call @g(...)` and
+    `Partial(@g, ...)` (which binds @g's first parameters); (None, 0) otherwise."""
+    if n.callee.startswith("@"):
+        return graphs.get(n.callee[1:]), 0
+    bound = n.bound_graph
+    return (graphs.get(bound), 1) if bound is not None else (None, 0)
+
+
+def parameters(dump: Dump) -> Params:
+    """Header parameters by reference, plus each subgraph parameter that every call site passes one
+    header parameter to, to a fixed point; then who reads each."""
+    names = {p.ref: p.name for p in dump.params}
+    graphs = {g.name: g for g in dump.subgraphs}
+    keys = {g.name: {n.key: n for n in g.nodes} for g in dump.subgraphs}
+    sites = [(n, *_callee(n, graphs)) for g in dump.subgraphs for n in g.nodes
+             if n.callee.startswith("@") or n.op == "Partial"]
+    sites = [s for s in sites if s[1] is not None]
+
+    def named(n: Node, j: int, depth: int = 0) -> str | None:
+        """The header parameter input `j` of `n` is, directly or loaded (`Load(%para7_w, U)`)."""
+        ins = n.inputs
+        arg = ins[j].ref if j < len(ins) else None
+        if arg is None:
+            return None
+        if arg.kind in ("param", "free"):
+            return names.get(_key(arg.name))
+        src = keys[n.graph].get(arg.name) if arg.kind == "node" else None
+        return named(src, 0, depth + 1) if src is not None and src.op in _THROUGH and depth < 3 else None
+
+    for _ in range(4):  # nesting depth of calls seen in lazy-inline dumps is 2-3
+        seen: dict[str, set[str | None]] = {}
+        for n, target, shift in sites:
+            for i, ref in enumerate(target.params):  # type: ignore[attr-defined]
+                seen.setdefault(ref, set()).add(named(n, i + shift))
+        grew = False
+        for ref, found in seen.items():
+            if len(found) == 1 and None not in found and ref not in names:
+                names[ref] = next(iter(found))  # type: ignore[assignment]
+                grew = True
+        if not grew:
+            break
+    params = Params(names)
+    for n in dump.nodes():
+        for name in params.read_by(n):
+            params.readers.setdefault(name, []).append(n)
+    return params
+
+
+# Inputs that only order execution: the later inputs of Depend, every input of UpdateState.
+def _data_refs(n: Node) -> list[str]:
+    if n.op == "UpdateState":
+        return []
+    if n.op == "Depend":
+        ins = n.inputs
+        ref = ins[0].ref if ins else None
+        return [ref.name] if ref is not None and ref.kind == "node" else []
+    return n.node_refs
+
+
+def layer_flow(t: NodeFacts) -> dict[Node, int]:
+    """The layer of every node that has one (module docstring): own parameters first; then forward
+    (and recompute, optimizer) work by the layers of its inputs, in dependency order within each
+    subgraph; then backward work by its forward counterpart, else its inputs."""
+    dump = t.dump
+    params: Params = t.get("parameters")
+    out: dict[Node, int] = {}
+    deferred: list[tuple[Node, list[Node]]] = []
+    for g in dump.subgraphs:
+        local = {n.key: n for n in g.nodes}
+        deps = {n: [local[r] for r in _data_refs(n) if r in local] for n in g.nodes}
+        try:
+            order = list(TopologicalSorter({n: d for n, d in deps.items()}).static_order())
+        except CycleError:  # a malformed graph: print order (producers first as MindSpore prints them)
+            order = list(g.nodes)
+        for n in order:
+            own = {i for name in params.read_by(n) if (i := layer_index(name)) is not None}
+            if len(own) == 1:
+                out[n] = own.pop()
+                continue
+            if own:
+                continue  # reads several layers' parameters (a fused update, a tuple of gradients): none
+            if t("phase", n) == "backward":
+                deferred.append((n, deps[n]))
+                continue
+            found = [out[d] for d in deps[n] if d in out]
+            if found and not (n.op == "MakeTuple" and len(set(found)) > 1):
+                out[n] = max(found)
+    for n, ins in deferred:  # print order: forward counterparts and inputs are placed by now where they can be
+        fwd = t("forward", n)
+        if fwd is not None and fwd in out:
+            out[n] = out[fwd]
+            continue
+        found = [out[d] for d in ins if d in out]
+        if found and not (n.op == "MakeTuple" and len(set(found)) > 1):
+            out[n] = max(found)
+    return out

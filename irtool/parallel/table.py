@@ -1,0 +1,115 @@
+"""The fact table of one dump: per-node facts filled by an ordered tuple of passes, each computed when
+first asked for (the passes themselves: `irtool.parallel.facts`, docs/parallel.md §0)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Literal
+
+from ..ir import Dump, Node
+
+Level = Literal["dump", "node", "column"]
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One analysis pass. `level`: `dump` computes dump facts once (`run(table)` -> one value per
+    provided fact); `node` one node's value of its one fact when asked (`run(table, node)`);
+    `column` its one fact for every node at once (`run(table)` -> {node: value}, absent = None)."""
+
+    name: str
+    provides: tuple[str, ...]
+    needs: tuple[str, ...]
+    level: Level
+    run: Callable[..., Any]
+
+
+class NodeFacts:
+    """The fact table of one dump (see the module docstring). `rank` is the global rank the dump is
+    of (its `rank_N` folder), which tells a Send/Receive peer printed as a group index (§7)."""
+
+    def __init__(self, dump: Dump, passes: tuple[Pass, ...], rank: int | None = None) -> None:
+        self.dump = dump
+        self.rank = rank
+        self._provider_of = _providers(passes)
+        self._values: dict[str, Any] = {}  # dump facts and whole columns
+        self._cells: dict[str, dict[Node, Any]] = {}  # per-node facts asked one at a time
+        self._running: list[Pass] = []
+
+    # -- asking
+    def get(self, fact: str) -> Any:
+        """A dump fact."""
+        p = self._provider(fact, "dump")
+        if fact not in self._values:
+            values = self._run(p)
+            for name, value in zip(p.provides, values if len(p.provides) > 1 else (values,)):
+                self._values[name] = value
+        return self._values[fact]
+
+    def __call__(self, fact: str, node: Node) -> Any:
+        """One node's fact."""
+        p = self._provider(fact, None)
+        if p.level == "column":
+            return self.column(fact).get(node)
+        if p.level == "dump":
+            raise KeyError(f"{fact} is a fact of the dump, not of a node: table.get({fact!r})")
+        cells = self._cells.setdefault(fact, {})
+        try:
+            return cells[node]
+        except KeyError:
+            value = cells[node] = self._run(p, node)
+            return value
+
+    def column(self, fact: str) -> dict[Node, Any]:
+        """Every node's fact (for a `column` pass only the nodes it has a value for)."""
+        p = self._provider(fact, None)
+        if p.level == "column":
+            if fact not in self._values:
+                self._values[fact] = self._run(p)
+            return self._values[fact]
+        if p.level == "node":
+            return {n: self(fact, n) for n in self.dump.nodes()}
+        raise KeyError(f"{fact} is a fact of the dump, not of a node: table.get({fact!r})")
+
+    def of(self, fact: str, nodes: Iterable[Node]) -> list[Any]:
+        return [self(fact, n) for n in nodes]
+
+    # -- running
+    def _provider(self, fact: str, level: Level | None) -> Pass:
+        p = self._provider_of.get(fact)
+        if p is None:
+            raise KeyError(f"no pass provides {fact!r}; facts: {', '.join(sorted(self._provider_of))}")
+        if self._running and fact not in self._running[-1].needs and fact not in self._running[-1].provides:
+            raise KeyError(f"pass {self._running[-1].name!r} asked for {fact!r}, which it does not declare")
+        if level == "dump" and p.level != "dump":
+            raise KeyError(f"{fact} is a fact of each node: table({fact!r}, node)")
+        return p
+
+    def _run(self, p: Pass, *args: Any) -> Any:
+        self._running.append(p)
+        try:
+            return p.run(self, *args)
+        finally:
+            self._running.pop()
+
+
+
+
+_PROVIDERS: dict[int, dict[str, Pass]] = {}
+
+
+def _providers(passes: tuple[Pass, ...]) -> dict[str, Pass]:
+    """fact -> the one pass providing it; a fact provided twice, or needed before any pass provides it,
+    is a programming error caught here."""
+    found = _PROVIDERS.get(id(passes))
+    if found is None:
+        found = {}
+        for p in passes:
+            for need in p.needs:
+                if need not in found and need not in p.provides:
+                    raise KeyError(f"pass {p.name!r} needs {need!r}, which no earlier pass provides")
+            for fact in p.provides:
+                if fact in found:
+                    raise KeyError(f"{fact!r} is provided by both {found[fact].name!r} and {p.name!r}")
+                found[fact] = p
+        _PROVIDERS[id(passes)] = found
+    return found
