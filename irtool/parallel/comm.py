@@ -24,7 +24,7 @@ def groups_of(t: NodeFacts) -> dict[str, Group]:
     """The groups the data-moving communication nodes name (§6), members completed from a 2-rank
     group's name where the dump lists none (parallel/peer.py)."""
     silent = t.get("silent")
-    nodes = [n for n in t.dump.nodes() if t("kind", n) == "communication" and n not in silent]
+    nodes = [n for n in t.get("comm_nodes") if n not in silent]
     printed = group_table(n.primitive_attrs for n in nodes)
     return {name: g if g.ranks is not None else replace(g, ranks=group_members(name, t.rank))
             for name, g in printed.items()}
@@ -36,7 +36,7 @@ def comm_records(t: NodeFacts) -> dict[Node, CommNode]:
     printed peer on a listed group may be global, parallel/peer.py)."""
     dump, kind = t.dump, t.get("file_kind")
     silent = t.get("silent")
-    found = [n for n in dump.nodes() if t("kind", n) == "communication"]
+    found = t.get("comm_nodes")
     nodes = [n for n in found if n not in silent]
     printed = group_table(n.primitive_attrs for n in nodes)
     index = NodeIndex(dump, found)

@@ -220,10 +220,14 @@ def _out_bytes(t: NodeFacts, n: Node) -> int | None:
     return type_bytes(n.output_type, tuple_sum=True)[2]
 
 
+def _comm_nodes(t: NodeFacts) -> list[Node]:
+    """The communication nodes, in print order (every command's first question of a dump)."""
+    return [n for n in t.dump.nodes() if _kind(t, n) == "communication"]
+
+
 def _silent(t: NodeFacts) -> frozenset[Node]:
     """Communication nodes that move no data (§2 R2: optimizer-parallel gathers on an empty or one-rank group)."""
-    return frozenset(n for n in t.dump.nodes() if t("kind", n) == "communication"
-                     and moves_no_data(n, n.instance_name or "", n.primitive_attrs))
+    return frozenset(n for n in t.get("comm_nodes") if moves_no_data(n, n.instance_name or "", n.primitive_attrs))
 
 
 def _comm(t: NodeFacts) -> dict[Node, CommNode]:
@@ -264,9 +268,10 @@ PASSES: tuple[Pass, ...] = (
     Pass("printed chunks", ("printed_chunk",), (), "node", _printed_chunk),
     Pass("sizes", ("out_bytes",), (), "node", _out_bytes),
     Pass("strategies", ("strategy",), (), "column", _strategy),
-    Pass("silent communication", ("silent",), ("kind",), "dump", _silent),
-    Pass("groups", ("groups",), ("kind", "silent"), "dump", _groups),
-    Pass("communication", ("comm",), ("file_kind", "kind", "forward", "category", "phase", "micro", "chunk",
+    Pass("communication nodes", ("comm_nodes",), ("kind",), "dump", _comm_nodes),
+    Pass("silent communication", ("silent",), ("comm_nodes",), "dump", _silent),
+    Pass("groups", ("groups",), ("comm_nodes", "silent"), "dump", _groups),
+    Pass("communication", ("comm",), ("file_kind", "kind", "comm_nodes", "forward", "category", "phase", "micro", "chunk",
                                       "printed_chunk", "silent", "groups", "strategy"), "column", _comm),
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", _stage),
     Pass("parameters", ("parameters",), (), "dump", _parameters),

@@ -31,44 +31,48 @@ class NodeFacts:
         self.dump = dump
         self.rank = rank
         self._provider_of = _providers(passes)
-        self._values: dict[str, Any] = {}  # dump facts and whole columns
-        self._cells: dict[str, dict[Node, Any]] = {}  # per-node facts asked one at a time
+        self._values: dict[str, Any] = {}  # dump facts
+        self._cells: dict[str, dict[Node, Any]] = {}  # node facts computed so far, by fact
+        self._complete: set[str] = set()  # node facts computed for every node (absent = None)
         self._running: list[Pass] = []
 
     # -- asking
     def get(self, fact: str) -> Any:
         """A dump fact."""
-        p = self._provider(fact, "dump")
-        if fact not in self._values:
+        try:
+            return self._values[fact]
+        except KeyError:
+            p = self._provider(fact, "dump")
             values = self._run(p)
             for name, value in zip(p.provides, values if len(p.provides) > 1 else (values,)):
                 self._values[name] = value
-        return self._values[fact]
+            return self._values[fact]
 
     def __call__(self, fact: str, node: Node) -> Any:
-        """One node's fact."""
+        """One node's fact (asked per node on every node of large dumps: the usual path is two lookups)."""
+        cells = self._cells.get(fact)
+        if cells is not None:
+            value = cells.get(node, _MISSING)
+            if value is not _MISSING:
+                return value
+            if fact in self._complete:
+                return None
         p = self._provider(fact, None)
         if p.level == "column":
             return self.column(fact).get(node)
-        if p.level == "dump":
-            raise KeyError(f"{fact} is a fact of the dump, not of a node: table.get({fact!r})")
-        cells = self._cells.setdefault(fact, {})
-        try:
-            return cells[node]
-        except KeyError:
-            value = cells[node] = self._run(p, node)
-            return value
+        value = self._cells.setdefault(fact, {})[node] = self._run(p, node)
+        return value
 
     def column(self, fact: str) -> dict[Node, Any]:
         """Every node's fact (for a `column` pass only the nodes it has a value for)."""
+        if fact in self._complete:
+            return self._cells[fact]
         p = self._provider(fact, None)
         if p.level == "column":
-            if fact not in self._values:
-                self._values[fact] = self._run(p)
-            return self._values[fact]
-        if p.level == "node":
-            return {n: self(fact, n) for n in self.dump.nodes()}
-        raise KeyError(f"{fact} is a fact of the dump, not of a node: table.get({fact!r})")
+            self._cells[fact] = self._run(p)
+            self._complete.add(fact)
+            return self._cells[fact]
+        return {n: self(fact, n) for n in self.dump.nodes()}
 
     def of(self, fact: str, nodes: Iterable[Node]) -> list[Any]:
         return [self(fact, n) for n in nodes]
@@ -80,8 +84,8 @@ class NodeFacts:
             raise KeyError(f"no pass provides {fact!r}; facts: {', '.join(sorted(self._provider_of))}")
         if self._running and fact not in self._running[-1].needs and fact not in self._running[-1].provides:
             raise KeyError(f"pass {self._running[-1].name!r} asked for {fact!r}, which it does not declare")
-        if level == "dump" and p.level != "dump":
-            raise KeyError(f"{fact} is a fact of each node: table({fact!r}, node)")
+        if (level == "dump") != (p.level == "dump"):
+            raise KeyError(f"{fact} is a fact of {'each node' if level == 'dump' else 'the dump'}")
         return p
 
     def _run(self, p: Pass, *args: Any) -> Any:
@@ -92,8 +96,7 @@ class NodeFacts:
             self._running.pop()
 
 
-
-
+_MISSING = object()
 _PROVIDERS: dict[int, dict[str, Pass]] = {}
 
 
