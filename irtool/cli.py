@@ -174,7 +174,6 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                 return summary_mod.summary_blocks(result, limit) + (
                     cost_mod.rank_blocks(cost, limit) if cost is not None else [])
         else:
-            from dataclasses import replace
             from functools import partial as bind
 
             from .dumpdir import map_ranks
@@ -184,9 +183,9 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                 return map_ranks(keep, files, jobs, None, scheduler)
 
             with Steps("ranks") as progress:  # each rank folded as it arrives: none held
-                ranks = sel.stream(progress, of=summary_mod.rank_digest)
-                # the ranks are already those of the stage (the selection's rule); the record keeps the stage asked
-                folder = replace(summary_mod.dir_summary(path, ranks, fetch=fetch), stage=stage)
+                # every rank: the job is the folder's; the tables keep those of the selected stage
+                ranks = sel.stream(progress, of=summary_mod.rank_digest, every_stage=True)
+                folder = summary_mod.dir_summary(path, ranks, sel.stage, fetch=fetch)
             if want_cost:
                 with Steps("cost") as progress:
                     cost = cost_mod.dir_cost(folder, limit_bytes, jobs, progress)[0]

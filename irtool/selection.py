@@ -124,9 +124,11 @@ class Selection:
 
     # -- every rank, in worker processes
 
-    def stream(self, progress: Progress | None = None, of: Callable[..., Any] = rank_facts) -> Iterator[Any]:
+    def stream(self, progress: Progress | None = None, of: Callable[..., Any] = rank_facts,
+               every_stage: bool = False) -> Iterator[Any]:
         """Every rank analysed (`of`, by default `dumpdir.rank_facts`, with the policy's lenient and deep;
-        its result has a `stage`), those on the selected stage, each yielded as it is done, in rank order
+        its result has a `stage`), those on the selected stage (`every_stage`: all, the caller keeps those
+        of the stage, as a folder's job is of every rank), each yielded as it is done, in rank order
         (`dumpdir.iter_ranks`): a command that folds them holds none per rank; a stage no rank is on is a
         SelectionError. The selection errors come once every rank is read."""
         from functools import partial as bind
@@ -142,7 +144,7 @@ class Selection:
             read += 1
             self._skips(getattr(got, "warnings", ()))
             stages.add(got.stage)
-            if self.wants(got.stage):
+            if every_stage or self.wants(got.stage):
                 yield got
         self.unreadable.sort(key=lambda u: -1 if u.rank is None else u.rank)
         if not read and self.unreadable:  # nothing to answer for (partial): the first rank's error is the answer

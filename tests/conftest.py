@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 import pytest
 
-import irtool
+# Every analysis pass may ask only for the facts it declares (irtool/parallel/table.py): checked in tests.
+os.environ["IRTOOL_CHECK_FACTS"] = "1"
+
+import irtool  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "mindir"

@@ -77,9 +77,9 @@ def test_stage_line_says_why_pipeline_hops_give_no_stage() -> None:
     # pipeline_2stage_8p rank 0 step_parallel_begin: grep -cE '= (Send|Receive)\(' -> 4, but a pass before
     # step_parallel_end gives no stage (§1); semi_auto_8p has no Send/Receive at all (grep -c -> 0)
     pre = CliRunner().invoke(main, ["summarize", fixture("pipeline_2stage_8p/rank_0/step_parallel_begin_0018.ir.xz")])
-    # line 7: after the five-line headline, a blank line and the file's line
-    assert pre.output.splitlines()[7] == ("Pipeline stage: unknown (4 pipeline Send/Receive; stages are read from "
+    # line 8: after the six-line headline, a blank line and the file's line
+    assert pre.output.splitlines()[8] == ("Pipeline stage: unknown (4 pipeline Send/Receive; stages are read from "
                                           "step_parallel_end or a later pass)")
     plain = CliRunner().invoke(main, ["summarize", fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")])
-    assert plain.output.splitlines()[7] == "Pipeline stage: none (no pipeline Send/Receive)"
+    assert plain.output.splitlines()[8] == "Pipeline stage: none (no pipeline Send/Receive)"
     assert plain.output.splitlines()[0] == "Rank 0, pipeline stage: none (no pipeline Send/Receive)"

@@ -123,9 +123,9 @@ def test_stage_line_without_dict() -> None:
     # (grep -cE '= (PrimFunc_)?(Send|Receive)\(' = 8): 8 votes for stage 1
     out = run("summarize", P2 / "rank_4" / "19_validate_0078.ir.xz")
     lines = out.splitlines()
-    assert lines[0] == "Rank 4, pipeline stage 1"  # the headline's first line
-    assert lines[6].startswith(str(P2 / "rank_4" / "19_validate_0078.ir.xz") + "  entry @")  # after 5 lines and a gap
-    assert lines[7].startswith("Pipeline stage: 1 (8 votes, ")
+    assert lines[0] == "Rank 4, pipeline stage 1 of 2"  # the headline's first line
+    assert lines[7].startswith(str(P2 / "rank_4" / "19_validate_0078.ir.xz") + "  entry @")  # after 6 lines and a gap
+    assert lines[8].startswith("Pipeline stage: 1 (8 votes, ")
 
 
 # --- point 8: no silent truncation, names never cut ---------------------------------------------------
@@ -321,14 +321,21 @@ def test_headline_first() -> None:
     # `parallel_optimizer` in the instance name, all on group "nccl_world_group" of 8 ranks, 8 ReduceScatter, 1 AllReduce)
     lines = run("summarize", F / "opt_parallel_8p" / "rank_0" / "19_validate_0078.ir.xz").splitlines()
     assert lines[0] == "Rank 0, pipeline stage: none (no pipeline Send/Receive)"
-    assert lines[1].startswith("Communication: 17 nodes, ")
-    assert lines[2] == "Redistributions: none"
-    assert lines[3].startswith("Optimizer sharding: 8 parameters over groups of 8 ranks, ")
-    assert lines[4] == "Unknown or unpaired: none"
-    assert lines[5] == "" and lines[6].startswith(str(F / "opt_parallel_8p"))
+    # make.py: device_num=8, nn.Adam, enable_parallel_optimizer; the 8 AllGathers run on nccl_world_group (8 ranks),
+    # no tensor-parallel collective (the 1 AllReduce is on the world group), no `micro` anywhere
+    assert lines[1] == "Job: world 8, dp 8 x mp 1 x pp 1, 1 micro batch, optimizer Adam sharded over 8 ranks"
+    assert lines[2].startswith("Communication: 17 nodes, ")
+    assert lines[3] == "Redistributions: none"
+    assert lines[4].startswith("Optimizer sharding: 8 parameters over groups of 8 ranks, ")
+    assert lines[5] == "Unknown or unpaired: none"
+    assert lines[6] == "" and lines[7].startswith(str(F / "opt_parallel_8p"))
     # a folder: gpt_small_dp2mp2pp2, `pr.stage` of the Sends: ranks 0-3 stage 0, 4-7 stage 1; each rank's 2 Sends
     # and 2 Receives (grep -cE "= (Send|Receive)\(" -> 4 per rank) meet a Receive / Send of the other stage
-    head = run("summarize", F / "gpt_small_dp2mp2pp2").splitlines()[:5]
+    head = run("summarize", F / "gpt_small_dp2mp2pp2").splitlines()[:6]
     assert head[0] == "8 ranks, 2 pipeline stages (stage 0: ranks 0-3; stage 1: ranks 4-7)"
-    assert head[3] == "Optimizer sharding: none on every stage"
-    assert head[4] == "Unknown or unpaired: none"
+    # make.py: dp 2, mp 2, pp 2, micro_size 2, AdamWeightDecay, 4 layers with recompute on i % 2 == 0 (0 and 2),
+    # layers 0-1 on stage 0 and 2-3 on stage 1 (pipeline_stage = i * 2 // 4)
+    assert head[1] == ("Job: world 8, dp 2 x mp 2 x pp 2, 2 micro batches, optimizer AdamWeightDecay, gradient "
+                       "accumulation, recompute stage 0: layer 0; stage 1: layer 2")
+    assert head[4] == "Optimizer sharding: none on every stage"
+    assert head[5] == "Unknown or unpaired: none"

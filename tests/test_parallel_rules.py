@@ -197,7 +197,8 @@ def test_unknown_bytes_print_as_unknown_in_text() -> None:
     assert res.exit_code == 0, res.output
     # rows of the operator histogram, then the category, operator, category/phase, Send/Receive (op, phase,
     # peer stage, peer rank, bytes each, count, micros; no segment column: no hop has one) and top-scope tables
-    rows = [ln.split() for ln in res.output.splitlines()
+    tables = res.output[res.output.index("\nCounts\n"):]  # the tables after the job's
+    rows = [ln.split() for ln in tables.splitlines()
             if ln.split()[:1] in (["pipeline"], ["Send"], ["pipeline/forward"], ["Default"])]
     assert rows == [["Send", "4"], ["pipeline", "4", "—"], ["Send", "4", "—"], ["pipeline/forward", "4", "—"],
                     ["Send", "forward", "—", "4", "—", "4", "0,1,2,3"], ["Default", "4", "—"],

@@ -41,17 +41,15 @@ def _scanner() -> re.Pattern[str]:
 
 @functools.cache
 def _param_scanner() -> re.Pattern[str]:
-    return re.compile(f"(?P<string>{terminal('STRING')})|(?P<free>{terminal('FREE_VAR')})"
-                      f"|(?P<param>{terminal('PARAM_REF')})")
+    return re.compile(f"{terminal('FREE_VAR')}|{terminal('PARAM_REF')}")
 
 
 def param_refs(text: str, start: int) -> list[str]:
     """The parameter references (`%paraN_x`, `$(@g:paraN_x)`) in `text` from `start`, each once, in
-    order; strings skipped."""
-    if "para" not in text:
+    order (a reference inside a string attribute would be one too: MindSpore prints none)."""
+    if "%para" not in text and "$(" not in text:
         return []
-    found = [m.group() for m in _param_scanner().finditer(text, start) if m.lastgroup != "string"]
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(_param_scanner().findall(text, start)))
 
 
 @functools.cache

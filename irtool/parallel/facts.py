@@ -67,7 +67,28 @@ def _kind(t: NodeFacts, n: Node) -> NodeKind:
 
 def _copy(t: NodeFacts, n: Node) -> bool:
     """A recomputed copy of a forward node (`duplicated`): it keeps the original's `unique_id`."""
-    return n.mentions("duplicated") and n.scalar_attr("duplicated") is True
+    return n.scalar_attr("duplicated") is True
+
+
+class ByKey(dict):
+    """graph name -> its nodes by key (`%N`), each graph's made when first asked."""
+
+    def __init__(self, dump: Dump) -> None:
+        super().__init__()
+        self._graphs = {g.name: g for g in dump.subgraphs}
+
+    def __missing__(self, graph: str) -> dict[str, Node]:
+        found = self[graph] = {n.key: n for n in self._graphs[graph].nodes}
+        return found
+
+
+def _by_key(t: NodeFacts) -> ByKey:
+    return ByKey(t.dump)
+
+
+def _copies(t: NodeFacts) -> list[Node]:
+    """The recomputed copies, in print order (one sweep: the job asks for them)."""
+    return [n for n in t.dump.nodes() if _copy(t, n)]
 
 
 def _unique_ids(t: NodeFacts) -> dict[str, Node]:
@@ -174,32 +195,45 @@ def _own_phase(t: NodeFacts, n: Node) -> Phase | None:
     return own_phase(n, t("category", n), t("copy", n))
 
 
+def _graph_phases(t: NodeFacts) -> dict[str, Phase]:
+    """The phase of each subgraph every call of which is in one phase (a lazy-inline bprop graph is
+    called only from backward call nodes); the entry graph and graphs called in several phases have none."""
+    sites = t.get("calls").sites
+    out: dict[str, Phase | None] = {}
+
+    def of(graph: str, seen: frozenset[str]) -> Phase | None:
+        if graph in out:
+            return out[graph]
+        if graph == t.dump.entry or graph in seen or not sites.get(graph):
+            return None
+        phases = {_own_phase(t, s) or of(s.graph, seen | {graph}) or "forward" for s in sites[graph]}
+        out[graph] = found = phases.pop() if len(phases) == 1 else None
+        return found
+
+    return {g.name: ph for g in t.dump.subgraphs if (ph := of(g.name, frozenset())) is not None}
+
+
 def _phase(t: NodeFacts, n: Node) -> Phase:
-    """The node's own evidence (§3), else the phase of every call of its subgraph (a lazy-inline bprop
-    graph is called only from backward call nodes), else forward."""
+    """The node's own evidence (§3), else the phase of its subgraph's calls, else forward."""
     own = _own_phase(t, n)
     if own is not None:
         return own
-    return _graph_phase(t, n.graph, frozenset()) or "forward"
+    return t.get("graph_phases").get(n.graph, "forward")
 
 
-def _graph_phase(t: NodeFacts, graph: str, seen: frozenset[str]) -> Phase | None:
-    if graph == t.dump.entry or graph in seen:
-        return None
-    sites = t.get("calls").sites.get(graph)
-    if not sites:
-        return None
-    phases = {_own_phase(t, s) or _graph_phase(t, s.graph, seen | {graph}) or "forward" for s in sites}
-    return phases.pop() if len(phases) == 1 else None
-
-
-def _micro(t: NodeFacts, n: Node) -> int | None:
-    """`micro` of the node's cnode or primal attributes (they agree where both print it)."""
-    return _int_attr(n, "micro")
+def _micro(t: NodeFacts) -> dict[Node, int]:
+    """`micro` of each node's cnode or primal attributes (they agree where both print it): asked of
+    every node (micro batches of the job, cost, the viewer), so read in one sweep."""
+    out = {}
+    for n in t.dump.nodes():
+        v = _int_attr(n, "micro")
+        if v is not None:
+            out[n] = v
+    return out
 
 
 def _int_attr(n: Node, key: str) -> int | None:
-    v = n.scalar_attr(key) if n.mentions(key) else None
+    v = n.scalar_attr(key)
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
@@ -256,14 +290,17 @@ def _layers(t: NodeFacts) -> dict[Node, int]:
 
 PASSES: tuple[Pass, ...] = (
     Pass("file kind", ("file_kind",), (), "dump", _file_kind),
+    Pass("nodes by key", ("by_key",), (), "dump", _by_key),
     Pass("kinds", ("kind",), (), "node", _kind),
     Pass("copies", ("copy",), (), "node", _copy),
+    Pass("copy list", ("copies",), ("copy",), "dump", _copies),
     Pass("unique ids", ("unique_ids",), ("copy",), "dump", _unique_ids),
     Pass("counterparts", ("forward",), ("unique_ids",), "node", _forward),
     Pass("calls", ("calls",), (), "dump", _calls),
     Pass("categories", ("category",), ("kind", "forward"), "node", _category),
-    Pass("phases", ("phase",), ("category", "copy", "calls"), "node", _phase),
-    Pass("micro batches", ("micro",), (), "node", _micro),
+    Pass("graph phases", ("graph_phases",), ("category", "copy", "calls"), "dump", _graph_phases),
+    Pass("phases", ("phase",), ("category", "copy", "graph_phases"), "node", _phase),
+    Pass("micro batches", ("micro",), (), "column", _micro),
     Pass("chunks", ("chunk",), (), "node", _chunk),
     Pass("printed chunks", ("printed_chunk",), (), "node", _printed_chunk),
     Pass("sizes", ("out_bytes",), (), "node", _out_bytes),

@@ -52,6 +52,17 @@ class Params:
     def name_of(self, ref: str) -> str | None:
         return self.names.get(_key(ref))
 
+    def reached_by(self, node: Node, local: dict[str, Node], depth: int = 3) -> list[str]:
+        """The header parameters `node` reads directly or through nodes passing a parameter's value on
+        (`Load`, `Cast`, `Depend`, ...) of its subgraph `local` (nodes by key)."""
+        out = self.read_by(node)
+        if depth:
+            for ref in node.node_refs:
+                src = local.get(ref)
+                if src is not None and src.op in _THROUGH:
+                    out += [p for p in self.reached_by(src, local, depth - 1) if p not in out]
+        return out
+
     def read_by(self, node: Node) -> list[str]:
         """The header parameters `node` names (directly, not through other nodes)."""
         out = []
@@ -76,7 +87,7 @@ def parameters(dump: Dump) -> Params:
     header parameter to, to a fixed point; then who reads each."""
     names = {p.ref: p.name for p in dump.params}
     graphs = {g.name: g for g in dump.subgraphs}
-    keys = {g.name: {n.key: n for n in g.nodes} for g in dump.subgraphs}
+    keys: dict[str, dict[str, Node]] = {}  # the subgraphs holding call sites, by node key
     sites = [(n, *_callee(n, graphs)) for g in dump.subgraphs for n in g.nodes
              if n.callee.startswith("@") or n.op == "Partial"]
     sites = [s for s in sites if s[1] is not None]
@@ -89,6 +100,8 @@ def parameters(dump: Dump) -> Params:
             return None
         if arg.kind in ("param", "free"):
             return names.get(_key(arg.name))
+        if n.graph not in keys:
+            keys[n.graph] = {x.key: x for x in graphs[n.graph].nodes}
         src = keys[n.graph].get(arg.name) if arg.kind == "node" else None
         return named(src, 0, depth + 1) if src is not None and src.op in _THROUGH and depth < 3 else None
 

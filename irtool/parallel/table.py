@@ -2,6 +2,7 @@
 first asked for (the passes themselves: `irtool.parallel.facts`, docs/parallel.md §0)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal
 
@@ -23,6 +24,11 @@ class Pass:
     run: Callable[..., Any]
 
 
+# Check that every pass asks only for the facts it declares (`needs`): on in the test suite
+# (tests/conftest.py), off otherwise: the check costs a few microseconds per node and fact.
+CHECK = os.environ.get("IRTOOL_CHECK_FACTS") == "1"
+
+
 class NodeFacts:
     """The fact table of one dump (see the module docstring). `rank` is the global rank the dump is
     of (its `rank_N` folder), which tells a Send/Receive peer printed as a group index (§7)."""
@@ -34,7 +40,7 @@ class NodeFacts:
         self._values: dict[str, Any] = {}  # dump facts
         self._cells: dict[str, dict[Node, Any]] = {}  # node facts computed so far, by fact
         self._complete: set[str] = set()  # node facts computed for every node (absent = None)
-        self._running: list[Pass] = []
+        self._running: list[Pass] = []  # with CHECK: the passes running, innermost last
 
     # -- asking
     def get(self, fact: str) -> Any:
@@ -60,7 +66,8 @@ class NodeFacts:
         p = self._provider(fact, None)
         if p.level == "column":
             return self.column(fact).get(node)
-        value = self._cells.setdefault(fact, {})[node] = self._run(p, node)
+        value = self._run(p, node) if CHECK else p.run(self, node)
+        self._cells.setdefault(fact, {})[node] = value
         return value
 
     def column(self, fact: str) -> dict[Node, Any]:
@@ -82,13 +89,15 @@ class NodeFacts:
         p = self._provider_of.get(fact)
         if p is None:
             raise KeyError(f"no pass provides {fact!r}; facts: {', '.join(sorted(self._provider_of))}")
-        if self._running and fact not in self._running[-1].needs and fact not in self._running[-1].provides:
-            raise KeyError(f"pass {self._running[-1].name!r} asked for {fact!r}, which it does not declare")
         if (level == "dump") != (p.level == "dump"):
             raise KeyError(f"{fact} is a fact of {'each node' if level == 'dump' else 'the dump'}")
+        if CHECK and self._running and fact not in self._running[-1].needs + self._running[-1].provides:
+            raise KeyError(f"pass {self._running[-1].name!r} asked for {fact!r}, which it does not declare")
         return p
 
     def _run(self, p: Pass, *args: Any) -> Any:
+        if not CHECK:
+            return p.run(self, *args)
         self._running.append(p)
         try:
             return p.run(self, *args)

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 from ..dumpdir import RankFile
 from ..ir import Dump, DumpWarning, SymbolEngine, check
 from ..parallel import ParallelFacts, analyze
+from ..parallel.job import Job, JobFold, RankJob, job_of, rank_job
 from ..parallel.layers import layer_comm
 from ..parallel.optimizer import optimizer_shards
 from ..parallel.peer import rank_of
@@ -35,6 +36,8 @@ from ..parallel.totals import (
     traffic,
 )
 from ..present import DEFAULT_LIMIT, Block, Records, Table, bytes_text, cell, rank_list
+from ..present.job import job_line, job_table
+from ..selection import selected_stage
 from ..spill import Spill
 from .answers import answer_blocks, dir_answer_blocks, folder_answer_tables, strategies_table
 from .headline import communication_line, plural, redistributions_text, sharding_text, unknowns_line, unpaired_text
@@ -58,6 +61,7 @@ class FileSummary:
     shards: list[OptimizerShard]
     layers: list[LayerComm]
     traffic: Traffic
+    job: Job
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON of schema `irtool.summary/1`."""
@@ -69,6 +73,7 @@ class FileSummary:
             "ops": dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0]))),
             "subgraphs": [{"name": g.name, "nodes": len(g.nodes), "params": len(g.params)} for g in d.subgraphs],
             "warnings": [w.as_dict() for w in self.warnings],
+            "job": self.job.as_dict(),
             "stage": info.stage,
             "stage_evidence": {"votes": {str(k): v for k, v in info.votes.items()}, "how": info.how,
                                "chunks": info.chunks, "peer_stages": info.peer_stages},
@@ -100,9 +105,11 @@ def file_summary(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[Dump
     """The summary of one dump; `extra_warnings` are those of a deep check (`irtool.ir.check`);
     `depth` groups communication per layer by that many scope components instead of by repeated cell."""
     c, g = facts.comm, facts.groups
+    rank = rank_of(dump.path or "")
     return FileSummary(dump, facts, [*dump.warnings, *extra_warnings, *facts.warnings], depth, comm_totals(c),
                        send_receive(c), gradient_aggregation(c), scope_totals(c), optimizer_shards(c, g),
-                       layer_comm(c, g, depth, facts.strategies), traffic(c, g))
+                       layer_comm(c, g, depth, facts.strategies), traffic(c, g),
+                       job_of([rank_job(facts, rank, dump.path or "")]))
 
 
 def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWarning] = (),
@@ -128,6 +135,7 @@ class RankDigest:
     traffic: Traffic
     links: list[StageLink]
     answer: str  # digest of the rank's folder tables: ranks of a stage with the same one are shown once
+    job: RankJob  # what the rank shows of the job
     # the records of those tables, kept only when asked (`keep`): the main process asks again for
     # one rank per different answer, so it holds a few ranks' records, not every rank's
     strategies: list[Strategy] = field(default_factory=list)
@@ -146,7 +154,8 @@ def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep:
     key = repr([t.rows for t in folder_answer_tables(facts.strategies, chains, shards)])
     warnings = [*dump.warnings, *(check(dump) if deep else ()), *facts.warnings]
     d = RankDigest(rank.rank, rank.path, facts.stage, dump.counts, warnings, comm_totals(c), send_receive(c),
-                   sorted(g), traffic(c, g), stage_matrix([facts]), hashlib.sha256(key.encode()).hexdigest())
+                   sorted(g), traffic(c, g), stage_matrix([facts]), hashlib.sha256(key.encode()).hexdigest(),
+                   rank_job(facts, rank.rank, rank.path))
     if keep:
         d.strategies, d.chains, d.shards, d.kept = facts.strategies, chains, shards, True
     return d
@@ -187,6 +196,7 @@ class DirSummary:
     rows: Spill[RankDigest]  # every rank's, in a temporary file: iterated, never held together
     stages: list[StageSum]
     matrix: list[StageLink]
+    job: Job
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON `irtool.summary/1` of a folder; its `ranks` are made one at a time as they are written
@@ -200,8 +210,8 @@ class DirSummary:
         stages = [{"stage": s.stage, "ranks": s.ranks, "comm_totals": s.totals.as_dict(),
                    "traffic": s.traffic.as_dict(), "groups": s.groups,
                    "answers": [a.as_dict() for a in s.answers]} for s in self.stages]
-        return {"schema": SCHEMA, "path": self.path, "stage": self.stage, "ranks": ranks, "stages": stages,
-                "send_receive_matrix": [e.as_dict() for e in self.matrix]}
+        return {"schema": SCHEMA, "path": self.path, "stage": self.stage, "job": self.job.as_dict(), "ranks": ranks,
+                "stages": stages, "send_receive_matrix": [e.as_dict() for e in self.matrix]}
 
 
 def _add_tallies(into: dict[str, Tally], rows: dict[str, Tally]) -> None:
@@ -263,8 +273,10 @@ def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None
     rows: Spill[RankDigest] = Spill()
     folds: dict[int | None, _StageFold] = {}
     links: dict[tuple[int, int], StageLink] = {}
+    job = JobFold()
     for r in ranks:
-        if stage is not None and r.stage != stage:
+        job.add(r.job)  # the job is the folder's, whichever stage the tables show
+        if stage is not None and selected_stage(r.stage) != stage:
             continue
         rows.append(r)
         folds.setdefault(r.stage, _StageFold()).add(r)
@@ -274,7 +286,7 @@ def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None
     if missing and fetch is not None:
         kept = {k.rank: k for k in fetch([RankFile(r.rank, r.path) for r in missing])}
     stages = [folds[st].stage_sum(st, kept) for st in sorted(folds, key=lambda k: (k is None, k or 0))]
-    return DirSummary(path, stage, rows, stages, [links[k] for k in sorted(links)])
+    return DirSummary(path, stage, rows, stages, [links[k] for k in sorted(links)], job.job())
 
 
 class _StageFold:
@@ -394,7 +406,7 @@ def summary_blocks(s: FileSummary, limit: int | None = DEFAULT_LIMIT) -> list[Bl
               [[cell(g.parameter), g.op, str(g.line), g.scope] for g in f.no_op_gathers]),
     ]
     head = f"{d.path}  entry @{d.entry}" + ("  (sorted print order)" if d.sorted_order else "")
-    blocks: list[Block] = [*file_headline(s, rank_of(d.path or "")), "", head, _stage_line(f)]
+    blocks: list[Block] = [*file_headline(s, rank_of(d.path or "")), "", head, _stage_line(f), job_table(s.job)]
     if s.warnings:
         blocks.append(f"{len(s.warnings)} warning(s)")
         blocks += [f"  line {w.line}: {w.message}" for w in s.warnings]
@@ -410,7 +422,7 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
                   [[cell(r.rank), cell(r.stage), r.path, cell(r.totals.total.count),
                     bytes_text(r.totals.total.bytes)] for r in d.rows])
     blocks: list[Block] = [*dir_headline(d), "", d.path + (f"  stage {d.stage}" if d.stage is not None else ""),
-                           ranks.limited(limit)]
+                           job_table(d.job), ranks.limited(limit)]
     for st in d.stages:
         n = len(st.ranks)
         name = "No pipeline stage" if st.stage is None else f"Stage {st.stage}"
@@ -440,11 +452,14 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
 def file_headline(s: FileSummary, rank: int | None) -> list[str]:
     f, info = s.facts, s.facts.stage_info
     # a known stage in short (its votes follow below); else why there is none, as the stage line says it
-    stage = f"pipeline stage {info.stage}" if info.stage is not None else "p" + _stage_line(f)[1:]
+    count = s.job.pipeline_stages
+    of = f" of {count.value}" if count.known and count.value > 1 else ""
+    stage = f"pipeline stage {info.stage}{of}" if info.stage is not None else "p" + _stage_line(f)[1:]
     top = s.layers[0] if s.layers and s.layers[0].bytes else None
     biggest = f"layer {top.layer} ({cell(top.bytes)} B)" if top else ""
     other = s.totals.by_category.get("other", Tally()).count
     return [f"Rank {cell(rank)}, {stage}",
+            job_line(s.job),
             communication_line(s.totals, biggest),
             f"Redistributions: {redistributions_text(f.chains)}",
             f"Optimizer sharding: {sharding_text(s.shards)}",
@@ -455,8 +470,10 @@ def file_headline(s: FileSummary, rank: int | None) -> list[str]:
 def dir_headline(d: DirSummary) -> list[str]:
     stages = [f"stage {cell(s.stage)}: {'rank' if len(s.ranks) == 1 else 'ranks'} "
               f"{rank_list(r for r in s.ranks if r is not None)}" for s in d.stages if s.stage is not None]
-    who = plural(len(d.rows), "rank") + ", " + (plural(len(stages), "pipeline stage") + " (" + "; ".join(stages) + ")"
-                                            if stages else "no pipeline stage")
+    count = d.job.pipeline_stages  # the job's stages, not those selected or read
+    staged = (f"{count.value} pipeline stage{'s' if count.value != 1 else ''}" if count.known else
+              f"{cell(None)} pipeline stages ({count.where})")
+    who = plural(len(d.rows), "rank") + ", " + (staged + " (" + "; ".join(stages) + ")" if stages else "no pipeline stage")
     total = CommTotals()
     for r in d.rows:
         for k, t in r.totals.by_category.items():
@@ -481,6 +498,7 @@ def dir_headline(d: DirSummary) -> list[str]:
     no_peer = sum(p.count for r in d.rows for p in r.pairs if p.peer_rank is None)
     unknown_stage = [r.rank for r in d.rows if r.stage is None] if stages else []
     return [f"{who}",
+            job_line(d.job),
             communication_line(total, biggest),
             f"Redistributions: {redis or 'none'}",
             f"Optimizer sharding: {shards or 'none'}",

@@ -1,0 +1,334 @@
+"""The job a dump or a folder of dumps compiles (docs/parallel.md §17): world size, rank layout,
+pipeline stages and what each holds, micro batches, recompute, optimizer and its sharding,
+gradient accumulation — each value with its evidence (`file:line`) or why it is unknown.
+
+One rank tells what its own dump shows (`RankJob`, made in the worker that read the rank, from the
+fact table); a folder's `Job` folds its ranks' (`job_of`), and names the stages no rank read is on.
+Every command reads the job from here; none works these figures out again.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .params import layer_index
+from .records import CommNode, ParallelFacts, _as_dict
+
+# Update primitives of the optimizers MindSpore ships, by the name the job record gives them.
+OPTIMIZER_OPS = {"SGD": "SGD", "ApplyMomentum": "Momentum", "Momentum": "Momentum", "Adam": "Adam",
+                 "ApplyAdam": "Adam", "FusedAdam": "Adam", "AdamWeightDecay": "AdamWeightDecay",
+                 "FusedAdamWeightDecay": "AdamWeightDecay", "FusedCastAdamWeightDecay": "AdamWeightDecay",
+                 "AdamW": "AdamW", "Lamb": "Lamb", "LAMB": "Lamb", "ApplyAdagrad": "Adagrad",
+                 "ApplyAdagradV2": "Adagrad", "ApplyRMSProp": "RMSProp", "ApplyCenteredRMSProp": "RMSProp",
+                 "ApplyAdaMax": "AdaMax", "ApplyFtrl": "FTRL", "ApplyProximalAdagrad": "ProximalAdagrad",
+                 "FusedSparseLazyAdam": "LazyAdam", "SparseApplyLazyAdam": "LazyAdam"}
+_WORLD = ("_world_group",)
+Sizes = dict[int, tuple[int, str]]  # group size -> (communication nodes using such a group, evidence of the first)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A value and where the dump shows it (`file:line`, what it is), or why it is unknown (value None)."""
+
+    value: Any
+    where: str  # `rank_0/19_validate_0089.ir:257 (Send to rank 4)`, or the reason it is unknown
+
+    @property
+    def known(self) -> bool:
+        return self.value is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "evidence" if self.known else "unknown": self.where}
+
+
+def _at(file: str, c: CommNode | None, what: str) -> str:
+    return f"{file}:{c.line} ({what})" if c is not None else what
+
+
+def _unknown(why: str) -> Evidence:
+    return Evidence(None, why)
+
+
+@dataclass
+class RankJob:
+    """What one rank's dump shows of the job (picklable: made where the rank was read)."""
+
+    rank: int | None
+    file: str
+    stage: int | None
+    stage_sizes: Sizes  # collective groups within its stage (the largest spans it: dp x mp)
+    world: Evidence
+    mp: Sizes  # operator-forward (tensor-parallel) groups
+    ep: Sizes  # all-to-all groups
+    sp: Sizes  # sequence/context-parallel exchange (R9) groups
+    micro: Evidence  # number of micro batches
+    chunks: list[int]  # pipeline chunks / segments this rank's pipeline hops carry
+    layers: list[int]  # layers whose parameters the rank's work reads
+    layers_where: str
+    recompute: list[int]  # layers with recomputed work
+    optimizer: Evidence
+    opt_shard: Sizes  # optimizer-parallel groups
+    accumulation: Evidence  # gradient accumulation buffers (`accu_grads.*`) or micro-step mirrors
+    training: bool  # the dump has backward work
+    hops: int = 0  # pipeline Send/Receive (a pass before step_parallel_end has them, but no stage yet)
+    last: bool = False  # the last stage: forward work received from upstream, none sent downstream
+
+
+def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
+    """The `RankJob` of one analysed dump (reads its fact table: call before `facts.release()`)."""
+    t = facts.table
+    name = file
+    comm = facts.comm
+
+    def sizes(keep: Iterable[CommNode], label: str) -> Sizes:
+        out: Sizes = {}
+        for c in keep:
+            n = len(c.group_ranks) if c.group_ranks else None
+            if n:
+                count, where = out.get(n, (0, _at(name, c, f"{c.op} {label} on group {c.group}")))
+                out[n] = (count + 1, where)
+        return out
+
+    collectives = [c for c in comm if c.op not in ("Send", "Receive") and c.group_ranks]
+    worlds = [c for c in collectives if (c.group or "").endswith(_WORLD)] + \
+             [c for c in comm if (c.group or "").endswith(_WORLD) and c.group_ranks]
+    if worlds:
+        world = Evidence(len(worlds[0].group_ranks), _at(name, worlds[0], f"{worlds[0].op} on {worlds[0].group}"))
+    elif not comm and not facts.no_op_gathers and facts.kind != "pre":
+        world = Evidence(1, f"{name}: no communication after the parallel pass: one device")
+    else:
+        world = _unknown("no node of this rank uses the world group")
+    stage_sizes = sizes([c for c in collectives if c.category in ("gradient-aggregation", "operator-forward",
+                                                                   "optimizer-parallel", "redistribution")
+                         and not (c.group or "").endswith(_WORLD)], "within the stage")
+    nodes = list(t.dump.nodes())
+    marked = t.column("micro")
+    micros = set(marked.values())
+    last = next((n for n, m in marked.items() if m == max(micros)), None) if micros else None
+    micro = Evidence(len(micros), f"{name}:{last.line} (micro {max(micros)}, {last.op})") if last is not None else \
+        _unknown("no node carries a micro batch (`micro`)")
+    params = t.get("parameters")
+    layers: Counter = Counter()
+    where = ""
+    for pname, readers in params.readers.items():
+        index = layer_index(pname)
+        if index is None:
+            continue
+        work = next((n for n in readers if t("phase", n) != "optimizer"), None)  # not only updated: computed with
+        if work is not None:
+            layers[index] += 1
+            if not where:
+                where = f"{name}:{work.line} (reads {pname})"
+    updates = [n for n in nodes if n.op in OPTIMIZER_OPS and t("phase", n) == "optimizer"]
+    # without an update primitive (MindFormers' AdamW is written out), the optimizer cell whose nodes read the weights
+    opt_scope = None if updates else next((n for readers in params.readers.values() for n in readers
+                                           if n.scope and t("phase", n) == "optimizer"), None)
+    if updates:
+        optimizer = Evidence(OPTIMIZER_OPS[updates[0].op], f"{name}:{updates[0].line} ({updates[0].op})")
+    elif opt_scope is not None:
+        cell = next((p for p in (opt_scope.scope or "").split("/") if "optim" in p.lower()), opt_scope.scope)
+        optimizer = Evidence(cell.split("-", 1)[-1], f"{name}:{opt_scope.line} (scope {opt_scope.scope})")
+    else:
+        optimizer = _unknown("no optimizer update in this pass")
+    accu = next((n for n in params.readers if n.startswith("accu_grads.")), None)
+    step = next((c for c in comm if c.op.startswith("_Mirror") and "Step" in c.op), None)
+    accumulation = Evidence(True, f"{name}:{params.readers[accu][0].line} (buffer {accu})") if accu else \
+        Evidence(True, _at(name, step, f"{step.op}")) if step is not None else \
+        _unknown("no accumulation buffer (`accu_grads.*`) or micro-step mirror")
+    # layers with recomputed work: of the weights the copies read (through the Load or Cast they read)
+    by_key = t.get("by_key")
+    recompute = {i for n in t.get("copies") for p in params.reached_by(n, by_key[n.graph])
+                 if (i := layer_index(p)) is not None}
+    hops = [c for c in comm if c.category == "pipeline" and c.direction]
+    forward_hops = [c for c in hops if c.phase == "forward"]
+    return RankJob(
+        rank=rank, file=name, stage=facts.stage, stage_sizes=stage_sizes, world=world,
+        mp=sizes([c for c in collectives if c.category == "operator-forward" and not c.rule.startswith("R9")
+                  and c.op not in ("AlltoAll", "AllToAll") and not (c.group or "").endswith(_WORLD)], "tensor parallel"),
+        ep=sizes([c for c in collectives if c.op in ("AlltoAll", "AllToAll", "AlltoAllV", "AllToAllv", "AllToAllV")],
+                 "all-to-all"),
+        sp=sizes([c for c in comm if c.rule.startswith("R9") and c.group_ranks], "sequence exchange"),
+        micro=micro,
+        chunks=sorted({c.segment for c in comm if c.category == "pipeline" and c.segment is not None}),
+        layers=sorted(layers), layers_where=where, recompute=sorted(recompute), optimizer=optimizer,
+        opt_shard=sizes([c for c in comm if c.category == "optimizer-parallel"], "optimizer shard"),
+        accumulation=accumulation, training=optimizer.known or accumulation.known or any(
+            c.phase == "backward" for c in comm) or any(
+            t("phase", n) == "backward" for readers in params.readers.values() for n in readers),
+        # the last stage sends no forward work to a later stage (a folded or interleaved one sends it round to stage 0)
+        hops=len(hops), last=facts.stage is not None and bool(forward_hops) and not any(
+            c.op == "Send" and (c.peer_stage is None or c.peer_stage > facts.stage) for c in forward_hops))
+
+
+@dataclass
+class Job:
+    """A folder's job (or one file's, as far as it tells), every field an `Evidence`."""
+
+    ranks: list[int | None]  # read
+    world_size: Evidence
+    pipeline_stages: Evidence
+    stages_read: list[int]
+    stages_absent: list[int]  # stages of the pipeline no rank read is on
+    dp: Evidence
+    mp: Evidence
+    ep: Evidence
+    sp: Evidence
+    micro_batches: Evidence
+    chunks: Evidence  # model chunks per stage (interleaved) or pipeline segments (folded); 1 without either
+    stage_ranks: dict[int, list[int | None]]
+    stage_layers: dict[int, list[int]]
+    stage_layers_where: dict[int, str]
+    recompute: dict[int, list[int]]  # stage -> layers with recomputed work
+    optimizer: Evidence
+    optimizer_shard: Evidence  # group size of the optimizer-parallel shards (1: not sharded)
+    gradient_accumulation: Evidence
+    training: bool
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = _as_dict(self)
+        for k, v in vars(self).items():
+            if isinstance(v, Evidence):
+                d[k] = v.as_dict()
+        d["stage_ranks"] = {str(k): v for k, v in self.stage_ranks.items()}
+        d["stage_layers"] = {str(k): v for k, v in self.stage_layers.items()}
+        d["stage_layers_where"] = {str(k): v for k, v in self.stage_layers_where.items()}
+        d["recompute"] = {str(k): v for k, v in self.recompute.items()}
+        return d
+
+
+def _one(sizes: Sizes, what: str, default: int | None = None, default_why: str = "") -> Evidence:
+    """One degree from the group sizes the ranks show: the size most of the nodes use (the others said)."""
+    if not sizes:
+        return Evidence(default, default_why) if default is not None else _unknown(f"no {what} group")
+    ranked = sorted(sizes.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    (size, (count, where)), rest = ranked[0], ranked[1:]
+    if rest and rest[0][1][0] == count:
+        return _unknown(f"{what} groups of sizes {', '.join(str(k) for k, _ in ranked)}, as many nodes each")
+    also = "; also " + ", ".join(f"groups of {k} ({n} nodes)" for k, (n, _) in rest) if rest else ""
+    return Evidence(size, f"{where}, {count} nodes{also}")
+
+
+def _add(into: Sizes, sizes: Sizes) -> None:
+    for k, (n, where) in sizes.items():
+        into[k] = (into.get(k, (0, where))[0] + n, into.get(k, (0, where))[1])
+
+
+class JobFold:
+    """The job of a folder folded rank by rank as the ranks arrive (`add`), holding sets and the first
+    evidence of each value, never the ranks' records: a thousand ranks cost what eight do."""
+
+    def __init__(self) -> None:
+        self.ranks: list[int | None] = []
+        self.world: Evidence | None = None
+        self.top_rank: int | None = None
+        self.stage_sizes: Sizes = {}
+        self.mp: Sizes = {}
+        self.ep: Sizes = {}
+        self.sp: Sizes = {}
+        self.opt_shard: Sizes = {}
+        self.micro: dict[int, Evidence] = {}
+        self.chunks: set[int] = set()
+        self.stage_ranks: dict[int, list[int | None]] = {}
+        self.stage_layers: dict[int, set[int]] = {}
+        self.where: dict[int, str] = {}
+        self.recompute: dict[int, set[int]] = {}
+        self.staged = False
+        self.optimizer: Evidence | None = None
+        self.accumulation: Evidence | None = None
+        self.first: RankJob | None = None
+        self.training = False
+        self.last: Evidence | None = None  # the stage count a rank of the last stage tells
+
+    def add(self, r: RankJob) -> None:
+        self.first = self.first or r
+        self.ranks.append(r.rank)
+        if r.rank is not None:
+            self.top_rank = max(r.rank, self.top_rank or 0)
+        if self.world is None and r.world.known:
+            self.world = r.world
+        for mine, theirs in ((self.stage_sizes, r.stage_sizes), (self.mp, r.mp), (self.ep, r.ep), (self.sp, r.sp),
+                             (self.opt_shard, r.opt_shard)):
+            _add(mine, theirs)
+        if r.micro.known:
+            self.micro.setdefault(r.micro.value, r.micro)
+        self.chunks.update(r.chunks)
+        self.staged |= r.stage is not None or bool(r.chunks) or r.hops > 0
+        if r.last and r.stage is not None and self.last is None:
+            self.last = Evidence(r.stage + 1, f"rank {r.rank} is on the last stage, {r.stage}: it sends no forward work "
+                                              f"to a later stage ({r.file})")
+        s = r.stage if r.stage is not None else 0
+        self.stage_ranks.setdefault(s, []).append(r.rank)
+        if r.layers:
+            self.stage_layers.setdefault(s, set()).update(r.layers)
+            self.where.setdefault(s, r.layers_where)
+        if r.recompute:
+            self.recompute.setdefault(s, set()).update(r.recompute)
+        if self.optimizer is None and r.optimizer.known:
+            self.optimizer = r.optimizer
+        if self.accumulation is None and r.accumulation.known:
+            self.accumulation = r.accumulation
+        self.training |= r.training
+
+    def job(self) -> Job:
+        notes: list[str] = []
+        world = self.world or _unknown("no node uses the world group" + (
+            f"; at least {self.top_rank + 1} (rank {self.top_rank} read)" if self.top_rank is not None else ""))
+        top = max(self.stage_sizes, default=None)  # the largest group within a stage spans it
+        stage_size = Evidence(top, self.stage_sizes[top][1]) if top is not None else _unknown("no collective group")
+        read_per_stage = max((len(v) for v in self.stage_ranks.values()), default=0)
+        if stage_size.known and read_per_stage > stage_size.value:  # the folder shows more ranks on a stage
+            stage_size = Evidence(read_per_stage, f"{read_per_stage} ranks read on one stage")
+        elif not stage_size.known and read_per_stage:
+            stage_size = _unknown(f"at least {read_per_stage} (ranks read on one stage); " + stage_size.where)
+        if not self.staged:
+            stages = Evidence(1, "no pipeline Send/Receive: one stage")
+        elif self.last is not None:
+            stages = self.last
+        elif world.known and stage_size.known and world.value % stage_size.value == 0:
+            stages = Evidence(world.value // stage_size.value,
+                              f"world size {world.value} / {stage_size.value} ranks per stage ({stage_size.where})")
+        else:
+            seen = ", ".join(map(str, sorted(s for s in self.stage_ranks if s is not None)))
+            stages = _unknown(f"stages {seen or 'unknown'} seen; the world size, the ranks per stage and the last "
+                              "stage unknown")
+        if stages.known and world.known and stages.value and world.value % stages.value == 0 and \
+                (not stage_size.known or stage_size.value * stages.value != world.value):
+            stage_size = Evidence(world.value // stages.value, f"world size {world.value} / {stages.value} stages")
+        mp = _one(self.mp, "tensor-parallel", 1, "no tensor-parallel collective")
+        if self.staged and stage_size.known and mp.known and stage_size.value % mp.value == 0:
+            dp = Evidence(stage_size.value // mp.value, f"{stage_size.value} ranks per stage / mp {mp.value}")
+        elif not self.staged and world.known and mp.known and world.value % mp.value == 0:
+            dp = Evidence(world.value // mp.value, f"world size {world.value} / mp {mp.value}")
+        else:
+            dp = _unknown("the ranks per stage or mp unknown")
+        if len(self.micro) > 1:
+            notes.append(f"ranks disagree on the number of micro batches: {', '.join(map(str, sorted(self.micro)))}")
+        micro = self.micro[max(self.micro)] if self.micro else \
+            Evidence(1, "no pipeline and no node carries a micro batch (`micro`): the batch at once") \
+            if not self.staged else _unknown("no node carries a micro batch (`micro`)")
+        chunks = Evidence(len(self.chunks), f"pipeline Send/Receive of chunks {', '.join(map(str, sorted(self.chunks)))}") \
+            if self.chunks else Evidence(1, "no chunk or segment on pipeline Send/Receive" if self.staged else "no pipeline")
+        absent = [s for s in range(stages.value) if s not in self.stage_ranks] if stages.known else []
+        first = self.first
+        return Job(ranks=list(self.ranks), world_size=world, pipeline_stages=stages, stages_read=sorted(self.stage_ranks),
+                   stages_absent=absent, dp=dp, mp=mp,
+                   ep=_one(self.ep, "all-to-all", 1, "no all-to-all"),
+                   sp=_one(self.sp, "sequence-parallel exchange", 1, "no sequence-parallel exchange"),
+                   micro_batches=micro, chunks=chunks, stage_ranks=dict(sorted(self.stage_ranks.items())),
+                   stage_layers={s: sorted(v) for s, v in sorted(self.stage_layers.items())},
+                   stage_layers_where=dict(sorted(self.where.items())),
+                   recompute={s: sorted(v) for s, v in sorted(self.recompute.items())},
+                   optimizer=self.optimizer or (first.optimizer if first else _unknown("no rank read")),
+                   optimizer_shard=_one(self.opt_shard, "optimizer-parallel", 1, "no optimizer-parallel communication"),
+                   gradient_accumulation=self.accumulation or (first.accumulation if first else _unknown("no rank read")),
+                   training=self.training, notes=notes)
+
+
+def job_of(ranks: Iterable[RankJob]) -> Job:
+    """The job of some ranks' evidence (`JobFold` over them)."""
+    fold = JobFold()
+    for r in ranks:
+        fold.add(r)
+    return fold.job()
