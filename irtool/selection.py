@@ -232,12 +232,8 @@ class Selection:
         choice is said in `notes` for a folder."""
         stages: dict[int | None, int] = {}  # by rank: kept when the bisection runs again
         held: dict[int | None, Loaded] = {}
-        while True:
-            try:
-                starts = self._stage_starts(stages, held)
-                break
-            except _Dropped:  # a rank could not be read: again over the ranks left
-                continue
+        while (starts := self._stage_starts(stages, held)) is None:
+            pass  # a rank could not be read: again over the ranks left
         ranks = list(self.files)
         picked = sorted((held[ranks[i]] if ranks[i] in held else self.read(ranks[i]) for i in starts),
                         key=lambda p: p.stage)
@@ -249,16 +245,20 @@ class Selection:
                               + ("its stage" if len(picked) == 1 else "each stage"))
         return picked
 
-    def _stage_starts(self, stages: dict[int | None, int], held: dict[int | None, Loaded]) -> list[int]:
-        """Indexes into `files` where a stage begins (`per_stage`); `_Dropped` when a rank could not be
-        read (it is no longer in `files`)."""
+    def _stage_starts(self, stages: dict[int | None, int], held: dict[int | None, Loaded]) -> list[int] | None:
+        """Indexes into `files` where a stage begins (`per_stage`), or None when a rank could not be read
+        (it is no longer in `files`: `ranks` here is stale, so nothing more is read)."""
         ranks = list(self.files)
+        dropped = [False]
 
         def stage(i: int) -> int:
+            if dropped[0]:
+                return -1
             if ranks[i] not in stages:
                 got = self.read_or_drop(ranks[i])
                 if got is None:
-                    raise _Dropped
+                    dropped[0] = True
+                    return -1
                 stages[ranks[i]] = got.stage
                 for k in [k for k in held if k != ranks[0]]:
                     del held[k]
@@ -269,6 +269,8 @@ class Selection:
         ordered = [stage(0) <= stage(len(ranks) - 1)]
 
         def walk(lo: int, hi: int) -> None:  # stage(lo) != stage(hi); find every start in (lo, hi]
+            if dropped[0]:
+                return
             if hi - lo == 1:
                 starts.append(hi)
                 return
@@ -283,13 +285,11 @@ class Selection:
 
         if ordered[0] and stage(0) != stage(len(ranks) - 1):
             walk(0, len(ranks) - 1)
-        if not ordered[0]:
+        if not ordered[0] and not dropped[0]:
             first: dict[int, int] = {}
             for i in range(len(ranks)):
                 first.setdefault(stage(i), i)
+            if dropped[0]:
+                return None
             starts = sorted(first.values(), key=lambda i: stages[ranks[i]])
-        return starts
-
-
-class _Dropped(Exception):
-    """A rank `per_stage` probed could not be read (partial): the bisection starts again without it."""
+        return None if dropped[0] else starts

@@ -287,3 +287,14 @@ def test_folder_text_prints_every_warning_its_headline_counts(tmp_path: Path) ->
     table = out[out.index("Warnings: 2") + 3:]
     assert [row.split(None, 2) for row in table[:2]] == [
         ["5", f"{bad}:1077", skip], ["5", str(bad), "header declares 815 cnodes, parsed 814"]]
+
+
+def test_a_rank_unreadable_in_a_folder_out_of_rank_order(tmp_path: Path) -> None:
+    # rank_0 holds pipeline_2stage_8p's rank 4 (stage 1), rank_2 its rank 0 (stage 0): not MindSpore's order, so
+    # every rank is read; rank_1 (fixtures/errors/garbage_attr.ir) fails while they are
+    for rank, src in ((0, PIPE / "rank_4" / VALIDATE), (1, GARBAGE), (2, PIPE / "rank_0" / VALIDATE)):
+        (tmp_path / f"rank_{rank}").mkdir()
+        shutil.copy(src, tmp_path / f"rank_{rank}" / (VALIDATE if rank != 1 else "19_validate_0078.ir"))
+    sel = Selection.of(str(tmp_path), partial=True)
+    assert [(p.rank, p.stage) for p in sel.per_stage()] == [(2, 0), (0, 1)]
+    assert [u.error for u in sel.unreadable] == [f"{tmp_path}/rank_1/19_validate_0078.ir:{GARBAGE_AT}"]
