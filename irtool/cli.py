@@ -10,22 +10,43 @@ from .errors import IrtoolError
 from .progress import Steps, load_with_progress
 from .selection import Policy, Selection
 
+_opened: list[Selection] = []  # the selections of the command running (`_select`), for `_run`'s errors
+_told: set[str] = set()  # what `_said` has put on stderr for the command running
+
+
+def _select(path: str, stage: int | None, pass_name: str | None, policy: Policy) -> Selection:
+    """A folder command's selection: partial (a rank that cannot be read is recorded, the others
+    answered for), and known to `_run`, which lists its unreadable ranks if the command fails."""
+    sel = Selection.of(path, stage, pass_name, policy, partial=True)
+    _opened.append(sel)
+    return sel
+
 
 def _run(fn: Callable[[], int | None]) -> None:
-    """Run a command body: bad input -> one line on stderr and exit 2, never a traceback."""
+    """Run a command body: bad input -> one line on stderr and exit 2, never a traceback. When the
+    command fails after some ranks could not be read (a stage none of the ranks read is on), their
+    located errors come first."""
+    _opened.clear()
+    _told.clear()
     try:
         code = fn() or 0
     except IrtoolError as exc:
-        click.echo(f"irtool: {exc}", err=True)
-        sys.exit(2)
+        _fail(f"irtool: {exc}")
     except (OSError, MemoryError, RecursionError) as exc:
-        click.echo(f"irtool: {type(exc).__name__}: {exc}", err=True)
-        sys.exit(2)
+        _fail(f"irtool: {type(exc).__name__}: {exc}")
     except Exception as exc:  # last resort: a bug in irtool, still one line and exit 2
         text = " ".join(str(exc).split())[:200]
         click.echo(f"irtool: internal error: {type(exc).__name__}: {text}", err=True)
         sys.exit(2)
     sys.exit(code)
+
+
+def _fail(line: str) -> None:
+    """The command failed: what its selections left out, then `line`, and exit 2."""
+    _said(*_opened)
+    if line not in _told:  # no rank could be read: the first one's error is the error itself
+        click.echo(line, err=True)
+    sys.exit(2)
 
 
 REPORT_FORMATS = ("text", "json", "markdown")
@@ -84,24 +105,41 @@ def _notes(sel: Selection) -> None:
         click.echo(f"irtool: {note}", err=True)
 
 
+def _said(*sels: Selection) -> None:
+    """Say on stderr what a folder's selection left out: the dump files ignored (outside the `rank_N/`
+    folders) and each rank not read with its located error; each line once per command (both sides
+    of a diff may be the same folder)."""
+    for line in [*(f"irtool: {sel.path}: ignored {len(sel.ignored)} dump file{'s' if len(sel.ignored) != 1 else ''} "
+                   f"outside the rank_N folders: {', '.join(sel.ignored)}" for sel in sels if sel.ignored),
+                 *(f"irtool: {u.error}" for sel in sels for u in sel.unreadable)]:
+        if line not in _told:
+            _told.add(line)
+            click.echo(line, err=True)
+
+
 def _skipped(*sels: Selection) -> int:
-    """A partial folder (issue 18): each rank not read, its error on stderr; exit code 2 when any."""
-    for error in dict.fromkeys(u.error for sel in sels for u in sel.unreadable):
-        click.echo(f"irtool: {error}", err=True)
+    """A partial folder (issue 18): the files ignored and each rank not read, with its error, on
+    stderr; exit code 2 when a rank was not read."""
+    _said(*sels)
     return 2 if any(sel.unreadable for sel in sels) else 0
 
 
 def _unreadable(sel: Selection, head: str, says: str) -> list:
-    """The head of a partial folder's report followed by `says` and how many ranks were not read, and
-    a section listing them; the head alone when every rank was read."""
+    """The head of a folder's report followed by `says` and how many ranks were not read, a section
+    listing them and one listing the dump files ignored; the head alone when every rank was read and
+    none was ignored."""
     from .present import DASH, Table
 
-    if not sel.unreadable:
-        return [head]
-    n = len(sel.unreadable)
-    rows = [[DASH if u.rank is None else str(u.rank), u.error] for u in sel.unreadable]
-    return [f"{head}; {n} rank{'s' if n != 1 else ''} not read (below): {says}",
-            Table(f"Unreadable ranks: {n}", ["rank", "error"], rows)]
+    out = [head]
+    if sel.unreadable:
+        n = len(sel.unreadable)
+        rows = [[DASH if u.rank is None else str(u.rank), u.error] for u in sel.unreadable]
+        out = [f"{head}; {n} rank{'s' if n != 1 else ''} not read (below): {says}",
+               Table(f"Unreadable ranks: {n}", ["rank", "error"], rows)]
+    if sel.ignored:
+        out.append(Table(f"Ignored: {len(sel.ignored)} dump file{'s' if len(sel.ignored) != 1 else ''} outside "
+                         "the rank_N folders", ["file"], [[f] for f in sel.ignored]))
+    return out
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -157,8 +195,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             from .report import cost as cost_mod
         limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else None
         cost = None
-        sel = Selection.of(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress),
-                           partial=True)
+        sel = _select(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress))
         if sel.is_file:
             from .ir import check
 
@@ -191,7 +228,8 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                     cost = cost_mod.dir_cost(folder, limit_bytes, jobs, progress)[0]
 
             def data() -> dict:
-                return {**folder.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable]}
+                return {**folder.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable],
+                        "ignored": sel.ignored}
 
             def blocks() -> list:
                 shown = summary_mod.dir_blocks(folder, limit)
@@ -249,7 +287,7 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         if max_memory:
             diff_cost.memory_threshold(max_memory)
         policy = Policy(lenient=lenient, loader=load_with_progress)
-        sides = [Selection.of(p, stage, pass_name, policy, partial=True) for p in (old, new)]
+        sides = [_select(p, stage, pass_name, policy) for p in (old, new)]
         result = diff_mod.diff_dirs(*sides)
         cdiff = reasons = None
         if with_cost or cost_kinds or max_memory:
@@ -304,25 +342,26 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: i
     from .present import json_pieces, markdown_pieces, text_pieces
 
     def body() -> int:
-        sel = Selection.of(path, None, pass_name, Policy(jobs, scheduler, lenient), partial=True)
+        sel = _select(path, None, pass_name, Policy(jobs, scheduler, lenient))
         with Steps("ranks") as progress:
             result = check_dir(sel, progress=progress)
 
         def shown() -> Iterator:  # a cause's table at a time: a thousand ranks' findings are never held
             rest = blocks(result)
-            head = str(next(rest))
-            if sel.unreadable:  # "consistent" would claim more than was compared
-                head = head.replace("consistent as far as compared, not fully checked", "no findings")
-                head = head.replace("): consistent", "): no findings")
-            yield from _unreadable(sel, head, "the folder was not fully checked")
-            yield from rest
+            head, *tables = _unreadable(sel, str(next(rest)), "the folder was not fully checked")
+            yield head
+            for block in rest:  # the lines under the headline, then the ranks not read, then the causes
+                if tables and not isinstance(block, str):
+                    yield from tables
+                    tables = []
+                yield block
+            yield from tables
 
         _warn_skips(sel)
-        code = _skipped(sel)
-        _emit(fmt, {"json": lambda: json_pieces({**result.as_dict(lazy=True),
-                                                 "unreadable": [u.as_dict() for u in sel.unreadable]}),
+        _skipped(sel)
+        _emit(fmt, {"json": lambda: json_pieces(result.as_dict(lazy=True)),
                     "text": lambda: text_pieces(shown()), "markdown": lambda: markdown_pieces(shown())})
-        return code or result.exit_code(strict)
+        return result.exit_code(strict)
 
     _run(body)
 
@@ -353,8 +392,7 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
 
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
-        sel = Selection.of(input_path, stage, pass_name, Policy(lenient=lenient, loader=load_with_progress),
-                           partial=True)
+        sel = _select(input_path, stage, pass_name, Policy(lenient=lenient, loader=load_with_progress))
         if pipeline:
             from .atomic import atomic_write
             from .render import pipeline as pipe_mod
@@ -406,7 +444,7 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, l
 
     def body() -> int:
         policy = Policy(lenient=lenient, loader=load_with_progress)
-        sels = [Selection.of(p, stage, pass_name, policy, partial=True) for p in (path, new) if p is not None]
+        sels = [_select(p, stage, pass_name, policy) for p in (path, new) if p is not None]
         models = compare_models(*sels, diff_rank, part_size) if new is not None else [models_for(sels[0], part_size)]
         for sel in sels:
             _notes(sel)
@@ -438,7 +476,7 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
     from .view.models import models_for
 
     def body() -> int:
-        sel = Selection.of(path, stage, pass_name, Policy(lenient=lenient, loader=load_with_progress), partial=True)
+        sel = _select(path, stage, pass_name, Policy(lenient=lenient, loader=load_with_progress))
         model = models_for(sel, part_size)
         _notes(sel)
         inputs = tuple(f for f in (path,) if os.path.isfile(f))

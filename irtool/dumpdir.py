@@ -73,8 +73,10 @@ def rank_error(where: str, rank: int | None, pass_: str, passes: Iterable[str]) 
 
 @dataclass(frozen=True)
 class Unreadable:
-    """A rank of a folder that could not be read: no dump of the selected pass (`file` None), or the
-    located error of its file. A record, so that a folder command answers for the other ranks."""
+    """A rank the folder holds (its `rank_N/` folder is there) that could not be read: no dump of the
+    selected pass (`file` None), or the located error of its file. A record, so that a folder command
+    answers for the other ranks. Unreadable is not missing: a rank without a `rank_N/` folder is not in
+    the folder (`selection.not_read` says which, the same in every command)."""
 
     rank: int | None
     file: str | None
@@ -84,12 +86,24 @@ class Unreadable:
         return {"rank": self.rank, "file": self.file, "error": self.error}
 
 
-def select_files(path: str, want: str | None = None,
-                 missing: list[Unreadable] | None = None) -> tuple[str, dict[int | None, str]]:
+def _outside_ranks(path: str, rank_dirs: Iterable[str]) -> list[str]:
+    """The dump files under a folder of `rank_N/` folders that no rank folder holds (beside them, or in
+    a folder of another name), sorted: ignored, and said so."""
+    skip = set(rank_dirs)
+    out: list[str] = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if os.path.join(root, d) not in skip]
+        out += [os.path.join(root, f) for f in files if _DUMP.search(f)]
+    return sorted(out)
+
+
+def select_files(path: str, want: str | None = None, missing: list[Unreadable] | None = None,
+                 ignored: list[str] | None = None) -> tuple[str, dict[int | None, str]]:
     """The pass and rank -> dump file, by file names only, for a dump file (its own pass), a rank
     folder, or a folder of `rank_N/` folders (rank None when the path does not tell). A pass no rank
     has or several passes matching `want` is a SelectionError; so is a rank without the pass, unless
-    `missing` is given: then it is recorded there and left out."""
+    `missing` is given: then it is recorded there and left out. `ignored` (when given) receives the
+    dump files of a folder of `rank_N/` folders that no rank folder holds."""
     if os.path.isfile(path):  # read as it is; a `want` it is not is the same error as in a folder
         return (pass_name(path) if want is None else resolve_pass(path, [pass_name(path)], want)), {rank_of(path): path}
     if not os.path.isdir(path):
@@ -98,6 +112,8 @@ def select_files(path: str, want: str | None = None,
                if (m := _RANK_DIR.match(e)) and os.path.isdir(os.path.join(path, e))}
     if not folders:
         folders = {rank_of(os.path.join(path, "x")): path}  # one rank's folder
+    elif ignored is not None:
+        ignored += _outside_ranks(path, folders.values())
     dumps = {r: _dumps(f) for r, f in folders.items()}
     passes = {p for d in dumps.values() for p in d}
     if not passes:

@@ -11,6 +11,16 @@ One rule for a dump without pipeline: all of it is stage 0 (MindSpore's default 
 
 How ranks are read is the selection's `Policy`: in this process with a loader (one that shows
 progress), in a process pool of `jobs` workers, or on a Dask cluster (`scheduler`).
+
+What a folder of `rank_N/` folders holds, decided here and said the same in every command:
+- a rank is *read* when its dump of the selected pass was parsed;
+- *unreadable* when its `rank_N/` folder is there but has no dump of the pass, or the dump does not
+  parse (`dumpdir.Unreadable`, with the located error; `Selection.unreadable`): the command answers
+  for the other ranks and exits 2;
+- *not in the folder* when there is no `rank_N/` folder for it (a peer or group member the dumps
+  name): said, never an error;
+- dump files that no `rank_N/` folder holds are *ignored*, and listed (`Selection.ignored`).
+`not_read` words the last three cases for a rank the dumps name.
 """
 from __future__ import annotations
 
@@ -22,6 +32,7 @@ from .dumpdir import Progress, RankFile, Unreadable, iter_ranks, rank_facts, rea
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, load
 from .parallel import ParallelFacts, analyze
+from .present import rank_list
 
 # --- the stage rule and the wording of every selection error ---------------------------------
 
@@ -42,11 +53,29 @@ def stage_error(where: str, stage: int, stages: Iterable[int | None]) -> Selecti
     return SelectionError(f"{where}: no rank is on stage {stage} ({stages_text(stages)}); try another --stage")
 
 
-def require_stage(where: str, stage: int | None, stages: Iterable[int | None]) -> None:
-    """A SelectionError (`stage_error`) when `stage` is given and none of `stages` is it."""
+def require_stage(where: str, stage: int | None, stages: Iterable[int | None],
+                  unreadable: Iterable[Unreadable] = ()) -> None:
+    """A SelectionError (`stage_error`) when `stage` is given and none of `stages` is it; when some
+    ranks were not read (`unreadable`), the error says the stage may be theirs."""
     stages = list(stages)
-    if stage is not None and stage not in {selected_stage(s) for s in stages}:
+    if stage is None or stage in {selected_stage(s) for s in stages}:
+        return
+    unread = [u.rank for u in unreadable if u.rank is not None]
+    if not unread:
         raise stage_error(where, stage, stages)
+    raise SelectionError(f"{where}: no rank read is on stage {stage} (the ranks read are on {stages_text(stages)}; "
+                         f"not read: {_ranks_text(unread)}); try another --stage")
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + rank_list(ranks)
+
+
+def not_read(rank: int, unreadable: Iterable[Unreadable]) -> str:
+    """What every command says of a rank the dumps name that was not read: `unreadable (ERROR)` when
+    the folder holds it (`dumpdir.Unreadable`, its located error), else `not in the folder`."""
+    error = next((u.error for u in unreadable if u.rank == rank), None)
+    return "not in the folder" if error is None else f"unreadable ({error})"
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -84,8 +113,9 @@ class Selection:
     rank None when the path does not tell), the `stage` asked for, and how to read (`policy`).
     `notes` say what was chosen on the user's behalf (which rank a folder command drew). With
     `partial`, a rank that cannot be read (no dump of the pass, or a located error) is recorded in
-    `unreadable` and the command answers for the others (issue 18); without, it is an error. With
-    the policy's `lenient`, each bad node or line skipped while reading is said in `skipped`."""
+    `unreadable` and the command answers for the others (issue 18); without, it is an error. Dump
+    files a folder of `rank_N/` folders holds outside them are listed in `ignored`. With the
+    policy's `lenient`, each bad node or line skipped while reading is said in `skipped`."""
 
     path: str
     files: dict[int | None, str]
@@ -96,6 +126,7 @@ class Selection:
     partial: bool = False
     unreadable: list[Unreadable] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # with lenient: each bad node or line skipped, located
+    ignored: list[str] = field(default_factory=list)  # dump files outside the `rank_N/` folders
 
     @classmethod
     def of(cls, path: str, stage: int | None = None, pass_name_: str | None = None,
@@ -104,8 +135,9 @@ class Selection:
         passes come from file names only: a bad `--pass` or a rank without that pass fails here,
         before anything is parsed. A file is read as it is (a `--pass` it is not is an error)."""
         missing: list[Unreadable] = []
-        pass_, files = select_files(path, pass_name_, missing if partial else None)
-        return cls(path, files, pass_, stage, policy or Policy(), partial=partial, unreadable=missing)
+        ignored: list[str] = []
+        pass_, files = select_files(path, pass_name_, missing if partial else None, ignored)
+        return cls(path, files, pass_, stage, policy or Policy(), partial=partial, unreadable=missing, ignored=ignored)
 
     @property
     def is_file(self) -> bool:
@@ -120,7 +152,7 @@ class Selection:
         return self.stage is None or selected_stage(stage) == self.stage
 
     def require(self, stages: Iterable[int | None], where: str | None = None) -> None:
-        require_stage(where or self.path, self.stage, stages)
+        require_stage(where or self.path, self.stage, stages, self.unreadable)
 
     # -- every rank, in worker processes
 
@@ -203,7 +235,7 @@ class Selection:
         stages: dict[int | None, int] = {}  # by rank: kept when the bisection runs again
         held: dict[int | None, Loaded] = {}
         while (starts := self._stage_starts(stages, held)) is None:
-            pass
+            pass  # a rank could not be read: again over the ranks left
         ranks = list(self.files)
         picked = sorted((held[ranks[i]] if ranks[i] in held else self.read(ranks[i]) for i in starts),
                         key=lambda p: p.stage)
@@ -216,11 +248,14 @@ class Selection:
         return picked
 
     def _stage_starts(self, stages: dict[int | None, int], held: dict[int | None, Loaded]) -> list[int] | None:
-        """Indexes into `files` where a stage begins (`per_stage`), or None when a rank was dropped."""
+        """Indexes into `files` where a stage begins (`per_stage`), or None when a rank could not be read
+        (it is no longer in `files`: `ranks` here is stale, so nothing more is read)."""
         ranks = list(self.files)
         dropped = [False]
 
         def stage(i: int) -> int:
+            if dropped[0]:
+                return -1
             if ranks[i] not in stages:
                 got = self.read_or_drop(ranks[i])
                 if got is None:
@@ -256,5 +291,7 @@ class Selection:
             first: dict[int, int] = {}
             for i in range(len(ranks)):
                 first.setdefault(stage(i), i)
+            if dropped[0]:
+                return None
             starts = sorted(first.values(), key=lambda i: stages[ranks[i]])
         return None if dropped[0] else starts

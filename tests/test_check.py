@@ -48,7 +48,7 @@ def test_consistent_folders_have_no_findings(folder: str) -> None:
     code, out = run(FIXTURES / folder, "--format", "json", "--jobs", "2")
     assert code == 0, out
     d = json.loads(out)
-    assert d["schema"] == "irtool.check/1" and d["consistent"] is True
+    assert d["schema"] == "irtool.check/2" and d["consistent"] is True
     assert d["findings"] == [] and d["unchecked"] == []  # all 8 ranks are there: nothing left unchecked
     assert [r["rank"] for r in d["ranks"]] == list(range(8))
     assert d["counts"] == {"p2p": 0, "collectives": 0, "groups": 0, "stage": 0, "total": 0}
@@ -164,7 +164,7 @@ def test_text_and_markdown_output() -> None:
     code, text = run(FIXTURES / "check_micro_mismatch_8p", "--jobs", "2")
     assert code == 1
     assert text.startswith("irtool check ") and ": 8 ranks (pass validate): 11 findings from 1 cause\n" in text
-    assert "\n  compared 32 of 32 Send/Receive pairs, 10 of 10 groups, 8 of 8 ranks with their stage peers\n" in text
+    assert "\n  compared 32 of 32 Send/Receive pairs, 10 of 10 groups, 8 of 8 ranks with a rank of their stage\n" in text
     assert ("findings: point-to-point pairing 8, collectives per group 2, group membership 0, "
             "ranks of one stage alike 1") in text
     assert f"\nCause 1 of 1 (11 findings): {MICRO_CAUSE}\n" in text
@@ -201,6 +201,24 @@ def test_strategy_mismatch_is_one_cause(strategy_validate) -> None:
     assert (cause.kind, cause.ranks, len(cause.numbers)) == ("ranks", (3,), 4)
 
 
+@pytest.mark.parametrize("name,ranks,pairs", [
+    # one device, no communication: `grep -cE '= (Send|Receive|AllReduce|AllGather|ReduceScatter)\('` -> 0
+    ("mlp_cpu", 1, 0),
+    # one rank per stage (manifest: device_num 2, pipeline_stages 2): rank 0 sends 4 to rank 1 (`dest_rank: I64(1)`
+    # in the primitive_attrs of its 4 `= Send(` lines) and receives 4 from it, rank 1 the mirror; no collective
+    # (the same grep of AllReduce/AllGather/ReduceScatter -> 0): 4 pairs each way, no group, no stage peer
+    ("pipeline_2stage_2p", 2, 8)])
+def test_strict_passes_where_nothing_needs_pairing(name: str, ranks: int, pairs: int) -> None:
+    folder = FIXTURES / name
+    code, text = run(folder, "--jobs", "2", "--strict")
+    assert code == 0, text
+    assert text.splitlines()[:2] == [
+        f"irtool check {folder}: {ranks} rank{'s' if ranks != 1 else ''} (pass validate): consistent",
+        f"  compared {pairs} of {pairs} Send/Receive pairs, 0 of 0 groups, 0 of {ranks} ranks with a rank of their stage"]
+    d = json.loads(run(folder, "--format", "json", "--jobs", "2")[1])
+    assert (d["consistent"], d["complete"], d["unchecked"]) == (True, True, [])
+
+
 def test_one_rank_per_stage_stage_pair_cause(tmp_path) -> None:
     # ranks 1 (stage 0) and 5 (stage 1) of check_micro_mismatch_8p alone: no stage peer to tell which rank is odd,
     # so the 8 Send/Receive findings (both directions) are one cause between the two stages. 6 groups have
@@ -212,7 +230,7 @@ def test_one_rank_per_stage_stage_pair_cause(tmp_path) -> None:
     assert cause.headline == "stage 0 sends 4 micro batches of (4, 64); stage 1 expects 2 of (8, 64)"
     assert (cause.kind, cause.ranks, len(cause.numbers)) == ("stages", (1, 5), 8)
     assert r.coverage.text() == ("compared 8 of 8 Send/Receive pairs, 0 of 6 groups, "
-                                 "0 of 2 ranks with their stage peers")
+                                 "0 of 2 ranks with a rank of their stage")
     assert not r.complete
 
 
@@ -224,7 +242,8 @@ def test_coverage_of_one_rank_per_stage_and_strict() -> None:
     folder = FIXTURES / "pipeline_4stage_8p"
     r = check_dir(str(folder), jobs=2)
     assert r.consistent and not r.complete
-    assert r.coverage.text() == "compared 48 of 48 Send/Receive pairs, 0 of 4 groups, 0 of 4 ranks with their stage peers"
+    assert r.coverage.text() == ("compared 48 of 48 Send/Receive pairs, 0 of 4 groups, "
+                                 "0 of 4 ranks with a rank of their stage")
     code, text = run(folder, "--jobs", "2")
     assert code == 0
     assert text.startswith(f"irtool check {folder}: 4 ranks (pass validate): consistent as far as compared, "

@@ -6,9 +6,12 @@ import lzma
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from irtool.cli import main
+from irtool.selection import Selection
+from irtool.view.models import models_for
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPE = ROOT / "fixtures" / "mindir" / "pipeline_2stage_8p"
@@ -104,3 +107,194 @@ def test_lenient_diff_of_a_file_with_itself_says_each_skip_once() -> None:
     res = _cli("diff", GARBAGE, GARBAGE, "--lenient")
     assert res.exit_code == 0, res.output
     assert res.stderr.splitlines() == [f"irtool: warning: skipped: {GARBAGE}:{GARBAGE_AT}"]
+
+
+# --- issue 25 items 6 and 7: unreadable is not missing; partial folders never crash ---------------------------
+
+FIXTURES = ROOT / "fixtures" / "mindir"
+VALIDATE = "19_validate_0078.ir.xz"
+
+
+def _cut_copy(src: Path, dst: Path, rank: int, line: int, before: str) -> Path:
+    """A copy of the real folder `src` at `dst` whose rank's validate file is cut on `line` just before
+    `before` (a bracket opened on that line never closes); the cut file, written uncompressed."""
+    shutil.copytree(src, dst)
+    packed = dst / f"rank_{rank}" / VALIDATE
+    lines = lzma.open(packed, "rt").read().split("\n")
+    assert before in lines[line - 1]
+    cut = packed.with_suffix("")  # rank_N/19_validate_0078.ir
+    cut.write_text("\n".join(lines[:line - 1]) + "\n" + lines[line - 1].split(before)[0])
+    packed.unlink()
+    return cut
+
+
+def _cut_error(cut: Path, line: int, col: int) -> str:
+    return f"{cut}:{line}:{col}: expected ')' closing the '(' at line {line} column {col}, found end of file"
+
+
+# Two folders whose lowest rank of a stage cannot be read, each with a stray dump beside the rank folders
+# (a copy of rank 2's validate file: a dump that no rank_N folder holds).
+#  p4: pipeline_4stage_8p (ranks 0, 2, 4, 6 on stages 0-3, manifest `stage_of_rank`) with rank 0 cut on line 134,
+#      `  %7(▲CNode_3063) = MakeTuple(%5, %6) ...`, after `MakeTuple(%5, `: the `(` is column 30 (two spaces,
+#      `%7(▲CNode_3063)` 15 characters, ` = ` 3, `MakeTuple` 9). Stage 0 has no other rank: it is not answered for.
+#  p2: pipeline_2stage_8p with rank 4, the lowest of stage 1 (ranks 4-7), cut on line 1028 as test 1 above cuts
+#      rank 5 (`xz -dc rank_4/19_validate_0078.ir.xz | sed -n 1028p` starts the same): rank 5 stands for stage 1.
+CASES = {
+    # name: (fixture, rank cut, line, column, cut before, ranks answered, rank picked per stage)
+    "p4": ("pipeline_4stage_8p", 0, 134, 30, "%6) cnode_attrs", [2, 4, 6], {1: 2, 2: 4, 3: 6}),
+    "p2": ("pipeline_2stage_8p", 4, CUT_LINE, CUT_COL, "%37,", [0, 1, 2, 3, 5, 6, 7], {0: 0, 1: 5}),
+}
+# Send/Receive drawn by `render --pipeline` (`grep -cE '= (Send|Receive)\('` on each validate file): p4 ranks 2
+# and 4 32 each, rank 6 16; p2 ranks 0 and 5 8 each
+DRAWN = {"p4": (3, 80), "p2": (2, 16)}
+
+
+def _partial(tmp_path: Path, case: str) -> tuple[Path, Path, str, Path]:
+    """(folder, its cut file, the located error, the stray dump)."""
+    fixture, rank, line, col, before, *_ = CASES[case]
+    folder = tmp_path / case
+    cut = _cut_copy(FIXTURES / fixture, folder, rank, line, before)
+    stray = folder / VALIDATE
+    shutil.copy(FIXTURES / fixture / "rank_2" / VALIDATE, stray)
+    return folder, cut, _cut_error(cut, line, col), stray
+
+
+FOLDER_COMMANDS = ["summarize", "check", "diff", "render --pipeline", "render --stage", "export", "view"]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("cmd", FOLDER_COMMANDS)
+def test_every_folder_command_answers_for_the_readable_ranks(cmd: str, case: str, tmp_path: Path) -> None:
+    folder, cut, error, stray = _partial(tmp_path, case)
+    fixture, rank, *_, answered, picked = CASES[case]
+    ignored = f"irtool: {folder}: ignored 1 dump file outside the rank_N folders: {stray}"
+    out = tmp_path / "out"
+    if cmd == "view":  # the models `irtool view` serves, built without a browser (as tests/test_view.py does)
+        sel = Selection.of(str(folder), partial=True)
+        model = models_for(sel)
+        graphs = json.loads(model.graphs_json())["graphs"]
+        assert [u.error for u in sel.unreadable] == [error] and sel.ignored == [str(stray)]
+        assert f"stage {max(picked)} rank {picked[max(picked)]}: " in graphs[-1]["id"]
+        peers = {a["value"] for n in graphs[0]["nodes"] for a in n["attrs"] if a["key"] == "peer"}
+        # the peer that could not be read is said so, with its error: it is in the folder
+        assert f"peer rank {rank}: unreadable ({error})" in peers
+        assert graphs[0]["groupNodeAttributes"][""]["peers unreadable"] == str(rank)
+        return
+    args = {"summarize": ["summarize", folder, "--format", "json"],
+            "check": ["check", folder, "--format", "json", "--jobs", "2"],
+            "diff": ["diff", FIXTURES / fixture, folder, "--format", "json"],
+            "render --pipeline": ["render", folder, "--pipeline", "-o", f"{out}.svg"],
+            "render --stage": ["render", folder, "--stage", "1", "-o", f"{out}.svg"],
+            "export": ["export", folder, "-o", f"{out}.json"]}[cmd]
+    res = _cli(*args)
+    assert "internal error" not in res.output and res.exit_code == 2, res.output
+    err = res.stderr.splitlines()
+    assert f"irtool: {error}" in err and ignored in err
+    if cmd in ("summarize", "check"):
+        d = json.loads(res.stdout)
+        assert [r["rank"] for r in d["ranks"]] == answered
+        assert d["unreadable"] == [{"rank": rank, "file": str(cut), "error": error}]
+        assert d["ignored"] == [str(stray)]
+        if cmd == "check":  # nothing found in the ranks read, but they are not the folder
+            assert d["consistent"] is None and d["complete"] is False
+    elif cmd == "diff":
+        d = json.loads(res.stdout)
+        assert [r["new"]["rank"] for r in d["ranks"]] == answered
+        assert [(u["side"], u["rank"], u["error"]) for u in d["unreadable"]] == [("new", rank, error)]
+    elif cmd == "render --pipeline":
+        stages, events = DRAWN[case]
+        which = ", ".join(f"rank {r} (stage {s})" for s, r in sorted(picked.items()))
+        assert f"irtool: {folder}: using {which}, the lowest rank of each stage" in err
+        assert f"{out}.svg: {stages} stages, {events} Send/Receive" in err
+    elif cmd == "render --stage":
+        assert f"irtool: {folder}: using rank {picked[1]} (stage 1), the lowest rank of its stage" in err
+        assert (tmp_path / "out.svg").exists()
+    else:
+        which = ", ".join(f"rank {r} (stage {s})" for s, r in sorted(picked.items()))
+        assert f"irtool: {folder}: using {which}, the lowest rank of each stage" in err
+        assert (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("cmd", ["summarize", "render", "export"])
+def test_a_stage_whose_only_rank_is_unreadable_names_the_rank_not_read(cmd: str, tmp_path: Path) -> None:
+    folder, _, error, stray = _partial(tmp_path, "p4")
+    out = tmp_path / ("x.svg" if cmd == "render" else "x.json")
+    res = _cli(cmd, folder, "--stage", "0", *([] if cmd == "summarize" else ["-o", out]))
+    assert res.exit_code == 2 and res.stdout == ""
+    # the located error first, then why there is nothing to answer for: stage 0 may be rank 0's
+    assert res.stderr.splitlines() == [
+        f"irtool: {folder}: ignored 1 dump file outside the rank_N folders: {stray}", f"irtool: {error}",
+        f"irtool: {folder}: no rank read is on stage 0 (the ranks read are on stages 1, 2, 3; not read: rank 0); "
+        "try another --stage"]
+    assert not out.exists()
+
+
+def test_check_says_unreadable_where_the_rank_is_there(tmp_path: Path) -> None:
+    _, new, cut = _truncated_copy(tmp_path)
+    error = _cut_error(cut, CUT_LINE, CUT_COL)
+    res = _cli("check", new, "--format", "json", "--jobs", "2")
+    assert res.exit_code == 2 and res.stderr.splitlines() == [f"irtool: {error}"]
+    d = json.loads(res.stdout)
+    assert d["schema"] == "irtool.check/2" and d["consistent"] is None and d["complete"] is False
+    assert d["unreadable"] == [{"rank": 5, "file": str(cut), "error": error}]
+    # rank 1 sends 4 and receives 4 with rank 5 (`grep -c '= Send('` on rank_1: 4, `dest_rank: I64(5)`); the groups
+    # rank 5 is in, as ranks 4 and 7 name them (`group_rank_ids` of their AllReduce/AllGather/ReduceScatter)
+    assert sorted(u["text"] for u in d["unchecked"]) == sorted([
+        f"rank 1 sends to rank 5, which is unreadable ({error}) (4 Send)",
+        f"rank 1 receives from rank 5, which is unreadable ({error}) (4 Receive)",
+        f"group 2-16057586909177180503 (ranks 5, 7): rank 5 is unreadable ({error}), its collectives are not compared",
+        f"group 2-6541264347459079684 (ranks 4, 5): rank 5 is unreadable ({error}), its collectives are not compared",
+        f"group 4-15700679239691767905 (ranks 4-7): rank 5 is unreadable ({error}), its collectives are not compared"])
+    text = _cli("check", new, "--jobs", "2")
+    assert text.exit_code == 2 and "not in the folder" not in text.stdout
+    assert text.stdout.splitlines()[0] == (f"irtool check {new}: 7 ranks (pass validate): no findings in the ranks "
+                                           "read, 5 not checked; 1 rank not read (below): the folder was not fully checked")
+
+
+def test_check_tells_an_unreadable_rank_from_an_absent_one(tmp_path: Path) -> None:
+    # p4 with rank 0 unreadable and rank 4 (stage 2) removed: rank 2 sends 8 to and receives 8 from each of
+    # ranks 0 and 4 (the `dest_rank` / `src_rank` in the primitive_attrs of rank_2's Send / Receive lines)
+    folder, _, error, _ = _partial(tmp_path, "p4")
+    shutil.rmtree(folder / "rank_4")
+    res = _cli("check", folder, "--format", "json", "--jobs", "2")
+    notes = [u["text"] for u in json.loads(res.stdout)["unchecked"]]
+    assert f"rank 2 sends to rank 0, which is unreadable ({error}) (8 Send)" in notes
+    assert f"rank 2 receives from rank 0, which is unreadable ({error}) (8 Receive)" in notes
+    assert "rank 2 sends to rank 4, which is not in the folder (8 Send)" in notes
+    assert "rank 6 receives from rank 4, which is not in the folder (8 Receive)" in notes
+
+
+def test_folder_text_prints_every_warning_its_headline_counts(tmp_path: Path) -> None:
+    # rank 5 of pipeline_2stage_8p with `checkpoint: Bool(1)` of line 1077 (`%47(▲CNode_1911) = MakeTuple(%45, %46)
+    # cnode_attrs: {checkpoint: Bool(1)}`) made `checkpoint: @@ !! ##`, as fixtures/errors/garbage_attr.ir does:
+    # the first `!` is column 71 (2 spaces, `%47(▲CNode_1911)` 16, ` = ` 3, `MakeTuple(%45, %46)` 19,
+    # ` cnode_attrs: {` 15, `checkpoint: ` 12, `@@ ` 3). --lenient skips that node: its header's
+    # `Total number of cnodes: 815` (line 69) is one more than read.
+    folder = tmp_path / "p2"
+    shutil.copytree(PIPE, folder)
+    packed = folder / "rank_5" / VALIDATE
+    lines = lzma.open(packed, "rt").read().split("\n")
+    assert lines[1076].endswith("cnode_attrs: {checkpoint: Bool(1)}") and lines[68] == "Total number of cnodes: 815"
+    lines[1076] = lines[1076].replace("checkpoint: Bool(1)", "checkpoint: @@ !! ##")
+    bad = packed.with_suffix("")
+    bad.write_text("\n".join(lines))
+    packed.unlink()
+    skip = f"skipped: {bad}:1077:71: expected a value, name, reference or bracket, found '!'"
+    res = _cli("summarize", folder, "--lenient")
+    assert res.exit_code == 0, res.output
+    out = res.stdout.splitlines()
+    assert out[4].startswith("Unknown or unpaired: ") and "2 warnings below" in out[4]
+    table = out[out.index("Warnings: 2") + 3:]
+    assert [row.split(None, 2) for row in table[:2]] == [
+        ["5", f"{bad}:1077", skip], ["5", str(bad), "header declares 815 cnodes, parsed 814"]]
+
+
+def test_a_rank_unreadable_in_a_folder_out_of_rank_order(tmp_path: Path) -> None:
+    # rank_0 holds pipeline_2stage_8p's rank 4 (stage 1), rank_2 its rank 0 (stage 0): not MindSpore's order, so
+    # every rank is read; rank_1 (fixtures/errors/garbage_attr.ir) fails while they are
+    for rank, src in ((0, PIPE / "rank_4" / VALIDATE), (1, GARBAGE), (2, PIPE / "rank_0" / VALIDATE)):
+        (tmp_path / f"rank_{rank}").mkdir()
+        shutil.copy(src, tmp_path / f"rank_{rank}" / (VALIDATE if rank != 1 else "19_validate_0078.ir"))
+    sel = Selection.of(str(tmp_path), partial=True)
+    assert [(p.rank, p.stage) for p in sel.per_stage()] == [(2, 0), (0, 1)]
+    assert [u.error for u in sel.unreadable] == [f"{tmp_path}/rank_1/19_validate_0078.ir:{GARBAGE_AT}"]

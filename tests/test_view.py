@@ -279,8 +279,8 @@ def test_pipeline_peers_outside_the_folder_are_said(tmp_path: Path) -> None:
     rank0 = [_attrs(n) for n in graph["nodes"] if n["id"].startswith("rank0/")]
     # `grep -cE '= (Send|Receive)\('` on rank 0 -> 16, every one with `dest_rank: I64(2)` / `src_rank: I64(2)`
     # on nccl_world_group (8 each)
-    assert len(rank0) == 16 and all(a["peer"] == "peer rank 2: not in this folder" for a in rank0)
-    assert "2" in graph["groupNodeAttributes"][""]["peers not in this folder"].split(", ")
+    assert len(rank0) == 16 and all(a["peer"] == "peer rank 2: not in the folder" for a in rank0)
+    assert "2" in graph["groupNodeAttributes"][""]["peers not in the folder"].split(", ")
 
 
 def test_compare_marks_the_changed_strategy() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable, Iterable
 
-from ..dumpdir import Progress, RankFacts, RankFile, iter_ranks
+from ..dumpdir import Progress, RankFacts, RankFile, Unreadable, iter_ranks
 from ..selection import Policy, Selection
 from .causes import causes
 from .collectives import Collectives
@@ -30,12 +30,14 @@ def check_ranks(path: str, facts: list[RankFacts], pass_name: str = "validate") 
 
 
 def check_digests(path: str, digests: Iterable[RankDigest], load: Callable[[list[int]], list[RankDetails]],
-                  pass_name: str = "validate") -> CheckResult:
+                  pass_name: str = "validate", unreadable: list[Unreadable] | None = None) -> CheckResult:
     """Every check over the ranks' digests of the folder at `path`, folded as they come (in rank
-    order); `load` reads some ranks' details again. No digest is kept."""
-    folder = Folder.of(path, load)
+    order); `load` reads some ranks' details again. No digest is kept. `unreadable`: the ranks the
+    folder holds that were not read (filled while `digests` is read: a partial selection's list)."""
+    unreadable = unreadable if unreadable is not None else []
+    folder = Folder.of(path, load, unreadable)
     pairing, collectives, membership, stages = Pairing(), Collectives(), Membership(), Stages()
-    result = CheckResult(path, pass_name)
+    result = CheckResult(path, pass_name, unreadable=unreadable)
     for d in digests:
         if d.rank is None:
             result.ranks.append(RankEntry(None, d.path, d.stage))
@@ -65,11 +67,15 @@ def check_dir(sel: str | Selection, pass_name: str | None = None, jobs: int | No
     on the Dask cluster at `scheduler`) into its digest, folded into the checks as it comes; the ranks
     whose digests differ are read again for their details. A rank whose dump does not parse raises
     its DumpError (a partial selection records it in `sel.unreadable`): a check over part of a dump
-    proves nothing."""
+    proves nothing; the result says which ranks were not read (`unreadable`) and which dump files
+    were ignored."""
     if not isinstance(sel, Selection):
         sel = Selection.of(sel, None, pass_name, Policy(jobs, scheduler))
     read = partial(rank_details, lenient=sel.policy.lenient)
-    return check_digests(sel.path, sel.stream(progress, of=rank_digest),
-                         lambda ranks: list(iter_ranks(read, [RankFile(r, sel.files[r]) for r in ranks], sel.policy.jobs,
-                                                       None, sel.policy.scheduler)), sel.pass_name)
+    result = check_digests(sel.path, sel.stream(progress, of=rank_digest),
+                           lambda ranks: list(iter_ranks(read, [RankFile(r, sel.files[r]) for r in ranks],
+                                                         sel.policy.jobs, None, sel.policy.scheduler)),
+                           sel.pass_name, sel.unreadable)
+    result.ignored = sel.ignored
+    return result
 

@@ -43,9 +43,12 @@ class Collectives:
             absent = [r for r in everyone if r not in folder.stages]
             if absent:
                 first = min(users)
+                why: dict[str, list[int]] = {}  # not in the folder, or unreadable (with its error)
+                for r in absent:
+                    why.setdefault(folder.not_read(r), []).append(r)
                 folder.unchecked.add((2, group), Unchecked(
                     "collectives", first, folder.files[first],
-                    f"{subject}: {_ranks_are(absent)} not in the folder, "
+                    f"{subject}: {'; '.join(f'{_ranks_are(rs)} {w}' for w, rs in why.items())}, "
                     f"{'its' if len(absent) == 1 else 'their'} collectives are not compared"))
             idle = [r for r in everyone if r in folder.stages and r not in users]
             if len(everyone) - len(absent) < 2:

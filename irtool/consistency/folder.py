@@ -11,8 +11,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterable, TypeVar
 
+from ..dumpdir import Unreadable
 from ..parallel import CommNode
 from ..present import DASH, cell
+from ..selection import not_read
 from .digest import Message, RankDetails
 from .records import Finding, Side, Unchecked
 from .staged import Staged
@@ -26,7 +28,9 @@ _HELD = 32  # ranks' details held at once (they are read again in batches of at 
 class Folder:
     """The ranks of one folder seen so far: `stages` (rank -> stage, the ranks that arrived) and
     `files` (relative to the folder, as findings show them). `load` reads the details of some ranks
-    again (in workers), for the ranks whose hashes differ; at most `_HELD` are kept."""
+    again (in workers), for the ranks whose hashes differ; at most `_HELD` are kept. `unreadable`:
+    the ranks the folder holds that could not be read (the selection's list, complete once every
+    rank has arrived)."""
 
     base: str
     load: Callable[[list[int]], list[RankDetails]]
@@ -34,11 +38,18 @@ class Folder:
     files: dict[int, str] = field(default_factory=dict)
     findings: Staged[Finding] = field(default_factory=Staged)
     unchecked: Staged[Unchecked] = field(default_factory=Staged)
+    unreadable: list[Unreadable] = field(default_factory=list)
     _details: dict[int, RankDetails] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, path: str, load: Callable[[list[int]], list[RankDetails]]) -> Folder:
-        return cls(path if os.path.isdir(path) else os.path.dirname(path), load)
+    def of(cls, path: str, load: Callable[[list[int]], list[RankDetails]],
+           unreadable: list[Unreadable] | None = None) -> Folder:
+        return cls(path if os.path.isdir(path) else os.path.dirname(path), load,
+                   unreadable=unreadable if unreadable is not None else [])
+
+    def not_read(self, rank: int) -> str:
+        """Why a rank the dumps name did not arrive: `unreadable (ERROR)` or `not in the folder`."""
+        return not_read(rank, self.unreadable)
 
     def arrive(self, rank: int, path: str, stage: int | None) -> None:
         self.stages[rank] = stage

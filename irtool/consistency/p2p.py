@@ -67,7 +67,7 @@ class Pairing:
                 folder.findings.add((0, *link, i, f.problem == ORDER), f)
 
     def finish(self, folder: Folder) -> Compared:
-        """What was left unpaired (peers not in the folder) and the coverage of pairs; the order
+        """What was left unpaired (peers not in the folder or unreadable) and the coverage of pairs; the order
         findings go when some rank's pass prints Sends and Receives unordered (`ordered_only`)."""
         outside: dict[tuple[int, str, int], int] = defaultdict(int)
         for (src, dst), (sends, receives) in self.pending.items():
@@ -78,8 +78,9 @@ class Pairing:
         for i, ((rank, direction, peer), n) in enumerate(sorted(outside.items())):
             verb = "sends to" if direction == "send" else "receives from"
             what = "Send" if direction == "send" else "Receive"
-            folder.unchecked.add((1, 1, i), Unchecked(
-                "p2p", rank, folder.files[rank], f"rank {rank} {verb} rank {peer}, which is not in the folder ({n} {what})"))
+            folder.unchecked.add((1, 1, i), Unchecked(  # the peer not in the folder, or there but unreadable
+                "p2p", rank, folder.files[rank],
+                f"rank {rank} {verb} rank {peer}, which is {folder.not_read(peer)} ({n} {what})"))
         if not self.ordered and self.compared:
             folder.unchecked.add((1, 2), Unchecked(
                 "p2p", None, "every rank", "the order of Sends and Receives is not compared: this pass "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, get_args
 
+from ..dumpdir import Unreadable
 from ..present import Records
 from ..spill import Spill
 
@@ -99,12 +100,15 @@ class Coverage:
 
     @property
     def complete(self) -> bool:
-        return self.pairs.complete and self.groups.complete and self.stage_peers.complete
+        """Every Send/Receive paired and every group compared: what needs a counterpart has it. A rank
+        alone on its stage is not incomplete (a single-device job, one rank per stage): a stage peer
+        missing from the folder is a member missing from the stage's groups (docs/check.md "--strict")."""
+        return self.pairs.complete and self.groups.complete
 
     def text(self) -> str:
         return (f"compared {self.pairs.compared} of {self.pairs.present} Send/Receive pairs, "
                 f"{self.groups.compared} of {self.groups.present} groups, "
-                f"{self.stage_peers.compared} of {self.stage_peers.present} ranks with their stage peers")
+                f"{self.stage_peers.compared} of {self.stage_peers.present} ranks with a rank of their stage")
 
     def as_dict(self) -> dict[str, Any]:
         return {"pairs": self.pairs.as_dict(), "groups": self.groups.as_dict(),
@@ -143,18 +147,27 @@ class CheckResult:
     unchecked: Spill[Unchecked] = field(default_factory=Spill)
     causes: Spill[Cause] = field(default_factory=Spill)
     coverage: Coverage = field(default_factory=lambda: Coverage(Compared(0, 0), Compared(0, 0), Compared(0, 0)))
+    unreadable: list[Unreadable] = field(default_factory=list)  # ranks the folder holds that were not read
+    ignored: list[str] = field(default_factory=list)  # dump files outside the `rank_N/` folders
 
     @property
-    def consistent(self) -> bool:
-        return not self.findings
+    def consistent(self) -> bool | None:
+        """False with a finding; True without, every rank read; None (unknown) without a finding in
+        the ranks read when some were not: a rank not read may be the one that disagrees."""
+        if self.findings:
+            return False
+        return None if self.unreadable else True
 
     @property
     def complete(self) -> bool:
-        """Everything present was compared: nothing under "Not checked", every pair, group and stage peer."""
-        return not self.unchecked and self.coverage.complete
+        """Everything that needs a counterpart was compared: every rank read, nothing under "Not
+        checked", every Send/Receive paired and every group compared (`Coverage.complete`)."""
+        return not self.unreadable and not self.unchecked and self.coverage.complete
 
     def exit_code(self, strict: bool = False) -> int:
-        """0 consistent (with `strict`: and complete), else 1."""
+        """2 when a rank was not read, else 0 consistent (with `strict`: and complete), else 1."""
+        if self.unreadable:
+            return 2
         return 0 if self.consistent and (self.complete or not strict) else 1
 
     def findings_of(self, cause: Cause) -> list[Finding]:
@@ -168,16 +181,17 @@ class CheckResult:
         return out
 
     def as_dict(self, lazy: bool = False) -> dict[str, Any]:
-        """The JSON `irtool.check/1`; with `lazy`, its lists of records are `Records`, made as they are
+        """The JSON `irtool.check/2`; with `lazy`, its lists of records are `Records`, made as they are
         written (`present.json_pieces`)."""
         def records(seq: Spill, fn: Any) -> list | Records:
             return Records(len(seq), lambda: map(fn, seq)) if lazy else [fn(x) for x in seq]
 
-        return {"schema": "irtool.check/1", "path": self.path, "pass": self.pass_name,
+        return {"schema": "irtool.check/2", "path": self.path, "pass": self.pass_name,
                 "consistent": self.consistent,
                 "ranks": records(self.ranks, lambda r: {"rank": r.rank, "file": r.file, "stage": r.stage}),
                 "complete": self.complete, "coverage": self.coverage.as_dict(),
                 "counts": self.counts(), "findings": records(self.findings, Finding.as_dict),
                 "causes": records(self.causes, lambda c: {"headline": c.headline, "kind": c.kind,
                                                          "ranks": list(c.ranks), "findings": list(c.numbers)}),
-                "unchecked": records(self.unchecked, Unchecked.as_dict)}
+                "unchecked": records(self.unchecked, Unchecked.as_dict),
+                "unreadable": [u.as_dict() for u in self.unreadable], "ignored": self.ignored}

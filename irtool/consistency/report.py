@@ -1,5 +1,5 @@
 """`irtool check` output: the verdict and what was compared, then one table per root cause (its
-headline, its findings one row per side), as text or Markdown tables, or the JSON `irtool.check/1`
+headline, its findings one row per side), as text or Markdown tables, or the JSON `irtool.check/2`
 (docs/check.md)."""
 from __future__ import annotations
 
@@ -11,11 +11,14 @@ from .records import CHECK_TITLES, CHECKS, CheckResult
 
 def headline(result: CheckResult) -> str:
     """`irtool check DIR: 8 ranks (pass validate): 11 findings from 1 cause`; `consistent` only when
-    there is no finding, with `as far as compared` when something could not be compared."""
+    there is no finding, with `as far as compared` when something could not be compared, never when
+    a rank was not read (`no findings in the ranks read`; the CLI says after it how many were not)."""
     n, ranks, k = len(result.findings), len(result.ranks), len(result.causes)
     if n:
         verdict = (f"{n} finding{'s' if n != 1 else ''} from {k} cause{'s' if k != 1 else ''}"
-                   + ("" if result.complete else ", not fully checked"))
+                   + ("" if result.complete or result.unreadable else ", not fully checked"))
+    elif result.unreadable:
+        verdict = "no findings in the ranks read"
     else:
         verdict = "consistent" if result.complete else "consistent as far as compared, not fully checked"
     return (f"irtool check {result.path}: {ranks} rank{'s' if ranks != 1 else ''} (pass {result.pass_name}): "

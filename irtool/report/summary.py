@@ -415,14 +415,18 @@ def summary_blocks(s: FileSummary, limit: int | None = DEFAULT_LIMIT) -> list[Bl
 
 
 def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
-    """The report of a dump folder: the ranks, each stage's totals (sums over its ranks, said so in
-    the title), its strategies, redistributions and optimizer sharding (ranks with the same tables
-    shown once: `ranks 1-3: same as rank 0`), and every rank's Send/Receive."""
+    """The report of a dump folder: the ranks, their warnings, each stage's totals (sums over its
+    ranks, said so in the title), its strategies, redistributions and optimizer sharding (ranks with
+    the same tables shown once: `ranks 1-3: same as rank 0`), and every rank's Send/Receive."""
     ranks = Table("Ranks", ["rank", "stage", "file", "comm nodes", "bytes"],
                   [[cell(r.rank), cell(r.stage), r.path, cell(r.totals.total.count),
                     bytes_text(r.totals.total.bytes)] for r in d.rows])
     blocks: list[Block] = [*dir_headline(d), "", d.path + (f"  stage {d.stage}" if d.stage is not None else ""),
                            job_table(d.job), ranks.limited(limit)]
+    # every warning the headline counts, whatever the row limit (a single file's summary prints them all too)
+    warnings = [[cell(r.rank), f"{r.path}:{w.line}" if w.line else r.path, w.message] for r in d.rows for w in r.warnings]
+    if warnings:
+        blocks.append(Table(f"Warnings: {len(warnings)}", ["rank", "location", "warning"], warnings))
     for st in d.stages:
         n = len(st.ranks)
         name = "No pipeline stage" if st.stage is None else f"Stage {st.stage}"

@@ -22,12 +22,14 @@ from collections import Counter, defaultdict
 from functools import partial
 from typing import Any, Callable, Iterable
 
+from ..dumpdir import Unreadable
 from ..ir import Dump, Node, TypeInfo
 from ..parallel import CATEGORIES, CommNode, ParallelFacts
 from ..parallel.chains import user_source
 from ..parallel.records import ChainEnd, RedistributionChain
 from ..present import DASH, cell, chain_end_layout, rank_list, strategy_text
 from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
+from ..selection import not_read
 
 _GRAPH_TOKEN = re.compile(r"@@?([^\s,()\[\]]+)")
 MAX_VALUE = 2000  # characters of one attribute shown in the side panel (the dump line has them all)
@@ -619,20 +621,23 @@ def comm_id(rank: int, c: CommNode) -> str:
 
 def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = "pipeline",
                    folder: Iterable[int] | None = None,
-                   orders: dict[int, list[str]] | None = None) -> dict[str, Any]:
+                   orders: dict[int, list[str]] | None = None, unreadable: Iterable[Unreadable] = ()) -> dict[str, Any]:
     """Every Send/Receive of the given ranks (one per stage) and one edge from each Send to the
     Receive it pairs with: same sender and receiver, matched in order by tag and micro batch. All in
     one layer (a namespace per micro batch beyond MAX_CHILDREN boxes), so Model Explorer draws every
     edge. Boxes are labelled with rank, place in the rank's execution order (`#3`: as the dump orders
     them, forward and backward interleaved), micro batch, tag and peer; a peer that is
-    not one of the given ranks is said to be in the folder (not drawn) or not in it at all
-    (`folder`: every rank of the folder). `orders` (rank -> node uids in execution order, where the
+    not one of the given ranks is said to be in the folder (not drawn), unreadable (`unreadable`, with
+    its error) or not in the folder (`folder`: every rank of the folder not known unreadable; the
+    words are `selection.not_read`'s). `orders` (rank -> node uids in execution order, where the
     dump fixes it: docs/cost.md §4) chains each stage's nodes in that order by `order` edges."""
     nodes: dict[str, dict[str, Any]] = {}
     sends: dict[tuple, list[str]] = defaultdict(list)
     receives: dict[tuple, list[str]] = defaultdict(list)
     shown = {rank for rank, _, _ in ranks}
     in_folder = set(folder) if folder is not None else shown
+    unreadable = list(unreadable)
+    unread = {u.rank for u in unreadable}
     outside: set[int] = set()
     for rank, file, facts in ranks:
         stage = DASH if facts.stage is None else str(facts.stage)
@@ -643,8 +648,8 @@ def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = 
             to = "to" if c.direction == "send" else "from"
             peer = f"{to} rank {cell(c.peer_rank)}"
             if c.peer_rank is not None and c.peer_rank not in shown:
-                where = "in this folder, not drawn (one rank per stage)" if c.peer_rank in in_folder \
-                    else "not in this folder"
+                where = "in the folder, not drawn (one rank per stage)" if c.peer_rank in in_folder \
+                    else not_read(c.peer_rank, unreadable)
                 peer = f"peer rank {c.peer_rank}: {where}"
                 if c.peer_rank not in in_folder:
                     outside.add(c.peer_rank)
@@ -675,8 +680,9 @@ def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = 
         for a, b in zip(chain, chain[1:]):
             nodes[b]["incomingEdges"].append({"sourceNodeId": a, "sourceNodeOutputId": "0", "targetNodeInputId": "order"})
     info = {"Send/Receive": str(len(nodes)), "pairs": str(paired), "ranks drawn": rank_list(sorted(shown))}
-    if outside:
-        info["peers not in this folder"] = rank_list(sorted(outside))
+    for what, which in (("peers unreadable", outside & unread), ("peers not in the folder", outside - unread)):
+        if which:
+            info[what] = rank_list(sorted(which))
     return {"id": graph_id, "nodes": list(nodes.values()), "groupNodeAttributes": {"": info}}
 
 

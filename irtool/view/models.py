@@ -145,7 +145,8 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
         scheds = {r.rank: stage_schedule(r.dump, r.facts) for r in picked}
         orders = {rank: [e.node for e in s.events] for rank, s in scheds.items() if s.fixed}
         pipe = pipeline_graph([(r.rank, os.path.relpath(r.file, sel.path), r.facts) for r in picked],
-                              folder=[r for r in sel.files if r is not None], orders=orders)
+                              folder=[r for r in sel.files if r is not None], orders=orders,
+                              unreadable=sel.unreadable)
         return [pipe] + [g for r in picked for g in dump_graphs(r.dump, r.facts, r.prefix, part_size)]
 
     return Model(label, build, _overlays(picked), sorting="name_asc", first_graph="pipeline")
