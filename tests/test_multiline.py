@@ -188,3 +188,16 @@ def test_order_entry_whose_constant_never_closes(tmp_path: Path) -> None:
     assert [w.line for w in dump.warnings] == [224] and "closing the '[' at line 225 column 1" in dump.warnings[0].message
     assert len(dump.order) == 713 and dump.order[6].startswith("#   2: @180_gather_45:CNode_644{")
     assert dump.counts == {"subgraphs": 223, "params": 57, "cnodes": 750}
+
+
+def test_a_bracket_left_open_in_an_unquoted_string_is_kept_as_printed(tmp_path: Path) -> None:
+    lines = raw_bytes(Path(fixture(ORDER))).split(b"\n")
+    # line 5: `compile_phase: train.1795680800556099840.140672111744432.0...0`, an attribute value printed
+    # without quotes; make it open a bracket that no line after it closes (line 6 is `training: 1`)
+    assert lines[4].startswith(b"compile_phase: train.") and lines[5] == b"training: 1"
+    lines[4] = lines[4].replace(b"train.", b"train(")
+    odd = tmp_path / "open_attr.ir"
+    odd.write_bytes(b"\n".join(lines))
+    dump = irtool.load(odd)
+    assert dump.warnings == [] and dump.attrs["compile_phase"] == lines[4].decode().split(": ", 1)[1]
+    assert dump.attrs["training"] == "1" and len(dump.order) == 714

@@ -94,9 +94,9 @@ class Node:
         """The signatures printed after a callee of several not yet resolved to one
         (`MultitypeFuncGraph_lazy_adam_opt{(Func, Bool, ...), (Func, ..., RowTensor, ...)}`): one
         tuple of type names per signature; None for any other callee."""
-        begin = self.text.find(") = ") + len(") = ") + len(self.callee)
-        if self.text[begin : begin + 1] != "{":
+        if self.id is None or self.text[self.args_start - 2] != "}":  # the set ends `}(`
             return None
+        begin = self.text.index(") = ") + len(") = ") + len(self.callee)
         signatures = scan_args(self.text, begin + 1)[0]
         return [tuple(i.text for i in scan_args(s.text, 1)[0]) for s in signatures]
 

@@ -202,7 +202,8 @@ _RETURN_ARGS = len("  Return(")
 # node's inputs (a wrapped tensor constant; a string, printed without quotes, with its line breaks),
 # an attribute line its value, a parameter line or `# Parameters:` its types, a symbol line shapes.
 # (Type lines print no values: `<Tensor[Float32], (), value=...>`.) Their strings are not quoted, so
-# a quote opens a string only where it closes on its own line (`_Brackets.raw`).
+# a quote opens a string only where it closes on its own line, and a bracket left open with no line of
+# unknown kind after it is taken as part of such a string (`_Brackets.raw`, `_continued`).
 _VALUE_KINDS = frozenset({"ORDER_LINE", "KV_LINE", "PARAM_LINE", "PARAMETERS_LINE", "SYMBOL_LINE"})
 
 
@@ -373,7 +374,11 @@ def _continued(tok: _Tok, opened: _Brackets, data: _Lines) -> tuple[_Tok, DumpEr
     constants, strings may hold line breaks) until its brackets balance, by line breaks, so that
     offsets in the text still name a line and column. Returns the joined token (of the same class
     and kind), and the error of one that was cut: a located error at its own line, raised unless
-    `lenient`. The line that showed the cut is read again."""
+    `lenient`. The line that showed the cut is read again.
+
+    A value line (`opened.raw`) goes on only over lines of no known kind, not blank; where such a
+    line does not follow it, the bracket left open is in one of its unquoted strings and the line
+    is complete as printed."""
     parts, joins = [str(tok)], []
     size = len(parts[0])
     match = _line_regex().fullmatch
@@ -381,7 +386,8 @@ def _continued(tok: _Tok, opened: _Brackets, data: _Lines) -> tuple[_Tok, DumpEr
     for number, text in data.lines:
         m = match(text)
         kind = m.lastgroup if m else "UNKNOWN_LINE"
-        if kind in (_STOP_KINDS if opened.quote is None else _STOP_IN_STRING):
+        if kind in (_STOP_KINDS if opened.quote is None else _STOP_IN_STRING) or (
+                opened.raw and (kind != "UNKNOWN_LINE" or not text.strip())):
             found = f"{LINE_NAMES[kind]} {show(text)} at line {number}"
             data.cursor.unread()
             break
@@ -393,6 +399,8 @@ def _continued(tok: _Tok, opened: _Brackets, data: _Lines) -> tuple[_Tok, DumpEr
         if opened.feed(text, number):
             found = ""
             break
+    if opened.raw and not joins:
+        return tok, None
     joined = type(tok)(tok.type, "\n".join(parts), line=tok.line, column=1)
     joined.src, joined.joins = data, tuple(joins)
     if isinstance(joined, BlockToken):
