@@ -171,6 +171,12 @@ def test_gzip_dump_reads_like_the_plain_one(tmp_path):
     assert a["counts"] == b["counts"] and a["ops"] == b["ops"] and a["bytes"] == b["bytes"] == 108262
 
 
+def test_bytes_are_bytes_not_characters():
+    # control_flow_cpu validate names graphs with `▸`, `◂`, `✓`, `✗`, `↓` (3 bytes each in UTF-8) and `ф` (2):
+    # `xz -dc FILE | wc -c` -> 241151 bytes, `wc -m` -> 240624 characters
+    assert summarize(*_loaded(fixture("control_flow_cpu/rank_0/19_validate_0075.ir.xz")))["bytes"] == 241151
+
+
 @pytest.mark.parametrize("rel", ["mlp_cpu/rank_0/19_validate_0072.ir", "control_flow_cpu/rank_0/19_validate_0075.ir.xz",
                                  "control_flow_cpu/rank_0/11_pipeline_split_0012.ir.xz",
                                  "semi_auto_8p/rank_0/step_parallel_end_0019.ir.xz",
@@ -178,7 +184,10 @@ def test_gzip_dump_reads_like_the_plain_one(tmp_path):
                                  # statements over several lines (numpy-wrapped constants, a string with a line break)
                                  "const_wrap_cpu/rank_0/11_pipeline_split_0012.ir.xz",
                                  "const_wrap_cpu/rank_0/19_validate_0072.ir.xz",
-                                 "micro_interleaved_8p/rank_0/opt_pass_2_opt_a_0021.ir.xz"])
+                                 "micro_interleaved_8p/rank_0/opt_pass_2_opt_a_0021.ir.xz",
+                                 # a callee with its signature set (LazyAdam's update); wrapped order entries
+                                 "lazy_adam_cpu/rank_0/01_type_inference_0001.ir.xz",
+                                 "order_list_cpu/rank_0/01_type_inference_0001.ir.xz"])
 def test_full_statement_rule_agrees_with_the_fast_path(rel):
     # The grammar's `node_stmt` rule parses every statement whole; its argument count must be
     # what the fast path (`Node.inputs`, a regex over the grammar's terminals) found.

@@ -1,6 +1,7 @@
 """Statements printed over several lines (issue 10.1): numpy wraps tensor constants, strings may
 hold a line break. Real dumps: fixtures/mindir/const_wrap_cpu (CPU) and micro_interleaved_8p
-(sharded constants after the parallel pass); line numbers from `xz -dc FILE | sed -n Np`."""
+(sharded constants after the parallel pass); `# Order:` entries holding such values, and order lines
+of three digits (issue 26): order_list_cpu; line numbers from `xz -dc FILE | sed -n Np`."""
 from __future__ import annotations
 
 import json
@@ -15,6 +16,7 @@ from irtool.errors import DumpError
 from irtool.ir.values import parse_value
 
 CONST = "const_wrap_cpu/rank_0/19_validate_0072.ir.xz"
+ORDER = "order_list_cpu/rank_0/01_type_inference_0001.ir.xz"
 MICRO = "micro_interleaved_8p"
 ERRORS = ROOT / "fixtures" / "errors"
 
@@ -138,3 +140,64 @@ def test_an_open_string_stops_at_the_next_statement(tmp_path: Path) -> None:
         irtool.load(bad)
     assert (err.value.line, err.value.expected) == (61, "'\"' closing the string at line 62 column 179")
     assert err.value.found.startswith("a scope line") and err.value.found.endswith("at line 64")
+
+
+def _lines(rel: str, *numbers: int) -> str:
+    lines = raw_bytes(Path(fixture(rel))).decode().split("\n")
+    return "\n".join(lines[n - 1] for n in numbers)
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+def test_order_entries_holding_wrapped_values_and_three_digit_numbers(lenient: bool) -> None:
+    dump = irtool.load(fixture(ORDER), lenient=lenient)
+    assert dump.warnings == []
+    # header: `# Total subgraphs: 223`, `# Total params: 57`, `Total number of cnodes: 750`
+    assert dump.counts == {"subgraphs": 223, "params": 57, "cnodes": 750}
+    # grep -c '^# Order:' -> 223 sections; grep -c '^# *[0-9]*: ' -> 714 entries, each one item
+    assert len(dump.order) == 714
+    # lines 224-226 (6 entries before: head -223 | grep -c '^# *[0-9]*: '): the Gather's index constant
+    # `value=` / `[[ 0  5 10]` / ` [15  3  7]]), [3]: ... 0}`
+    assert dump.order[6] == _lines(ORDER, 224, 225, 226)
+    assert dump.order[6].endswith("[3]: ValueNode<Int64Imm> 0, [4]: ValueNode<Int64Imm> 0}")
+    assert dump.order[7].startswith("#   2: @180_gather_45:CNode_644{")  # line 227
+    # grep -n '^# *[0-9]*: .*[^}]$' -> 6 entries go on over the following lines (224, 344, 386, 602, 609, 612)
+    assert sum("\n" in e for e in dump.order) == 6
+    # lines 612-613: a string printed without quotes, holding its line break
+    (show,) = [e for e in dump.order if "ValueNode<PrimitivePy> Print" in e]
+    assert show == _lines(ORDER, 612, 613) and show.endswith("a string constant\nwith a line break, [2]: g}")
+    # grep -n '^# [0-9][0-9][0-9]: ' -> lines 10190-10196, `# 100: @191_hyper_map_500:success{...` to `# 106: ...`
+    wide = [e for e in dump.order if e.startswith("# 1")]
+    assert len(wide) == 7 and wide[0] == _lines(ORDER, 10190) and wide[-1] == _lines(ORDER, 10196)
+
+
+def test_order_entry_whose_constant_never_closes(tmp_path: Path) -> None:
+    lines = raw_bytes(Path(fixture(ORDER))).split(b"\n")
+    # remove line 226 (` [15  3  7]]), [3]: ...}`): line 225 `[[ 0  5 10]` leaves the `[` of column 1 open,
+    # and the next entry (`#   2: ...`, line 226 of the copy) cannot continue it
+    assert lines[225].startswith(b" [15  3  7]])") and lines[226].startswith(b"#   2: ")
+    del lines[225]
+    bad = tmp_path / "cut_order.ir"
+    bad.write_bytes(b"\n".join(lines))
+    line = assert_located_error(run_cli("summarize", str(bad)))
+    # reported at the entry's own line, at its innermost bracket still open there: the `(` of `Tensor(`
+    # (sed -n 224p | awk '{print index($0, "Tensor(")}' -> 123, so column 129)
+    assert "cut_order.ir:224:129: expected ']' closing the '[' at line 225 column 1, found an order line" in line
+    assert line.endswith("at line 226")
+    # lenient: that entry is skipped with the same message; the next one and the rest are read
+    dump = irtool.load(bad, lenient=True)
+    assert [w.line for w in dump.warnings] == [224] and "closing the '[' at line 225 column 1" in dump.warnings[0].message
+    assert len(dump.order) == 713 and dump.order[6].startswith("#   2: @180_gather_45:CNode_644{")
+    assert dump.counts == {"subgraphs": 223, "params": 57, "cnodes": 750}
+
+
+def test_a_bracket_left_open_in_an_unquoted_string_is_kept_as_printed(tmp_path: Path) -> None:
+    lines = raw_bytes(Path(fixture(ORDER))).split(b"\n")
+    # line 5: `compile_phase: train.1795680800556099840.140672111744432.0...0`, an attribute value printed
+    # without quotes; make it open a bracket that no line after it closes (line 6 is `training: 1`)
+    assert lines[4].startswith(b"compile_phase: train.") and lines[5] == b"training: 1"
+    lines[4] = lines[4].replace(b"train.", b"train(")
+    odd = tmp_path / "open_attr.ir"
+    odd.write_bytes(b"\n".join(lines))
+    dump = irtool.load(odd)
+    assert dump.warnings == [] and dump.attrs["compile_phase"] == lines[4].decode().split(": ", 1)[1]
+    assert dump.attrs["training"] == "1" and len(dump.order) == 714

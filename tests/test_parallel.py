@@ -207,9 +207,13 @@ def _comm_lines(path: Path) -> int:
 
 
 SMALL = [p for p in sorted(FIXTURES.rglob("*.ir*")) if "gpt_large_perf" not in str(p) and p.name.endswith((".ir", ".xz"))]
+# Issue 26 item 2 (expert parallel as a category) is open: the MindFormers MoE's AlltoAll / AlltoAllV dispatch and
+# combine are still `other`. Strict: this fails as soon as they are not, so that the mark goes with the fix.
+EP_OPEN = pytest.mark.xfail(strict=True, reason="issue 26.2: expert-parallel all-to-all still category other")
 
 
-@pytest.mark.parametrize("path", SMALL, ids=[str(p.relative_to(FIXTURES)) for p in SMALL])
+@pytest.mark.parametrize("path", [pytest.param(p, marks=EP_OPEN) if "mindformers_moe" in str(p) else p for p in SMALL],
+                         ids=[str(p.relative_to(FIXTURES)) for p in SMALL])
 def test_every_comm_node_classified(path: Path) -> None:
     comms = analyze(irtool.load(str(path))).comm
     assert all(c.category in CATEGORIES and c.phase for c in comms)

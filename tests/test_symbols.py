@@ -16,6 +16,7 @@ from irtool.cli import main
 DYN = FIXTURES / "dynamic_shape_pp_4p"
 SPE0 = "dynamic_shape_pp_4p/rank_0/step_parallel_end_0019.ir.xz"
 VAL2 = "dynamic_shape_pp_4p/rank_2/19_validate_0089.ir.xz"
+MOE = "mindformers_moe_dp2mp2pp2_ep2/rank_0/19_validate_0091.ir.xz"
 ENGINE0 = "SymbolEngine_268_254_1_mindspore_nn_wrap_cell_wrapper__TrainGradAccuStepCell_construct_1683"
 
 
@@ -115,3 +116,25 @@ def test_symbolic_type_lines_and_functor_values_are_read() -> None:
     assert str(node.primitive_attrs["functor"]) == "Functor[ShapeCalc_ReduceShape]{false}"  # kept as its text
     # its second type line is symbolic: `: (S:[s..<...>, ...], ...) -> (...)`
     assert len(node.type_lines) == 2 and node.type_lines[1].startswith(": (S:[")
+
+
+def test_operations_printed_under_the_operation_that_built_them() -> None:
+    # MindFormers MoE validate (issue 26): a Reshape whose result has a derived symbol prints the ScalarDiv or
+    # ScalarMul deriving it on the next line, two spaces deeper
+    dump = irtool.load(fixture(MOE))
+    assert dump.warnings == []
+    (engine,) = dump.symbol_engines
+    # grep -n '^SymbolEngine_' -> 3855; its `}` is line 3925. Between them, grep -c '^  [s[]' -> 60 operations of
+    # the engine and grep -c '^    s' -> 8 printed under one (lines 3857, 3863, 3865, 3871, 3873, 3879, 3899, 3905)
+    assert engine.line == 3855 and engine.notes == []
+    assert len(engine.symbols) == 68
+    nested = [s for s in engine.symbols if s.depth == 1]
+    assert [s.line for s in nested] == [3857, 3863, 3865, 3871, 3873, 3879, 3899, 3905]
+    assert {s.depth for s in engine.symbols} == {0, 1}
+    # sed -n 3856,3857p
+    above = next(s for s in engine.symbols if s.line == 3856)
+    assert (above.depth, above.target, above.op) == (0, "[1, s2<[1,inf]|=s1/512>, 512]", "Reshape")
+    assert (nested[0].target, nested[0].op) == ("s2<[1,inf]|=s1/512>", "ScalarDiv")
+    assert nested[0].text == "s2<[1,inf]|=s1/512> = ScalarDiv(s1<[1,inf]>, 512)"
+    # of the 8: ScalarDiv at 3857, 3865, 3873, 3899; ScalarMul at 3863, 3871, 3879, 3905
+    assert [s.op for s in nested] == ["ScalarDiv", "ScalarMul"] * 4

@@ -106,6 +106,17 @@ class Node:
     def is_call(self) -> bool:
         return self.op == CALL
 
+    @property
+    def signature_set(self) -> list[tuple[str, ...]] | None:
+        """The signatures printed after a callee of several not yet resolved to one
+        (`MultitypeFuncGraph_lazy_adam_opt{(Func, Bool, ...), (Func, ..., RowTensor, ...)}`): one
+        tuple of type names per signature; None for any other callee."""
+        if self.id is None or self.text[self.args_start - 2] != "}":  # the set ends `}(`
+            return None
+        begin = self.text.index(") = ") + len(") = ") + len(self.callee)
+        signatures = scan_args(self.text, begin + 1)[0]
+        return [tuple(i.text for i in scan_args(s.text, 1)[0]) for s in signatures]
+
     def __repr__(self) -> str:
         return f"<Node {self.key}({self.name}) = {self.callee} line {self.line}>"
 
@@ -298,6 +309,9 @@ class SymbolLine:
 
     line: int
     text: str  # without its indentation
+    # 0 for an operation of the engine; 1 for one that the operation printed above it built to
+    # derive a symbol of its result (printed two spaces deeper), and so on
+    depth: int = 0
 
     @property
     def target(self) -> str:
@@ -360,7 +374,7 @@ class Dump:
     symbol_engines: list[SymbolEngine] = field(default_factory=list)  # `symbol engine details:` blocks
     sorted_order: bool = False  # printed with MS_DEV_SAVE_GRAPHS_SORT_MODE=1
     warnings: list[DumpWarning] = field(default_factory=list)  # found while reading
-    size: int = 0  # bytes of text read
+    size: int = 0  # bytes of the file read, after decompression (its text may hold multi-byte characters)
 
     # --- navigation
     def nodes(self) -> Iterator[Node]:

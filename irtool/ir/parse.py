@@ -21,7 +21,7 @@ import functools
 import os
 import re
 import sys
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from lark import Token, Transformer
 from lark.exceptions import UnexpectedInput, VisitError
@@ -96,11 +96,13 @@ def _block_regex() -> re.Pattern[str]:
 
 class _Cursor:
     """Where one load is in the text: the chunk being read (whole lines, each ended by `\n`),
-    the offset of the next line in it, and how many lines were read."""
+    the offset of the next line in it, how many lines were read, and how many bytes of the file
+    the chunks read so far were decoded from (`size`)."""
 
     __slots__ = ("path", "chunks", "chunk", "pos", "number", "size", "last", "progress")
 
-    def __init__(self, path: str, chunks: Iterator[str | NulAt], progress: Callable[[int], None] | None = None) -> None:
+    def __init__(self, path: str, chunks: Iterator[tuple[int, str | NulAt]],
+                 progress: Callable[[int], None] | None = None) -> None:
         self.path, self.chunks, self.progress = path, chunks, progress
         self.chunk, self.pos, self.number, self.size, self.last = "", 0, 0, 0, 0
 
@@ -108,13 +110,14 @@ class _Cursor:
         """The next line and its number, or None at the end of the text."""
         chunk, pos = self.chunk, self.pos
         if pos >= len(chunk):
-            chunk = next(self.chunks, None)  # type: ignore[assignment]
-            if chunk is None:
+            item = next(self.chunks, None)
+            if item is None:
                 return None
+            size, chunk = item  # type: ignore[assignment]
             if isinstance(chunk, NulAt):
                 raise nul_error(self.path, self.number + 1, chunk)
             self.chunk, pos = chunk, 0
-            self.size += len(chunk)
+            self.size += size
             if self.progress is not None:
                 self.progress(self.size)
         end = chunk.index("\n", pos)
@@ -161,20 +164,21 @@ _KNOWN_LINES = 1 << 16
 
 
 class LineToken(Token):
-    """A token of one line; `src` is the load it belongs to."""
+    """A token of one line; `src` is the load it belongs to. `joins`, set only on a line whose
+    value goes on over the following lines (`_VALUE_KINDS`), holds (offset in the text, line number)
+    of each line that continues it."""
 
-    __slots__ = ("src",)
+    __slots__ = ("src", "joins")
 
 
 class BlockToken(LineToken):
     """A NODE_BLOCK / RETURN_BLOCK token: its text is the statement (several lines joined by line
     breaks when its brackets span them); `sources` and `types` are its source and type lines
     (stripped, interned), `others` the other lines printed under it as (line terminal, text, line
-    number); `joins`, set only on a statement printed over several lines, holds (offset in the text, line
-    number) of each line that continues it, and `cut` the error of one whose brackets never closed
-    (reported by the Builder with `lenient`)."""
+    number); `joins` as on a `LineToken`, for a statement printed over several lines, and `cut` the
+    error of one whose brackets never closed (reported by the Builder with `lenient`)."""
 
-    __slots__ = ("sources", "types", "others", "joins", "cut")
+    __slots__ = ("sources", "types", "others", "cut")
 
 
 class BuiltToken(LineToken):
@@ -188,10 +192,19 @@ class BuiltToken(LineToken):
 # Line kinds that cannot continue a statement whose brackets are still open: where one is met the
 # statement was cut (a truncated or hostile file), and it is reported at its own line.
 _STOP_KINDS = frozenset({"NODE_LINE", "RETURN_LINE", "TYPE_LINE", "SCOPE_LINE", "SOURCE_LINE", "CLOSE_LINE",
-                         "GRAPH_OPEN_LINE", "GRAPH_ATTR_HEAD_LINE", "GRAPH_INSTANCE_LINE", "ORDER_HEAD_LINE"})
+                         "GRAPH_OPEN_LINE", "GRAPH_ATTR_HEAD_LINE", "GRAPH_INSTANCE_LINE", "ORDER_HEAD_LINE",
+                         "ORDER_LINE"})
 # Inside a string only lines with MindSpore's own prefixes stop it (a string may hold a `}` line).
 _STOP_IN_STRING = frozenset({"NODE_LINE", "RETURN_LINE", "SCOPE_LINE", "SOURCE_LINE", "GRAPH_OPEN_LINE"})
 _RETURN_ARGS = len("  Return(")
+# Line kinds besides statements whose text holds values, which go on over the following lines as a
+# statement's do when their brackets are left open: an `# Order:` entry prints the values of its
+# node's inputs (a wrapped tensor constant; a string, printed without quotes, with its line breaks),
+# an attribute line its value, a parameter line or `# Parameters:` its types, a symbol line shapes.
+# (Type lines print no values: `<Tensor[Float32], (), value=...>`.) Their strings are not quoted, so
+# a quote opens a string only where it closes on its own line, and a bracket left open with no line of
+# unknown kind after it is taken as part of such a string (`_Brackets.raw`, `_continued`).
+_VALUE_KINDS = frozenset({"ORDER_LINE", "KV_LINE", "PARAM_LINE", "PARAMETERS_LINE", "SYMBOL_LINE"})
 
 
 class _Memo:
@@ -333,9 +346,7 @@ class LineLexer(Lexer):
                 if text[-1] not in ")}" or text.count('"') & 1:
                     opened = _Brackets.after_head(text, kind, number)
                     if opened is not None:  # brackets or a string go on to the next lines
-                        block, cut = _continued(block, opened, data)
-                        if cut:
-                            cur.unread()  # the line that showed the cut is read again
+                        block, block.cut = _continued(block, opened, data)
                 continue
             if kind == "GRAPH_OPEN_LINE":
                 data.open_graph = (text, number)
@@ -343,6 +354,11 @@ class LineLexer(Lexer):
                 data.open_graph = None
             tok = LineToken(kind, text, line=number, column=1)
             tok.src = data
+            if kind in _VALUE_KINDS and (opened := _Brackets.left_open(text, number)) is not None:
+                tok, cut = _continued(tok, opened, data)
+                if cut is not None:  # `lenient`: the line is skipped, as a bad node is
+                    data.warn(number, f"skipped: {cut}")
+                    continue
             yield tok
         if block is not None:
             yield block
@@ -350,37 +366,50 @@ class LineLexer(Lexer):
             yield built
 
 
-def _continued(block: BlockToken, opened: _Brackets, data: _Lines) -> tuple[BlockToken, bool]:
-    """Join the lines that follow an unbalanced statement until its brackets balance (numpy wraps
-    tensor constants, strings may hold line breaks), by line breaks, so that offsets in the text
-    still name a line and column. Returns the joined statement, and whether the last line read
-    showed it was cut (to be read again). A cut statement is a located error at its own line; with
-    `lenient` it is handed on with the error, which the Builder reports when it skips it."""
-    parts, joins = [str(block)], []
+_Tok = TypeVar("_Tok", bound=LineToken)
+
+
+def _continued(tok: _Tok, opened: _Brackets, data: _Lines) -> tuple[_Tok, DumpError | None]:
+    """Join the lines that follow a statement or value line left unbalanced (numpy wraps tensor
+    constants, strings may hold line breaks) until its brackets balance, by line breaks, so that
+    offsets in the text still name a line and column. Returns the joined token (of the same class
+    and kind), and the error of one that was cut: a located error at its own line, raised unless
+    `lenient`. The line that showed the cut is read again.
+
+    A value line (`opened.raw`) goes on only over lines of no known kind, not blank; where such a
+    line does not follow it, the bracket left open is in one of its unquoted strings and the line
+    is complete as printed."""
+    parts, joins = [str(tok)], []
     size = len(parts[0])
     match = _line_regex().fullmatch
-    cut = False
     found = "end of file"
     for number, text in data.lines:
         m = match(text)
         kind = m.lastgroup if m else "UNKNOWN_LINE"
-        if kind in (_STOP_KINDS if opened.quote is None else _STOP_IN_STRING):
-            cut, found = True, f"{LINE_NAMES[kind]} {show(text)} at line {number}"
+        if kind in (_STOP_KINDS if opened.quote is None else _STOP_IN_STRING) or (
+                opened.raw and (kind != "UNKNOWN_LINE" or not text.strip())):
+            found = f"{LINE_NAMES[kind]} {show(text)} at line {number}"
+            data.cursor.unread()
             break
         size += len(text) + 1
         if size > MAX_LINE:
-            raise _too_long(data.path, block.line, size)
+            raise _too_long(data.path, tok.line, size)
         joins.append((size - len(text), number))
         parts.append(text)
         if opened.feed(text, number):
             found = ""
             break
-    joined = BlockToken(block.type, "\n".join(parts), line=block.line, column=1)
-    joined.sources, joined.types, joined.others, joined.src, joined.joins = [], [], [], data, tuple(joins)
-    if found:
-        joined.cut = DumpError(data.path, block.line, opened.first_col(block.line), *opened.unclosed(found))
-        if not data.lenient:
-            raise joined.cut
+    if opened.raw and not joins:
+        return tok, None
+    joined = type(tok)(tok.type, "\n".join(parts), line=tok.line, column=1)
+    joined.src, joined.joins = data, tuple(joins)
+    if isinstance(joined, BlockToken):
+        joined.sources, joined.types, joined.others = [], [], []
+    if not found:
+        return joined, None
+    cut = DumpError(data.path, tok.line, opened.first_col(tok.line), *opened.unclosed(found))
+    if not data.lenient:
+        raise cut
     return joined, cut
 
 
@@ -507,9 +536,12 @@ class Builder(Transformer):
             nid, name, callee = int(m.group(1)[1:]), m.group(2), m.group(3)
             start = m.end()
             # A parameter printed with the function it holds (`Parameter_9[@FuncUnion(@a, @b)]`)
-            # is called as a value, like a graph, node or free variable (`_op_of`).
+            # is called as a value, like a graph, node or free variable (`_op_of`). A function of
+            # several signatures not yet resolved to one prints its signature set (`signature_set`
+            # of the grammar: `MultitypeFuncGraph_lazy_adam_opt{(Func, Bool, ...), (...)}`); its
+            # operator is its name (`Node.signature_set` reads the set).
             held = text.startswith("[", start)
-            if held:
+            if held or text.startswith("{", start):
                 start = scan_args(text, start + 1)[1]
             if not text.startswith("(", start):
                 return self._bad(tok, start + 3, "'(' opening the argument list",
@@ -525,7 +557,9 @@ class Builder(Transformer):
 
     # --- `symbol engine details:` (dynamic shapes): kept as data
     def symbol_line(self, items: list) -> SymbolLine:
-        return SymbolLine(items[0].line, str(items[0]).strip())
+        text = str(items[0])
+        indent = len(text) - len(text.lstrip(" "))
+        return SymbolLine(items[0].line, text.strip(), indent // 2 - 1)
 
     def symbol_engine(self, items: list) -> SymbolEngine:
         opener = items[0]
@@ -656,7 +690,7 @@ def _graph_regex() -> re.Pattern[str]:
 @functools.cache
 def _param_regex() -> re.Pattern[str]:
     # `param_decl` of the grammar: reference, type, then the rest (`: has_default`, backend info).
-    return re.compile(rf"({terminal('PARAM_REF')})\s*:\s*(<.*?>|\S+)((?:\s+:\s.*)?)\s*")
+    return re.compile(rf"({terminal('PARAM_REF')})\s*:\s*(<.*?>|\S+)((?:\s+:\s.*)?)\s*", re.S)  # a line may go on
 
 
 # Characters no token of the line grammar allows outside a string: control characters and
@@ -691,13 +725,15 @@ def _sound(text: str, start: int) -> bool:
 class _Brackets:
     """The brackets, and a string, a statement leaves open at the end of a line, carried over the
     lines that continue it; each line is scanned once. Strings are skipped with the grammar's
-    STRING terminal."""
+    STRING terminal. `raw`: the text prints strings without quotes (`_VALUE_KINDS`), so a quote
+    that does not close on its line is a character like any other."""
 
-    __slots__ = ("stack", "quote")
+    __slots__ = ("stack", "quote", "raw")
 
-    def __init__(self) -> None:
+    def __init__(self, raw: bool = False) -> None:
         self.stack: list[tuple[str, int, int]] = []  # (bracket, line, column)
         self.quote: tuple[str, int, int] | None = None
+        self.raw = raw
 
     @classmethod
     def after_head(cls, text: str, kind: str, number: int) -> _Brackets | None:
@@ -708,6 +744,16 @@ class _Brackets:
         if begin <= 0 or opened.feed(text, number, begin):
             return None
         return opened
+
+    @classmethod
+    def left_open(cls, text: str, number: int) -> _Brackets | None:
+        """What a value line (`_VALUE_KINDS`) leaves open, or None when nothing is; a line whose
+        brackets are as many opened as closed, nearly all of them, is not scanned."""
+        count = text.count
+        if count("(") == count(")") and count("[") == count("]") and count("{") == count("}"):
+            return None
+        opened = cls(raw=True)
+        return None if opened.feed(text, number) else opened
 
     def feed(self, text: str, number: int, pos: int = 0) -> bool:
         """Scan line `number` from `pos`; True when everything is closed (or a bracket closes the
@@ -724,6 +770,9 @@ class _Brackets:
             if c in "\"'":
                 s = _string_regex().match(text, i)
                 if s is None:
+                    if self.raw:
+                        pos = i + 1
+                        continue
                     self.quote = (c, number, i + 1)
                     return False
                 pos = s.end()
@@ -838,7 +887,8 @@ def parse_node(text: str, graph: str = "g", scope: str | None = None) -> Node:
     lines[0] = "  " + lines[0].lstrip(" ")
     if scope is not None:
         lines.append(f"      # Scope: ({scope})")
-    data = _Lines("<line>", _Cursor("<line>", iter(["\n".join(lines) + "\n"])), lenient=False)
+    text = "\n".join(lines) + "\n"
+    data = _Lines("<line>", _Cursor("<line>", iter([(len(text.encode()), text)])), lenient=False)
     tokens = list(LineLexer(None).lex(data))
     if len(tokens) != 1 or not isinstance(tokens[0], BlockToken):
         raise DumpError(data.path, 1, 1, LINE_NAMES["NODE_BLOCK"], show(text))

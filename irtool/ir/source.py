@@ -46,11 +46,13 @@ def open_binary(path: str | os.PathLike) -> IO[bytes]:
     return opener(path, "rb")
 
 
-def read_chunks(path: str | os.PathLike) -> Iterator[str | NulAt]:
+def read_chunks(path: str | os.PathLike) -> Iterator[tuple[int, str | NulAt]]:
     """Yield the text of the dump in chunks of whole lines, each line ended by `\\n` (one is
-    added to a last line without it), without a BOM, `\\r` before line breaks removed. A NUL
-    byte: the lines before its line, then `NulAt` (to be raised with `nul_error`). Any other bad
-    input: `DumpError`."""
+    added to a last line without it), without a BOM, `\\r` before line breaks removed, each with
+    the number of bytes of the (decompressed) file it was decoded from: a dump's size is its bytes,
+    which its text, holding `▸` and other multi-byte characters, does not count. A NUL byte: the
+    lines before its line, then `NulAt` (to be raised with `nul_error`). Any other bad input:
+    `DumpError`."""
     name = str(path)
     try:
         source = _Source(path)
@@ -66,7 +68,7 @@ def read_chunks(path: str | os.PathLike) -> Iterator[str | NulAt]:
             try:
                 for raw_size, chunk in (_fast(name, stream) if fast else _careful(name, stream, done)):
                     done += raw_size
-                    yield chunk
+                    yield raw_size, chunk
                     if isinstance(chunk, NulAt):
                         return
                 if source.failure is not None:
@@ -84,7 +86,7 @@ def read_chunks(path: str | os.PathLike) -> Iterator[str | NulAt]:
 def read_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """Yield `(line_number, text)` for every line of the dump, without its line break."""
     number = 0
-    for chunk in read_chunks(path):
+    for _, chunk in read_chunks(path):
         if isinstance(chunk, NulAt):
             raise nul_error(str(path), number + 1, chunk)
         lines = chunk.split("\n")
@@ -162,13 +164,15 @@ def _fast(name: str, stream: IO[bytes]) -> Iterator[tuple[int, str | NulAt]]:
         if isinstance(items[-1][1], NulAt):
             return
         start = False
-    if head:
-        yield from _text(b"".join(head) + b"\n", start)
+    if head:  # a last line without its line break: one is added, not counted
+        last = b"".join(head)
+        yield from _text(last + b"\n", start, len(last))
 
 
-def _text(raw: bytes, start: bool) -> list[tuple[int, str | NulAt]]:
-    """(bytes, text) of whole lines; up to the line of a NUL byte and its `NulAt` if one is there."""
-    size = len(raw)
+def _text(raw: bytes, start: bool, size: int | None = None) -> list[tuple[int, str | NulAt]]:
+    """(bytes, text) of whole lines; up to the line of a NUL byte and its `NulAt` if one is there.
+    `size`: the bytes of the file `raw` stands for, when not all of it."""
+    size = len(raw) if size is None else size
     if start and raw.startswith(_BOM):
         raw = raw[3:]
     text = raw.decode("utf-8")
