@@ -173,9 +173,10 @@ EARLY_COMM: dict[str, dict[tuple[str, str], int]] = {
 
 
 def test_early_pass_table_covers_every_early_file() -> None:
-    # 51 early files at rank_0 (ls */rank_0/ | grep -E 'pipeline_split|merge_send_receive|step_parallel_begin',
-    # gpt_large's left out): 24 with communication, 27 without
-    assert len(EARLY) == 51 and set(EARLY_COMM) <= set(EARLY) and len(EARLY_COMM) == 24
+    # 54 early files at rank_0 (ls */rank_0/ | grep -E 'pipeline_split|merge_send_receive|step_parallel_begin',
+    # gpt_large's left out): 24 with communication in the table, 27 without, mindformers_llama_pp4's 3 not yet
+    # (3 Send + 3 Receive pipeline and the loss-scale overflow AllReduce, which has no category: issue 26)
+    assert len(EARLY) == 54 and set(EARLY_COMM) <= set(EARLY) and len(EARLY_COMM) == 24
 
 
 @pytest.mark.parametrize("rel", EARLY)
