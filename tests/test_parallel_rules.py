@@ -176,10 +176,11 @@ EARLY_COMM: dict[str, dict[tuple[str, str], int]] = {
 
 
 def test_early_pass_table_covers_every_early_file() -> None:
-    # 57 early files at rank_0 (ls */rank_0/ | grep -E 'pipeline_split|merge_send_receive|step_parallel_begin',
-    # gpt_large's left out): 27 with communication in the table, 27 without, mindformers_llama_pp4's 3 not yet
+    # 60 early files at rank_0 (ls */rank_0/ | grep -E 'pipeline_split|merge_send_receive|step_parallel_begin',
+    # gpt_large's left out): 27 with communication in the table, 30 without (lazy_adam_8p's 3 have none, but
+    # irtool cannot read them yet: `MultitypeFuncGraph_...{...}(` calls, issue 26), mindformers_llama_pp4's 3 not yet
     # (3 Send + 3 Receive pipeline and the loss-scale overflow AllReduce, which has no category: issue 26)
-    assert len(EARLY) == 57 and set(EARLY_COMM) <= set(EARLY) and len(EARLY_COMM) == 27
+    assert len(EARLY) == 60 and set(EARLY_COMM) <= set(EARLY) and len(EARLY_COMM) == 27
 
 
 @pytest.mark.parametrize("rel", EARLY)
