@@ -25,8 +25,9 @@ Facts of a node (`table(fact, node)`):
   comm      the `CommNode` record of a communication node (§2-§8), None otherwise
   strategy  the `Strategy` record of an operator with a strategy or layout (§9), None otherwise
 Facts of the dump (`table.get(fact)`): file_kind, unique_ids, calls, silent (communication nodes that move
-no data, §2 R2), groups (§6), stage_info (§7), parameters (which header parameter each reference names, who
-reads it: `params.Params`).
+no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units of work in execution order, its
+schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4), parameters (which header
+parameter each reference names, who reads it: `params.Params`).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from typing import Literal
 
 from ..ir import Dump, Node, pass_name
 from .comm import comm_records, groups_of
+from .order import StageOrder, build_order
 from .params import Params, layer_flow, parameters
 from .records import CommNode, FileKind, Group, Phase, StageInfo, Strategy
 from .rules import COMM_OPS, classify, file_kind, moves_no_data
@@ -350,6 +352,10 @@ def _stage(t: NodeFacts) -> StageInfo:
     return stage_info(t)
 
 
+def _order(t: NodeFacts) -> StageOrder:
+    return build_order(t)
+
+
 def _parameters(t: NodeFacts) -> Params:
     return parameters(t.dump)
 
@@ -381,6 +387,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("communication", ("comm",), ("file_kind", "kind", "comm_nodes", "forward", "category", "phase", "micro", "chunk",
                                       "printed_chunk", "silent", "groups", "strategy"), "column", _comm),
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", _stage),
+    Pass("order", ("order",), ("kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", _order),
     Pass("parameters", ("parameters",), (), "dump", _parameters),
     Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", _layers),
 )

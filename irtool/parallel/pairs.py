@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Generic, Iterable, Protocol, TypeVar
+from typing import Generic, Iterable, NamedTuple, Protocol, TypeVar
+
+from .records import CommNode
 
 Link = tuple[int, int]  # (sender rank, receiver rank)
 
@@ -34,6 +36,24 @@ class Hop(Protocol):
 
 
 H = TypeVar("H", bound=Hop)
+
+
+class P2P(NamedTuple):
+    """A Send/Receive as the pairing and its labels need it, small enough to travel between processes
+    (a folder's ranks are read in workers)."""
+
+    op: str
+    direction: str | None
+    peer_rank: int | None
+    sr_tag: int | None
+    phase: str
+    micro: int | None
+    chunk: int | None  # the chunk or segment (`CommNode.segment`)
+    line: int
+
+    @classmethod
+    def of(cls, c: CommNode) -> P2P:
+        return cls(c.op, c.direction, c.peer_rank, c.sr_tag, c.phase, c.micro, c.segment, c.line)
 
 
 @dataclass
@@ -137,3 +157,43 @@ def pair_ranks(hops: dict[int, list[H]]) -> Pairs[H]:
     fold: PairFold[H] = PairFold()
     links = [lp for rank in sorted(hops) for lp in fold.add(rank, hops[rank])]
     return Pairs(sorted(links, key=lambda lp: lp.link), fold.pending(), fold.no_peer)
+
+
+@dataclass
+class Unpaired:
+    """What a folder's pairing leaves without a partner, counted by (sender stage, receiver stage), and
+    the Send/Receive whose peer rank was not read (not in the folder, or unreadable)."""
+
+    sends: dict[tuple[int | None, int | None], int] = field(default_factory=dict)  # Sends without Receive
+    receives: dict[tuple[int | None, int | None], int] = field(default_factory=dict)  # Receives without Send
+    peer_not_read: int = 0
+
+
+class UnpairedFold:
+    """`Unpaired` of a folder's ranks added one by one (`add`), the pairing folded (`PairFold`): a
+    thousand ranks hold only the links waiting for their other end, and each rank's stage."""
+
+    def __init__(self) -> None:
+        self.fold: PairFold[P2P] = PairFold()
+        self.stages: dict[int, int | None] = {}
+        self.counted: set[int] = set()  # the ranks shown: a link is counted when one of its ends is
+        self.out = Unpaired()
+
+    def add(self, rank: int, stage: int | None, hops: list[P2P], counted: bool = True) -> None:
+        self.stages[rank] = stage
+        if counted:
+            self.counted.add(rank)
+        for lp in self.fold.add(rank, hops):
+            src, dst = lp.link
+            key = (self.stages.get(src), self.stages.get(dst))
+            if src not in self.counted and dst not in self.counted:
+                continue
+            if lp.lone_sends:
+                self.out.sends[key] = self.out.sends.get(key, 0) + len(lp.lone_sends)
+            if lp.lone_receives:
+                self.out.receives[key] = self.out.receives.get(key, 0) + len(lp.lone_receives)
+
+    def result(self) -> Unpaired:
+        self.out.peer_not_read = sum(len(sends) * (src in self.counted) + len(receives) * (dst in self.counted)
+                                     for (src, dst), (sends, receives) in self.fold.pending().items())
+        return self.out
