@@ -387,7 +387,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("communication", ("comm",), ("file_kind", "kind", "comm_nodes", "forward", "category", "phase", "micro", "chunk",
                                       "printed_chunk", "silent", "groups", "strategy"), "column", _comm),
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", _stage),
-    Pass("order", ("order",), ("kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", _order),
+    Pass("order", ("order",), ("by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", _order),
     Pass("parameters", ("parameters",), (), "dump", _parameters),
     Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", _layers),
 )

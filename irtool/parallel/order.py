@@ -7,18 +7,18 @@ A unit is the forward or the backward of one micro batch on one chunk (an interl
 model chunk, a folded one's segment): the compute and call nodes whose `phase`, `micro` and `chunk`
 facts say so (a lazy-inline stage's units are its `call` nodes). Recompute runs inside the backward
 of its micro batch (its nodes interleave with the backward's, layer by layer), so it is part of
-that unit. Unit A runs before unit B when a path of data, Depend or UpdateState edges
-(`irtool.ir.build_graph`) leads from a node of A to a node of B. The order is fixed when those
-paths order every unit; it is never taken from where nodes or Send/Receive are printed: on stage 0
-of a 1F1B pipeline MindSpore prints the Receive of B0 before the Send of F3, yet that Receive
-depends on the last Add of F3 (pipeline_4stage_8p rank_0 validate lines 1744, 1766).
+that unit. Unit A runs before unit B when a path of data, Depend or UpdateState edges (what
+`irtool.ir.build_graph` calls data and control edges) leads from a node of A to a node of B. The
+order is fixed when those paths order every unit; it is never taken from where nodes or
+Send/Receive are printed: on stage 0 of a 1F1B pipeline MindSpore prints the Receive of B0 before
+the Send of F3, yet that Receive depends on the last Add of F3 (pipeline_4stage_8p rank_0 validate
+lines 1729, 1766).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..ir import build_graph
 from .records import CommNode
 
 if TYPE_CHECKING:
@@ -108,12 +108,11 @@ def _units(t: NodeFacts) -> tuple[dict[UnitKey, list[Node]], list[int]]:
     unit when that has one chunk; with several (the loss of an interleaved stage, outside its chunks'
     calls) it places none."""
     by_micro: dict[tuple[str, int], list[tuple[int | None, Node]]] = {}
-    for n in t.dump.nodes():
+    for n, micro in t.column("micro").items():
         if t("kind", n) not in ("compute", "call"):
             continue
-        micro = t("micro", n)
         phase = t("phase", n)
-        if micro is None or phase == "optimizer":
+        if phase == "optimizer":
             continue
         by_micro.setdefault(("F" if phase == "forward" else "B", micro), []).append((t("chunk", n), n))
     chunks = sorted({c for nodes in by_micro.values() for c, _ in nodes if c is not None})
@@ -133,22 +132,28 @@ def _units(t: NodeFacts) -> tuple[dict[UnitKey, list[Node]], list[int]]:
 
 def _reach(t: NodeFacts, units: dict[UnitKey, list[Node]]) -> dict[UnitKey, int]:
     """Per unit, the bit set of the units with a path to one of its nodes (itself included): one
-    pass over the node graph in topological order, each node carrying the units that reach it."""
+    pass in topological order over the graphs holding units, each node carrying the units that reach
+    it. The edges are every node a node reads in its subgraph (`node_refs`: data, and the ordering
+    inputs of Depend and UpdateState, and a computed callee: `irtool.ir.build_graph`'s data and control
+    edges, without parsing every argument); a path never leaves its subgraph."""
     import networkx as nx
 
-    g = build_graph(t.dump)
-    deps = nx.DiGraph()
-    deps.add_nodes_from(g)
-    deps.add_edges_from((u, v) for u, v, kind in g.edges(data="kind") if kind != "call")
     keys = list(units)
-    bit = {n.uid: 1 << i for i, k in enumerate(keys) for n in units[k]}
-    mask: dict[str, int] = {}
+    bit = {n: 1 << i for i, k in enumerate(keys) for n in units[k]}
+    by_key = t.get("by_key")
+    deps = nx.DiGraph()
+    for graph in {n.graph for n in bit}:
+        local = by_key[graph]
+        deps.add_nodes_from(local.values())
+        deps.add_edges_from((local[r], n) for n in local.values()
+                            for r in ((n.callee, *n.node_refs) if n.callee[0] == "%" else n.node_refs) if r in local)
+    mask: dict[Node, int] = {}
     for v in nx.topological_sort(deps):
         m = bit.get(v, 0)
         for u in deps.predecessors(v):
             m |= mask[u]
         mask[v] = m
-    return {k: _or(mask.get(n.uid, 0) for n in units[k]) for k in keys}
+    return {k: _or(mask[n] for n in units[k]) for k in keys}
 
 
 def _or(masks: Any) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Generic, Iterable, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, Iterable, NamedTuple, Protocol, TypeVar
 
 from .records import CommNode
 
@@ -167,6 +167,13 @@ class Unpaired:
     sends: dict[tuple[int | None, int | None], int] = field(default_factory=dict)  # Sends without Receive
     receives: dict[tuple[int | None, int | None], int] = field(default_factory=dict)  # Receives without Send
     peer_not_read: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        def rows(counts: dict[tuple[int | None, int | None], int]) -> list[dict[str, Any]]:
+            return [{"from_stage": a, "to_stage": b, "count": n} for (a, b), n in sorted(counts.items(), key=str)]
+
+        return {"sends_without_receive": rows(self.sends), "receives_without_send": rows(self.receives),
+                "peer_not_read": self.peer_not_read}
 
 
 class UnpairedFold:

@@ -214,7 +214,8 @@ class DirSummary:
                    "traffic": s.traffic.as_dict(), "groups": s.groups,
                    "answers": [a.as_dict() for a in s.answers]} for s in self.stages]
         return {"schema": SCHEMA, "path": self.path, "stage": self.stage, "job": self.job.as_dict(), "ranks": ranks,
-                "stages": stages, "send_receive_matrix": [e.as_dict() for e in self.matrix]}
+                "stages": stages, "send_receive_matrix": [e.as_dict() for e in self.matrix],
+                "unpaired": self.unpaired.as_dict()}
 
 
 def _add_tallies(into: dict[str, Tally], rows: dict[str, Tally]) -> None:
