@@ -1,4 +1,4 @@
-"""The facts of one dump's nodes, each decided by exactly one pass (docs/parallel.md §0).
+"""The facts of one dump's nodes, each decided by exactly one pass (docs/parallel.md §17).
 
 As torch.fx passes fill `node.meta` and sqlglot's optimizer runs a tuple of rules, `PASSES` is an
 ordered tuple of analysis passes over one table (`NodeFacts`). Each pass declares the facts it
@@ -24,10 +24,10 @@ Facts of a node (`table(fact, node)`):
   out_bytes bytes of the node's outputs as printed (a tuple summed), None when unknown
   comm      the `CommNode` record of a communication node (§2-§8), None otherwise
   strategy  the `Strategy` record of an operator with a strategy or layout (§9), None otherwise
-Facts of the dump (`table.get(fact)`): file_kind, unique_ids, calls, silent (communication nodes that move
-no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units of work in execution order, its
-schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4), parameters (which header
-parameter each reference names, who reads it: `params.Params`).
+Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, copies, graph_phases, comm_nodes,
+silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units
+of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
+parameters (which header parameter each reference names, who reads it: `params.Params`).
 """
 from __future__ import annotations
 
@@ -38,9 +38,9 @@ from typing import Literal
 
 from ..ir import Dump, Node, pass_name
 from .comm import comm_records, groups_of
-from .order import StageOrder, build_order
+from .order import build_order
 from .params import Params, layer_flow, parameters
-from .records import CommNode, FileKind, Group, Phase, StageInfo, Strategy
+from .records import FileKind, Phase, Strategy
 from .rules import COMM_OPS, classify, file_kind, moves_no_data
 from .sizes import type_bytes
 from .stage import stage_info
@@ -336,32 +336,12 @@ def _silent(t: NodeFacts) -> frozenset[Node]:
     return frozenset(n for n in t.get("comm_nodes") if moves_no_data(n, n.instance_name or "", n.primitive_attrs))
 
 
-def _comm(t: NodeFacts) -> dict[Node, CommNode]:
-    return comm_records(t)
-
-
 def _strategy(t: NodeFacts) -> dict[Node, Strategy]:
     return strategy_records(t.dump)
 
 
-def _groups(t: NodeFacts) -> dict[str, Group]:
-    return groups_of(t)
-
-
-def _stage(t: NodeFacts) -> StageInfo:
-    return stage_info(t)
-
-
-def _order(t: NodeFacts) -> StageOrder:
-    return build_order(t)
-
-
 def _parameters(t: NodeFacts) -> Params:
     return parameters(t.dump)
-
-
-def _layers(t: NodeFacts) -> dict[Node, int]:
-    return layer_flow(t)
 
 
 PASSES: tuple[Pass, ...] = (
@@ -383,13 +363,13 @@ PASSES: tuple[Pass, ...] = (
     Pass("strategies", ("strategy",), (), "column", _strategy),
     Pass("communication nodes", ("comm_nodes",), ("kind",), "dump", _comm_nodes),
     Pass("silent communication", ("silent",), ("comm_nodes",), "dump", _silent),
-    Pass("groups", ("groups",), ("comm_nodes", "silent"), "dump", _groups),
+    Pass("groups", ("groups",), ("comm_nodes", "silent"), "dump", groups_of),
     Pass("communication", ("comm",), ("file_kind", "kind", "comm_nodes", "forward", "category", "phase", "micro", "chunk",
-                                      "printed_chunk", "silent", "groups", "strategy"), "column", _comm),
-    Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", _stage),
-    Pass("order", ("order",), ("by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", _order),
+                                      "printed_chunk", "silent", "groups", "strategy"), "column", comm_records),
+    Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
+    Pass("order", ("order",), ("by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", build_order),
     Pass("parameters", ("parameters",), (), "dump", _parameters),
-    Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", _layers),
+    Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", layer_flow),
 )
 
 
