@@ -17,7 +17,9 @@ lines 1729, 1766).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from functools import reduce
+from operator import or_
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .records import CommNode
 
@@ -153,14 +155,7 @@ def _reach(t: NodeFacts, units: dict[UnitKey, list[Node]]) -> dict[UnitKey, int]
         for u in deps.predecessors(v):
             m |= mask[u]
         mask[v] = m
-    return {k: _or(mask[n] for n in units[k]) for k in keys}
-
-
-def _or(masks: Any) -> int:
-    out = 0
-    for m in masks:
-        out |= m
-    return out
+    return {k: reduce(or_, (mask[n] for n in units[k]), 0) for k in keys}
 
 
 def build_order(t: NodeFacts) -> StageOrder:
@@ -168,7 +163,7 @@ def build_order(t: NodeFacts) -> StageOrder:
     info = t.get("stage_info")
     found, chunks = _units(t)
     hops = [c for c in t.column("comm").values() if c.category == "pipeline" and c.direction]
-    units = {k: Unit(k[0], k[1], k[2], len(ns), min(n.line for n in ns)) for k, ns in found.items()}  # type: ignore[arg-type]
+    units = {k: Unit(cast(Literal["F", "B"], k[0]), k[1], k[2], len(ns), min(n.line for n in ns)) for k, ns in found.items()}
     canonical = sorted(units, key=lambda k: (k[0] != "F", k[2] or 0, k[1]))
     if not units:
         return StageOrder(info.stage, [], False, "no forward or backward work carries a micro batch in this pass: "
@@ -198,12 +193,12 @@ def _place(hops: list[CommNode], order: list[UnitKey], chunks: list[int]) -> lis
     """The pipeline Send/Receive in the order of their units (a unit's Receive before its Send: it
     receives its input, computes, sends its output); hops of no placed unit after them, forward
     before backward, by chunk and micro batch."""
-    at = {k: i for i, k in enumerate(order)}
+    at: dict[tuple, int] = {k: i for i, k in enumerate(order)}
 
     def key(c: CommNode) -> tuple:
-        unit = ("B" if c.phase == "backward" else "F", c.micro, c.segment if chunks else None)
-        return (at.get(unit, len(at)), unit[0] != "F", unit[2] or 0, -1 if c.micro is None else c.micro,  # type: ignore[arg-type]
-                c.op != "Receive")
+        phase, chunk = "B" if c.phase == "backward" else "F", c.segment if chunks else None
+        return (at.get((phase, c.micro, chunk), len(at)), phase != "F", chunk or 0,
+                -1 if c.micro is None else c.micro, c.op != "Receive")
 
     return sorted(hops, key=key)
 

@@ -39,21 +39,16 @@ H = TypeVar("H", bound=Hop)
 
 
 class P2P(NamedTuple):
-    """A Send/Receive as the pairing and its labels need it, small enough to travel between processes
-    (a folder's ranks are read in workers)."""
+    """A Send/Receive as the pairing reads it, small enough to travel between processes (a folder's
+    ranks are read in workers)."""
 
-    op: str
     direction: str | None
     peer_rank: int | None
     sr_tag: int | None
-    phase: str
-    micro: int | None
-    chunk: int | None  # the chunk or segment (`CommNode.segment`)
-    line: int
 
     @classmethod
     def of(cls, c: CommNode) -> P2P:
-        return cls(c.op, c.direction, c.peer_rank, c.sr_tag, c.phase, c.micro, c.segment, c.line)
+        return cls(c.direction, c.peer_rank, c.sr_tag)
 
 
 @dataclass
@@ -133,11 +128,9 @@ class PairFold(Generic[H]):
 
 @dataclass
 class Pairs(Generic[H]):
-    """The pairing of some ranks' Send/Receive (`pair_ranks`)."""
+    """The pairing of some ranks' Send/Receive (`pair_ranks`): each link whose ends are both among them."""
 
     links: list[LinkPairs[H]]
-    unmatched: dict[Link, tuple[list[H], list[H]]]  # links whose other end is not among the ranks
-    no_peer: list[tuple[int, H]]
 
     def partner(self) -> dict[int, H]:
         """`id` of each paired record -> its partner."""
@@ -155,8 +148,7 @@ class Pairs(Generic[H]):
 def pair_ranks(hops: dict[int, list[H]]) -> Pairs[H]:
     """Pair the Send/Receive of these ranks (rank -> its Send/Receive in dump order)."""
     fold: PairFold[H] = PairFold()
-    links = [lp for rank in sorted(hops) for lp in fold.add(rank, hops[rank])]
-    return Pairs(sorted(links, key=lambda lp: lp.link), fold.pending(), fold.no_peer)
+    return Pairs(sorted((lp for rank in sorted(hops) for lp in fold.add(rank, hops[rank])), key=lambda lp: lp.link))
 
 
 @dataclass
