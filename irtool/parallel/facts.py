@@ -269,9 +269,10 @@ def _micro(t: NodeFacts) -> dict[Node, int]:
         if fwd in out:
             out[n] = out[fwd]
     by_key = t.get("by_key")
-    for n in [n for n in out if t("kind", n) == "compute" and not n.mentions("pipeline_end")]:
-        if len(_input_micros(n, by_key[n.graph], out)) > 1:
-            del out[n]
+    joins = [n for n in out if t("kind", n) == "compute" and not n.mentions("pipeline_end")
+             and len(_input_micros(n, by_key[n.graph], out)) > 1]
+    for n in joins:
+        del out[n]
     return out
 
 
