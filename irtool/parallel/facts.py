@@ -23,7 +23,8 @@ Facts of a node (`table(fact, node)`):
   strategy  the `Strategy` record of an operator with a strategy or layout (§9), None otherwise
 Facts of the dump (`table.get(fact)`): file_kind, unique_ids, calls, silent (communication nodes that move
 no data, §2 R2), groups (§6), stage_info (§7), parameters (which header parameter each reference names, who
-reads it: `params.Params`).
+reads it: `params.Params`), param_roles (weight, optimizer state, accumulation, ... of each parameter, by use:
+`roles.ParamRole`).
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from ..ir import Dump, Node, pass_name
 from .comm import comm_records, groups_of
 from .params import Params, layer_flow, parameters
 from .records import CommNode, FileKind, Group, Phase, StageInfo, Strategy
+from .roles import ParamRole, param_roles
 from .rules import COMM_OPS, classify, file_kind, moves_no_data
 from .sizes import type_bytes
 from .stage import stage_info
@@ -288,6 +290,10 @@ def _layers(t: NodeFacts) -> dict[Node, int]:
     return layer_flow(t)
 
 
+def _param_roles(t: NodeFacts) -> dict[str, ParamRole]:
+    return param_roles(t)
+
+
 PASSES: tuple[Pass, ...] = (
     Pass("file kind", ("file_kind",), (), "dump", _file_kind),
     Pass("nodes by key", ("by_key",), (), "dump", _by_key),
@@ -313,6 +319,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", _stage),
     Pass("parameters", ("parameters",), (), "dump", _parameters),
     Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", _layers),
+    Pass("parameter roles", ("param_roles",), ("parameters", "by_key", "phase"), "dump", _param_roles),
 )
 
 

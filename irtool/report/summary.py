@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 from ..dumpdir import RankFile
 from ..ir import Dump, DumpWarning, SymbolEngine, check
 from ..parallel import ParallelFacts, analyze
+from ..parallel.balance import StageCost, stage_cost
 from ..parallel.job import Job, JobFold, RankJob, job_of, rank_job
 from ..parallel.layers import layer_comm
 from ..parallel.optimizer import optimizer_shards
@@ -136,6 +137,7 @@ class RankDigest:
     links: list[StageLink]
     answer: str  # digest of the rank's folder tables: ranks of a stage with the same one are shown once
     job: RankJob  # what the rank shows of the job
+    cost: StageCost | None  # asked for (`--cost`) and the lowest rank of its stage as far as it can tell
     # the records of those tables, kept only when asked (`keep`): the main process asks again for
     # one rank per different answer, so it holds a few ranks' records, not every rank's
     strategies: list[Strategy] = field(default_factory=list)
@@ -144,18 +146,31 @@ class RankDigest:
     kept: bool = False
 
 
-def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep: bool = False) -> RankDigest:
+def _first_of_stage(facts: ParallelFacts, rank: int | None) -> bool:
+    """Whether no rank below `rank` shares a collective group of its stage with it (a stage's ranks hold
+    the same work: one measures its cost). Only who does the work depends on it: the folder keeps the
+    lowest rank's record of each stage, and measures a stage none of whose ranks said so afterwards."""
+    if rank is None:
+        return True
+    return not any(r < rank for c in facts.comm if c.group_ranks and c.category != "pipeline"
+                   and not (c.group or "").endswith("_world_group") for r in c.group_ranks)
+
+
+def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep: bool = False,
+                cost: bool = False) -> RankDigest:
     """Load, analyze and sum one rank for `summarize DIR` (runs in a worker process); `keep` also
-    returns the records of its strategy, redistribution and optimizer tables."""
+    returns the records of its strategy, redistribution and optimizer tables; `cost` its cost record
+    (`--cost`) when it is the first rank of its stage (`_first_of_stage`)."""
     dump = rank.load(lenient)
     facts = analyze(dump, rank.rank)
     c, g = facts.comm, facts.groups
     chains, shards = facts.chains, optimizer_shards(c, g)
     key = repr([t.rows for t in folder_answer_tables(facts.strategies, chains, shards)])
     warnings = [*dump.warnings, *(check(dump) if deep else ()), *facts.warnings]
+    job = rank_job(facts, rank.rank, rank.path)
     d = RankDigest(rank.rank, rank.path, facts.stage, dump.counts, warnings, comm_totals(c), send_receive(c),
                    sorted(g), traffic(c, g), stage_matrix([facts]), hashlib.sha256(key.encode()).hexdigest(),
-                   rank_job(facts, rank.rank, rank.path))
+                   job, stage_cost(dump, facts, job) if cost and _first_of_stage(facts, rank.rank) else None)
     if keep:
         d.strategies, d.chains, d.shards, d.kept = facts.strategies, chains, shards, True
     return d
@@ -197,6 +212,8 @@ class DirSummary:
     stages: list[StageSum]
     matrix: list[StageLink]
     job: Job
+    costs: dict[int, StageCost]  # the cost record of the lowest rank of each stage measured (`--cost`)
+    first_ranks: dict[int, RankFile]  # the lowest rank read of each stage, every stage whatever --stage
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON `irtool.summary/1` of a folder; its `ranks` are made one at a time as they are written
@@ -274,8 +291,14 @@ def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None
     folds: dict[int | None, _StageFold] = {}
     links: dict[tuple[int, int], StageLink] = {}
     job = JobFold()
+    costs: dict[int, StageCost] = {}
+    first: dict[int, RankFile] = {}
     for r in ranks:
         job.add(r.job)  # the job is the folder's, whichever stage the tables show
+        at = selected_stage(r.stage)
+        first.setdefault(at, RankFile(r.rank, r.path))
+        if r.cost is not None:
+            costs.setdefault(at, r.cost)
         if stage is not None and selected_stage(r.stage) != stage:
             continue
         rows.append(r)
@@ -286,7 +309,7 @@ def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None
     if missing and fetch is not None:
         kept = {k.rank: k for k in fetch([RankFile(r.rank, r.path) for r in missing])}
     stages = [folds[st].stage_sum(st, kept) for st in sorted(folds, key=lambda k: (k is None, k or 0))]
-    return DirSummary(path, stage, rows, stages, [links[k] for k in sorted(links)], job.job())
+    return DirSummary(path, stage, rows, stages, [links[k] for k in sorted(links)], job.job(), costs, first)
 
 
 class _StageFold:
