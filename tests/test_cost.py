@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, ROOT, fixture
+from conftest import FIXTURES, fixture, shared_fixture
 
 from irtool import load
 from irtool.cli import main
@@ -28,10 +28,7 @@ from irtool.parallel.records import Bytes
 from irtool.present.cost import offset
 
 SCEN = FIXTURES / "pipeline_unequal_8p"
-# the shared real dumps sit next to the checkout (`../shared`, as `make fidelity` reads them) or next to its worktree
-LLAMA = next((p / "shared/fixtures/mindir/mindformers_llama_dp2mp2pp2" for p in ROOT.parents
-              if (p / "shared/fixtures/mindir/mindformers_llama_dp2mp2pp2").is_dir()),
-             ROOT.parent / "shared/fixtures/mindir/mindformers_llama_dp2mp2pp2")
+LLAMA = Path(shared_fixture("mindformers_llama_dp2mp2pp2"))
 RANK_OF_STAGE = {0: 0, 1: 2, 2: 4, 3: 6}
 _SHAPE = re.compile(r"<Tensor\[\w+\], \(([\d, ]+)\)>")
 _FLAGS = re.compile(r"PrimFunc_(?:Batch)?MatMul\(%\w+, %\w+, Bool\((\d)\), Bool\((\d)\)\)")

@@ -43,7 +43,7 @@ from ..spill import Spill
 from .answers import answer_blocks, dir_answer_blocks, folder_answer_tables, strategies_table
 from .headline import communication_line, plural, redistributions_text, sharding_text, unknowns_line, unpaired_text
 
-SCHEMA = "irtool.summary/1"
+SCHEMA = "irtool.summary/2"
 TOP_SCOPES = 10  # `top_scopes` keeps the cells that move the most bytes (the text title says of how many)
 
 
@@ -65,7 +65,7 @@ class FileSummary:
     job: Job
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON of schema `irtool.summary/1`."""
+        """The JSON of schema `irtool.summary/2`."""
         d, f, info = self.dump, self.facts, self.facts.stage_info
         hist = d.op_histogram()
         return {
@@ -109,13 +109,19 @@ def file_summary(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[Dump
     rank = rank_of(dump.path or "")
     return FileSummary(dump, facts, [*dump.warnings, *extra_warnings, *facts.warnings], depth, comm_totals(c),
                        send_receive(c), gradient_aggregation(c), scope_totals(c), optimizer_shards(c, g),
-                       layer_comm(c, g, depth, facts.strategies), traffic(c, g),
+                       layer_comm(c, g, depth, facts.strategies, None if depth else comm_layers(facts)), traffic(c, g),
                        job_of([rank_job(facts, rank, dump.path or "")]))
+
+
+def comm_layers(facts: ParallelFacts) -> dict[str, int]:
+    """The layer (the `layer` fact) of each communication node that has one, by uid."""
+    t = facts.table
+    return {n.uid: i for n in t.get("comm_nodes") if (i := t("layer", n)) is not None}
 
 
 def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWarning] = (),
               depth: int | None = None) -> dict[str, Any]:
-    """The summary of one dump as JSON-ready data (schema `irtool.summary/1`)."""
+    """The summary of one dump as JSON-ready data (schema `irtool.summary/2`)."""
     return file_summary(dump, facts, extra_warnings, depth).as_dict()
 
 
@@ -216,7 +222,7 @@ class DirSummary:
     first_ranks: dict[int, RankFile]  # the lowest rank read of each stage, every stage whatever --stage
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON `irtool.summary/1` of a folder; its `ranks` are made one at a time as they are written
+        """The JSON `irtool.summary/2` of a folder; its `ranks` are made one at a time as they are written
         (`present.Records`)."""
         def row(r: RankDigest) -> dict[str, Any]:
             return {"rank": r.rank, "file": r.path, "stage": r.stage, "counts": r.counts,
@@ -483,7 +489,7 @@ def file_headline(s: FileSummary, rank: int | None) -> list[str]:
     of = f" of {count.value}" if count.known and count.value > 1 else ""
     stage = f"pipeline stage {info.stage}{of}" if info.stage is not None else "p" + _stage_line(f)[1:]
     top = s.layers[0] if s.layers and s.layers[0].bytes else None
-    biggest = f"layer {top.layer} ({cell(top.bytes)} B)" if top else ""
+    biggest = f"{top.layer if top.index is not None else 'layer ' + top.layer} ({cell(top.bytes)} B)" if top else ""
     other = s.totals.by_category.get("other", Tally()).count
     return [f"Rank {cell(rank)}, {stage}",
             job_line(s.job),
