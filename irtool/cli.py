@@ -202,14 +202,17 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             one = sel.first()
             result = summary_mod.file_summary(one.dump, one.facts, check(one.dump) if deep else (), depth=depth)
             if want_cost:
-                cost = cost_mod.rank_cost(one.dump, one.facts, limit_bytes)
+                one_cost = cost_mod.rank_cost(one.dump, one.facts, result.job, limit_bytes)
+                cost = cost_mod.file_json(one_cost)
 
             def data() -> dict:
                 return result.as_dict()
 
             def blocks() -> list:
-                return summary_mod.summary_blocks(result, limit) + (
-                    cost_mod.rank_blocks(cost, limit) if cost is not None else [])
+                shown = summary_mod.summary_blocks(result, limit)
+                if cost is None:
+                    return shown
+                return cost_mod.file_headline(one_cost) + shown + cost_mod.rank_blocks(one_cost, limit)
         else:
             from functools import partial as bind
 
@@ -220,12 +223,20 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                 return map_ranks(keep, files, jobs, None, scheduler)
 
             with Steps("ranks") as progress:  # each rank folded as it arrives: none held
-                # every rank: the job is the folder's; the tables keep those of the selected stage
-                ranks = sel.stream(progress, of=summary_mod.rank_digest, every_stage=True)
+                # every rank: the job is the folder's; the tables keep those of the selected stage;
+                # with --cost the first rank of each stage measures its cost there too
+                ranks = sel.stream(progress, of=bind(summary_mod.rank_digest, cost=want_cost), every_stage=True)
                 folder = summary_mod.dir_summary(path, ranks, sel.stage, fetch=fetch)
             if want_cost:
-                with Steps("cost") as progress:
-                    cost = cost_mod.dir_cost(folder, limit_bytes, jobs, progress)[0]
+                costs = dict(folder.costs)
+                missing = {s: f for s, f in sorted(folder.first_ranks.items()) if s not in costs}
+                if missing:  # no rank of these stages could tell it was their first: measured here
+                    with Steps("cost") as progress:
+                        measure = bind(cost_mod.measure_rank, lenient=lenient)
+                        costs.update(zip(missing, map_ranks(measure, list(missing.values()), jobs, progress,
+                                                            scheduler)))
+                balance = cost_mod.dir_cost(costs, folder.job, sel.stage, limit_bytes)
+                cost = cost_mod.dir_json(balance, folder.job)
 
             def data() -> dict:
                 return {**folder.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable],
@@ -237,7 +248,9 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                 head, *table = _unreadable(sel, str(shown[0]), "the tables are of the other ranks")
                 i = next(k for k, b in enumerate(shown) if isinstance(b, str) and b.startswith(path))
                 shown[0:1], shown[i + 1:i + 1] = [head], table
-                return shown + (cost_mod.dir_blocks(cost, limit) if cost is not None else [])
+                if cost is None:
+                    return shown
+                return cost_mod.headline(balance) + shown + cost_mod.dir_blocks(balance, folder.job, limit)
 
         def doc() -> dict:
             d = data()

@@ -16,6 +16,16 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "mindir"
 
 
+def shared_fixture(rel: str) -> str:
+    """Path of a real dump of the shared fixtures (`../shared/fixtures/mindir`, next to the checkout or to the
+    folder of its worktree), e.g. `mindformers_llama_dp2mp2pp2/rank_0/19_validate_0089.ir.xz`."""
+    for parent in ROOT.parents:
+        path = parent / "shared" / "fixtures" / "mindir" / rel
+        if path.exists():
+            return str(path)
+    raise FileNotFoundError(f"../shared/fixtures/mindir/{rel}")
+
+
 def fixture(rel: str) -> str:
     """Path of a bundled real dump, e.g. `semi_auto_8p/rank_0/19_validate_0078.ir.xz`."""
     path = FIXTURES / rel

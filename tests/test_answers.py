@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import fixture
+from conftest import fixture, shared_fixture
 
 from irtool import analyze, load
 from irtool.cli import main
@@ -17,6 +17,7 @@ from irtool.diff.match import align_scopes
 from irtool.parallel.layers import ScopeIndex, layer_comm, layer_of
 from irtool.parallel.optimizer import optimizer_shards
 from irtool.parallel.traffic import wire_bytes
+from irtool.report.summary import comm_layers
 
 SEMI = "semi_auto_8p/rank_0/19_validate_0078.ir.xz"
 F = Path(__file__).resolve().parent.parent / "fixtures" / "mindir"
@@ -130,53 +131,73 @@ def test_optimizer_sharding_rows() -> None:
     assert rows["l1.b"].full_shape == (256,) and rows["l1.b"].slice_shape == (32,)
 
 
+def _layer_rows(path: str) -> dict:
+    facts = analyze(load(fixture(path)))
+    return {r.layer: r for r in layer_comm(facts.comm, facts.groups, strategies=facts.strategies,
+                                           layers=comm_layers(facts))}
+
+
 def test_layers_gpt_small() -> None:
-    # xzcat gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz | awk (statement of AllReduce/AllGather/ReduceScatter/
-    # Send/Receive/AlltoAll, then its Fullname with scope) | grep -o "layers-CellList/[0-9]-DecoderLayer" | uniq -c:
-    # 22 layers-CellList/0-DecoderLayer, 28 layers-CellList/1-DecoderLayer (of 60 communication nodes)
-    facts = analyze(load(fixture("gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz")))
-    rows = {r.layer: r for r in layer_comm(facts.comm, facts.groups)}
-    base = "Default/network-PipelineCell/network-GPT/layers-CellList/"
-    assert rows[base + "0-DecoderLayer"].count == 22
-    assert rows[base + "1-DecoderLayer"].count == 28
+    # a node counts in its layer by data flow (the `layer` fact): each gradient AllReduce names its parameter
+    # (`accu_grads.0.attention.wq.weight` ...): layer 0's 16 parameters `0.*` are 4 B x (3*64*128 + 128*64 + 256*128
+    # + 128*256 + 128+128 + 3*64 + 128 + 128+128 + 256 + 128) = 4 x 99,520 = 398,080, layer 1 the same; the
+    # embedding's (512, 128) + (64, 128) = 294,912 stay with the embedding's cell (no layer); 60 nodes in all
+    rows = _layer_rows("gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz")
+    assert rows["layer 0"].by_category["gradient-aggregation"] == 398_080
+    assert rows["layer 1"].by_category["gradient-aggregation"] == 398_080
+    assert rows["Default/network-PipelineCell/network-GPT/embedding-Embedding"].by_category[
+        "gradient-aggregation"] == 294_912
     assert sum(r.count for r in rows.values()) == 60
-    # forward, backward and recompute of one layer land in one row
+    # the stage's forward Sends carry layer 1's output: layer 1's
+    assert rows["layer 1"].by_category["pipeline"] > 0 and rows["layer 0"].by_category["pipeline"] == 0
+    # forward, backward and recompute of one layer land in one row by scope too (`--by-scope-depth`, nodes of no layer)
     assert layer_of("Gradients/recompute_Default/n-GPT/layers-CellList/0-DecoderLayer/a-Attention/Grad_X/AllReduce-op0") \
         == "Default/n-GPT/layers-CellList/0-DecoderLayer"
     assert layer_of("Default/net/layers.3-Block/AllReduce-op1") == "Default/net/layers.3-Block"
     assert layer_of("Default/net/layers.3-Block/AllReduce-op1", depth=2) == "Default/net"
 
 
-def test_layers_by_served_parameter_lazy_inline() -> None:
-    # lazy_inline prints every gradient AllReduce under one scope: xzcat gpt_small_dp2mp2pp2_lazyinline/rank_0/
-    # 19_validate_0087.ir.xz | grep -c "Gradients/Default/Grad__MirrorMicroStepOperator/AllReduce" -> 34; the input
-    # line under each (`ref_key=accu_grads.0.attention.wq.weight`, shape (64, 128) Float32) names its parameter.
-    # Layer 0 (16 parameters `0.*`): 4 B x (3*64*128 + 128*64 + 256*128 + 128*256 + 128+128 + 3*64 + 128
-    #   + 128+128 + 256 + 128) = 4 x 99,520 = 398,080; layer 1 the same; embedding.tok (512, 128) + embedding.pos
-    # (64, 128) = 4 x 73,728 = 294,912 in the embedding's cell, the only scope printing `embedding-Embedding`.
-    facts = analyze(load(fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz")))
-    rows = {r.layer: r for r in layer_comm(facts.comm, facts.groups, strategies=facts.strategies)}
-    base = "Default/network-PipelineCell/network-GPT/"
-    assert rows[base + "layers-CellList/0-DecoderLayer"].by_category["gradient-aggregation"] == 398_080
-    assert rows[base + "layers-CellList/1-DecoderLayer"].by_category["gradient-aggregation"] == 398_080
-    assert rows[base + "embedding-Embedding"].by_category["gradient-aggregation"] == 294_912
-    # the printed scope `Default` keeps only what serves nothing known: the 4 pipeline Send/Receive
-    assert rows["Default"].by_category["gradient-aggregation"] == 0 and rows["Default"].count == 4
-    # without the rule they all counted under `Default` (their printed scope)
+def test_layers_by_data_flow_lazy_inline() -> None:
+    # lazy_inline prints all 34 gradient AllReduces of gpt_small_dp2mp2pp2_lazyinline rank 0 under
+    # `Gradients/Default/Grad__MirrorMicroStepOperator/AllReduce` (19_validate_0087); the input line under each
+    # (`ref_key=accu_grads.0.attention.wq.weight`) names its parameter, hence its layer: 398,080 B per layer as above;
+    # embedding.tok (512, 128) + embedding.pos (64, 128) = 4 x 73,728 = 294,912 in the embedding's cell, the only
+    # scope printing `embedding-Embedding`; the printed scope `Default` keeps the 4 pipeline Send/Receive
+    rows = _layer_rows("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz")
+    assert rows["layer 0"].by_category["gradient-aggregation"] == 398_080
+    assert rows["layer 1"].by_category["gradient-aggregation"] == 398_080
+    assert rows["Default/network-PipelineCell/network-GPT/embedding-Embedding"].by_category[
+        "gradient-aggregation"] == 294_912
+    assert rows["Default"].by_category["pipeline"] == rows["Default"].bytes and rows["Default"].count == 4
+    # without a layer they all counted under `Default` (their printed scope)
     assert layer_of("Gradients/Default/Grad__MirrorMicroStepOperator/AllReduce-op15") == "Default"
 
 
-def test_layers_by_served_parameter_issue_example() -> None:
+def test_layers_by_data_flow_issue_example() -> None:
     # xzcat pipeline_4stage_8p/rank_2/step_parallel_end_0019.ir.xz | sed -n 1117,1119p: `_MirrorMicroStepOperator(
     # ...para6_layers.2.norm.gamma ...)`, input `(64) Float32`, printed under `layers-CellList/0-Block/norm-LayerNorm`
     # (likewise lines 1137 layers.2.norm.beta, 1343 layers.3.norm.gamma, 1375 layers.3.norm.beta); this stage-2
-    # rank holds layers 2 and 3 (`grep -c layers-CellList/2-Block` -> 56, 3-Block -> 56), so each of the four
-    # 256-byte gradients goes to its own layer and nothing to layer 0.
-    facts = analyze(load(fixture("pipeline_4stage_8p/rank_2/step_parallel_end_0019.ir.xz")))
-    rows = {r.layer.rsplit("/", 1)[-1]: r for r in layer_comm(facts.comm, facts.groups, strategies=facts.strategies)}
-    assert "0-Block" not in rows
-    assert rows["2-Block"].by_category["gradient-aggregation"] == 2 * 256
-    assert rows["3-Block"].by_category["gradient-aggregation"] == 2 * 256
+    # rank holds layers 2 and 3, so each of the four 256-byte gradients goes to its own layer and nothing to layer 0
+    rows = _layer_rows("pipeline_4stage_8p/rank_2/step_parallel_end_0019.ir.xz")
+    assert sorted(rows) == ["layer 2", "layer 3"]
+    assert rows["layer 2"].by_category["gradient-aggregation"] == 2 * 256
+    assert rows["layer 3"].by_category["gradient-aggregation"] == 2 * 256
+    assert (rows["layer 2"].index, rows["layer 3"].index) == (2, 3)
+
+
+def test_llama_backward_model_parallel_allreduce_by_data_flow() -> None:
+    # mindformers_llama_dp2mp2pp2 rank 0 validate: the four backward AllReduces of the feed-forward's w2 are all
+    # printed under `layers-CellList/0-LLamaDecodeLayer/feed_forward-LlamaFeedForward/w2-Linear/Grad_AllReduce`
+    # (lines 10159, 11055, 15244, 16140), but the first two are the gradients of layer 1 (their forward counterparts
+    # are layer 1's w2 AllReduces, line 7981): 2 x 524,288 B each way. Per layer: forward wo and w2 (2 x 524,288),
+    # the recomputed wo (524,288) and the two backward ones: 5 x 524,288 of operator-forward bytes
+    facts = analyze(load(shared_fixture("mindformers_llama_dp2mp2pp2/rank_0/19_validate_0089.ir.xz")))
+    layers = comm_layers(facts)
+    backward = {c.line: layers.get(c.node) for c in facts.comm if c.category == "operator-forward"
+                and c.phase == "backward" and "w2-Linear/Grad_AllReduce" in c.scope}
+    assert backward == {10159: 1, 11055: 1, 15244: 0, 16140: 0}
+    rows = {r.layer: r for r in layer_comm(facts.comm, facts.groups, strategies=facts.strategies, layers=layers)}
+    assert rows["layer 1"].by_category["operator-forward"] == 5 * 524_288
 
 
 def test_parameter_cell_rule() -> None:

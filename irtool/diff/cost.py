@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..errors import InputError
-from ..parallel.balance import measure_stage
+from ..parallel.balance import in_flight, stage_cost, stage_memory
+from ..parallel.job import job_of, rank_job
+from ..parallel.roles import ROLES
 from ..present import Block, Table, cell, change_pct
 from ..selection import Selection
 from .compare import _exceeds, parse_threshold
@@ -40,12 +42,13 @@ class StageFigures:
     rank: int | None
     flops: dict[str, int]
     unknown_ops: int
-    memory: int
+    memory: int  # known bytes
+    memory_unknown: int  # tensors or parameters of unknown size beside them
     by_role: dict[str, int]
 
     def as_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "flops": self.flops, "unknown_ops": self.unknown_ops, "memory_bytes": self.memory,
-                "memory_by_role": self.by_role}
+                "memory_unknown": self.memory_unknown, "memory_by_role": self.by_role}
 
 
 @dataclass
@@ -77,11 +80,14 @@ class CostDiff:
 def _side(sel: Selection) -> dict[int, StageFigures]:
     """The figures of one rank per stage (`Selection.per_stage`: ranks of a stage hold the same work)."""
     picked = sel.per_stage()
+    jobs = {p.stage: rank_job(p.facts, p.rank, p.dump.path or "") for p in picked}
+    job = job_of(jobs.values())  # the stage count and micro batches as these ranks tell them
     out = {}
     for p in picked:
-        sc = measure_stage(p.dump, p.facts, p.rank, len(picked))
-        out[p.stage] = StageFigures(p.rank, dict(sc.cost.flops), sum(sc.cost.unknown.values()), sc.memory.peak,
-                                    sc.memory.as_dict()["bytes_by_role"])
+        sc = stage_cost(p.facts, jobs[p.stage])
+        sm = stage_memory(sc.memory, in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches))
+        out[p.stage] = StageFigures(p.rank, dict(sc.cost.flops), sum(sc.cost.unknown.values()), sm.total.total,
+                                    sm.total.unknown, {r: sc.memory.role_bytes(r).total for r in ROLES})
     return out
 
 

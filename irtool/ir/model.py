@@ -70,7 +70,7 @@ class Node:
     """
 
     __slots__ = ("graph", "id", "name", "callee", "op", "text", "args_start", "line", "type_lines",
-                 "scope", "sources", "notes", "_inputs", "_attrs", "_args_end", "__weakref__")
+                 "scope", "sources", "notes", "_inputs", "_attrs", "_args_end", "_refs", "__weakref__")
 
     def __init__(self, graph: str, id: int | None, name: str, callee: str, op: str, text: str,
                  args_start: int, line: int, type_lines: tuple[str, ...], scope: str | None,
@@ -90,6 +90,7 @@ class Node:
         self._inputs: list[Input] | None = None
         self._attrs: dict[str, Any] | Unreadable | None = None
         self._args_end = -1
+        self._refs: tuple[str, ...] | None = None
 
     # --- identity
     @property
@@ -255,11 +256,24 @@ class Node:
         return tuple(g for g in _GRAPH_NAME.findall(head, at) if g not in ("Partial", "FuncUnion"))
 
     @property
-    def node_refs(self) -> list[str]:
+    def node_refs(self) -> tuple[str, ...]:
         """The `%N` other nodes of its subgraph this node names after its callee, each once, in order:
         a regex over the text, far faster than splitting the arguments (`inputs`); a `%N` inside a
-        string attribute would add a spurious one, and MindSpore prints none."""
-        return list(dict.fromkeys(_NODE_REF.findall(self.text, self.args_start)))
+        string attribute would add a spurious one, and MindSpore prints none. Read once (every pass
+        following data flow asks for them)."""
+        if self._refs is None:
+            self._refs = tuple(dict.fromkeys(_NODE_REF.findall(self.text, self.args_start)))
+        return self._refs
+
+    @property
+    def first_node_ref(self) -> str | None:
+        """The `%N` node the first argument is, when it is exactly one node reference (`Depend(%5, %7)` ->
+        `%5`), without splitting the arguments."""
+        m = _NODE_REF.match(self.text, self.args_start)
+        if m is None:
+            return None
+        rest = self.text[m.end():m.end() + 1]
+        return m.group() if rest in (",", ")") else None
 
     @property
     def param_refs(self) -> list[str]:

@@ -1,88 +1,188 @@
-"""Balance of a pipeline's stages and the layer-to-stage assignment that would even it out
-(docs/cost.md §3). Works on one rank per stage (ranks of one stage hold the same work)."""
+"""Balance of a pipeline's stages and the layer-to-stage split that would even it out
+(docs/cost.md §3), from one rank per stage (the ranks of a stage hold the same work).
+
+`StageCost` is what one rank tells (made where the rank is read, picklable); `balance` folds one
+per stage with the folder's `Job` (stage count, micro batches, layers per stage: never the number
+of stages selected or read). The current split, the even split and the advised one are estimated by
+one function (`estimate`), from the same per-layer costs, so the advice is never worse than the
+even split by that function. Text of these records is presentation's (`irtool.present.cost`).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..ir import Dump
 from .cost import CostFacts, compute_cost
-from .memory import MemoryFacts, compute_memory
+from .job import Evidence, Job, RankJob
+from .memory import MemoryFacts, compute_memory, scaled
 from .order import StageOrder, stage_order
-from .params import layer_index as param_layer
-from .records import ParallelFacts
+from .records import Bytes, ParallelFacts
 
-
-def layer_index(layer: str) -> int | None:
-    """The layer index of a per-layer key (`cost.layer_key`), None for work of no layer."""
-    return int(layer) if layer.isdigit() else None
-
-
-def ranges(indices: list[int]) -> str:
-    """[0, 1, 2, 4] -> `layers 0-2, 4`; [7] -> `layer 7`; [] -> `no layer`."""
-    if not indices:
-        return "no layer"
-    parts, start, prev = [], indices[0], indices[0]
-    for i in indices[1:] + [None]:  # type: ignore[list-item]
-        if i is not None and i == prev + 1:
-            prev = i
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if i is not None:
-            start = prev = i
-    return ("layer " if len(indices) == 1 else "layers ") + ", ".join(parts)
+MEASURE = "forward+backward+recompute FLOPs"
 
 
 @dataclass
 class StageCost:
-    """One stage, from one of its ranks."""
+    """One rank's cost: FLOPs, memory (one micro batch of activations), communication, pipeline order."""
 
-    stage: int
+    stage: int | None
     rank: int | None
+    file: str
     cost: CostFacts
     memory: MemoryFacts
-    comm_bytes: int  # known communication bytes of the rank
-    layers: list[int] = field(default_factory=list)  # repeated-cell indices with forward FLOPs here
-    schedule: StageOrder | None = None
-
-    @property
-    def compute(self) -> int:
-        """FLOPs of forward, backward and recompute (what the pipeline's critical path runs)."""
-        f = self.cost.flops
-        return f["forward"] + f["backward"] + f["recompute"]
+    comm: Bytes  # the rank's communication bytes (docs/parallel.md §5)
+    order: StageOrder
+    layers: list[int]  # layers whose parameters its work reads (the job's rule)
 
     @property
     def bytes_per_flop(self) -> float | None:
-        return self.comm_bytes / self.cost.total if self.cost.total else None
+        return self.comm.total / self.cost.total if self.cost.total and not self.comm.unknown else None
 
-    def layer_flops(self) -> dict[int, int]:
-        """Compute FLOPs per repeated-cell index on this stage."""
-        out: dict[int, int] = {}
-        for layer, ph in self.cost.by_layer.items():
-            i = layer_index(layer)
-            if i is not None:
-                out[i] = out.get(i, 0) + ph["forward"] + ph["backward"] + ph["recompute"]
+
+def stage_cost(facts: ParallelFacts, job: RankJob) -> StageCost:
+    """The cost record of one analysed rank (`job`: what its dump shows of the job, `job.rank_job`)."""
+    comm = Bytes()
+    for c in facts.comm:
+        comm += c.bytes
+    micros = job.micro.value if job.micro.known else None
+    return StageCost(stage=facts.stage, rank=job.rank, file=job.file, cost=compute_cost(facts.table),
+                     memory=compute_memory(facts.table, micros), comm=comm, order=stage_order(facts.table),
+                     layers=list(job.layers))
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """How many micro batches' activations a stage holds at once, and how that is known."""
+
+    count: int | float | None  # an interleaved stage may hold a fraction (`order.StageOrder.in_flight`)
+    how: str
+
+
+def in_flight(order: StageOrder, stage: int | None, stages: Evidence, micros: Evidence) -> InFlight:
+    """The one place the micro batches in flight are decided: the most begun forward and not finished
+    backward in the order the dump's dependencies fix (`order.py`); else 1F1B, stage s of S holding
+    min(S - s, m); else unknown."""
+    if order.fixed and order.in_flight is not None:
+        return InFlight(order.in_flight, "the most micro batches begun and not finished backward in the order "
+                                         "this dump fixes (" + " ".join(order.work) + ")")
+    s = stage or 0
+    if stages.known and stages.value == 1:
+        return InFlight(1, "no pipeline: each micro batch's backward runs before the next forward")
+    if stages.known and micros.known:
+        n = max(1, min(stages.value - s, micros.value))
+        return InFlight(n, f"1F1B assumed (this pass does not fix the order): stage {s} of {stages.value} holds "
+                           f"min({stages.value} - {s}, {micros.value}) = {n}")
+    missing = " and ".join(x for x, e in (("the stage count", stages), ("the micro batches", micros)) if not e.known)
+    return InFlight(None, f"unknown: this pass does not fix the order and {missing} unknown (summarize the folder)")
+
+
+@dataclass(frozen=True)
+class StageMemory:
+    """A stage's memory under the job: parameters + gradients + activations in flight."""
+
+    in_flight: InFlight
+    total: Bytes  # with one micro batch of activations when `in_flight` is unknown (then a lower bound)
+    lower_bound: bool  # in flight unknown: more micro batches may be held
+
+    def fits(self, limit: int | None) -> bool | None:
+        """True/False when it is known; None when unknown sizes or micro batches leave it open."""
+        if limit is None:
+            return None
+        if self.total.total > limit:
+            return False
+        return None if self.total.unknown or self.lower_bound else True
+
+
+def stage_memory(memory: MemoryFacts, flight: InFlight) -> StageMemory:
+    k = 1 if flight.count is None else flight.count
+    return StageMemory(flight, memory.total(k), flight.count is None and memory.activations is not None)
+
+
+@dataclass
+class StageFigures:
+    """One stage's record in the balance."""
+
+    cost: StageCost
+    memory: StageMemory
+    layers: list[int]  # the job's layers of this stage
+
+    @property
+    def stage(self) -> int:
+        return self.cost.stage or 0
+
+
+@dataclass(frozen=True)
+class SplitEstimate:
+    """A layer-to-stage split and what it gives (`estimate`)."""
+
+    groups: list[list[int]]  # layers per stage (interleaved/folded: per chunk, `stage_of` says whose)
+    stage_of: list[int]  # the stage of each group
+    loads: list[int]  # known compute FLOPs per stage
+    memory: list[Bytes]  # per stage
+    lower_bound: list[bool]  # per stage: its in-flight micro batches unknown
+    bubble: float | None
+    fits: bool | None
+
+    @property
+    def heaviest(self) -> int:
+        return max(self.loads)
+
+    @property
+    def lightest(self) -> int:
+        return min(self.loads)
+
+    @property
+    def ratio(self) -> float | None:
+        return self.heaviest / self.lightest if self.lightest else None
+
+    def layer_counts(self) -> list[list[int]]:
+        """Layers per stage, per chunk: counts[chunk][stage]."""
+        chunks = len(self.groups) // max(1, len(self.loads))
+        out = [[0] * len(self.loads) for _ in range(chunks)]
+        seen = [0] * len(self.loads)
+        for g, s in zip(self.groups, self.stage_of):
+            out[seen[s]][s] = len(g)
+            seen[s] += 1
         return out
 
 
-def measure_stage(dump: Dump, facts: ParallelFacts, rank: int | None, stages: int | None) -> StageCost:
-    """One stage's cost, memory and order from one of its ranks; no pipeline: stage 0. The
-    activations in flight are those of the order the dump fixes, else the 1F1B assumption (with
-    `stages` known), else one micro batch."""
-    stage = facts.stage or 0
-    memory = compute_memory(facts.table, stage, stages)
-    sched = stage_order(facts.table)  # in flight: decided once, in parallel/order.py
-    if sched.in_flight is not None and memory.activations_micro is not None:
-        memory.in_flight = sched.in_flight
-        memory.notes = [n for n in memory.notes if not n.startswith("activations in flight")]
-        memory.notes.append(f"activations in flight: {sched.in_flight} micro batch(es), the most begun and not "
-                            "yet finished backward in the order this dump fixes")
-    return StageCost(stage=stage, rank=rank, cost=compute_cost(facts.table), memory=memory,
-                     comm_bytes=sum(x.bytes or 0 for x in facts.comm), schedule=sched)
+@dataclass(frozen=True)
+class SplitModel:
+    """What `estimate` needs: per stage its fixed work and memory, per layer its cost and bytes (all
+    measured where the layer runs now)."""
+
+    base: list[int]  # compute FLOPs of a stage that no layer split moves (embedding, head, loss)
+    layer_cost: dict[int, int]
+    base_static: list[Bytes]  # parameters and gradients not of a layer it holds
+    layer_static: dict[int, Bytes]
+    base_act: list[Bytes]  # activations per micro batch not of a layer it holds
+    layer_act: dict[int, Bytes]
+    in_flight: list[int | float]  # micro batches held at once (1 when unknown: a lower bound)
+    flight_known: list[bool]
+    micro_batches: int | None
+    device_memory: int | None
 
 
-def stage_layers(cost: CostFacts) -> list[int]:
-    return sorted({i for layer, ph in cost.by_layer.items() if ph["forward"] and (i := layer_index(layer)) is not None})
+def estimate(model: SplitModel, groups: list[list[int]], stage_of: list[int]) -> SplitEstimate:
+    """The one evaluation of a split: per stage the compute (its fixed work + its layers' FLOPs), the
+    memory (fixed bytes + its layers' + activations x micro batches in flight), the bubble and fit."""
+    n = len(model.base)
+    loads = list(model.base)
+    static = list(model.base_static)
+    act = list(model.base_act)
+    for g, s in zip(groups, stage_of):
+        for i in g:
+            loads[s] += model.layer_cost[i]
+            static[s] += model.layer_static.get(i, Bytes())
+            act[s] += model.layer_act.get(i, Bytes())
+    memory = [static[s] + scaled(act[s], model.in_flight[s]) for s in range(n)]
+    lower = [not model.flight_known[s] for s in range(n)]
+    fits: bool | None = None
+    if model.device_memory is not None:
+        over = any(m.total > model.device_memory for m in memory)
+        fits = False if over else (None if any(m.unknown for m in memory) or any(lower) else True)
+    m = model.micro_batches
+    return SplitEstimate(groups, stage_of, loads, memory, lower,
+                         None if m is None else bubble([x / m for x in loads], m), fits)
 
 
 def bubble(times: list[float], micros: int) -> float:
@@ -98,153 +198,229 @@ def bubble(times: list[float], micros: int) -> float:
 
 @dataclass
 class Advice:
-    """The contiguous layer-to-stage assignment minimising the heaviest stage (an estimate)."""
+    """The current, even and advised splits, estimated alike; or why there is no advice."""
 
-    layers_per_stage: list[list[int]]
-    offset: list[int]  # MindFormers `offset`: layers per stage minus the even share
-    heaviest: int
-    ratio: float | None
-    bubble: float
-    fits: bool | None  # every stage under the memory limit (None: no limit given)
-    memory: list[int]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"layers_per_stage": [ranges(x) for x in self.layers_per_stage],
-                "layer_counts": [len(x) for x in self.layers_per_stage], "offset": self.offset,
-                "heaviest_stage_flops": self.heaviest, "ratio": self.ratio, "bubble": round(self.bubble, 4),
-                "fits": self.fits, "memory_bytes": self.memory, "estimate": True}
+    current: SplitEstimate | None
+    even: SplitEstimate | None
+    advised: SplitEstimate | None
+    cannot: str | None  # why no split is advised
+    num_layers: int
+    chunks: int  # model chunks per stage (interleaved) or fold segments; 1 without either
+    recomputed: list[int]  # layers recomputed now (they keep their recompute where they go)
 
 
 @dataclass
 class Balance:
-    stages: list[StageCost]
-    micros: int
-    sentence: str
-    forward_ratio: float | None
-    compute_ratio: float | None
-    bubble: float
-    advice: Advice | None
+    """The stages of a folder side by side under its job: compute (the measure), memory, bubble, advice."""
 
-    def as_dict(self, device_memory: int | None = None) -> dict[str, Any]:
-        rows = []
-        for s in self.stages:
-            mem = s.memory.peak
-            rows.append({"stage": s.stage, "rank": s.rank, "layers": ranges(s.layers), "layer_indices": s.layers,
-                         "flops": dict(s.cost.flops), "compute_flops": s.compute,
-                         "matmul_forward_flops": s.cost.matmul_forward,
-                         "unknown_ops": sum(s.cost.unknown.values()), "memory_bytes": mem,
-                         "comm_bytes": s.comm_bytes, "bytes_per_flop": s.bytes_per_flop,
-                         "fits": None if device_memory is None else mem <= device_memory,
-                         "headroom_bytes": None if device_memory is None else device_memory - mem,
-                         "schedule": s.schedule.as_dict() if s.schedule else None})
-        return {"stages": rows, "micro_batches": self.micros, "sentence": self.sentence,
-                "forward_ratio": self.forward_ratio, "compute_ratio": self.compute_ratio,
-                "bubble": round(self.bubble, 4), "bubble_formula": "1 - m*sum(t)/(S*(sum(t) + (m-1)*max(t)))",
-                "advice": self.advice.as_dict() if self.advice else None}
+    stages: list[StageFigures]
+    stage_count: Evidence
+    micro_batches: Evidence
+    absent: list[int]  # stages of the pipeline no rank read is on
+    selected: int | None  # --stage: only this stage is shown
+    heaviest: int | None  # stage doing the most compute
+    lightest: int | None
+    compute_ratio: float | None
+    forward_ratio: float | None  # the same stages' forward FLOPs
+    unknown_ops: int  # compute operators of unknown cost over the stages (not counted in the ratio)
+    bubble: float | None
+    device_memory: int | None
+    advice: Advice
+    measure: str = MEASURE
+    notes: list[str] = field(default_factory=list)
 
 
 def _ratio(a: int, b: int) -> float | None:
     return a / b if b else None
 
 
-def balance(stages: list[StageCost], device_memory: int | None = None) -> Balance:
-    """Per-stage totals, the heaviest/lightest ratio and its sentence, and the advice."""
-    stages = sorted(stages, key=lambda s: s.stage)
-    for s in stages:
-        s.layers = stage_layers(s.cost)
-    micros = max((s.cost.micros for s in stages), default=1)
-    heavy = max(stages, key=lambda s: s.cost.flops["forward"])
-    light = min(stages, key=lambda s: s.cost.flops["forward"])
-    ratio = _ratio(heavy.cost.flops["forward"], light.cost.flops["forward"])
-    comp = [s.compute for s in stages]
-    if len(stages) < 2:
-        sentence = "one stage: nothing to balance"
-    elif ratio is None:
-        sentence = f"stage {light.stage} does no forward FLOPs that this tool can count"
-    else:
-        sentence = (f"stage {heavy.stage} does {ratio:.1f}x the forward FLOPs of stage {light.stage}: it holds "
-                    f"{ranges(heavy.layers)}, stage {light.stage} holds {ranges(light.layers)}")
-    return Balance(stages=stages, micros=micros, sentence=sentence, forward_ratio=ratio,
-                   compute_ratio=_ratio(max(comp), min(comp)) if comp else None,
-                   bubble=bubble([c / micros for c in comp], micros), advice=advise(stages, micros, device_memory))
+def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
+            selected: int | None = None) -> Balance:
+    """The balance of one `StageCost` per stage under the folder's job (`selected`: the --stage shown)."""
+    costs = sorted(costs, key=lambda c: c.stage or 0)
+    figures = [StageFigures(c, stage_memory(c.memory, in_flight(c.order, c.stage, job.pipeline_stages,
+                                                                job.micro_batches)),
+                            job.stage_layers.get(c.stage or 0, c.layers)) for c in costs]
+    compute = [f.cost.cost.compute for f in figures]
+    heavy = max(range(len(figures)), key=lambda i: compute[i], default=None)
+    light = min(range(len(figures)), key=lambda i: compute[i], default=None)
+    m = job.micro_batches.value if job.micro_batches.known else None
+    complete = not job.stages_absent and job.pipeline_stages.known and len(figures) == job.pipeline_stages.value
+    b = Balance(
+        stages=figures, stage_count=job.pipeline_stages, micro_batches=job.micro_batches,
+        absent=list(job.stages_absent), selected=selected,
+        heaviest=None if heavy is None else figures[heavy].stage, lightest=None if light is None else figures[light].stage,
+        compute_ratio=None if heavy is None else _ratio(compute[heavy], compute[light]),
+        forward_ratio=None if heavy is None else _ratio(figures[heavy].cost.cost.flops["forward"],
+                                                         figures[light].cost.cost.flops["forward"]),
+        unknown_ops=sum(f.cost.cost.compute_unknown for f in figures),
+        bubble=bubble([c / m for c in compute], m) if complete and m else None,
+        device_memory=device_memory, advice=advise(figures, job, device_memory))
+    return b
 
 
-def advise(stages: list[StageCost], micros: int, device_memory: int | None) -> Advice | None:
-    """Split the layers (in order, contiguous) over the stages so the heaviest stage is lightest,
-    each stage keeping its own non-layer work (embedding, head, loss, optimizer of those) and, when
-    `device_memory` is given, staying under it. Per-layer cost is the layer's FLOPs where it ran
-    now; per-layer memory its parameters, states and buffers (by name) and the stage's activations
-    shared evenly among its layers (an estimate)."""
-    n = len(stages)
-    layer_cost: dict[int, int] = {}
-    layer_mem: dict[int, int] = {}
-    layer_act: dict[int, int] = {}
-    base_cost, base_mem = [], []
-    for s in stages:
-        lf = s.layer_flops()
-        layer_cost.update(lf)
-        held = s.layers or sorted(lf)
-        static = sum(p.bytes or 0 for p in s.memory.params) + s.memory.gradients_estimate
-        act = s.memory.activations_micro or 0
-        layer_static = _layer_static(s.memory, held)
-        for i in held:
-            layer_mem[i] = layer_static.get(i, 0)
-            layer_act[i] = act // max(1, len(held))
-        base_cost.append(s.compute - sum(lf.values()))
-        base_mem.append(static - sum(layer_static.values()))
-    order = sorted(layer_cost)
-    if n < 2 or len(order) < n:
-        return None
-
-    def stage_mem(k: int, group: list[int]) -> int:
-        in_flight = min(n - k, micros)
-        return base_mem[k] + sum(layer_mem.get(i, 0) + layer_act.get(i, 0) * in_flight for i in group)
-
-    # dp[k][j]: best heaviest stage for the first j layers on stages 0..k-1
-    inf = float("inf")
-    best: list[list[float]] = [[inf] * (len(order) + 1) for _ in range(n + 1)]
-    cut: list[list[int]] = [[0] * (len(order) + 1) for _ in range(n + 1)]
-    best[0][0] = 0
-    for k in range(1, n + 1):
-        for j in range(len(order) + 1):
-            for i in range(j + 1):
-                if best[k - 1][i] == inf:
-                    continue
-                group = order[i:j]
-                if device_memory is not None and stage_mem(k - 1, group) > device_memory:
-                    continue
-                heavy = max(best[k - 1][i], base_cost[k - 1] + sum(layer_cost[x] for x in group))
-                if heavy < best[k][j]:
-                    best[k][j], cut[k][j] = heavy, i
-    fits: bool | None = None if device_memory is None else True
-    if best[n][len(order)] == inf:
-        if device_memory is None:
-            return None
-        adv = advise(stages, micros, None)  # nothing fits: the unconstrained split, said so
-        if adv is not None:
-            adv.fits = False
-        return adv
-    groups: list[list[int]] = []
-    j = len(order)
-    for k in range(n, 0, -1):
-        i = cut[k][j]
-        groups.insert(0, order[i:j])
-        j = i
-    loads = [base_cost[k] + sum(layer_cost[x] for x in g) for k, g in enumerate(groups)]
-    even = len(order) // n
-    return Advice(layers_per_stage=groups, offset=[len(g) - even for g in groups], heaviest=max(loads),
-                  ratio=_ratio(max(loads), min(loads)), bubble=bubble([c / micros for c in loads], micros),
-                  fits=fits, memory=[stage_mem(k, g) for k, g in enumerate(groups)])
-
-
-def _layer_static(memory: MemoryFacts, held: list[int]) -> dict[int, int]:
-    """Parameter, state and buffer bytes per layer, by the layer index in the parameter's name
-    (`layers.3.w1`, `accu_grads.layers.3.w1`, `adam_m.layers.3.w1`); the others stay with the stage."""
-    out = {i: 0 for i in held}
-    for p in memory.params:
-        if p.role in ("hyperparameter", "unused") or p.bytes is None:
-            continue
-        hit = param_layer(p.name)
-        if hit in out:
-            out[hit] += p.bytes
+def _runs(layers: list[int]) -> list[list[int]]:
+    """[0, 1, 4, 5] -> [[0, 1], [4, 5]]."""
+    out: list[list[int]] = []
+    for i in sorted(layers):
+        if out and out[-1][-1] == i - 1:
+            out[-1].append(i)
+        else:
+            out.append([i])
     return out
+
+
+def split_model(figures: list[StageFigures], micros: int | None, device_memory: int | None) -> SplitModel | str:
+    """The per-layer costs and per-stage fixed work of the current split, or why they cannot be had."""
+    held: dict[int, int] = {}
+    for f in figures:
+        for i in f.layers:
+            if i in held:
+                return f"layer {i} is on stages {held[i]} and {f.stage}"
+            held[i] = f.stage
+    if not held:
+        return "no stage reads a layer's parameters"
+    if sorted(held) != list(range(len(held))):
+        missing = sorted(set(range(max(held) + 1)) - set(held))
+        return f"layers {', '.join(map(str, missing))} are on no stage read"
+    layer_cost: dict[int, int] = {}
+    base, base_static, base_act = [], [], []
+    layer_static: dict[int, Bytes] = {}
+    layer_act: dict[int, Bytes] = {}
+    unknown = []
+    for f in figures:
+        per_layer = f.cost.cost.layer_compute()
+        mine = set(f.layers)
+        for i in mine:
+            flops, unknown_ops = per_layer.get(i, (0, 0))
+            layer_cost[i] = flops
+            if unknown_ops:
+                unknown.append(f"layer {i}: {unknown_ops}")
+        base.append(f.cost.cost.compute - sum(layer_cost[i] for i in mine))
+        mem = f.cost.memory
+        static = mem.static_by_layer()
+        acts = mem.activations.by_layer if mem.activations else {}
+        fixed_static, fixed_act = Bytes(), Bytes()
+        for k, v in static.items():
+            if k in mine:
+                layer_static[k] = v
+            else:
+                fixed_static += v
+        for k, v in acts.items():
+            if k in mine:
+                layer_act[k] = v
+            else:
+                fixed_act += v
+        base_static.append(fixed_static)
+        base_act.append(fixed_act)
+    if unknown:
+        return "operators of unknown cost in the layers (" + "; ".join(unknown) + "): their FLOPs are not known"
+    flights = [f.memory.in_flight.count for f in figures]
+    return SplitModel(base, layer_cost, base_static, layer_static, base_act, layer_act,
+                      [1 if c is None else c for c in flights], [c is not None for c in flights], micros, device_memory)
+
+
+def advise(figures: list[StageFigures], job: Job, device_memory: int | None) -> Advice:
+    """Estimate the current split and the even one, and advise the contiguous split (layers in order)
+    whose heaviest stage is lightest (exact dynamic programme; ties: the lightest stage heaviest), each
+    stage keeping its fixed work; with `device_memory`, only splits where every stage fits. Each layer
+    keeps its cost, bytes and recompute where it goes. Interleaved and folded jobs: the current and even
+    splits only (a split per chunk is not searched), said so."""
+    chunks = job.chunks.value if job.chunks.known else 1
+    recomputed = sorted({i for v in job.recompute.values() for i in v})
+    n_layers = sum(len(f.layers) for f in figures)
+    none = Advice(None, None, None, "", n_layers, chunks, recomputed)
+    if len(figures) < 2:
+        none.cannot = "one stage"
+        return none
+    if job.stages_absent:
+        none.cannot = f"stages {', '.join(map(str, job.stages_absent))} not read"
+        return none
+    if not job.pipeline_stages.known or job.pipeline_stages.value != len(figures):
+        of = job.pipeline_stages.value if job.pipeline_stages.known else "an unknown number"
+        none.cannot = f"{len(figures)} stages read of {of}"
+        return none
+    micros = job.micro_batches.value if job.micro_batches.known else None
+    model = split_model(figures, micros, device_memory)
+    if isinstance(model, str):
+        none.cannot = model
+        return none
+    s = len(figures)
+    runs = [(run, k) for k, f in enumerate(figures) for run in _runs(f.layers)]
+    runs.sort(key=lambda r: r[0][0])
+    current = estimate(model, [r for r, _ in runs], [k for _, k in runs])
+    pattern = [k for _, k in runs] if chunks > 1 else list(range(s))
+    if chunks > 1 and len(pattern) != s * chunks:
+        pattern = [v % s for v in range(s * chunks)]
+    even = estimate(model, _even(n_layers, len(pattern)), pattern)
+    if chunks > 1:
+        return Advice(current, even, None, f"{chunks} chunks per stage: a split per chunk is not searched",
+                      n_layers, chunks, recomputed)
+    if n_layers < s:
+        return Advice(current, even, None, f"{n_layers} layers for {s} stages", n_layers, chunks, recomputed)
+    best = _search(model, n_layers, device_memory)
+    candidates = [e for e in (best, even, current) if e is not None]
+    fits_first = (lambda e: e.fits is False) if device_memory is not None else (lambda e: False)
+    advised = min(candidates, key=lambda e: (fits_first(e), e.heaviest, -e.lightest))
+    return Advice(current, even, advised, None, n_layers, chunks, recomputed)
+
+
+def _even(n: int, parts: int) -> list[list[int]]:
+    """n layers in `parts` contiguous groups as even as can be (the first n % parts one larger)."""
+    out, at = [], 0
+    for k in range(parts):
+        size = n // parts + (1 if k < n % parts else 0)
+        out.append(list(range(at, at + size)))
+        at += size
+    return out
+
+
+def _search(model: SplitModel, n_layers: int, device_memory: int | None) -> SplitEstimate | None:
+    """The contiguous split (one layer or more per stage) whose heaviest stage is lightest, then whose
+    lightest stage is heaviest, where every stage fits `device_memory` (when given); None when none fits."""
+    s = len(model.base)
+    prefix = [0]
+    for i in range(n_layers):
+        prefix.append(prefix[-1] + model.layer_cost[i])
+
+    def load(k: int, i: int, j: int) -> int:
+        return model.base[k] + prefix[j] - prefix[i]
+
+    def fits(k: int, i: int, j: int) -> bool:
+        if device_memory is None:
+            return True
+        static, act = model.base_static[k], model.base_act[k]
+        for x in range(i, j):
+            static += model.layer_static.get(x, Bytes())
+            act += model.layer_act.get(x, Bytes())
+        return (static + scaled(act, model.in_flight[k])).total <= device_memory
+
+    inf = float("inf")
+    # best[k][j]: the lightest heaviest stage for layers [0, j) on stages [0, k)
+    best = [[inf] * (n_layers + 1) for _ in range(s + 1)]
+    best[0][0] = 0
+    for k in range(1, s + 1):
+        for j in range(k, n_layers - (s - k) + 1):
+            for i in range(k - 1, j):
+                if best[k - 1][i] < inf and fits(k - 1, i, j):
+                    best[k][j] = min(best[k][j], max(best[k - 1][i], load(k - 1, i, j)))
+    top = best[s][n_layers]
+    if top == inf:
+        return None
+    # among the splits whose stages are all <= top: the heaviest lightest stage
+    low = [[-inf] * (n_layers + 1) for _ in range(s + 1)]
+    cut = [[0] * (n_layers + 1) for _ in range(s + 1)]
+    low[0][0] = inf
+    for k in range(1, s + 1):
+        for j in range(k, n_layers - (s - k) + 1):
+            for i in range(k - 1, j):
+                x = load(k - 1, i, j)
+                if low[k - 1][i] > -inf and x <= top and fits(k - 1, i, j) and min(low[k - 1][i], x) > low[k][j]:
+                    low[k][j], cut[k][j] = min(low[k - 1][i], x), i
+    groups: list[list[int]] = []
+    j = n_layers
+    for k in range(s, 0, -1):
+        i = cut[k][j]
+        groups.insert(0, list(range(i, j)))
+        j = i
+    return estimate(model, groups, list(range(s)))

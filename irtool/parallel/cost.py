@@ -77,7 +77,7 @@ class OpCost:
     node: str  # uid
     op: str
     phase: Phase
-    layer: str
+    layer: int | None
     micro: int | None
     flops: int | None  # None: unknown (op of no known family, or a shape the dump did not print)
     family: str  # matmul, conv, attention, elementwise, reduction, optimizer, none, unknown
@@ -86,30 +86,43 @@ class OpCost:
 
 @dataclass
 class CostFacts:
-    """FLOPs of one rank split by phase and layer, and what could not be counted."""
+    """FLOPs of one rank by phase and layer (known FLOPs, and how many operators are of unknown cost
+    beside them: an unknown is never added as 0)."""
 
     kind: str  # file kind: spe (logical operator types) or post (per device)
-    flops: dict[str, int]  # phase -> FLOPs (known)
-    by_layer: dict[str, dict[str, int]]  # layer -> phase -> FLOPs
+    flops: dict[str, int]  # phase -> known FLOPs
+    unknown_by_phase: dict[str, int]  # phase -> operators of unknown cost
+    by_layer: dict[int | None, dict[str, int]]  # layer (None: work of no layer) -> phase -> known FLOPs
+    unknown_by_layer: dict[int | None, dict[str, int]]  # layer -> phase -> operators of unknown cost
     by_family: dict[str, int]
-    matmul_forward: int  # FLOPs of forward MatMul-family operators (the figure easiest to check by hand)
+    matmul_forward: int  # known FLOPs of forward MatMul-family operators (the figure easiest to check by hand)
+    matmul_forward_unknown: int  # forward MatMul-family operators whose shapes the dump does not print
     unknown: Counter  # op -> count of operators whose FLOPs are unknown
     logical_ops: int  # operators counted with logical (not per-device) shapes
-    micros: int  # micro batches seen (`micro` attributes), 1 when none
     ops: list[OpCost] = field(default_factory=list)
 
     @property
     def total(self) -> int:
         return sum(self.flops.values())
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"flops": dict(self.flops), "total_flops": self.total, "flops_by_layer": self.by_layer,
-                "flops_by_family": dict(self.by_family), "matmul_forward_flops": self.matmul_forward,
-                "unknown_ops": dict(sorted(self.unknown.items(), key=lambda kv: (-kv[1], kv[0]))),
-                "unknown_count": sum(self.unknown.values()), "logical_ops": self.logical_ops,
-                "micro_batches": self.micros,
-                "shapes": "per device (printed sliced)" if self.kind != "spe" else
-                          "step_parallel_end: logical per micro batch, sliced here by in_strategy"}
+    @property
+    def compute(self) -> int:
+        """Known FLOPs of forward, backward and recompute (what the pipeline's critical path runs)."""
+        return sum(self.flops[p] for p in COMPUTE_PHASES)
+
+    @property
+    def compute_unknown(self) -> int:
+        return sum(self.unknown_by_phase[p] for p in COMPUTE_PHASES)
+
+    def layer_compute(self) -> dict[int | None, tuple[int, int]]:
+        """Per layer: (known forward+backward+recompute FLOPs, operators of unknown cost among them)."""
+        keys = set(self.by_layer) | set(self.unknown_by_layer)
+        zero = dict.fromkeys(PHASES, 0)
+        return {k: (sum(self.by_layer.get(k, zero)[p] for p in COMPUTE_PHASES),
+                    sum(self.unknown_by_layer.get(k, zero)[p] for p in COMPUTE_PHASES)) for k in keys}
+
+
+COMPUTE_PHASES = ("forward", "backward", "recompute")
 
 
 def _slice(shape: Any, strategy: Any) -> Any:
@@ -244,47 +257,44 @@ def call_counts(dump: Dump) -> dict[str, int]:
     return {g.name: count(g.name, frozenset()) for g in dump.subgraphs}
 
 
-def layer_key(layer: int | None) -> str:
-    """The key of a layer in per-layer figures: its index, `(no layer)` for work of no layer."""
-    return "(no layer)" if layer is None else str(layer)
-
-
 def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
     """The FLOPs of every operator of the dump of fact table `t`, summed by phase, layer and family
     (docs/cost.md §1); phase, micro batch and layer are the table's."""
     dump = t.dump
     kind = t.get("file_kind")
-    flops = {p: 0 for p in PHASES}
-    by_layer: dict[str, dict[str, int]] = {}
+    flops = dict.fromkeys(PHASES, 0)
+    unknown_phase = dict.fromkeys(PHASES, 0)
+    by_layer: dict[int | None, dict[str, int]] = {}
+    unknown_layer: dict[int | None, dict[str, int]] = {}
     by_family: Counter = Counter()
     unknown: Counter = Counter()
     ops: list[OpCost] = []
     logical = 0
-    matmul_fwd = 0
-    micros: set[int] = set()
-    nodes = [n for n in dump.nodes() if n.op not in NO_ARITHMETIC]
+    matmul_fwd = matmul_unknown = 0
     times = call_counts(dump)
-    for node in nodes:
+    for node in dump.nodes():
+        if node.op in NO_ARITHMETIC:
+            continue
         f, family, per_device = op_flops(node, kind)
         if f is not None:
             f *= times.get(node.graph, 1)  # a reused cell's subgraph runs once per call site
         ph = t("phase", node)
-        micro = t("micro", node)
-        if micro is not None:
-            micros.add(micro)
-        layer = layer_key(t("layer", node))
+        layer = t("layer", node)
         if f is None:
             unknown[node.op] += 1
+            unknown_phase[ph] += 1
+            unknown_layer.setdefault(layer, dict.fromkeys(PHASES, 0))[ph] += 1
+            matmul_unknown += family == "matmul" and ph == "forward"
         else:
             if not per_device:
                 logical += 1
             flops[ph] += f
-            row = by_layer.setdefault(layer, {p: 0 for p in PHASES})
-            row[ph] += f
+            by_layer.setdefault(layer, dict.fromkeys(PHASES, 0))[ph] += f
             by_family[family] += f
             if family == "matmul" and ph == "forward":
                 matmul_fwd += f
         if keep_ops:
-            ops.append(OpCost(node.uid, node.op, ph, layer, micro, f, family, per_device))
-    return CostFacts(kind=kind, flops=flops, by_layer=by_layer, by_family=dict(by_family), matmul_forward=matmul_fwd,
-                     unknown=unknown, logical_ops=logical, micros=max(1, len(micros)), ops=ops)
+            ops.append(OpCost(node.uid, node.op, ph, layer, t("micro", node), f, family, per_device))
+    return CostFacts(kind=kind, flops=flops, unknown_by_phase=unknown_phase, by_layer=by_layer,
+                     unknown_by_layer=unknown_layer, by_family=dict(by_family), matmul_forward=matmul_fwd,
+                     matmul_forward_unknown=matmul_unknown, unknown=unknown, logical_ops=logical, ops=ops)

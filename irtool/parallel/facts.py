@@ -27,7 +27,8 @@ Facts of a node (`table(fact, node)`):
 Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, copies, graph_phases, comm_nodes,
 silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units
 of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
-parameters (which header parameter each reference names, who reads it: `params.Params`).
+parameters (which header parameter each reference names, who reads it: `params.Params`),
+param_roles (weight, optimizer state, accumulation, ... of each parameter, by use: `roles.ParamRole`).
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ from .comm import comm_records, groups_of
 from .order import build_order
 from .params import Params, layer_flow, parameters
 from .records import FileKind, Phase, Strategy
+from .roles import param_roles
 from .rules import COMM_OPS, classify, file_kind, moves_no_data
 from .sizes import type_bytes
 from .stage import stage_info
@@ -371,6 +373,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("order", ("order",), ("by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", build_order),
     Pass("parameters", ("parameters",), (), "dump", _parameters),
     Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", layer_flow),
+    Pass("parameter roles", ("param_roles",), ("parameters", "by_key", "phase"), "dump", param_roles),
 )
 
 

@@ -1,8 +1,8 @@
-"""Communication per layer (docs/parallel.md §16): a node counts in the layer of what it serves
-(the parameter of a gradient or optimizer node, the operator a redistribution feeds), its printed
-scope only when nothing else is known; layers are repeated cells (`layers-CellList/3-Block`,
-`layers.3`, `blocks-SequentialCell/0`), else a node's cell, or the first N scope components
-with `depth`."""
+"""Communication per layer (docs/parallel.md §16): a node counts in its layer, the `layer` fact
+(parameters and activations it reads, never its printed scope: MindSpore prints shared backward
+code under the first layer's scope); a node of no layer in the cell of what it serves (the
+parameter of a gradient or optimizer node, the operator a redistribution feeds), its printed
+scope only when nothing else is known; or, with `depth`, the first N scope components."""
 from __future__ import annotations
 
 import re
@@ -93,19 +93,22 @@ def served_cell(c: CommNode, index: ScopeIndex, op_scopes: dict[str, str]) -> tu
 
 
 def layer_comm(comm: list[CommNode], groups: dict[str, Group], depth: int | None = None,
-               strategies: Iterable[Strategy] = ()) -> list[LayerComm]:
+               strategies: Iterable[Strategy] = (), layers: dict[str, int] | None = None) -> list[LayerComm]:
     """Per layer: count, tensor bytes, wire bytes, and bytes per phase and per category; the layer
-    that moves the most bytes first. `strategies` give the scopes of the operators nodes serve."""
+    that moves the most bytes first. `layers`: the layer of each node (uid -> index, the `layer` fact;
+    not used with `depth`); `strategies` give the scopes of the operators nodes of no layer serve."""
     strategies = list(strategies)
     op_scopes = {s.node: s.scope for s in strategies if s.node}
     index = ScopeIndex([*(c.scope for c in comm), *op_scopes.values()])
     rows: dict[str, LayerComm] = {}
     for c in comm:
-        key = _layer(served_cell(c, index, op_scopes), depth) or "(no scope)"
+        at = layers.get(c.node) if layers is not None and depth is None else None
+        key = f"layer {at}" if at is not None else _layer(served_cell(c, index, op_scopes), depth) or "(no scope)"
         r = rows.get(key)
         if r is None:
             r = rows[key] = LayerComm(layer=key, count=0, bytes=0, wire_bytes=0, bytes_unknown=0,
-                                      by_phase={p: 0 for p in PHASES}, by_category={k: 0 for k in CATEGORIES})
+                                      by_phase={p: 0 for p in PHASES}, by_category={k: 0 for k in CATEGORIES},
+                                      index=at)
         r.count += 1
         wire = node_wire_bytes(c, groups)
         if wire is None:  # an unknown wire size is counted, never added as 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from ..ir import Dump, Node
 
@@ -125,13 +125,12 @@ def parameters(dump: Dump) -> Params:
 
 
 # Inputs that only order execution: the later inputs of Depend, every input of UpdateState.
-def _data_refs(n: Node) -> list[str]:
+def _data_refs(n: Node) -> Sequence[str]:
     if n.op == "UpdateState":
         return []
     if n.op == "Depend":
-        ins = n.inputs
-        ref = ins[0].ref if ins else None
-        return [ref.name] if ref is not None and ref.kind == "node" else []
+        first = n.first_node_ref
+        return [first] if first is not None else []
     return n.node_refs
 
 
@@ -141,23 +140,36 @@ def layer_flow(t: NodeFacts) -> dict[Node, int]:
     subgraph; then backward work by its forward counterpart, else its inputs."""
     dump = t.dump
     params: Params = t.get("parameters")
+    owns: dict[Node, set[int]] = {}  # the layers of the parameters each node reads (from who reads each)
+    for name, readers in params.readers.items():
+        index = layer_index(name)
+        if index is not None:
+            for n in readers:
+                owns.setdefault(n, set()).add(index)
+    phase = t.column("phase")
     out: dict[Node, int] = {}
     deferred: list[tuple[Node, list[Node]]] = []
     for g in dump.subgraphs:
         local = {n.key: n for n in g.nodes}
         deps = {n: [local[r] for r in _data_refs(n) if r in local] for n in g.nodes}
-        try:
-            order = list(TopologicalSorter({n: d for n, d in deps.items()}).static_order())
-        except CycleError:  # a malformed graph: print order (producers first as MindSpore prints them)
-            order = list(g.nodes)
+        order = list(g.nodes)
+        seen: set[Node] = set()
+        for n in order:  # MindSpore prints producers first: then print order is a dependency order already
+            if not seen.issuperset(deps[n]):
+                break
+            seen.add(n)
+        if len(seen) < len(order):
+            try:
+                order = list(TopologicalSorter({n: d for n, d in deps.items()}).static_order())
+            except CycleError:  # a malformed graph: print order
+                order = list(g.nodes)
         for n in order:
-            own = {i for name in params.read_by(n) if (i := layer_index(name)) is not None}
-            if len(own) == 1:
-                out[n] = own.pop()
-                continue
-            if own:
-                continue  # reads several layers' parameters (a fused update, a tuple of gradients): none
-            if t("phase", n) == "backward":
+            own = owns.get(n)
+            if own is not None:
+                if len(own) == 1:
+                    out[n] = next(iter(own))
+                continue  # or it reads several layers' parameters (a fused update, a tuple of gradients): none
+            if phase[n] == "backward":
                 deferred.append((n, deps[n]))
                 continue
             found = [out[d] for d in deps[n] if d in out]

@@ -343,8 +343,9 @@ class OptimizerShard:
 
 @dataclass
 class LayerComm:
-    """Communication of one layer (a repeated cell such as `layers-CellList/3`, or a scope prefix
-    of `--by-scope-depth` components) split by phase and category (docs/parallel.md §16)."""
+    """Communication of one layer (`layer 3`: the nodes the `layer` fact puts in layer 3), of the cell
+    a node of no layer serves (`Default/net/embedding-Embedding`), or of a scope prefix of
+    `--by-scope-depth` components, split by phase and category (docs/parallel.md §16)."""
 
     layer: str
     count: int
@@ -354,6 +355,7 @@ class LayerComm:
     by_phase: dict[str, int]  # phase -> bytes
     by_category: dict[str, int]  # category -> bytes
     wire_unknown: int = 0  # nodes whose wire bytes are unknown (size, group or formula unknown)
+    index: int | None = None  # the layer index (`layer` fact), None for a cell or scope row
 
     def as_dict(self) -> dict[str, Any]:
         return _as_dict(self)

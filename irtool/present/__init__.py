@@ -8,6 +8,7 @@ from .tables import (
     ALL_ROWS,
     DEFAULT_LIMIT,
     Block,
+    Code,
     Table,
     markdown_pieces,
     set_text_width,
@@ -29,7 +30,7 @@ from .text import (
     strategy_text,
 )
 
-__all__ = ["CATEGORY_COLORS", "CATEGORY_SHAPES", "DIFF_COLORS", "ALL_ROWS", "DEFAULT_LIMIT", "Block", "Table",
+__all__ = ["CATEGORY_COLORS", "CATEGORY_SHAPES", "DIFF_COLORS", "ALL_ROWS", "DEFAULT_LIMIT", "Block", "Code", "Table",
            "set_text_width", "to_markdown", "to_text", "text_pieces", "markdown_pieces", "DASH", "bytes_text", "cell",
            "chain_end_layout", "change_pct", "parse_bytes", "format_strategy", "json_pieces", "Records",
            "rank_list", "strategy_text"]

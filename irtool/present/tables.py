@@ -39,7 +39,16 @@ class Table:
         return f"showing {len(self.rows)} of {self.total} ({ALL_ROWS})"
 
 
-Block = Union[Table, str]
+@dataclass
+class Code:
+    """Lines to paste somewhere else (a YAML snippet): plain text keeps them as they are, indented and
+    never wrapped; Markdown fences them (```yaml)."""
+
+    lang: str
+    text: str
+
+
+Block = Union[Table, str, Code]
 
 
 _width: int | None = None  # the terminal's columns when output goes to one (set by the CLI), else None
@@ -128,6 +137,9 @@ def to_text(blocks: list[Block], width: int | None = None) -> str:
         if isinstance(b, str):
             out += _wrap_line(b, width)
             continue
+        if isinstance(b, Code):
+            out += ["    " + ln if ln else "" for ln in b.text.splitlines()]
+            continue
         if not b.rows:
             continue
         out += ["", *_wrap_line(b.title, width)]
@@ -140,7 +152,7 @@ def to_text(blocks: list[Block], width: int | None = None) -> str:
 def text_pieces(blocks: Iterable[Block], width: int | None = None) -> Iterator[str]:
     """`to_text` a block at a time, for a report too large to hold as one string (the same text)."""
     for b in blocks:
-        if isinstance(b, str) or b.rows:
+        if isinstance(b, (str, Code)) or b.rows:
             yield to_text([b], width)
 
 
@@ -148,7 +160,7 @@ def markdown_pieces(blocks: Iterable[Block]) -> Iterator[str]:
     """`to_markdown` a block at a time (the same text)."""
     first = True
     for b in blocks:
-        if isinstance(b, str) or b.rows:
+        if isinstance(b, (str, Code)) or b.rows:
             yield ("" if first else "\n") + to_markdown([b])
             first = False
 
@@ -177,6 +189,9 @@ def to_markdown(blocks: list[Block]) -> str:
     for b in blocks:
         if isinstance(b, str):
             out += [_no_mention(b), ""]
+            continue
+        if isinstance(b, Code):
+            out += [f"```{b.lang}", b.text.rstrip("\n"), "```", ""]
             continue
         if not b.rows:
             continue

@@ -1,17 +1,45 @@
 """Cost in `summarize --cost`: FLOPs and memory of a rank, and the balance of a folder's stages
-(docs/cost.md). JSON field `cost`; text and Markdown as tables."""
+(docs/cost.md). JSON field `cost` (schema `irtool.cost/2`), made once here from the records of
+`irtool.parallel.balance`; text and Markdown from `irtool.present.cost`."""
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import dataclass
 from typing import Any
 
-from ..dumpdir import Progress, RankFile, map_ranks
+from ..dumpdir import RankFile
 from ..errors import InputError
 from ..ir import Dump
-from ..parallel import ParallelFacts
-from ..parallel.balance import Balance, StageCost, balance, measure_stage
-from ..present import Block, Table, bytes_text, cell, parse_bytes
-from .summary import DirSummary
+from ..parallel import ParallelFacts, analyze
+from ..parallel.balance import (
+    Advice,
+    Balance,
+    SplitEstimate,
+    StageCost,
+    StageMemory,
+    in_flight,
+    stage_cost,
+    stage_memory,
+)
+from ..parallel.cost import CostFacts
+from ..parallel.job import Job, rank_job
+from ..parallel.memory import MemoryFacts, scaled
+from ..parallel.roles import ROLES
+from ..present import Block, Code, Table, cell, parse_bytes
+from ..present.cost import (
+    advice_sentences,
+    advice_yaml,
+    balance_sentence,
+    flops_text,
+    human,
+    in_flight_text,
+    memory_sentence,
+    offset,
+    size_text,
+)
+from ..present.job import layer_ranges
+
+SCHEMA = "irtool.cost/2"
+BUBBLE_FORMULA = "1 - m*sum(t)/(S*(sum(t) + (m-1)*max(t)))"
 
 
 def parse_memory(text: str) -> int:
@@ -22,140 +50,262 @@ def parse_memory(text: str) -> int:
     return int(size)
 
 
-def human(n: int | None) -> str:
-    """`bytes_text` (`1,625,620`, `—` when unknown) with the binary unit device memory is sold in:
-    `1,625,620 (1.55 MiB)`."""
-    if n is None:
-        return bytes_text(n)
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= size:
-            return f"{bytes_text(n)} ({n / size:.2f} {unit})"
-    return bytes_text(n)
+def measure_rank(rank: RankFile, lenient: bool = False) -> StageCost:
+    """One rank's cost record, read again (a stage whose cost the summary's worker pass did not measure)."""
+    dump = rank.load(lenient)
+    facts = analyze(dump, rank.rank)
+    return stage_cost(facts, rank_job(facts, rank.rank, rank.path))
 
 
-def _fits(peak: int, limit: int | None) -> dict[str, Any]:
-    return {"device_memory_bytes": limit, "fits": None if limit is None else peak <= limit,
-            "headroom_bytes": None if limit is None else limit - peak}
+@dataclass
+class FileCost:
+    """The cost of one file: its record and its memory under what the file tells of the job."""
+
+    cost: StageCost
+    memory: StageMemory
+    device_memory: int | None
 
 
-def rank_cost(dump: Dump, facts: ParallelFacts, device_memory: int | None = None) -> dict[str, Any]:
-    """The `cost` field of a single-file summary (docs/cost.md): the same figures as its stage's
-    row in a folder summary, except that a file does not say how many stages there are."""
-    sc = measure_stage(dump, facts, None, None)
-    c, m = sc.cost, sc.memory
-    if facts.stage is not None and not (sc.schedule and sc.schedule.fixed):
-        m.notes.append("single file: the stage count is not in the dump and this pass does not fix the order; "
-                       "activations are for one micro batch (summarize the folder for those in flight)")
-    return {"stage": facts.stage, "compute": c.as_dict(), "memory": m.as_dict(), "comm_bytes": sc.comm_bytes,
-            "bytes_per_flop": sc.bytes_per_flop, "schedule": sc.schedule.as_dict() if sc.schedule else None,
-            **_fits(m.peak, device_memory)}
+def rank_cost(dump: Dump, facts: ParallelFacts, job: Job, device_memory: int | None = None) -> FileCost:
+    """The cost of a single file (`job`: as much of the job as the file tells)."""
+    sc = stage_cost(facts, rank_job(facts, job.ranks[0] if job.ranks else None, dump.path or ""))
+    flight = in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches)
+    return FileCost(sc, stage_memory(sc.memory, flight), device_memory)
 
 
-def stage_cost(rank: RankFile, stages: int) -> StageCost:
-    """One stage's cost from one of its ranks (runs in a worker process)."""
-    from ..parallel import analyze
+# --- JSON (docs/cost.md#json) ---------------------------------------------------------------------
 
-    dump = rank.load()
-    return measure_stage(dump, analyze(dump), rank.rank, stages)
-
-
-def dir_cost(summary: DirSummary, device_memory: int | None = None, jobs: int | None = None,
-             progress: Progress | None = None) -> tuple[dict[str, Any], Balance | None]:
-    """The `cost` field of a folder summary: one rank per stage (ranks of a stage hold the same
-    work), then the balance. Without pipeline stages: the first rank alone."""
-    first: dict[int, RankFile] = {}
-    for r in summary.rows:
-        first.setdefault(0 if r.stage is None else r.stage, RankFile(r.rank, r.path))
-    files = [f for _, f in sorted(first.items())]
-    costs = map_ranks(partial(stage_cost, stages=len(first)), files, jobs, progress)
-    b = balance(costs, device_memory)
-    if summary.stage is not None:
-        b.sentence = f"only stage {summary.stage} selected (--stage): no other stage to compare with"
-    out = b.as_dict(device_memory)
-    out["device_memory_bytes"] = device_memory
-    out["one_rank_per_stage"] = [c.rank for c in costs]
-    out["memory"] = {str(c.stage): c.memory.as_dict() for c in costs}
-    return out, b
+def _compute_json(c: CostFacts) -> dict[str, Any]:
+    layers = sorted(set(c.by_layer) | set(c.unknown_by_layer), key=lambda k: (k is None, k or 0))
+    zero = dict.fromkeys(c.flops, 0)
+    return {"flops": dict(c.flops), "unknown_ops_by_phase": dict(c.unknown_by_phase), "total_flops": c.total,
+            "compute_flops": c.compute, "compute_unknown_ops": c.compute_unknown,
+            "flops_by_layer": [{"layer": k, "flops": dict(c.by_layer.get(k, zero)),
+                                "unknown_ops": dict(c.unknown_by_layer.get(k, zero))} for k in layers],
+            "flops_by_family": dict(c.by_family), "matmul_forward_flops": c.matmul_forward,
+            "matmul_forward_unknown_ops": c.matmul_forward_unknown,
+            "unknown_ops": dict(sorted(c.unknown.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "unknown_count": sum(c.unknown.values()), "logical_ops": c.logical_ops,
+            "shapes": "per device (printed sliced)" if c.kind != "spe" else
+                      "step_parallel_end: logical per micro batch, sliced here by in_strategy"}
 
 
-def _flops_row(name: str, f: dict[str, int]) -> list[str]:
-    return [name, cell(f["forward"]), cell(f["backward"]), cell(f["recompute"]), cell(f["optimizer"])]
+def _memory_json(m: MemoryFacts, sm: StageMemory) -> dict[str, Any]:
+    acts = m.activations
+    roles = {r: m.role_bytes(r) for r in ROLES}
+    flight = sm.in_flight.count
+    return {
+        "bytes_by_role": {r: b.total for r, b in roles.items()},
+        "params": [{"name": p.name, "role": p.role, "of": p.of, "layer": p.layer, "bytes": p.bytes} for p in m.params],
+        "gradients_estimate_bytes": m.gradients.total,
+        "activations_per_micro_bytes": acts.per_micro.total if acts else None,
+        "activation_tensors_per_micro": acts.per_micro.known + acts.per_micro.unknown if acts else 0,
+        "activations_unknown_tensors_per_micro": acts.per_micro.unknown if acts else 0,
+        "activations_for_recompute_tensors": acts.for_recompute if acts else 0,
+        "activations_how": acts.how if acts else None,
+        "micro_batches_in_flight": flight, "in_flight_how": sm.in_flight.how,
+        "activations_bytes": scaled(acts.per_micro, flight).total if acts and flight is not None else None,
+        "total_bytes": sm.total.total, "total_unknown_tensors": sm.total.unknown,
+        "total_lower_bound": sm.lower_bound or bool(sm.total.unknown),
+        "optimizer_states": [p.name for p in m.params if p.role == "optimizer-state"],
+        "unused_params": [p.name for p in m.params if p.role == "unused"],
+        "unknown_size_params": [p.name for p in m.params if p.bytes is None],
+        "estimates": ["gradients_estimate_bytes", "activations_per_micro_bytes", "activations_bytes", "total_bytes"],
+        "notes": list(m.notes)}
 
 
-def rank_blocks(c: dict[str, Any], limit: int | None) -> list[Block]:
-    """Text/Markdown of a single file's `cost`."""
-    comp, mem = c["compute"], c["memory"]
-    blocks: list[Block] = ["", f"Cost (FLOPs this device runs per step; shapes {comp['shapes']})",
-                           f"  total {cell(comp['total_flops'])} FLOPs, forward MatMul {cell(comp['matmul_forward_flops'])}"
-                           f", {comp['micro_batches']} micro batch(es); communication {human(c['comm_bytes'])} bytes"
-                           + (f" = {c['bytes_per_flop']:.4g} bytes per FLOP" if c["bytes_per_flop"] is not None else "")]
-    if comp["unknown_count"]:
-        blocks.append(f"  {comp['unknown_count']} operator(s) of unknown cost, not counted: "
-                      + ", ".join(f"{op} x{n}" for op, n in comp["unknown_ops"].items()))
+def _fits_json(sm: StageMemory, limit: int | None) -> dict[str, Any]:
+    fits = sm.fits(limit)
+    return {"device_memory_bytes": limit, "fits": fits,
+            "headroom_bytes": None if limit is None or fits is None else limit - sm.total.total}
+
+
+def file_json(fc: FileCost) -> dict[str, Any]:
+    """The `cost` field of a single-file summary: the same figures as its stage's row of a folder."""
+    sc = fc.cost
+    return {"schema": SCHEMA, "stage": sc.stage, "compute": _compute_json(sc.cost),
+            "memory": _memory_json(sc.memory, fc.memory), "comm_bytes": sc.comm.total,
+            "comm_unknown": sc.comm.unknown, "bytes_per_flop": sc.bytes_per_flop, "schedule": sc.order.as_dict(),
+            **_fits_json(fc.memory, fc.device_memory)}
+
+
+def _split_json(a: Advice, e: SplitEstimate | None) -> dict[str, Any] | None:
+    if e is None:
+        return None
+    return {"layers_per_stage": e.groups, "stage_of": e.stage_of, "layer_counts": e.layer_counts(),
+            "offset": offset(a, e), "compute_flops": e.loads, "heaviest_stage_flops": e.heaviest,
+            "lightest_stage_flops": e.lightest, "ratio": e.ratio,
+            "bubble": None if e.bubble is None else round(e.bubble, 4),
+            "memory_bytes": [m.total for m in e.memory], "memory_unknown_tensors": [m.unknown for m in e.memory],
+            "memory_lower_bound": e.lower_bound, "fits": e.fits, "estimate": True}
+
+
+def dir_json(b: Balance, job: Job) -> dict[str, Any]:
+    """The `cost` field of a folder summary."""
+    rows = []
+    for f in b.stages:
+        sc, sm = f.cost, f.memory
+        rows.append({"stage": f.stage, "rank": sc.rank, "layers": f.layers, "flops": dict(sc.cost.flops),
+                     "compute_flops": sc.cost.compute, "compute_unknown_ops": sc.cost.compute_unknown,
+                     "matmul_forward_flops": sc.cost.matmul_forward,
+                     "matmul_forward_unknown_ops": sc.cost.matmul_forward_unknown,
+                     "unknown_ops": sum(sc.cost.unknown.values()), "memory_bytes": sm.total.total,
+                     "memory_unknown_tensors": sm.total.unknown, "memory_lower_bound": sm.lower_bound,
+                     "micro_batches_in_flight": sm.in_flight.count, "in_flight_how": sm.in_flight.how,
+                     "comm_bytes": sc.comm.total, "comm_unknown": sc.comm.unknown, "bytes_per_flop": sc.bytes_per_flop,
+                     **_fits_json(sm, b.device_memory), "schedule": sc.order.as_dict()})
+    a = b.advice
+    yaml = advice_yaml(a, job)
+    return {"schema": SCHEMA, "measure": b.measure, "stages": rows, "stage_count": b.stage_count.as_dict(),
+            "micro_batches": b.micro_batches.as_dict(), "stages_absent": b.absent, "selected_stage": b.selected,
+            "heaviest_stage": b.heaviest, "lightest_stage": b.lightest, "compute_ratio": b.compute_ratio,
+            "forward_ratio": b.forward_ratio, "unknown_ops": b.unknown_ops, "sentence": balance_sentence(b),
+            "memory_sentence": memory_sentence(b),
+            "bubble": None if b.bubble is None else round(b.bubble, 4), "bubble_formula": BUBBLE_FORMULA,
+            "advice": {"cannot": a.cannot, "num_layers": a.num_layers, "chunks": a.chunks,
+                       "recomputed_layers": a.recomputed, "current": _split_json(a, a.current),
+                       "even": _split_json(a, a.even), "advised": _split_json(a, a.advised),
+                       "mindformers_yaml": yaml},
+            "device_memory_bytes": b.device_memory, "one_rank_per_stage": [f.cost.rank for f in b.stages],
+            "memory": {str(f.stage): _memory_json(f.cost.memory, f.memory) for f in b.stages}}
+
+
+# --- text and Markdown ----------------------------------------------------------------------------
+
+def headline(b: Balance) -> list[str]:
+    """The first lines of `summarize DIR --cost`: balance, memory and fit, the advice."""
+    a = advice_sentences(b.advice)[0]
+    return [f"Balance: {balance_sentence(b)}", f"Memory: {memory_sentence(b)}",
+            a if b.selected is None else "Advice: summarize without --stage for the advice (it moves layers between stages)"]
+
+
+def file_headline(fc: FileCost) -> list[str]:
+    sc, sm = fc.cost, fc.memory
+    line = (f"Cost: {flops_text(sc.cost.total, sum(sc.cost.unknown_by_phase.values()))} FLOPs per step; memory "
+            f"{size_text(sm.total, sm.lower_bound)} (estimate)")
+    fits = sm.fits(fc.device_memory)
+    if fc.device_memory is not None:
+        line += (f"; fits in {human(fc.device_memory)}" if fits else
+                 f"; does NOT fit in {human(fc.device_memory)}" if fits is False else
+                 f"; may not fit in {human(fc.device_memory)}")
+    return [line]
+
+
+def _flops_row(name: str, f: dict[str, int], u: dict[str, int]) -> list[str]:
+    return [name] + [flops_text(f[p], u.get(p, 0)) for p in ("forward", "backward", "recompute", "optimizer")]
+
+
+def _memory_table(m: MemoryFacts, sm: StageMemory, title: str) -> Table:
+    roles = {r: m.role_bytes(r) for r in ROLES}
+    acts = m.activations
+    per_micro = (f"activations kept for backward, per micro batch * ({acts.per_micro.known + acts.per_micro.unknown} "
+                 f"tensors, {acts.for_recompute} of them for recompute)") if acts else \
+        "activations kept for backward, per micro batch *"
+    flight = sm.in_flight.count
+    return Table(title, ["what", "bytes"], [
+        ["parameters (weights)", size_text(roles["weight"])],
+        ["optimizer states", size_text(roles["optimizer-state"])],
+        ["gradient accumulation buffers", size_text(roles["accumulation"])],
+        ["other parameters (hyperparameters, counters)", size_text(roles["hyperparameter"] + roles["other"])],
+        ["held but unused parameters", size_text(roles["unused"])],
+        ["gradients without a buffer *", size_text(m.gradients)],
+        [per_micro, size_text(acts.per_micro) if acts else cell(None)],
+        [f"activations in flight * ({cell(flight)} micro batch{'' if flight == 1 else 'es'})",
+         size_text(scaled(acts.per_micro, flight)) if acts and flight is not None else cell(None)],
+        ["total *", size_text(sm.total, sm.lower_bound)]])
+
+
+def rank_blocks(fc: FileCost, limit: int | None) -> list[Block]:
+    """Text/Markdown of a single file's cost."""
+    sc, sm = fc.cost, fc.memory
+    c = sc.cost
+    shapes = "per device (printed sliced)" if c.kind != "spe" else \
+        "step_parallel_end: logical per micro batch, sliced here by in_strategy"
+    bpf = "" if sc.bytes_per_flop is None else f" = {sc.bytes_per_flop:.4g} bytes per FLOP"
+    blocks: list[Block] = ["", f"Cost (FLOPs this device runs per step; shapes {shapes})",
+                           f"  total {flops_text(c.total, sum(c.unknown_by_phase.values()))} FLOPs, forward MatMul "
+                           f"{flops_text(c.matmul_forward, c.matmul_forward_unknown)}; communication "
+                           f"{human(sc.comm.total)} bytes{bpf}"]
+    if c.unknown:
+        blocks.append(f"  {sum(c.unknown.values())} operator(s) of unknown cost, not counted: "
+                      + ", ".join(f"{op} x{n}" for op, n in sorted(c.unknown.items(), key=lambda kv: (-kv[1], kv[0]))))
+    zero = dict.fromkeys(c.flops, 0)
+    keys = sorted(set(c.by_layer) | set(c.unknown_by_layer), key=lambda k: -sum(c.by_layer.get(k, zero).values()))
     layers = Table("FLOPs per layer and phase", ["layer", "forward", "backward", "recompute", "optimizer"],
-                   [_flops_row(k, v) for k, v in sorted(comp["flops_by_layer"].items(),
-                                                         key=lambda kv: -sum(kv[1].values()))])
-    layers.rows.append(_flops_row("total", comp["flops"]))
-    roles = mem["bytes_by_role"]
-    mt = Table("Memory of this rank (bytes; * = estimate)", ["what", "bytes"],
-               [["parameters (weights)", human(roles["weight"])],
-                ["optimizer states", human(roles["optimizer-state"])],
-                ["gradient accumulation buffers", human(roles["accumulation"])],
-                ["other parameters (hyperparameters, counters)", human(roles["hyperparameter"] + roles["other"])],
-                ["held but unused parameters", human(roles["unused"])],
-                ["gradients without a buffer *", human(mem["gradients_estimate_bytes"])],
-                [f"activations kept for backward, per micro batch * ({mem['activation_tensors_per_micro']} tensors)",
-                 human(mem["activations_per_micro_bytes"])],
-                [f"activations in flight * ({mem['micro_batches_in_flight']} micro batch(es))",
-                 human(mem["activations_bytes"])],
-                ["total *", human(mem["total_bytes"])]])
-    blocks += [layers.limited(limit), mt]
-    sched = c.get("schedule")
-    if sched and sched["events"]:
-        blocks.append(f"  pipeline order: {' '.join(sched['order'])} ({sched['schedule']})" if sched["fixed"]
-                      else f"  pipeline order: {sched['schedule']}")
-    if c["device_memory_bytes"] is not None:
-        blocks.append(_fit_line("this rank", mem["total_bytes"], c["device_memory_bytes"]))
-    if mem["unused_params"]:
-        blocks.append("  held but unused: " + ", ".join(mem["unused_params"]))
-    blocks += [f"  note: {x}" for x in mem["notes"]]
+                   [_flops_row("(no layer)" if k is None else str(k), c.by_layer.get(k, zero),
+                               c.unknown_by_layer.get(k, zero)) for k in keys])
+    layers.rows.append(_flops_row("total", c.flops, c.unknown_by_phase))
+    blocks += [layers.limited(limit), _memory_table(sc.memory, sm, "Memory of this rank (bytes; * = estimate)")]
+    if sc.order.events:
+        blocks.append(f"  pipeline order: {' '.join(sc.order.work)} ({sc.order.schedule})" if sc.order.fixed
+                      else f"  pipeline order: {sc.order.schedule}")
+    blocks.append(f"  {in_flight_text(sm.in_flight)}")
+    fits = sm.fits(fc.device_memory)
+    if fc.device_memory is not None:
+        blocks.append(_fit_line("this rank", sm, fc.device_memory, fits))
+    unused = [p.name for p in sc.memory.params if p.role == "unused"]
+    if unused:
+        blocks.append("  held but unused: " + ", ".join(unused))
+    blocks += [f"  note: {x}" for x in sc.memory.notes]
     return blocks
 
 
-def _fit_line(who: str, peak: int, limit: int) -> str:
-    if peak <= limit:
-        return f"  {who} fits in {human(limit)}: headroom {human(limit - peak)}"
-    return f"  {who} does NOT fit in {human(limit)}: {human(peak - limit)} over"
+def _fit_line(who: str, sm: StageMemory, limit: int, fits: bool | None) -> str:
+    if fits:
+        return f"  {who} fits in {human(limit)}: headroom {human(limit - sm.total.total)}"
+    if fits is False:
+        return f"  {who} does NOT fit in {human(limit)}: {human(sm.total.total - limit)} over" + \
+            (" at least" if sm.total.unknown or sm.lower_bound else "")
+    return f"  {who} may not fit in {human(limit)}: {size_text(sm.total, sm.lower_bound)}"
 
 
-def dir_blocks(c: dict[str, Any], limit: int | None) -> list[Block]:
-    """Text/Markdown of a folder's `cost`: per stage, the balance sentence, the advice."""
-    t = Table("Cost per stage (one rank each; memory is an estimate)",
-              ["stage", "rank", "layers", "forward FLOPs", "backward", "recompute", "optimizer", "memory",
-               "comm bytes/FLOP", "unknown ops"],
-              [[cell(s["stage"]), cell(s["rank"]), s["layers"], cell(s["flops"]["forward"]),
-                cell(s["flops"]["backward"]), cell(s["flops"]["recompute"]), cell(s["flops"]["optimizer"]),
-                human(s["memory_bytes"]) + ("" if s["fits"] is None else (" fits" if s["fits"] else " DOES NOT FIT")),
-                cell(None) if s["bytes_per_flop"] is None else f"{s['bytes_per_flop']:.4g}", cell(s["unknown_ops"])]
-               for s in c["stages"]])
-    blocks: list[Block] = ["", "Balance: " + c["sentence"], t.limited(limit),
-                           f"  estimated bubble {c['bubble']:.1%} with {c['micro_batches']} micro batches "
-                           f"({c['bubble_formula']}, t = a stage's forward+backward+recompute FLOPs per micro batch)"]
-    if c["device_memory_bytes"] is not None:
-        blocks += [_fit_line(f"stage {s['stage']} (rank {s['rank']})", s["memory_bytes"], c["device_memory_bytes"])
-                   for s in c["stages"]]
+def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
+    """Text/Markdown of a folder's cost: per stage, the balance, the order, the advice and its YAML."""
+    t = Table(f"Cost per stage (one rank each; compute = {b.measure}; memory is an estimate)",
+              ["stage", "rank", "layers", "compute FLOPs", "forward", "backward", "recompute", "optimizer",
+               "memory", "in flight", "comm bytes/FLOP"], [])
+    for f in b.stages:
+        c, sm = f.cost.cost, f.memory
+        fits = sm.fits(b.device_memory)
+        t.rows.append([cell(f.stage), cell(f.cost.rank), layer_ranges(f.layers),
+                       flops_text(c.compute, c.compute_unknown),
+                       *(flops_text(c.flops[p], c.unknown_by_phase[p]) for p in ("forward", "backward", "recompute",
+                                                                                 "optimizer")),
+                       size_text(sm.total, sm.lower_bound) + ("" if b.device_memory is None else
+                                                              " fits" if fits else " DOES NOT FIT" if fits is False
+                                                              else " may not fit"),
+                       cell(sm.in_flight.count),
+                       cell(None) if f.cost.bytes_per_flop is None else f"{f.cost.bytes_per_flop:.4g}"])
+    m = b.micro_batches
+    bubble = (f"  estimated bubble {b.bubble:.1%} with {m.value} micro batches and {b.stage_count.value} stages "
+              f"({BUBBLE_FORMULA}, t = a stage's {b.measure} per micro batch)" if b.bubble is not None else
+              "  estimated bubble: unknown (" + ("stages not read" if b.absent else
+                                                 "micro batches unknown: " + m.where if not m.known else
+                                                 "the stage count unknown") + ")")
+    blocks: list[Block] = ["", "Balance: " + balance_sentence(b), t.limited(limit)]
+    if len(b.stages) > 1 or b.absent:
+        blocks.append(bubble)
+    if b.device_memory is not None:
+        blocks += [_fit_line(f"stage {f.stage} (rank {cell(f.cost.rank)})", f.memory, b.device_memory,
+                             f.memory.fits(b.device_memory)) for f in b.stages]
+    blocks += [f"  stage {f.stage}: {in_flight_text(f.memory.in_flight)}" for f in b.stages]
     order = Table("Pipeline in execution order (Send/Receive ordered by data, Depend and UpdateState edges)",
                   ["stage", "schedule", "order (F = forward, B = backward, micro batch)"],
-                  [[cell(s["stage"]), s["schedule"]["schedule"], " ".join(s["schedule"]["order"]) or cell(None)]
-                   for s in c["stages"] if s.get("schedule")])
+                  [[cell(f.stage), f.cost.order.schedule, " ".join(f.cost.order.work) or cell(None)]
+                   for f in b.stages])
     blocks.append(order.limited(limit))
-    a = c.get("advice")
-    if a:
-        head = ("Advice (estimate from this compilation): " + "; ".join(
-            f"stage {i}: {x}" for i, x in enumerate(a["layers_per_stage"])))
-        blocks += [head, f"  MindFormers offset {a['offset']}: heaviest/lightest "
-                   f"{a['ratio']:.2f}x, bubble {a['bubble']:.1%}"
-                   + ("" if a["fits"] is None else ("; every stage fits" if a["fits"] else
-                                                    "; no assignment fits the device memory"))]
+    if b.selected is None:
+        blocks += advice_sentences(b.advice)
+        yaml = advice_yaml(b.advice, job)
+        if yaml is not None:
+            blocks += ["  as MindFormers configuration (paste into the model's YAML):", Code("yaml", yaml)]
     return blocks
 
+
+def dir_cost(costs: dict[int, StageCost], job: Job, selected: int | None = None,
+             device_memory: int | None = None) -> Balance:
+    """The balance of a folder from one cost record per stage (`selected`: the --stage shown)."""
+    from ..parallel.balance import balance
+
+    picked = [c for s, c in sorted(costs.items()) if selected is None or s == selected]
+    return balance(picked, job, device_memory, selected)

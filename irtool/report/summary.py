@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 from ..dumpdir import RankFile
 from ..ir import Dump, DumpWarning, SymbolEngine, check
 from ..parallel import ParallelFacts, analyze
+from ..parallel.balance import StageCost, stage_cost
 from ..parallel.job import Job, JobFold, RankJob, job_of, rank_job
 from ..parallel.layers import layer_comm
 from ..parallel.optimizer import optimizer_shards
@@ -43,7 +44,7 @@ from ..spill import Spill
 from .answers import answer_blocks, dir_answer_blocks, folder_answer_tables, strategies_table
 from .headline import communication_line, plural, redistributions_text, sharding_text, unknowns_line, unpaired_text
 
-SCHEMA = "irtool.summary/1"
+SCHEMA = "irtool.summary/2"
 TOP_SCOPES = 10  # `top_scopes` keeps the cells that move the most bytes (the text title says of how many)
 
 
@@ -65,7 +66,7 @@ class FileSummary:
     job: Job
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON of schema `irtool.summary/1`."""
+        """The JSON of schema `irtool.summary/2`."""
         d, f, info = self.dump, self.facts, self.facts.stage_info
         hist = d.op_histogram()
         return {
@@ -109,13 +110,19 @@ def file_summary(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[Dump
     rank = rank_of(dump.path or "")
     return FileSummary(dump, facts, [*dump.warnings, *extra_warnings, *facts.warnings], depth, comm_totals(c),
                        send_receive(c), gradient_aggregation(c), scope_totals(c), optimizer_shards(c, g),
-                       layer_comm(c, g, depth, facts.strategies), traffic(c, g),
+                       layer_comm(c, g, depth, facts.strategies, None if depth else comm_layers(facts)), traffic(c, g),
                        job_of([rank_job(facts, rank, dump.path or "")]))
+
+
+def comm_layers(facts: ParallelFacts) -> dict[str, int]:
+    """The layer (the `layer` fact) of each communication node that has one, by uid."""
+    t = facts.table
+    return {n.uid: i for n in t.get("comm_nodes") if (i := t("layer", n)) is not None}
 
 
 def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWarning] = (),
               depth: int | None = None) -> dict[str, Any]:
-    """The summary of one dump as JSON-ready data (schema `irtool.summary/1`)."""
+    """The summary of one dump as JSON-ready data (schema `irtool.summary/2`)."""
     return file_summary(dump, facts, extra_warnings, depth).as_dict()
 
 
@@ -138,6 +145,7 @@ class RankDigest:
     answer: str  # digest of the rank's folder tables: ranks of a stage with the same one are shown once
     job: RankJob  # what the rank shows of the job
     hops: list[P2P]  # its Send/Receive, for the folder's pairing (`parallel.pairs`, as check pairs them)
+    cost: StageCost | None  # asked for (`--cost`) and the lowest rank of its stage as far as it can tell
     # the records of those tables, kept only when asked (`keep`): the main process asks again for
     # one rank per different answer, so it holds a few ranks' records, not every rank's
     strategies: list[Strategy] = field(default_factory=list)
@@ -146,18 +154,32 @@ class RankDigest:
     kept: bool = False
 
 
-def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep: bool = False) -> RankDigest:
+def _first_of_stage(facts: ParallelFacts, rank: int | None) -> bool:
+    """Whether no rank below `rank` shares a collective group of its stage with it (a stage's ranks hold
+    the same work: one measures its cost). Only who does the work depends on it: the folder keeps the
+    lowest rank's record of each stage, and measures a stage none of whose ranks said so afterwards."""
+    if rank is None:
+        return True
+    return not any(r < rank for c in facts.comm if c.group_ranks and c.category != "pipeline"
+                   and not (c.group or "").endswith("_world_group") for r in c.group_ranks)
+
+
+def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep: bool = False,
+                cost: bool = False) -> RankDigest:
     """Load, analyze and sum one rank for `summarize DIR` (runs in a worker process); `keep` also
-    returns the records of its strategy, redistribution and optimizer tables."""
+    returns the records of its strategy, redistribution and optimizer tables; `cost` its cost record
+    (`--cost`) when it is the first rank of its stage (`_first_of_stage`)."""
     dump = rank.load(lenient)
     facts = analyze(dump, rank.rank)
     c, g = facts.comm, facts.groups
     chains, shards = facts.chains, optimizer_shards(c, g)
     key = repr([t.rows for t in folder_answer_tables(facts.strategies, chains, shards)])
     warnings = [*dump.warnings, *(check(dump) if deep else ()), *facts.warnings]
+    job = rank_job(facts, rank.rank, rank.path)
     d = RankDigest(rank.rank, rank.path, facts.stage, dump.counts, warnings, comm_totals(c), send_receive(c),
                    sorted(g), traffic(c, g), stage_matrix([facts]), hashlib.sha256(key.encode()).hexdigest(),
-                   rank_job(facts, rank.rank, rank.path), [P2P.of(x) for x in c if x.direction])
+                   job, [P2P.of(x) for x in c if x.direction],
+                   stage_cost(facts, job) if cost and _first_of_stage(facts, rank.rank) else None)
     if keep:
         d.strategies, d.chains, d.shards, d.kept = facts.strategies, chains, shards, True
     return d
@@ -200,9 +222,11 @@ class DirSummary:
     matrix: list[StageLink]
     job: Job
     unpaired: Unpaired  # Send/Receive of the ranks shown the folder's pairing leaves without a partner
+    costs: dict[int, StageCost]  # the cost record of the lowest rank of each stage measured (`--cost`)
+    first_ranks: dict[int, RankFile]  # the lowest rank read of each stage, every stage whatever --stage
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON `irtool.summary/1` of a folder; its `ranks` are made one at a time as they are written
+        """The JSON `irtool.summary/2` of a folder; its `ranks` are made one at a time as they are written
         (`present.Records`)."""
         def row(r: RankDigest) -> dict[str, Any]:
             return {"rank": r.rank, "file": r.path, "stage": r.stage, "counts": r.counts,
@@ -279,9 +303,15 @@ def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None
     links: dict[tuple[int, int], StageLink] = {}
     job = JobFold()
     pairing = UnpairedFold()
+    costs: dict[int, StageCost] = {}
+    first: dict[int, RankFile] = {}
     for r in ranks:
         job.add(r.job)  # the job is the folder's, whichever stage the tables show
-        shown = stage is None or selected_stage(r.stage) == stage
+        at = selected_stage(r.stage)
+        first.setdefault(at, RankFile(r.rank, r.path))
+        if r.cost is not None:
+            costs.setdefault(at, r.cost)
+        shown = stage is None or at == stage
         if r.rank is not None:  # the peers of the stage shown are on other stages: every rank is paired
             pairing.add(r.rank, r.stage, r.hops, shown)
         if not shown:
@@ -294,7 +324,8 @@ def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None
     if missing and fetch is not None:
         kept = {k.rank: k for k in fetch([RankFile(r.rank, r.path) for r in missing])}
     stages = [folds[st].stage_sum(st, kept) for st in sorted(folds, key=lambda k: (k is None, k or 0))]
-    return DirSummary(path, stage, rows, stages, [links[k] for k in sorted(links)], job.job(), pairing.result())
+    return DirSummary(path, stage, rows, stages, [links[k] for k in sorted(links)], job.job(), pairing.result(),
+                      costs, first)
 
 
 class _StageFold:
@@ -468,7 +499,7 @@ def file_headline(s: FileSummary, rank: int | None) -> list[str]:
     of = f" of {count.value}" if count.known and count.value > 1 else ""
     stage = f"pipeline stage {info.stage}{of}" if info.stage is not None else "p" + _stage_line(f)[1:]
     top = s.layers[0] if s.layers and s.layers[0].bytes else None
-    biggest = f"layer {top.layer} ({cell(top.bytes)} B)" if top else ""
+    biggest = f"{top.layer if top.index is not None else 'layer ' + top.layer} ({cell(top.bytes)} B)" if top else ""
     other = s.totals.by_category.get("other", Tally()).count
     return [f"Rank {cell(rank)}, {stage}",
             job_line(s.job),

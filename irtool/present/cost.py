@@ -1,0 +1,165 @@
+"""Cost records (`irtool.parallel.balance`, `cost`, `memory`) as people read them: FLOPs and sizes
+with their unknowns, the balance sentence, whether the stages fit, the advice, and the advice as
+the YAML a MindFormers user pastes (docs/cost.md §3)."""
+from __future__ import annotations
+
+from ..parallel.balance import Advice, Balance, InFlight, SplitEstimate
+from ..parallel.job import Job
+from ..parallel.records import Bytes
+from .job import layer_ranges
+from .text import DASH, bytes_text, cell
+
+
+def human(n: int | None) -> str:
+    """`bytes_text` (`1,625,620`, `—` when unknown) with the binary unit device memory is sold in:
+    `1,625,620 (1.55 MiB)`."""
+    if n is None:
+        return bytes_text(n)
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{bytes_text(n)} ({n / size:.2f} {unit})"
+    return bytes_text(n)
+
+
+def size_text(b: Bytes, lower_bound: bool = False) -> str:
+    """A memory figure: `1,516,692 (1.45 MiB)`; with tensors of unknown size `≥ 98,816 + 64 tensors of
+    unknown size`; `≥` also when more micro batches may be held (`lower_bound`)."""
+    if b.unknown:
+        return f"≥ {human(b.total)} + {b.unknown} tensor{'s' if b.unknown != 1 else ''} of unknown size"
+    return ("≥ " if lower_bound else "") + human(b.total)
+
+
+def flops_text(known: int, unknown: int) -> str:
+    """Known FLOPs, and the operators of unknown cost beside them (`≥ 1,024 + 3 operators of unknown
+    cost`; `—` when nothing is known)."""
+    if not unknown:
+        return cell(known)
+    ops = f"{unknown} operator{'s' if unknown != 1 else ''} of unknown cost"
+    return f"≥ {cell(known)} + {ops}" if known else f"{DASH} ({ops})"
+
+
+def ratio_text(r: float | None) -> str:
+    return DASH if r is None else f"{r:.2f}x"
+
+
+def in_flight_text(f: InFlight) -> str:
+    return f"{cell(f.count)} micro batch{'' if f.count == 1 else 'es'} in flight ({f.how})"
+
+
+def _held(b: Balance, stage: int | None) -> str:
+    f = next((x for x in b.stages if x.stage == stage), None)
+    return layer_ranges(f.layers) if f is not None else DASH
+
+
+def balance_sentence(b: Balance) -> str:
+    """`stage 0 does 5.05x the compute (forward+backward+recompute FLOPs) of stage 1: it holds layers
+    0-4, stage 1 holds layer 5 (forward alone: 5.06x)`."""
+    if b.selected is not None:
+        return f"only stage {b.selected} selected (--stage): no other stage to compare with"
+    if len(b.stages) < 2:
+        return "one stage: nothing to balance" if not b.absent else \
+            f"one stage read; stage{'s' if len(b.absent) > 1 else ''} {', '.join(map(str, b.absent))} not read"
+    unknown = (f"; known operators only: {b.unknown_ops} operator{'s' if b.unknown_ops != 1 else ''} of unknown cost "
+               "not counted") if b.unknown_ops else ""
+    absent = f"; stages {', '.join(map(str, b.absent))} not read" if b.absent else ""
+    if b.compute_ratio is None:
+        return f"stage {b.lightest} does no {b.measure} that this tool can count{unknown}{absent}"
+    return (f"stage {b.heaviest} does {b.compute_ratio:.2f}x the compute ({b.measure}) of stage "
+            f"{b.lightest}: it holds {_held(b, b.heaviest)}, stage {b.lightest} holds {_held(b, b.lightest)} "
+            f"(forward alone: {ratio_text(b.forward_ratio)}){unknown}{absent}")
+
+
+def memory_sentence(b: Balance) -> str:
+    """Whether the stages fit (`--device-memory`), else the fullest stage."""
+    if not b.stages:
+        return "no stage read"
+    full = max(b.stages, key=lambda f: f.memory.total.total)
+    limit = b.device_memory
+    if limit is None:
+        return (f"stage {full.stage} holds the most, {size_text(full.memory.total, full.memory.lower_bound)} "
+                "(estimate; --device-memory SIZE says whether it fits)")
+    verdicts = [(f, f.memory.fits(limit)) for f in b.stages]
+    over = [f for f, ok in verdicts if ok is False]
+    open_ = [f for f, ok in verdicts if ok is None]
+    if over:
+        return "; ".join(f"stage {f.stage} does NOT fit in {human(limit)}: {human(f.memory.total.total - limit)} "
+                         f"over" + (" at least" if f.memory.total.unknown or f.memory.lower_bound else "")
+                         for f in over)
+    if open_:
+        return "; ".join(f"stage {f.stage} may not fit in {human(limit)}: "
+                         f"{size_text(f.memory.total, f.memory.lower_bound)}" for f in open_)
+    return (f"every stage fits in {human(limit)}; the fullest, stage {full.stage}, has "
+            f"{human(limit - full.memory.total.total)} headroom (estimate)")
+
+
+def split_groups(e: SplitEstimate) -> str:
+    """`layers 0-1 | layers 2-3 | ...` per stage (a chunked job: each stage's chunks joined by `+`)."""
+    per_stage: dict[int, list[str]] = {}
+    for g, s in zip(e.groups, e.stage_of):
+        per_stage.setdefault(s, []).append(layer_ranges(g))
+    return " | ".join(" + ".join(per_stage.get(s, ["no layer"])) for s in range(len(e.loads)))
+
+
+def offset(a: Advice, e: SplitEstimate) -> list[int] | list[list[int]]:
+    """MindFormers' `model_config.offset` of a split: each stage's layer count minus the even share
+    (`num_layers // (pipeline_stage * pp_interleave_num)`), per chunk when there are chunks."""
+    counts = e.layer_counts()
+    share = a.num_layers // (len(e.loads) * len(counts))
+    rows = [[n - share for n in row] for row in counts]
+    return rows[0] if len(rows) == 1 else rows
+
+
+def _estimate_text(e: SplitEstimate) -> str:
+    return (f"heaviest/lightest {ratio_text(e.ratio)}, bubble {DASH if e.bubble is None else f'{e.bubble:.1%}'}"
+            + ("" if e.fits is None else ("; every stage fits" if e.fits else "; a stage does NOT fit")))
+
+
+def advice_sentences(a: Advice) -> list[str]:
+    """The advice in plain words, the current and even splits beside it (one estimate for all three)."""
+    out = []
+    if a.advised is not None:
+        same = a.current is not None and a.advised.groups == a.current.groups
+        head = ("the current split is already the best found: " if same else "") + split_groups(a.advised)
+        out.append(f"Advice (estimate from this compilation): {head} (offset {offset(a, a.advised)}): "
+                   f"{_estimate_text(a.advised)}")
+    else:
+        out.append(f"Advice: cannot advise: {a.cannot}")
+    for name, e in (("now", a.current), ("even split", a.even)):
+        if e is not None and (a.advised is None or e.groups != a.advised.groups or name == "now"):
+            out.append(f"  {name}: {split_groups(e)}: {_estimate_text(e)}")
+    return out
+
+
+def _recompute(a: Advice, e: SplitEstimate) -> tuple[str, str | None]:
+    """`recompute_config.recompute` for the split (each layer keeps its recompute), and a comment when
+    MindFormers' form (the first N layers of each stage) is not the set recomputed now."""
+    if not a.recomputed:
+        return "False", None
+    if len(a.recomputed) == a.num_layers:
+        return "True", None
+    counts, first = [], True
+    for g in e.groups:
+        mine = [i for i in g if i in a.recomputed]
+        counts.append(len(mine))
+        first &= mine == g[: len(mine)]
+    note = None if first else (f"recomputed now: {layer_ranges(a.recomputed)}; MindFormers recomputes the first N "
+                               "layers of each stage")
+    return str(counts), note
+
+
+def advice_yaml(a: Advice, job: Job) -> str | None:
+    """The advised split as the MindFormers YAML to paste (`parallel_config.pipeline_stage`,
+    `model_config.offset`, `recompute_config`), its estimate in comments; None without advice."""
+    e = a.advised
+    if e is None:
+        return None
+    recompute, note = _recompute(a, e)
+    micro = job.micro_batches.value if job.micro_batches.known else None
+    lines = [f"# irtool advice: {split_groups(e)}", f"# estimate: {_estimate_text(e)}"
+             + ("" if a.current is None else f" (now {ratio_text(a.current.ratio)})"),
+             "parallel_config:", f"  pipeline_stage: {len(e.loads)}"]
+    if micro is not None:
+        lines.append(f"  micro_batch_num: {micro}")
+    lines += ["model:", "  model_config:", f"    num_layers: {a.num_layers}", f"    offset: {offset(a, e)}",
+              "recompute_config:", f"  recompute: {recompute}" + (f"  # {note}" if note else "")]
+    return "\n".join(lines) + "\n"
