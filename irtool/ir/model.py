@@ -15,7 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from .records import CALL, DumpWarning, Input, TypeInfo, Unreadable, param_number
-from .values import param_refs, parse_tail, parse_type, parse_type_sig, read_group, read_instance_name, scan_args
+from .values import (
+    param_refs,
+    parse_tail,
+    parse_type,
+    parse_type_sig,
+    parse_value,
+    read_group,
+    read_instance_name,
+    scan_args,
+)
 
 _SCALAR = re.compile(r'I64\((-?\d+)\)|Bool\(([01])\)|"([^"\\]*)"')  # Node.scalar_attr's value forms
 _NODE_REF = re.compile(r"%\d+(?![\w.])")  # a node reference inside a statement (Node.node_refs)
@@ -104,6 +113,15 @@ class Node:
         if self._inputs is None:
             self._inputs, self._args_end = scan_args(self.text, self.args_start)
         return self._inputs
+
+    def const_arg(self, index: int) -> Any:
+        """The constant argument at `index` as Python data (`I64(3)` -> 3, `F32(0.25)` -> 0.25, `None` ->
+        None); None when there is no such argument, it is a reference, or its text is no value."""
+        ins = self.inputs
+        if index >= len(ins) or index < -len(ins) or ins[index].ref is not None or ins[index].nested:
+            return None
+        value = parse_value(ins[index].text)
+        return None if isinstance(value, Unreadable) else value
 
     @property
     def tail(self) -> str:

@@ -60,8 +60,9 @@ class RankJob:
     stage_sizes: Sizes  # collective groups within its stage (the largest spans it: dp x mp)
     world: Evidence
     mp: Sizes  # operator-forward (tensor-parallel) groups
-    ep: Sizes  # all-to-all groups
-    sp: Sizes  # sequence/context-parallel exchange (R9) groups
+    ep: Sizes  # expert-parallel (all-to-all dispatch and combine) groups
+    sp: Sizes  # sequence-parallel (gather/scatter of sequence-split activations) groups
+    cp: Sizes  # context-parallel (ring attention exchange, Ulysses all-to-all) groups
     micro: Evidence  # number of micro batches
     chunks: list[int]  # pipeline chunks / segments this rank's pipeline hops carry
     layers: list[int]  # layers whose parameters the rank's work reads
@@ -144,11 +145,11 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
     forward_hops = [c for c in hops if c.phase == "forward"]
     return RankJob(
         rank=rank, file=name, stage=facts.stage, stage_sizes=stage_sizes, world=world,
-        mp=sizes([c for c in collectives if c.category == "operator-forward" and not c.rule.startswith("R9")
+        mp=sizes([c for c in collectives if c.category in ("operator-forward", "sequence-parallel")
                   and c.op not in ("AlltoAll", "AllToAll") and not (c.group or "").endswith(_WORLD)], "tensor parallel"),
-        ep=sizes([c for c in collectives if c.op in ("AlltoAll", "AllToAll", "AlltoAllV", "AllToAllv", "AllToAllV")],
-                 "all-to-all"),
-        sp=sizes([c for c in comm if c.rule.startswith("R9") and c.group_ranks], "sequence exchange"),
+        ep=sizes([c for c in collectives if c.category == "expert-parallel"], "expert-parallel all-to-all"),
+        sp=sizes([c for c in collectives if c.category == "sequence-parallel"], "sequence-parallel"),
+        cp=sizes([c for c in comm if c.category == "context-parallel" and c.group_ranks], "context-parallel"),
         micro=micro,
         chunks=sorted({c.segment for c in comm if c.category == "pipeline" and c.segment is not None}),
         layers=sorted(layers), layers_where=where, recompute=sorted(recompute), optimizer=optimizer,
@@ -174,6 +175,7 @@ class Job:
     mp: Evidence
     ep: Evidence
     sp: Evidence
+    cp: Evidence
     micro_batches: Evidence
     chunks: Evidence  # model chunks per stage (interleaved) or pipeline segments (folded); 1 without either
     stage_ranks: dict[int, list[int | None]]
@@ -227,6 +229,7 @@ class JobFold:
         self.mp: Sizes = {}
         self.ep: Sizes = {}
         self.sp: Sizes = {}
+        self.cp: Sizes = {}
         self.opt_shard: Sizes = {}
         self.micro: dict[int, Evidence] = {}
         self.chunks: set[int] = set()
@@ -249,7 +252,7 @@ class JobFold:
         if self.world is None and r.world.known:
             self.world = r.world
         for mine, theirs in ((self.stage_sizes, r.stage_sizes), (self.mp, r.mp), (self.ep, r.ep), (self.sp, r.sp),
-                             (self.opt_shard, r.opt_shard)):
+                             (self.cp, r.cp), (self.opt_shard, r.opt_shard)):
             _add(mine, theirs)
         if r.micro.known:
             self.micro.setdefault(r.micro.value, r.micro)
@@ -314,8 +317,9 @@ class JobFold:
         first = self.first
         return Job(ranks=list(self.ranks), world_size=world, pipeline_stages=stages, stages_read=sorted(self.stage_ranks),
                    stages_absent=absent, dp=dp, mp=mp,
-                   ep=_one(self.ep, "all-to-all", 1, "no all-to-all"),
-                   sp=_one(self.sp, "sequence-parallel exchange", 1, "no sequence-parallel exchange"),
+                   ep=_one(self.ep, "expert-parallel", 1, "no expert-parallel all-to-all"),
+                   sp=_one(self.sp, "sequence-parallel", 1, "no sequence-parallel gather or scatter"),
+                   cp=_one(self.cp, "context-parallel", 1, "no context-parallel exchange"),
                    micro_batches=micro, chunks=chunks, stage_ranks=dict(sorted(self.stage_ranks.items())),
                    stage_layers={s: sorted(v) for s, v in sorted(self.stage_layers.items())},
                    stage_layers_where=dict(sorted(self.where.items())),
