@@ -92,6 +92,13 @@ def rank_blocks(c: dict[str, Any], limit: int | None) -> list[Block]:
     if comp["unknown_count"]:
         blocks.append(f"  {comp['unknown_count']} operator(s) of unknown cost, not counted: "
                       + ", ".join(f"{op} x{n}" for op, n in comp["unknown_ops"].items()))
+    if comp["dynamic_ops"]:
+        blocks.append("  " + ", ".join(f"{op} x{n}" for op, n in comp["dynamic_ops"].items())
+                      + f" counted at the mean of their token rows (expert-parallel all-to-all): "
+                      f"{cell(comp['dynamic_flops'])} FLOPs (at most {cell(comp['dynamic_flops_bound'])})")
+    if comp["memory_bound_bytes"] or comp["memory_bound_unknown"]:
+        blocks.append(f"  memory-bound operators (sort, top-k, scatter): {human(comp['memory_bound_bytes'])} bytes moved"
+                      + (f", {comp['memory_bound_unknown']} of unknown size" if comp["memory_bound_unknown"] else ""))
     layers = Table("FLOPs per layer and phase", ["layer", "forward", "backward", "recompute", "optimizer"],
                    [_flops_row(k, v) for k, v in sorted(comp["flops_by_layer"].items(),
                                                          key=lambda kv: -sum(kv[1].values()))])
