@@ -12,7 +12,6 @@ an operator without a strategy is counted with its printed, logical shapes (`log
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -102,7 +101,6 @@ ATTENTION = frozenset({"FlashAttentionScore", "FlashAttentionScoreGrad", "Prompt
 _LAYOUTS = {0: "BSH", 1: "BNSD", 2: "SBH", 3: "BSND", 4: "TND", 5: "TH", 6: "NSD", 7: "SH", 8: "BNSD_BSND"}
 _NO_LIMIT = 2147483647  # pre_tokens / next_tokens meaning "no band"
 
-_BOOL = re.compile(r"Bool\((\d)\)|^(True|False)$")
 
 
 @dataclass
@@ -156,11 +154,6 @@ class CostFacts:
                           "step_parallel_end: logical per micro batch, sliced here by in_strategy"}
 
 
-def _flag(text: str) -> bool:
-    m = _BOOL.search(text.strip())
-    return bool(m) and (m.group(1) == "1" or m.group(2) == "True")
-
-
 def _slice(shape: Any, strategy: Any) -> Any:
     """A logical shape divided by its strategy (one split per dimension)."""
     if not isinstance(shape, tuple) or not isinstance(strategy, (tuple, list)) or len(strategy) != len(shape):
@@ -211,8 +204,8 @@ def _matmul(node: Node, ins: list[Any]) -> int | None:
     if len(a) < 2 or len(b) < 2:
         return None
     args = node.inputs
-    ta = _flag(args[2].text) if len(args) > 2 else bool(node.attr("transpose_a", node.attr("transpose_x1", False)))
-    tb = _flag(args[3].text) if len(args) > 3 else bool(node.attr("transpose_b", node.attr("transpose_x2", False)))
+    ta = node.input_value(2) is True if len(args) > 2 else bool(node.attr("transpose_a", node.attr("transpose_x1", False)))
+    tb = node.input_value(3) is True if len(args) > 3 else bool(node.attr("transpose_b", node.attr("transpose_x2", False)))
     if node.op == "Dense":
         ta, tb = False, True  # Dense(x, w): x @ w.T
     m, k = (a[-1], a[-2]) if ta else (a[-2], a[-1])
@@ -239,8 +232,8 @@ def _grouped_matmul(node: Node, ins: list[Any]) -> int | None:
         return None
     xs, ws = _tensors(ins[0]), _tensors(ins[1])
     args = node.inputs
-    ta = node.const_arg(10) if len(args) > 11 else node.attr("transpose_a", False)
-    tb = node.const_arg(11) if len(args) > 11 else node.attr("transpose_b", False)
+    ta = node.input_value(10) is True if len(args) > 11 else bool(node.attr("transpose_a", False))
+    tb = node.input_value(11) is True if len(args) > 11 else bool(node.attr("transpose_b", False))
     if len(xs) != len(ws) and len(xs) != 1:
         return None
     total = 0
@@ -295,8 +288,10 @@ def kept_scores(sq: int, skv: int, mode: int, pre: int, nxt: int) -> int:
 def _fa_scalar(node: Node, back: int, attr: str) -> Any:
     """A FlashAttentionScore(Grad) scalar: one of its 8 last arguments (`PrimFunc_` form: head_num, keep_prob,
     scale_value, pre_tokens, next_tokens, inner_precise, input_layout, sparse_mode), else its attribute."""
-    if len(node.inputs) >= 18:
-        return node.const_arg(-back)
+    n = len(node.inputs)
+    if n >= 18:
+        value = node.input_value(n - back)
+        return value if isinstance(value, (int, float, str)) else None
     return node.attr(attr)
 
 
