@@ -295,6 +295,17 @@ def _fa_scalar(node: Node, back: int, attr: str) -> Any:
     return node.attr(attr)
 
 
+def attention_layout(node: Node) -> str:
+    """FlashAttentionScore's `input_layout` (`BSH`, `BNSD`, ...), printed as an argument (MindSpore's enum) or
+    an attribute; `BSH` when it prints none."""
+    layout = _fa_scalar(node, 2, "input_layout")
+    return _LAYOUTS.get(layout, str(layout)) if isinstance(layout, int) else str(layout or "BSH").strip('"')
+
+
+# the sequence dimension of the query in each layout
+SEQUENCE_DIM = {"BSH": 1, "BSND": 1, "BNSD": 2, "SBH": 0}
+
+
 def _attention(node: Node, ins: list[Any], raw: list[Any], kind: str) -> int | None:
     """FLOPs of FlashAttentionScore (and its gradient) from q, k and v by `input_layout`, per kept
     score (`kept_scores`, by `sparse_mode`) of each batch and query head: forward 2*Dqk (Q K^T) +
@@ -304,8 +315,7 @@ def _attention(node: Node, ins: list[Any], raw: list[Any], kind: str) -> int | N
     if len(ins) < 3 or not all(isinstance(s, tuple) for s in ins[:3]):
         return None
     q, k, v = ins[0], ins[1], ins[2]
-    layout = _fa_scalar(node, 2, "input_layout")
-    layout = _LAYOUTS.get(layout, layout) if isinstance(layout, int) else str(layout or "BSH").strip('"')
+    layout = attention_layout(node)
     heads = _fa_scalar(node, 8, "head_num")
     mode = _fa_scalar(node, 1, "sparse_mode")
     pre = _fa_scalar(node, 5, "pre_tokens")

@@ -352,7 +352,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("groups", ("groups",), ("comm_nodes", "silent"), "dump", _groups),
     Pass("dynamic rows", ("rows",), ("by_key", "groups"), "node", rows),
     Pass("communication", ("comm",), ("file_kind", "kind", "comm_nodes", "forward", "category", "phase", "micro", "chunk",
-                                      "printed_chunk", "silent", "groups", "strategy", "rows", "node_index"), "column",
+                                      "printed_chunk", "silent", "groups", "strategy", "rows", "node_index", "by_key"), "column",
          _comm),
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", _stage),
     Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", _layers),
