@@ -12,7 +12,7 @@ Facts of a node (`table(fact, node)`):
   kind      communication | compute | call | plumbing (orders, routes or packs values: Depend, Load, ...)
   copy      a recomputed copy of a forward node (`duplicated`)
   forward   the forward node a backward node is the gradient of (`forward_unique_id`), else None
-  category  (category, rule) of a communication node (rules R1-R10, §2), else None
+  category  (category, rule) of a communication node (rules R1-R13, §2), else None
   phase     forward | backward | recompute | optimizer (§3)
   micro     the pipeline micro batch the node runs for (`micro`), None when not one
   chunk     the model chunk of an interleaved pipeline (`chunk`), or the segment of a folded one

@@ -1,4 +1,5 @@
-"""Which operators communicate, and the rules R1-R10 that say why (docs/parallel.md §2-§4).
+"""Which operators communicate, and the rules R1-R10 that say why from its own evidence (docs/parallel.md §2-§4;
+R11-R13, which read its neighbourhood, are in flowrules.py).
 
 Each rule reads one node's own evidence: operator, instance name, scope and attributes. The
 forward-counterpart rule (§2, `-inherited`) needs the whole dump and lives in `analyze`.
