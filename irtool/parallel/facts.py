@@ -1,4 +1,4 @@
-"""The facts of one dump's nodes, each decided by exactly one pass (docs/parallel.md §0).
+"""The facts of one dump's nodes, each decided by exactly one pass (docs/parallel.md §17).
 
 As torch.fx passes fill `node.meta` and sqlglot's optimizer runs a tuple of rules, `PASSES` is an
 ordered tuple of analysis passes over one table (`NodeFacts`). Each pass declares the facts it
@@ -23,9 +23,10 @@ Facts of a node (`table(fact, node)`):
   strategy  the `Strategy` record of an operator with a strategy or layout (§9), None otherwise
   rows      the token rows `-1` dimensions stand for (`dynamic.Rows`: the expert-parallel all-to-all they come
             from, its group's mean and bound), None when the node has none or they come from elsewhere
-Facts of the dump (`table.get(fact)`): file_kind, unique_ids, calls, silent (communication nodes that move
-no data, §2 R2), groups (§6), stage_info (§7), parameters (which header parameter each reference names, who
-reads it: `params.Params`).
+Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, copies, graph_phases, comm_nodes,
+silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), parameters (which header
+parameter each reference names, who reads it: `params.Params`), param_shapes, node_index (nodes and users of
+the subgraphs holding communication).
 """
 from __future__ import annotations
 
@@ -38,9 +39,9 @@ from ..ir import Dump, Node, pass_name
 from .comm import comm_records, groups_of
 from .dynamic import rows
 from .flowrules import ALL_TO_ALL, all_to_all_purpose, sequence_parallel
-from .links import NodeIndex
-from .params import Params, layer_flow, parameters
-from .records import CommNode, FileKind, Group, Phase, StageInfo, Strategy
+from .links import node_index
+from .params import Params, layer_flow, param_shapes, parameters
+from .records import FileKind, Phase, Strategy
 from .rules import COMM_OPS, borrowed_name, classify, file_kind, moves_no_data
 from .sizes import type_bytes
 from .stage import stage_info
@@ -292,38 +293,12 @@ def _silent(t: NodeFacts) -> frozenset[Node]:
     return frozenset(n for n in t.get("comm_nodes") if moves_no_data(n, n.instance_name or "", n.primitive_attrs))
 
 
-def _node_index(t: NodeFacts) -> NodeIndex:
-    """Nodes and users by key of the subgraphs holding communication (what a collective feeds, §2, §8)."""
-    return NodeIndex(t.dump, t.get("comm_nodes"))
-
-
-def _param_shapes(t: NodeFacts) -> dict[str, tuple]:
-    """Header parameter name -> its printed shape."""
-    return {p.name: p.type.shape for p in t.dump.params if p.type is not None and isinstance(p.type.shape, tuple)}
-
-
-def _comm(t: NodeFacts) -> dict[Node, CommNode]:
-    return comm_records(t)
-
-
 def _strategy(t: NodeFacts) -> dict[Node, Strategy]:
     return strategy_records(t.dump)
 
 
-def _groups(t: NodeFacts) -> dict[str, Group]:
-    return groups_of(t)
-
-
-def _stage(t: NodeFacts) -> StageInfo:
-    return stage_info(t)
-
-
 def _parameters(t: NodeFacts) -> Params:
     return parameters(t.dump)
-
-
-def _layers(t: NodeFacts) -> dict[Node, int]:
-    return layer_flow(t)
 
 
 PASSES: tuple[Pass, ...] = (
@@ -336,9 +311,9 @@ PASSES: tuple[Pass, ...] = (
     Pass("counterparts", ("forward",), ("unique_ids",), "node", _forward),
     Pass("calls", ("calls",), (), "dump", _calls),
     Pass("parameters", ("parameters",), (), "dump", _parameters),
-    Pass("parameter shapes", ("param_shapes",), (), "dump", _param_shapes),
+    Pass("parameter shapes", ("param_shapes",), (), "dump", param_shapes),
     Pass("communication nodes", ("comm_nodes",), ("kind",), "dump", _comm_nodes),
-    Pass("node index", ("node_index",), ("comm_nodes",), "dump", _node_index),
+    Pass("node index", ("node_index",), ("comm_nodes",), "dump", node_index),
     Pass("categories", ("category",), ("kind", "forward", "node_index", "parameters", "param_shapes", "by_key"),
          "node", _category),
     Pass("graph phases", ("graph_phases",), ("category", "copy", "calls"), "dump", _graph_phases),
@@ -349,13 +324,13 @@ PASSES: tuple[Pass, ...] = (
     Pass("sizes", ("out_bytes",), (), "node", _out_bytes),
     Pass("strategies", ("strategy",), (), "column", _strategy),
     Pass("silent communication", ("silent",), ("comm_nodes",), "dump", _silent),
-    Pass("groups", ("groups",), ("comm_nodes", "silent"), "dump", _groups),
+    Pass("groups", ("groups",), ("comm_nodes", "silent"), "dump", groups_of),
     Pass("dynamic rows", ("rows",), ("by_key", "groups"), "node", rows),
     Pass("communication", ("comm",), ("file_kind", "kind", "comm_nodes", "forward", "category", "phase", "micro", "chunk",
-                                      "printed_chunk", "silent", "groups", "strategy", "rows", "node_index", "by_key"), "column",
-         _comm),
-    Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", _stage),
-    Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", _layers),
+                                      "printed_chunk", "silent", "groups", "strategy", "rows", "node_index", "by_key"),
+         "column", comm_records),
+    Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
+    Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", layer_flow),
 )
 
 

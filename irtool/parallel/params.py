@@ -124,6 +124,11 @@ def parameters(dump: Dump) -> Params:
     return params
 
 
+def param_shapes(t: NodeFacts) -> dict[str, tuple]:
+    """Header parameter name -> its printed shape (the `param_shapes` fact)."""
+    return {p.name: p.type.shape for p in t.dump.params if p.type is not None and isinstance(p.type.shape, tuple)}
+
+
 # Inputs that only order execution: the later inputs of Depend, every input of UpdateState.
 def _data_refs(n: Node) -> list[str]:
     if n.op == "UpdateState":
