@@ -96,7 +96,8 @@ def test_every_redistribution_comm_node_is_in_one_chain() -> None:
     for rel in (SEMI, "pipeline_2stage_8p/rank_4/19_validate_0078.ir.xz", "moe_8p/rank_0/19_validate_0078.ir.xz",
                 "layout_8p/rank_0/19_validate_0078.ir.xz"):
         facts = analyze(load(fixture(rel)))
-        redist = [c.node for c in facts.comm if c.category == "redistribution"]
+        # a layout conversion whose purpose has a category of its own (moe_8p's expert all-to-alls, R11) too
+        redist = [c.node for c in facts.comm if c.redistributes]
         in_chains = [u for ch in facts.chains for u in ch.comm]
         assert sorted(redist) == sorted(in_chains), rel
 

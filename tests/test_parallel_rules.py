@@ -90,8 +90,8 @@ def test_send_with_ring_attention_attributes_is_operator_forward() -> None:
     for key in ("FLASH_SP_COMM_TYPE", "FLASH_INDEX", "RING_ATTENTION_INDEX"):
         sp_pa = {**pa, key: "0_0"}
         sp_pr = {"micro": pr.get("micro", 0)}
-        assert classify(send, "", sp_pa, sp_pr) == ("operator-forward", "R9")
-        assert classify(send, "", pa, {**sp_pr, key: "0_1"}) == ("operator-forward", "R9")
+        assert classify(send, "", sp_pa, sp_pr) == ("context-parallel", "R9")
+        assert classify(send, "", pa, {**sp_pr, key: "0_1"}) == ("context-parallel", "R9")
     # no pipeline marks and no reason: still `other`
     assert classify(send, "", {}, {}) == ("other", "R5b")
     # the stage stays unknown: only pipeline p2p vote (§7)
@@ -99,14 +99,14 @@ def test_send_with_ring_attention_attributes_is_operator_forward() -> None:
     assert stage_of("post", [c], {"g/%1": {"micro": 0, "FLASH_INDEX": "0_0"}}).stage is None
 
 
-def test_flash_sp_send_receive_are_operator_forward_without_stage() -> None:
+def test_flash_sp_send_receive_are_context_parallel_without_stage() -> None:
     # flash_sp_sendrecv_8p (FlashAttentionScore enable_flash_sp, dp2 x sp2 x mp2, no pipeline), rank 0 validate:
     # grep -nE '^  %[^ ]+ = (Send|Receive)\(' F -> 218 Send, 224 Receive, 287 Send, 755 Receive, 770 Send,
     # 776 Receive, 876 Send, 885 Receive; all group nccl_world_group, peer rank 2 (`dest_rank`/`src_rank: I64(2)`)
     facts = analyze(irtool.load(fixture("flash_sp_sendrecv_8p/rank_0/19_validate_0078.ir.xz")))
     p2p = {c.line: c for c in facts.comm if c.direction}
     assert sorted(p2p) == [218, 224, 287, 755, 770, 776, 876, 885]
-    assert all(c.category == "operator-forward" and c.peer_stage is None and c.peer_rank == 2 for c in p2p.values())
+    assert all(c.category == "context-parallel" and c.peer_stage is None and c.peer_rank == 2 for c in p2p.values())
     assert facts.stage is None and facts.stage_info.votes == {}
     # 218: `cnode_primal_attrs: {FLASH_INDEX: "0_0", ... FLASH_SP_COMM_TYPE: "FLASH_SP_COMM_QKV" ...}`
     assert p2p[218].rule == "R9" and p2p[218].phase == "forward"
@@ -124,16 +124,16 @@ def test_flash_sp_exchange_inherits_the_backward_phase() -> None:
     # rank 2 line 1194 `%296 = Send(%295)` (no attribute, scope `Default/Send-op0`); `%295 = Depend(%294, %264)` where
     # line 1088 `%264 = Receive(%263) ... flash_tag: "True"` is printed under `.../Grad_Receive/Receive-op0` (backward);
     # `%297 = Depend(%292, %296)` -> line 1200 `%298(dx) = Receive(%297)` with `forward_unique_id: "4077"`
-    assert (comm[1194].category, comm[1194].rule, comm[1194].phase) == ("operator-forward", "R9-paired", "backward")
+    assert (comm[1194].category, comm[1194].rule, comm[1194].phase) == ("context-parallel", "R9-paired", "backward")
     assert (comm[1088].rule, comm[1088].phase) == ("R9", "backward")
 
 
-def test_ring_attention_neighbor_exchange_is_operator_forward_without_stage() -> None:
+def test_ring_attention_neighbor_exchange_is_context_parallel_without_stage() -> None:
     comm = _by_line("flash_attention_sp_8p/rank_0/19_validate_0078.ir.xz")
     # line 173 `%30 = NeighborExchange(%29) primitive_attrs: {... FLASH_INDEX: "0_0", ...}`
     # line 753 `%152 = NeighborExchange(%151) {instance name: grad} ... {forward_node_name: "NeighborExchange_3814", ...}`
-    assert (comm[173].category, comm[173].phase, comm[173].rule) == ("operator-forward", "forward", "R9")
-    assert (comm[753].category, comm[753].phase) == ("operator-forward", "backward")
+    assert (comm[173].category, comm[173].phase, comm[173].rule) == ("context-parallel", "forward", "R9")
+    assert (comm[753].category, comm[753].phase) == ("context-parallel", "backward")
     assert analyze(irtool.load(fixture("flash_attention_sp_8p/rank_0/19_validate_0078.ir.xz"))).stage is None
 
 
@@ -159,6 +159,11 @@ EARLY_COMM: dict[str, dict[tuple[str, str], int]] = {
        for f in ("11_pipeline_split_0014.ir.xz", "merge_send_receive_0017.ir.xz", "step_parallel_begin_0018.ir.xz")},
     **{f"{s}/rank_0/{f}": {("Send", "pipeline"): n}
        for s, n in (("pipeline_2stage_8p", 4), ("pipeline_wrapper_api_8p", 4), ("pipeline_4stage_8p", 8))
+       for f in ("11_pipeline_split_0014.ir.xz", "merge_send_receive_0017.ir.xz", "step_parallel_begin_0018.ir.xz")},
+    # MindFormers MoE, lazy_inline-like cell reuse: one Send, one Receive, and the loss-scale overflow flag
+    # `%N(flag_reduce) = AllReduce(...) {instance name: allreduce}` on nccl_world_group, written by the wrapper (§4)
+    **{f"mindformers_moe_dp2mp2pp2_ep2/rank_0/{f}": {("Send", "pipeline"): 1, ("Receive", "pipeline"): 1,
+                                                     ("AllReduce", "other"): 1}
        for f in ("11_pipeline_split_0014.ir.xz", "merge_send_receive_0017.ir.xz", "step_parallel_begin_0018.ir.xz")},
     # dynamic shapes, lazy_inline: one Send, one Receive on 2-rank groups (primal `stage`, `chunk`, `order`)
     **{f"dynamic_shape_pp_4p/rank_0/{f}": {("Send", "pipeline"): 1, ("Receive", "pipeline"): 1}

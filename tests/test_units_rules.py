@@ -380,9 +380,9 @@ def test_r8_data_parallel_grad_reducer() -> None:
 
 def test_r9_ring_attention_exchange() -> None:
     # NeighborExchange with `FLASH_INDEX: "0_0"` in primitive attrs, no instance name
-    assert classified(R9_EXCHANGE) == ("operator-forward", "R9", "forward")
+    assert classified(R9_EXCHANGE) == ("context-parallel", "R9", "forward")
     # its bprop: no FLASH_INDEX, `forward_node_name: "NeighborExchange_3814"`, `{instance name: grad}`
-    assert classified(R9_GRAD_EXCHANGE) == ("operator-forward", "R9", "backward")
+    assert classified(R9_GRAD_EXCHANGE) == ("context-parallel", "R9", "backward")
 
 
 def test_r10_collective_without_telling_evidence_is_other() -> None:

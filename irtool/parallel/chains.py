@@ -119,7 +119,7 @@ def redistribution_chains(t: NodeFacts) -> list[RedistributionChain]:
     silent = t.get("silent")
     comm = [c for n, c in t.column("comm").items() if n not in silent]
     comm_by_uid = {c.node: c for c in comm}
-    not_redist = {c.node for c in comm if c.category != "redistribution"}
+    not_redist = {c.node for c in comm if not c.redistributes}
     strat = {s.node: s for s in t.column("strategy").values()}
     candidates = [n for n in dump.nodes() if n.mentions("instance name") and "redistribution_op" in (n.instance_name or "")
                   or n.mentions(FC)]

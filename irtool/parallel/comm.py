@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir import Node
+from .dynamic import VARIABLE_ALL_TO_ALL, sent_elements
 from .groups import group_name, group_table
 from .links import NodeIndex, ordered_with, param_through, walk_to_strategy
 from .peer import global_peer, group_members
 from .records import CommNode, FileKind, Group, Strategy
 from .rules import EXCHANGES, GATHERS, MIRRORS
 from .scope import attributed_scope
-from .sizes import Sized, attr_bytes, input_type, type_bytes
+from .sizes import DTYPE_SIZE, Sized, attr_bytes, input_type, type_bytes
 from .stage import as_int, peer_stages
 from .table import NodeFacts
 
@@ -25,7 +26,7 @@ def groups_of(t: NodeFacts) -> dict[str, Group]:
     group's name where the dump lists none (parallel/peer.py)."""
     silent = t.get("silent")
     nodes = [n for n in t.get("comm_nodes") if n not in silent]
-    printed = group_table(n.primitive_attrs for n in nodes)
+    printed = group_table(nodes, t.rank)
     return {name: g if g.ranks is not None else replace(g, ranks=group_members(name, t.rank))
             for name, g in printed.items()}
 
@@ -38,8 +39,8 @@ def comm_records(t: NodeFacts) -> dict[Node, CommNode]:
     silent = t.get("silent")
     found = t.get("comm_nodes")
     nodes = [n for n in found if n not in silent]
-    printed = group_table(n.primitive_attrs for n in nodes)
-    index = NodeIndex(dump, found)
+    printed = group_table(nodes, t.rank)
+    index = t.get("node_index")
     strats = {s.node: s for s in t.column("strategy").values()}
     params = {p.name: p for p in dump.params}
     out: dict[Node, CommNode] = {}
@@ -63,10 +64,13 @@ def _record(t: NodeFacts, node: Node, groups: dict[str, Group], kind: FileKind, 
     category, rule = t("category", node)
     fwd = t("forward", node)
     shape, dtype, nbytes = _bytes(node, pa, pr, kind, params)
+    if nbytes is None and kind == "post":
+        nbytes = _sent(t, node, dtype)
     group = group_name(pa)
     c = CommNode(op=node.op, category=category, phase=t("phase", node), group=group,
                  group_ranks=groups[group].ranks if group in groups else None,
                  shape=shape, dtype=dtype, bytes=nbytes, micro=t("micro", node),
+                 bytes_bound=_bound(t, node, dtype) if nbytes is None and kind == "post" else None,
                  reduce_op=pa["op"] if isinstance(pa.get("op"), str) else None,
                  scope=node.scope or "", rule=rule, instance=inst or None, node=node.uid, line=node.line,
                  rank_attrs={k: pa[k] for k in RANK_ATTRS if k in pa})
@@ -90,7 +94,7 @@ def _pair_exchanges(comm: list[CommNode], nodes: list[Node], index: NodeIndex) -
         for n in ordered_with(node, index):
             other = by_uid.get(n.uid)
             if other is not None and other.rule.startswith("R9"):
-                c.category, c.rule = "operator-forward", "R9-paired"
+                c.category, c.rule = "context-parallel", "R9-paired"
                 if other.phase == "backward":  # one exchange step runs in one phase
                     c.phase = "backward"
                 break
@@ -118,6 +122,26 @@ def _bytes(node: Node, pa: dict, pr: dict, kind: FileKind, params: dict) -> Size
     return type_bytes(input_type(node, 0))
 
 
+def _sent(t: NodeFacts, node: Node, dtype: str | None) -> int | None:
+    """The bytes an all-to-all of variable size sends when its input prints `-1` but is a reshape of a
+    tensor of known size (§5)."""
+    if node.op not in VARIABLE_ALL_TO_ALL or dtype not in DTYPE_SIZE:
+        return None
+    n = sent_elements(t, node)
+    return None if n is None else n * DTYPE_SIZE[dtype]
+
+
+def _bound(t: NodeFacts, node: Node, dtype: str | None) -> int | None:
+    """At most how many bytes an all-to-all of variable size sends when what it sends is dynamic (§5):
+    the rows it can hold (`dynamic.Rows.bound`) times its `block_size` (elements per row)."""
+    if node.op not in VARIABLE_ALL_TO_ALL or dtype not in DTYPE_SIZE:
+        return None
+    rows = t("rows", node)
+    block = node.scalar_attr("block_size")
+    block = block if isinstance(block, int) and block > 0 else 1
+    return None if rows is None else rows.bound * block * DTYPE_SIZE[dtype]
+
+
 def _p2p(t: NodeFacts, c: CommNode, node: Node, pa: dict, pr: dict, kind: FileKind) -> None:
     """Direction, peer global rank, tag, chunk and segment of a Send/Receive (§7; its peer stage: `peer_stages`)."""
     if c.op not in ("Send", "Receive"):
@@ -142,7 +166,7 @@ def _serves(c: CommNode, node: Node, pa: dict, pr: dict, index: NodeIndex, fwd: 
             c.parameter = c.parameter[len("accu_grads."):]
         c.serves = c.parameter
         return
-    if c.category == "redistribution" and c.phase != "backward":
+    if c.redistributes and c.phase != "backward":
         target = walk_to_strategy(node, index)
     elif c.op == "Receive":
         target = walk_to_strategy(node, index, through_all=True)

@@ -13,7 +13,7 @@ Facts of a node (`table(fact, node)`):
   copy      a recomputed copy of a forward node (`duplicated`)
   forward   the forward node a backward node is the gradient of (`forward_unique_id`), or the forward call whose
             bprop closure a call runs (lazy-inline), else None
-  category  (category, rule) of a communication node (rules R1-R10, §2), else None
+  category  (category, rule) of a communication node (rules R1-R13, §2), else None
   phase     forward | backward | recompute | optimizer (§3)
   micro     the pipeline micro batch the node runs for (`micro`; a primitive `pipeline_end`/`pipeline_begin`; a bprop
             call's forward call's), None when not one or when it reads the work of several
@@ -24,11 +24,14 @@ Facts of a node (`table(fact, node)`):
   out_bytes bytes of the node's outputs as printed (a tuple summed), None when unknown
   comm      the `CommNode` record of a communication node (§2-§8), None otherwise
   strategy  the `Strategy` record of an operator with a strategy or layout (§9), None otherwise
+  rows      the token rows `-1` dimensions stand for (`dynamic.Rows`: the expert-parallel all-to-all they come
+            from, its group's mean and bound), None when the node has none or they come from elsewhere
 Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, copies, graph_phases, comm_nodes,
 silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units
 of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
 parameters (which header parameter each reference names, who reads it: `params.Params`),
-param_roles (weight, optimizer state, accumulation, ... of each parameter, by use: `roles.ParamRole`).
+param_roles (weight, optimizer state, accumulation, ... of each parameter, by use: `roles.ParamRole`),
+param_shapes, node_index (nodes and users of the subgraphs holding communication).
 """
 from __future__ import annotations
 
@@ -39,11 +42,14 @@ from typing import Literal
 
 from ..ir import Dump, Node, pass_name
 from .comm import comm_records, groups_of
+from .dynamic import rows
+from .flowrules import ALL_TO_ALL, all_to_all_purpose, sequence_parallel
+from .links import node_index
 from .order import build_order
-from .params import Params, layer_flow, parameters
+from .params import Params, layer_flow, param_shapes, parameters
 from .records import FileKind, Phase, Strategy
 from .roles import param_roles
-from .rules import COMM_OPS, classify, file_kind, moves_no_data
+from .rules import COMM_OPS, borrowed_name, classify, file_kind, moves_no_data
 from .sizes import type_bytes
 from .stage import stage_info
 from .strategies import strategy_records
@@ -178,18 +184,41 @@ def _calls(t: NodeFacts) -> Calls:
 
 
 def _category(t: NodeFacts, n: Node) -> tuple[str, str] | None:
-    """Rules R1-R10 on the node's own evidence, then §2's inheritance: a backward node takes its
-    forward communication counterpart's category (a grad_mirror name on a p2p counterpart
-    contradicts itself)."""
+    """Rules R1-R10 on the node's own evidence, R11-R13 on its neighbourhood (what an all-to-all feeds,
+    how the activation of a tensor-parallel gather or scatter is split), then §2's inheritance: a
+    backward node takes its forward communication counterpart's category (a grad_mirror name on a
+    p2p counterpart contradicts itself)."""
     if t("kind", n) != "communication":
         return None
     category, rule = classify(n, n.instance_name or "", n.primitive_attrs, n.primal_attrs)
+    if rule in ("R6", "R10") and n.op in ALL_TO_ALL and own_phase(n, None, False) != "backward":
+        found = all_to_all_purpose(n, t.get("node_index"), lambda m: _three_d_weight(t, m))
+        if found is not None:
+            category, rule = found
+    elif n.op in ("AllGather", "ReduceScatter") and rule in ("R6", "R7") and own_phase(n, None, False) != "backward":
+        seq = sequence_parallel(n, rule, t.get("node_index"))
+        if seq is not None:
+            category, rule = "sequence-parallel", seq
     fwd = t("forward", n)
     if fwd is not None and t("kind", fwd) == "communication":
         own = t("category", fwd)
         if own is not None and own[0] != category:
             return ("other", "R10-contradiction") if rule == "R4" else (own[0], own[1] + "-inherited")
     return category, rule
+
+
+def _three_d_weight(t: NodeFacts, n: Node) -> bool:
+    """`n` reads a three-dimensional parameter (experts x in x out) as its second input."""
+    params: Params = t.get("parameters")
+    shapes = t.get("param_shapes")
+    ins = n.inputs
+    if len(ins) < 2 or ins[1].ref is None:
+        return False
+    local = t.get("by_key")[n.graph]
+    src = local.get(ins[1].ref.name) if ins[1].ref.kind == "node" else None
+    names = params.reached_by(src, local) if src is not None else \
+        [x for x in [params.name_of(ins[1].ref.name)] if x is not None]
+    return any(len(shapes.get(x) or ()) == 3 for x in names)
 
 
 _OPTIMIZER_SCOPE = re.compile(r"(^|/)(optimizer|optim)[-_]|Optimizer")
@@ -207,7 +236,8 @@ def own_phase(n: Node, category: tuple[str, str] | None, copy: bool, bprop: bool
             return "forward"
     scope = n.scope or ""
     if (scope.startswith("Gradients/") or n.mentions("forward_unique_id") or n.mentions("forward_node_name")
-            or (n.instance_name or "").startswith("grad") or n.scalar_attr("is_bp") is True or bprop):
+            or ((n.instance_name or "").startswith("grad") and not borrowed_name(n)) or n.scalar_attr("is_bp") is True
+            or bprop):
         return "backward"
     if copy:
         return "recompute"
@@ -356,7 +386,12 @@ PASSES: tuple[Pass, ...] = (
     Pass("unique ids", ("unique_ids",), ("copy",), "dump", _unique_ids),
     Pass("counterparts", ("forward",), ("unique_ids", "by_key"), "node", _forward),
     Pass("calls", ("calls",), (), "dump", _calls),
-    Pass("categories", ("category",), ("kind", "forward"), "node", _category),
+    Pass("parameters", ("parameters",), (), "dump", _parameters),
+    Pass("parameter shapes", ("param_shapes",), (), "dump", param_shapes),
+    Pass("communication nodes", ("comm_nodes",), ("kind",), "dump", _comm_nodes),
+    Pass("node index", ("node_index",), ("comm_nodes",), "dump", node_index),
+    Pass("categories", ("category",), ("kind", "forward", "node_index", "parameters", "param_shapes", "by_key"),
+         "node", _category),
     Pass("graph phases", ("graph_phases",), ("category", "copy", "calls", "forward"), "dump", _graph_phases),
     Pass("phases", ("phase",), ("category", "copy", "forward", "graph_phases"), "node", _phase),
     Pass("micro batches", ("micro",), ("forward", "by_key", "kind"), "column", _micro),
@@ -364,14 +399,14 @@ PASSES: tuple[Pass, ...] = (
     Pass("printed chunks", ("printed_chunk",), (), "node", _printed_chunk),
     Pass("sizes", ("out_bytes",), (), "node", _out_bytes),
     Pass("strategies", ("strategy",), (), "column", _strategy),
-    Pass("communication nodes", ("comm_nodes",), ("kind",), "dump", _comm_nodes),
     Pass("silent communication", ("silent",), ("comm_nodes",), "dump", _silent),
     Pass("groups", ("groups",), ("comm_nodes", "silent"), "dump", groups_of),
+    Pass("dynamic rows", ("rows",), ("by_key", "groups"), "node", rows),
     Pass("communication", ("comm",), ("file_kind", "kind", "comm_nodes", "forward", "category", "phase", "micro", "chunk",
-                                      "printed_chunk", "silent", "groups", "strategy"), "column", comm_records),
+                                      "printed_chunk", "silent", "groups", "strategy", "rows", "node_index", "by_key"),
+         "column", comm_records),
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
     Pass("order", ("order",), ("by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", build_order),
-    Pass("parameters", ("parameters",), (), "dump", _parameters),
     Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", layer_flow),
     Pass("parameter roles", ("param_roles",), ("parameters", "by_key", "phase"), "dump", param_roles),
 )

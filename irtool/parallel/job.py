@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from .cost import ATTENTION, SEQUENCE_DIM, attention_layout
 from .params import layer_index
 from .records import CommNode, ParallelFacts, _as_dict
 
@@ -60,8 +61,9 @@ class RankJob:
     stage_sizes: Sizes  # collective groups within its stage (the largest spans it: dp x mp)
     world: Evidence
     mp: Sizes  # operator-forward (tensor-parallel) groups
-    ep: Sizes  # all-to-all groups
-    sp: Sizes  # sequence/context-parallel exchange (R9) groups
+    ep: Sizes  # expert-parallel (all-to-all dispatch and combine) groups
+    sp: Sizes  # sequence-parallel (gather/scatter of sequence-split activations) groups
+    cp: Sizes  # context-parallel (ring attention exchange, Ulysses all-to-all) groups
     micro: Evidence  # number of micro batches
     chunks: list[int]  # pipeline chunks / segments this rank's pipeline hops carry
     layers: list[int]  # layers whose parameters the rank's work reads
@@ -144,11 +146,12 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
     forward_hops = [c for c in hops if c.phase == "forward"]
     return RankJob(
         rank=rank, file=name, stage=facts.stage, stage_sizes=stage_sizes, world=world,
-        mp=sizes([c for c in collectives if c.category == "operator-forward" and not c.rule.startswith("R9")
+        mp=sizes([c for c in collectives if c.category in ("operator-forward", "sequence-parallel")
                   and c.op not in ("AlltoAll", "AllToAll") and not (c.group or "").endswith(_WORLD)], "tensor parallel"),
-        ep=sizes([c for c in collectives if c.op in ("AlltoAll", "AllToAll", "AlltoAllV", "AllToAllv", "AllToAllV")],
-                 "all-to-all"),
-        sp=sizes([c for c in comm if c.rule.startswith("R9") and c.group_ranks], "sequence exchange"),
+        ep=sizes([c for c in collectives if c.category == "expert-parallel"], "expert-parallel all-to-all"),
+        sp=sizes([c for c in collectives if c.category == "sequence-parallel"], "sequence-parallel"),
+        cp=sizes([c for c in comm if c.category == "context-parallel" and c.group_ranks
+                  and not (c.group or "").endswith(_WORLD)], "context-parallel") or _sequence_split(t, name, comm),
         micro=micro,
         chunks=sorted({c.segment for c in comm if c.category == "pipeline" and c.segment is not None}),
         layers=sorted(layers), layers_where=where, recompute=sorted(recompute), optimizer=optimizer,
@@ -159,6 +162,25 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
         # the last stage sends no forward work to a later stage (a folded or interleaved one sends it round to stage 0)
         hops=len(hops), last=facts.stage is not None and bool(forward_hops) and not any(
             c.op == "Send" and (c.peer_stage is None or c.peer_stage > facts.stage) for c in forward_hops))
+
+
+def _sequence_split(t: Any, file: str, comm: list[CommNode]) -> Sizes:
+    """Context parallelism over the world group (ring attention's Send/Receive or NeighborExchange name their
+    peers on `nccl_world_group`: the group says nothing of the ring): the split of the sequence dimension of
+    the attention's query in its `in_strategy` (flash_attention_sp_8p: BSH `(2, 2, 2)`, 2)."""
+    if not any(c.category == "context-parallel" for c in comm):
+        return {}
+    out: Sizes = {}
+    for n, s in t.column("strategy").items():
+        if n.op not in ATTENTION or not isinstance(s.in_strategy, (tuple, list)) or not s.in_strategy:
+            continue
+        dim = SEQUENCE_DIM.get(attention_layout(n))
+        first = s.in_strategy[0]
+        if dim is not None and isinstance(first, (tuple, list)) and dim < len(first) and isinstance(first[dim], int):
+            count, where = out.get(first[dim], (0, f"{file}:{n.line} ({n.op} splits the sequence {first[dim]} ways: "
+                                                      f"in_strategy {s.in_strategy[0]})"))
+            out[first[dim]] = (count + 1, where)
+    return out
 
 
 @dataclass
@@ -174,6 +196,7 @@ class Job:
     mp: Evidence
     ep: Evidence
     sp: Evidence
+    cp: Evidence
     micro_batches: Evidence
     chunks: Evidence  # model chunks per stage (interleaved) or pipeline segments (folded); 1 without either
     stage_ranks: dict[int, list[int | None]]
@@ -227,6 +250,7 @@ class JobFold:
         self.mp: Sizes = {}
         self.ep: Sizes = {}
         self.sp: Sizes = {}
+        self.cp: Sizes = {}
         self.opt_shard: Sizes = {}
         self.micro: dict[int, Evidence] = {}
         self.chunks: set[int] = set()
@@ -249,7 +273,7 @@ class JobFold:
         if self.world is None and r.world.known:
             self.world = r.world
         for mine, theirs in ((self.stage_sizes, r.stage_sizes), (self.mp, r.mp), (self.ep, r.ep), (self.sp, r.sp),
-                             (self.opt_shard, r.opt_shard)):
+                             (self.cp, r.cp), (self.opt_shard, r.opt_shard)):
             _add(mine, theirs)
         if r.micro.known:
             self.micro.setdefault(r.micro.value, r.micro)
@@ -297,12 +321,17 @@ class JobFold:
                 (not stage_size.known or stage_size.value * stages.value != world.value):
             stage_size = Evidence(world.value // stages.value, f"world size {world.value} / {stages.value} stages")
         mp = _one(self.mp, "tensor-parallel", 1, "no tensor-parallel collective")
-        if self.staged and stage_size.known and mp.known and stage_size.value % mp.value == 0:
-            dp = Evidence(stage_size.value // mp.value, f"{stage_size.value} ranks per stage / mp {mp.value}")
-        elif not self.staged and world.known and mp.known and world.value % mp.value == 0:
-            dp = Evidence(world.value // mp.value, f"world size {world.value} / mp {mp.value}")
+        cp = _one(self.cp, "context-parallel", 1, "no context-parallel exchange")
+        # context parallelism splits the sequence over ranks of its own; sequence parallelism runs on the
+        # tensor-parallel group and expert parallelism within the data-parallel ranks: neither takes ranks
+        split = mp.value * cp.value if mp.known and cp.known else None
+        what = f"mp {mp.value}" + (f" x cp {cp.value}" if cp.value != 1 else "") if split else ""
+        if self.staged and stage_size.known and split and stage_size.value % split == 0:
+            dp = Evidence(stage_size.value // split, f"{stage_size.value} ranks per stage / {what}")
+        elif not self.staged and world.known and split and world.value % split == 0:
+            dp = Evidence(world.value // split, f"world size {world.value} / {what}")
         else:
-            dp = _unknown("the ranks per stage or mp unknown")
+            dp = _unknown("the ranks per stage, mp or cp unknown")
         if len(self.micro) > 1:
             notes.append(f"ranks disagree on the number of micro batches: {', '.join(map(str, sorted(self.micro)))}")
         micro = self.micro[max(self.micro)] if self.micro else \
@@ -314,8 +343,9 @@ class JobFold:
         first = self.first
         return Job(ranks=list(self.ranks), world_size=world, pipeline_stages=stages, stages_read=sorted(self.stage_ranks),
                    stages_absent=absent, dp=dp, mp=mp,
-                   ep=_one(self.ep, "all-to-all", 1, "no all-to-all"),
-                   sp=_one(self.sp, "sequence-parallel exchange", 1, "no sequence-parallel exchange"),
+                   ep=_one(self.ep, "expert-parallel", 1, "no expert-parallel all-to-all"),
+                   sp=_one(self.sp, "sequence-parallel", 1, "no sequence-parallel gather or scatter"),
+                   cp=cp,
                    micro_batches=micro, chunks=chunks, stage_ranks=dict(sorted(self.stage_ranks.items())),
                    stage_layers={s: sorted(v) for s, v in sorted(self.stage_layers.items())},
                    stage_layers_where=dict(sorted(self.where.items())),

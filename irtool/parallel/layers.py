@@ -85,7 +85,7 @@ def served_cell(c: CommNode, index: ScopeIndex, op_scopes: dict[str, str]) -> tu
     node is for, the scope of the operator a forward redistribution feeds, else its printed scope."""
     if c.parameter and (cell := index.cell_of(c.parameter)) is not None:
         return cell
-    if c.category == "redistribution" and c.phase != "backward" and c.serves in op_scopes:
+    if c.redistributes and c.phase != "backward" and c.serves in op_scopes:
         # a backward redistribution `serves` its forward's producer (§8); it is printed under the
         # forward's consumer, which keeps both directions in one row
         return _cell_parts(op_scopes[c.serves])

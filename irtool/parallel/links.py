@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 from ..ir import Dump, Node
 from .rules import COMM_OPS
+
+if TYPE_CHECKING:
+    from .table import NodeFacts
 
 
 class NodeIndex:
@@ -43,6 +47,12 @@ class NodeIndex:
                         found.append(n)
             self._users[node.graph] = users
         return self._users[node.graph].get(node.key, [])
+
+
+def node_index(t: NodeFacts) -> NodeIndex:
+    """Nodes and users by key of the subgraphs holding communication (the `node_index` fact: what a
+    collective feeds, §2 R11-R13, §8)."""
+    return NodeIndex(t.dump, t.get("comm_nodes"))
 
 
 def param_of(node: Node) -> str | None:

@@ -124,6 +124,11 @@ def parameters(dump: Dump) -> Params:
     return params
 
 
+def param_shapes(t: NodeFacts) -> dict[str, tuple]:
+    """Header parameter name -> its printed shape (the `param_shapes` fact)."""
+    return {p.name: p.type.shape for p in t.dump.params if p.type is not None and isinstance(p.type.shape, tuple)}
+
+
 # Inputs that only order execution: the later inputs of Depend, every input of UpdateState.
 def _data_refs(n: Node) -> Sequence[str]:
     if n.op == "UpdateState":
@@ -134,10 +139,28 @@ def _data_refs(n: Node) -> Sequence[str]:
     return n.node_refs
 
 
+def _graph_order(dump: Dump, graphs: dict[str, object]) -> list:
+    """Subgraphs with each one after the graphs that call or bind it (a forward graph before the bprop
+    graph it binds with `Partial`), print order among the rest and in a cycle."""
+    deps: dict[str, set[str]] = {g.name: set() for g in dump.subgraphs}
+    for g in dump.subgraphs:
+        for n in g.nodes:
+            target, _ = _callee(n, graphs)
+            if target is not None and target.name != g.name:  # type: ignore[attr-defined]
+                deps[target.name].add(g.name)  # type: ignore[attr-defined]
+    try:
+        names = list(TopologicalSorter(deps).static_order())
+    except CycleError:
+        names = list(deps)
+    return [graphs[name] for name in names]
+
+
 def layer_flow(t: NodeFacts) -> dict[Node, int]:
     """The layer of every node that has one (module docstring): own parameters first; then forward
     (and recompute, optimizer) work by the layers of its inputs, in dependency order within each
-    subgraph; then backward work by its forward counterpart, else its inputs."""
+    subgraph; then backward work by its forward counterpart, else its inputs. A subgraph parameter
+    that is no header parameter carries the activation every call or `Partial` passes to it (a bprop
+    graph's saved forward values): it has that activation's layer when they agree."""
     dump = t.dump
     params: Params = t.get("parameters")
     owns: dict[Node, set[int]] = {}  # the layers of the parameters each node reads (from who reads each)
@@ -147,9 +170,11 @@ def layer_flow(t: NodeFacts) -> dict[Node, int]:
             for n in readers:
                 owns.setdefault(n, set()).add(index)
     phase = t.column("phase")
+    graphs = {g.name: g for g in dump.subgraphs}
     out: dict[Node, int] = {}
+    carried: dict[str, set[int | None]] = {}  # subgraph parameter -> layers of the values passed to it
     deferred: list[tuple[Node, list[Node]]] = []
-    for g in dump.subgraphs:
+    for g in _graph_order(dump, graphs):
         local = {n.key: n for n in g.nodes}
         deps = {n: [local[r] for r in _data_refs(n) if r in local] for n in g.nodes}
         order = list(g.nodes)
@@ -172,15 +197,33 @@ def layer_flow(t: NodeFacts) -> dict[Node, int]:
             if phase[n] == "backward":
                 deferred.append((n, deps[n]))
                 continue
-            found = [out[d] for d in deps[n] if d in out]
+            found = [out[d] for d in deps[n] if d in out] + _carried(n, carried)
             if found and not (n.op == "MakeTuple" and len(set(found)) > 1):
                 out[n] = max(found)
+        for n in g.nodes:  # what this graph passes on to the graphs it calls or binds
+            target, shift = _callee(n, graphs)
+            if target is None:
+                continue
+            for i, arg in enumerate(n.inputs[shift:]):
+                if i < len(target.params) and arg.ref is not None and arg.ref.kind == "node":  # type: ignore[attr-defined]
+                    src = local.get(arg.ref.name)
+                    carried.setdefault(target.params[i], set()).add(out.get(src) if src is not None else None)  # type: ignore[attr-defined]
     for n, ins in deferred:  # print order: forward counterparts and inputs are placed by now where they can be
         fwd = t("forward", n)
         if fwd is not None and fwd in out:
             out[n] = out[fwd]
             continue
-        found = [out[d] for d in ins if d in out]
+        found = [out[d] for d in ins if d in out] + _carried(n, carried)
         if found and not (n.op == "MakeTuple" and len(set(found)) > 1):
             out[n] = max(found)
     return out
+
+
+def _carried(n: Node, carried: dict[str, set[int | None]]) -> list[int]:
+    """The layers of the activations `n` reads through its subgraph's parameters (one layer each)."""
+    found = []
+    for ref in n.param_refs:
+        layers = carried.get(_key(ref))
+        if layers is not None and len(layers) == 1 and None not in layers:
+            found.append(next(iter(layers)))
+    return found

@@ -9,6 +9,7 @@ peer is unknown (None), never the index read as a rank.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import replace
@@ -87,6 +88,36 @@ def group_members(name: str | None, rank: int | None) -> tuple[int, ...] | None:
         return None
     _FOUND[name] = found
     return found
+
+
+_SHA = re.compile(r"[0-9a-f]{48}")
+_STRIDES = 256  # strides tried for a group's arithmetic progression of ranks
+
+
+def hashed_members(name: str, size: int, rank: int | None, within: tuple[int, ...] = ()) -> tuple[int, ...] | None:
+    """The ranks a group name is the hash of, for a group of `size` ranks holding `rank` (or, without
+    it, ranks among `within`): MindSpore's `<size>-<std::hash of "a-b-...">` and MindFormers' first 48
+    hex digits of the sha256 of "a-b-..." (moev3.py `_get_ep_group_name`; mindformers_moe_dp2mp2pp2_ep2
+    rank 0's expert group `389f7fbc...` is that of "0-1"). Tried: the arithmetic progressions of
+    `size` ranks holding the rank (MindFormers' and MindSpore's groups are blocks or strides of the
+    device matrix); None when none matches."""
+    m = _HASHED.fullmatch(name)
+    std = int(m.group(2)) if m and int(m.group(1)) == size else None
+    if std is None and not _SHA.fullmatch(name):
+        return None
+    anchors = [rank] if rank is not None else sorted(set(within))
+    for r in anchors:
+        for stride in range(1, _STRIDES + 1):
+            for j in range(size):
+                start = r - j * stride
+                if start < 0:
+                    break
+                ranks = tuple(range(start, start + size * stride, stride))
+                text = "-".join(map(str, ranks))
+                if (std is not None and std_hash(text) == std) or \
+                        (std is None and hashlib.sha256(text.encode()).hexdigest()[:48] == name):
+                    return ranks
+    return None
 
 
 def global_peer(c: CommNode, rank: int | None) -> CommNode:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Literal, get_args
 from ..ir import DumpWarning
 
 Category = Literal["redistribution", "operator-forward", "gradient-aggregation", "optimizer-parallel",
-                   "pipeline", "other"]
+                   "pipeline", "expert-parallel", "sequence-parallel", "context-parallel", "other"]
 Phase = Literal["forward", "backward", "recompute", "optimizer"]
 # Where a dump sits relative to the parallel pass (docs/parallel.md §1): `pre` before
 # step_parallel_end (types logical or stale), `spe` step_parallel_end itself, `post` after it.
@@ -98,14 +98,17 @@ class Bytes:
     total: int = 0
     known: int = 0
     unknown: int = 0
+    bound: int | None = 0  # at most this many bytes in the unknown ones; None when one of them has no bound
 
     @classmethod
-    def of(cls, nbytes: int | None) -> Bytes:
-        return cls(0, 0, 1) if nbytes is None else cls(nbytes, 1, 0)
+    def of(cls, nbytes: int | None, bound: int | None = None) -> Bytes:
+        """One node's size; `bound`: at most this many when the size is unknown (dynamic token rows)."""
+        return cls(0, 0, 1, bound) if nbytes is None else cls(nbytes, 1, 0)
 
     def __add__(self, other: Bytes | int | None) -> Bytes:
         o = other if isinstance(other, Bytes) else Bytes.of(other)
-        return Bytes(self.total + o.total, self.known + o.known, self.unknown + o.unknown)
+        bound = None if self.bound is None or o.bound is None else self.bound + o.bound
+        return Bytes(self.total + o.total, self.known + o.known, self.unknown + o.unknown, bound)
 
     @property
     def exact(self) -> int | None:
@@ -133,6 +136,7 @@ class CommNode:
     shape: Any = None
     dtype: str | None = None
     bytes: int | None = None
+    bytes_bound: int | None = None  # `bytes` unknown (dynamic token rows, §5): at most this many
     micro: int | None = None
     peer_stage: int | None = None
     scope: str = ""
@@ -158,6 +162,12 @@ class CommNode:
 
     def as_dict(self) -> dict[str, Any]:
         return _as_dict(self, ("rank_attrs",))
+
+    @property
+    def redistributes(self) -> bool:
+        """A tensor-layout conversion (R6: `redistribution_op_...`), whatever category its purpose gave it
+        (a sequence-parallel gather, R12, or an expert-parallel all-to-all, R11, may be one)."""
+        return self.category == "redistribution" or "redistribution_op" in (self.instance or "")
 
 
 # The attributes of a sharding strategy or layout (docs/parallel.md §9), in the order every command lists them.
@@ -206,6 +216,7 @@ class Group:
     ranks: tuple[int, ...] | None
     size: int | None
     comm_nodes: int
+    evidence: str | None = None  # the printed member list contradicted: which evidence decided (§6)
 
     def as_dict(self) -> dict[str, Any]:
         return _as_dict(self)

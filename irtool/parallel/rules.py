@@ -1,4 +1,5 @@
-"""Which operators communicate, and the rules R1-R10 that say why (docs/parallel.md §2-§4).
+"""Which operators communicate, and the rules R1-R10 that say why from its own evidence (docs/parallel.md §2-§4;
+R11-R13, which read its neighbourhood, are in flowrules.py).
 
 Each rule reads one node's own evidence: operator, instance name, scope and attributes. The
 forward-counterpart rule (§2, `-inherited`) needs the whole dump and lives in `analyze`.
@@ -36,6 +37,17 @@ SP_KEYS = frozenset({"FLASH_SP_COMM_TYPE", "FLASH_INDEX", "RING_ATTENTION_INDEX"
 PRE_SHARDING_PASSES = ("bootstrap", "pipeline_split", "merge_send_receive", "step_parallel_begin")
 STEP_PARALLEL_END = "step_parallel_end"
 _REPLACE_GRAPH = re.compile(r"^\d+[A-Za-z]+\d+$")
+_NAMED_OP = re.compile(r"(AllGather|ReduceScatter|AllReduce|AlltoAll|Broadcast|Send|Receive)_?\d*$")
+
+
+def borrowed_name(node: Node) -> bool:
+    """The instance name is another node's: MindSpore shares one primitive between equal communication
+    nodes (`comm_reuse`) and prints the name of its first user, so a forward `AllGather` of 2D tensor
+    parallelism (two_d_tp_8p) can print `grad...ReduceScatter8`, the name of the backward node it shares
+    a primitive with. Told by the name ending with another communication operator than the node's."""
+    inst = node.instance_name or ""
+    m = _NAMED_OP.search(inst)
+    return m is not None and m.group(1) != node.op and node.scalar_attr("comm_reuse") is True
 
 
 def moves_no_data(node: Node, inst: str, pa: dict) -> bool:
@@ -75,7 +87,7 @@ def classify(node: Node, inst: str, pa: dict, pr: dict) -> tuple[Category, str]:
     if inst.startswith("grad_mirror") or fwd_name.startswith("_Mirror"):
         return "gradient-aggregation", "R4"
     if (op in P2P or op in EXCHANGES) and (SP_KEYS & (set(pa) | set(pr)) or fwd_name.startswith("NeighborExchange")):
-        return "operator-forward", "R9"
+        return "context-parallel", "R9"
     if op in P2P:
         return ("pipeline", "R5") if PIPE_KEYS & set(pr) else ("other", "R5b")
     core = re.sub(r"^grad_?", "", inst)
@@ -83,7 +95,7 @@ def classify(node: Node, inst: str, pa: dict, pr: dict) -> tuple[Category, str]:
         return "redistribution", "R6"
     if core.startswith("forward_op"):
         return "operator-forward", "R7"
-    if _REPLACE_GRAPH.match(inst):
+    if _REPLACE_GRAPH.match(inst) or _REPLACE_GRAPH.match(core):
         return "operator-forward", "R7b"
     if re.search(r"grad_reducer|GradReducer", scope) or "tensors_allreduce" in node.graph:
         return "gradient-aggregation", "R8"

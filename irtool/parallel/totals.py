@@ -21,9 +21,9 @@ class Tally:
     count: int = 0
     bytes: Bytes = field(default_factory=Bytes)
 
-    def add(self, nbytes: int | None) -> None:
+    def add(self, nbytes: int | None, bound: int | None = None) -> None:
         self.count += 1
-        self.bytes += nbytes
+        self.bytes += Bytes.of(nbytes, bound)
 
     def as_dict(self) -> dict[str, Any]:
         return {"count": self.count, "bytes": self.bytes.total, "bytes_unknown": self.bytes.unknown}
@@ -52,10 +52,10 @@ class CommTotals:
 def comm_totals(comm: Iterable[CommNode]) -> CommTotals:
     out = CommTotals()
     for c in comm:
-        out.by_category.setdefault(c.category, Tally()).add(c.bytes)
-        out.by_op.setdefault(c.op, Tally()).add(c.bytes)
-        out.by_category_phase.setdefault(f"{c.category}/{c.phase}", Tally()).add(c.bytes)
-        out.total.add(c.bytes)
+        out.by_category.setdefault(c.category, Tally()).add(c.bytes, c.bytes_bound)
+        out.by_op.setdefault(c.op, Tally()).add(c.bytes, c.bytes_bound)
+        out.by_category_phase.setdefault(f"{c.category}/{c.phase}", Tally()).add(c.bytes, c.bytes_bound)
+        out.total.add(c.bytes, c.bytes_bound)
     out.by_category, out.by_op = _sorted(out.by_category), _sorted(out.by_op)
     out.by_category_phase = _sorted(out.by_category_phase)
     return out

@@ -34,7 +34,7 @@ def _value(e: Evidence) -> str:
 def job_line(job: Job) -> str:
     """`Job: 8 ranks, dp 2 x mp 2 x pp 2, 4 micro batches, AdamW sharded over 2 ranks, gradient accumulation`."""
     layout = " x ".join(f"{name} {_value(e)}" for name, e in (("dp", job.dp), ("mp", job.mp), ("pp", job.pipeline_stages))
-                        ) + "".join(f" x {name} {e.value}" for name, e in (("ep", job.ep), ("sp", job.sp))
+                        ) + "".join(f" x {name} {e.value}" for name, e in (("ep", job.ep), ("sp", job.sp), ("cp", job.cp))
                                     if e.known and e.value != 1)
     parts = [f"world {_value(job.world_size)}", layout]
     if job.chunks.known and job.chunks.value > 1:
@@ -58,7 +58,7 @@ def job_table(job: Job) -> Table:
     """Every field of the job with its value and where the dump shows it (or why it is unknown)."""
     rows = []
     for label, e in (("world size", job.world_size), ("pipeline stages", job.pipeline_stages), ("dp", job.dp),
-                     ("mp", job.mp), ("ep", job.ep), ("sp", job.sp), ("micro batches", job.micro_batches),
+                     ("mp", job.mp), ("ep", job.ep), ("sp", job.sp), ("cp", job.cp), ("micro batches", job.micro_batches),
                      ("chunks per stage", job.chunks), ("optimizer", job.optimizer),
                      ("optimizer sharding", job.optimizer_shard), ("gradient accumulation", job.gradient_accumulation)):
         rows.append([label, _value(e), e.where if e.known else f"unknown: {e.where}"])

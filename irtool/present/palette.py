@@ -10,6 +10,9 @@ CATEGORY_COLORS = {
     "gradient-aggregation": "#ef9a9a",  # red
     "optimizer-parallel": "#90caf9",  # blue
     "pipeline": "#ce93d8",  # purple
+    "expert-parallel": "#c5e1a5",  # light green
+    "sequence-parallel": "#80deea",  # cyan
+    "context-parallel": "#f48fb1",  # pink
     "other": "#e0e0e0",  # grey
 }
 # communication category -> DOT shape in `irtool render` (the view draws every node as a box)
@@ -19,6 +22,9 @@ CATEGORY_SHAPES = {
     "gradient-aggregation": "doubleoctagon",
     "optimizer-parallel": "parallelogram",
     "pipeline": "cds",
+    "expert-parallel": "trapezium",
+    "sequence-parallel": "house",
+    "context-parallel": "invhouse",
     "other": "diamond",
 }
 STRATEGY_FILL = "#f5f0dc"  # an operator with a sharding strategy (cream: not a communication colour)

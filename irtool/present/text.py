@@ -34,12 +34,14 @@ def cell(value: Any) -> str:
 
 def bytes_text(b: Bytes | int | None) -> str:
     """A byte count; a sum over nodes some of whose sizes are unknown as the known sum and how many
-    are missing (`1,024 (+4 unknown)`), `—` when none is known (never 0)."""
+    are missing (`1,024 (+4 unknown)`; `(+4 unknown, at most 8,192)` when each of those has a bound: dynamic
+    token rows), `—` when none is known (never 0)."""
     if not isinstance(b, Bytes):
         return cell(b)
+    bound = f", at most {cell(b.bound)}" if b.unknown and b.bound else ""
     if b.unknown and not b.known:
-        return DASH
-    return cell(b.total) + (f" (+{b.unknown} unknown)" if b.unknown else "")
+        return DASH + (f" ({b.unknown} unknown{bound})" if bound else "")
+    return cell(b.total) + (f" (+{b.unknown} unknown{bound})" if b.unknown else "")
 
 
 def format_strategy(value: Any) -> str:

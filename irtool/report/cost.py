@@ -86,6 +86,9 @@ def _compute_json(c: CostFacts) -> dict[str, Any]:
             "matmul_forward_unknown_ops": c.matmul_forward_unknown,
             "unknown_ops": dict(sorted(c.unknown.items(), key=lambda kv: (-kv[1], kv[0]))),
             "unknown_count": sum(c.unknown.values()), "logical_ops": c.logical_ops,
+            "dynamic_ops": dict(sorted(c.dynamic.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "dynamic_flops": c.dynamic_flops, "dynamic_flops_bound": c.dynamic_bound,
+            "memory_bound_bytes": c.moved, "memory_bound_unknown": c.moved_unknown,
             "shapes": "per device (printed sliced)" if c.kind != "spe" else
                       "step_parallel_end: logical per micro batch, sliced here by in_strategy"}
 
@@ -231,12 +234,19 @@ def rank_blocks(fc: FileCost, limit: int | None) -> list[Block]:
                       + ", ".join(f"{op} x{n}" for op, n in sorted(c.unknown.items(), key=lambda kv: (-kv[1], kv[0]))))
     zero = dict.fromkeys(c.flops, 0)
     keys = sorted(set(c.by_layer) | set(c.unknown_by_layer), key=lambda k: -sum(c.by_layer.get(k, zero).values()))
+    if c.dynamic:
+        blocks.append("  " + ", ".join(f"{op} x{n}" for op, n in sorted(c.dynamic.items(), key=lambda kv: (-kv[1], kv[0])))
+                      + f" counted at the mean of their token rows (expert-parallel all-to-all): "
+                      f"{cell(c.dynamic_flops)} FLOPs (at most {cell(c.dynamic_bound)})")
+    if c.moved or c.moved_unknown:
+        blocks.append(f"  memory-bound operators (sort, top-k, scatter): {human(c.moved)} bytes moved"
+                      + (f", {c.moved_unknown} of unknown size" if c.moved_unknown else ""))
     layers = Table("FLOPs per layer and phase", ["layer", "forward", "backward", "recompute", "optimizer"],
                    [_flops_row("(no layer)" if k is None else str(k), c.by_layer.get(k, zero),
                                c.unknown_by_layer.get(k, zero)) for k in keys])
     layers.rows.append(_flops_row("total", c.flops, c.unknown_by_phase))
     blocks += [layers.limited(limit), _memory_table(sc.memory, sm, "Memory of this rank (bytes; * = estimate)")]
-    if sc.order.events:
+    if sc.order.hops:
         blocks.append(f"  pipeline order: {' '.join(sc.order.work)} ({sc.order.schedule})" if sc.order.fixed
                       else f"  pipeline order: {sc.order.schedule}")
     blocks.append(f"  {in_flight_text(sm.in_flight)}")
