@@ -21,9 +21,12 @@ Facts of a node (`table(fact, node)`):
   out_bytes bytes of the node's outputs as printed (a tuple summed), None when unknown
   comm      the `CommNode` record of a communication node (§2-§8), None otherwise
   strategy  the `Strategy` record of an operator with a strategy or layout (§9), None otherwise
+  operator  the user operator (`operators.OperatorKey`: cell, op, layer, occurrence) a compute node is work of,
+            its recomputed copies and backward counterparts folded into it (§19), None for no user operator's
+  placement the user operator a communication node is inserted around (§19), None when it serves none
 Facts of the dump (`table.get(fact)`): file_kind, unique_ids, calls, silent (communication nodes that move
 no data, §2 R2), groups (§6), stage_info (§7), parameters (which header parameter each reference names, who
-reads it: `params.Params`).
+reads it: `params.Params`), operator_params (header parameter -> the user operator reading it, §19).
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from typing import Literal
 
 from ..ir import Dump, Node, pass_name
 from .comm import comm_records, groups_of
+from .operators import OperatorKey, operator_keys, operator_params, placements
 from .params import Params, layer_flow, parameters
 from .records import CommNode, FileKind, Group, Phase, StageInfo, Strategy
 from .rules import COMM_OPS, classify, file_kind, moves_no_data
@@ -288,6 +292,18 @@ def _layers(t: NodeFacts) -> dict[Node, int]:
     return layer_flow(t)
 
 
+def _operators(t: NodeFacts) -> dict[Node, OperatorKey]:
+    return operator_keys(t)
+
+
+def _operator_params(t: NodeFacts) -> dict[str, OperatorKey]:
+    return operator_params(t)
+
+
+def _placements(t: NodeFacts) -> dict[Node, OperatorKey]:
+    return placements(t)
+
+
 PASSES: tuple[Pass, ...] = (
     Pass("file kind", ("file_kind",), (), "dump", _file_kind),
     Pass("nodes by key", ("by_key",), (), "dump", _by_key),
@@ -313,6 +329,13 @@ PASSES: tuple[Pass, ...] = (
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", _stage),
     Pass("parameters", ("parameters",), (), "dump", _parameters),
     Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", _layers),
+    Pass("user operators", ("operator",), ("parameters", "by_key", "kind", "phase", "copy", "micro", "unique_ids",
+                                           "layer", "forward"), "column", _operators),
+    Pass("operator parameters", ("operator_params",), ("parameters", "by_key", "operator", "phase", "comm", "kind"),
+         "dump",
+         _operator_params),
+    Pass("placements", ("placement",), ("by_key", "operator_params", "operator", "kind", "comm"), "column",
+         _placements),
 )
 
 

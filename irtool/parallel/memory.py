@@ -53,6 +53,8 @@ class MemoryFacts:
     in_flight: int  # micro batches whose activations are held at once under the schedule assumed
     gradients_estimate: int  # weights without an accumulation buffer: one gradient of the weight's size each
     notes: list[str] = field(default_factory=list)
+    # the tensors `activations_micro` adds up, by producer uid (`graph/%N`): what each keeps for one micro batch
+    kept: dict[str, int | None] = field(default_factory=dict)
 
     def total(self, role: str) -> int:
         return sum(p.bytes or 0 for p in self.params if p.role == role)
@@ -206,16 +208,20 @@ def compute_memory(t: NodeFacts, stage: int | None = None, stages: int | None = 
     grads = sum(r.bytes or 0 for r in rows if r.role == "weight" and r.name not in with_buffer)
     per_micro: int | None = None
     count = 0
+    kept_micro: dict[str, int | None] = {}
     if has_backward:
         marked = [n for n in kept.values() if t("micro", n) is not None]
         if micros and marked:
             chosen = [n for n in marked if t("micro", n) == min(micros)]
             count = len(chosen)
-            per_micro = sum(type_bytes(n.output_type, tuple_sum=True)[2] or 0 for n in chosen)
+            kept_micro = {n.uid: type_bytes(n.output_type, tuple_sum=True)[2] for n in chosen}
+            per_micro = sum(b or 0 for b in kept_micro.values())
         else:  # no micro batch marks on what is kept (cell reuse): the step's total shared evenly
             n_micro = max(1, len(micros))
             count = len(kept) // n_micro
-            per_micro = sum(type_bytes(n.output_type, tuple_sum=True)[2] or 0 for n in kept.values()) // n_micro
+            sizes = {n.uid: type_bytes(n.output_type, tuple_sum=True)[2] for n in kept.values()}
+            kept_micro = {u: None if b is None else b // n_micro for u, b in sizes.items()}
+            per_micro = sum(b or 0 for b in sizes.values()) // n_micro
             if micros:
                 notes.append(f"the kept tensors carry no micro batch mark: their total / {n_micro} micro batches")
     else:
@@ -231,5 +237,5 @@ def compute_memory(t: NodeFacts, stage: int | None = None, stages: int | None = 
     if not weights:
         notes.append("no optimizer update operator found: parameters with no role are listed as `other`")
     return MemoryFacts(kind=kind, params=rows, activations_micro=per_micro, activation_tensors=count, micros=n_micro,
-                       in_flight=in_flight, gradients_estimate=grads, notes=notes)
+                       in_flight=in_flight, gradients_estimate=grads, notes=notes, kept=kept_micro)
 

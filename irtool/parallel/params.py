@@ -125,7 +125,7 @@ def parameters(dump: Dump) -> Params:
 
 
 # Inputs that only order execution: the later inputs of Depend, every input of UpdateState.
-def _data_refs(n: Node) -> list[str]:
+def data_refs(n: Node) -> list[str]:
     if n.op == "UpdateState":
         return []
     if n.op == "Depend":
@@ -145,7 +145,7 @@ def layer_flow(t: NodeFacts) -> dict[Node, int]:
     deferred: list[tuple[Node, list[Node]]] = []
     for g in dump.subgraphs:
         local = {n.key: n for n in g.nodes}
-        deps = {n: [local[r] for r in _data_refs(n) if r in local] for n in g.nodes}
+        deps = {n: [local[r] for r in data_refs(n) if r in local] for n in g.nodes}
         try:
             order = list(TopologicalSorter({n: d for n, d in deps.items()}).static_order())
         except CycleError:  # a malformed graph: print order (producers first as MindSpore prints them)
