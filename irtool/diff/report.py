@@ -202,14 +202,21 @@ def _one_side(result: DiffResult) -> str:
     return "; ".join(parts)
 
 
+def _job_notes(result: DiffResult) -> list[str]:
+    """What a side's job says of itself (`ranks disagree on the number of micro batches: 2, 4`)."""
+    return [f"{side} job: {note}" for side, job in (("old", result.old_job), ("new", result.new_job)) if job
+            for note in job.notes]
+
+
 def _config_lines(result: DiffResult) -> list[Block]:
     """The configuration change, one line each (`  micro batches 8 → 4`), under a line saying how the
-    two are compared."""
-    if not result.config:
-        return []
-    how = ("so the two are compared as one logical graph (--by-rank: rank with rank)" if result.logical is not None
-           else "compared rank with rank")
-    return [f"Configuration changed (old → new), {how}:", *(f"  {change_text(c)}" for c in result.config)]
+    two are compared; then what either job says of itself."""
+    lines: list[Block] = []
+    if result.config:
+        how = ("so the two are compared as one logical graph (--by-rank: rank with rank)"
+               if result.logical is not None else "compared rank with rank")
+        lines += [f"Configuration changed (old → new), {how}:", *(f"  {change_text(c)}" for c in result.config)]
+    return lines + _job_notes(result)
 
 
 def _details(result: DiffResult, limit: int | None) -> list[list[Block]]:
@@ -257,6 +264,7 @@ def to_markdown(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
         items.append(f"- **{_one_side(result)}**")
     if result.unreadable and reasons:  # else the headline says it
         items.append(f"- **{_not_read(result)}**")
+    items += [f"- {note}" for note in _job_notes(result)]
     head: list[Block] = [f"### {icon} irtool diff: {headline}"] + (["\n".join(items)] if items else [])
     if result.config:
         table = changes_table(result.config)
@@ -279,8 +287,8 @@ def to_markdown(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
     return fit_markdown(head, sections, room)
 
 
-_LEFT_OUT = ("_Left out to fit a pull-request comment ({room:,} characters): {what}. Everything: "
-             "`irtool diff OLD NEW --all` (text) or `--format json`._")
+_LEFT_OUT = ("_Left out to fit a pull-request comment ({room:,} characters): {what}. Everything: the same "
+             "command with `--format text --all`, or `--format json`._")
 
 
 def fit_markdown(head: list[Block], sections: list[tuple[str, list[Block]]], room: int) -> str:

@@ -413,6 +413,11 @@ def job_changes(old: Job, new: Job) -> list[JobChange]:
                         out.append(JobChange(name, a, b, wa, wb, stage=s))
             continue
         ea, eb = getattr(old, name), getattr(new, name)
-        if ea.known and eb.known and ea.value != eb.value:
-            out.append(JobChange(name, ea.value, eb.value, ea.where, eb.where))
+        a, b = ea.value, eb.value
+        if name == "recompute_layers" and ea.known and eb.known:
+            # a layer's recompute is known where a stage holding it was read: compare the layers read on both sides
+            both = set().union(*old.stage_layers.values()) & set().union(*new.stage_layers.values())
+            a, b = sorted(set(a) & both), sorted(set(b) & both)
+        if ea.known and eb.known and a != b:
+            out.append(JobChange(name, a, b, ea.where, eb.where))
     return out
