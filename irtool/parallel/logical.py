@@ -296,23 +296,39 @@ def _add_stage(ops: dict[OperatorKey, LogicalOp], layers: dict[str, LayerFigures
         row = layer_row(int(layer) if layer.isdigit() else None)
         for ph, f in phases.items():
             row.flops[ph] += f
-    # bytes held: the parameters by role (memory records), each placed with its weight
+    # bytes held, as the memory records size them: a weight is a parameter a user operator reads (placed
+    # with it); its optimizer states are those the memory records find for it. Where those records
+    # take a weight for something else (an optimizer they do not recognise), the states are unknown.
     mem = sc.memory
+    weights, states = Bytes(), Bytes()
+    roles_known = all(p.role in ("weight", "unused") for p in mem.params if p.name in owners)
+    if not roles_known:
+        notes.append(f"stage {stage}: optimizer states unknown: the memory records recognise no optimizer "
+                     "update of the weights (docs/cost.md)")
     for p in mem.params:
-        if p.role not in ("weight", "optimizer-state"):
-            continue
-        weight = p.of if p.role == "optimizer-state" and p.of else p.name
-        row = layer_row(layer_index(weight))
-        owner = mine.get(owners.get(weight))  # type: ignore[arg-type]
-        if p.role == "weight":
+        if p.name in owners:
+            row = layer_row(layer_index(p.name))
             row.weights += p.bytes
+            weights += p.bytes
+            owner = mine.get(owners[p.name])
             if owner is not None:
                 owner.weights += p.bytes
                 owner.params.append(Held(p.name, p.shape, p.dtype, p.bytes))
-        else:
-            row.optimizer_states += p.bytes
+        elif p.role == "optimizer-state" and roles_known:
+            weight = p.of or p.name
+            layer_row(layer_index(weight)).optimizer_states += p.bytes
+            states += p.bytes
+            owner = mine.get(owners.get(weight))  # type: ignore[arg-type]
             if owner is not None:
                 owner.optimizer_states += p.bytes
+    if not roles_known:
+        states = Bytes(0, 0, 1)
+        for row in layers.values():
+            if row.stage == stage:
+                row.optimizer_states = Bytes(0, 0, 1)
+        for o in mine.values():
+            if o.params:
+                o.optimizer_states = Bytes(0, 0, 1)
     # activations: what each kept tensor holds for one micro batch, times the micro batches in flight
     for uid, b in mem.kept.items():
         n = by_uid.get(uid)
@@ -339,12 +355,6 @@ def _add_stage(ops: dict[OperatorKey, LogicalOp], layers: dict[str, LayerFigures
             layer = t("layer", n)
         _tally(layer_row(layer).comm, c, size, k)
         _tally(total, c, size, k)
-    weights, states = Bytes(), Bytes()
-    for p in mem.params:
-        if p.role == "weight":
-            weights += p.bytes
-        elif p.role == "optimizer-state":
-            states += p.bytes
     acts = Bytes()
     for b in mem.kept.values():
         acts += None if b is None else b * mem.in_flight
