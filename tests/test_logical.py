@@ -9,7 +9,7 @@ one network (make.py of each), dp1 x mp2 x pp4, ranks 0, 2, 4, 6 (stages 0-3).
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -36,7 +36,7 @@ def run(*args: object) -> tuple[int, str]:
     return res.exit_code, res.output
 
 
-@lru_cache(maxsize=None)
+@cache
 def compared(by_rank: bool = False):
     return diff_dirs(str(OLD), str(NEW), by_rank=by_rank)
 
