@@ -183,6 +183,10 @@ def test_the_logical_graph_of_a_folder() -> None:
     # 4 micro batches; block 0 is recomputed (`duplicated`), so once more in recompute
     assert fc1.flops["forward"] == fc1.flops["recompute"] == 4 * 262144 and fc1.recomputed
     assert fc1.strategy == {"in_strategy": ((1, 1), (1, 2))}
+    # the edges: Block.construct `self.res(x, self.fc2(self.act(self.fc1(h, self.w1)), self.w2))` with x, for
+    # block 0, what Net.construct's `self.proj_in(x, self.w_in)` gave
+    add = next(o for o in blocks if o.key == OperatorKey("Net/layers-CellList/0-Block", "Add", 0, 0))
+    assert add.inputs == [OperatorKey("Net", "MatMul", -1, 0), OperatorKey("Net/layers-CellList/0-Block", "MatMul", 0, 1)]
     assert fc1.source.endswith("make.py:48 return self.res(x, self.fc2(self.act(self.fc1(h, self.w1)), self.w2))")
 
 

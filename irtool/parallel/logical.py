@@ -25,7 +25,7 @@ from .chains import user_source
 from .cost import call_counts, compute_cost
 from .job import Job, JobChange, job_changes
 from .operators import OperatorKey
-from .params import layer_index
+from .params import data_refs, layer_index
 from .records import PHASES, Bytes, CommNode, ParallelFacts, plain
 
 SCHEMA = "irtool.logical/1"
@@ -103,6 +103,7 @@ class LogicalOp:
     comm: dict[tuple[str, str, str], CommUse] = field(default_factory=dict)
     nodes: int = 0  # dump nodes folded into it (micro-batch copies, recompute copies, backward)
     recomputed: bool = False
+    inputs: list[OperatorKey] = field(default_factory=list)  # the user operators whose outputs it reads (its stage's)
 
     @property
     def total_flops(self) -> int:
@@ -115,7 +116,7 @@ class LogicalOp:
                 "params": [p.as_dict() for p in self.params], "weights": _bytes(self.weights),
                 "optimizer_states": _bytes(self.optimizer_states), "activations": _bytes(self.activations),
                 "comm": [u.as_dict() for u in self.comm.values()], "nodes": self.nodes,
-                "recomputed": self.recomputed}
+                "recomputed": self.recomputed, "inputs": [k.as_dict() for k in self.inputs]}
 
 
 @dataclass
@@ -270,7 +271,8 @@ def _add_stage(ops: dict[OperatorKey, LogicalOp], layers: dict[str, LayerFigures
             row = layers[label] = LayerFigures(stage, rank, layer=layer, label=label)
         return row
 
-    # the operators: their first forward node (print order) names them
+    # the operators: their first forward node (print order) names them and gives their inputs
+    first: dict[OperatorKey, Node] = {}
     for n, key in keys.items():
         o = mine.get(key)
         if o is None:
@@ -281,8 +283,12 @@ def _add_stage(ops: dict[OperatorKey, LogicalOp], layers: dict[str, LayerFigures
             o = mine[key] = ops[key] = LogicalOp(
                 key, user_source(n), t("layer", n), stage, rank, n.line,
                 {k: v for k, v in s.values().items() if v is not None} if s is not None else {})
+            first[key] = n
         o.nodes += 1
         o.recomputed |= bool(t("copy", n))
+    by_key = t.get("by_key")
+    for key, n in first.items():
+        mine[key].inputs = _inputs(n, keys, by_key[n.graph])
     for oc in compute_cost(t, keep_ops=True).ops:
         n = by_uid.get(oc.node)
         o = mine.get(keys.get(n)) if n is not None else None  # type: ignore[arg-type]
@@ -361,6 +367,27 @@ def _add_stage(ops: dict[OperatorKey, LogicalOp], layers: dict[str, LayerFigures
     stage_rows.append(StageFigures(stage, rank, weights, states, acts, dict(sc.cost.flops), total,
                                    layers=sorted(x for x in facts_layers(sc) if x is not None), memory=mem.peak,
                                    in_flight=mem.in_flight))
+
+
+def _inputs(n: Node, keys: dict[Node, OperatorKey], local: dict[str, Node]) -> list[OperatorKey]:
+    """The user operators whose outputs `n` reads, through nodes of none (plumbing, communication, a
+    redistribution), in its graph: the edges of the logical graph."""
+    out: list[OperatorKey] = []
+    todo, seen = [(n, 0)], {n}
+    while todo:
+        m, depth = todo.pop()
+        for ref in data_refs(m):
+            src = local.get(ref)
+            if src is None or src in seen:
+                continue
+            seen.add(src)
+            key = keys.get(src)
+            if key is not None:
+                if key != keys[n] and key not in out:
+                    out.append(key)
+            elif depth < 10:
+                todo.append((src, depth + 1))
+    return sorted(out)
 
 
 def facts_layers(sc: StageCost) -> list[int | None]:
