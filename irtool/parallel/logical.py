@@ -29,6 +29,7 @@ from .params import data_refs, layer_index
 from .records import PHASES, Bytes, CommNode, ParallelFacts, plain
 
 SCHEMA = "irtool.logical/1"
+_DEPTH = 10  # nodes of no operator walked through between two operators
 
 
 def _bytes(b: Bytes) -> dict[str, Any]:
@@ -192,16 +193,6 @@ class LogicalGraph:
     compute_ratio: float | None  # heaviest / lightest stage, forward + backward + recompute FLOPs
     notes: list[str] = field(default_factory=list)
 
-    def op(self, key: OperatorKey) -> LogicalOp | None:
-        return self._by_key.get(key)
-
-    @property
-    def _by_key(self) -> dict[OperatorKey, LogicalOp]:
-        found = self.__dict__.get("_index")
-        if found is None:
-            found = self.__dict__["_index"] = {o.key: o for o in self.ops}
-        return found
-
     def as_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "path": self.path, "job": self.job.as_dict(),
                 "ops": [o.as_dict() for o in self.ops], "layers": [x.as_dict() for x in self.layers],
@@ -229,144 +220,173 @@ def layer_label(layer: int | None, stage: int, stages: int | None) -> str:
 def logical_graph(stages: Iterable[tuple[int | None, Dump, ParallelFacts]], job: Job, path: str = "") -> LogicalGraph:
     """The logical graph of the ranks given (one per stage: `(rank, dump, facts)`, facts not
     released) under `job` (the folder's, of every rank)."""
-    n_stages = job.pipeline_stages.value if job.pipeline_stages.known else None
-    ops: dict[OperatorKey, LogicalOp] = {}
-    layers: dict[str, LayerFigures] = {}
-    stage_rows: list[StageFigures] = []
-    unplaced: dict[tuple[str, str, str], CommUse] = {}
-    measured: list[StageCost] = []
-    notes: list[str] = []
+    build = _Builder(job.pipeline_stages.value if job.pipeline_stages.known else None)
     for rank, dump, facts in stages:
-        sc = measure_stage(dump, facts, rank, n_stages)
-        measured.append(sc)
-        _add_stage(ops, layers, stage_rows, unplaced, notes, (rank, dump, facts), sc, n_stages)
-    bal = balance(measured) if measured else None
-    return LogicalGraph(path, job, sorted(ops.values(), key=_op_order),
-                        sorted(layers.values(), key=lambda x: (x.layer is None, x.layer or 0, x.stage)),
-                        sorted(stage_rows, key=lambda x: x.stage), unplaced,
-                        bal.sentence if bal else "no stage read", bal.compute_ratio if bal else None, notes)
+        _Stage(build, rank, dump, facts).add()
+    bal = balance(build.measured) if build.measured else None
+    return LogicalGraph(path, job, sorted(build.ops.values(), key=lambda o: (o.stage, o.layer is None, o.layer or 0,
+                                                                             o.line)),
+                        sorted(build.layers.values(), key=lambda x: (x.layer is None, x.layer or 0, x.stage)),
+                        sorted(build.stages, key=lambda x: x.stage), build.unplaced,
+                        bal.sentence if bal else "no stage read", bal.compute_ratio if bal else None, build.notes)
 
 
-def _op_order(o: LogicalOp) -> tuple:
-    return (o.stage, o.layer is None, o.layer or 0, o.line)
+class _Builder:
+    """What the stages add up to, as they are read."""
+
+    def __init__(self, n_stages: int | None) -> None:
+        self.n_stages = n_stages
+        self.ops: dict[OperatorKey, LogicalOp] = {}
+        self.layers: dict[str, LayerFigures] = {}
+        self.stages: list[StageFigures] = []
+        self.unplaced: dict[tuple[str, str, str], CommUse] = {}
+        self.measured: list[StageCost] = []
+        self.notes: list[str] = []
 
 
-def _add_stage(ops: dict[OperatorKey, LogicalOp], layers: dict[str, LayerFigures], stage_rows: list[StageFigures],
-               unplaced: dict[tuple[str, str, str], CommUse], notes: list[str],
-               read: tuple[int | None, Dump, ParallelFacts], sc: StageCost, n_stages: int | None) -> None:
-    rank, dump, facts = read
-    t = facts.table
-    stage = sc.stage
-    keys: dict[Node, OperatorKey] = t.column("operator")
-    placed: dict[Node, OperatorKey] = t.column("placement")
-    owners: dict[str, OperatorKey] = t.get("operator_params")
-    by_uid = {n.uid: n for n in dump.nodes()}
-    times = call_counts(dump)
-    mine: dict[OperatorKey, LogicalOp] = {}
+class _Stage:
+    """One stage's rank read into the graph: its operators, their FLOPs, the bytes held, the
+    activations kept and the communication, each from the records that decide them."""
 
-    def layer_row(layer: int | None) -> LayerFigures:
-        label = layer_label(layer, stage, n_stages)
-        row = layers.get(label)
+    def __init__(self, build: _Builder, rank: int | None, dump: Dump, facts: ParallelFacts) -> None:
+        self.build, self.rank, self.dump, self.facts, self.t = build, rank, dump, facts, facts.table
+        self.cost = measure_stage(dump, facts, rank, build.n_stages)  # the cost records of the stage
+        self.stage = self.cost.stage
+        self.keys: dict[Node, OperatorKey] = self.t.column("operator")
+        self.owners: dict[str, OperatorKey] = self.t.get("operator_params")
+        self.by_uid = {n.uid: n for n in dump.nodes()}
+        self.mine: dict[OperatorKey, LogicalOp] = {}  # the operators this stage holds
+
+    def add(self) -> None:
+        self.build.measured.append(self.cost)
+        self._operators()
+        self._flops()
+        weights, states = self._held()
+        acts = self._activations()
+        comm = self._comm()
+        if states.unknown:  # the memory records recognise no optimizer update: no layer's or operator's is known
+            for row in self.build.layers.values():
+                if row.stage == self.stage:
+                    row.optimizer_states = states
+            for o in self.mine.values():
+                if o.params:
+                    o.optimizer_states = states
+        mem = self.cost.memory
+        self.build.stages.append(StageFigures(
+            self.stage, self.rank, weights, states, acts, dict(self.cost.cost.flops), comm,
+            layers=sorted(int(k) for k, ph in self.cost.cost.by_layer.items() if ph.get("forward") and k.isdigit()),
+            memory=mem.peak, in_flight=mem.in_flight))
+
+    def layer_row(self, layer: int | None) -> LayerFigures:
+        label = layer_label(layer, self.stage, self.build.n_stages)
+        row = self.build.layers.get(label)
         if row is None:
-            row = layers[label] = LayerFigures(stage, rank, layer=layer, label=label)
+            row = self.build.layers[label] = LayerFigures(self.stage, self.rank, layer=layer, label=label)
         return row
 
-    # the operators: their first forward node (print order) names them and gives their inputs
-    first: dict[OperatorKey, Node] = {}
-    for n, key in keys.items():
-        o = mine.get(key)
-        if o is None:
-            if key in ops:  # on another stage too (a shared operator): its first stage keeps it
-                notes.append(f"{key.text}: on stages {ops[key].stage} and {stage}; figures of stage {ops[key].stage}")
+    def op_of(self, n: Node | None) -> LogicalOp | None:
+        key = self.keys.get(n) if n is not None else None
+        return self.mine.get(key) if key is not None else None
+
+    def _operators(self) -> None:
+        """One record per key; its first forward node (print order) gives its line, strategy, source, inputs."""
+        t, ops, first = self.t, self.build.ops, {}
+        for n, key in self.keys.items():
+            o = self.mine.get(key)
+            if o is None:
+                if key in ops:  # on another stage too (a shared operator): its first stage keeps it
+                    self.build.notes.append(f"{key.text}: on stages {ops[key].stage} and {self.stage}; "
+                                            f"figures of stage {ops[key].stage}")
+                    continue
+                s = t("strategy", n)
+                o = self.mine[key] = ops[key] = LogicalOp(
+                    key, user_source(n), t("layer", n), self.stage, self.rank, n.line,
+                    {k: v for k, v in s.values().items() if v is not None} if s is not None else {})
+                first[key] = n
+            o.nodes += 1
+            o.recomputed |= bool(t("copy", n))
+        by_key = t.get("by_key")
+        for key, n in first.items():
+            self.mine[key].inputs = _inputs(n, self.keys, by_key[n.graph])
+
+    def _flops(self) -> None:
+        """Per operator the cost records' FLOPs of its nodes; per layer their own split (`layer` fact)."""
+        for oc in compute_cost(self.t, keep_ops=True).ops:
+            o = self.op_of(self.by_uid.get(oc.node))
+            if o is not None:
+                if oc.flops is None:
+                    o.flops_unknown += 1
+                else:
+                    o.flops[oc.phase] += oc.flops
+        for layer, phases in self.cost.cost.by_layer.items():
+            row = self.layer_row(int(layer) if layer.isdigit() else None)
+            for ph, f in phases.items():
+                row.flops[ph] += f
+
+    def _held(self) -> tuple[Bytes, Bytes]:
+        """Weights and optimizer states as the memory records size them: a weight is a parameter a user
+        operator reads (placed with it); its states are those the memory records find for it. Where
+        those records take a weight for something else (an optimizer they do not recognise), the states
+        are unknown, never 0."""
+        mem = self.cost.memory
+        weights, states = Bytes(), Bytes()
+        known = all(p.role in ("weight", "unused") for p in mem.params if p.name in self.owners)
+        for p in mem.params:
+            if p.name in self.owners:
+                self.layer_row(layer_index(p.name)).weights += p.bytes
+                weights += p.bytes
+                owner = self.mine.get(self.owners[p.name])
+                if owner is not None:
+                    owner.weights += p.bytes
+                    owner.params.append(Held(p.name, p.shape, p.dtype, p.bytes))
+            elif p.role == "optimizer-state" and known:
+                weight = p.of or p.name
+                self.layer_row(layer_index(weight)).optimizer_states += p.bytes
+                states += p.bytes
+                owner = self.mine.get(self.owners.get(weight))  # type: ignore[arg-type]
+                if owner is not None:
+                    owner.optimizer_states += p.bytes
+        if known:
+            return weights, states
+        self.build.notes.append(f"stage {self.stage}: optimizer states unknown: the memory records recognise no "
+                                "optimizer update of the weights (docs/cost.md)")
+        return weights, Bytes(0, 0, 1)
+
+    def _activations(self) -> Bytes:
+        """What each kept tensor holds for one micro batch (memory records), times the micro batches in flight."""
+        mem = self.cost.memory
+        total = Bytes()
+        for uid, b in mem.kept.items():
+            n = self.by_uid.get(uid)
+            held = None if b is None else b * mem.in_flight
+            total += held
+            self.layer_row(self.t("layer", n) if n is not None else None).activations += held
+            o = self.op_of(n)
+            if o is not None:
+                o.activations += held
+        return total
+
+    def _comm(self) -> dict[tuple[str, str, str], CommUse]:
+        """Each communication node around its operator, in that operator's layer (else the node's own);
+        the stage's total."""
+        placed: dict[Node, OperatorKey] = self.t.column("placement")
+        times = call_counts(self.dump)
+        total: dict[tuple[str, str, str], CommUse] = {}
+        for c in self.facts.comm:
+            n = self.by_uid.get(c.node)
+            if n is None:
                 continue
-            s = t("strategy", n)
-            o = mine[key] = ops[key] = LogicalOp(
-                key, user_source(n), t("layer", n), stage, rank, n.line,
-                {k: v for k, v in s.values().items() if v is not None} if s is not None else {})
-            first[key] = n
-        o.nodes += 1
-        o.recomputed |= bool(t("copy", n))
-    by_key = t.get("by_key")
-    for key, n in first.items():
-        mine[key].inputs = _inputs(n, keys, by_key[n.graph])
-    for oc in compute_cost(t, keep_ops=True).ops:
-        n = by_uid.get(oc.node)
-        o = mine.get(keys.get(n)) if n is not None else None  # type: ignore[arg-type]
-        if o is not None:
-            if oc.flops is None:
-                o.flops_unknown += 1
+            size, k = _group_size(c, self.facts), times.get(n.graph, 1)
+            o = self.mine.get(placed[n]) if n in placed else None
+            if o is not None:
+                _tally(o.comm, c, size, k)
+                layer = o.layer
             else:
-                o.flops[oc.phase] += oc.flops
-    # FLOPs per layer: the cost records' own split (`layer` fact)
-    for layer, phases in sc.cost.by_layer.items():
-        row = layer_row(int(layer) if layer.isdigit() else None)
-        for ph, f in phases.items():
-            row.flops[ph] += f
-    # bytes held, as the memory records size them: a weight is a parameter a user operator reads (placed
-    # with it); its optimizer states are those the memory records find for it. Where those records
-    # take a weight for something else (an optimizer they do not recognise), the states are unknown.
-    mem = sc.memory
-    weights, states = Bytes(), Bytes()
-    roles_known = all(p.role in ("weight", "unused") for p in mem.params if p.name in owners)
-    if not roles_known:
-        notes.append(f"stage {stage}: optimizer states unknown: the memory records recognise no optimizer "
-                     "update of the weights (docs/cost.md)")
-    for p in mem.params:
-        if p.name in owners:
-            row = layer_row(layer_index(p.name))
-            row.weights += p.bytes
-            weights += p.bytes
-            owner = mine.get(owners[p.name])
-            if owner is not None:
-                owner.weights += p.bytes
-                owner.params.append(Held(p.name, p.shape, p.dtype, p.bytes))
-        elif p.role == "optimizer-state" and roles_known:
-            weight = p.of or p.name
-            layer_row(layer_index(weight)).optimizer_states += p.bytes
-            states += p.bytes
-            owner = mine.get(owners.get(weight))  # type: ignore[arg-type]
-            if owner is not None:
-                owner.optimizer_states += p.bytes
-    if not roles_known:
-        states = Bytes(0, 0, 1)
-        for row in layers.values():
-            if row.stage == stage:
-                row.optimizer_states = Bytes(0, 0, 1)
-        for o in mine.values():
-            if o.params:
-                o.optimizer_states = Bytes(0, 0, 1)
-    # activations: what each kept tensor holds for one micro batch, times the micro batches in flight
-    for uid, b in mem.kept.items():
-        n = by_uid.get(uid)
-        held = None if b is None else b * mem.in_flight
-        row = layer_row(t("layer", n) if n is not None else None)
-        row.activations += held
-        o = mine.get(keys.get(n)) if n is not None else None  # type: ignore[arg-type]
-        if o is not None:
-            o.activations += held
-    # communication: around its operator, in that operator's layer (else the node's own)
-    total: dict[tuple[str, str, str], CommUse] = {}
-    for c in facts.comm:
-        n = by_uid.get(c.node)
-        if n is None:
-            continue
-        size, k = _group_size(c, facts), times.get(n.graph, 1)
-        key = placed.get(n)
-        o = mine.get(key) if key is not None else None
-        if o is not None:
-            _tally(o.comm, c, size, k)
-            layer = o.layer
-        else:
-            _tally(unplaced, c, size, k)
-            layer = t("layer", n)
-        _tally(layer_row(layer).comm, c, size, k)
-        _tally(total, c, size, k)
-    acts = Bytes()
-    for b in mem.kept.values():
-        acts += None if b is None else b * mem.in_flight
-    stage_rows.append(StageFigures(stage, rank, weights, states, acts, dict(sc.cost.flops), total,
-                                   layers=sorted(x for x in facts_layers(sc) if x is not None), memory=mem.peak,
-                                   in_flight=mem.in_flight))
+                _tally(self.build.unplaced, c, size, k)
+                layer = self.t("layer", n)
+            _tally(self.layer_row(layer).comm, c, size, k)
+            _tally(total, c, size, k)
+        return total
 
 
 def _inputs(n: Node, keys: dict[Node, OperatorKey], local: dict[str, Node]) -> list[OperatorKey]:
@@ -385,14 +405,9 @@ def _inputs(n: Node, keys: dict[Node, OperatorKey], local: dict[str, Node]) -> l
             if key is not None:
                 if key != keys[n] and key not in out:
                     out.append(key)
-            elif depth < 10:
+            elif depth < _DEPTH:
                 todo.append((src, depth + 1))
     return sorted(out)
-
-
-def facts_layers(sc: StageCost) -> list[int | None]:
-    """The layers with forward FLOPs on the stage (the cost records' per-layer split)."""
-    return [int(k) if k.isdigit() else None for k, ph in sc.cost.by_layer.items() if ph.get("forward")]
 
 
 # --- two graphs compared ---------------------------------------------------------------------------
