@@ -193,9 +193,11 @@ class LogicalGraph:
     compute_ratio: float | None  # heaviest / lightest stage, forward + backward + recompute FLOPs
     notes: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, ops: bool = True) -> dict[str, Any]:
+        """`irtool.logical/1`; without `ops` when they are given elsewhere (a comparison's pairs)."""
         return {"schema": SCHEMA, "path": self.path, "job": self.job.as_dict(),
-                "ops": [o.as_dict() for o in self.ops], "layers": [x.as_dict() for x in self.layers],
+                **({"ops": [o.as_dict() for o in self.ops]} if ops else {}),
+                "layers": [x.as_dict() for x in self.layers],
                 "stages": [x.as_dict() for x in self.stages],
                 "unplaced_comm": [u.as_dict() for u in self.unplaced.values()],
                 "balance": {"sentence": self.balance, "compute_ratio": self.compute_ratio}, "notes": self.notes}
@@ -516,7 +518,7 @@ class LogicalDiff:
     def as_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "configuration": [c.as_dict() for c in self.changes],
                 "ops": [p.as_dict() for p in self.ops], "layers": [x.as_dict() for x in self.layers],
-                "old": self.old.as_dict(), "new": self.new.as_dict()}
+                "old": self.old.as_dict(ops=False), "new": self.new.as_dict(ops=False)}
 
 
 def compare_logical(old: LogicalGraph, new: LogicalGraph) -> LogicalDiff:
