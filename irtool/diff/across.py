@@ -157,6 +157,18 @@ def stage_table(g: LogicalGraph, side: str) -> Table:
                   "communication bytes", "memory estimate"], rows)
 
 
+def stage_comm_table(d: LogicalDiff) -> Table:
+    """Communication per stage and category, each side's, per device per step: count, bytes, group sizes."""
+    rows = []
+    for side, g in (("old", d.old), ("new", d.new)):
+        for s in g.stages:
+            for cat, u in s.by_category().items():
+                rows.append([side, str(s.stage), cat, cell(u.count), bytes_text(u.bytes),
+                             ", ".join(map(str, u.group_sizes)) or DASH])
+    return Table("Communication per stage and category (one rank each, per device per step)",
+                 ["side", "stage", "category", "count", "bytes", "group size"], rows)
+
+
 def summary(d: LogicalDiff) -> str:
     """One line: how many user operators, and what changed of them."""
     ops = d.ops
@@ -179,5 +191,5 @@ def balance_lines(d: LogicalDiff) -> list[str]:
 def blocks(d: LogicalDiff) -> list[Block]:
     """Every table of a logical comparison, the layers first (all rows: shortened when written)."""
     return [summary(d), layer_table(d), layer_comm_table(d), strategy_table(d), comm_table(d), one_sided_table(d),
-            stage_table(d.old, "old"), stage_table(d.new, "new"), *balance_lines(d)]
+            stage_table(d.old, "old"), stage_table(d.new, "new"), stage_comm_table(d), *balance_lines(d)]
 

@@ -100,18 +100,10 @@ def _unique_ids(t: NodeFacts) -> dict[str, Node]:
     the original, not a recomputed copy, else the first printed."""
     out: dict[str, Node] = {}
     for n in t.dump.nodes():
-        key = unique_id(n)
+        key = n.unique_id
         if key is not None and (key not in out or (t("copy", out[key]) and not t("copy", n))):
             out[key] = n
     return out
-
-
-def unique_id(n: Node) -> str | None:
-    """The node's `unique_id` (MindSpore's id of a node across passes; a recomputed copy prints its original's)."""
-    if not n.mentions("unique_id"):
-        return None
-    uid = n.scalar_attr("unique_id")
-    return None if uid is None else str(uid)
 
 
 _TRAILING_ID = re.compile(r"_(\d+)$")

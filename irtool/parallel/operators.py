@@ -63,8 +63,6 @@ _DEPTH = 10  # nodes of no operator walked through (plumbing, communication, cal
 
 def operator_keys(t: NodeFacts) -> dict[Node, OperatorKey]:
     """Every compute node's user operator (module docstring); nodes of no user operator are absent."""
-    from .facts import unique_id  # the `unique ids` pass' reader (facts imports this module)
-
     params: Params = t.get("parameters")
     by_key = t.get("by_key")
     groups: dict[tuple[str, str, int, int | None], list[Node]] = defaultdict(list)
@@ -76,7 +74,7 @@ def operator_keys(t: NodeFacts) -> dict[Node, OperatorKey]:
     in_wrapper = any(wrapped(n.scope or "") for n in work)  # then the network is what the wrappers hold
     for n in work:
         phase = t("phase", n)
-        if phase == "backward" or (t("copy", n) and unique_id(n) in originals):
+        if phase == "backward" or (t("copy", n) and n.unique_id in originals):
             backward.append(n)  # placed below by its counterpart (a copy by the id it shares with its original)
             continue
         if phase == "optimizer":
@@ -98,7 +96,7 @@ def operator_keys(t: NodeFacts) -> dict[Node, OperatorKey]:
             if origin is not None:
                 out[n] = out[origin]
     for n in backward:
-        origin = originals.get(unique_id(n)) if t("copy", n) else t("forward", n)  # type: ignore[arg-type]
+        origin = originals.get(n.unique_id) if t("copy", n) else t("forward", n)  # type: ignore[arg-type]
         if origin is not None and origin in out:
             out[n] = out[origin]
     return out
