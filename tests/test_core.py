@@ -29,9 +29,9 @@ def test_every_fixture_is_bundled():
     # added dynamic_shape_pp_4p 16, inference_pp_4p_m2 8, inference_pp_8p_m4 16, pipeline_folded_8p 16,
     # pipeline_segments_8p ranks 1-3, 5-7 12; issue 25 pipeline_2stage_2p 4). Issues 25-27 added (manifest.json
     # of each): pipeline_4stage_lazy_8p 24, pipeline_interleaved_4stage_8p 32, pipeline_unequal_sgd_8p 8,
-    # pipeline_even_adamw_8p 8.
-    assert len(DUMPS) == 191 + 153 + 24 + 32 + 16
-    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 15 + 4
+    # pipeline_even_adamw_8p 8, gpt_small_dp1mp4pp2 8, gpt_small_dp2mp2pp2_m8 8.
+    assert len(DUMPS) == 191 + 153 + 24 + 32 + 16 + 16
+    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 15 + 6
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=LARGE_GROUP) if str(p).endswith(LARGE) else p for p in DUMPS],

@@ -166,6 +166,10 @@ EARLY_COMM: dict[str, dict[tuple[str, str], int]] = {
     # 4-stage lazy_inline on 4-rank p2p groups: three Send, three Receive before step_parallel_end
     **{f"pipeline_4stage_lazy_8p/rank_0/{f}": {("Send", "pipeline"): 3, ("Receive", "pipeline"): 3}
        for f in ("11_pipeline_split_0014.ir.xz", "merge_send_receive_0017.ir.xz", "step_parallel_begin_0018.ir.xz")},
+    # gpt_small_dp2mp2pp2 as dp1 x mp4 (2 micro batches) and with 8 micro batches: one Send per micro batch
+    **{f"{s}/rank_0/{f}": {("Send", "pipeline"): n}
+       for s, n in (("gpt_small_dp1mp4pp2", 2), ("gpt_small_dp2mp2pp2_m8", 8))
+       for f in ("11_pipeline_split_0014.ir.xz", "merge_send_receive_0017.ir.xz", "step_parallel_begin_0018.ir.xz")},
     # 4 stages x 2 chunks, lazy_inline: seven Send, seven Receive before step_parallel_end
     **{f"pipeline_interleaved_4stage_8p/rank_0/{f}": {("Send", "pipeline"): 7, ("Receive", "pipeline"): 7}
        for f in ("11_pipeline_split_0014.ir.xz", "merge_send_receive_0017.ir.xz", "step_parallel_begin_0018.ir.xz")},
@@ -173,9 +177,9 @@ EARLY_COMM: dict[str, dict[tuple[str, str], int]] = {
 
 
 def test_early_pass_table_covers_every_early_file() -> None:
-    # 51 early files at rank_0 (ls */rank_0/ | grep -E 'pipeline_split|merge_send_receive|step_parallel_begin',
-    # gpt_large's left out): 24 with communication, 27 without
-    assert len(EARLY) == 51 and set(EARLY_COMM) <= set(EARLY) and len(EARLY_COMM) == 24
+    # 57 early files at rank_0 (ls */rank_0/ | grep -E 'pipeline_split|merge_send_receive|step_parallel_begin',
+    # gpt_large's left out): 30 with communication, 27 without
+    assert len(EARLY) == 57 and set(EARLY_COMM) <= set(EARLY) and len(EARLY_COMM) == 30
 
 
 @pytest.mark.parametrize("rel", EARLY)
