@@ -17,10 +17,11 @@ from click.testing import CliRunner
 
 from irtool import analyze, load
 from irtool.cli import main
-from irtool.diff import diff_dirs
+from irtool.diff import diff, diff_dirs
 from irtool.diff.report import MARKDOWN_LIMIT, to_markdown, to_text
 from irtool.parallel.operators import OperatorKey
 from irtool.parallel.scope import user_cell
+from irtool.present.job import change_text
 from irtool.selection import Selection, logical_of
 
 F = Path(__file__).resolve().parent.parent / "fixtures" / "mindir"
@@ -200,3 +201,60 @@ def test_a_pr_comment_never_outgrows_github() -> None:
     assert md.count("<details") == md.count("</details>")  # a cut block is closed
     small = to_markdown(result, room=8000)
     assert len(small) <= 8000 and "Left out" in small and small.startswith("### :x: irtool diff: ")
+
+
+# --- gpt_small_dp2mp2pp2's GPT with one change each (fixtures gpt_small_dp1mp4pp2, gpt_small_dp2mp2pp2_m8), rank 0
+# of each side (stage 0: embedding, layers 0 and 1)
+
+GPT = F / "gpt_small_dp2mp2pp2" / "rank_0" / VALIDATE
+
+
+@cache
+def gpt_pair(other: str):
+    return diff(load(str(GPT)), load(str(F / other / "rank_0" / VALIDATE)))
+
+
+def test_tensor_parallel_2_against_4() -> None:
+    result = gpt_pair("gpt_small_dp1mp4pp2")
+    # dp x mp of one stage (ranks 0-3, stage of rank r = r // 4): the forward AllReduce of the row-parallel wo/w2
+    # MatMuls print `group_rank_ids: (0, 1)` (mp 2, so dp 4 / 2 = 2) against `(0, 1, 2, 3)` (mp 4, dp 1)
+    assert [change_text(c) for c in result.config] == ["dp 2 → 1", "mp 2 → 4"]
+    assert result.mode == "logical"
+    d = result.logical
+    # `# Params`: %para7_0.attention.wq.weight (64, 128) -> (32, 128), read by wq's Cast (`self.cast(self.weight, fp16)`)
+    wq = next(p for p in d.ops if p.side.params and p.side.params[0].name == "0.attention.wq.weight")
+    assert (wq.old.params[0].shape, wq.new.params[0].shape) == ((64, 128), (32, 128))
+    # block 0's 16 parameters, Float32: norms 4 x (128) = 2,048; wq, wk, wv (64, 128) 3 x 32,768 and their biases
+    # (64) 3 x 256; wo (128, 64) 32,768 + bias 512; w1 (256, 128) 131,072 + bias 1,024; w2 (128, 256) 131,072 +
+    # bias 512: 398,080. mp 4: (32, 128) 3 x 16,384 + 3 x 128; wo (128, 32) 16,384 + 512; w1 (128, 128) 65,536 + 512;
+    # w2 (128, 128) 65,536 + 512; norms 2,048: 200,576
+    layer0 = next(p for p in d.layers if p.layer == 0)
+    assert (layer0.old.weights.exact, layer0.new.weights.exact) == (398080, 200576)
+    # block 0's tensor-parallel AllReduces: `grep -A2 '= AllReduce('` scopes `0-DecoderLayer/.../wo-Linear/AllReduce`
+    # and `.../w2-Linear/AllReduce`: 6 (wo and w2 per micro batch, 2, and wo's recomputed copy, 2: block 0 is
+    # recomputed), each `-> (<Tensor[Float16], (128, 128)>)` 32,768 bytes on (0, 1); with their 4 backward
+    # counterparts (the 8 `1-DecoderLayer/feed_forward-MLP/w2-Linear/Grad_AllReduce/AllReduce` are blocks 0 and 1's):
+    # 10, 327,680 bytes. mp 4: the same 10, each (256, 128) 65,536 bytes on (0, 1, 2, 3): 655,360
+    old, new = layer0.old.by_category()["operator-forward"], layer0.new.by_category()["operator-forward"]
+    assert (old.count, old.bytes.exact, old.group_sizes) == (10, 327680, (2,))
+    assert (new.count, new.bytes.exact, new.group_sizes) == (10, 655360, (4,))
+    # wq's MatMul: `in_strategy: ((2, 1), (2, 1))` -> `((1, 1), (4, 1))`
+    mm = next(p for p in d.ops
+              if p.key.cell.endswith("0-DecoderLayer/attention-Attention/wq-Linear") and p.key.op == "MatMul")
+    assert (mm.old.strategy["in_strategy"], mm.new.strategy["in_strategy"]) == (((2, 1), (2, 1)), ((1, 1), (4, 1)))
+    assert "(2,1)(2,1) → (1,1)(4,1)" in to_text(result)
+
+
+def test_two_micro_batches_against_eight() -> None:
+    result = gpt_pair("gpt_small_dp2mp2pp2_m8")
+    # `grep -o 'micro: I64([0-9]*)' | sort -u`: 0-1 against 0-7; nothing else differs
+    assert [change_text(c) for c in result.config] == ["micro batches 2 → 8"]
+    d = result.logical
+    assert not [p for p in d.ops if p.change in ("added", "removed")] and not [p for p in d.ops if "strategy" in p.fields]
+    # block 0's tensor-parallel AllReduces (as above): 10 of (128, 128) Float16 = 32,768 bytes against 4 times as
+    # many of (64, 128) = 16,384 bytes (the global batch goes 8 -> 16: 2 samples per micro batch, 1 per dp rank,
+    # against 4 and 2): 40, 655,360 bytes
+    layer0 = next(p for p in d.layers if p.layer == 0)
+    old, new = layer0.old.by_category()["operator-forward"], layer0.new.by_category()["operator-forward"]
+    assert (old.count, old.bytes.exact) == (10, 327680) and (new.count, new.bytes.exact) == (40, 655360)
+    assert layer0.old.weights.exact == layer0.new.weights.exact == 398080

@@ -10,7 +10,8 @@ the same cell, operator and layer, in creation order (`-opN`). Not its instance 
 merges primitives of equal attributes, so two `MatMul`s sharded alike share one instance name
 whichever cell they are in (`fc2` and `proj_out`), and a strategy change changes which survives.
 Ranks, micro batches, recompute copies and pipeline wrappers are folded away:
-- the copies of one operator per micro batch share its key (occurrence counts within a micro batch);
+- the copies of one operator per micro batch share its key (occurrence counts within a micro batch:
+  the `micro` fact, else that of the nearest marked node it reads or that reads it, `_MicroCopy`);
 - a recomputed copy (`duplicated`) is its original's work: the node of the same `unique_id`, else (validate
   prints none on copies) the original of the same cell, operator and micro batch reading the same
   weights, else the one of the same rank in creation order;
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..ir import Node
 from .chains import inserted
@@ -72,6 +73,7 @@ def operator_keys(t: NodeFacts) -> dict[Node, OperatorKey]:
     out: dict[Node, OperatorKey] = {}
     work = [n for n in t.dump.nodes() if t("kind", n) == "compute" and not inserted(n.instance_name)]
     in_wrapper = any(wrapped(n.scope or "") for n in work)  # then the network is what the wrappers hold
+    copy_of = _MicroCopy(t)
     for n in work:
         phase = t("phase", n)
         if phase == "backward" or (t("copy", n) and n.unique_id in originals):
@@ -82,7 +84,7 @@ def operator_keys(t: NodeFacts) -> dict[Node, OperatorKey]:
         cell = user_cell(n.scope or "", in_wrapper)
         if cell is not None:
             layer = t("layer", n)
-            (copies if t("copy", n) else groups)[(cell, n.op, -1 if layer is None else layer, t("micro", n))].append(n)
+            (copies if t("copy", n) else groups)[(cell, n.op, -1 if layer is None else layer, copy_of(n))].append(n)
     for (cell, op, layer, _), nodes in groups.items():
         for i, n in enumerate(sorted(nodes, key=lambda x: (op_number(x.scope), x.line))):
             out[n] = OperatorKey(cell, op, layer, i)
@@ -100,6 +102,51 @@ def operator_keys(t: NodeFacts) -> dict[Node, OperatorKey]:
         if origin is not None and origin in out:
             out[n] = out[origin]
     return out
+
+
+class _MicroCopy:
+    """Which micro batch's copy a forward node is, to tell the copies of one operator apart: its `micro`
+    fact, else (MindSpore marks not every node: an embedding before the first marked operator) the
+    nearest marked node it reads, else the nearest marked node reading it, in its graph. A node with
+    neither is no copy (a graph called once per micro batch holds each operator once)."""
+
+    def __init__(self, t: NodeFacts) -> None:
+        self.t = t
+        self.by_key = t.get("by_key")
+        self.users: dict[str, dict[str, list[Node]]] = {}
+
+    def __call__(self, n: Node) -> int | None:
+        own = self.t("micro", n)
+        if own is not None:
+            return own
+        local = self.by_key[n.graph]
+        up = self._nearest(n, lambda m: [x for r in data_refs(m) if (x := local.get(r)) is not None])
+        return up if up is not None else self._nearest(n, self._users_of)
+
+    def _users_of(self, n: Node) -> list[Node]:
+        users = self.users.get(n.graph)
+        if users is None:
+            users = self.users[n.graph] = defaultdict(list)
+            for x in self.by_key[n.graph].values():
+                for r in data_refs(x):
+                    users[r].append(x)
+        return users.get(n.key, [])
+
+    def _nearest(self, n: Node, step: Any) -> int | None:
+        todo, seen = [n], {n}
+        for _ in range(_DEPTH):
+            later = []
+            for m in todo:
+                for x in step(m):
+                    if x in seen:
+                        continue
+                    micro = self.t("micro", x)
+                    if micro is not None:
+                        return micro
+                    seen.add(x)
+                    later.append(x)
+            todo = later
+        return None
 
 
 def operator_params(t: NodeFacts) -> dict[str, OperatorKey]:
