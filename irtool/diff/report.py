@@ -301,24 +301,21 @@ def fit_markdown(head: list[Block], sections: list[tuple[str, list[Block]]], roo
     left: list[str] = []
     for i, (title, blocks) in enumerate(sections):
         text = "\n" + blocks_to_markdown(blocks)
-        if not left and used + len(text) + min(reserve, room // 4) <= room:
+        spare = room - used - min(reserve, room // 4)
+        if len(text) <= spare:
             out.append(text)
             used += len(text)
             reserve -= len(title) + 2
             continue
-        if not left:
-            cut, dropped = _cut(blocks, room - used - min(reserve, room // 4))
-            if cut is not None:
-                out.append("\n" + cut)
-                used += len(cut) + 1
-                left.append(f"{dropped} rows of {title}")
-                left += [t for t, _ in sections[i + 1:]]
-                break
-        left += [t for t, _ in sections[i:]]
+        cut, dropped = _cut(blocks, spare - 1)
+        if cut is not None:
+            out.append("\n" + cut)
+            used += len(cut) + 1
+            left.append(f"{dropped} rows of {title}")
+        left += [t for t, _ in sections[i + (cut is not None):]]
         break
     if left:
-        shown = "; ".join(left)
-        note = _LEFT_OUT.format(room=room, what=shown)
+        note = _LEFT_OUT.format(room=room, what="; ".join(left))
         if used + len(note) + 2 > room:  # too many to name: the count
             note = _LEFT_OUT.format(room=room, what=f"{len(left)} sections after the last shown")
         out.append("\n" + blocks_to_markdown([note]))
