@@ -145,22 +145,16 @@ class DiffResult:
         return bool(self.only_old or self.only_new or self.only_old_stages or self.only_new_stages
                     or self.only_old_passes or self.only_new_passes)
 
-    def counts(self) -> dict[str, int]:
-        """Differences per kind over the whole diff (`--fail-on` kinds): configuration fields; then per
-        rank pair summed, or across configurations the user operators whose communication or strategy
-        changed, that exist on one side only, whose held weights changed."""
-        out = {"config": len(self.config), "comm": 0, "strategy": 0, "ops": 0, "params": 0}
-        if self.logical is not None:
-            for p in self.logical.ops:
-                out["comm"] += bool(p.comm_changes())
-                out["strategy"] += "strategy" in p.fields
-                out["ops"] += p.change in ("added", "removed")
-                out["params"] += "weights" in p.fields
-            return out
-        for r in self.ranks:
-            for k, v in r.counts().items():
-                if k in out:
-                    out[k] += v
+    def logical_counts(self) -> dict[str, int]:
+        """Across configurations, the user operators (`--fail-on` kinds): whose communication appeared,
+        vanished or changed (`comm`), whose strategy changed, on one side only (`ops`), whose held
+        weights changed (`params`)."""
+        out = {"comm": 0, "strategy": 0, "ops": 0, "params": 0}
+        for p in self.logical.ops if self.logical is not None else []:
+            out["comm"] += bool(p.comm_changes())
+            out["strategy"] += "strategy" in p.fields
+            out["ops"] += p.change in ("added", "removed")
+            out["params"] += "weights" in p.fields
         return out
 
     def failures(self, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
@@ -183,7 +177,7 @@ class DiffResult:
                            f"only in new: {', '.join(self.only_new_passes) or 'none'}")
         limit = parse_threshold(max_comm_bytes_increase) if max_comm_bytes_increase else None
         if self.logical is not None:
-            counts = self.counts()
+            counts = self.logical_counts()
             what = {"comm": "user operator(s) whose communication changed", "strategy": "strategy change(s)",
                     "ops": "user operator(s) on one side only", "params": "user operator(s) whose weights changed"}
             for kind in ("comm", "strategy", "ops", "params"):
