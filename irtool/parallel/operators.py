@@ -114,14 +114,17 @@ class _MicroCopy:
         self.t = t
         self.by_key = t.get("by_key")
         self.users: dict[str, dict[str, list[Node]]] = {}
+        self.found: dict[Node, int | None] = {}
 
     def __call__(self, n: Node) -> int | None:
         own = self.t("micro", n)
         if own is not None:
             return own
-        local = self.by_key[n.graph]
-        up = self._nearest(n, lambda m: [x for r in data_refs(m) if (x := local.get(r)) is not None])
-        return up if up is not None else self._nearest(n, self._users_of)
+        if n not in self.found:
+            local = self.by_key[n.graph]
+            up = self._nearest(n, lambda m: [x for r in data_refs(m) if (x := local.get(r)) is not None])
+            self.found[n] = up if up is not None else self._nearest(n, self._users_of)
+        return self.found[n]
 
     def _users_of(self, n: Node) -> list[Node]:
         users = self.users.get(n.graph)
