@@ -270,8 +270,8 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
 @click.argument("old")
 @click.argument("new")
 @_format_option("docs/diff.md")
-@click.option("--fail-on", "fail_on", multiple=True, default=("comm,strategy",), show_default=True,
-              help="Exit 1 on these differences: comm, strategy, ops, params, any (repeat or comma-separate).")
+@click.option("--fail-on", "fail_on", multiple=True, default=("config,comm,strategy",), show_default=True,
+              help="Exit 1 on these differences: config, comm, strategy, ops, params, any (repeat or comma-separate).")
 @click.option("--max-comm-bytes-increase", "max_increase", default=None,
               help="Also exit 1 when a rank's communication bytes grow by more than this (5%, 1048576, 10MB).")
 @_pass_option()
@@ -282,12 +282,16 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
               help="Also compare stage FLOPs and memory (docs/cost.md); implied by --fail-on memory/cost.")
 @click.option("--max-memory-increase", "max_memory", default=None,
               help="Exit 1 when a stage's memory grows by more than this (5%, 1GiB); implies --cost.")
+@click.option("--by-rank", "by_rank", is_flag=True,
+              help="Compare rank with rank even when the two are different parallel configurations "
+                   "(default then: one logical graph).")
 def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increase: str | None,
              pass_name: str, stage: int | None, lenient: bool, show_all: bool, with_cost: bool,
-             max_memory: str | None) -> None:
-    """Diff two dumps (files, rank folders or folders of rank_N): communication, strategies,
-    operators, parameters (and with --cost stage FLOPs and memory). Exit 0 nothing relevant changed,
-    1 differences matching --fail-on, 2 error."""
+             max_memory: str | None, by_rank: bool) -> None:
+    """Diff two dumps (files, rank folders or folders of rank_N): the configuration first (two
+    configurations of one network are compared as one logical graph), then communication,
+    strategies, operators, parameters (and with --cost stage FLOPs and memory). Exit 0 nothing
+    relevant changed, 1 differences matching --fail-on, 2 error."""
     from . import diff as diff_mod
     from .diff import cost as diff_cost
     from .diff import report as diff_report
@@ -301,7 +305,7 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
             diff_cost.memory_threshold(max_memory)
         policy = Policy(lenient=lenient, loader=load_with_progress)
         sides = [_select(p, stage, pass_name, policy) for p in (old, new)]
-        result = diff_mod.diff_dirs(*sides)
+        result = diff_mod.diff_dirs(*sides, by_rank=by_rank)
         cdiff = reasons = None
         if with_cost or cost_kinds or max_memory:
             cdiff = diff_cost.cost_diff(*sides)
@@ -309,7 +313,7 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         def doc() -> str:
             import json
 
-            d = result.as_dict(comm_fail_on, max_increase)
+            d = diff_report.document(result, comm_fail_on, max_increase)
             if cdiff is not None:
                 d["cost"] = {**cdiff.as_dict(), "failures": reasons, "fail_on": sorted(cost_kinds),
                              "max_memory_increase": max_memory}

@@ -32,6 +32,8 @@ from .dumpdir import Progress, RankFile, Unreadable, iter_ranks, rank_facts, rea
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, load
 from .parallel import ParallelFacts, analyze
+from .parallel.job import JobFold, RankJob, rank_job
+from .parallel.logical import LogicalGraph, logical_graph
 from .present import rank_list
 
 # --- the stage rule and the wording of every selection error ---------------------------------
@@ -295,3 +297,24 @@ class Selection:
                 return None
             starts = sorted(first.values(), key=lambda i: stages[ranks[i]])
         return None if dropped[0] else starts
+
+
+# --- the logical graph of a selection ------------------------------------------------------------
+
+def rank_job_of(rank: RankFile, lenient: bool = False, deep: bool = False) -> RankJob:
+    """What one rank shows of the job (runs in a worker process; `deep` is not used)."""
+    dump = rank.load(lenient)
+    return rank_job(analyze(dump, rank.rank), rank.rank, rank.path)
+
+
+def logical_of(sel: Selection, progress: Progress | None = None) -> LogicalGraph:
+    """The logical graph of what `sel` selects (docs/logical.md): the job of every rank (read in the
+    policy's workers), the graph from the lowest rank of each stage (every stage, whatever `--stage`:
+    the network as the user wrote it is all of them)."""
+    fold = JobFold()
+    for got in sel.stream(progress, of=rank_job_of, every_stage=True):
+        fold.add(got)
+    every = Selection(sel.path, dict(sel.files), sel.pass_name, None, sel.policy, partial=sel.partial)
+    stages = every.per_stage()
+    sel.unreadable += [u for u in every.unreadable if u not in sel.unreadable]
+    return logical_graph([(p.rank, p.dump, p.facts) for p in stages], fold.job(), sel.path)

@@ -98,9 +98,12 @@ def test_stage_option_keeps_the_ranks_of_one_stage() -> None:
 def test_scenario_folders_match_ranks_by_number() -> None:
     same = diff_dirs(str(F / "pipeline_2stage_8p"), str(F / "pipeline_2stage_8p"))
     assert [r.old_rank for r in same.ranks] == list(range(8)) and same.identical
-    mixed = diff_dirs(str(F / "pipeline_2stage_8p"), str(F / "pipeline_4stage_8p"))
+    # two configurations (dp2 x mp2 x pp2, 4 micro batches against dp1 x mp2 x pp4, 8): rank with rank on request
+    mixed = diff_dirs(str(F / "pipeline_2stage_8p"), str(F / "pipeline_4stage_8p"), by_rank=True)
     assert [r.old_rank for r in mixed.ranks] == [0, 2, 4, 6]
     assert mixed.only_old == [1, 3, 5, 7] and mixed.only_new == []
+    across = diff_dirs(str(F / "pipeline_2stage_8p"), str(F / "pipeline_4stage_8p"))
+    assert across.mode == "logical" and across.ranks == [] and across.only_old == []
 
 
 # --- known changes
@@ -124,7 +127,7 @@ def test_edited_in_strategy_is_reported_exactly() -> None:
 
 
 def test_semi_auto_vs_data_parallel() -> None:
-    result = diff_dirs(str(F / "semi_auto_8p" / "rank_0"), str(F / "data_parallel_8p" / "rank_0"))
+    result = diff_dirs(str(F / "semi_auto_8p" / "rank_0"), str(F / "data_parallel_8p" / "rank_0"), by_rank=True)
     r = result.ranks[0]
     assert comm_counts(r) == {("added", "AllReduce"): 12, ("removed", "AllGather"): 14,
                               ("removed", "AllReduce"): 11, ("removed", "ReduceScatter"): 14}
@@ -139,11 +142,12 @@ def test_semi_auto_vs_data_parallel() -> None:
     assert params["inputs0"]["change"] == "changed"
     assert (params["inputs0"]["old_shape"], params["inputs0"]["new_shape"]) == ([512, 64], [16, 3, 32, 32])
     assert params["conv1.weight"]["change"] == "added" and params["body.w1"]["change"] == "removed"
-    assert run(F / "semi_auto_8p" / "rank_0", F / "data_parallel_8p" / "rank_0")[0] == 1
+    assert run(F / "semi_auto_8p" / "rank_0", F / "data_parallel_8p" / "rank_0", "--by-rank")[0] == 1
 
 
 def test_pipeline_2_stage_vs_4_stage() -> None:
-    result = diff_dirs(str(F / "pipeline_2stage_8p" / "rank_0"), str(F / "pipeline_4stage_8p" / "rank_0"))
+    result = diff_dirs(str(F / "pipeline_2stage_8p" / "rank_0"), str(F / "pipeline_4stage_8p" / "rank_0"),
+                       by_rank=True)
     r = result.ranks[0]
     assert (r.old_stage, r.new_stage) == (0, 0)
     assert comm_counts(r) == {
@@ -161,18 +165,18 @@ def test_pipeline_2_stage_vs_4_stage() -> None:
                          "new_count": 16, "old_bytes_unknown": 0, "new_bytes_unknown": 0}]
     ops = {e["op"]: e["delta"] for e in rows(r.ops)}
     assert ops["Send"] == 4 and ops["Receive"] == 4 and ops["LayerNorm"] == 16
-    assert run(F / "pipeline_2stage_8p" / "rank_0", F / "pipeline_4stage_8p" / "rank_0")[0] == 1
+    assert run(F / "pipeline_2stage_8p" / "rank_0", F / "pipeline_4stage_8p" / "rank_0", "--by-rank")[0] == 1
 
 
 def test_max_comm_bytes_increase() -> None:
-    result = diff_dirs(str(F / "pipeline_4stage_8p" / "rank_0"), str(F / "pipeline_2stage_8p" / "rank_0"))
+    result = diff_dirs(str(F / "pipeline_4stage_8p" / "rank_0"), str(F / "pipeline_2stage_8p" / "rank_0"), by_rank=True)
     assert result.ranks[0].comm_bytes_total == (132096, 337920)
     assert result.failures([], "5%") == ["rank 0: communication bytes 132096 -> 337920 exceed +5%"]
     assert result.failures([], "200%") == []
     assert result.failures([], "300000") == []
     assert result.failures([], "100kB") != []
     # the other direction is a decrease: never over the threshold
-    back = diff_dirs(str(F / "pipeline_2stage_8p" / "rank_0"), str(F / "pipeline_4stage_8p" / "rank_0"))
+    back = diff_dirs(str(F / "pipeline_2stage_8p" / "rank_0"), str(F / "pipeline_4stage_8p" / "rank_0"), by_rank=True)
     assert back.failures([], "0%") == []
     assert parse_threshold("5%") == ("relative", 0.05)
     assert parse_threshold("2MiB") == ("absolute", 2 * 2**20)
@@ -184,9 +188,12 @@ def test_json_format_is_versioned() -> None:
     code, out = run(F / "semi_auto_8p" / "rank_0", EDITED, "--format", "json")
     assert code == 1
     doc = json.loads(out)
-    assert doc["schema"] == "irtool.diff/1"
-    assert doc["failed"] is True and doc["identical"] is False
-    assert doc["fail_on"] == ["comm", "strategy"]
+    assert doc["schema"] == "irtool.diff/2"
+    assert list(doc)[:4] == ["schema", "verdict", "failed", "failures"]  # the answer first
+    assert doc["verdict"] == "FAIL: rank 0 vs dump: 1 strategy difference(s)"
+    assert doc["failed"] is True and doc["identical"] is False and doc["mode"] == "nodes"
+    assert doc["fail_on"] == ["comm", "config", "strategy"]
+    assert doc["configuration"]["changes"] == [] and doc["logical"] is None
     rank = doc["ranks"][0]
     assert rank["old"]["rank"] == 0 and rank["new"]["rank"] is None
     assert rank["strategy"][0]["field"] == "in_strategy"
@@ -328,7 +335,9 @@ def test_a_rank_missing_on_one_side_is_a_change(tmp_path: Path) -> None:
     for fail_on in ("any", "comm"):
         code, out = run(old, new, "--fail-on", fail_on)
         assert code == 1
-        assert out.startswith("ranks only in old: 4; only in new: —; pipeline stages only in old: 1; only in new: —")
+        assert out.startswith("FAIL: ranks only in old: 4, only in new: none; pipeline stages only in old: 1, only "
+                              "in new: none\nranks only in old: 4; only in new: —; pipeline stages only in old: 1; "
+                              "only in new: —\n")
     assert run(old, new, "--fail-on", "strategy")[0] == 0
     doc = json.loads(run(old, new, "--format", "json")[1])
     assert (doc["only_old_ranks"], doc["only_old_stages"], doc["identical"]) == ([4], [1], False)
@@ -349,7 +358,8 @@ def test_two_passes_of_one_rank_unknown_to_known_is_no_change() -> None:
     assert {(e.change, e.op) for e in r.comm if not e.node_scope.startswith("Gradients/")} == {
         ("removed", "_MirrorMicroStepOperator")}
     code, out = run(rank / "step_parallel_end_0019.ir.xz", rank / "19_validate_0078.ir.xz")
-    assert out.startswith("== rank 2 (stage 1, pass step_parallel_end) -> rank 2 (stage 1, pass validate)")
+    assert result.config == [] and result.mode == "nodes"  # what a pass cannot show yet is no configuration change
+    assert out.splitlines()[1] == "== rank 2 (stage 1, pass step_parallel_end) -> rank 2 (stage 1, pass validate)"
     assert "— -> (8, 64)" not in out
 
 
@@ -367,6 +377,6 @@ def test_a_pass_dumped_on_one_side_only_is_a_change(tmp_path: Path) -> None:
     assert result.ranks[0].counts() == {"comm": 0, "strategy": 0, "ops": 0, "params": 0, "rank_specific": 0}
     assert not result.identical
     code, out = run(old, new)
-    assert code == 1 and out.startswith("passes only in old: bootstrap, merge_send_receive, pipeline_split, "
-                                        "step_parallel_begin, step_parallel_end; only in new: —\n")
+    assert code == 1 and out.splitlines()[1] == ("passes only in old: bootstrap, merge_send_receive, pipeline_split, "
+                                                 "step_parallel_begin, step_parallel_end; only in new: —")
     assert run(old, new, "--fail-on", "strategy")[0] == 0

@@ -233,16 +233,17 @@ def test_diff_same_blocks_once_and_peers() -> None:
     # the --all limit: the same shared Table note as summarize
     from irtool.diff import diff_dirs
     from irtool.diff.report import to_text as diff_text
-    short = diff_text(diff_dirs(str(P2 / "rank_5"), str(MISMATCH / "rank_5")), limit=10)
+    short = diff_text(diff_dirs(str(P2 / "rank_5"), str(MISMATCH / "rank_5"), by_rank=True), limit=10)
     assert "showing 10 of 52 (--all for every row)" in short
 
 
 def test_diff_peers_between_scenarios() -> None:
     # pipeline_4stage_8p rank_0 validate: `= Send(` with `dest_rank: I64(2)` (global) and `pr.dest_rank: I64(1)`
-    text = run("diff", P2 / "rank_0", F / "pipeline_4stage_8p" / "rank_0", "--all", code=1)
+    text = run("diff", P2 / "rank_0", F / "pipeline_4stage_8p" / "rank_0", "--all", "--by-rank", code=1)
     sends = [line for line in text.splitlines() if re.match(r"  (added|changed) +0 +Send ", line)]
     assert len(sends) == 8 and all(line.endswith("peer rank 2 (stage 1)") for line in sends)
-    doc = json.loads(run("diff", P2 / "rank_0", F / "pipeline_4stage_8p" / "rank_0", "--format", "json", code=1))
+    doc = json.loads(run("diff", P2 / "rank_0", F / "pipeline_4stage_8p" / "rank_0", "--format", "json", "--by-rank",
+                         code=1))
     added = [e["new"] for e in doc["ranks"][0]["comm"] if e["change"] == "added" and e["op"] == "Send"]
     assert added and all((a["peer_rank"], a["peer_stage"]) == (2, 1) for a in added)
 

@@ -13,7 +13,8 @@ from typing import NamedTuple
 from test_units_ir import assert_real
 
 from irtool.diff.compare import pass_of
-from irtool.diff.match import match, normalise_name, normalise_scope, op_number
+from irtool.diff.match import match, normalise_name, normalise_scope
+from irtool.parallel.scope import op_number
 
 CUTS: list[tuple[str, str, int]] = []
 

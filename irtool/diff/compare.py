@@ -1,9 +1,15 @@
-"""Diff two dumps (or two dump folders) for CI: communication, strategies, operators, parameters.
+"""Diff two dumps (or two dump folders) for CI: the configuration first, then communication,
+strategies, operators, parameters.
 
-Nodes are matched by what survives a recompilation - stage, normalised scope, operator, category,
-order of occurrence within (scope, operator) and shapes - never by `%N`, `CNode_123` names,
-unique ids, addresses or paths (see `irtool.diff.match`). Output formats live in
-`irtool.diff.report`; the JSON schema `irtool.diff/1` is documented in docs/diff.md.
+The two `Job`s are compared first (`parallel.job.job_changes`). When they are two parallel
+configurations of one network (dp/mp/pp/ep/sp, micro batches, stages and their layers, recompute or
+optimizer sharding differ) the two folders are compared as one logical graph
+(`parallel.logical.compare_logical`): rank 0 of one holds other slices of other layers' work than
+rank 0 of the other. Otherwise nodes are matched rank with rank by what survives a recompilation -
+stage, normalised scope, operator, category, order of occurrence within (scope, operator) and
+shapes - never by `%N`, `CNode_123` names, unique ids, addresses or paths (see `irtool.diff.match`).
+Output formats live in `irtool.diff.report`; the JSON schema `irtool.diff/2` is documented in
+docs/diff.md.
 """
 from __future__ import annotations
 
@@ -17,18 +23,22 @@ from ..dumpdir import rank_of
 from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts, analyze
+from ..parallel.job import Job, JobChange, JobFold, job_changes, rank_job
+from ..parallel.logical import LogicalDiff, LogicalGraph, compare_logical, logical_graph
 from ..parallel.records import Bytes, plain
+from ..parallel.scope import op_number
 from ..present import parse_bytes
-from ..selection import Selection
+from ..present.job import changes_line
+from ..selection import Loaded, Selection
 from .facts import STRATEGY_FIELDS, CommFact, StrategyFact, comm_facts, strategy_facts, strategy_micro
-from .match import align_scopes, match, op_number
+from .match import align_scopes, match
 from .records import Change, CommBytes, CommChange, OpCount, ParamChange, ParameterComm, RankSpecific, StrategyChange
 
-SCHEMA = "irtool.diff/1"
+SCHEMA = "irtool.diff/2"
 
 
-FAIL_KINDS = ("comm", "strategy", "ops", "params", "any")
-DEFAULT_FAIL_ON = ("comm", "strategy")
+FAIL_KINDS = ("config", "comm", "strategy", "ops", "params", "any")
+DEFAULT_FAIL_ON = ("config", "comm", "strategy")
 COMM_FIELDS = ("category", "group_size", "shape", "dtype", "bytes")
 
 
@@ -105,8 +115,10 @@ class SideUnreadable:
 
 @dataclass
 class DiffResult:
-    """The whole diff: one RankDiff per matched rank, plus ranks and pipeline stages present on one
-    side only (a folder that lost a rank or a stage is a change, never "identical")."""
+    """The whole diff: each side's job and what changed in it (said first), then either one RankDiff
+    per matched rank (one configuration) or the logical comparison (two configurations of one
+    network), plus ranks and pipeline stages present on one side only (a folder that lost a rank or a
+    stage is a change, never "identical")."""
 
     ranks: list[RankDiff] = field(default_factory=list)
     only_old: list[int] = field(default_factory=list)
@@ -118,19 +130,42 @@ class DiffResult:
     only_new_passes: list[str] = field(default_factory=list)
     # ranks that could not be read on either side (a located error, or no dump of the pass): not compared
     unreadable: list[SideUnreadable] = field(default_factory=list)
+    old_job: Job | None = None
+    new_job: Job | None = None
+    config: list[JobChange] = field(default_factory=list)  # the jobs' differences, both values known
+    logical: LogicalDiff | None = None  # across configurations: the logical graphs compared (then `ranks` is empty)
+
+    @property
+    def mode(self) -> str:
+        """`logical` (two configurations compared as one logical graph) or `nodes` (rank with rank)."""
+        return "logical" if self.logical is not None else "nodes"
 
     @property
     def one_sided(self) -> bool:
         return bool(self.only_old or self.only_new or self.only_old_stages or self.only_new_stages
                     or self.only_old_passes or self.only_new_passes)
 
+    def logical_counts(self) -> dict[str, int]:
+        """Across configurations, the user operators (`--fail-on` kinds): whose communication appeared,
+        vanished or changed (`comm`), whose strategy changed, on one side only (`ops`), whose held
+        weights changed (`params`)."""
+        out = {"comm": 0, "strategy": 0, "ops": 0, "params": 0}
+        for p in self.logical.ops if self.logical is not None else []:
+            out["comm"] += bool(p.comm_changes())
+            out["strategy"] += "strategy" in p.fields
+            out["ops"] += p.change in ("added", "removed")
+            out["params"] += "weights" in p.fields
+        return out
+
     def failures(self, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
                  max_comm_bytes_increase: str | None = None) -> list[str]:
-        """Reasons to fail, one line each; empty when nothing relevant changed."""
+        """Reasons to fail, one line each, the configuration change first; empty when nothing relevant changed."""
         kinds = set(parse_fail_on(fail_on))
         if "any" in kinds:
-            kinds = {"comm", "strategy", "ops", "params"}
+            kinds = {"config", "comm", "strategy", "ops", "params"}
         reasons = []
+        if "config" in kinds and self.config:
+            reasons.append(f"configuration: {changes_line(self.config)}")
         # a rank or stage on one side only takes its communication with it: a `comm` failure
         if "comm" in kinds and (self.only_old or self.only_new):
             reasons.append(f"ranks only in old: {_ranks(self.only_old)}, only in new: {_ranks(self.only_new)}")
@@ -141,6 +176,23 @@ class DiffResult:
             reasons.append(f"passes only in old: {', '.join(self.only_old_passes) or 'none'}, "
                            f"only in new: {', '.join(self.only_new_passes) or 'none'}")
         limit = parse_threshold(max_comm_bytes_increase) if max_comm_bytes_increase else None
+        if self.logical is not None:
+            counts = self.logical_counts()
+            what = {"comm": "user operator(s) whose communication changed", "strategy": "strategy change(s)",
+                    "ops": "user operator(s) on one side only", "params": "user operator(s) whose weights changed"}
+            for kind in ("comm", "strategy", "ops", "params"):
+                if kind in kinds and counts[kind]:
+                    reasons.append(f"logical graph: {counts[kind]} {what[kind]}")
+            if limit is not None:
+                old = {s.stage: s for s in self.logical.old.stages}
+                for s in self.logical.new.stages:
+                    if s.stage in old:
+                        a = sum(u.bytes.total for u in old[s.stage].comm.values())
+                        b = sum(u.bytes.total for u in s.comm.values())
+                        if _exceeds(a, b, limit):
+                            reasons.append(f"stage {s.stage}: communication bytes per device {a} -> {b} "
+                                           f"exceed +{max_comm_bytes_increase}")
+            return reasons
         for r in self.ranks:
             label = _label(r)
             counts = r.counts()
@@ -154,21 +206,26 @@ class DiffResult:
         return reasons
 
     def as_dict(self, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
-                max_comm_bytes_increase: str | None = None) -> dict[str, Any]:
+                max_comm_bytes_increase: str | None = None, verdict: str = "") -> dict[str, Any]:
         reasons = self.failures(fail_on, max_comm_bytes_increase)
-        return {"schema": SCHEMA, "identical": self.identical, "failed": bool(reasons), "failures": reasons,
+        return {"schema": SCHEMA, "verdict": verdict, "failed": bool(reasons), "failures": reasons,
+                "identical": self.identical, "mode": self.mode,
+                "configuration": {"changes": [c.as_dict() for c in self.config],
+                                  "old": self.old_job.as_dict() if self.old_job else None,
+                                  "new": self.new_job.as_dict() if self.new_job else None},
                 "fail_on": sorted(set(parse_fail_on(fail_on))), "max_comm_bytes_increase": max_comm_bytes_increase,
                 "only_old_ranks": self.only_old, "only_new_ranks": self.only_new,
                 "only_old_stages": self.only_old_stages, "only_new_stages": self.only_new_stages,
                 "only_old_passes": self.only_old_passes, "only_new_passes": self.only_new_passes,
                 "unreadable": [u.as_dict() for u in self.unreadable],
-                "ranks": [r.as_dict() for r in self.ranks]}
+                "ranks": [r.as_dict() for r in self.ranks],
+                "logical": self.logical.as_dict() if self.logical is not None else None}
 
     @property
     def identical(self) -> bool:
-        """No difference at all, rank-specific ones aside, the same ranks and stages on both sides, and
-        every rank read (a rank not compared is never called identical)."""
-        if self.one_sided or self.unreadable:
+        """No difference at all, rank-specific ones aside, the same configuration, the same ranks and
+        stages on both sides, and every rank read (a rank not compared is never called identical)."""
+        if self.one_sided or self.unreadable or self.config or self.logical is not None:
             return False
         return all(not any(v for k, v in r.counts().items() if k != "rank_specific") for r in self.ranks)
 
@@ -237,12 +294,49 @@ def _exceeds(old: int, new: int, limit: tuple[str, float]) -> bool:
 Side = tuple[Dump, ParallelFacts]
 
 
-def diff(old: Dump, new: Dump, old_rank: int | None = None, new_rank: int | None = None) -> DiffResult:
+def diff(old: Dump, new: Dump, old_rank: int | None = None, new_rank: int | None = None,
+         by_rank: bool = False) -> DiffResult:
     """Diff two loaded dumps. Ranks default to the `rank_N` folder of each path; when the two
-    ranks differ, differences in group membership and peer ranks are reported as rank-specific."""
+    ranks differ, differences in group membership and peer ranks are reported as rank-specific.
+    Two configurations (`by_rank` False) are compared as one logical graph of the two dumps' stages."""
     old_rank = rank_of(old.path) if old_rank is None else old_rank
     new_rank = rank_of(new.path) if new_rank is None else new_rank
-    return DiffResult(ranks=[diff_rank((old, analyze(old)), (new, analyze(new)), old_rank, new_rank)])
+    a, b = Loaded(old_rank, old.path, old, analyze(old)), Loaded(new_rank, new.path, new, analyze(new))
+    result = DiffResult(ranks=[diff_rank((old, a.facts), (new, b.facts), old_rank, new_rank)])
+    sides = _Side(old.path), _Side(new.path)
+    sides[0].add(a)
+    sides[1].add(b)
+    _configure(result, *sides, by_rank)
+    return result
+
+
+class _Side:
+    """One side's job, folded from every rank read, and the first rank read on each stage (for its
+    logical graph)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.job = JobFold()
+        self.stages: dict[int, Loaded] = {}
+
+    def add(self, got: Loaded) -> None:
+        self.job.add(rank_job(got.facts, got.rank, got.file))
+        self.stages.setdefault(got.stage, got)
+
+    def graph(self, job: Job) -> LogicalGraph:
+        return logical_graph([(x.rank, x.dump, x.facts) for _, x in sorted(self.stages.items())], job, self.path)
+
+
+def _configure(result: DiffResult, old: _Side, new: _Side, by_rank: bool) -> None:
+    """The jobs and their differences; across configurations (a structural change, unless `by_rank`)
+    the logical comparison replaces the rank pairs, whose ranks and stages no longer correspond."""
+    result.old_job, result.new_job = old.job.job(), new.job.job()
+    result.config = job_changes(result.old_job, result.new_job)
+    if by_rank or not any(c.structural for c in result.config) or not old.stages or not new.stages:
+        return
+    result.logical = compare_logical(old.graph(result.old_job), new.graph(result.new_job))
+    result.ranks = []
+    result.only_old, result.only_new, result.only_old_stages, result.only_new_stages = [], [], [], []
 
 
 def diff_rank(old_side: Side, new_side: Side, old_rank: int | None, new_rank: int | None) -> RankDiff:
@@ -433,10 +527,12 @@ def _comm_bytes(old: list[CommFact], new: list[CommFact]) -> list[CommBytes]:
 # --- files and folders
 
 def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None = None,
-              stage: int | None = None) -> DiffResult:
-    """Diff two dumps or dump folders (paths, or the CLI's selections), ranks matched by rank number
-    (a lone rank on each side is compared with the other even when the numbers differ). With a
-    stage, only ranks whose dump is on that pipeline stage on either side are compared."""
+              stage: int | None = None, by_rank: bool = False) -> DiffResult:
+    """Diff two dumps or dump folders (paths, or the CLI's selections): the jobs first (of every rank
+    read); across configurations (unless `by_rank`) the logical graphs of both; else ranks matched
+    by rank number (a lone rank on each side is compared with the other even when the numbers
+    differ). With a stage, only ranks whose dump is on that pipeline stage on either side are
+    compared rank with rank (a logical comparison is of the whole job)."""
     a_sel, b_sel = (s if isinstance(s, Selection) else Selection.of(s, stage, pass_name) for s in (old, new))
     old_files, new_files = a_sel.files, b_sel.files
     if len(old_files) == 1 and len(new_files) == 1:
@@ -444,6 +540,7 @@ def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None 
     else:
         pairs = [(r, r) for r in sorted(set(old_files) & set(new_files), key=lambda r: -1 if r is None else r)]
     result = DiffResult()
+    sides = _Side(a_sel.path), _Side(b_sel.path)
     seen: list[int | None] = []
     old_stages: set[int] = set()
     new_stages: set[int] = set()
@@ -456,6 +553,8 @@ def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None 
         if a is None or b is None:
             continue
         compared.append((old_rank, new_rank))
+        sides[0].add(a)
+        sides[1].add(b)
         seen += (a.facts.stage, b.facts.stage)
         if a_sel.wants(a.facts.stage) or b_sel.wants(b.facts.stage):
             result.ranks.append(diff_rank((a.dump, a.facts), (b.dump, b.facts), old_rank, new_rank))
@@ -475,15 +574,17 @@ def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None 
     if len(pairs) == 1 and len(old_files) == 1 and len(new_files) == 1 and not (a_sel.unreadable or b_sel.unreadable):
         # a stage no rank is on compares nothing: an error, not a clean diff that would pass CI
         a_sel.require(seen, where)
+        _configure(result, *sides, by_rank)
         return result
     # A rank on one side only is a change (its stage may be gone with it): read it for its stage.
     gone = {u.rank for sel in (a_sel, b_sel) for u in sel.unreadable}  # again: reading may have dropped some
-    for sel, others, only, stages in ((a_sel, new_files, result.only_old, old_stages),
-                                      (b_sel, old_files, result.only_new, new_stages)):
+    for sel, others, only, stages, side in ((a_sel, new_files, result.only_old, old_stages, sides[0]),
+                                            (b_sel, old_files, result.only_new, new_stages, sides[1])):
         for rank in sorted(r for r in sel.files if r not in others and r not in gone and r is not None):
             got = sel.read_or_drop(rank)
             if got is None:
                 continue
+            side.add(got)
             rank_stage = got.stage
             seen.append(rank_stage)
             if sel.wants(rank_stage):
@@ -494,6 +595,7 @@ def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None 
     result.only_old_stages = sorted(old_stages - new_stages)
     result.only_new_stages = sorted(new_stages - old_stages)
     _unreadable(result, a_sel, b_sel)
+    _configure(result, *sides, by_rank)
     return result
 
 

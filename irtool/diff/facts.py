@@ -7,7 +7,8 @@ from typing import Any
 
 from ..parallel import STRATEGY_KEYS, CommNode, ParallelFacts, Strategy
 from ..parallel.records import plain
-from .match import freeze, normalise_name, normalise_scope, op_number
+from ..parallel.scope import op_number
+from .match import freeze, normalise_name, normalise_scope
 
 STRATEGY_FIELDS = STRATEGY_KEYS  # the one list: a `gen_strategy` change is a change here as in `check`
 

@@ -10,18 +10,11 @@ import re
 from collections import defaultdict
 from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
 
-from ..parallel.scope import Scope
+from ..parallel.scope import Scope, stable_name
 
 T = TypeVar("T")
 
 _OP_SUFFIX = re.compile(r"-op\d+")
-_IDS = [
-    (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
-    (re.compile(r"\bCNode_\d+"), "CNode_?"),
-    (re.compile(r"\bequiv_\d+"), "equiv_?"),
-    (re.compile(r"\d{8,}"), "?"),  # hashes and unique ids inside names
-]
-_OP_NUM = re.compile(r"-op(\d+)$")
 
 
 def normalise_scope(scope: str | None) -> str:
@@ -32,28 +25,13 @@ def normalise_scope(scope: str | None) -> str:
     """
     if not scope:
         return ""
-    text = _OP_SUFFIX.sub("-op", Scope(scope).cell)
-    for pattern, repl in _IDS:
-        text = pattern.sub(repl, text)
-    return text
+    return stable_name(_OP_SUFFIX.sub("-op", Scope(scope).cell))
 
 
 def normalise_name(name: str | None) -> str | None:
     """An instance name without generated ids: `forward_op_10546112788216059064` (a hash that
     changes per compilation and per pass) -> `forward_op_?`; `fc1` stays."""
-    if not name:
-        return name
-    for pattern, repl in _IDS:
-        name = pattern.sub(repl, name)
-    return name
-
-
-def op_number(scope: str | None) -> int:
-    """The creation counter `N` of a trailing `-opN` (stable across print orders); -1 without one."""
-    if not scope:
-        return -1
-    m = _OP_NUM.search(scope)
-    return int(m.group(1)) if m else -1
+    return stable_name(name) if name else name
 
 
 def match(old: Sequence[T], new: Sequence[T], group: Callable[[T], Hashable],

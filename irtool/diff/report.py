@@ -1,8 +1,10 @@
-"""Render a `DiffResult` as text, markdown (a PR comment) or JSON (`irtool.diff/1`).
+"""Render a `DiffResult` as text, markdown (a PR comment) or JSON (`irtool.diff/2`).
 
-Text and Markdown are one list of blocks (`irtool.present`) written two ways. Ranks whose
-differences are the same (same stages, same rows) are shown once: `ranks 1-3: same as rank 0`;
-JSON keeps every rank.
+The verdict first in every format, then the configuration change, then the details: across
+configurations the logical comparison (`across`), else one block per rank pair. Text and Markdown
+are one list of blocks (`irtool.present`) written two ways. Ranks whose differences are the same
+(same stages, same rows) are shown once: `ranks 1-3: same as rank 0`; JSON keeps every rank.
+Markdown fits a pull-request comment (`MARKDOWN_LIMIT` characters) and says what it left out.
 """
 from __future__ import annotations
 
@@ -13,17 +15,27 @@ from ..parallel.records import Bytes
 from ..present import Block, Table, bytes_text, cell, change_pct, rank_list, strategy_text
 from ..present import to_markdown as blocks_to_markdown
 from ..present import to_text as blocks_to_text
+from ..present.job import change_text, changes_table
+from . import across
 from .compare import DEFAULT_FAIL_ON, DiffResult, RankDiff
 from .facts import STRATEGY_FIELDS, CommFact
 from .records import CommChange, ParamChange, RankSpecific, StrategyChange
 
 DIFF_LIMIT = 200  # rows per table in text and markdown unless `--all`; JSON is never shortened
+MARKDOWN_LIMIT = 60_000  # characters of a Markdown answer: a GitHub comment holds 65,536
+
+
+def document(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
+             max_comm_bytes_increase: str | None = None) -> dict[str, Any]:
+    """The documented JSON document (docs/diff.md) as data: the verdict, the failures and the configuration first."""
+    reasons = result.failures(fail_on, max_comm_bytes_increase)
+    return result.as_dict(fail_on, max_comm_bytes_increase, _verdict(result, reasons))
 
 
 def to_json(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
             max_comm_bytes_increase: str | None = None) -> str:
-    """The documented JSON document (docs/diff.md)."""
-    return json.dumps(result.as_dict(fail_on, max_comm_bytes_increase), indent=2, sort_keys=False)
+    """`document` as JSON text."""
+    return json.dumps(document(result, fail_on, max_comm_bytes_increase), indent=2, sort_keys=False)
 
 
 def _value(name: str, value: Any) -> str:
@@ -190,24 +202,59 @@ def _one_side(result: DiffResult) -> str:
     return "; ".join(parts)
 
 
-def to_text(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
-            max_comm_bytes_increase: str | None = None, limit: int | None = DIFF_LIMIT) -> str:
-    """Plain text for a terminal or a CI log; at most `limit` rows per table (None: all)."""
-    reasons = result.failures(fail_on, max_comm_bytes_increase)
-    blocks: list[Block] = [_one_side(result)] if result.one_sided else []
-    blocks += _unreadable_table(result)
+def _job_notes(result: DiffResult) -> list[str]:
+    """What a side's job says of itself (`ranks disagree on the number of micro batches: 2, 4`)."""
+    return [f"{side} job: {note}" for side, job in (("old", result.old_job), ("new", result.new_job)) if job
+            for note in job.notes]
+
+
+def _config_lines(result: DiffResult) -> list[Block]:
+    """The configuration change, one line each (`  micro batches 8 → 4`), under a line saying how the
+    two are compared; then what either job says of itself."""
+    lines: list[Block] = []
+    if result.config:
+        how = ("so the two are compared as one logical graph (--by-rank: rank with rank)"
+               if result.logical is not None else "compared rank with rank")
+        lines += [f"Configuration changed (old → new), {how}:", *(f"  {change_text(c)}" for c in result.config)]
+    return lines + _job_notes(result)
+
+
+def _details(result: DiffResult, limit: int | None) -> list[list[Block]]:
+    """The sections after the headline, each a list of blocks: across configurations the logical
+    tables; else one section per group of rank pairs with the same differences."""
+    if result.logical is not None:
+        return [[b.limited(limit) if isinstance(b, Table) else b] for b in across.blocks(result.logical)]
+    out = []
     for r, tables, same in _grouped(result):
-        blocks += [f"== {_title(r)}", f"   old: {r.old_path}", f"   new: {r.new_path}"]
+        blocks: list[Block] = [f"== {_title(r)}", f"   old: {r.old_path}", f"   new: {r.new_path}"]
         blocks += [t.limited(limit) for t in tables] or ["   no differences"]
         if same:
             blocks.append(f"== {_same(r, same)}")
-    blocks.append(_verdict(result, reasons))
+        out.append(blocks)
+    return out
+
+
+def to_text(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
+            max_comm_bytes_increase: str | None = None, limit: int | None = DIFF_LIMIT) -> str:
+    """Plain text for a terminal or a CI log: the verdict first (and again last, for a log's tail), the
+    configuration change, then the details; at most `limit` rows per table (None: all)."""
+    reasons = result.failures(fail_on, max_comm_bytes_increase)
+    verdict = _verdict(result, reasons)
+    blocks: list[Block] = [verdict, *_config_lines(result)]
+    blocks += [_one_side(result)] if result.one_sided else []
+    blocks += _unreadable_table(result)
+    for section in _details(result, limit):
+        blocks += section
+    blocks.append(verdict)
     return blocks_to_text(blocks)
 
 
 def to_markdown(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
-                max_comm_bytes_increase: str | None = None, limit: int | None = DIFF_LIMIT) -> str:
-    """Markdown fit for a pull-request comment: verdict first, one collapsible block per rank."""
+                max_comm_bytes_increase: str | None = None, limit: int | None = DIFF_LIMIT,
+                room: int = MARKDOWN_LIMIT) -> str:
+    """Markdown fit for a pull-request comment: verdict first, the configuration change, then the
+    details (one collapsible block per rank, or the logical tables) as far as `room` characters allow;
+    what did not fit is named at the end with the command that prints it."""
     reasons = result.failures(fail_on, max_comm_bytes_increase)
     icon = ":x:" if reasons or result.unreadable else (":white_check_mark:" if result.identical
                                                        else ":information_source:")
@@ -217,13 +264,88 @@ def to_markdown(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
         items.append(f"- **{_one_side(result)}**")
     if result.unreadable and reasons:  # else the headline says it
         items.append(f"- **{_not_read(result)}**")
-    blocks: list[Block] = [f"### {icon} irtool diff: {headline}"] + (["\n".join(items)] if items else [])
-    blocks += _unreadable_table(result)
-    for r, tables, same in _grouped(result):
-        counts = ", ".join(f"{v} {k}" for k, v in r.counts().items() if v) or "no differences"
-        blocks.append(f"<details{' open' if reasons else ''}><summary><b>{_title(r)}</b>: {counts}</summary>")
-        blocks += [t.limited(limit) for t in tables]
-        blocks.append("</details>")
-        if same:
-            blocks.append(f"**{_same(r, same)}**")
-    return blocks_to_markdown(blocks)
+    items += [f"- {note}" for note in _job_notes(result)]
+    head: list[Block] = [f"### {icon} irtool diff: {headline}"] + (["\n".join(items)] if items else [])
+    if result.config:
+        table = changes_table(result.config)
+        head += [Table(table.title, table.columns[:3], [r[:3] for r in table.rows]),
+                 "<details><summary>where each side shows it</summary>", table, "</details>"]
+    head += _unreadable_table(result)
+    sections: list[tuple[str, list[Block]]] = []
+    if result.logical is not None:
+        for blocks in _details(result, limit):
+            b = blocks[0]
+            sections.append((b.title if isinstance(b, Table) else b, blocks))
+    else:
+        for r, tables, same in _grouped(result):
+            counts = ", ".join(f"{v} {k}" for k, v in r.counts().items() if v) or "no differences"
+            blocks = [f"<details{' open' if reasons else ''}><summary><b>{_title(r)}</b>: {counts}</summary>",
+                      *(t.limited(limit) for t in tables), "</details>"]
+            if same:
+                blocks.append(f"**{_same(r, same)}**")
+            sections.append((_title(r) + (f" ({_same(r, same)})" if same else ""), blocks))
+    return fit_markdown(head, sections, room)
+
+
+_LEFT_OUT = ("_Left out to fit a pull-request comment ({room:,} characters): {what}. Everything: the same "
+             "command with `--format text --all`, or `--format json`._")
+
+
+def fit_markdown(head: list[Block], sections: list[tuple[str, list[Block]]], room: int) -> str:
+    """`head` and then as many whole `sections` (title, blocks) as fit in `room` characters; the first
+    that does not fit is cut to the rows that do (a collapsible block stays closed), and what is left
+    out is said at the end, by name, with the command that prints everything."""
+    out = [blocks_to_markdown(head)]
+    used = len(out[0])
+    reserve = 400 + sum(len(t) + 2 for t, _ in sections)  # the closing note names what it leaves out
+    left: list[str] = []
+    for i, (title, blocks) in enumerate(sections):
+        text = "\n" + blocks_to_markdown(blocks)
+        spare = room - used - min(reserve, room // 4)
+        if len(text) <= spare:
+            out.append(text)
+            used += len(text)
+            reserve -= len(title) + 2
+            continue
+        cut, dropped = _cut(blocks, spare - 1)
+        if cut is not None:
+            out.append("\n" + cut)
+            used += len(cut) + 1
+            left.append(f"{dropped} rows of {title}")
+        left += [t for t, _ in sections[i + (cut is not None):]]
+        break
+    if left:
+        note = _LEFT_OUT.format(room=room, what="; ".join(left))
+        if used + len(note) + 2 > room:  # too many to name: the count
+            note = _LEFT_OUT.format(room=room, what=f"{len(left)} sections after the last shown")
+        out.append("\n" + blocks_to_markdown([note]))
+    return "".join(out)
+
+
+def _cut(blocks: list[Block], room: int) -> tuple[str | None, int]:
+    """`blocks` written with each table cut to the most rows that fit in `room` (at least one), and
+    how many rows were left out; None when not even one row of each fits."""
+    tables = [b for b in blocks if isinstance(b, Table)]
+    if not tables:
+        return None, 0
+    most = max(len(t.rows) for t in tables)
+
+    def written(k: int) -> str:
+        return blocks_to_markdown([_rows(b, k) if isinstance(b, Table) else b for b in blocks])
+
+    lo, hi = 0, most - 1  # k rows per table: the largest that fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if len(written(mid)) <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo < 1 or len(written(lo)) > room:
+        return None, 0
+    return written(lo), sum(max(0, len(t.rows) - lo) for t in tables)
+
+
+def _rows(t: Table, k: int) -> Table:
+    if len(t.rows) <= k:
+        return t
+    return Table(t.title, t.columns, t.rows[:k], total=t.total if t.total is not None else len(t.rows))

@@ -233,6 +233,15 @@ class Node:
             return None
         return parse_value(ins[index].text.strip())
 
+    @property
+    def unique_id(self) -> str | None:
+        """`unique_id` (MindSpore's id of a node across passes; a recomputed copy prints its original's),
+        as text; None when the node prints none."""
+        if not self.mentions("unique_id"):
+            return None
+        uid = self.scalar_attr("unique_id")
+        return None if uid is None else str(uid)
+
     def attr_group(self, group: str) -> dict[str, Any]:
         """One attribute group (`cnode_primal_attrs`, ...) read alone when it can be, else from the
         full parse; empty when the node prints none."""

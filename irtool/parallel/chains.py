@@ -34,6 +34,12 @@ _THROUGH = frozenset({"TupleGetItem", "Depend", "Load", "MakeTuple", "UpdateStat
 _SOURCE = re.compile(r"^# In file (.+?):(\d+)(?:~\d+)?, [\d~]+/(.*)/\s*$")
 
 
+def inserted(instance: str | None) -> bool:
+    """Whether an instance name is one the parallel pass gives the operators it inserts (a
+    redistribution's `redistribution_op_...`, a row-parallel MatMul's `forward_op_...`)."""
+    return bool(instance) and bool(_REDIST.match(instance) or _OTHER_INSERTED.match(instance))  # type: ignore[arg-type]
+
+
 def user_source(node: Node | None) -> str | None:
     """The user's line of a node: the last `# In file` line outside site-packages, as
     `path:line code` (the last line of all when every frame is in a library)."""

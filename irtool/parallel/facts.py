@@ -26,12 +26,16 @@ Facts of a node (`table(fact, node)`):
   strategy  the `Strategy` record of an operator with a strategy or layout (§9), None otherwise
   rows      the token rows `-1` dimensions stand for (`dynamic.Rows`: the expert-parallel all-to-all they come
             from, its group's mean and bound), None when the node has none or they come from elsewhere
+  operator  the user operator (`operators.OperatorKey`: cell, op, layer, occurrence) a compute node is work of,
+            its recomputed copies and backward counterparts folded into it (§19), None for no user operator's
+  placement the user operator a communication node is inserted around (§19), None when it serves none
 Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, copies, graph_phases, comm_nodes,
 silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units
 of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
 parameters (which header parameter each reference names, who reads it: `params.Params`),
 param_roles (weight, optimizer state, accumulation, ... of each parameter, by use: `roles.ParamRole`),
-param_shapes, node_index (nodes and users of the subgraphs holding communication).
+param_shapes, node_index (nodes and users of the subgraphs holding communication),
+operator_params (header parameter -> the user operator reading it, §19).
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ from .comm import comm_records, groups_of
 from .dynamic import rows
 from .flowrules import ALL_TO_ALL, all_to_all_purpose, sequence_parallel
 from .links import node_index
+from .operators import operator_keys, operator_params, placements
 from .order import build_order
 from .params import Params, layer_flow, param_shapes, parameters
 from .records import FileKind, Phase, Strategy
@@ -109,12 +114,9 @@ def _unique_ids(t: NodeFacts) -> dict[str, Node]:
     the original, not a recomputed copy, else the first printed."""
     out: dict[str, Node] = {}
     for n in t.dump.nodes():
-        if n.mentions("unique_id"):
-            uid = n.scalar_attr("unique_id")
-            if uid is not None:
-                key = str(uid)
-                if key not in out or (t("copy", out[key]) and not t("copy", n)):
-                    out[key] = n
+        key = n.unique_id
+        if key is not None and (key not in out or (t("copy", out[key]) and not t("copy", n))):
+            out[key] = n
     return out
 
 
@@ -409,6 +411,11 @@ PASSES: tuple[Pass, ...] = (
     Pass("order", ("order",), ("by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", build_order),
     Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", layer_flow),
     Pass("parameter roles", ("param_roles",), ("parameters", "by_key", "phase"), "dump", param_roles),
+    Pass("user operators", ("operator",), ("parameters", "by_key", "kind", "phase", "copy", "micro", "unique_ids",
+                                           "layer", "forward"), "column", operator_keys),
+    Pass("operator parameters", ("operator_params",), ("parameters", "by_key", "operator", "phase", "comm", "kind"),
+         "dump", operator_params),
+    Pass("placements", ("placement",), ("by_key", "operator_params", "operator", "kind", "comm"), "column", placements),
 )
 
 

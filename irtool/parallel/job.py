@@ -72,9 +72,12 @@ class RankJob:
     optimizer: Evidence
     opt_shard: Sizes  # optimizer-parallel groups
     accumulation: Evidence  # gradient accumulation buffers (`accu_grads.*`) or micro-step mirrors
-    training: bool  # the dump has backward work
+    training: bool  # the dump has an optimizer, accumulation or backward work
     hops: int = 0  # pipeline Send/Receive (a pass before step_parallel_end has them, but no stage yet)
     last: bool = False  # the last stage: forward work received from upstream, none sent downstream
+    backward: bool = False  # the dump has backward work (recomputed copies come with it: before, recompute is unknown)
+    parallel: bool = True  # the parallel pass has inserted its communication (no group degree is known before)
+    recompute_where: str = ""  # the first recomputed copy, `file:line (op)`
 
 
 def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
@@ -140,8 +143,10 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
         _unknown("no accumulation buffer (`accu_grads.*`) or micro-step mirror")
     # layers with recomputed work: of the weights the copies read (through the Load or Cast they read)
     by_key = t.get("by_key")
-    recompute = {i for n in t.get("copies") for p in params.reached_by(n, by_key[n.graph])
+    copies = t.get("copies")
+    recompute = {i for n in copies for p in params.reached_by(n, by_key[n.graph])
                  if (i := layer_index(p)) is not None}
+    backward = any(c.phase == "backward" for c in comm) or any(t("phase", n) == "backward" for n in nodes)
     hops = [c for c in comm if c.category == "pipeline" and c.direction]
     forward_hops = [c for c in hops if c.phase == "forward"]
     return RankJob(
@@ -156,9 +161,9 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
         chunks=sorted({c.segment for c in comm if c.category == "pipeline" and c.segment is not None}),
         layers=sorted(layers), layers_where=where, recompute=sorted(recompute), optimizer=optimizer,
         opt_shard=sizes([c for c in comm if c.category == "optimizer-parallel"], "optimizer shard"),
-        accumulation=accumulation, training=optimizer.known or accumulation.known or any(
-            c.phase == "backward" for c in comm) or any(
-            t("phase", n) == "backward" for readers in params.readers.values() for n in readers),
+        accumulation=accumulation, training=optimizer.known or accumulation.known or backward,
+        backward=backward, parallel=facts.kind != "pre",
+        recompute_where=f"{name}:{copies[0].line} ({copies[0].op}, `duplicated`)" if copies else "",
         # the last stage sends no forward work to a later stage (a folded or interleaved one sends it round to stage 0)
         hops=len(hops), last=facts.stage is not None and bool(forward_hops) and not any(
             c.op == "Send" and (c.peer_stage is None or c.peer_stage > facts.stage) for c in forward_hops))
@@ -203,6 +208,7 @@ class Job:
     stage_layers: dict[int, list[int]]
     stage_layers_where: dict[int, str]
     recompute: dict[int, list[int]]  # stage -> layers with recomputed work
+    recompute_layers: Evidence  # every stage's, sorted; unknown in a pass without backward work
     optimizer: Evidence
     optimizer_shard: Evidence  # group size of the optimizer-parallel shards (1: not sharded)
     gradient_accumulation: Evidence
@@ -224,7 +230,7 @@ class Job:
 def _one(sizes: Sizes, what: str, default: int | None = None, default_why: str = "") -> Evidence:
     """One degree from the group sizes the ranks show: the size most of the nodes use (the others said)."""
     if not sizes:
-        return Evidence(default, default_why) if default is not None else _unknown(f"no {what} group")
+        return Evidence(default, default_why) if default is not None else _unknown(default_why or f"no {what} group")
     ranked = sorted(sizes.items(), key=lambda kv: (-kv[1][0], kv[0]))
     (size, (count, where)), rest = ranked[0], ranked[1:]
     if rest and rest[0][1][0] == count:
@@ -263,6 +269,9 @@ class JobFold:
         self.accumulation: Evidence | None = None
         self.first: RankJob | None = None
         self.training = False
+        self.backward = False
+        self.parallel = False
+        self.recompute_where = ""
         self.last: Evidence | None = None  # the stage count a rank of the last stage tells
 
     def add(self, r: RankJob) -> None:
@@ -294,6 +303,9 @@ class JobFold:
         if self.accumulation is None and r.accumulation.known:
             self.accumulation = r.accumulation
         self.training |= r.training
+        self.backward |= r.backward
+        self.parallel |= r.parallel
+        self.recompute_where = self.recompute_where or r.recompute_where
 
     def job(self) -> Job:
         notes: list[str] = []
@@ -320,8 +332,14 @@ class JobFold:
         if stages.known and world.known and stages.value and world.value % stages.value == 0 and \
                 (not stage_size.known or stage_size.value * stages.value != world.value):
             stage_size = Evidence(world.value // stages.value, f"world size {world.value} / {stages.value} stages")
-        mp = _one(self.mp, "tensor-parallel", 1, "no tensor-parallel collective")
-        cp = _one(self.cp, "context-parallel", 1, "no context-parallel exchange")
+        # before the parallel pass no group is inserted yet: a degree is unknown, not 1
+        one = 1 if self.parallel else None
+
+        def why(text: str) -> str:
+            return text if self.parallel else "a pass before the parallel pass: no communication inserted yet"
+
+        mp = _one(self.mp, "tensor-parallel", one, why("no tensor-parallel collective"))
+        cp = _one(self.cp, "context-parallel", one, why("no context-parallel exchange"))
         # context parallelism splits the sequence over ranks of its own; sequence parallelism runs on the
         # tensor-parallel group and expert parallelism within the data-parallel ranks: neither takes ranks
         split = mp.value * cp.value if mp.known and cp.known else None
@@ -341,17 +359,22 @@ class JobFold:
             if self.chunks else Evidence(1, "no chunk or segment on pipeline Send/Receive" if self.staged else "no pipeline")
         absent = [s for s in range(stages.value) if s not in self.stage_ranks] if stages.known else []
         first = self.first
+        layers = sorted({i for v in self.recompute.values() for i in v})
+        recompute = Evidence(layers, self.recompute_where) if layers else \
+            Evidence([], "no recomputed copy (`duplicated`) in a pass with backward work") if self.backward else \
+            _unknown("no backward work in this pass: recomputed copies come with it")
         return Job(ranks=list(self.ranks), world_size=world, pipeline_stages=stages, stages_read=sorted(self.stage_ranks),
                    stages_absent=absent, dp=dp, mp=mp,
-                   ep=_one(self.ep, "expert-parallel", 1, "no expert-parallel all-to-all"),
-                   sp=_one(self.sp, "sequence-parallel", 1, "no sequence-parallel gather or scatter"),
+                   ep=_one(self.ep, "expert-parallel", one, why("no expert-parallel all-to-all")),
+                   sp=_one(self.sp, "sequence-parallel", one, why("no sequence-parallel gather or scatter")),
                    cp=cp,
                    micro_batches=micro, chunks=chunks, stage_ranks=dict(sorted(self.stage_ranks.items())),
                    stage_layers={s: sorted(v) for s, v in sorted(self.stage_layers.items())},
                    stage_layers_where=dict(sorted(self.where.items())),
-                   recompute={s: sorted(v) for s, v in sorted(self.recompute.items())},
+                   recompute={s: sorted(v) for s, v in sorted(self.recompute.items())}, recompute_layers=recompute,
                    optimizer=self.optimizer or (first.optimizer if first else _unknown("no rank read")),
-                   optimizer_shard=_one(self.opt_shard, "optimizer-parallel", 1, "no optimizer-parallel communication"),
+                   optimizer_shard=_one(self.opt_shard, "optimizer-parallel", one,
+                                        why("no optimizer-parallel communication")),
                    gradient_accumulation=self.accumulation or (first.accumulation if first else _unknown("no rank read")),
                    training=self.training, notes=notes)
 
@@ -362,3 +385,69 @@ def job_of(ranks: Iterable[RankJob]) -> Job:
     for r in ranks:
         fold.add(r)
     return fold.job()
+
+
+# --- two jobs compared (`irtool diff` says this first, docs/diff.md) --------------------------------
+
+# Fields whose change makes two compilations different parallel configurations of one network: the
+# diff then compares them as one logical graph (`irtool.parallel.logical`), not rank with rank.
+STRUCTURAL = frozenset({"world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "chunks", "micro_batches",
+                        "stage_layers", "recompute_layers", "optimizer_shard"})
+# The compared fields, in the order they are said.
+_COMPARED = ("world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "chunks", "micro_batches", "stage_layers",
+             "recompute_layers", "optimizer", "optimizer_shard", "gradient_accumulation")
+
+
+@dataclass(frozen=True)
+class JobChange:
+    """One field of the job that differs between two compilations, both values known (an unknown is
+    never a change). `stage_layers` is per stage (`stage`); there a side without that stage at all
+    (fewer pipeline stages) has the value None."""
+
+    field: str  # a Job field name: micro_batches, stage_layers, recompute_layers, optimizer, dp, ...
+    old: Any
+    new: Any
+    old_where: str = ""  # the evidence of each value
+    new_where: str = ""
+    stage: int | None = None
+
+    @property
+    def structural(self) -> bool:
+        return self.field in STRUCTURAL
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "stage": self.stage, "old": self.old, "new": self.new,
+                "old_evidence": self.old_where, "new_evidence": self.new_where, "structural": self.structural}
+
+
+def _stage_value(job: Job, stage: int) -> tuple[bool, list[int] | None, str]:
+    """(known, layers, evidence) of one stage's layers: its layers when a rank on it was read; None
+    when the pipeline has no such stage; unknown when the stage exists and was not read."""
+    if stage in job.stage_ranks:
+        return True, job.stage_layers.get(stage, []), job.stage_layers_where.get(stage, "")
+    if job.pipeline_stages.known and stage >= job.pipeline_stages.value:
+        return True, None, f"{job.pipeline_stages.value} pipeline stages ({job.pipeline_stages.where})"
+    return False, None, ""
+
+
+def job_changes(old: Job, new: Job) -> list[JobChange]:
+    """The fields of two jobs that differ, both values known, in the order they are said
+    (configuration first: ranks, degrees, micro batches, stages and their layers, recompute, optimizer)."""
+    out: list[JobChange] = []
+    for name in _COMPARED:
+        if name == "stage_layers":
+            if old.stage_layers or new.stage_layers:  # a pass that shows what stages hold
+                for s in sorted(set(old.stage_ranks) | set(new.stage_ranks)):
+                    (ka, a, wa), (kb, b, wb) = _stage_value(old, s), _stage_value(new, s)
+                    if ka and kb and a != b:
+                        out.append(JobChange(name, a, b, wa, wb, stage=s))
+            continue
+        ea, eb = getattr(old, name), getattr(new, name)
+        a, b = ea.value, eb.value
+        if name == "recompute_layers" and ea.known and eb.known:
+            # a layer's recompute is known where a stage holding it was read: compare the layers read on both sides
+            both = set().union(*old.stage_layers.values()) & set().union(*new.stage_layers.values())
+            a, b = sorted(set(a) & both), sorted(set(b) & both)
+        if ea.known and eb.known and a != b:
+            out.append(JobChange(name, a, b, ea.where, eb.where))
+    return out

@@ -65,6 +65,8 @@ class MemoryFacts:
     gradients_by_layer: dict[int | None, Bytes]
     activations: Activations | None  # None: no backward operators in this pass
     notes: list[str] = field(default_factory=list)
+    # the tensors `activations.per_micro` adds up, by producer uid (`graph/%N`): what each keeps for one micro batch
+    kept: dict[str, int | None] = field(default_factory=dict)
 
     def role_bytes(self, role: str) -> Bytes:
         out = Bytes()
@@ -171,17 +173,19 @@ def compute_memory(t: NodeFacts, micro_batches: int | None = None) -> MemoryFact
         chosen = list(kept)
         how = (f"the step's kept tensors / {share} micro batches (they carry no micro batch mark)" if share > 1 else
                "the step's kept tensors")
-    per_micro, by_layer = Bytes(), {}
+    per_micro, by_layer, sizes = Bytes(), {}, {}
     for n in chosen:
-        b = Bytes.of(type_bytes(n.output_type, tuple_sum=True)[2])
+        size = sizes[n.uid] = type_bytes(n.output_type, tuple_sum=True)[2]
+        b = Bytes.of(size)
         layer = t("layer", n)
         per_micro += b
         by_layer[layer] = by_layer.get(layer, Bytes()) + b
     if share > 1:
         per_micro = _share(per_micro, share)
         by_layer = {k: _share(v, share) for k, v in by_layer.items()}
+        sizes = {u: None if b is None else b // share for u, b in sizes.items()}
     acts = Activations(per_micro, by_layer, sum(1 for n in chosen if n in for_recompute), how)
-    return MemoryFacts(t.get("file_kind"), rows, grads, grads_layer, acts, notes)
+    return MemoryFacts(t.get("file_kind"), rows, grads, grads_layer, acts, notes, sizes)
 
 
 def _share(b: Bytes, n: int) -> Bytes:

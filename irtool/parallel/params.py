@@ -130,7 +130,7 @@ def param_shapes(t: NodeFacts) -> dict[str, tuple]:
 
 
 # Inputs that only order execution: the later inputs of Depend, every input of UpdateState.
-def _data_refs(n: Node) -> Sequence[str]:
+def data_refs(n: Node) -> Sequence[str]:
     if n.op == "UpdateState":
         return []
     if n.op == "Depend":
@@ -176,7 +176,7 @@ def layer_flow(t: NodeFacts) -> dict[Node, int]:
     deferred: list[tuple[Node, list[Node]]] = []
     for g in _graph_order(dump, graphs):
         local = {n.key: n for n in g.nodes}
-        deps = {n: [local[r] for r in _data_refs(n) if r in local] for n in g.nodes}
+        deps = {n: [local[r] for r in data_refs(n) if r in local] for n in g.nodes}
         order = list(g.nodes)
         seen: set[Node] = set()
         for n in order:  # MindSpore prints producers first: then print order is a dependency order already

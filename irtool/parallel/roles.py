@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ..ir import Node
-from .params import Params, _data_refs
+from .params import Params, data_refs
 from .sizes import elements
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ def _reached(t: NodeFacts, nodes: list[Node], local: dict[str, Node], params: Pa
             out[n] = frozenset()
             continue
         found = set(params.read_by(n))
-        for ref in _data_refs(n):
+        for ref in data_refs(n):
             src = local.get(ref)
             if src is not None and src in out:
                 found |= out[src]

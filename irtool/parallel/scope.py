@@ -11,8 +11,25 @@ from dataclasses import dataclass
 from functools import cached_property
 
 _OWN_OP = re.compile(r"^[A-Za-z_][\w.]*-op\d+$")
+_OP_NUM = re.compile(r"-op(\d+)$")
 GRADIENTS = "Gradients/"
 RECOMPUTE = "recompute_"
+# Generated ids that change per compilation and per pass, in names and scopes.
+_IDS = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
+    (re.compile(r"\bCNode_\d+"), "CNode_?"),
+    (re.compile(r"\bequiv_\d+"), "equiv_?"),
+    (re.compile(r"\d{8,}"), "?"),  # hashes and unique ids inside names
+]
+# The cells MindSpore and MindFormers wrap a network in (training step, loss, pipeline, micro batches,
+# gradient accumulation, virtual dataset): not the network as the user wrote it (`user_cell`).
+WRAPPER_CELLS = frozenset({
+    "PipelineCell", "Pipeline", "_MicroBatch", "MicroBatchInterleaved", "WithLossCell", "WithGradCell",
+    "WithEvalCell", "TrainOneStepCell", "TrainOneStepWithLossScaleCell", "_VirtualDatasetCell",
+    "_TrainGradAccuStepCell", "_TrainPipelineAccuStepCell", "GradAccumulationCell", "GradAccumulation",
+    "PipelineGradReducer", "AutoParallel", "PipelineCellWithTwoOutput", "MFPipelineWithLossScaleCell",
+    "MFTrainOneStepCell", "_VirtualCellWrapper", "_MicroBatchInterleaved",
+})
 
 
 @dataclass(frozen=True)
@@ -60,6 +77,53 @@ def cell_parts(scope: str) -> tuple[str, ...]:
     if len(parts) > 1 and _OWN_OP.match(parts[-1]):
         parts = parts[:-1]
     return tuple(parts)
+
+
+def op_number(scope: str | None) -> int:
+    """The creation counter `N` of a trailing `-opN` (stable across print orders); -1 without one."""
+    if not scope:
+        return -1
+    m = _OP_NUM.search(scope)
+    return int(m.group(1)) if m else -1
+
+
+def stable_name(text: str) -> str:
+    """A name or scope without the ids MindSpore generates per compilation and pass: hex addresses,
+    `CNode_N`, `equiv_N`, hashes (`forward_op_10546112788216059064` -> `forward_op_?`)."""
+    for pattern, repl in _IDS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def _wrapper(part: str) -> bool:
+    return part.split("-", 1)[-1] in WRAPPER_CELLS
+
+
+def wrapped(scope: str) -> bool:
+    """Whether a scope passes through a wrapper cell (`WRAPPER_CELLS`)."""
+    return any(_wrapper(p) for p in scope.split("/"))
+
+
+def user_cell(scope: str, in_wrapper: bool = False) -> str | None:
+    """The cell a node belongs to in the network as the user wrote it: the cell (`cell_parts`) below
+    `Default` and below the last wrapper cell (`WRAPPER_CELLS`), the network's own attribute name
+    dropped, so that one network wrapped differently (with or without a pipeline, another loss or
+    training-step wrapper) gives the same path:
+    `Default/net_with_loss-PipelineCell/network-WithLossCell/_backbone-Net/layers-CellList/0-Block/MatMul-op0`
+    -> `Net/layers-CellList/0-Block`. None for work of no user cell: the wrappers' own, `Default`'s,
+    and with `in_wrapper` (a dump whose network is wrapped) the training step's cells beside the
+    network (`Default/clip_grad_norm-ClipGradNorm`, `Default/learning_rate-...`)."""
+    parts = list(cell_parts(scope))
+    if parts and parts[0] == "Default":
+        parts = parts[1:]
+    last = max((i for i, p in enumerate(parts) if _wrapper(p)), default=-1)
+    if in_wrapper and last < 0:
+        return None
+    parts = parts[last + 1:]
+    if not parts:
+        return None
+    parts[0] = parts[0].split("-", 1)[-1]
+    return stable_name("/".join(parts))
 
 
 def attributed_scope(scope: str, forward_scope: str | None) -> str:

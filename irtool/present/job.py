@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..parallel.job import Evidence, Job
+from ..parallel.job import Evidence, Job, JobChange
 from .tables import Table
 from .text import DASH
 
@@ -71,3 +71,47 @@ def job_table(job: Job) -> Table:
     for s, layers in job.recompute.items():
         rows.append([f"recompute, stage {s}", layer_ranges(layers), "recomputed copies (`duplicated`) read their weights"])
     return Table("Job (each value and where the dump shows it)", ["field", "value", "evidence"], rows)
+
+
+_LABELS = {"world_size": "world size", "dp": "dp", "mp": "mp", "pipeline_stages": "pipeline stages", "ep": "ep",
+           "sp": "sp", "chunks": "chunks per stage", "micro_batches": "micro batches",
+           "recompute_layers": "recompute", "optimizer": "optimizer", "optimizer_shard": "optimizer sharding",
+           "gradient_accumulation": "gradient accumulation"}
+
+
+def _layers_value(layers: list[int] | None, none: str) -> str:
+    """[0, 1, 2, 3, 4] -> `0-4`, [0, 1, 4] -> `0-1, 4`, [] -> `none`."""
+    if layers is None:
+        return none
+    return layer_ranges(layers).split(" ", 1)[1] if layers else "none"
+
+
+def change_parts(c: JobChange) -> tuple[str, str, str]:
+    """(what, old, new) of a configuration change as people read it: (`micro batches`, `8`, `4`),
+    (`stage 0 layers`, `0-4`, `0-1`), (`recompute`, `none`, `layers 0-1, 4`), (`optimizer sharding`, `1`, `2`)."""
+    if c.field == "stage_layers":
+        return f"stage {c.stage} layers", _layers_value(c.old, "no such stage"), _layers_value(c.new, "no such stage")
+    if c.field == "recompute_layers":
+        return "recompute", layer_ranges(c.old) if c.old else "none", layer_ranges(c.new) if c.new else "none"
+
+    def value(v: Any) -> str:
+        return "yes" if v is True else "no" if v is False else str(v)
+
+    return _LABELS.get(c.field, c.field.replace("_", " ")), value(c.old), value(c.new)
+
+
+def change_text(c: JobChange) -> str:
+    """`micro batches 8 → 4`, `stage 0 layers 0-4 → 0-1`, `optimizer SGD → AdamWeightDecay`."""
+    what, old, new = change_parts(c)
+    return f"{what} {old} → {new}"
+
+
+def changes_line(changes: list[JobChange]) -> str:
+    """Every change on one line, in the job's order: `micro batches 8 → 4; stage 0 layers 0-4 → 0-1; ...`."""
+    return "; ".join(change_text(c) for c in changes)
+
+
+def changes_table(changes: list[JobChange]) -> Table:
+    """The configuration change, one row per field (what, old, new, evidence of each side)."""
+    rows = [[*change_parts(c), c.old_where or DASH, c.new_where or DASH] for c in changes]
+    return Table("Configuration changed (old → new)", ["setting", "old", "new", "old evidence", "new evidence"], rows)

@@ -30,11 +30,12 @@ SUMMARIZE = {
     "pipeline2_dir": f"{F}/pipeline_2stage_8p",
     "gpt_small_dir": f"{F}/gpt_small_dp2mp2pp2",
 }
-DIFF = {
-    "diff_pipeline2_pipeline4": (f"{F}/pipeline_2stage_8p/rank_4", f"{F}/pipeline_4stage_8p/rank_4"),
-    "diff_semi_auto_data_parallel": (f"{F}/semi_auto_8p/rank_0", f"{F}/data_parallel_8p/rank_0"),
+DIFF = {  # OLD, NEW and options: two configurations rank with rank (`--by-rank`), and as one logical graph
+    "diff_pipeline2_pipeline4": (f"{F}/pipeline_2stage_8p/rank_4", f"{F}/pipeline_4stage_8p/rank_4", "--by-rank"),
+    "diff_semi_auto_data_parallel": (f"{F}/semi_auto_8p/rank_0", f"{F}/data_parallel_8p/rank_0", "--by-rank"),
     "diff_edited_strategy": (f"{F}/semi_auto_8p/rank_0", "fixtures/edited/semi_auto_8p_rank_0_validate_fc1_strategy.ir"),
     "diff_gpt_small_r0_r1": (f"{F}/gpt_small_dp2mp2pp2/rank_0", f"{F}/gpt_small_dp2mp2pp2/rank_1"),
+    "diff_logical_sgd_adamw": (f"{F}/pipeline_unequal_sgd_8p", f"{F}/pipeline_even_adamw_8p"),
 }
 
 
@@ -46,7 +47,7 @@ def run(args: list[str]) -> str:
 
 def outputs() -> dict[str, str]:
     out = {name: run(["summarize", "--format", "json", path]) for name, path in SUMMARIZE.items()}
-    out.update({name: run(["diff", "--format", "json", a, b]) for name, (a, b) in DIFF.items()})
+    out.update({name: run(["diff", "--format", "json", *args]) for name, args in DIFF.items()})
     return out
 
 

@@ -1,0 +1,260 @@
+"""Two parallel configurations of one network: the configuration change first, then one logical graph
+(issue 25 item 6, issue 27). Every expected number below was read from the dumps' text (the grep is
+beside it), never from irtool's output.
+
+The pair: pipeline_unequal_sgd_8p (old: 5/1/1/1 layers, nn.SGD, 8 micro batches, no recompute) and
+pipeline_even_adamw_8p (new: 2/2/2/2, nn.AdamWeightDecay, 4 micro batches, recompute on blocks 0, 1, 4),
+one network (make.py of each), dp1 x mp2 x pp4, ranks 0, 2, 4, 6 (stages 0-3).
+"""
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from irtool import analyze, load
+from irtool.cli import main
+from irtool.diff import diff, diff_dirs
+from irtool.diff.report import MARKDOWN_LIMIT, to_markdown, to_text
+from irtool.parallel.operators import OperatorKey
+from irtool.parallel.scope import user_cell
+from irtool.present.job import change_text
+from irtool.selection import Selection, logical_of
+
+F = Path(__file__).resolve().parent.parent / "fixtures" / "mindir"
+OLD, NEW = F / "pipeline_unequal_sgd_8p", F / "pipeline_even_adamw_8p"
+VALIDATE = "19_validate_0078.ir.xz"
+
+
+pytestmark = pytest.mark.xdist_group("logical_pair")  # one worker reads the pair once (`compared`)
+
+
+def run(*args: object) -> tuple[int, str]:
+    res = CliRunner().invoke(main, ["diff", *map(str, args)])
+    return res.exit_code, res.output
+
+
+@cache
+def compared(by_rank: bool = False):
+    return diff_dirs(str(OLD), str(NEW), by_rank=by_rank)
+
+
+# The configuration block, each line from the dumps:
+# - micro batches: `grep -o 'micro: I64([0-9]*)' | sort -u` gives 0-7 on every old rank, 0-3 on every new one;
+# - the layers each stage holds: the `# Params` lines `%paraN_layers.K.*` of each rank: old rank 0 layers 0-4,
+#   rank 2 layer 5, rank 4 layer 6, rank 6 layer 7; new ranks 0/2/4/6 layers 0-1, 2-3, 4-5, 6-7;
+# - recompute: `grep 'duplicated: Bool(1)' -A2` scopes: new rank 0 `0-Block` and `1-Block`, rank 4 `4-Block`;
+#   none on any old rank;
+# - optimizer: old `= SGD(` (21 nodes on rank 0), new `= PrimFunc_AdamWeightDecay(`.
+CONFIG_LINES = [
+    "Configuration changed (old → new), so the two are compared as one logical graph (--by-rank: rank with rank):",
+    "  micro batches 8 → 4",
+    "  stage 0 layers 0-4 → 0-1",
+    "  stage 1 layers 5 → 2-3",
+    "  stage 2 layers 6 → 4-5",
+    "  stage 3 layers 7 → 6-7",
+    "  recompute none → layers 0-1, 4",
+    "  optimizer SGD → AdamWeightDecay",
+]
+
+
+def test_the_configuration_change_is_said_first_in_one_block() -> None:
+    code, text = run(OLD, NEW)
+    assert code == 1
+    lines = text.splitlines()
+    # the verdict first, the configuration its first reason, then the block, before any table
+    assert lines[0].startswith("FAIL: configuration: micro batches 8 → 4; stage 0 layers 0-4 → 0-1; stage 1 layers "
+                               "5 → 2-3; stage 2 layers 6 → 4-5; stage 3 layers 7 → 6-7; recompute none → layers 0-1, "
+                               "4; optimizer SGD → AdamWeightDecay")
+    assert lines[1:9] == CONFIG_LINES
+    assert lines[-1] == lines[0]  # and again last, for a CI log's tail
+    # the old answer was 1,191 lines rank by rank; the logical one fits a screen or two
+    assert len(lines) < 120
+
+
+def test_markdown_and_json_say_the_configuration_first() -> None:
+    md = to_markdown(compared())
+    assert len(md) <= MARKDOWN_LIMIT
+    head = md.split("\n\n")
+    assert head[0] == "### :x: irtool diff: 2 failing difference(s)"
+    assert head[1].startswith("- **configuration: micro batches 8 → 4; stage 0 layers 0-4 → 0-1;")
+    assert "| micro batches | 8 | 4 |" in md and "| recompute | none | layers 0-1, 4 |" in md
+    assert "| optimizer | SGD | AdamWeightDecay |" in md and "| stage 0 layers | 0-4 | 0-1 |" in md
+    code, out = run(OLD, NEW, "--format", "json")
+    doc = json.loads(out)
+    assert list(doc)[:4] == ["schema", "verdict", "failed", "failures"] and doc["schema"] == "irtool.diff/2"
+    assert doc["mode"] == "logical" and doc["ranks"] == []
+    changes = {(c["field"], c["stage"]): (c["old"], c["new"]) for c in doc["configuration"]["changes"]}
+    assert changes == {("micro_batches", None): (8, 4), ("stage_layers", 0): ([0, 1, 2, 3, 4], [0, 1]),
+                       ("stage_layers", 1): ([5], [2, 3]), ("stage_layers", 2): ([6], [4, 5]),
+                       ("stage_layers", 3): ([7], [6, 7]), ("recompute_layers", None): ([], [0, 1, 4]),
+                       ("optimizer", None): ("SGD", "AdamWeightDecay")}
+    assert doc["failures"][0].startswith("configuration: micro batches 8 → 4")
+
+
+def test_fail_on_config_alone_and_without_it() -> None:
+    assert compared().failures(["config"]) == [compared().failures()[0]]
+    # no user operator is on one side only (the same network): `ops` alone passes
+    assert compared().failures(["ops"]) == []
+
+
+def _pair(result, layer: int, op: str, occurrence: int):
+    return next(p for p in result.logical.ops
+                if p.key == OperatorKey(f"Net/layers-CellList/{layer}-Block", op, layer, occurrence))
+
+
+def test_a_weights_slices_and_a_layers_allreduces_on_each_side() -> None:
+    result = compared()
+    assert result.mode == "logical"
+    # `%para4_layers.0.w1: <Ref[Tensor[Float32]], (64, 128), ...>` on rank 0 of both: the same slice (mp 2 of a
+    # (64, 256) weight), 64 * 128 * 4 = 32,768 bytes, read by the first MatMul of block 0 (`self.fc1(h, self.w1)`)
+    fc1 = _pair(result, 0, "MatMul", 0)
+    for side in (fc1.old, fc1.new):
+        assert [(h.name, h.shape, h.bytes) for h in side.params] == [("layers.0.w1", (64, 128), 32768)]
+    # block 0 holds w1 (64, 128), w2 (128, 64), norm.gamma (64), norm.beta (64): 32,768 * 2 + 256 * 2 = 66,048
+    layer0 = next(p for p in result.logical.layers if p.layer == 0)
+    assert layer0.old.weights.exact == layer0.new.weights.exact == 66048
+    # The model-parallel AllReduces of block 0 (group_rank_ids: (0, 1)):
+    # old rank 0: `grep -A2 '= AllReduce(' | grep -c 'layers-CellList/0-Block/AllReduce'` = 8 forward (one per
+    # micro batch), each `-> (<Tensor[Float32], (8, 64)>)` = 2,048 bytes; their 8 backward counterparts are among
+    # the 40 printed under `4-Block/Grad_AllReduce/AllReduce` (8 micro batches x blocks 0-4): 16, 32,768 bytes.
+    # new rank 0: 4 forward under `recompute_Default/.../0-Block/AllReduce`, each (16, 64) = 4,096 bytes, and 4 of
+    # the 8 under `1-Block/Grad_AllReduce/AllReduce` (4 micro batches x blocks 0-1): 8, 32,768 bytes.
+    old = layer0.old.by_category()["operator-forward"]
+    new = layer0.new.by_category()["operator-forward"]
+    assert (old.count, old.bytes.exact, old.group_sizes) == (16, 32768, (2,))
+    assert (new.count, new.bytes.exact, new.group_sizes) == (8, 32768, (2,))
+    text = to_text(result)
+    assert "  layer 0                operator-forward  16 → 8 (×0.50)   32,768 → 32,768          2 → 2" in text
+
+
+def test_an_operator_is_not_its_instance_name() -> None:
+    # MindSpore merges primitives of equal attributes: block 6's second MatMul (`6-Block/MatMul-op1`) is named
+    # `fc2` on old rank 4 (stage 2) and `proj_out` on new rank 6 (stage 3), where proj_out's MatMul is sharded alike.
+    # It is one user operator, on stage 2 then 3.
+    result = compared()
+    fc2 = _pair(result, 6, "MatMul", 1)
+    assert fc2.old is not None and fc2.new is not None
+    assert (fc2.old.stage, fc2.new.stage) == (2, 3) and "stage" in fc2.fields
+    assert [h.name for h in fc2.old.params] == [h.name for h in fc2.new.params] == ["layers.6.w2"]
+    assert not [p for p in result.logical.ops if p.change in ("added", "removed")]
+
+
+def test_a_top_cells_operators_before_and_after_the_layers_are_told_apart() -> None:
+    # proj_in (rank 0) and proj_out (rank 6) are both printed `_backbone-Net/MatMul-op0` (grep): by cell,
+    # operator and creation order they would be one operator; by layer (data flow) they are not
+    keys = {}
+    for rank in (0, 6):
+        dump = load(str(OLD / f"rank_{rank}" / VALIDATE))
+        t = analyze(dump, rank).table
+        keys[rank] = {k for n, k in t.column("operator").items() if k.cell == "Net" and k.op == "MatMul"}
+    assert keys[0] == {OperatorKey("Net", "MatMul", -1, 0)}  # proj_in reads x: before any layer
+    assert keys[6] == {OperatorKey("Net", "MatMul", 7, 0)}  # proj_out reads block 7's output
+
+
+def test_user_cells_drop_the_wrappers() -> None:
+    scope = "Default/net_with_loss-PipelineCell/network-WithLossCell/_backbone-Net/layers-CellList/0-Block/MatMul-op0"
+    assert user_cell(scope) == "Net/layers-CellList/0-Block"
+    assert user_cell("Gradients/recompute_" + scope.replace("/MatMul-op0", "/Grad_MatMul/MatMul-op3")) == \
+        "Net/layers-CellList/0-Block"
+    # MindFormers: the network under its virtual dataset and pipeline cells
+    assert user_cell("Default/network-_VirtualDatasetCell/_backbone-PipelineCell/network-LlamaForCausalLM/"
+                     "model-LlamaModel/layers-CellList/1-LLamaDecodeLayer/attention-LLamaAttention/wq-Linear/"
+                     "MatMul-op0") == "LlamaForCausalLM/model-LlamaModel/layers-CellList/1-LLamaDecodeLayer/" \
+                                      "attention-LLamaAttention/wq-Linear"
+    # a wrapper's own work (micro-batch slicing), and the training step's cells beside a wrapped network
+    assert user_cell("Default/net_with_loss-PipelineCell/micro_inputs-CellList/0-_MicroBatch/StridedSlice-op0") is None
+    assert user_cell("Default/clip_grad_norm-ClipGradNorm/Square-op0", in_wrapper=True) is None
+
+
+def test_the_logical_graph_of_a_folder() -> None:
+    g = logical_of(Selection.of(str(NEW)))
+    doc = g.as_dict()
+    assert doc["schema"] == "irtool.logical/1"
+    assert [s["layers"] for s in doc["stages"]] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    # every block's 5 operators (LayerNorm, MatMul, ReLU, MatMul, Add: make.py Block.construct), proj_in, proj_out
+    # and the loss; one record each whatever the micro batches, copies and backward nodes
+    blocks = [o for o in g.ops if "/layers-CellList/" in o.key.cell]
+    assert len(blocks) == 8 * 5
+    fc1 = next(o for o in blocks if o.key == OperatorKey("Net/layers-CellList/0-Block", "MatMul", 0, 0))
+    # forward MatMul (16, 64) x (64, 128) per micro batch (its type line): 2 * 16 * 64 * 128 = 262,144 FLOPs,
+    # 4 micro batches; block 0 is recomputed (`duplicated`), so once more in recompute
+    assert fc1.flops["forward"] == fc1.flops["recompute"] == 4 * 262144 and fc1.recomputed
+    assert fc1.strategy == {"in_strategy": ((1, 1), (1, 2))}
+    # the edges: Block.construct `self.res(x, self.fc2(self.act(self.fc1(h, self.w1)), self.w2))` with x, for
+    # block 0, what Net.construct's `self.proj_in(x, self.w_in)` gave
+    add = next(o for o in blocks if o.key == OperatorKey("Net/layers-CellList/0-Block", "Add", 0, 0))
+    assert add.inputs == [OperatorKey("Net", "MatMul", -1, 0), OperatorKey("Net/layers-CellList/0-Block", "MatMul", 0, 1)]
+    assert fc1.source.endswith("make.py:48 return self.res(x, self.fc2(self.act(self.fc1(h, self.w1)), self.w2))")
+
+
+def test_a_pr_comment_never_outgrows_github() -> None:
+    # rank with rank the same pair is the wall of 1,200 lines the issue measured: its Markdown is cut to fit
+    result = compared(by_rank=True)
+    md = to_markdown(result)
+    assert len(md) <= MARKDOWN_LIMIT
+    assert md.rstrip().endswith("Everything: the same command with `--format text --all`, or `--format json`._")
+    assert "_Left out to fit a pull-request comment (60,000 characters): " in md
+    assert md.count("<details") == md.count("</details>")  # a cut block is closed
+    small = to_markdown(result, room=8000)
+    assert len(small) <= 8000 and "Left out" in small and small.startswith("### :x: irtool diff: ")
+
+
+# --- gpt_small_dp2mp2pp2's GPT with one change each (fixtures gpt_small_dp1mp4pp2, gpt_small_dp2mp2pp2_m8), rank 0
+# of each side (stage 0: embedding, layers 0 and 1)
+
+GPT = F / "gpt_small_dp2mp2pp2" / "rank_0" / VALIDATE
+
+
+@cache
+def gpt_pair(other: str):
+    return diff(load(str(GPT)), load(str(F / other / "rank_0" / VALIDATE)))
+
+
+def test_tensor_parallel_2_against_4() -> None:
+    result = gpt_pair("gpt_small_dp1mp4pp2")
+    # dp x mp of one stage (ranks 0-3, stage of rank r = r // 4): the forward AllReduce of the row-parallel wo/w2
+    # MatMuls print `group_rank_ids: (0, 1)` (mp 2, so dp 4 / 2 = 2) against `(0, 1, 2, 3)` (mp 4, dp 1)
+    assert [change_text(c) for c in result.config] == ["dp 2 → 1", "mp 2 → 4"]
+    assert result.mode == "logical"
+    d = result.logical
+    # `# Params`: %para7_0.attention.wq.weight (64, 128) -> (32, 128), read by wq's Cast (`self.cast(self.weight, fp16)`)
+    wq = next(p for p in d.ops if p.side.params and p.side.params[0].name == "0.attention.wq.weight")
+    assert (wq.old.params[0].shape, wq.new.params[0].shape) == ((64, 128), (32, 128))
+    # block 0's 16 parameters, Float32: norms 4 x (128) = 2,048; wq, wk, wv (64, 128) 3 x 32,768 and their biases
+    # (64) 3 x 256; wo (128, 64) 32,768 + bias 512; w1 (256, 128) 131,072 + bias 1,024; w2 (128, 256) 131,072 +
+    # bias 512: 398,080. mp 4: (32, 128) 3 x 16,384 + 3 x 128; wo (128, 32) 16,384 + 512; w1 (128, 128) 65,536 + 512;
+    # w2 (128, 128) 65,536 + 512; norms 2,048: 200,576
+    layer0 = next(p for p in d.layers if p.layer == 0)
+    assert (layer0.old.weights.exact, layer0.new.weights.exact) == (398080, 200576)
+    # block 0's tensor-parallel AllReduces: `grep -A2 '= AllReduce('` scopes `0-DecoderLayer/.../wo-Linear/AllReduce`
+    # and `.../w2-Linear/AllReduce`: 6 (wo and w2 per micro batch, 2, and wo's recomputed copy, 2: block 0 is
+    # recomputed), each `-> (<Tensor[Float16], (128, 128)>)` 32,768 bytes on (0, 1); with their 4 backward
+    # counterparts (the 8 `1-DecoderLayer/feed_forward-MLP/w2-Linear/Grad_AllReduce/AllReduce` are blocks 0 and 1's):
+    # 10, 327,680 bytes. mp 4: the same 10, each (256, 128) 65,536 bytes on (0, 1, 2, 3): 655,360
+    old, new = layer0.old.by_category()["operator-forward"], layer0.new.by_category()["operator-forward"]
+    assert (old.count, old.bytes.exact, old.group_sizes) == (10, 327680, (2,))
+    assert (new.count, new.bytes.exact, new.group_sizes) == (10, 655360, (4,))
+    # wq's MatMul: `in_strategy: ((2, 1), (2, 1))` -> `((1, 1), (4, 1))`
+    mm = next(p for p in d.ops
+              if p.key.cell.endswith("0-DecoderLayer/attention-Attention/wq-Linear") and p.key.op == "MatMul")
+    assert (mm.old.strategy["in_strategy"], mm.new.strategy["in_strategy"]) == (((2, 1), (2, 1)), ((1, 1), (4, 1)))
+    assert "(2,1)(2,1) → (1,1)(4,1)" in to_text(result)
+
+
+def test_two_micro_batches_against_eight() -> None:
+    result = gpt_pair("gpt_small_dp2mp2pp2_m8")
+    # `grep -o 'micro: I64([0-9]*)' | sort -u`: 0-1 against 0-7; nothing else differs
+    assert [change_text(c) for c in result.config] == ["micro batches 2 → 8"]
+    d = result.logical
+    assert not [p for p in d.ops if p.change in ("added", "removed")] and not [p for p in d.ops if "strategy" in p.fields]
+    # block 0's tensor-parallel AllReduces (as above): 10 of (128, 128) Float16 = 32,768 bytes against 4 times as
+    # many of (64, 128) = 16,384 bytes (the global batch goes 8 -> 16: 2 samples per micro batch, 1 per dp rank,
+    # against 4 and 2): 40, 655,360 bytes
+    layer0 = next(p for p in d.layers if p.layer == 0)
+    old, new = layer0.old.by_category()["operator-forward"], layer0.new.by_category()["operator-forward"]
+    assert (old.count, old.bytes.exact) == (10, 327680) and (new.count, new.bytes.exact) == (40, 655360)
+    assert layer0.old.weights.exact == layer0.new.weights.exact == 398080
