@@ -24,10 +24,11 @@ from typing import Any, Callable, Iterable
 
 from ..dumpdir import Unreadable
 from ..ir import Dump, Node, TypeInfo
-from ..parallel import CATEGORIES, CommNode, ParallelFacts
+from ..ir.values import literal_value
+from ..parallel import CommNode, ParallelFacts
 from ..parallel.chains import user_source
 from ..parallel.records import ChainEnd, RedistributionChain
-from ..present import DASH, cell, chain_end_layout, rank_list, strategy_text
+from ..present import DASH, cell, chain_end_layout, literal_text, rank_list, shape_text, strategy_text, type_text
 from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
 from ..selection import not_read
 
@@ -42,10 +43,12 @@ def namespace_of(scope: str | None) -> str:
 
 
 def _kv(key: str, value: Any) -> dict[str, Any]:
+    """A panel row. Integers are written plain (`tag 1048576`, `micro 0`): byte counts come as text
+    (`cell`, `65,536`)."""
     if type(value) is not str:
         if isinstance(value, dict):  # a special value (node links)
             return {"key": key, "value": value}
-        value = cell(value)
+        value = str(value) if type(value) is int else cell(value)
     if len(value) > MAX_VALUE:
         value = value[:MAX_VALUE] + f" (+{len(value) - MAX_VALUE} characters, see the dump line)"
     return {"key": key, "value": value}
@@ -107,7 +110,7 @@ def chain_attrs(ch: RedistributionChain, graph: str) -> list[dict[str, Any]]:
     rows.append(("chain nodes", link([f"{graph}/{n.split()[0]}" for n in ch.nodes], graph)))
     rows.append(("chain", " ".join(n.split(" ", 1)[-1] for n in ch.nodes)))
     if ch.bytes is not None:
-        rows.append(("chain bytes", ch.bytes))
+        rows.append(("chain bytes", cell(ch.bytes)))
     if ch.consumer is not None and ch.consumer.source:
         rows.append(("consumer source", ch.consumer.source))
     return [_kv(k, v) for k, v in rows if v not in (None, "", DASH)]
@@ -127,13 +130,18 @@ def strategy_matrix(s: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def comm_attrs(c: CommNode) -> list[dict[str, str]]:
-    """What irtool derived about a communication node, for the side panel."""
+def comm_attrs(c: CommNode, graph: str | None = None) -> list[dict[str, str]]:
+    """What irtool derived about a communication node, for the side panel. `serves` is a link when it
+    names a node of `graph` (the subgraph the panel's graph shows), else the node's uid as text."""
+    serves: Any = c.serves
+    if c.serves and "/%" in c.serves and c.serves.rpartition("/")[0] == graph:
+        serves = link([c.serves], graph)
     rows = [("category", c.category), ("phase", c.phase), ("rule", c.rule), ("group", c.group),
-            ("group ranks", rank_list(c.group_ranks) if c.group_ranks else None), ("shape", c.shape),
-            ("dtype", c.dtype), ("bytes", c.bytes), ("micro", c.micro), ("peer rank", c.peer_rank),
-            ("peer stage", c.peer_stage), ("segment", c.segment),
-            ("serves", link([c.serves], c.serves.rpartition("/")[0]) if c.serves and "/%" in c.serves else c.serves),
+            ("group ranks", rank_list(c.group_ranks) if c.group_ranks else None),
+            ("shape", shape_text(c.shape) if c.shape is not None else None),
+            ("dtype", c.dtype), ("bytes", cell(c.bytes) if c.bytes is not None else None), ("micro", c.micro),
+            ("peer rank", c.peer_rank), ("peer stage", c.peer_stage), ("segment", c.segment),
+            ("serves", serves),
             ("serves op", c.serves_op), ("serves strategy", strategy_text(c.serves_strategy) if c.serves_strategy
                                           is not None else None),
             ("parameter", c.parameter)]
@@ -141,9 +149,10 @@ def comm_attrs(c: CommNode) -> list[dict[str, str]]:
 
 
 class _Context:
-    """Per dump: facts by node uid, parameters, subgraph names."""
+    """Per dump: facts by node uid, parameters, subgraph names. `file`: the dump's name as the panel
+    says it (`rank_4/19_validate_0078.ir.xz` in a folder)."""
 
-    def __init__(self, dump: Dump, facts: ParallelFacts) -> None:
+    def __init__(self, dump: Dump, facts: ParallelFacts, file: str | None = None) -> None:
         self.dump = dump
         self.comm = {c.node: c for c in facts.comm}
         self.strategy = {s.node: s for s in facts.strategies}
@@ -154,9 +163,11 @@ class _Context:
         # the `source` and `call stack` rows of a node's `# In file` lines, shared by nodes
         self.stacks: dict[tuple[str, ...], tuple[dict[str, str] | None, dict[str, str] | None]] = {}
         self.outputs: dict[str, list[dict[str, Any]]] = {}  # output metadata, shared by type
-        self.file = os.path.basename(dump.path)
+        self.file = file or os.path.basename(dump.path)
         # node uid -> id of the redistribution chain it belongs to
         self.micro: Micro = partial(facts.table, "micro")
+        self.order_inputs: Callable[[Node], tuple[int, ...]] = partial(facts.table, "order_inputs")
+        self.kind: Callable[[Node], str] = partial(facts.table, "kind")
         self.chain_of: dict[str, int] = {}
         for ch in facts.chains:
             graph = ch.comm[0].rpartition("/")[0] if ch.comm else ""
@@ -190,13 +201,14 @@ def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
         attrs += strategy_matrix(s)
     c = ctx.comm.get(uid)
     if c is not None:
-        attrs += comm_attrs(c)
+        attrs += comm_attrs(c, node.graph)
     chain = ctx.chains.get(ctx.chain_of.get(uid, -1))
     if chain is not None:
         attrs += chain_attrs(chain, node.graph)
     for inp in node.inputs:
-        if inp.ref is None and not inp.nested:  # constants are not edges: show them
-            attrs.append(_kv(f"input {inp.index}", inp.text))
+        if inp.ref is None and not inp.nested:  # constants are not edges: show them, typed (`false`, `0`)
+            value = literal_value(inp.text)
+            attrs.append(_kv(f"input {inp.index}", inp.text if value is None else literal_text(value)))
     tail = node.tail.strip()
     if inst and tail.startswith("{instance name: "):  # said above
         tail = tail[len(inst) + 17 :].strip()
@@ -208,19 +220,21 @@ def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
 
 
 def _output_metadata(t: TypeInfo | None, cache: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """An output's shape and dtype (the type as printed when they do not say it all), shared by
-    nodes of the same output type."""
+    """An output's shape and dtype, a tuple summarised (`tuple of 2: 2 × Float32 (256, 512)`), other
+    types in a word (`Bool`, `UMonad`; as printed when not read), shared by nodes of the same type."""
     if t is None:
         return []
     meta = cache.get(t.text)
     if meta is None:
-        attrs = []
-        if t.shape is not None:
-            attrs.append(_kv("shape", t.shape))
-        if t.dtype:
-            attrs.append(_kv("dtype", t.dtype))
-        if t.shape is None or t.text != f"<{t.kind}[{t.dtype}], {cell(t.shape)}>":
-            attrs.append(_kv("type", t.text))
+        if t.kind in ("Tensor", "Ref") and t.dtype:
+            attrs = [_kv("shape", shape_text(t.shape)), _kv("dtype", t.dtype)]
+            if t.kind == "Ref":
+                attrs.append(_kv("type", "parameter (Ref)"))
+        elif t.kind == "?" or (t.kind == "Tuple" and t.elements is None):
+            attrs = [_kv("type", t.text)]
+        else:
+            attrs = [_kv("type", type_text(t.kind, t.dtype if t.kind != "Tuple" else None,
+                                           t.shape if t.kind == "Tuple" else None, t.elements))]
         meta = cache[t.text] = [{"id": "0", "attrs": attrs}]
     return meta
 
@@ -242,24 +256,63 @@ def _micro(node: Node | None, micro: Micro) -> str | None:
     return None if m is None else f"micro {m}"
 
 
-def bound_namespaces(members: list[Member], chain_of: dict[str, int], micro: Micro) -> dict[str, str]:
-    """Split every namespace with more than MAX_CHILDREN direct children into levels users know,
-    in this order while a group is still too big: micro batch (the `micro` attribute), the
-    redistribution chain a node belongs to, operator type, then runs of dump lines. Returns each new
-    namespace's level name (`micro batch`, ...), for its group attributes."""
-    direct: dict[str, list[Member]] = defaultdict(list)
-    for m in members:
-        direct[m[0]["namespace"]].append(m)
+def _children(direct: Iterable[str]) -> dict[str, set[str]]:
+    """Namespace -> its child namespaces, of the namespaces holding nodes (`direct`) and their parents."""
     children: dict[str, set[str]] = defaultdict(set)
     for ns in direct:  # each namespace's chain of parents once, not once per member
         parts = ns.split("/") if ns else []
         for i in range(len(parts)):
             children["/".join(parts[:i])].add("/".join(parts[: i + 1]))
+    return children
+
+
+def bound_namespaces(members: list[Member], chain_of: dict[str, int], micro: Micro,
+                     stackable: Callable[[Node], bool] = lambda n: True) -> dict[str, str]:
+    """Split every namespace with more than MAX_CHILDREN direct children into levels users know,
+    in this order while a group is still too big: micro batch (the `micro` attribute), the
+    redistribution chain a node belongs to, operator type, then runs of dump lines. Then, in any
+    namespace of more than STACK_SCOPE children, the operators of a type occurring STACK_MIN times or
+    more (`stackable` ones: not communication) go into a group of their own, `Depend (17)` (a stack).
+    Returns each new namespace's level name (`micro batch`, `operator`, ...), for its group attributes."""
+    direct: dict[str, list[Member]] = defaultdict(list)
+    for m in members:
+        direct[m[0]["namespace"]].append(m)
+    children = _children(direct)
     levels: dict[str, str] = {}
     for ns, ms in direct.items():
         if len(ms) + len(children[ns]) > MAX_CHILDREN:
             _split(ns, ms, 0, chain_of, micro, levels)
+    _stack(members, levels, stackable)
     return levels
+
+
+STACK_MIN = 4  # operators of one type in one scope that make a stack
+STACK_SCOPE = 8  # direct children of a scope above which its repeated operators are stacked
+
+
+def _stack(members: list[Member], levels: dict[str, str], stackable: Callable[[Node], bool]) -> None:
+    direct: dict[str, list[Member]] = defaultdict(list)
+    for m in members:
+        direct[m[0]["namespace"]].append(m)
+    children = _children(direct)
+    for ns, ms in direct.items():
+        if levels.get(ns) == "operator" or len(ms) + len(children[ns]) <= STACK_SCOPE:
+            continue
+        by_op: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for e, n in ms:
+            if n is not None and e["id"] == n.key and stackable(n):
+                by_op[e["label"]].append(e)
+        for op, group in by_op.items():
+            if STACK_MIN <= len(group) < len(ms):
+                sub = _stack_name(ns, op, len(group))
+                levels[sub] = "operator"
+                for e in group:
+                    e["namespace"] = sub
+
+
+def _stack_name(ns: str, op: str, count: int) -> str:
+    name = f"{op} ({count})"  # the box's label (Model Explorer's font has no `×`)
+    return f"{ns}/{name}" if ns else name
 
 
 def _lines(m: Member) -> int:
@@ -273,8 +326,9 @@ def _keys(depth: int, chain_of: dict[str, int], micro: Micro, ms: list[Member]) 
         return "redistribution chain", [f"redistribution chain {chain_of[n.uid]}" if n is not None and n.uid in chain_of
                                         else None for _, n in ms]
     if depth == 2:
-        return "operator", [e["label"] if n is not None and e["id"] == n.key else "parameters"
-                            for e, n in ms]
+        ops = [e["label"] if n is not None and e["id"] == n.key else "parameters" for e, n in ms]
+        count = Counter(ops)
+        return "operator", [op if op == "parameters" else f"{op} ({count[op]})" for op in ops]
     return None
 
 
@@ -343,10 +397,12 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
 
     first_user: dict[str, Node] = {}  # parameter reference -> the first operator reading it
     uids: list[str] = []
+    ordering: list[dict[str, str]] = []  # edges that only order (monads, UpdateState, Depend): an edge overlay
     for node in sg.nodes:
         ns = namespace_of(node.scope)
         edges = []
         called: list[str] = []
+        orders = ctx.order_inputs(node)
         for inp in node.inputs:
             for ref in (inp.ref,) if inp.ref else inp.nested:
                 kind = ref.kind
@@ -355,11 +411,16 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
                         continue
                     src = ref.name
                 elif kind in ("param", "free"):
+                    if inp.index in orders:  # a monad parameter: no box of its own
+                        continue
                     src = source(kind, ref.name, ns)
                     first_user.setdefault(src, node)
                 else:
                     if kind == "graph":
                         called.append(ref.name.lstrip("@"))
+                    continue
+                if inp.index in orders:
+                    ordering.append({"sourceNodeId": src, "targetNodeId": node.key})
                     continue
                 edges.append({"sourceNodeId": src, "sourceNodeOutputId": "0", "targetNodeInputId": str(inp.index)})
         uid = f"{node.graph}/{node.key}"
@@ -376,7 +437,7 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
             entry["style"] = {"backgroundColor": CATEGORY_COLORS[c.category], "borderColor": "#424242"}
         nodes.append(entry)
     members = list(zip(nodes, sg.nodes)) + [(e, first_user.get(ref)) for ref, e in aux.items()]
-    levels = bound_namespaces(members, ctx.chain_of, ctx.micro)
+    levels = bound_namespaces(members, ctx.chain_of, ctx.micro, lambda n: ctx.kind(n) != "communication")
     # counts of a folded scope include everything below it: per namespace, then added to its ancestors
     own: dict[str, Counter] = defaultdict(Counter)
     for entry, uid in zip(nodes, uids):
@@ -393,7 +454,8 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
         parts = ns.split("/") if ns else []
         for depth in range(len(parts) + 1):  # the graph's totals too (its top, "")
             counts["/".join(parts[:depth])].update(box)
-    group_attrs = {ns: {k: str(v) for k, v in box.items()} for ns, box in counts.items()}
+    # counts said when not 0 (a box of `with strategy: 0` says nothing); `operators` always
+    group_attrs = {ns: {k: str(v) for k, v in box.items() if v or k == "operators"} for ns, box in counts.items()}
     for ns, level in levels.items():
         if ns in group_attrs:
             group_attrs[ns]["level"] = level
@@ -403,7 +465,23 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
     group_attrs[""] = {"dump": ctx.file, "subgraph": name, "nodes": str(len(sg.nodes)),
                        "parameters": str(len(aux)), "entry": "yes" if ctx.dump.entry == name else "no",
                        **group_attrs.get("", {})}
-    return {"id": graph_id or name, "nodes": list(aux.values()) + nodes, "groupNodeAttributes": group_attrs}
+    gid = graph_id or name
+    out = {"id": gid, "nodes": list(aux.values()) + nodes, "groupNodeAttributes": group_attrs}
+    if ordering:
+        out["tasksData"] = ordering_overlay(gid, ordering)
+    return out
+
+
+ORDERING_EDGES = "ordering edges (monads, UpdateState, Depend)"
+
+
+def ordering_overlay(graph_id: str, edges: list[dict[str, str]]) -> dict[str, Any]:
+    """Model Explorer's edge overlay of the edges that only order (hidden from the graph): drawn for
+    the node selected, turned off and on in its *Edge overlays* menu; for either pane of a diff."""
+    data = {"type": "edge_overlays", "name": "ordering", "graphName": graph_id,
+            "overlays": [{"name": ORDERING_EDGES, "edgeColor": "#8e24aa", "edgeWidth": 2, "edges": edges,
+                          "showEdgesConnectedToSelectedNodeOnly": True}]}
+    return {"edgeOverlaysDataListLeftPane": [data], "edgeOverlaysDataListRightPane": [data]}
 
 
 # Operators of one graph beyond which it is split. Model Explorer processes a whole graph before it
@@ -412,29 +490,52 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
 PART_SIZE = 5000
 
 
+def graph_names(dump: Dump, facts: ParallelFacts) -> dict[str, str]:
+    """Each subgraph's name in the viewer: the cell whose `construct` it is (`TrainGradAccuStepCell`,
+    `DecoderLayer`: the dump's own names run to 90 characters), where several graphs are of one cell
+    with their phase and MindSpore's number (`DecoderLayer backward #7336`), else the dump's name."""
+    phases = facts.table.get("graph_phases")
+    cells = {g.name: g.cell for g in dump.subgraphs}
+    per_cell = Counter(c[0] for c in cells.values() if c is not None)
+    out: dict[str, str] = {}
+    for g in dump.subgraphs:
+        c = cells[g.name]
+        name = g.name
+        if c is not None:
+            name = c[0] if per_cell[c[0]] == 1 else " ".join(
+                x for x in (c[0], phases.get(g.name), f"#{c[1] or g.name}") if x)
+        out[g.name] = name
+    taken = Counter(out.values())
+    return {k: v if taken[v] == 1 else k for k, v in out.items()}
+
+
 def dump_graphs(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: int = PART_SIZE,
-                annotate: Callable[[str, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """One graph per subgraph, the entry graph first; graph ids are `prefix` + the subgraph name. A
-    subgraph of more than `part_size` operators (PART_SIZE) comes as its overview and parts
-    (`split_large`), after `annotate(subgraph, graph)` (a diff's rows) had the whole graph."""
-    ctx = _Context(dump, facts)
+                annotate: Callable[[str, dict[str, Any]], None] | None = None,
+                file: str | None = None) -> list[dict[str, Any]]:
+    """One graph per subgraph, the entry graph first; graph ids are `prefix` + its name (`graph_names`).
+    A subgraph of more than `part_size` operators (PART_SIZE) comes as its overview and parts
+    (`split_large`), after `annotate(subgraph, graph)` (a diff's rows) had the whole graph. `file`:
+    the dump's name in the panel (default its file name)."""
+    ctx = _Context(dump, facts, file)
     split = _too_large(dump, part_size)
-    ctx.graph_ids = {n: overview_id(prefix + n) if n in split else prefix + n for n in ctx.names}
+    shown = graph_names(dump, facts)
+    ctx.graph_ids = {n: overview_id(prefix + shown[n]) if n in split else prefix + shown[n] for n in ctx.names}
     names = sorted((g.name for g in dump.subgraphs), key=lambda n: n != dump.entry)
     out: list[dict[str, Any]] = []
     for n in names:
-        graph = subgraph_graph(ctx, n, prefix + n)
+        graph = subgraph_graph(ctx, n, prefix + shown[n])
         if annotate is not None:
             annotate(n, graph)
         out += split_large(graph, part_size) if n in split else [graph]
     return out
 
 
-def first_graph(dump: Dump, prefix: str = "", part_size: int = PART_SIZE) -> str | None:
-    """The graph to open a dump on: the entry graph's overview when it is split, else None (Model
-    Explorer's choice, the largest graph)."""
-    split = _too_large(dump, part_size)
-    return overview_id(prefix + dump.entry) if dump.entry in split else None
+def first_graph(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: int = PART_SIZE) -> str | None:
+    """The graph to open a dump on: its entry graph, or that graph's overview when it is split."""
+    if dump.entry is None:
+        return None
+    gid = prefix + graph_names(dump, facts)[dump.entry]
+    return overview_id(gid) if dump.entry in _too_large(dump, part_size) else gid
 
 
 def _too_large(dump: Dump, size: int) -> set[str]:
@@ -562,6 +663,12 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE) -> list[dict[str, 
         members[key].append(n)
         where[n["id"]] = key
     by_id = {n["id"]: n for n in nodes}
+    ordering: dict[tuple[str, bool], list[dict[str, str]]] = defaultdict(list)  # a part's own ordering edges
+    for data in graph.get("tasksData", {}).get("edgeOverlaysDataListLeftPane", ()):
+        for overlay in data["overlays"]:
+            for e in overlay["edges"]:
+                if where.get(e["targetNodeId"]) == where.get(e["sourceNodeId"]):
+                    ordering[where[e["targetNodeId"]]].append(e)
     stubs: dict[str, dict[str, Any]] = {}
     root = attrs.get("", {})
     parts: list[dict[str, Any]] = []
@@ -595,7 +702,10 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE) -> list[dict[str, 
         if inputs:
             group_attrs[INPUTS] = {"nodes": str(len(inputs)), "read": str(n_read),
                                    "level": "nodes of other parts this part reads or its links name"}
-        parts.append({"id": pid, "nodes": list(inputs.values()) + out, "groupNodeAttributes": group_attrs})
+        part = {"id": pid, "nodes": list(inputs.values()) + out, "groupNodeAttributes": group_attrs}
+        if ordering.get((scope, own)):
+            part["tasksData"] = ordering_overlay(pid, ordering[(scope, own)])
+        parts.append(part)
         boxes[(scope, own)] = {
             "id": pid, "label": _part_name(scope.rpartition("/")[2], own),
             "namespace": scope if own else scope.rpartition("/")[0],
@@ -706,13 +816,13 @@ def _in_subgraph(facts: ParallelFacts, subgraph: str) -> list[tuple[CommNode, st
 
 
 def category_node_data(graphs: Iterable[tuple[str, ParallelFacts, str]]) -> dict[str, Any]:
-    """Model Explorer node data: communication nodes valued by category (index in
-    `irtool.parallel.CATEGORIES`) and coloured by it; `graphs` is (graph id, facts, subgraph)."""
+    """Model Explorer node data: communication nodes valued by their category's name and coloured by
+    it (a folded box shows how many of each it holds); `graphs` is (graph id, facts, subgraph)."""
     out = {}
     for graph_id, facts, subgraph in graphs:
-        res = {key: {"value": CATEGORIES.index(c.category), "bgColor": CATEGORY_COLORS[c.category]}
+        res = {key: {"value": c.category, "bgColor": CATEGORY_COLORS[c.category]}
                for c, key in _in_subgraph(facts, subgraph)}
-        out[graph_id] = _node_data("comm category", res)
+        out[graph_id] = {**_node_data("comm category", res), "showExpandedSummaryOnGroupNode": True}
     return out
 
 
@@ -785,7 +895,56 @@ def for_parts(data: dict[str, Any], graphs: list[dict[str, Any]]) -> dict[str, A
 
 
 def diff_node_data(graph_id: str, changes: dict[str, str]) -> dict[str, Any]:
-    """Model Explorer node data marking nodes (`%N` keys) `added`, `removed` or `changed`."""
-    kinds = ["added", "removed", "changed"]
-    return {graph_id: _node_data("diff", {k: {"value": kinds.index(v) + 1, "bgColor": DIFF_COLORS[v]}
-                                          for k, v in changes.items()})}
+    """Model Explorer node data marking nodes (`%N` keys) `added`, `removed` or `changed`, by name (a
+    folded box counts and colours the changes it holds)."""
+    return {graph_id: {**_node_data("diff", {k: {"value": v, "bgColor": DIFF_COLORS[v]} for k, v in changes.items()}),
+                       "showExpandedSummaryOnGroupNode": True}}
+
+
+# --- finding nodes across graphs ----------------------------------------------------------------
+
+# Panel rows the page (irtool/view/static/view.js) turns into links to a node of another graph: a
+# part's node read from another part (`in part`), a pipeline box's node in its stage graph (`stage graph`,
+# valued `<graph> %N`)
+LINK_KEYS = ("in part", "stage graph")
+
+
+def node_index(graphs: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the page searches across all graphs of a model, and where its links to other graphs go:
+    `graphs` (ids, in order), `nodes` ([graph index, node id, label, file, scope, instance name] of every
+    node in the graph it belongs to: not an overview's box, not a part's copy of another part's node),
+    `links` ({graph id: {node id: [graph id, node id]}}, the targets of the LINK_KEYS rows), `wholes`
+    (each graph's id before a split: a part's whole graph)."""
+    home: dict[tuple[str, str], str] = {}  # (unsplit graph id, node id) -> the graph holding it
+    nodes: list[list[Any]] = []
+    pending: list[tuple[str, str, str, str]] = []  # (graph, node, unsplit graph, node id) of each link row
+    ids = [g["id"] for g in graphs]
+    wholes = [g["groupNodeAttributes"].get("", {}).get("part of", g["id"]) for g in graphs]
+    for gi, g in enumerate(graphs):
+        if "overview of" in g["groupNodeAttributes"].get("", {}):
+            continue
+        whole = wholes[gi]
+        for n in g["nodes"]:
+            attrs = {a["key"]: a["value"] for a in n["attrs"]}
+            if "in part" in attrs:  # a node of another part
+                pending.append((g["id"], n["id"], whole, n["id"]))
+                continue
+            stage = attrs.get("stage graph")
+            if isinstance(stage, str) and " " in stage:
+                target, _, key = stage.rpartition(" ")
+                pending.append((g["id"], n["id"], target, key))
+            home[(whole, n["id"])] = g["id"]
+            nodes.append([gi, n["id"], n["label"], attrs.get("file", ""), attrs.get("scope", ""),
+                          attrs.get("instance name", "")])
+    links: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    for gid, nid, whole, key in pending:
+        target = home.get((whole, key))
+        if target is not None:
+            links[gid][nid] = [target, key]
+    return {"graphs": ids, "wholes": wholes, "nodes": nodes, "links": links}
+
+
+def graph_of(index: dict[str, Any], whole: str, node: str) -> str | None:
+    """The graph holding `node` of the graph `whole` (before a split), by a model's `node_index`."""
+    return next((index["graphs"][n[0]] for n in index["nodes"] if n[1] == node and index["wholes"][n[0]] == whole),
+                None)
