@@ -15,9 +15,21 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from .records import CALL, DumpWarning, Input, TypeInfo, Unreadable, param_number
-from .values import param_refs, parse_tail, parse_type, parse_type_sig, read_group, read_instance_name, scan_args
+from .values import (
+    _group_ends,
+    param_refs,
+    parse_tail,
+    parse_type,
+    parse_type_sig,
+    parse_value,
+    read_group,
+    read_instance_name,
+    scan_args,
+)
 
 _SCALAR = re.compile(r'I64\((-?\d+)\)|Bool\(([01])\)|"([^"\\]*)"')  # Node.scalar_attr's value forms
+# A tuple nested at most three deep holding no other brackets: the usual strategy, matched in C (Node.bracket_attr).
+_TUPLE = re.compile(r"\((?:[^()\[\]{}]|\((?:[^()\[\]{}]|\([^()\[\]{}]*\))*\))*\)")
 _NODE_REF = re.compile(r"%\d+(?![\w.])")  # a node reference inside a statement (Node.node_refs)
 # A subgraph named after the cell whose `construct` it is (Subgraph.cell):
 # `..._mindspore_nn_wrap_cell_wrapper__TrainGradAccuStepCell_construct_4586`,
@@ -185,6 +197,34 @@ class Node:
                 return int(number) if number is not None else (flag == "1" if flag is not None else quoted)
             i = text.find(probe, i + 1)
         return None
+
+    def bracket_attr(self, key: str) -> Any:
+        """The bracketed value after the last `key: ` (a strategy `((2, 1), (1, 4))`), found by bracket
+        matching and read with the grammar's `value` rule (cached: strategies recur), without parsing
+        the other attributes of large operators; None when not printed, `...` when it cannot be read so
+        (`attr` then decides)."""
+        text = self.text
+        k = text.rfind(key + ": ")
+        if k < 0:
+            return None
+        i = k + len(key) + 2
+        if i >= len(text) or text[i] not in "([":
+            return ...
+        m = _TUPLE.match(text, i)  # the usual value, found by one regex
+        if m is not None:
+            value = parse_value(m.group())
+        else:
+            end = next(_group_ends(text, i), None)
+            value = parse_value(text[i:end]) if end is not None else Unreadable(text[i:], "unbalanced")
+        return ... if isinstance(value, Unreadable) else value
+
+    def input_value(self, index: int) -> Any:
+        """The constant an input is (`Bool(1)` -> True, `I64(2)` -> 2), None for a reference or no such
+        input, `Unreadable` for text the grammar does not read."""
+        ins = self.inputs
+        if index >= len(ins) or ins[index].ref is not None:
+            return None
+        return parse_value(ins[index].text.strip())
 
     def attr_group(self, group: str) -> dict[str, Any]:
         """One attribute group (`cnode_primal_attrs`, ...) read alone when it can be, else from the

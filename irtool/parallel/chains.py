@@ -31,7 +31,6 @@ FC = "forward_comm_node_unique_id"
 _TUPLE_OPS = frozenset({"TupleGetItem", "MakeTuple"})
 # Looking for a producer or consumer, walk through these: they do not change a layout.
 _THROUGH = frozenset({"TupleGetItem", "Depend", "Load", "MakeTuple", "UpdateState"})
-_INDEX = re.compile(r"(?:[A-Za-z]+\d*\()?(-?\d+)\)?")  # `I64(2)` or `2`
 _SOURCE = re.compile(r"^# In file (.+?):(\d+)(?:~\d+)?, [\d~]+/(.*)/\s*$")
 
 
@@ -164,16 +163,16 @@ def redistribution_chains(t: NodeFacts) -> list[RedistributionChain]:
                 nodes.pop()
             (backward if is_bwd[nodes[0].key] else forward).append((nodes, graph))
     chains: list[RedistributionChain] = []
-    fwd_ids: dict[str, int] = {}  # unique_id / forward_comm_node_unique_id of a forward member -> chain id
+    fwd_ids: dict[Node | str, int] = {}  # a forward member, or its forward_comm_node_unique_id -> chain id
     for nodes, graph in sorted(forward, key=lambda p: (p[0][0].line, p[0][0].graph)):
         chain = _chain(t, len(chains), nodes, graph, comm_by_uid, groups, strat, kind == "post")
         chains.append(chain)
         for n in nodes:
-            for key in ("unique_id", FC):
-                v = n.scalar_attr(key)
-                if v is not None:
-                    fwd_ids.setdefault(f"{key}:{v}", chain.id)
-    pieces = [(part, graph, hit) for nodes, graph in backward for hit, part in _by_forward(nodes, graph, fwd_ids)]
+            fwd_ids.setdefault(n, chain.id)
+            fc = n.scalar_attr(FC)
+            if fc is not None:
+                fwd_ids.setdefault(f"{FC}:{fc}", chain.id)
+    pieces = [(part, graph, hit) for nodes, graph in backward for hit, part in _by_forward(t, nodes, graph, fwd_ids)]
     for nodes, graph, hit in sorted(pieces, key=lambda p: (p[0][0].line, p[0][0].graph)):
         if not any(_REDIST.match(n.instance_name or "") for n in nodes):
             continue  # the bprop of a local slice: no communication
@@ -194,21 +193,22 @@ def _find(parent: dict[str, str], k: str) -> str:
     return k
 
 
-def _forward_hit(n: Node, fwd_ids: dict[str, int]) -> int | None:
-    fid, fc = n.scalar_attr("forward_unique_id"), n.scalar_attr(FC)
-    hit = fwd_ids.get(f"unique_id:{fid}") if fid is not None else None
-    if hit is None and fc is not None:
-        hit = fwd_ids.get(f"{FC}:{fc}")
-    return hit
+def _forward_hit(t: NodeFacts, n: Node, fwd_ids: dict[Node | str, int]) -> int | None:
+    """The forward chain a bprop node belongs to: its forward counterpart's, else by `forward_comm_node_unique_id`."""
+    fwd = t("forward", n)
+    hit = fwd_ids.get(fwd) if fwd is not None else None
+    fc = n.scalar_attr(FC) if hit is None else None
+    return fwd_ids.get(f"{FC}:{fc}") if fc is not None else hit
 
 
-def _by_forward(nodes: list[Node], graph: _Graph, fwd_ids: dict[str, int]) -> list[tuple[int | None, list[Node]]]:
+def _by_forward(t: NodeFacts, nodes: list[Node], graph: _Graph,
+                fwd_ids: dict[Node | str, int]) -> list[tuple[int | None, list[Node]]]:
     """A backward component split by the forward chain each node is the bprop of: one data-linked
     set of bprop nodes may serve several forward chains (two inputs of one operator). A node that
     names no forward node (a MakeTuple between bprops) goes with its first input's part."""
     part: dict[str, int | None] = {}
     for n in nodes:  # print order: inputs first
-        hit = _forward_hit(n, fwd_ids)
+        hit = _forward_hit(t, n, fwd_ids)
         if hit is None:
             hit = next((part[x.key] for _, x in graph.node_inputs(n) if x.key in part), None)
         part[n.key] = hit
@@ -292,8 +292,8 @@ def _producer(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str,
             while x is not None and steps < 16 and x.uid not in strat and (x.op in _THROUGH or x.op in COMM_OPS):
                 steps += 1
                 if x.op == "TupleGetItem" and item is None and len(x.inputs) > 1:
-                    m = _INDEX.fullmatch(x.inputs[1].text.strip())
-                    item = int(m.group(1)) if m else None
+                    v = x.input_value(1)
+                    item = v if isinstance(v, int) and not isinstance(v, bool) else None
                 nxt = graph.node_input(x, 0)
                 if nxt is None:
                     first = x.inputs[0].ref if x.inputs else None

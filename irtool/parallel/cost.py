@@ -11,7 +11,6 @@ an operator without a strategy is counted with its printed, logical shapes (`log
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -69,7 +68,6 @@ CONVS = frozenset({"Conv2D", "Conv3D", "Conv2DBackpropInput", "Conv2DBackpropFil
 ATTENTION = {"FlashAttentionScore": 4, "FlashAttentionScoreGrad": 10, "PromptFlashAttention": 4,
              "IncreFlashAttention": 4, "FusedInferAttentionScore": 4}
 
-_BOOL = re.compile(r"Bool\((\d)\)|^(True|False)$")
 
 
 @dataclass
@@ -114,11 +112,6 @@ class CostFacts:
                           "step_parallel_end: logical per micro batch, sliced here by in_strategy"}
 
 
-def _flag(text: str) -> bool:
-    m = _BOOL.search(text.strip())
-    return bool(m) and (m.group(1) == "1" or m.group(2) == "True")
-
-
 def _slice(shape: Any, strategy: Any) -> Any:
     """A logical shape divided by its strategy (one split per dimension)."""
     if not isinstance(shape, tuple) or not isinstance(strategy, (tuple, list)) or len(strategy) != len(shape):
@@ -155,8 +148,8 @@ def _matmul(node: Node, ins: list[Any]) -> int | None:
     if len(a) < 2 or len(b) < 2:
         return None
     args = node.inputs
-    ta = _flag(args[2].text) if len(args) > 2 else bool(node.attr("transpose_a", node.attr("transpose_x1", False)))
-    tb = _flag(args[3].text) if len(args) > 3 else bool(node.attr("transpose_b", node.attr("transpose_x2", False)))
+    ta = node.input_value(2) is True if len(args) > 2 else bool(node.attr("transpose_a", node.attr("transpose_x1", False)))
+    tb = node.input_value(3) is True if len(args) > 3 else bool(node.attr("transpose_b", node.attr("transpose_x2", False)))
     if node.op == "Dense":
         ta, tb = False, True  # Dense(x, w): x @ w.T
     m, k = (a[-1], a[-2]) if ta else (a[-2], a[-1])

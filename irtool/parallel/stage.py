@@ -57,9 +57,8 @@ def stage_of(kind: FileKind, comm: list[CommNode], primal: dict[str, dict]) -> S
             if own is not None:
                 votes[own] += 1
                 how.add("primal stage")
-                chunk = as_int(pr.get("chunk"))
-                if chunk is not None:
-                    chunks.add(chunk)
+                if c.chunk is not None:
+                    chunks.add(c.chunk)
             else:
                 dest, src = as_int(pr.get("dest_rank")), as_int(pr.get("src_rank"))
                 if dest == 0:

@@ -32,7 +32,6 @@ from ..present import DASH, cell, chain_end_layout, literal_text, rank_list, sha
 from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
 from ..selection import not_read
 
-_GRAPH_TOKEN = re.compile(r"@@?([^\s,()\[\]]+)")
 MAX_VALUE = 2000  # characters of one attribute shown in the side panel (the dump line has them all)
 
 
@@ -73,9 +72,7 @@ def call_stack(sources: tuple[str, ...]) -> str:
 
 def _graph_refs(node: Node, args: list[str], names: set[str]) -> list[str]:
     """Subgraphs this node refers to: `@g` arguments (`args`), `call @g`, `[@FuncUnion(@a, @b)]` callees."""
-    head = node.text[: node.args_start]
-    found = args + _GRAPH_TOKEN.findall(head) if "@" in head else args
-    return [g for g in dict.fromkeys(found) if g in names]
+    return [g for g in dict.fromkeys([*args, *node.called_graphs]) if g in names]
 
 
 def link(uids: Iterable[str], graph: str | None = None) -> dict[str, Any]:
