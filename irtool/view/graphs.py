@@ -269,7 +269,7 @@ def bound_namespaces(members: list[Member], chain_of: dict[str, int], micro: Mic
     in this order while a group is still too big: micro batch (the `micro` attribute), the
     redistribution chain a node belongs to, operator type, then runs of dump lines. Then, in any
     namespace of more than STACK_SCOPE children, the operators of a type occurring STACK_MIN times or
-    more (`stackable` ones: not communication) go into a group of their own, `Depend (17)` (a stack).
+    more (`stackable` ones) go into a group of their own, `Depend (17)` (a stack).
     Returns each new namespace's level name (`micro batch`, `operator`, ...), for its group attributes."""
     direct: dict[str, list[Member]] = defaultdict(list)
     for m in members:
@@ -434,7 +434,10 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
             entry["style"] = {"backgroundColor": CATEGORY_COLORS[c.category], "borderColor": "#424242"}
         nodes.append(entry)
     members = list(zip(nodes, sg.nodes)) + [(e, first_user.get(ref)) for ref, e in aux.items()]
-    levels = bound_namespaces(members, ctx.chain_of, ctx.micro, lambda n: ctx.kind(n) != "communication")
+    # communication, operators with a strategy and redistribution chains stay in sight (what the view
+    # is for): the rest stack
+    levels = bound_namespaces(members, ctx.chain_of, ctx.micro, lambda n: ctx.kind(n) != "communication"
+                              and n.uid not in ctx.strategy and n.uid not in ctx.chain_of)
     # counts of a folded scope include everything below it: per namespace, then added to its ancestors
     own: dict[str, Counter] = defaultdict(Counter)
     for entry, uid in zip(nodes, uids):
@@ -906,15 +909,22 @@ def diff_node_data(graph_id: str, changes: dict[str, str]) -> dict[str, Any]:
 LINK_KEYS = ("in part", "stage graph")
 
 
+_INDEXED = frozenset(("file", "scope", "instance name", "in part", "stage graph"))
+
+
 def node_index(graphs: list[dict[str, Any]]) -> dict[str, Any]:
     """What the page searches across all graphs of a model, and where its links to other graphs go:
-    `graphs` (ids, in order), `nodes` ([graph index, node id, label, file, scope, instance name] of every
-    node in the graph it belongs to: not an overview's box, not a part's copy of another part's node),
-    `links` ({graph id: {node id: [graph id, node id]}}, the targets of the LINK_KEYS rows), `wholes`
-    (each graph's id before a split: a part's whole graph)."""
+    `graphs` (ids, in order), `wholes` (each graph's id before a split: a part's whole graph), `files`
+    and `scopes` (tables the nodes point into), `nodes` ([graph, node id, label, file, line, scope, its
+    last name, instance name] of every node in the graph it belongs to: not an overview's box, not a
+    part's copy of another part's node; the scope `<scope>/<last name>`, file and scope as positions in
+    their tables, file -1 for none), `links` ({graph id:
+    {node id: [graph id, node id]}}, the targets of the LINK_KEYS rows)."""
     home: dict[tuple[str, str], str] = {}  # (unsplit graph id, node id) -> the graph holding it
     nodes: list[list[Any]] = []
     pending: list[tuple[str, str, str, str]] = []  # (graph, node, unsplit graph, node id) of each link row
+    files: dict[str, int] = {}
+    scopes: dict[str, int] = {}
     ids = [g["id"] for g in graphs]
     wholes = [g["groupNodeAttributes"].get("", {}).get("part of", g["id"]) for g in graphs]
     for gi, g in enumerate(graphs):
@@ -922,23 +932,27 @@ def node_index(graphs: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         whole = wholes[gi]
         for n in g["nodes"]:
-            attrs = {a["key"]: a["value"] for a in n["attrs"]}
-            if "in part" in attrs:  # a node of another part
+            found = {a["key"]: a["value"] for a in n["attrs"] if a["key"] in _INDEXED}
+            if "in part" in found:  # a node of another part
                 pending.append((g["id"], n["id"], whole, n["id"]))
                 continue
-            stage = attrs.get("stage graph")
+            stage = found.get("stage graph")
             if isinstance(stage, str) and " " in stage:
                 target, _, key = stage.rpartition(" ")
                 pending.append((g["id"], n["id"], target, key))
             home[(whole, n["id"])] = g["id"]
-            nodes.append([gi, n["id"], n["label"], attrs.get("file", ""), attrs.get("scope", ""),
-                          attrs.get("instance name", "")])
+            file, _, line = found.get("file", "").rpartition(":")
+            outer, _, last = found.get("scope", "").rpartition("/")
+            nodes.append([gi, n["id"], n["label"], files.setdefault(file, len(files)) if file else -1,
+                          int(line) if line.isdigit() else 0, scopes.setdefault(outer, len(scopes)), last,
+                          found.get("instance name", "")])
     links: dict[str, dict[str, list[str]]] = defaultdict(dict)
     for gid, nid, whole, key in pending:
         target = home.get((whole, key))
         if target is not None:
             links[gid][nid] = [target, key]
-    return {"graphs": ids, "wholes": wholes, "nodes": nodes, "links": links}
+    return {"graphs": ids, "wholes": wholes, "files": list(files), "scopes": list(scopes), "nodes": nodes,
+            "links": links}
 
 
 def graph_of(index: dict[str, Any], whole: str, node: str) -> str | None:

@@ -147,8 +147,9 @@ class _Rank:
 
 def _overlays(ranks: list[_Rank]) -> dict[str, Callable[[Graphs], dict[str, Any]]]:
     parts = [(r.graph_id(g.name), r.facts, g.name) for r in ranks for g in r.dump.subgraphs]
-    return {"comm category": lambda graphs: for_parts(category_node_data(parts), graphs),
-            "comm bytes": lambda graphs: for_parts(bytes_node_data(parts), graphs)}
+    # Model Explorer shows the overlay loaded last: the categories, as the nodes' own colours say them
+    return {"comm bytes": lambda graphs: for_parts(bytes_node_data(parts), graphs),
+            "comm category": lambda graphs: for_parts(category_node_data(parts), graphs)}
 
 
 _SPEC = re.compile(r"(?:(?P<file>.*):(?P<line>\d+))|(?P<key>%\d+)")
@@ -252,7 +253,7 @@ def compare_models(old: str | Selection, new: str | Selection, differ: Differ, p
             return side.graphs(part_size, annotate)
 
         models.append(Model(f"{tag}: {os.path.basename(side.file)}", build,
-                            {"diff": lambda graphs, overlay=overlay: for_parts(overlay, graphs), **_overlays([side])},
+                            {**_overlays([side]), "diff": lambda graphs, overlay=overlay: for_parts(overlay, graphs)},
                             first_graph=first_graph(side.dump, side.facts, side.prefix, part_size),
                             finder=_finder([side])))
     return models

@@ -184,7 +184,7 @@ SHOW_COUNTS = {"Layer node attributes": {"selected": True, "filterRegex": "strat
 NODE_PARAM = "irtool_node"  # the page's address parameter naming a node to open on (`irtool view --node`)
 
 
-def _add_to_page(me: Any, models: list[Model], builder: _Builder | None) -> None:
+def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
     """Serve Model Explorer's page with the setting above seeded, irtool's script and style, each
     model's node index, and, for an address with NODE_PARAM, the graph holding that node opened with it
     selected (the address rewritten before Model Explorer reads it). If Model Explorer's server module
@@ -206,8 +206,7 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder | None) -> None
             i = rel_path[len("irtool/index/") : -len(".json")]
             if not i.isdigit() or int(i) >= len(models):
                 flask.abort(404)
-            text = builder.node_data(int(i), INDEX) if builder else json.dumps(models[int(i)].index())
-            return flask.Response(text, mimetype="application/json")
+            return flask.Response(builder.node_data(int(i), INDEX), mimetype="application/json")
         if rel_path in ("irtool/view.js", "irtool/view.css"):
             return flask.send_from_directory(STATIC, rel_path.removeprefix("irtool/"))
         if rel_path != "index.html":
@@ -221,28 +220,30 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder | None) -> None
     server._serve_static_asset = serve_asset
 
 
-def _opening_script(spec: str | None, models: list[Model], builder: _Builder | None) -> str:
-    """A script setting the address's `uiState` to the graph holding the node `spec` names (each pane
-    whose model holds it), with it selected, before Model Explorer reads the address; "" without one.
-    The graph of a node in a split graph is known once the graphs are built: this waits for them."""
+def _opening_script(spec: str | None, models: list[Model], builder: _Builder) -> str:
+    """A script opening the page on the node `spec` names (each pane whose model holds it): the address's
+    `uiState` names the graph holding it before Model Explorer reads the address, and the page's script
+    (static/view.js) selects it once the graph is drawn; "" without one. The graph of a node of a split
+    graph is known once the graphs are built: this waits for them."""
     if not spec:
         return ""
-    states = []
+    states, opens = [], []
     for i, m in enumerate(models):
         try:
             whole, node = m.find(spec)
         except InputError:
             continue
-        index = json.loads(builder.node_data(i, INDEX)) if builder else m.index()
-        graph = graph_of(index, whole, node) or whole
-        states.append({"deepestExpandedGroupNodeIds": [], "selectedNodeId": node, "selectedGraphId": graph,
+        graph = graph_of(json.loads(builder.node_data(i, INDEX)), whole, node) or whole
+        opens.append([len(states), graph, node, m.label])
+        states.append({"deepestExpandedGroupNodeIds": [], "selectedNodeId": "", "selectedGraphId": graph,
                        "selectedCollectionLabel": m.label, "widthFraction": 1 / len(models)})
     if not states:
         return ""
     return ("<script>(() => { const p = new URLSearchParams(location.search);"
             "const d = JSON.parse(p.get('data') || '{}');"
             f"d.uiState = {{paneStates: {json.dumps(states)}}}; p.set('data', JSON.stringify(d));"
-            f"p.delete({json.dumps(NODE_PARAM)}); history.replaceState(null, '', '?' + p.toString()); }})();</script>")
+            f"p.delete({json.dumps(NODE_PARAM)}); history.replaceState(null, '', '?' + p.toString());"
+            f"window.IRTOOL_OPEN = {json.dumps(opens)}; }})();</script>")
 
 
 def url_for(config: Any, host: str, port: int, models: list[Model] | None = None, node: str | None = None) -> str:

@@ -7,6 +7,7 @@
 //   the node selected.
 // - Links to other graphs: the panel rows `in part` (a node of another part) and `stage graph` (a
 //   pipeline box) open the graph where the node is, with it selected.
+// - The node the page opens on (`irtool view --node`, `window.IRTOOL_OPEN`), selected once its graph is drawn.
 //
 // A graph is opened through Model Explorer's own app service (the renderer each pane registers in
 // `window.me_test`, as its tests use it); without it, the page is loaded again at the node (its
@@ -19,10 +20,15 @@
   const indexes = {};
 
   function index(label) {
+    // a model's node index (graphs.node_index), each node's searched fields made once
     const i = IR.models.indexOf(label);
     if (i < 0) return Promise.resolve(null);
     if (!indexes[label]) {
-      indexes[label] = fetch(`irtool/index/${i}.json`).then((r) => r.json()).catch(() => null);
+      indexes[label] = fetch(`irtool/index/${i}.json`).then((r) => r.json()).then((ix) => {
+        ix.fields = ix.nodes.map((n) => [n[2], n[1], n[3] >= 0 ? `${ix.files[n[3]]}:${n[4]}` : "",
+                                         ix.scopes[n[5]] ? `${ix.scopes[n[5]]}/${n[6]}` : n[6], n[7]]);
+        return ix;
+      }).catch(() => null);
     }
     return indexes[label];
   }
@@ -90,9 +96,10 @@
     const parts = regexes(text);
     if (!parts.length) return [];
     const found = [];
-    for (const n of ix.nodes) {
+    for (let i = 0; i < ix.nodes.length; i++) {
+      const n = ix.nodes[i];
       if (ix.graphs[n[0]] === current) continue;
-      const fields = [n[2], n[1], n[3], n[4], n[5]];
+      const fields = ix.fields[i];
       let exact = false;
       let all = true;
       for (const [low, re] of parts) {
@@ -102,10 +109,10 @@
         }
         exact = exact || fields.some((f) => f && (f.toLowerCase() === low || f.toLowerCase().endsWith("/" + low)));
       }
-      if (all) found.push([exact ? 0 : 1, n]);
+      if (all) found.push([exact ? 0 : 1, n, fields]);
     }
     found.sort((a, b) => a[0] - b[0]);
-    return found.map((f) => f[1]);
+    return found.map((f) => [f[1], f[2]]);
   }
 
   const boxes = new Map();  // pane index -> its results element
@@ -150,7 +157,7 @@
     title.textContent = `${found.length} in ${current ? "other graphs" : "all graphs"}` +
       (found.length > SHOWN ? ` (the first ${SHOWN})` : "");
     el.appendChild(title);
-    for (const n of found.slice(0, SHOWN)) {
+    for (const [n, fields] of found.slice(0, SHOWN)) {
       const row = document.createElement("div");
       row.className = "irtool-find-row";
       row.dataset.graph = ix.graphs[n[0]];
@@ -160,7 +167,7 @@
       op.textContent = n[2];
       const what = document.createElement("span");
       what.className = "irtool-find-id";
-      what.textContent = ` ${n[1]}${n[3] ? "  " + n[3] : ""}`;
+      what.textContent = ` ${n[1]}${fields[2] ? " " + fields[2] : ""}`;
       const where = document.createElement("div");
       where.className = "irtool-find-where";
       where.textContent = ix.graphs[n[0]];
@@ -237,6 +244,32 @@
     });
   }
 
+  // --- the node the page opens on (`irtool view --node`: serve.py names its graph in the address) ----
+
+  let lastTry = 0;
+  let tries = 0;
+
+  function opening() {
+    // asked again (3 times at most, 10 s apart: a layout can take seconds) while the node is not
+    // selected: a reveal asked while the first layout runs is dropped
+    const todo = (window.IRTOOL_OPEN || []).filter(([pane, graph, node]) => {
+      const r = renderer(pane);
+      return !(r && shown(pane)[0] === graph && r.selectedNodeId === node) && tries <= 3;
+    });
+    window.IRTOOL_OPEN = todo;
+    if (!todo.length || Date.now() - lastTry < 10000) return;
+    for (const [pane, graph, node, label] of todo) {
+      const r = renderer(pane);
+      if (r && shown(pane)[0] === graph && document.querySelector("info-panel") && r.nodesToRender &&
+          r.nodesToRender.length) {
+        lastTry = Date.now();
+        tries += 1;
+        openNode(pane, graph, node, label);
+      }
+    }
+    setTimeout(opening, 10100);
+  }
+
   let pending = false;
   new MutationObserver(() => {
     if (pending) return;
@@ -244,6 +277,8 @@
     requestAnimationFrame(() => {
       pending = false;
       decorate();
+      panes().forEach((p, pane) => index(shown(pane)[1]));  // fetched once a graph is shown, before a search
+      opening();
     });
   }).observe(document.documentElement, {childList: true, subtree: true});
 
