@@ -437,6 +437,20 @@ def test_the_node_index_finds_every_node_where_it_is() -> None:
     assert stubs and all(index["links"][g][n] == [next(h for h, ids in held.items() if n in ids), n] for g, n in stubs)
 
 
+def test_every_panel_link_names_a_node_of_its_graph() -> None:
+    # a link to a node the graph does not hold leaves Model Explorer "Processing" (issue 28: `comm serves %42`
+    # of a pipeline box): every link of every panel of a folder's graphs, the pipeline graph's too
+    for path in (PIPE4, str(Path(fixture("pipeline_folded_8p/rank_0/19_validate_0078.ir.xz")).parents[1]),
+                 str(Path(GPT).parent)):
+        graphs = models_for(path, part_size=300).graphs
+        assert graphs[0]["id"] == "pipeline" or "rank" in graphs[0]["id"]
+        for g in graphs:
+            ids = {n["id"] for n in g["nodes"]}
+            links = [(n["id"], a["key"], t) for n in g["nodes"] for a in n["attrs"] if isinstance(a["value"], dict)
+                     for t in a["value"]["nodeIds"]]
+            assert all(t in ids for _, _, t in links), (g["id"], [x for x in links if x[2] not in ids][:3])
+
+
 def test_adapter_extension_converts_a_dump() -> None:
     graphs = MindIRAdapter().convert(SEMI, {})["graphs"]
     assert len(graphs) == 1 and len(graphs[0].nodes) == 290 + 25

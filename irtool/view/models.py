@@ -213,8 +213,10 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
     picked = [_Rank(p.rank, p.file, p.dump, p.facts) for p in sel.per_stage()]
     if sel.is_file:
         return _file_model(picked[0], label, part_size)
+    # Model Explorer sorts the graph selector by name: stages numbered to one width (`stage 02` before `stage 10`)
+    width = len(str(max(selected_stage(r.facts.stage) for r in picked)))
     for r in picked:
-        r.prefix = f"stage {selected_stage(r.facts.stage)} rank {r.rank}: "
+        r.prefix = f"stage {selected_stage(r.facts.stage):0{width}d} rank {r.rank}: "
         r.shown = os.path.relpath(r.file, sel.path)
     if len(picked) == 1:
         return _file_model(picked[0], label, part_size)
