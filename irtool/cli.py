@@ -397,14 +397,15 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
             from .atomic import atomic_write
             from .render import pipeline as pipe_mod
 
-            scheds = pipe_mod.folder_schedules(sel.per_stage(), input_path)
+            drawing = pipe_mod.folder_pipeline(sel.per_stage(), input_path)
             _notes(sel)
-            text = pipe_mod.pipeline_dot(scheds, f"{input_path}: pipeline in execution order")
+            text = pipe_mod.pipeline_dot(drawing, f"{input_path}: pipeline in execution order")
             atomic_write(out, export_mod.dot_bytes(text, fmt_used), protect=tuple(sel.files.values()))
-            lost = pipe_mod.unmatched(scheds)
+            lost = pipe_mod.unmatched(drawing)
             if lost:
                 click.echo(f"irtool: {len(lost)} Send(s) with no Receive on a drawn stage", err=True)
-            click.echo(f"{out}: {len(scheds)} stages, {sum(len(s.events) for _, s in scheds)} Send/Receive", err=True)
+            click.echo(f"{out}: {len(drawing.columns)} stages, "
+                       f"{sum(len(col.order.hops) for col in drawing.columns)} Send/Receive", err=True)
             _warn_skips(sel)
             return _skipped(sel)
         depth_ = render_mod.parse_depth(depth)

@@ -27,9 +27,11 @@ def test_every_fixture_is_bundled():
     # pipeline_split, which the benchmark reads from ../shared), and 15 compiled for this project
     # with 153 dumps (their manifest.json files list them; pipeline_unequal_8p: 4 ranks x 2 passes; issue 18
     # added dynamic_shape_pp_4p 16, inference_pp_4p_m2 8, inference_pp_8p_m4 16, pipeline_folded_8p 16,
-    # pipeline_segments_8p ranks 1-3, 5-7 12; issue 25 pipeline_2stage_2p 4).
-    assert len(DUMPS) == 191 + 153
-    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 15
+    # pipeline_segments_8p ranks 1-3, 5-7 12; issue 25 pipeline_2stage_2p 4). Issues 25-27 added (manifest.json
+    # of each): pipeline_4stage_lazy_8p 24, pipeline_interleaved_4stage_8p 32; mindformers_llama_dp2mp2pp2 2
+    # (validate of ranks 0 and 4, copied from the shared fixtures).
+    assert len(DUMPS) == 191 + 153 + 24 + 32 + 2
+    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 15 + 3
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=LARGE_GROUP) if str(p).endswith(LARGE) else p for p in DUMPS],

@@ -163,21 +163,20 @@ def test_bad_device_memory_is_one_line() -> None:
 
 
 def test_pipeline_order_and_schedule() -> None:
-    from irtool.parallel.schedule import stage_schedule
+    from irtool.parallel.order import stage_order
 
-    # validate orders each stage's Send/Receive by Depend edges (pipeline_parallel_scheduler pass): stage 3 (last)
-    # alternates F0 B0 F1 B1 ...; stage 2 begins two micro batches before its first backward
+    # validate orders each stage's work by data and Depend edges (pipeline_parallel_scheduler pass): stage 3 (last)
+    # alternates F0 B0 F1 B1 ...; stage 2 begins two micro batches before its first backward (tests/test_order.py)
     orders = {}
     for stage, rank in RANK_OF_STAGE.items():
-        dump = load(str(SCEN / f"rank_{rank}/19_validate_0078.ir.xz"))
-        s = stage_schedule(dump, analyze(dump))
-        assert s.fixed and s.schedule.startswith("1F1B")
+        s = stage_order(analyze(load(str(SCEN / f"rank_{rank}/19_validate_0078.ir.xz"))).table)
+        assert s.fixed and s.schedule.startswith("1F1B" if stage else "every forward before any backward")
         orders[stage] = " ".join(s.work)
     assert orders[3] == "F0 B0 F1 B1 F2 B2 F3 B3"
     assert orders[2] == "F0 F1 B0 F2 B1 F3 B2 B3"
-    # step_parallel_end has the forward Send/Receive only, not chained: the order is not fixed there
-    dump = load(str(SCEN / "rank_2/step_parallel_end_0019.ir.xz"))
-    s = stage_schedule(dump, analyze(dump))
+    assert orders[0] == "F0 F1 F2 F3 B0 B1 B2 B3"  # 4 stages, 4 micro batches: stage 0's warm-up is all of them
+    # step_parallel_end has no backward yet and its forward micro batches are not chained: the order is not fixed
+    s = stage_order(analyze(load(str(SCEN / "rank_2/step_parallel_end_0019.ir.xz"))).table)
     assert not s.fixed and s.schedule.startswith("this pass does not fix the order")
 
 
@@ -188,9 +187,9 @@ def test_render_pipeline_links_every_send(tmp_path) -> None:
     text = out.read_text()
     # `grep -c '= Send('` in the validate files of ranks 0, 2, 4, 6: 4 + 8 + 8 + 4 = 24 Sends, each with an edge
     # to its Receive on the peer stage (coloured by direction), inside one cluster per stage
-    links = re.findall(r"s(\d)_\d+ -> s(\d)_\d+ \[[^\]]*color=\"#(1f5fbf|bf1f1f)\"", text)
+    links = re.findall(r"r(\d)_\d+ -> r(\d)_\d+ \[[^\]]*color=\"#(1f5fbf|bf1f1f)\"", text)
     assert len(links) == 24
-    assert all(abs(int(a) - int(b)) == 1 for a, b, _ in links)
+    assert all(abs(int(a) - int(b)) == 2 for a, b, _ in links)  # ranks 0, 2, 4, 6: one stage apart
     assert text.count("subgraph cluster_stage") == 4
 
 

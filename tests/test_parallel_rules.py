@@ -163,13 +163,19 @@ EARLY_COMM: dict[str, dict[tuple[str, str], int]] = {
     # dynamic shapes, lazy_inline: one Send, one Receive on 2-rank groups (primal `stage`, `chunk`, `order`)
     **{f"dynamic_shape_pp_4p/rank_0/{f}": {("Send", "pipeline"): 1, ("Receive", "pipeline"): 1}
        for f in ("11_pipeline_split_0014.ir.xz", "step_parallel_begin_0018.ir.xz")},
+    # 4-stage lazy_inline on 4-rank p2p groups: three Send, three Receive before step_parallel_end
+    **{f"pipeline_4stage_lazy_8p/rank_0/{f}": {("Send", "pipeline"): 3, ("Receive", "pipeline"): 3}
+       for f in ("11_pipeline_split_0014.ir.xz", "merge_send_receive_0017.ir.xz", "step_parallel_begin_0018.ir.xz")},
+    # 4 stages x 2 chunks, lazy_inline: seven Send, seven Receive before step_parallel_end
+    **{f"pipeline_interleaved_4stage_8p/rank_0/{f}": {("Send", "pipeline"): 7, ("Receive", "pipeline"): 7}
+       for f in ("11_pipeline_split_0014.ir.xz", "merge_send_receive_0017.ir.xz", "step_parallel_begin_0018.ir.xz")},
 }
 
 
 def test_early_pass_table_covers_every_early_file() -> None:
-    # 45 early files at rank_0 (ls */rank_0/ | grep -E 'pipeline_split|merge_send_receive|step_parallel_begin',
-    # gpt_large's left out): 18 with communication, 27 without
-    assert len(EARLY) == 45 and set(EARLY_COMM) <= set(EARLY) and len(EARLY_COMM) == 18
+    # 51 early files at rank_0 (ls */rank_0/ | grep -E 'pipeline_split|merge_send_receive|step_parallel_begin',
+    # gpt_large's left out): 24 with communication, 27 without
+    assert len(EARLY) == 51 and set(EARLY_COMM) <= set(EARLY) and len(EARLY_COMM) == 24
 
 
 @pytest.mark.parametrize("rel", EARLY)

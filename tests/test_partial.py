@@ -283,7 +283,7 @@ def test_folder_text_prints_every_warning_its_headline_counts(tmp_path: Path) ->
     res = _cli("summarize", folder, "--lenient")
     assert res.exit_code == 0, res.output
     out = res.stdout.splitlines()
-    assert out[4].startswith("Unknown or unpaired: ") and "2 warnings below" in out[4]
+    assert out[5].startswith("Unknown or unpaired: ") and "2 warnings below" in out[5]  # the job line is second
     table = out[out.index("Warnings: 2") + 3:]
     assert [row.split(None, 2) for row in table[:2]] == [
         ["5", f"{bad}:1077", skip], ["5", str(bad), "header declares 815 cnodes, parsed 814"]]

@@ -2,18 +2,19 @@
 tag (`sr_tag`), micro batch, shape and dtype, in the same relative order, and the other way round.
 A Send whose Receive is missing (or that waits on a different shape) hangs both ranks.
 
-Folded rank by rank: a link's Sends and Receives are held until both its ends have arrived, then
+The pairing itself is analysis' (`irtool.parallel.pairs`, the one every command uses), folded rank
+by rank: a link's Sends and Receives are held until both its ends have arrived, then paired,
 compared and let go."""
 from __future__ import annotations
 
 from collections import defaultdict
 
+from ..parallel.pairs import LinkPairs, PairFold
 from ..present import cell
 from .digest import Message, RankDigest
 from .folder import Folder, describe
 from .records import Amount, Carried, Compared, Finding, Unchecked
 
-Link = tuple[int, int]  # (sender, receiver)
 ORDER = "order differs"  # the finding dropped when some rank's pass does not fix the order
 
 
@@ -29,48 +30,33 @@ class Pairing:
     """The p2p check, folded: `add` each rank (in rank order), then `finish`."""
 
     def __init__(self) -> None:
-        self.pending: dict[Link, tuple[list[Message], list[Message]]] = {}  # an end not arrived yet
-        self.waiting: dict[int, set[Link]] = defaultdict(set)  # absent rank -> its pending links
+        self.fold: PairFold[Message] = PairFold()
         self.ordered = True
         self.compared = False  # some link had both ends here
         self.paired = 0  # per link, the larger of its Send and Receive counts (coverage)
-        self.no_peer = 0
-        self.seq = 0
+        self.reported_no_peer = 0
 
     def add(self, folder: Folder, d: RankDigest) -> None:
         rank = d.rank
         assert rank is not None
         self.ordered &= d.ordered
-        touched: set[Link] = set(self.waiting.pop(rank, ()))
-        for c in d.messages:
-            if c.peer_rank is None:
-                self.no_peer += 1
-                self.seq += 1
-                folder.unchecked.add((1, 0, self.seq), Unchecked("p2p", rank, f"{folder.files[rank]}:{c.line}",
-                                                                  f"{describe(c)}: the dump names no peer rank"))
-                continue
-            link = (rank, c.peer_rank) if c.direction == "send" else (c.peer_rank, rank)
-            self.pending.setdefault(link, ([], []))[0 if c.direction == "send" else 1].append(c)
-            if c.peer_rank in folder.stages or c.peer_rank == rank:
-                touched.add(link)
-            else:
-                self.waiting[c.peer_rank].add(link)
-        for link in sorted(touched):
-            sends, receives = self.pending.pop(link, ([], []))
-            if not (sends or receives):
-                continue
+        for lp in self.fold.add(rank, d.messages):
             self.compared = True
-            self.paired += max(len(sends), len(receives))
-            carried = Carried(_amount(sends), _amount(receives))
-            for i, f in enumerate(_link(folder, link, sends, receives)):
+            self.paired += max(len(lp.sends), len(lp.receives))
+            carried = Carried(_amount(lp.sends), _amount(lp.receives))
+            for i, f in enumerate(_link(folder, lp)):
                 f.carried = carried
-                folder.findings.add((0, *link, i, f.problem == ORDER), f)
+                folder.findings.add((0, *lp.link, i, f.problem == ORDER), f)
+        for r, c in self.fold.no_peer[self.reported_no_peer:]:
+            folder.unchecked.add((1, 0, self.reported_no_peer), Unchecked(
+                "p2p", r, f"{folder.files[r]}:{c.line}", f"{describe(c)}: the dump names no peer rank"))
+            self.reported_no_peer += 1
 
     def finish(self, folder: Folder) -> Compared:
         """What was left unpaired (peers not in the folder or unreadable) and the coverage of pairs; the order
         findings go when some rank's pass prints Sends and Receives unordered (`ordered_only`)."""
         outside: dict[tuple[int, str, int], int] = defaultdict(int)
-        for (src, dst), (sends, receives) in self.pending.items():
+        for (src, dst), (sends, receives) in self.fold.pending().items():
             if sends:
                 outside[(src, "send", dst)] += len(sends)
             if receives:
@@ -85,8 +71,8 @@ class Pairing:
             folder.unchecked.add((1, 2), Unchecked(
                 "p2p", None, "every rank", "the order of Sends and Receives is not compared: this pass "
                                            "prints them before MindSpore fixes the execution order"))
-        paired, unpaired = self.paired, sum(outside.values()) + self.no_peer
-        self.pending.clear()
+        paired, unpaired = self.paired, sum(outside.values()) + len(self.fold.no_peer)
+        self.fold = PairFold()
         return Compared(paired, paired + unpaired)
 
     def keeps(self, key: tuple) -> bool:
@@ -94,38 +80,24 @@ class Pairing:
         return key[0] != 0 or self.ordered or not key[-1]
 
 
-def _link(folder: Folder, link: Link, sends: list[Message], receives: list[Message]) -> list[Finding]:
-    """Pairs a link's Sends and Receives by tag (in dump order within a tag), then compares them."""
-    src, dst = link
+def _link(folder: Folder, lp: LinkPairs[Message]) -> list[Finding]:
+    """Compare a link's pairs (analysis' pairing: by tag, in dump order within a tag)."""
+    src, dst = lp.link
     subject = f"rank {src} -> rank {dst}"
-    by_tag: dict[int | None, list[Message]] = defaultdict(list)
-    for r in receives:
-        by_tag[r.sr_tag].append(r)
-    taken: dict[int | None, int] = defaultdict(int)
-    pairs: list[tuple[Message, Message]] = []
-    out: list[Finding] = []
-    for s in sends:
-        k = taken[s.sr_tag]
-        if k < len(by_tag[s.sr_tag]):
-            pairs.append((s, by_tag[s.sr_tag][k]))
-            taken[s.sr_tag] += 1
-        else:
-            out.append(Finding("p2p", subject, "Send without Receive", [
-                folder.node_side(src, s),
-                folder.side(dst, None, f"no Receive from rank {src}{_tag_micro(s)}")]))
-    for s, r in pairs:
+    out: list[Finding] = [Finding("p2p", subject, "Send without Receive", [
+        folder.node_side(src, s), folder.side(dst, None, f"no Receive from rank {src}{_tag_micro(s)}")])
+        for s in lp.lone_sends]
+    for s, r in lp.pairs:
         differ = [name for name in ("micro", "shape", "dtype") if getattr(s, name) != getattr(r, name)]
         if differ:
             out.append(Finding("p2p", subject, f"{' and '.join(differ)} differ{'s' if len(differ) == 1 else ''}",
                                [folder.node_side(src, s), folder.node_side(dst, r)]))
-    for tag, rs in by_tag.items():
-        for r in rs[taken[tag]:]:
-            out.append(Finding("p2p", subject, "Receive without Send", [
-                folder.side(src, None, f"no Send to rank {dst}{_tag_micro(r)}"),
-                folder.node_side(dst, r)]))
+    out += [Finding("p2p", subject, "Receive without Send", [
+        folder.side(src, None, f"no Send to rank {dst}{_tag_micro(r)}"), folder.node_side(dst, r)])
+        for r in lp.lone_receives]
     # Relative order: Receives taken in the order of their Sends must also be in dump order.
-    at = {id(r): i for i, r in enumerate(receives)}
-    for (s0, r0), (s1, r1) in zip(pairs, pairs[1:]):
+    at = {id(r): i for i, r in enumerate(lp.receives)}
+    for (s0, r0), (s1, r1) in zip(lp.pairs, lp.pairs[1:]):
         if at[id(r1)] < at[id(r0)]:
             out.append(Finding("p2p", subject, ORDER, [
                 folder.node_side(src, s0, " before"), folder.node_side(src, s1),

@@ -8,9 +8,9 @@ from typing import Any
 from ..ir import Dump
 from .cost import CostFacts, compute_cost
 from .memory import MemoryFacts, compute_memory
+from .order import StageOrder, stage_order
 from .params import layer_index as param_layer
 from .records import ParallelFacts
-from .schedule import StageSchedule, stage_schedule
 
 
 def layer_index(layer: str) -> int | None:
@@ -43,7 +43,7 @@ class StageCost:
     memory: MemoryFacts
     comm_bytes: int  # known communication bytes of the rank
     layers: list[int] = field(default_factory=list)  # repeated-cell indices with forward FLOPs here
-    schedule: StageSchedule | None = None
+    schedule: StageOrder | None = None
 
     @property
     def compute(self) -> int:
@@ -71,7 +71,7 @@ def measure_stage(dump: Dump, facts: ParallelFacts, rank: int | None, stages: in
     `stages` known), else one micro batch."""
     stage = facts.stage or 0
     memory = compute_memory(facts.table, stage, stages)
-    sched = stage_schedule(dump, facts)
+    sched = stage_order(facts.table)  # in flight: decided once, in parallel/order.py
     if sched.in_flight is not None and memory.activations_micro is not None:
         memory.in_flight = sched.in_flight
         memory.notes = [n for n in memory.notes if not n.startswith("activations in flight")]

@@ -1,6 +1,6 @@
 """Communication records of one dump (docs/parallel.md §2-§8): the `groups` and `communication`
 passes of the fact table, with what they need (sizes, peers, what a node serves, exchange pairs,
-the peer stages of a folded pipeline's wraps)."""
+the peer stage of each Send/Receive: `stage.peer_stages`)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -13,7 +13,7 @@ from .records import CommNode, FileKind, Group, Strategy
 from .rules import EXCHANGES, GATHERS, MIRRORS
 from .scope import attributed_scope
 from .sizes import Sized, attr_bytes, input_type, type_bytes
-from .stage import as_int
+from .stage import as_int, peer_stages
 from .table import NodeFacts
 
 # Attributes that name ranks: they differ between two ranks of one stage by construction.
@@ -53,7 +53,7 @@ def comm_records(t: NodeFacts) -> dict[Node, CommNode]:
     data = [(n, c) for n, c in out.items() if n not in silent]
     _pair_exchanges([c for _, c in data], [n for n, _ in data], index)
     if kind != "pre":
-        fold_wraps([c for _, c in data], {c.node: n.primal_attrs for n, c in data})
+        peer_stages(kind, [c for _, c in data], {c.node: n.primal_attrs for n, c in data if c.direction}, t.rank)
     return {n: out[n] for n in found}  # print order
 
 
@@ -96,58 +96,6 @@ def _pair_exchanges(comm: list[CommNode], nodes: list[Node], index: NodeIndex) -
                 break
 
 
-def fold_wraps(comm: list[CommNode], primal: dict[str, dict]) -> None:
-    """Peer stages of the hops that wrap around a folded pipeline (§7, `pipeline_segments` > 1).
-
-    With `pr.stage` the peer stage is the own stage ± 1, except where the pipeline folds: the last
-    stage's downstream hop goes to stage 0 of the next segment, and stage 0's upstream hop comes from
-    the last stage of the previous segment. MindSpore places stage s on the global ranks
-    [s·n/S, (s+1)·n/S), so a downstream hop to a lower rank (or an upstream hop from a higher rank,
-    or upstream from stage 0) wraps. `pa.dest_rank`/`pa.src_rank` are then the peer's index in the
-    2-rank p2p group, whose ranks are in ascending order: index 0 = the lower rank. The last stage is
-    the stage of the same peer rank on a hop that does not wrap, else (own rank known from the group)
-    own stage + (peer rank − own rank) / ranks per stage; never a negative or made-up number.
-    """
-    hops = [c for c in comm if c.category == "pipeline" and c.direction and "stage" in primal.get(c.node, {})]
-    stage_of: dict[int, int] = {}
-    step: set[int] = set()
-    wraps: list[tuple[CommNode, bool]] = []
-    for c in hops:
-        own = as_int(primal[c.node]["stage"])
-        if own is None:
-            continue
-        downstream = (c.op == "Send") != (c.phase == "backward")
-        index = as_int(c.rank_attrs.get("dest_rank" if c.op == "Send" else "src_rank"))
-        lower = index == 0 if index is not None else None  # peer is the lower rank of the pair
-        if (downstream and lower) or (not downstream and (own == 0 or lower is False)):
-            wraps.append((c, downstream))
-            continue
-        if c.peer_rank is not None and c.peer_stage is not None:
-            stage_of[c.peer_rank] = c.peer_stage
-            own_rank = _own_rank(c)
-            if own_rank is not None and c.peer_stage != own:
-                step.add(abs(c.peer_rank - own_rank))
-    for c, downstream in wraps:
-        own = as_int(primal[c.node]["stage"])
-        if downstream:
-            c.peer_stage = 0
-        elif c.peer_rank in stage_of:
-            c.peer_stage = stage_of[c.peer_rank]
-        else:
-            own_rank = _own_rank(c)
-            d = next(iter(step)) if len(step) == 1 else None
-            diff = None if own_rank is None or c.peer_rank is None else c.peer_rank - own_rank
-            c.peer_stage = own + diff // d if d and diff is not None and diff > 0 and diff % d == 0 else None
-
-
-def _own_rank(c: CommNode) -> int | None:
-    """This rank in a 2-rank p2p group: the member that is not the peer."""
-    ranks = c.group_ranks
-    if ranks is None or len(ranks) != 2 or c.peer_rank not in ranks:
-        return None
-    return ranks[0] if ranks[1] == c.peer_rank else ranks[1]
-
-
 def _bytes(node: Node, pa: dict, pr: dict, kind: FileKind, params: dict) -> Sized:
     """(shape, dtype, bytes) per docs/parallel.md §5."""
     op = node.op
@@ -171,7 +119,7 @@ def _bytes(node: Node, pa: dict, pr: dict, kind: FileKind, params: dict) -> Size
 
 
 def _p2p(t: NodeFacts, c: CommNode, node: Node, pa: dict, pr: dict, kind: FileKind) -> None:
-    """Direction, peer global rank and peer stage of a Send/Receive (§7)."""
+    """Direction, peer global rank, tag, chunk and segment of a Send/Receive (§7; its peer stage: `peer_stages`)."""
     if c.op not in ("Send", "Receive"):
         return
     c.direction = "send" if c.op == "Send" else "receive"
@@ -183,17 +131,6 @@ def _p2p(t: NodeFacts, c: CommNode, node: Node, pa: dict, pr: dict, kind: FileKi
     c.peer_rank = as_int(peer)
     c.segment = t("chunk", node)
     c.chunk = t("printed_chunk", node)
-    if kind == "pre":
-        return
-    if "stage" in pr:
-        own = as_int(pr["stage"])
-        if own is not None:
-            downstream = (c.op == "Send") != (c.phase == "backward")
-            c.peer_stage = own + 1 if downstream else own - 1
-    elif "dest_rank" in pr:
-        c.peer_stage = as_int(pr["dest_rank"])
-    elif "src_rank" in pr:
-        c.peer_stage = as_int(pr["src_rank"])
 
 
 def _serves(c: CommNode, node: Node, pa: dict, pr: dict, index: NodeIndex, fwd: Node | None) -> None:

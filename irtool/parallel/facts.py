@@ -1,4 +1,4 @@
-"""The facts of one dump's nodes, each decided by exactly one pass (docs/parallel.md §0).
+"""The facts of one dump's nodes, each decided by exactly one pass (docs/parallel.md §17).
 
 As torch.fx passes fill `node.meta` and sqlglot's optimizer runs a tuple of rules, `PASSES` is an
 ordered tuple of analysis passes over one table (`NodeFacts`). Each pass declares the facts it
@@ -11,20 +11,24 @@ read.
 Facts of a node (`table(fact, node)`):
   kind      communication | compute | call | plumbing (orders, routes or packs values: Depend, Load, ...)
   copy      a recomputed copy of a forward node (`duplicated`)
-  forward   the forward node a backward node is the gradient of (`forward_unique_id`), else None
+  forward   the forward node a backward node is the gradient of (`forward_unique_id`), or the forward call whose
+            bprop closure a call runs (lazy-inline), else None
   category  (category, rule) of a communication node (rules R1-R10, §2), else None
   phase     forward | backward | recompute | optimizer (§3)
-  micro     the pipeline micro batch the node runs for (`micro`), None when not one
-  chunk     the model chunk of an interleaved pipeline (`chunk`), or the segment of a folded one
+  micro     the pipeline micro batch the node runs for (`micro`; a primitive `pipeline_end`/`pipeline_begin`; a bprop
+            call's forward call's), None when not one or when it reads the work of several
+  chunk     the model chunk of an interleaved pipeline (`chunk`), or the segment of a folded one (a bprop call:
+            its forward call's)
   layer     the repeated layer (index) whose parameters or activations the node reads (data flow), None for
             work of no layer (embedding, head, loss, optimizer bookkeeping)
   out_bytes bytes of the node's outputs as printed (a tuple summed), None when unknown
   order_inputs the positions of the inputs that only order the node (monads, `Depend`'s second, ...)
   comm      the `CommNode` record of a communication node (§2-§8), None otherwise
   strategy  the `Strategy` record of an operator with a strategy or layout (§9), None otherwise
-Facts of the dump (`table.get(fact)`): file_kind, unique_ids, calls, silent (communication nodes that move
-no data, §2 R2), groups (§6), stage_info (§7), parameters (which header parameter each reference names, who
-reads it: `params.Params`).
+Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, copies, graph_phases, comm_nodes,
+silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units
+of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
+parameters (which header parameter each reference names, who reads it: `params.Params`).
 """
 from __future__ import annotations
 
@@ -35,8 +39,9 @@ from typing import Literal
 
 from ..ir import Dump, Node, pass_name
 from .comm import comm_records, groups_of
+from .order import build_order
 from .params import Params, layer_flow, parameters
-from .records import CommNode, FileKind, Group, Phase, StageInfo, Strategy
+from .records import FileKind, Phase, Strategy
 from .rules import COMM_OPS, classify, file_kind, moves_no_data
 from .sizes import type_bytes
 from .stage import stage_info
@@ -121,11 +126,28 @@ def forward_id(n: Node) -> str | None:
 
 
 def _forward(t: NodeFacts, n: Node) -> Node | None:
+    if n.op == "(call)" and n.callee[0] == "%":
+        return _bprop_of(t, n)
     if not (n.mentions("forward_unique_id") or n.mentions("forward_node_name")):
         return None
     fid = forward_id(n)
     found = t.get("unique_ids").get(fid) if fid is not None else None
     return found if found is not n else None
+
+
+def _bprop_of(t: NodeFacts, n: Node) -> Node | None:
+    """The forward call whose backward a call of a computed closure runs: a lazy-inline cell's call
+    returns (outputs, bprop closure), and `%67 = %64[@Partial(@...bprop...)](dout, U)` with
+    `%64 = TupleGetItem(%25, I64(1))` calls the closure of the forward call `%25`
+    (pipeline_interleaved_4stage_8p rank_0 validate lines 693, 705: the call prints no `micro`, `chunk`
+    nor `is_bp` of its own)."""
+    local = t.get("by_key")[n.graph]
+    closure = local.get(n.callee)
+    if closure is None or closure.op not in ("TupleGetItem", "tuple_getitem"):
+        return None
+    refs = closure.node_refs
+    call = local.get(refs[0]) if refs else None
+    return call if call is not None and call.op == "(call)" else None
 
 
 @dataclass
@@ -172,9 +194,10 @@ def _category(t: NodeFacts, n: Node) -> tuple[str, str] | None:
 _OPTIMIZER_SCOPE = re.compile(r"(^|/)(optimizer|optim)[-_]|Optimizer")
 
 
-def own_phase(n: Node, category: tuple[str, str] | None, copy: bool) -> Phase | None:
+def own_phase(n: Node, category: tuple[str, str] | None, copy: bool, bprop: bool = False) -> Phase | None:
     """The phase the node's own evidence decides (§3), given its (category, rule) when it
-    communicates and whether it is a recomputed copy; None when it says nothing."""
+    communicates, whether it is a recomputed copy and whether it calls a forward call's bprop closure
+    (`_bprop_of`); None when it says nothing."""
     if category is not None:
         cat, rule = category
         if rule in ("R1", "R4", "R8") or cat == "gradient-aggregation":
@@ -183,7 +206,7 @@ def own_phase(n: Node, category: tuple[str, str] | None, copy: bool) -> Phase | 
             return "forward"
     scope = n.scope or ""
     if (scope.startswith("Gradients/") or n.mentions("forward_unique_id") or n.mentions("forward_node_name")
-            or (n.instance_name or "").startswith("grad") or n.scalar_attr("is_bp") is True):
+            or (n.instance_name or "").startswith("grad") or n.scalar_attr("is_bp") is True or bprop):
         return "backward"
     if copy:
         return "recompute"
@@ -193,7 +216,8 @@ def own_phase(n: Node, category: tuple[str, str] | None, copy: bool) -> Phase | 
 
 
 def _own_phase(t: NodeFacts, n: Node) -> Phase | None:
-    return own_phase(n, t("category", n), t("copy", n))
+    bprop = n.op == "(call)" and t("forward", n) is not None
+    return own_phase(n, t("category", n), t("copy", n), bprop)
 
 
 def _graph_phases(t: NodeFacts) -> dict[str, Phase]:
@@ -224,13 +248,56 @@ def _phase(t: NodeFacts, n: Node) -> Phase:
 
 def _micro(t: NodeFacts) -> dict[Node, int]:
     """`micro` of each node's cnode or primal attributes (they agree where both print it): asked of
-    every node (micro batches of the job, cost, the viewer), so read in one sweep."""
+    every node (micro batches of the job, cost, the viewer), so read in one sweep. A `pipeline_end` /
+    `pipeline_begin` among the primitive attributes names the micro batch instead: PipelineCell's loss
+    accumulation `Add`s print `micro: I64(0)` for every micro batch and `pipeline_end: I64(k)` for the
+    one they add (pipeline_4stage_8p rank_6 validate line 1655: `pipeline_end: I64(1)`, `micro: I64(0)`)."""
     out = {}
+    bprops = []
     for n in t.dump.nodes():
         v = _int_attr(n, "micro")
+        if v is not None and (n.mentions("pipeline_end") or n.mentions("pipeline_begin")):
+            pa = n.attr_group("primitive_attrs")
+            marked = pa.get("pipeline_end", pa.get("pipeline_begin"))
+            if isinstance(marked, int) and not isinstance(marked, bool):
+                v = marked
         if v is not None:
             out[n] = v
+        elif n.op == "(call)" and n.callee[0] == "%":
+            bprops.append(n)
+    for n in bprops:  # a bprop closure's call runs for its forward call's micro batch (`_bprop_of`)
+        fwd = t("forward", n)
+        if fwd in out:
+            out[n] = out[fwd]
+    by_key = t.get("by_key")
+    for n in [n for n in out if t("kind", n) == "compute" and not n.mentions("pipeline_end")]:
+        if len(_input_micros(n, by_key[n.graph], out)) > 1:
+            del out[n]
     return out
+
+
+_PACKING = frozenset({"MakeTuple", "TupleGetItem", "make_tuple", "tuple_getitem"})
+
+
+def _input_micros(n: Node, local: dict[str, Node], micro: dict[Node, int]) -> set[int]:
+    """The micro batches of the work a node reads (through tuples): a node joining several micro
+    batches' work runs for none of them, whatever it prints (PipelineCellInference's `Concat` of every
+    micro batch's output prints `micro: I64(0)`: inference_pp_4p_m2 rank_2 validate line 233)."""
+    found: set[int] = set()
+    todo, seen = [n], {n}
+    while todo:
+        for ref in todo.pop().node_refs:
+            p = local.get(ref)
+            if p is None or p in seen:
+                continue
+            seen.add(p)
+            if p.op in _PACKING:
+                todo.append(p)
+            elif p.op == "(call)" or (p.op not in PLUMBING and p.op not in COMM_OPS):
+                m = micro.get(p)
+                if m is not None:
+                    found.add(m)
+    return found
 
 
 def _int_attr(n: Node, key: str) -> int | None:
@@ -243,7 +310,12 @@ def _chunk(t: NodeFacts, n: Node) -> int | None:
     else `chunk` (MindSpore 2.7 prints `chunk` for both: an interleaved pipeline's chunk, a folded
     one's segment; the job says which, §7)."""
     v = _int_attr(n, "segment")
-    return v if v is not None else _int_attr(n, "chunk")
+    if v is None:
+        v = _int_attr(n, "chunk")
+    if v is None and n.op == "(call)" and n.callee[0] == "%":  # a bprop closure's call: its forward call's
+        fwd = t("forward", n)
+        return t("chunk", fwd) if fwd is not None else None
+    return v
 
 
 def _printed_chunk(t: NodeFacts, n: Node) -> int | None:
@@ -285,28 +357,12 @@ def _silent(t: NodeFacts) -> frozenset[Node]:
     return frozenset(n for n in t.get("comm_nodes") if moves_no_data(n, n.instance_name or "", n.primitive_attrs))
 
 
-def _comm(t: NodeFacts) -> dict[Node, CommNode]:
-    return comm_records(t)
-
-
 def _strategy(t: NodeFacts) -> dict[Node, Strategy]:
     return strategy_records(t.dump)
 
 
-def _groups(t: NodeFacts) -> dict[str, Group]:
-    return groups_of(t)
-
-
-def _stage(t: NodeFacts) -> StageInfo:
-    return stage_info(t)
-
-
 def _parameters(t: NodeFacts) -> Params:
     return parameters(t.dump)
-
-
-def _layers(t: NodeFacts) -> dict[Node, int]:
-    return layer_flow(t)
 
 
 PASSES: tuple[Pass, ...] = (
@@ -316,25 +372,26 @@ PASSES: tuple[Pass, ...] = (
     Pass("copies", ("copy",), (), "node", _copy),
     Pass("copy list", ("copies",), ("copy",), "dump", _copies),
     Pass("unique ids", ("unique_ids",), ("copy",), "dump", _unique_ids),
-    Pass("counterparts", ("forward",), ("unique_ids",), "node", _forward),
+    Pass("counterparts", ("forward",), ("unique_ids", "by_key"), "node", _forward),
     Pass("calls", ("calls",), (), "dump", _calls),
     Pass("categories", ("category",), ("kind", "forward"), "node", _category),
-    Pass("graph phases", ("graph_phases",), ("category", "copy", "calls"), "dump", _graph_phases),
-    Pass("phases", ("phase",), ("category", "copy", "graph_phases"), "node", _phase),
-    Pass("micro batches", ("micro",), (), "column", _micro),
-    Pass("chunks", ("chunk",), (), "node", _chunk),
+    Pass("graph phases", ("graph_phases",), ("category", "copy", "calls", "forward"), "dump", _graph_phases),
+    Pass("phases", ("phase",), ("category", "copy", "forward", "graph_phases"), "node", _phase),
+    Pass("micro batches", ("micro",), ("forward", "by_key", "kind"), "column", _micro),
+    Pass("chunks", ("chunk",), ("forward",), "node", _chunk),
     Pass("printed chunks", ("printed_chunk",), (), "node", _printed_chunk),
     Pass("sizes", ("out_bytes",), (), "node", _out_bytes),
     Pass("ordering inputs", ("order_inputs",), ("by_key",), "node", _order_inputs),
     Pass("strategies", ("strategy",), (), "column", _strategy),
     Pass("communication nodes", ("comm_nodes",), ("kind",), "dump", _comm_nodes),
     Pass("silent communication", ("silent",), ("comm_nodes",), "dump", _silent),
-    Pass("groups", ("groups",), ("comm_nodes", "silent"), "dump", _groups),
+    Pass("groups", ("groups",), ("comm_nodes", "silent"), "dump", groups_of),
     Pass("communication", ("comm",), ("file_kind", "kind", "comm_nodes", "forward", "category", "phase", "micro", "chunk",
-                                      "printed_chunk", "silent", "groups", "strategy"), "column", _comm),
-    Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", _stage),
+                                      "printed_chunk", "silent", "groups", "strategy"), "column", comm_records),
+    Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
+    Pass("order", ("order",), ("by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", build_order),
     Pass("parameters", ("parameters",), (), "dump", _parameters),
-    Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", _layers),
+    Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", layer_flow),
 )
 
 

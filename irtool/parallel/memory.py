@@ -50,7 +50,7 @@ class MemoryFacts:
     activations_micro: int | None  # bytes kept from forward for backward, one micro batch (None: no backward here)
     activation_tensors: int  # how many forward outputs that is
     micros: int  # micro batches in the dump
-    in_flight: int  # micro batches whose activations are held at once under the schedule assumed
+    in_flight: int | float  # micro batches whose activations are held at once (a stage of 2 chunks may hold 5.5)
     gradients_estimate: int  # weights without an accumulation buffer: one gradient of the weight's size each
     notes: list[str] = field(default_factory=list)
 
@@ -62,7 +62,7 @@ class MemoryFacts:
 
     @property
     def activations(self) -> int | None:
-        return None if self.activations_micro is None else self.activations_micro * self.in_flight
+        return None if self.activations_micro is None else round(self.activations_micro * self.in_flight)
 
     @property
     def peak(self) -> int:

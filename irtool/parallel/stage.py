@@ -130,3 +130,89 @@ def _placed_votes(hops: list[CommNode], comm: list[CommNode]) -> list[tuple[int,
             out.append((0, "sends only (inference, first stage)"))
     return out
 
+
+
+def peer_stages(kind: FileKind, comm: list[CommNode], primal: dict[str, dict], own_rank: int | None) -> None:
+    """The peer stage of every Send/Receive (`CommNode.peer_stage`, §7), decided here for every command;
+    `primal` maps a Send/Receive's uid to its primal attributes, `own_rank` is the dump's global rank
+    (None when unknown).
+
+    1. `pr.stage` (the lazy-inline path): the own stage ± 1, downstream for a forward Send or a backward
+       Receive; except across a wrap of a folded or interleaved pipeline (`_wraps`).
+    2. `pr.dest_rank` / `pr.src_rank`: the peer's stage id as printed.
+    3. a forward pipeline hop with neither (inference, rule 6): the own stage (`stage_of`) ± 1.
+    Otherwise unknown (None), never a made-up number."""
+    hops = [c for c in comm if c.direction]
+    staged = []
+    for c in hops:
+        pr = primal.get(c.node, {})
+        if "stage" in pr:
+            staged.append(c)
+        elif "dest_rank" in pr:
+            c.peer_stage = as_int(pr["dest_rank"])
+        elif "src_rank" in pr:
+            c.peer_stage = as_int(pr["src_rank"])
+    _wraps(staged, primal, own_rank)
+    placed = [c for c in hops if c.category == "pipeline" and c.phase == "forward"
+              and not any(k in primal.get(c.node, {}) for k in _PLACEMENT_KEYS)]
+    own = stage_of(kind, comm, primal).stage if placed else None
+    for c in placed if own is not None else ():
+        peer = own + 1 if c.op == "Send" else own - 1
+        c.peer_stage = peer if peer >= 0 else None
+
+
+def _wraps(hops: list[CommNode], primal: dict[str, dict], own_rank: int | None) -> None:
+    """Peer stages of hops printing `pr.stage` (rule 5): own stage ± 1, except where the pipeline
+    folds: the last stage's downstream hop goes to stage 0 of the next segment, stage 0's upstream hop
+    comes from the last stage of the previous segment. MindSpore places stage s on the global ranks
+    [s·n/S, (s+1)·n/S), so a downstream hop to a lower global rank (or an upstream hop from a higher
+    rank, or upstream into stage 0) wraps. The own global rank is the dump's (`rank_N`), else the other
+    member of a 2-rank p2p group; without either, the peer's index into a 2-rank group says which is
+    lower (index 0). A group of any size pairs the same way: the lazy-inline group of one rank per stage
+    (pipeline_4stage_lazy_8p, (0, 2, 4, 6)) has `src_rank` = the index, never compared with a rank.
+    The last stage is the stage the same peer rank has on a hop that does not wrap, else own stage +
+    (peer rank − own rank) / the rank step between adjacent stages; never a negative or made-up number."""
+    stage_of_peer: dict[int, int] = {}
+    steps: set[int] = set()
+    wraps: list[tuple[CommNode, int, bool, int | None]] = []
+    for c in hops:
+        own = as_int(primal[c.node]["stage"])
+        if own is None:
+            continue
+        downstream = (c.op == "Send") != (c.phase == "backward")
+        me = own_rank if own_rank is not None else _other_member(c)
+        if me is not None and c.peer_rank is not None:
+            lower: bool | None = c.peer_rank < me
+        else:
+            index = as_int(c.rank_attrs.get("dest_rank" if c.op == "Send" else "src_rank"))
+            lower = index == 0 if index is not None and _two_ranks(c) else None
+        if (downstream and lower) or (not downstream and (own == 0 or lower is False)):
+            wraps.append((c, own, downstream, me))
+            continue
+        c.peer_stage = own + 1 if downstream else own - 1
+        if c.peer_rank is not None:
+            stage_of_peer[c.peer_rank] = c.peer_stage
+            if me is not None:
+                steps.add(abs(c.peer_rank - me))
+    step = next(iter(steps)) if len(steps) == 1 else None
+    for c, own, downstream, me in wraps:
+        if downstream:
+            c.peer_stage = 0
+        elif c.peer_rank in stage_of_peer:
+            c.peer_stage = stage_of_peer[c.peer_rank]
+        else:
+            diff = None if me is None or c.peer_rank is None else c.peer_rank - me
+            c.peer_stage = own + diff // step if step and diff is not None and diff > 0 and diff % step == 0 else None
+
+
+def _two_ranks(c: CommNode) -> bool:
+    """The hop's group has two members (listed, or named `2-<hash>` by MindSpore)."""
+    return len(c.group_ranks) == 2 if c.group_ranks else (c.group or "").startswith("2-")
+
+
+def _other_member(c: CommNode) -> int | None:
+    """This rank in a 2-rank p2p group: the member that is not the peer."""
+    ranks = c.group_ranks
+    if ranks is None or len(ranks) != 2 or c.peer_rank not in ranks:
+        return None
+    return ranks[0] if ranks[1] == c.peer_rank else ranks[1]

@@ -1,63 +1,94 @@
-"""`irtool render DIR --pipeline`: every stage's Send/Receive in execution order, side by side,
-each Send linked to the Receive that takes it (docs/cost.md §4)."""
+"""`irtool render DIR --pipeline`: every stage's pipeline Send/Receive in execution order, side by
+side, each Send linked to the Receive that takes it (docs/cost.md §4). The order is analysis'
+(`parallel.order`), the pairs too (`parallel.pairs`, as `check` pairs them)."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import pydot
 
 from ..errors import SelectionError
-from ..parallel.schedule import P2PEvent, StageSchedule, stage_schedule
+from ..parallel.order import StageOrder, stage_order
+from ..parallel.pairs import Pairs, pair_ranks
+from ..parallel.records import CommNode
+from ..present import cell
 from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
 from ..selection import Loaded
 from .export import escape
 
 
-def folder_schedules(picked: list[Loaded], path: str) -> list[tuple[int | None, StageSchedule]]:
-    """(rank, schedule) of the ranks picked one per stage (`Selection.per_stage`), by stage."""
-    seen = [(p.rank, stage_schedule(p.dump, p.facts)) for p in picked if p.facts.stage is not None]
-    if len(seen) < 2:
+@dataclass
+class Column:
+    """One stage as drawn: the rank picked for it, its order, and its Send/Receive in dump order."""
+
+    rank: int
+    order: StageOrder
+    hops: list[CommNode]
+
+
+@dataclass
+class Drawing:
+    columns: list[Column]
+    pairs: Pairs[CommNode]
+
+
+def folder_pipeline(picked: list[Loaded], path: str) -> Drawing:
+    """The columns of the ranks picked one per stage (`Selection.per_stage`), by stage, and their pairs."""
+    columns = [Column(p.rank, stage_order(p.facts.table), [c for c in p.facts.comm if c.direction])
+               for p in picked if p.facts.stage is not None and p.rank is not None]
+    if len(columns) < 2:
         raise SelectionError(f"{path}: --pipeline needs a folder of ranks on two or more pipeline stages "
-                             f"(found {len(seen)})")
-    return seen
+                             f"(found {len(columns)})")
+    return Drawing(columns, pair_ranks({col.rank: col.hops for col in columns}))
 
 
-def _id(stage: int | None, i: int) -> str:
-    return f"s{stage}_{i}"
+def label(c: CommNode) -> str:
+    """`F0.c1 Send to stage 1 (rank 2)`: the unit (forward/backward, micro batch, chunk or segment), the
+    direction and the peer."""
+    unit = f"{'B' if c.phase == 'backward' else 'F'}{cell(c.micro)}" + ("" if c.segment is None else f".c{c.segment}")
+    arrow = "to" if c.op == "Send" else "from"
+    return f"{unit} {c.op} {arrow} stage {cell(c.peer_stage)} (rank {cell(c.peer_rank)})"
 
 
-def pipeline_dot(schedules: list[tuple[int | None, StageSchedule]], title: str) -> str:
-    """DOT text: one column per stage, its Send/Receive top to bottom in order, Send -> Receive edges."""
+def _id(rank: int, c: CommNode) -> str:
+    return f"r{rank}_{c.line}"
+
+
+def pipeline_dot(d: Drawing, title: str) -> str:
+    """DOT text: one column per stage, its pipeline Send/Receive top to bottom in execution order (a
+    dotted column: order not fixed), one edge from each Send to the Receive it pairs with."""
     dot = pydot.Dot("pipeline", graph_type="digraph", rankdir="TB", fontname="Helvetica", newrank="true",
                     label=escape(title), labelloc="t")
     dot.set_node_defaults(fontname="Helvetica", fontsize="10", style="filled")
-    where: dict[tuple[int | None, str, str, int | None, int | None], str] = {}
-    for rank, s in schedules:
-        c = pydot.Cluster(f"stage{s.stage}", label=escape(f"stage {s.stage} (rank {rank})\n{s.schedule}"),
+    drawn: dict[int, str] = {}  # id(record) -> node id
+    for col in d.columns:
+        s = col.order
+        c = pydot.Cluster(f"stage{s.stage}", label=escape(f"stage {s.stage} (rank {col.rank})\n{s.schedule}"),
                           fontsize="11", style="rounded")
         prev = None
-        for i, e in enumerate(s.events):
-            nid = _id(s.stage, i)
-            fill = CATEGORY_COLORS["pipeline"] if e.phase == "forward" else DIFF_COLORS["removed"]
-            c.add_node(pydot.Node(nid, label=escape(e.label), shape="rarrow" if e.op == "Send" else "larrow",
-                                  fillcolor=fill, tooltip=escape(f"{e.node} line {e.line}", tooltip=True)))
+        for e in s.hops:
+            nid = drawn[id(e)] = _id(col.rank, e)
+            fill = CATEGORY_COLORS["pipeline"] if e.phase != "backward" else DIFF_COLORS["removed"]
+            c.add_node(pydot.Node(nid, label=escape(label(e)), shape="rarrow" if e.op == "Send" else "larrow",
+                                  fillcolor=fill, tooltip=escape(f"{e.node} line {e.line} tag {e.sr_tag}",
+                                                                 tooltip=True)))
             if prev is not None:
                 c.add_edge(pydot.Edge(prev, nid, style="dotted" if not s.fixed else "solid", color="#999999",
                                       weight="10", arrowhead="none" if not s.fixed else "normal"))
             prev = nid
-            where[(s.stage, e.op, e.phase, e.micro, e.peer_stage)] = nid
         dot.add_subgraph(c)
-    for _, s in schedules:
-        for i, e in enumerate(s.events):
-            if e.op != "Send":
-                continue
-            target = where.get((e.peer_stage, "Receive", e.phase, e.micro, s.stage))
-            if target is not None:
-                dot.add_edge(pydot.Edge(_id(s.stage, i), target, color="#1f5fbf" if e.phase == "forward" else "#bf1f1f",
-                                        constraint="true"))
+    for lp in d.pairs.links:
+        for send, receive in lp.pairs:
+            if id(send) in drawn and id(receive) in drawn:
+                dot.add_edge(pydot.Edge(drawn[id(send)], drawn[id(receive)], constraint="true",
+                                        color="#1f5fbf" if send.phase != "backward" else "#bf1f1f"))
     return dot.to_string()
 
 
-def unmatched(schedules: list[tuple[int | None, StageSchedule]]) -> list[P2PEvent]:
-    """Sends whose Receive is on no drawn stage (a stage left out, or a pass that dropped it)."""
-    have = {(s.stage, e.op, e.phase, e.micro, e.peer_stage) for _, s in schedules for e in s.events}
-    return [e for _, s in schedules for e in s.events
-            if e.op == "Send" and (e.peer_stage, "Receive", e.phase, e.micro, s.stage) not in have]
+def unmatched(d: Drawing) -> list[CommNode]:
+    """Pipeline Sends whose Receive is on no drawn stage (a stage left out, another rank of the stage,
+    or no Receive anywhere)."""
+    partner = d.pairs.partner()
+    drawn = {id(e) for col in d.columns for e in col.order.hops}
+    return [e for col in d.columns for e in col.order.hops
+            if e.op == "Send" and (id(e) not in partner or id(partner[id(e)]) not in drawn)]

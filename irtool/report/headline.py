@@ -4,12 +4,11 @@ and what is unknown or unpaired. Written from the same records as the tables (`s
 them together)."""
 from __future__ import annotations
 
-from typing import Iterable
-
 from ..parallel import Bytes
+from ..parallel.pairs import Unpaired
 from ..parallel.records import OptimizerShard, RedistributionChain
-from ..parallel.totals import CommTotals, SendReceive
-from ..present import bytes_text
+from ..parallel.totals import CommTotals
+from ..present import bytes_text, cell
 
 
 def plural(count: int, word: str) -> str:
@@ -65,18 +64,14 @@ def unknowns_line(unknown_size: int, other: int, no_peer: int, unpaired: str, wa
     return "Unknown or unpaired: " + ("; ".join(found) if found else "none")
 
 
-def unpaired_text(pairs: Iterable[tuple[int | None, SendReceive]]) -> str:
-    """Sends from stage a to b that no rank of b receives from a, and the other way round, counted
-    over the folder."""
-    sent: dict[tuple[int, int], int] = {}
-    received: dict[tuple[int, int], int] = {}
-    for stage, p in pairs:
-        if stage is None or p.peer_stage is None:
-            continue
-        if p.op == "Send":
-            sent[(stage, p.peer_stage)] = sent.get((stage, p.peer_stage), 0) + p.count
-        elif p.op == "Receive":
-            received[(p.peer_stage, stage)] = received.get((p.peer_stage, stage), 0) + p.count
-    diff = [f"stage {a}->{b}: {sent.get((a, b), 0)} Send, {received.get((a, b), 0)} Receive"
-            for a, b in sorted(set(sent) | set(received)) if sent.get((a, b), 0) != received.get((a, b), 0)]
-    return "; ".join(diff)
+def unpaired_text(u: Unpaired) -> str:
+    """The Send/Receive the folder's pairing (`parallel.pairs`: sender, receiver, tag; as `check` pairs
+    them) leaves without a partner, by stages, and those whose peer rank was not read."""
+    def stages(key: tuple[int | None, int | None]) -> str:
+        return f"stage {cell(key[0])}->{cell(key[1])}"
+
+    parts = [f"{stages(k)}: {plural(n, 'Send')} without Receive" for k, n in sorted(u.sends.items(), key=str)]
+    parts += [f"{stages(k)}: {plural(n, 'Receive')} without Send" for k, n in sorted(u.receives.items(), key=str)]
+    if u.peer_not_read:
+        parts.append(f"{u.peer_not_read:,} Send/Receive whose peer rank was not read")
+    return "; ".join(parts)

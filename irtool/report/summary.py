@@ -17,6 +17,7 @@ from ..parallel import ParallelFacts, analyze
 from ..parallel.job import Job, JobFold, RankJob, job_of, rank_job
 from ..parallel.layers import layer_comm
 from ..parallel.optimizer import optimizer_shards
+from ..parallel.pairs import P2P, Unpaired, UnpairedFold
 from ..parallel.peer import rank_of
 from ..parallel.records import LayerComm, OptimizerShard, RedistributionChain, Strategy
 from ..parallel.totals import (
@@ -136,6 +137,7 @@ class RankDigest:
     links: list[StageLink]
     answer: str  # digest of the rank's folder tables: ranks of a stage with the same one are shown once
     job: RankJob  # what the rank shows of the job
+    hops: list[P2P]  # its Send/Receive, for the folder's pairing (`parallel.pairs`, as check pairs them)
     # the records of those tables, kept only when asked (`keep`): the main process asks again for
     # one rank per different answer, so it holds a few ranks' records, not every rank's
     strategies: list[Strategy] = field(default_factory=list)
@@ -155,7 +157,7 @@ def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep:
     warnings = [*dump.warnings, *(check(dump) if deep else ()), *facts.warnings]
     d = RankDigest(rank.rank, rank.path, facts.stage, dump.counts, warnings, comm_totals(c), send_receive(c),
                    sorted(g), traffic(c, g), stage_matrix([facts]), hashlib.sha256(key.encode()).hexdigest(),
-                   rank_job(facts, rank.rank, rank.path))
+                   rank_job(facts, rank.rank, rank.path), [P2P.of(x) for x in c if x.direction])
     if keep:
         d.strategies, d.chains, d.shards, d.kept = facts.strategies, chains, shards, True
     return d
@@ -197,6 +199,7 @@ class DirSummary:
     stages: list[StageSum]
     matrix: list[StageLink]
     job: Job
+    unpaired: Unpaired  # Send/Receive of the ranks shown the folder's pairing leaves without a partner
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON `irtool.summary/1` of a folder; its `ranks` are made one at a time as they are written
@@ -211,7 +214,8 @@ class DirSummary:
                    "traffic": s.traffic.as_dict(), "groups": s.groups,
                    "answers": [a.as_dict() for a in s.answers]} for s in self.stages]
         return {"schema": SCHEMA, "path": self.path, "stage": self.stage, "job": self.job.as_dict(), "ranks": ranks,
-                "stages": stages, "send_receive_matrix": [e.as_dict() for e in self.matrix]}
+                "stages": stages, "send_receive_matrix": [e.as_dict() for e in self.matrix],
+                "unpaired": self.unpaired.as_dict()}
 
 
 def _add_tallies(into: dict[str, Tally], rows: dict[str, Tally]) -> None:
@@ -274,9 +278,13 @@ def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None
     folds: dict[int | None, _StageFold] = {}
     links: dict[tuple[int, int], StageLink] = {}
     job = JobFold()
+    pairing = UnpairedFold()
     for r in ranks:
         job.add(r.job)  # the job is the folder's, whichever stage the tables show
-        if stage is not None and selected_stage(r.stage) != stage:
+        shown = stage is None or selected_stage(r.stage) == stage
+        if r.rank is not None:  # the peers of the stage shown are on other stages: every rank is paired
+            pairing.add(r.rank, r.stage, r.hops, shown)
+        if not shown:
             continue
         rows.append(r)
         folds.setdefault(r.stage, _StageFold()).add(r)
@@ -286,7 +294,7 @@ def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None
     if missing and fetch is not None:
         kept = {k.rank: k for k in fetch([RankFile(r.rank, r.path) for r in missing])}
     stages = [folds[st].stage_sum(st, kept) for st in sorted(folds, key=lambda k: (k is None, k or 0))]
-    return DirSummary(path, stage, rows, stages, [links[k] for k in sorted(links)], job.job())
+    return DirSummary(path, stage, rows, stages, [links[k] for k in sorted(links)], job.job(), pairing.result())
 
 
 class _StageFold:
@@ -507,6 +515,6 @@ def dir_headline(d: DirSummary) -> list[str]:
             f"Redistributions: {redis or 'none'}",
             f"Optimizer sharding: {shards or 'none'}",
             unknowns_line(total.total.bytes.unknown, other, no_peer,
-                      unpaired_text((r.stage, p) for r in d.rows for p in r.pairs),
+                      unpaired_text(d.unpaired),
                       sum(len(r.warnings) for r in d.rows),
                       f"stage unknown on rank(s) {rank_list(unknown_stage)}" if unknown_stage else "")]

@@ -27,6 +27,7 @@ from ..ir import Dump, Node, TypeInfo
 from ..ir.values import literal_value
 from ..parallel import CommNode, ParallelFacts
 from ..parallel.chains import user_source
+from ..parallel.pairs import pair_ranks
 from ..parallel.records import ChainEnd, RedistributionChain
 from ..present import DASH, cell, chain_end_layout, literal_text, rank_list, shape_text, strategy_text, type_text
 from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
@@ -733,27 +734,27 @@ def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = 
                    folder: Iterable[int] | None = None,
                    orders: dict[int, list[str]] | None = None, unreadable: Iterable[Unreadable] = ()) -> dict[str, Any]:
     """Every Send/Receive of the given ranks (one per stage) and one edge from each Send to the
-    Receive it pairs with: same sender and receiver, matched in order by tag and micro batch. All in
-    one layer (a namespace per micro batch beyond MAX_CHILDREN boxes), so Model Explorer draws every
-    edge. Boxes are labelled with rank, place in the rank's execution order (`#3`: as the dump orders
-    them, forward and backward interleaved), micro batch, tag and peer; a peer that is
-    not one of the given ranks is said to be in the folder (not drawn), unreadable (`unreadable`, with
-    its error) or not in the folder (`folder`: every rank of the folder not known unreadable; the
-    words are `selection.not_read`'s). `orders` (rank -> node uids in execution order, where the
-    dump fixes it: docs/cost.md §4) chains each stage's nodes in that order by `order` edges."""
+    Receive it pairs with (analysis' pairing, `parallel.pairs`: sender and receiver, tag in order, as
+    `check` pairs them). All in one layer (a namespace per micro batch beyond MAX_CHILDREN boxes), so
+    Model Explorer draws every edge. Boxes are labelled with rank, place in the rank's execution order
+    (`#3`, `#—` where the pass does not fix it), micro batch, chunk, tag and peer; a peer that is not one
+    of the given ranks is said to be in the folder (not drawn), unreadable (`unreadable`, with its error)
+    or not in the folder (`folder`: every rank of the folder not known unreadable; the words are
+    `selection.not_read`'s). `orders` (rank -> its pipeline Send/Receive uids in execution order, where
+    the dump fixes it: `parallel.order`, docs/cost.md §4) also chains each stage's nodes in that order
+    by `order` edges."""
     nodes: dict[str, dict[str, Any]] = {}
-    sends: dict[tuple, list[str]] = defaultdict(list)
-    receives: dict[tuple, list[str]] = defaultdict(list)
     shown = {rank for rank, _, _ in ranks}
     in_folder = set(folder) if folder is not None else shown
     unreadable = list(unreadable)
     unread = {u.rank for u in unreadable}
     outside: set[int] = set()
+    hops = {rank: [c for c in facts.comm if c.direction is not None] for rank, _, facts in ranks}
+    orders = orders or {}
     for rank, file, facts in ranks:
         stage = DASH if facts.stage is None else str(facts.stage)
-        # execution order as the dump orders it: forward and backward interleave (1F1B)
-        p2p = sorted((c for c in facts.comm if c.direction is not None), key=lambda c: c.line)
-        for order, c in enumerate(p2p, 1):
+        at = {uid: i for i, uid in enumerate(orders.get(rank, ()), 1)}
+        for c in hops[rank]:
             nid = comm_id(rank, c)
             to = "to" if c.direction == "send" else "from"
             peer = f"{to} rank {cell(c.peer_rank)}"
@@ -763,33 +764,37 @@ def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = 
                 peer = f"peer rank {c.peer_rank}: {where}"
                 if c.peer_rank not in in_folder:
                     outside.add(c.peer_rank)
-            label = f"r{rank} #{order} {c.op} m{cell(c.micro)} tag {cell(c.sr_tag)} " \
+            place = at.get(c.node)
+            chunk = "" if c.segment is None else f" c{c.segment}"
+            tag = DASH if c.sr_tag is None else str(c.sr_tag)  # a name: `1572864`, not `1,572,864`
+            label = f"r{rank} #{cell(place)} {c.op} m{cell(c.micro)}{chunk} tag {tag} " \
                     f"{'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
+            order = f"{place} of {len(at)} on rank {rank}" if place else "not fixed by this pass"
             nodes[nid] = {"id": nid, "label": label, "namespace": f"micro {cell(c.micro)}",
                           "attrs": [_kv("operator", c.op), _kv("rank", rank), _kv("stage", stage),
-                                    _kv("execution order", f"{order} of {len(p2p)} on rank {rank}"), _kv("phase", c.phase),
+                                    _kv("execution order", order), _kv("phase", c.phase),
                                     _kv("file", f"{file}:{c.line}"), _kv("peer", peer),
                                     *comm_attrs(c)],
                           "incomingEdges": [], "style": {"backgroundColor": CATEGORY_COLORS[c.category]},
                           "outputsMetadata": [{"id": "0", "attrs": [
                               _kv("__tensor_tag", f"micro {cell(c.micro)}"), _kv("shape", c.shape),
                               _kv("dtype", c.dtype), _kv("bytes", c.bytes)]}]}
-            link_key = (rank, c.peer_rank) if c.direction == "send" else (c.peer_rank, rank)
-            (sends if c.direction == "send" else receives)[(*link_key, c.sr_tag, c.micro)].append(nid)
-    for key, senders in sends.items():
-        for s, r in zip(senders, receives.get(key, [])):
+    pairs = pair_ranks(hops)
+    for lp in pairs.links:
+        src, dst = lp.link
+        for send, receive in lp.pairs:
+            s, r = comm_id(src, send), comm_id(dst, receive)
             nodes[r]["incomingEdges"].append({"sourceNodeId": s, "sourceNodeOutputId": "0", "targetNodeInputId": "0"})
             nodes[s]["attrs"].append(_kv("pairs with", link([r])))
             nodes[r]["attrs"].append(_kv("pairs with", link([s])))
     if len(nodes) <= MAX_CHILDREN:  # Model Explorer draws edges between layers only for the selected node
         for n in nodes.values():
             n["namespace"] = ""
-    paired = sum(len(n["incomingEdges"]) for n in nodes.values())
-    for rank, uids in (orders or {}).items():
+    for rank, uids in orders.items():
         chain = [f"rank{rank}/{u}" for u in uids if f"rank{rank}/{u}" in nodes]
         for a, b in zip(chain, chain[1:]):
             nodes[b]["incomingEdges"].append({"sourceNodeId": a, "sourceNodeOutputId": "0", "targetNodeInputId": "order"})
-    info = {"Send/Receive": str(len(nodes)), "pairs": str(paired), "ranks drawn": rank_list(sorted(shown))}
+    info = {"Send/Receive": str(len(nodes)), "pairs": str(pairs.paired), "ranks drawn": rank_list(sorted(shown))}
     for what, which in (("peers unreadable", outside & unread), ("peers not in the folder", outside - unread)):
         if which:
             info[what] = rank_list(sorted(which))

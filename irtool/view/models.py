@@ -15,6 +15,7 @@ import orjson
 from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts
+from ..parallel.order import stage_order
 from ..selection import Selection, selected_stage
 from .graphs import (
     PART_SIZE,
@@ -222,10 +223,7 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
         return _file_model(picked[0], label, part_size)
 
     def build() -> list[dict[str, Any]]:
-        from ..parallel.schedule import stage_schedule
-
-        scheds = {r.rank: stage_schedule(r.dump, r.facts) for r in picked}
-        orders = {rank: [e.node for e in s.events] for rank, s in scheds.items() if s.fixed}
+        orders = {r.rank: [c.node for c in o.hops] for r in picked if (o := stage_order(r.facts.table)).fixed}
         pipe = pipeline_graph([(r.rank, os.path.relpath(r.file, sel.path), r.facts) for r in picked],
                               folder=[r for r in sel.files if r is not None], orders=orders,
                               unreadable=sel.unreadable)

@@ -1,0 +1,224 @@
+"""The execution order of one stage (docs/cost.md §4): its units of work placed by their compute
+nodes and the dependencies between them, the schedule that order amounts to, and the micro batches
+in flight. Decided here, once, for every command (`summarize --cost`, memory, balance and advice,
+`render --pipeline`, the view's pipeline graph).
+
+A unit is the forward or the backward of one micro batch on one chunk (an interleaved pipeline's
+model chunk, a folded one's segment): the compute and call nodes whose `phase`, `micro` and `chunk`
+facts say so (a lazy-inline stage's units are its `call` nodes). Recompute runs inside the backward
+of its micro batch (its nodes interleave with the backward's, layer by layer), so it is part of
+that unit. Unit A runs before unit B when a path of data, Depend or UpdateState edges (what
+`irtool.ir.build_graph` calls data and control edges) leads from a node of A to a node of B. The
+order is fixed when those paths order every unit; it is never taken from where nodes or
+Send/Receive are printed: on stage 0 of a 1F1B pipeline MindSpore prints the Receive of B0 before
+the Send of F3, yet that Receive depends on the last Add of F3 (pipeline_4stage_8p rank_0 validate
+lines 1729, 1766).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import reduce
+from operator import or_
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from .records import CommNode
+
+if TYPE_CHECKING:
+    from ..ir import Node
+    from .table import NodeFacts
+
+UnitKey = tuple[str, int, "int | None"]  # (F or B, micro batch, chunk; None with one chunk)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """The forward (`F`) or backward (`B`, recompute included) of one micro batch on one chunk."""
+
+    phase: Literal["F", "B"]
+    micro: int
+    chunk: int | None  # None: the stage runs one chunk
+    nodes: int  # compute and call nodes placing it
+    line: int  # where its first node is printed (to locate it; never to order it)
+
+    @property
+    def label(self) -> str:
+        """`F3`, or `B0.c1` on chunk 1 of an interleaved or folded stage."""
+        return f"{self.phase}{self.micro}" + ("" if self.chunk is None else f".c{self.chunk}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"unit": self.label, "phase": "forward" if self.phase == "F" else "backward", "micro": self.micro,
+                "chunk": self.chunk, "nodes": self.nodes, "line": self.line}
+
+
+@dataclass
+class StageOrder:
+    """One stage's units of work in execution order (`fixed`), or, when the dependencies do not order
+    them all, in the order forward before backward, chunk, micro batch, with `why`."""
+
+    stage: int | None
+    units: list[Unit]
+    fixed: bool
+    schedule: str  # the schedule's name, or why the order is not known
+    warmup: int | None  # forward units before the first backward one
+    chunks: list[int]  # the chunks (segments) this stage runs, [] with one
+    hops: list[CommNode] = field(default_factory=list)  # pipeline Send/Receive, placed by their unit
+    why: str = ""  # the first two units the dependencies leave unordered, when not fixed
+
+    @property
+    def work(self) -> list[str]:
+        """`F0 F1 B0 ...` (`F0.c1` on chunk 1)."""
+        return [u.label for u in self.units]
+
+    @property
+    def in_flight_units(self) -> int | None:
+        """The most units begun forward and not yet finished backward at once (None: order not fixed,
+        or no backward: nothing is kept for one)."""
+        if not self.fixed or not any(u.phase == "B" for u in self.units):
+            return None
+        held = peak = 0
+        for u in self.units:
+            held += 1 if u.phase == "F" else -1
+            peak = max(peak, held)
+        return peak
+
+    @property
+    def in_flight(self) -> int | float | None:
+        """Micro batches in flight: the most begun and not finished backward at once, in this order; a
+        stage of C chunks holds a C-th of a micro batch's activations per unit."""
+        units = self.in_flight_units
+        if units is None:
+            return None
+        n = max(1, len(self.chunks))
+        return units // n if units % n == 0 else units / n
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"stage": self.stage, "fixed": self.fixed, "in_flight": self.in_flight, "schedule": self.schedule,
+                "warmup": self.warmup, "order": self.work, "chunks": self.chunks, "why": self.why or None,
+                "units": [u.as_dict() for u in self.units],
+                "events": [{"op": c.op, "phase": c.phase, "micro": c.micro, "chunk": c.segment, "sr_tag": c.sr_tag,
+                            "peer_rank": c.peer_rank, "peer_stage": c.peer_stage, "node": c.node, "line": c.line}
+                           for c in self.hops]}
+
+
+def stage_order(t: NodeFacts) -> StageOrder:
+    """The execution order of the stage whose dump `t` is the fact table of (the `order` fact)."""
+    return t.get("order")
+
+
+def _units(t: NodeFacts) -> tuple[dict[UnitKey, list[Node]], list[int]]:
+    """The nodes of each unit, and the chunks. A node printing no chunk joins its micro batch's
+    unit when that has one chunk; with several (the loss of an interleaved stage, outside its chunks'
+    calls) it places none."""
+    by_micro: dict[tuple[str, int], list[tuple[int | None, Node]]] = {}
+    for n, micro in t.column("micro").items():
+        if t("kind", n) not in ("compute", "call"):
+            continue
+        phase = t("phase", n)
+        if phase == "optimizer":
+            continue
+        by_micro.setdefault(("F" if phase == "forward" else "B", micro), []).append((t("chunk", n), n))
+    chunks = sorted({c for nodes in by_micro.values() for c, _ in nodes if c is not None})
+    units: dict[UnitKey, list[Node]] = {}
+    for (phase, micro), nodes in by_micro.items():
+        own = {c for c, _ in nodes if c is not None}
+        for c, n in nodes:
+            if len(chunks) <= 1:
+                key = (phase, micro, None)
+            elif c is not None or len(own) == 1:
+                key = (phase, micro, c if c is not None else next(iter(own)))
+            else:
+                continue
+            units.setdefault(key, []).append(n)
+    return units, chunks if len(chunks) > 1 else []
+
+
+def _reach(t: NodeFacts, units: dict[UnitKey, list[Node]]) -> dict[UnitKey, int]:
+    """Per unit, the bit set of the units with a path to one of its nodes (itself included): one
+    pass in topological order over the graphs holding units, each node carrying the units that reach
+    it. The edges are every node a node reads in its subgraph (`node_refs`: data, and the ordering
+    inputs of Depend and UpdateState, and a computed callee: `irtool.ir.build_graph`'s data and control
+    edges, without parsing every argument); a path never leaves its subgraph."""
+    import networkx as nx
+
+    keys = list(units)
+    bit = {n: 1 << i for i, k in enumerate(keys) for n in units[k]}
+    by_key = t.get("by_key")
+    deps = nx.DiGraph()
+    for graph in {n.graph for n in bit}:
+        local = by_key[graph]
+        deps.add_nodes_from(local.values())
+        deps.add_edges_from((local[r], n) for n in local.values()
+                            for r in ((n.callee, *n.node_refs) if n.callee[0] == "%" else n.node_refs) if r in local)
+    mask: dict[Node, int] = {}
+    for v in nx.topological_sort(deps):
+        m = bit.get(v, 0)
+        for u in deps.predecessors(v):
+            m |= mask[u]
+        mask[v] = m
+    return {k: reduce(or_, (mask[n] for n in units[k]), 0) for k in keys}
+
+
+def build_order(t: NodeFacts) -> StageOrder:
+    """The `order` pass (see the module docstring)."""
+    info = t.get("stage_info")
+    found, chunks = _units(t)
+    hops = [c for c in t.column("comm").values() if c.category == "pipeline" and c.direction]
+    units = {k: Unit(cast(Literal["F", "B"], k[0]), k[1], k[2], len(ns), min(n.line for n in ns)) for k, ns in found.items()}
+    canonical = sorted(units, key=lambda k: (k[0] != "F", k[2] or 0, k[1]))
+    if not units:
+        return StageOrder(info.stage, [], False, "no forward or backward work carries a micro batch in this pass: "
+                          "no pipeline order", None, chunks, _place(hops, [], chunks), "")
+    reach = _reach(t, found)
+    index = {k: i for i, k in enumerate(found)}
+    before = {k: {j for j in found if j != k and reach[k] >> index[j] & 1} for k in found}
+    ranked = sorted(found, key=lambda k: (len(before[k]), canonical.index(k)))
+    why = ""
+    for a, b in zip(ranked, ranked[1:]):
+        if a not in before[b]:
+            why = f"no data, Depend or UpdateState path orders {units[a].label} and {units[b].label}"
+        elif b in before[a]:
+            why = f"{units[a].label} and {units[b].label} each depend on the other"
+        if why:
+            break
+    order = [units[k] for k in (canonical if why else ranked)]
+    placed = _place(hops, [] if why else [(u.phase, u.micro, u.chunk) for u in order], chunks)
+    if why:
+        return StageOrder(info.stage, order, False, f"this pass does not fix the order ({why})", None, chunks,
+                          placed, why)
+    schedule, warmup = classify([u.phase for u in order], chunks)
+    return StageOrder(info.stage, order, True, schedule, warmup, chunks, placed)
+
+
+def _place(hops: list[CommNode], order: list[UnitKey], chunks: list[int]) -> list[CommNode]:
+    """The pipeline Send/Receive in the order of their units (a unit's Receive before its Send: it
+    receives its input, computes, sends its output); hops of no placed unit after them, forward
+    before backward, by chunk and micro batch."""
+    at: dict[tuple, int] = {k: i for i, k in enumerate(order)}
+
+    def key(c: CommNode) -> tuple:
+        phase, chunk = "B" if c.phase == "backward" else "F", c.segment if chunks else None
+        return (at.get((phase, c.micro, chunk), len(at)), phase != "F", chunk or 0,
+                -1 if c.micro is None else c.micro, c.op != "Receive")
+
+    return sorted(hops, key=key)
+
+
+def classify(phases: list[str], chunks: list[int]) -> tuple[str, int | None]:
+    """Name the schedule of units in execution order (`F`/`B` each): forward only (inference), GPipe
+    (every forward before any backward), 1F1B (k forward, then backward and forward alternating, then
+    the remaining backward), interleaved (more than one chunk) or other; and the warm-up (forward
+    units before the first backward)."""
+    n_f = phases.count("F")
+    chunked = f", {len(chunks)} chunks" if chunks else ""
+    if n_f == len(phases):
+        return f"forward only (no backward: inference){chunked}", None
+    warmup = phases.index("B")
+    if warmup == n_f:
+        return (f"every forward before any backward{chunked}: GPipe, or 1F1B whose warm-up covers all {n_f} "
+                "forward"), warmup
+    steady = n_f - warmup
+    rest = phases[warmup:]
+    if rest == ["B", "F"] * steady + ["B"] * (len(rest) - 2 * steady):
+        name = "interleaved 1F1B" if chunks else "1F1B"
+        return f"{name}{chunked}: {warmup} forward warm-up, then one backward per forward", warmup
+    return f"other order{chunked} (neither GPipe nor 1F1B)", warmup

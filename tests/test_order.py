@@ -1,0 +1,199 @@
+"""Each stage's execution order from its compute dependencies (irtool/parallel/order.py, docs/cost.md §4).
+
+Every expected order below was worked out by hand from the dump text: the lines named are `xzcat FILE | sed -n Np`,
+and each step of a chain is a `%N` the next line reads. MindSpore prints a stage's Send/Receive in another order
+than its work runs (on stage 0 the Receive of B0 comes before the Send of F3), so an order taken from Send/Receive
+is wrong; and a dump printed in another order (`test_order_is_not_the_print_order`) must give the same order."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES, fixture
+
+import irtool
+from irtool.cli import main
+from irtool.parallel import analyze
+from irtool.parallel.order import classify, stage_order
+
+P4 = "pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz"
+
+
+def _order(rel: str):
+    return stage_order(analyze(irtool.load(fixture(rel))).table)
+
+
+def _line(rel: str, n: int) -> str:
+    import lzma
+
+    with lzma.open(fixture(rel), "rt") as fh:
+        for i, text in enumerate(fh, 1):
+            if i == n:
+                return text
+    raise AssertionError(n)
+
+
+def test_four_stage_1f1b_stage_0_runs_f3_before_b0() -> None:
+    # pipeline_4stage_8p rank_0 validate, 8 micro batches. The Receive of B0 (line 1766, `%148(dx) = Receive(%147)`,
+    # sr_tag 0, micro 0) reads `%147 = Depend(Tensor(...), %145)` (line 1763), and %145 (line 1729) is the last Add
+    # (`res`) of micro 3's forward; B0's first MatMul (line 1788, micro 0) reads %152 = AllReduce(%151), %151 =
+    # Depend(%148, %150). So F3 runs before B0, although the Send of F3 (line 1775) is printed after that Receive.
+    # B0's last node %170 (line 2045) feeds %171 = Depend(%170, %150) -> %172 = Depend(%para1_x, %171) -> line 2054
+    # `%173 = StridedSlice(%172, ...)`, micro 4's input slice: F4 after B0. Then 1F1B: B_k, F_k+4.
+    assert "%145" in _line(P4, 1729) and "micro: I64(3)" in _line(P4, 1729)
+    assert "%147(ValueNode_3322) = Depend(Tensor(shape=[], dtype=Float32, value=0), %145)" in _line(P4, 1763)
+    assert "= Receive(%147)" in _line(P4, 1766) and "sr_tag: I64(0)" in _line(P4, 1766)
+    assert "= Send(%149)" in _line(P4, 1775) and "sr_tag: I64(3)" in _line(P4, 1775)
+    assert "StridedSlice(%172," in _line(P4, 2054) and "micro: I64(4)" in _line(P4, 2054)
+    o = _order(P4)
+    assert o.fixed and o.chunks == []
+    assert " ".join(o.work) == "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7"  # not `F0 F1 F2 B0 F3 ...`
+    assert o.warmup == 4 and o.schedule == "1F1B: 4 forward warm-up, then one backward per forward"
+    assert o.in_flight == 4  # F0-F3 begun before B0 finishes one: 4, not 3
+    # the stage's Send/Receive follow their units: F3's Send (line 1775) before B0's Receive (line 1766)
+    hops = [(c.op, c.phase, c.micro, c.line) for c in o.hops]
+    assert hops.index(("Send", "forward", 3, 1775)) < hops.index(("Receive", "backward", 0, 1766))
+
+
+@pytest.mark.parametrize(("rank", "work", "in_flight"), [
+    # the same chains one micro batch later per stage: stage s runs 4 - s forward before its first backward
+    (2, "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 B6 B7", 3),
+    (4, "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7", 2),
+    (6, "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7", 1)])
+def test_four_stage_1f1b_later_stages(rank: int, work: str, in_flight: int) -> None:
+    o = _order(f"pipeline_4stage_8p/rank_{rank}/19_validate_0078.ir.xz")
+    assert o.fixed and " ".join(o.work) == work and o.in_flight == in_flight
+    assert o.schedule.startswith(f"1F1B: {in_flight} forward warm-up")
+
+
+def test_order_is_not_the_print_order(tmp_path: Path) -> None:
+    # The point of this test is to detect one change: pipeline_4stage_8p rank_0 validate with the block of lines
+    # 1766-2050 (the Receive of B0 and micro 0's backward, up to `%171`) printed before lines 1464-1765 (micro 3's
+    # forward, from its input slice `%119` on line 1464). Nothing else changes: every node reads the same inputs, so
+    # the dependencies still say F3 before B0, while B0's first line is now printed before F3's. Ordered by printing,
+    # the order would read `F0 F1 F2 B0 F3 F4 ...`.
+    import lzma
+
+    lines = lzma.open(fixture(P4), "rt").read().split("\n")
+    assert lines[1463].startswith("  %119(") and "micro: I64(3)" in lines[1463]
+    assert lines[1765].startswith("  %148(dx) = Receive(%147)") and lines[2050].startswith("  %172(")
+    moved = lines[:1463] + lines[1765:2050] + lines[1463:1765] + lines[2050:]
+    path = tmp_path / "rank_0" / "19_validate_0078.ir"
+    path.parent.mkdir()
+    path.write_text("\n".join(moved))
+    dump = irtool.load(str(path))
+    assert not irtool.check(dump)  # still a well-formed dump: every reference resolves
+    o = stage_order(analyze(dump).table)
+    first = {u.label: u.line for u in o.units}
+    assert first["B0"] < first["F3"]  # printed first ...
+    assert " ".join(o.work) == "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7"  # ... run second
+    assert o.in_flight == 4
+
+
+def test_two_stage_lazy_inline_forward_call_of_micro_1_before_b0() -> None:
+    # gpt_small_dp2mp2pp2_lazyinline rank_0 validate, main graph: the forward call of micro 1 (line 6405, `%9 = call
+    # @..GPT_construct(%7, ...)`) -> line 6414 `%12 = Depend(Tensor(...), %9)` -> line 6417 `%13(dx) = Receive(%12)`
+    # (the backward of micro 0, sr_tag 0) -> line 6441 `%20 = Depend(%13, %9)` -> `%21` -> line 6447, B0's bprop call
+    # `%22 = %19[@Partial(...)](%21, UMonad)` (`micro: I64(0)`, `is_bp: Bool(1)`). The Send of F1 (line 6429) comes
+    # after that Receive: by Send/Receive the order would be `F0 B0 F1 B1`.
+    rel = "gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz"
+    assert "%13(dx) = Receive(%12)" in _line(rel, 6417) and "is_bp: Bool(1)" in _line(rel, 6447)
+    o = _order(rel)
+    assert o.fixed and o.work == ["F0", "F1", "B0", "B1"] and o.in_flight == 2
+    assert o.schedule.startswith("every forward before any backward")  # 2 micro batches: 1F1B's warm-up is both
+    # the first node of each: the micro batch's input slice (lines 6360, 6393: `micro_input = StridedSlice`), B0's call
+    assert [u.line for u in o.units[:3]] == [6360, 6393, 6447]
+    assert _order("gpt_small_dp2mp2pp2_lazyinline/rank_4/19_validate_0089.ir.xz").work == ["F0", "B0", "F1", "B1"]
+
+
+def test_mindformers_llama_by_its_depend_edges() -> None:
+    # mindformers_llama_dp2mp2pp2 rank_0 validate, main graph (MindFormers' lazy_inline calls): F0's call %34 (line
+    # 239) -> %36 = Depend(.., %34) (245) -> %41 (260) -> F1's call %43 (277) -> %44 (280) -> Receive %45 (283) ->
+    # %46 (289) -> %52 (307) -> B0's bprop call %53 (310, micro 0) -> %56 (319) -> F2's call %58 (336) -> Receive %60
+    # (342) -> B1 %68 (369) -> %71 (378) -> F3 %73 (395) -> Receive %75 (401) -> B2 %83 (428) -> Receive %87 (440)
+    # -> B3 %89 (449). Printed Send/Receive: Send 257 (F0), Receive 283 (B0), Send 304 (F1): `F0 B0 F1 B1 ...`.
+    rel = "mindformers_llama_dp2mp2pp2/rank_0/19_validate_0089.ir.xz"
+    assert "= call @" in _line(rel, 277) and "(%41, " in _line(rel, 277)
+    assert "%45(dx) = Receive(%44)" in _line(rel, 283) and "micro: I64(0)" in _line(rel, 310)
+    o = _order(rel)
+    assert o.fixed and " ".join(o.work) == "F0 F1 B0 F2 B1 F3 B2 B3"
+    assert o.schedule == "1F1B: 2 forward warm-up, then one backward per forward" and o.in_flight == 2
+    o = _order("mindformers_llama_dp2mp2pp2/rank_4/19_validate_0089.ir.xz")
+    assert " ".join(o.work) == "F0 B0 F1 B1 F2 B2 F3 B3" and o.in_flight == 1
+
+
+def test_interleaved_stage_0() -> None:
+    # pipeline_interleaved_4stage_8p rank_0 validate (4 stages x 2 chunks, 8 micro batches). Calls of chunk 0 print
+    # `micro`/`chunk` (line 684: `%61 = call ..Net_construct_3417(..)` micro 6 chunk 0); a backward call prints none:
+    # line 705 `%67 = %64[@Partial(@..◂..Net_construct_3369)](%66, UMonad)` calls the bprop closure `%64 =
+    # TupleGetItem(%25, I64(1))` (line 693) of `%25`, the forward call of micro 0 on chunk 1 (line 549): B0.c1. It
+    # reads `%66(dx) = Receive(%65)` (line 699), `%65 = Depend(Tensor, %61)`: after F6.c0. Then `%68 = Depend(%63,
+    # %67)` -> Send %69 -> `%70 = Depend(w2, %69)` -> line 729 `%72 = call ..(%70, ..)`, micro 7 chunk 0: F7.c0.
+    rel = "pipeline_interleaved_4stage_8p/rank_0/19_validate_0087.ir.xz"
+    assert "%64 = " not in _line(rel, 705) and "= %64[@Partial(" in _line(rel, 705)
+    assert "TupleGetItem(%25, I64(1))" in _line(rel, 693) and "micro: I64(0), chunk: I64(1)" in _line(rel, 549)
+    assert "(%70, " in _line(rel, 729) and "micro: I64(7), chunk: I64(0)" in _line(rel, 729)
+    o = _order(rel)
+    assert o.fixed and o.chunks == [0, 1]
+    assert " ".join(o.work[:13]) == "F0.c0 F1.c0 F2.c0 F3.c0 F0.c1 F1.c1 F2.c1 F3.c1 F4.c0 F5.c0 F6.c0 B0.c1 F7.c0"
+    assert o.warmup == 11 and o.schedule.startswith("interleaved 1F1B, 2 chunks: 11 forward warm-up")
+    # 11 units of half a micro batch's activations each (a chunk holds half the stage's layers) at the peak
+    assert o.in_flight_units == 11 and o.in_flight == 5.5
+    assert o.units[11].line == 705  # the backward call places B0.c1
+
+
+def test_folded_pipeline_runs_every_forward_first() -> None:
+    # pipeline_folded_8p rank_0 (2 stages x 2 segments, 4 micro batches): segment 0's forwards, then segment 1's,
+    # then the backwards from the last segment back
+    o = _order("pipeline_folded_8p/rank_0/19_validate_0078.ir.xz")
+    assert o.fixed and o.chunks == [0, 1]
+    assert " ".join(o.work) == ("F0.c0 F1.c0 F2.c0 F3.c0 F0.c1 F1.c1 F2.c1 F3.c1 "
+                                "B0.c1 B1.c1 B2.c1 B3.c1 B0.c0 B1.c0 B2.c0 B3.c0")
+    assert o.schedule.startswith("every forward before any backward, 2 chunks") and o.in_flight == 4
+
+
+def test_inference_stage_1_is_not_ordered() -> None:
+    # inference_pp_4p_m2 rank_2 validate, stage 1: `%1 = call @..Network_construct(.., %0)` (line 215, micro 0) and
+    # `%4 = call ..(.., %3)` (line 224, micro 1); %3 = Receive(%2), %2 = Depend(Tensor, %0): the second Receive waits
+    # for the first Receive, not for the call of micro 0, and `%8 = UpdateState(%7, %4)`, `%7 = UpdateState(U, %1)`
+    # only join them. The Concat of line 233 joins both calls (through `%5 = MakeTuple(%1, %4)`) though it prints
+    # `micro: I64(0)`: it runs for no single micro batch.
+    rel = "inference_pp_4p_m2/rank_2/19_validate_0082.ir.xz"
+    assert "micro: I64(0)" in _line(rel, 233) and "PrimFunc_Concat(%5" in _line(rel, 233)
+    o = _order(rel)
+    assert not o.fixed and o.in_flight is None
+    assert o.schedule == "this pass does not fix the order (no data, Depend or UpdateState path orders F0 and F1)"
+    assert [u.nodes for u in o.units] == [1, 1]  # the two calls, not the Concat
+    o = _order("inference_pp_4p_m2/rank_0/19_validate_0082.ir.xz")  # stage 0 sends micro 1 after micro 0
+    assert o.fixed and o.work == ["F0", "F1"] and o.schedule == "forward only (no backward: inference)"
+    assert o.in_flight is None  # nothing is kept for a backward
+
+
+def test_step_parallel_end_does_not_fix_the_order() -> None:
+    o = _order("pipeline_4stage_8p/rank_0/step_parallel_end_0019.ir.xz")
+    assert not o.fixed and o.schedule.startswith("this pass does not fix the order") and o.warmup is None
+    assert _order("semi_auto_8p/rank_0/19_validate_0078.ir.xz").units == []
+
+
+@pytest.mark.parametrize(("phases", "chunks", "name", "warmup"), [
+    ("FFFF", [], "forward only (no backward: inference)", None),
+    ("FFBB", [], "every forward before any backward: GPipe, or 1F1B whose warm-up covers all 2 forward", 2),
+    ("FFBFBB", [], "1F1B: 2 forward warm-up, then one backward per forward", 2),
+    ("FBBF", [], "other order (neither GPipe nor 1F1B)", 1),
+    ("FFFBFBBB", [0, 1], "interleaved 1F1B, 2 chunks: 3 forward warm-up, then one backward per forward", 3)])
+def test_schedule_names(phases: str, chunks: list[int], name: str, warmup: int | None) -> None:
+    assert classify(list(phases), chunks) == (name, warmup)
+
+
+def test_memory_in_flight_is_the_order_s(tmp_path: Path) -> None:
+    # summarize --cost of pipeline_4stage_8p: stage 0 holds the activations of 4 micro batches (F0-F3 begun before
+    # B0), the number of its order above, not 3
+    r = CliRunner().invoke(main, ["summarize", str(FIXTURES / "pipeline_4stage_8p"), "--cost", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    cost = json.loads(r.stdout)["cost"]
+    stages = {s["stage"]: s for s in cost["stages"]}
+    assert [stages[s]["schedule"]["in_flight"] for s in range(4)] == [4, 3, 2, 1]
+    assert [cost["memory"][str(s)]["micro_batches_in_flight"] for s in range(4)] == [4, 3, 2, 1]
+    assert stages[0]["schedule"]["order"][:5] == ["F0", "F1", "F2", "F3", "B0"]

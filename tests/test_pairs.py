@@ -1,0 +1,157 @@
+"""One Send/Receive pairing (irtool/parallel/pairs.py: sender and receiver global ranks, `sr_tag` in order within a
+tag), the same in every command: check, `render --pipeline`, the view's pipeline graph, the summary headline.
+
+Counts by hand: `xzcat rank_N/*validate* | grep -cE '= (Send|Receive)\\('` per rank. pipeline_interleaved_4stage_8p:
+ranks 0, 1, 6, 7 have 24 Send + 24 Receive, ranks 2-5 32 + 32 (224 Send in all); on rank 0 (`grep`
+`dst_global_rank`/`src_global_rank`, `sr_tag`): 8 forward Sends of chunk 0 to rank 2 (tags 0-7), 8 of chunk 1 to rank 2
+(2097152-2097159), 8 forward Receives of chunk 1 from rank 6 (the wrap, 1572864-1572871), 8 backward Receives from
+rank 2 per chunk, 8 backward Sends of chunk 1 to rank 6. pipeline_4stage_lazy_8p: 8 + 8 on ranks 0, 1, 6, 7, 16 + 16
+on ranks 2-5 (96 Send), over `group_rank_ids: (0, 2, 4, 6)` / `(1, 3, 5, 7)` with `src_rank` an index into them.
+pipeline_folded_8p: 12 + 12 per rank (96). inference_pp_8p_m4: ranks 0-3 send 4 each, ranks 4-7 receive 4 each (16)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pydot
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES, fixture
+
+import irtool
+from irtool.cli import main
+from irtool.parallel import analyze
+from irtool.view.models import models_for
+
+# folder, Send/Receive pairs of the folder, pairs among the lowest rank of each stage (what render and view draw)
+FOLDERS = [("pipeline_interleaved_4stage_8p", 224, 24 + 32 + 32 + 24),
+           ("pipeline_4stage_lazy_8p", 96, 8 + 16 + 16 + 8),
+           ("pipeline_folded_8p", 96, 12 + 12),
+           ("inference_pp_8p_m4", 16, 4)]
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.mark.parametrize(("folder", "pairs", "drawn"), FOLDERS)
+def test_check_pairs_every_send(folder: str, pairs: int, drawn: int) -> None:
+    r = _cli("check", str(FIXTURES / folder), "--format", "json")
+    data = json.loads(r.stdout)
+    assert r.exit_code == 0 and data["consistent"] and data["findings"] == []
+    assert data["coverage"]["pairs"] == {"compared": pairs, "present": pairs}
+
+
+@pytest.mark.parametrize(("folder", "pairs", "drawn"), FOLDERS)
+def test_summary_headline_pairs_as_check_does(folder: str, pairs: int, drawn: int) -> None:
+    r = _cli("summarize", str(FIXTURES / folder))
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[5] == "Unknown or unpaired: none"
+
+
+def _dot(folder: str, tmp_path: Path) -> tuple[dict[str, dict[str, str]], list[tuple[str, str, str]]]:
+    out = tmp_path / "pipeline.dot"
+    r = _cli("render", str(FIXTURES / folder), "--pipeline", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    (graph,) = pydot.graph_from_dot_data(out.read_text())
+    nodes = {n.get_name(): {k: v.strip('"') for k, v in n.get_attributes().items()}
+             for sub in graph.get_subgraphs() for n in sub.get_nodes()}
+    edges = [(e.get_source(), e.get_destination(), e.get("color").strip('"')) for e in graph.get_edges()]
+    return nodes, edges
+
+
+def _tag(node: dict[str, str]) -> str:
+    return node["tooltip"].rsplit(" tag ", 1)[1]
+
+
+@pytest.mark.parametrize(("folder", "pairs", "drawn"), FOLDERS)
+def test_render_draws_one_arrow_per_pair_to_its_receive(folder: str, pairs: int, drawn: int, tmp_path: Path) -> None:
+    nodes, edges = _dot(folder, tmp_path)
+    arrows = [(a, b) for a, b, color in edges if color in ("#1f5fbf", "#bf1f1f")]
+    assert len(arrows) == drawn
+    assert len({b for _, b in arrows}) == drawn  # no Receive with two arrows
+    unit = re.compile(r"([FB])(\d+)(?:\.c(\d))? (Send|Receive) (?:to|from) stage (\d) \(rank (\d)\)")
+    for a, b in arrows:
+        send, receive = unit.fullmatch(nodes[a]["label"]), unit.fullmatch(nodes[b]["label"])
+        assert send and receive and send[4] == "Send" and receive[4] == "Receive"
+        assert _tag(nodes[a]) == _tag(nodes[b])  # the same sr_tag ...
+        assert send.group(1, 2) == receive.group(1, 2)  # ... forward or backward, micro batch ...
+        assert (a.split("_")[0], b.split("_")[0]) == (f"r{receive[6]}", f"r{send[6]}")  # ... and each other's peer
+
+
+def test_render_interleaved_boxes_say_the_chunk(tmp_path: Path) -> None:
+    nodes, edges = _dot("pipeline_interleaved_4stage_8p", tmp_path)
+    rank0 = [n["label"] for name, n in nodes.items() if name.startswith("r0_")]
+    # rank 0 (stage 0): 48 Send/Receive, each unit once: two boxes `F0 ... Send to stage 1` (chunks 0 and 1), told apart
+    assert len(rank0) == 48 and len(set(rank0)) == 48
+    assert {"F0.c0 Send to stage 1 (rank 2)", "F0.c1 Send to stage 1 (rank 2)",
+            "F0.c1 Receive from stage 3 (rank 6)", "B0.c1 Send to stage 3 (rank 6)"} <= set(rank0)
+    # the wrap: rank 6's chunk-0 forward Sends (tags 1572864-1572871) reach rank 0's chunk-1 Receives
+    label = {a: nodes[a]["label"] for a in nodes}
+    wrap = [(label[a], label[b]) for a, b, c in edges if a.startswith("r6_") and b.startswith("r0_") and c == "#1f5fbf"]
+    assert len(wrap) == 8 and all(s.startswith(f"F{m}.c0 Send") and r.startswith(f"F{m}.c1 Receive")
+                                  for m, (s, r) in enumerate(wrap))
+
+
+@pytest.mark.parametrize(("folder", "pairs", "drawn"), FOLDERS)
+def test_view_pipeline_graph_pairs_as_check_does(folder: str, pairs: int, drawn: int) -> None:
+    graph = models_for(str(FIXTURES / folder)).graphs[0]
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    edges = [(e["sourceNodeId"], n["id"]) for n in nodes.values() for e in n["incomingEdges"]
+             if e["targetNodeInputId"] == "0"]
+    assert len(edges) == drawn == int(graph["groupNodeAttributes"][""]["pairs"])
+    assert len({b for _, b in edges}) == drawn
+    for a, b in edges:  # `r0 #1 Send m0 c0 tag 0 -> r2`: micro, chunk and tag of the Send's box on the Receive's
+        send, receive = nodes[a]["label"].split(), nodes[b]["label"].split()
+        assert send[2] == "Send" and receive[2] == "Receive"
+        assert send[send.index("tag") + 1] == receive[receive.index("tag") + 1] and send[3] == receive[3]
+
+
+def test_four_rank_group_keeps_the_upstream_peer_stage() -> None:
+    # pipeline_4stage_lazy_8p rank_4 validate line 6247: `Receive(...) ... group_rank_ids: (0, 2, 4, 6), src_rank:
+    # I64(1), ... src_global_rank: I64(2)`: index 1 of the group is rank 2, stage 1 (rank 4 is stage 2). A rule that
+    # took the index for a position in a 2-rank group (index 1 = the higher rank) called it a wrap, peer stage unknown.
+    rel = "pipeline_4stage_lazy_8p/rank_4/19_validate_0087.ir.xz"
+    facts = analyze(irtool.load(fixture(rel)))
+    c = next(c for c in facts.comm if c.line == 6247)
+    assert (c.op, c.phase, c.peer_rank, c.rank_attrs["src_rank"], c.peer_stage) == ("Receive", "forward", 2, 1, 1)
+    assert facts.stage == 2 and {c.peer_stage for c in facts.comm if c.direction} == {1, 3}
+
+
+def test_inference_hops_have_a_peer_stage() -> None:
+    # inference_pp_8p_m4 rank 2 sends 4x to rank 6 (`dest_rank: I64(6)` on nccl_world_group), its stage 0 from its
+    # AllReduce group "2-3" (tests/test_inference_pipeline.py): the Sends go to stage 1
+    facts = analyze(irtool.load(fixture("inference_pp_8p_m4/rank_2/19_validate_0082.ir.xz")))
+    assert [(c.op, c.peer_rank, c.peer_stage) for c in facts.comm if c.direction] == [("Send", 6, 1)] * 4
+
+
+def test_a_partial_folder_pairs_what_it_has(tmp_path: Path) -> None:
+    # pipeline_interleaved_4stage_8p without stage 1 (ranks 2, 3): rank 0 sends 16 to rank 2 and receives 16 from it,
+    # rank 4 the same with rank 2 (the hand counts above); ranks 1 and 5 with rank 3 likewise: 4 x 32 = 128 hops whose
+    # peer is not read; the other links pair whole: 224 - 2 x 64 = 96 Send
+    for r in (0, 1, 4, 5, 6, 7):
+        (tmp_path / f"rank_{r}").symlink_to(FIXTURES / "pipeline_interleaved_4stage_8p" / f"rank_{r}")
+    r = _cli("summarize", str(tmp_path))
+    assert r.stdout.splitlines()[5] == "Unknown or unpaired: 128 Send/Receive whose peer rank was not read"
+    data = json.loads(_cli("check", str(tmp_path), "--format", "json").stdout)
+    assert data["findings"] == [] and data["coverage"]["pairs"] == {"compared": 96, "present": 96 + 128}
+    out = tmp_path / "p.dot"
+    r = _cli("render", str(tmp_path), "--pipeline", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    # drawn: ranks 0, 4, 6; arrows 4 <-> 6 (16 + 16) and the wrap 6 <-> 0 (8 + 8)
+    arrows = re.findall(r"(r\d)_\d+ -> (r\d)_\d+ \[[^\]]*color=\"#(?:1f5fbf|bf1f1f)\"", out.read_text())
+    assert sorted(set(arrows)) == [("r0", "r6"), ("r4", "r6"), ("r6", "r0"), ("r6", "r4")] and len(arrows) == 48
+
+
+def test_the_headline_counts_what_check_finds_unpaired() -> None:
+    # check_micro_mismatch_8p: rank 5 compiled with 2 micro batches, rank 1 with 4: rank 1 sends 4 to rank 5, which
+    # receives 2 (tags 0, 1), and receives 4 from rank 5, which sends 2: check's 2 `Send without Receive` and 2
+    # `Receive without Send` (tests/test_check.py), stage 0 -> 1 and 1 -> 0
+    data = json.loads(_cli("check", str(FIXTURES / "check_micro_mismatch_8p"), "--format", "json").stdout)
+    problems = [f["problem"] for f in data["findings"] if f["check"] == "p2p"]
+    assert problems.count("Send without Receive") == 2 and problems.count("Receive without Send") == 2
+    for extra in ((), ("--stage", "1")):  # with rank 5's stage shown as with the folder
+        r = _cli("summarize", str(FIXTURES / "check_micro_mismatch_8p"), *extra)
+        assert r.stdout.splitlines()[5] == ("Unknown or unpaired: stage 0->1: 2 Sends without Receive; "
+                                            "stage 1->0: 2 Receives without Send")
