@@ -15,7 +15,10 @@ a ratio to Model Explorer showing the small 4-stage rank folder in the same run 
   request Model Explorer sends on a double click (replayed with the page's own renderer id and
   settings) to the layout worker's answer; the slowest is reported;
 - search jump: seconds from Alt+clicking a search result (an operator in the deepest namespace of
-  the graph shown last) to the layout worker's answer revealing it.
+  the graph shown last) to the layout worker's answer revealing it;
+- find from the overview: seconds from typing an operator's id into the overview's search box (an
+  operator of the largest part) to that part drawn with the operator selected, choosing the first
+  of the results irtool lists across all parts (two actions: type, choose).
 
 An action that does not finish within LIMIT seconds is reported as such ("Processing" that does not end).
 Also printed: the peak resident memory of the server and of the forked process building its graphs.
@@ -214,6 +217,30 @@ def _expand_each(page: object, graph: dict, out: dict[str, object]) -> None:
     out["expand"] = slowest
 
 
+def _find_jump(page: object, graph: dict, out: dict[str, object]) -> None:
+    """Type the id of an operator of the largest part in the overview's search box, choose the first
+    result irtool lists across all parts; the seconds to that part shown with the operator selected."""
+    part = max(graph["parts"], key=lambda p: p[1])[0]
+    node = page.evaluate("""async (part) => { const r = window.me_test.renderers[0];  // type: ignore[attr-defined]
+      const ix = await window.irtool.index(r.curModelGraph.collectionLabel);
+      const gi = ix.graphs.indexOf(part);
+      return ix.nodes.filter(n => n[0] === gi && n[1].startsWith('%')).pop()[1]; }""", part)
+    start = time.perf_counter()
+    page.locator("search-bar input").fill(node)  # type: ignore[attr-defined]
+    row = page.locator(".irtool-find-row").first  # type: ignore[attr-defined]
+    try:
+        row.wait_for(timeout=LIMIT * 1000)
+        row.click()
+        page.wait_for_function("""([part, node]) => { const r = window.me_test.renderers[0];  // type: ignore[attr-defined]
+          return r && r.curModelGraph.id === part && r.selectedNodeId === node &&
+            [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === node); }""",
+                               arg=[part, node], timeout=LIMIT * 1000)
+        out["find from the overview"] = time.perf_counter() - start
+    except Exception:  # Playwright's TimeoutError
+        out["find from the overview"] = None
+    out["found"] = f"{node} of {part}"
+
+
 def measure(browser: object, path: Path) -> dict[str, object]:
     out: dict[str, object] = {}
     with served(path) as (url, proc, to_url), _peak_memory(proc.pid) as peak:
@@ -232,7 +259,8 @@ def measure(browser: object, path: Path) -> dict[str, object]:
         print(f"{path.name}: graph visible {out['graph visible']:.1f} s", file=sys.stderr, flush=True)
         page.wait_for_timeout(1000)
         _expand_each(page, graph, out)
-        if graph["parts"]:  # an overview: open its largest part, as a link to it opens it (a new page)
+        if graph["parts"]:  # an overview: find an operator from it; open its largest part as a link does (a new page)
+            _find_jump(page, graph, out)
             part, out["part nodes"] = max(graph["parts"], key=lambda p: p[1])
             opened = time.perf_counter()
             page, graph = _open(ctx, _opening(url, part))
@@ -269,6 +297,9 @@ def main(big: Path, small: Path) -> int:
     for name, r in ((small.name, base), (big.name, large)):
         print(f"{name}: graph visible {_fmt(r['graph visible'], yard)} (graph JSON, {r['graph JSON MB']:.1f} MB, "
               f"received after {r['graph JSON received']:.1f} s; first graph {r['graph']})")
+        if "find from the overview" in r:
+            print(f"  find {r['found']} from the overview (type its id, choose the first result) "
+                  f"{_fmt(r['find from the overview'], yard)}")
         if "open part" in r:
             print(f"  open the largest part ({r['part nodes']} nodes with its inputs, {r['part']}) in a new page "
                   f"{_fmt(r['open part'], yard)}")

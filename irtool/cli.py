@@ -451,9 +451,12 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address the server listens on.")
 @click.option("--port", type=int, default=8080, show_default=True, help="Port of the server.")
 @click.option("--no-browser", is_flag=True, help="Do not open a browser (print the URL only).")
+@click.option("--node", "node", metavar="%N|FILE:LINE",
+              help="Open on this node, selected: `%154` (the entry graph's first), or FILE:LINE as the panel's "
+                   "`file` row says it (`19_validate_0078.ir.xz:2446`, in a folder `rank_4/...:2446`, or `:2446`).")
 @_part_size_option()
 def view(path: str, new: str | None, stage: int | None, pass_name: str | None, lenient: bool, host: str, port: int,
-         no_browser: bool, part_size: int) -> None:
+         no_browser: bool, node: str | None, part_size: int) -> None:
     """Explore a dump (file or rank_* folder) in Google's Model Explorer; with NEW, two
     compilations side by side with the diff marked. Stops with Ctrl+C."""
     from .diff import diff_rank
@@ -464,11 +467,14 @@ def view(path: str, new: str | None, stage: int | None, pass_name: str | None, l
         policy = Policy(lenient=lenient, loader=load_with_progress)
         sels = [_select(p, stage, pass_name, policy) for p in (path, new) if p is not None]
         models = compare_models(*sels, diff_rank, part_size) if new is not None else [models_for(sels[0], part_size)]
+        if node is not None:
+            models[0].find(node)  # a node it does not name: one line and exit 2, before serving
         for sel in sels:
             _notes(sel)
         _warn_skips(*sels)
         code = _skipped(*sels)
-        serve(models, host, port, not no_browser, lambda url: click.echo(f"irtool: Model Explorer at {url}", err=True))
+        serve(models, host, port, not no_browser, lambda url: click.echo(f"irtool: Model Explorer at {url}", err=True),
+              node)
         return code
 
     _run(body)

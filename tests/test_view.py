@@ -24,6 +24,7 @@ from conftest import fixture
 
 from irtool.cli import main
 from irtool.diff import diff_rank
+from irtool.errors import InputError
 from irtool.view.graphs import INPUTS, MAX_CHILDREN, PART_SIZE
 from irtool.view.main import MindIRAdapter
 from irtool.view.models import compare_models, models_for
@@ -65,6 +66,12 @@ WORKER_HOOK = """
   window.Worker.prototype = Orig.prototype;
 })();
 """
+
+
+def pairs_drawn(graph: dict) -> list[tuple[str, str]]:
+    """(Send box, Receive box) of each line of a pipeline graph: its edge overlay of pairs."""
+    (data,) = graph["tasksData"]["edgeOverlaysDataListLeftPane"]
+    return [(e["sourceNodeId"], e["targetNodeId"]) for o in data["overlays"] for e in o["edges"]]
 
 
 def _graph_nodes(doc: dict, graph_id: str) -> list[dict]:
@@ -239,35 +246,65 @@ def test_the_panel_says_what_summarize_says() -> None:
 def test_pipeline_graph_pairs_every_send_with_its_receive() -> None:
     model = models_for(PIPE)
     ids = [g["id"] for g in model.graphs]
-    # one rank per stage (manifest: ranks 0-3 stage 0, 4-7 stage 1) and the pipeline graph first
-    assert ids[0] == "pipeline" and [i.split(":")[0] for i in ids[1:]] == ["stage 0 rank 0", "stage 1 rank 4"]
-    nodes = _graph_nodes({"graphs": model.graphs}, "pipeline")
-    # `grep -cE '= (Send|Receive)\\('`: 8 on rank 0 (4 Send, 4 Receive), 8 on rank 4
-    assert len(nodes) == 16
-    edges = [(e["sourceNodeId"], n["id"]) for n in nodes for e in n["incomingEdges"] if e["targetNodeInputId"] != "order"]
-    # rank 0's 4 forward Sends reach rank 4's 4 Receives; rank 4's 4 backward Sends reach rank 0's Receives
-    assert len(edges) == 8
-    # validate fixes each stage's order (docs/cost.md §4): its 8 Send/Receive chained by 7 `order` edges
-    order = [(e["sourceNodeId"], n["id"]) for n in nodes for e in n["incomingEdges"] if e["targetNodeInputId"] == "order"]
-    assert len(order) == 14 and all(a.split("/")[0] == b.split("/")[0] for a, b in order)
+    # one rank per stage (manifest: ranks 0-3 stage 0, 4-7 stage 1), the pipeline graph first, the execution order
+    assert ids[:2] == ["pipeline", "execution order"]
+    assert [i.split(":")[0] for i in ids[2:]] == ["stage 0 rank 0", "stage 1 rank 4"]
+    graph = model.graphs[0]
+    nodes = graph["nodes"]
+    # `grep -cE '= (Send|Receive)\\('`: 8 on rank 0 (4 Send, 4 Receive), 8 on rank 4; a column per stage, in stage order
+    assert len(nodes) == 16 and [n["namespace"] for n in nodes] == ["stage 0 rank 0"] * 8 + ["stage 1 rank 4"] * 8
+    assert graph["groupNodeConfigs"] == [{"namespaceRegex": "^stage ", "layoutDirection": 1}]
+    # no edges between boxes: rank 0's 4 forward Sends reach rank 4's 4 Receives and rank 4's 4 backward Sends
+    # rank 0's Receives as lines of an edge overlay (Model Explorer draws lines between columns only so)
+    assert all(n["incomingEdges"] == [] for n in nodes)
+    edges = pairs_drawn(graph)
+    assert len(edges) == 8 == int(graph["groupNodeAttributes"][""]["pairs"])
     label = {n["id"]: n["label"] for n in nodes}
     assert all(re.match(r"r[04] #\d+ Send m", label[a]) and re.match(r"r[04] #\d+ Receive m", label[b])
                and a.split("/")[0] != b.split("/")[0] for a, b in edges)
-    # each box says micro batch, tag and peer; the pair is linked both ways
-    for a, b in edges:  # `rank0/graph/%N` -> `rank4/graph/%M`: same micro batch and tag on both boxes
+    for a, b in edges:  # `r0 #1 Send m0 tag 0 -> r4 F`: same micro batch, tag and phase on both boxes
         src, dst = a.split("/")[0][4:], b.split("/")[0][4:]
-        assert label[a].endswith(f"-> r{dst}") and label[b].endswith(f"<- r{src}")
-        assert label[a].split(" ")[3:6] == label[b].split(" ")[3:6]
+        assert f"-> r{dst} " in label[a] and f"<- r{src} " in label[b]
+        assert label[a].split(" ")[3:6] == label[b].split(" ")[3:6] and label[a][-1] == label[b][-1]
     a, b = edges[0]
     send, receive = (_attrs(next(n for n in nodes if n["id"] == x)) for x in (a, b))
     assert send["pairs with"] == {"type": "node_ids", "nodeIds": [b]}
     assert receive["pairs with"] == {"type": "node_ids", "nodeIds": [a]}
-    # rank 4's execution order as the dump prints it, forward Receive and backward Send interleaved (1F1B):
-    # `xzcat rank_4/19_validate_0078.ir.xz | grep -oE '= (Send|Receive)\('` -> Receive Send x4
-    rank4 = sorted((n for n in nodes if n["id"].startswith("rank4/")), key=lambda n: int(n["label"].split()[1][1:]))
+    # rank 4's column in execution order (the order the dependencies fix, parallel/order.py): forward Receive
+    # and backward Send alternating, as 1F1B runs them
+    rank4 = [n for n in nodes if n["id"].startswith("rank4/")]
     assert [n["label"].split()[2] for n in rank4] == ["Receive", "Send"] * 4
+    assert [int(n["label"].split()[1][1:]) for n in rank4] == list(range(1, 9))
+    # Send red, Receive green, the backward's paler; each box opens its node in its stage graph
+    colour = {(n["label"].split()[2], n["label"][-1]): n["style"]["backgroundColor"] for n in nodes}
+    assert len(set(colour.values())) == 4
+    assert all(_attrs(n)["stage graph"].startswith(n["subgraphIds"][0]) for n in nodes)
+    # tags as the integers they are (`sr_tag: I64(0)`), not `1,048,576`
+    assert all(re.search(r" tag \d+ ", n["label"]) for n in nodes)
     # the folder opens on the pipeline graph (Model Explorer sorts by name: `pipeline` < `stage ...`)
     assert json.loads(model.graphs_json())["graphSorting"] == "name_asc"
+
+
+def test_the_execution_order_graph() -> None:
+    (graph,) = [g for g in models_for(PIPE4).graphs if g["id"] == "execution order"]
+    columns = {ns: [n for n in graph["nodes"] if n["namespace"] == ns] for ns in
+               ("stage 0 rank 0", "stage 1 rank 2", "stage 2 rank 4", "stage 3 rank 6")}
+    assert sum(len(c) for c in columns.values()) == len(graph["nodes"])
+    units = {ns: [n["label"] for n in c if "/%" not in n["id"]] for ns, c in columns.items()}
+    # pipeline_4stage_8p: 8 micro batches (manifest), 1F1B: stage s runs 4 - s forward before its first backward
+    for s, (ns, order) in enumerate(units.items()):
+        warm = 4 - s
+        assert order == [f"F{m}" for m in range(warm)] + [x for m in range(8 - warm) for x in (f"B{m}", f"F{m + warm}")] \
+            + [f"B{m}" for m in range(8 - warm, 8)], (ns, order)
+    # each unit between the Receive it waits for and the Send after it: stage 1 receives F0 from rank 0, runs it,
+    # sends it to rank 4
+    assert [n["label"] for n in columns["stage 1 rank 2"][:3]] == ["Receive F0 tag 0 <- r0", "F0", "Send F0 tag 0 -> r4"]
+    # the layers a unit's operators read, for the highlight: stage 2 (rank 4) holds layers 4 and 5
+    # (`grep -o '%para[0-9]*_layers\.[0-9]*\.' rank_4/... | sort -u` -> layers.4., layers.5.)
+    f0 = _attrs(next(n for n in columns["stage 2 rank 4"] if n["label"] == "F0"))
+    assert {k for k in f0 if k.startswith("layer-")} == {"layer-4", "layer-5"}
+    assert f0["stage graph"].startswith("stage 2 rank 4: TrainStep %")
+    assert len(pairs_drawn(graph)) == 48
 
 
 def test_pipeline_peers_outside_the_folder_are_said(tmp_path: Path) -> None:
@@ -317,6 +354,137 @@ def test_compare_marks_the_one_changed_node_of_a_pipeline_rank(tmp_path: Path) -
         assert [k.rsplit("/", 1)[-1] for k in marked] == ["%6"], marked
         node = _attrs(next(n for g in model.graphs for n in g["nodes"] if n["id"] == marked[0]))
         assert node["diff"] == f"changed ({side} side)" and node["diff in strategy"] == "(1,1)(1,2) -> (2,1)(1,1)"
+
+
+PIPE4 = str(Path(fixture("pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1])
+LAZY = fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz")
+
+
+def test_ordering_edges_are_an_overlay_not_edges() -> None:
+    (graph,) = models_for(SEMI).graphs
+    by_id = {n["id"]: n for n in graph["nodes"]}
+    # line 878 `%135 = UpdateState(UMonad[U], %134)`, 881 `%136 = AssignAdd(%para10_global_step, Tensor(...), %135)`
+    # (input 2 typed `<UMonad, NoShape>`), 891 `%137 = UpdateState(%135, %136, %3)`, 1913 `%288 = Depend(%133, %287)`
+    sources = {k: [e["sourceNodeId"] for e in by_id[k]["incomingEdges"]] for k in ("%135", "%136", "%137", "%288")}
+    assert sources == {"%135": [], "%136": ["%para10_global_step"], "%137": [], "%288": ["%133"]}
+    # drawn on demand: Model Explorer's edge overlay of this graph, for the node selected
+    (data,) = graph["tasksData"]["edgeOverlaysDataListLeftPane"]
+    assert graph["tasksData"]["edgeOverlaysDataListRightPane"] == [data] and data["graphName"] == graph["id"]
+    (overlay,) = data["overlays"]
+    assert overlay["showEdgesConnectedToSelectedNodeOnly"] is True
+    edges = {(e["sourceNodeId"], e["targetNodeId"]) for e in overlay["edges"]}
+    assert {("%134", "%135"), ("%135", "%136"), ("%135", "%137"), ("%136", "%137"), ("%3", "%137"),
+            ("%287", "%288")} <= edges
+    drawn = {(e["sourceNodeId"], n["id"]) for n in graph["nodes"] for e in n["incomingEdges"]}
+    assert not edges & drawn
+    # split into parts: each part keeps its own ordering edges, for its own graph
+    for g in models_for(SEMI, part_size=100).graphs:
+        for d in g.get("tasksData", {}).get("edgeOverlaysDataListLeftPane", ()):
+            ids = {n["id"] for n in g["nodes"]}
+            assert d["graphName"] == g["id"] and all(
+                e["sourceNodeId"] in ids and e["targetNodeId"] in ids for e in d["overlays"][0]["edges"])
+
+
+def test_repeated_operators_stack_and_graphs_are_named_by_their_cell() -> None:
+    (graph,) = models_for(SEMI).graphs
+    levels = graph["groupNodeAttributes"]
+    # `grep -c 'Fullname with scope: (Default/optimizer-AdamWeightDecay/UpdateState-op'` -> 7, beside 7
+    # AdamWeightDecay and 1 AssignAdd in that scope (15 children): the 7 in a stack of their own
+    stack = "Default/optimizer-AdamWeightDecay/UpdateState (7)"
+    assert levels[stack]["level"] == "operator"
+    assert sum(n["namespace"] == stack for n in graph["nodes"]) == 7
+    assert [n["label"] for n in graph["nodes"] if n["namespace"] == "Default/optimizer-AdamWeightDecay"
+            and not n["id"].startswith("%para")] == ["AssignAdd"]
+    # communication nodes, operators with a strategy and redistribution chains stay in sight: body's 13
+    # AllGathers (`grep -A2 '= AllGather(' | grep -c 'scope: (Default/.../body-ShardedAttentionMLP/AllGather'`)
+    body = "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP"
+    assert sum(n["label"] == "AllGather" and n["namespace"] == body for n in graph["nodes"]) == 13
+    # the entry graph `@930_929_90_88_1_mindspore_nn_wrap_cell_wrapper_TrainOneStepCell_construct_822` is named
+    # by its cell; its info keeps the dump's name
+    assert graph["id"] == "TrainOneStepCell"
+    assert levels[""]["subgraph"] == "930_929_90_88_1_mindspore_nn_wrap_cell_wrapper_TrainOneStepCell_construct_822"
+    # lazy inline: `grep '^subgraph @'` -> 8 subgraphs, 5 of cell DecoderLayer (numbers 7389, 7336, 7388, 7520,
+    # 7558), 2 of GPT (7592, 7590), 1 TrainGradAccuStepCell: the repeated cells told apart by their number
+    ids = [g["id"] for g in models_for(LAZY).graphs]
+    assert ids[0] == "TrainGradAccuStepCell" and len(set(ids)) == 8
+    assert sorted(i.split()[0] + " " + i.split()[-1] for i in ids[1:]) == [
+        "DecoderLayer #7336", "DecoderLayer #7388", "DecoderLayer #7389", "DecoderLayer #7520", "DecoderLayer #7558",
+        "GPT #7590", "GPT #7592"]
+    # `%1 = call @..._GPT_construct_7592(...)` in the entry graph, `cnode_attrs: {... is_bp: Bool(0)}`: forward
+    assert "GPT forward #7592" in ids
+
+
+def test_the_panel_reads_values_as_a_person_does() -> None:
+    (graph,) = models_for(SEMI).graphs
+    by_id = {n["id"]: n for n in graph["nodes"]}
+    # line 86 `%3 = PrimFunc_MatMul(%1, %2, Bool(0), Bool(0))`: the constants as their type reads them
+    qkv = _attrs(by_id["%3"])
+    assert qkv["input 2"] == qkv["input 3"] == "false"
+    # line 108, the Split after line 104's AllGather: `-> (<Tuple[Tensor[Float32]*4], TupleShape((1, 256, 48), ...x4)>)`
+    split = next(n for n in graph["nodes"] if _attrs(n).get("file", "").endswith(":107"))
+    assert split["outputsMetadata"][0]["attrs"] == [{"key": "type", "value": "tuple of 4: 4 × Float32 (1, 256, 48)"}]
+    # overlays valued by name (`comm category redistribution`), a folded box counting each
+    category = models_for(SEMI).node_data["comm category"][graph["id"]]
+    assert category["results"]["%5"]["value"] == "redistribution" and category["showExpandedSummaryOnGroupNode"]
+    # dynamic_shape_pp_4p rank 0: `grep -o '<Tensor\[[A-Za-z0-9]*\], ([^)]*-1[^)]*)>'` -> (-1, 64) x100,
+    # (-1, 128) x38, (-1) x13 (and one (-1, 16), an input): a dimension of unknown size as `—`, said once when none is
+    dyn = models_for(fixture("dynamic_shape_pp_4p/rank_0/19_validate_0087.ir.xz")).graphs
+    shapes = {a["value"] for g in dyn for n in g["nodes"] for m in n["outputsMetadata"] for a in m["attrs"]
+              if a["key"] == "shape"}
+    # known
+    assert {"(—, 64)", "(—, 128)", "1 dimension of unknown size"} <= shapes
+    assert not any("-1" in x for x in shapes)
+
+
+def test_find_a_node_by_id_or_file_and_line() -> None:
+    semi = models_for(SEMI)
+    # line 86: `%3 = PrimFunc_MatMul(...)`; `%3`, `FILE:86` and `:86` name it
+    assert semi.find("%3") == semi.find("19_validate_0078.ir.xz:86") == semi.find(":86") == ("TrainOneStepCell", "%3")
+    for spec, said in (("%99999", "no node %99999"), ("other.ir:86", "the files are 19_validate_0078.ir.xz"),
+                       ("19_validate_0078.ir.xz:87", "the statement before it is %3 at line 86"),
+                       ("x", "expected %N or FILE:LINE")):
+        with pytest.raises(InputError, match=re.escape(said)):
+            semi.find(spec)
+    # a folder: the panel names files `rank_N/...`; line 398 of rank 2 is `%6 = PrimFunc_MatMul(...)`, and line
+    # 87 holds a node on ranks 0, 2 and 4 (stages 0-2)
+    four = models_for(PIPE4)
+    assert four.find("rank_2/19_validate_0078.ir.xz:398") == ("stage 1 rank 2: TrainStep", "%6")
+    with pytest.raises(InputError, match="names 3 nodes"):
+        four.find("19_validate_0078.ir.xz:87")
+    # the CLI says it in one line, before serving
+    res = CliRunner().invoke(main, ["view", SEMI, "--node", "%99999", "--no-browser"])
+    assert res.exit_code == 2 and "no node %99999" in res.output
+
+
+def test_the_node_index_finds_every_node_where_it_is() -> None:
+    model = models_for(GPT, part_size=300)
+    index = model.index()
+    graphs = model.graphs
+    # every operator and parameter once, in the graph holding it (1500 operators, 139 parameters: the whole graph)
+    (whole,) = models_for(GPT).graphs
+    assert sorted(n[1] for n in index["nodes"]) == sorted(n["id"] for n in whole["nodes"])
+    held = {g["id"]: {n["id"] for n in g["nodes"] if not n["namespace"].startswith(INPUTS)} for g in graphs}
+    assert all(n[1] in held[index["graphs"][n[0]]] for n in index["nodes"])
+    # line 2446 `%154 = Send(...)`: found by its file and line, in the part of `Default`'s own operators
+    (send,) = [n for n in index["nodes"] if n[3] >= 0 and f"{index['files'][n[3]]}:{n[4]}" == "19_validate_0078.ir.xz:2446"]
+    assert send[1:3] == ["%154", "Send"] and index["graphs"][send[0]] == "TrainGradAccuStepCell: Default (own operators)"
+    # each node a part shows from another part links to that part's own node
+    stubs = [(g["id"], n["id"]) for g in graphs for n in g["nodes"] if n["namespace"].startswith(INPUTS)]
+    assert stubs and all(index["links"][g][n] == [next(h for h, ids in held.items() if n in ids), n] for g, n in stubs)
+
+
+def test_every_panel_link_names_a_node_of_its_graph() -> None:
+    # a link to a node the graph does not hold leaves Model Explorer "Processing" (issue 28: `comm serves %42`
+    # of a pipeline box): every link of every panel of a folder's graphs, the pipeline graph's too
+    for path in (PIPE4, str(Path(fixture("pipeline_folded_8p/rank_0/19_validate_0078.ir.xz")).parents[1]),
+                 str(Path(GPT).parent)):
+        graphs = models_for(path, part_size=300).graphs
+        assert graphs[0]["id"] == "pipeline" or "rank" in graphs[0]["id"]
+        for g in graphs:
+            ids = {n["id"] for n in g["nodes"]}
+            links = [(n["id"], a["key"], t) for n in g["nodes"] for a in n["attrs"] if isinstance(a["value"], dict)
+                     for t in a["value"]["nodeIds"]]
+            assert all(t in ids for _, _, t in links), (g["id"], [x for x in links if x[2] not in ids][:3])
 
 
 def test_adapter_extension_converts_a_dump() -> None:
@@ -391,8 +559,8 @@ def semi_url() -> Iterator[str]:
         yield url
 
 
-def _open(browser: object, url: str) -> object:
-    ctx = browser.new_context(viewport={"width": 1600, "height": 1000})  # type: ignore[attr-defined]
+def _open(browser: object, url: str, width: int = 1600) -> object:
+    ctx = browser.new_context(viewport={"width": width, "height": 1000})  # type: ignore[attr-defined]
     ctx.add_init_script(WORKER_HOOK)
     page = ctx.new_page()
     page.set_default_timeout(120_000)
@@ -465,25 +633,50 @@ def test_a_dump_in_model_explorer(browser: object, semi_url: str, tmp_path: Path
 
 
 def test_the_pipeline_graph_of_a_folder(browser: object, tmp_path: Path) -> None:
-    with served(PIPE) as url:
+    # pipeline_4stage_8p (manifest: stage s = ranks 2s, 2s+1; 8 micro batches, 1F1B): ranks 0, 2, 4, 6 drawn
+    with served(PIPE4) as url:
         page = _open(browser, url)
-        # the folder opens on the pipeline graph, no choosing in the graph selector; one layer: every edge drawn
+        # the folder opens on the pipeline graph, no choosing in the graph selector, every column expanded and its
+        # first box selected: the lines from each Send to its Receive drawn (the graph's edge overlay of pairs)
         assert page.evaluate("window.__me.graph.id") == "pipeline"
-        drawn = _drawn(page)
-        labels = page.evaluate("window.__me.graph.nodes.filter(n => n[2] === 0).map(n => n[1])")
-        # boxes say micro batch, tag and peer (rank 0 sends to rank 4 and back: manifest stages)
-        assert all(re.fullmatch(r"r[04] #\d+ ((Send m\d+ tag \d+ -> r[04])|(Receive m\d+ tag \d+ <- r[04]))", x)
-                   for x in labels), labels
-        # 8 Send/Receive on rank 0 and 8 on rank 4 (grep), 8 pairs: an edge from each Send to its Receive, and
-        # each stage's 8 chained in execution order by 7 edges (docs/cost.md §4)
-        assert drawn["ops"] == 16 and drawn["edges"] == 8 + 2 * 7, drawn
-        info = _info(page)
-        assert info["Send/Receive"] == "16" and info["pairs"] == "8", info
+        page.wait_for_function("""() => { const r = window.me_test.renderers[0];
+          return r.selectedNodeId && r.webglRendererEdgeOverlaysService.curOverlays.length === 2; }""")
+        assert page.evaluate("window.me_test.renderers[0].selectedNodeId").startswith("rank0/")
+        # `grep -cE '= (Send|Receive)\\('` -> 16 on ranks 0 and 6, 32 on ranks 2 and 4: 96 boxes, 48 pairs
+        assert _drawn(page)["ops"] == 96 and _info(page)["pairs"] == "48"
+        # stages as columns, left to right in stage order
+        columns = page.evaluate("""() => { const g = window.me_test.renderers[0].curModelGraph;
+          return ['stage 0 rank 0', 'stage 1 rank 2', 'stage 2 rank 4', 'stage 3 rank 6'].map(
+            ns => g.nodesById[ns + '___group___'].globalX); }""")
+        assert columns == sorted(columns) and len(set(columns)) == 4, columns
+        # the graph selector: the pipeline and execution order graphs, then the stages in stage order
+        page.locator("graph-selector .graph-selector-label").click()
+        options = page.locator(".graph-selector-panel mat-option .option-label").all_inner_texts()
+        page.keyboard.press("Escape")
+        stages = [o for o in options if o.startswith("stage ")]
+        assert options[:2] == ["execution order", "pipeline"] and stages == sorted(stages) and len(stages) == 4, options
         page.mouse.move(10, 990)  # no tooltip over the picture
-        page.wait_for_timeout(1500)
+        page.wait_for_timeout(1000)
         page.screenshot(path=str(tmp_path / "pipeline.png"))
-        if os.environ.get("IRTOOL_SCREENSHOTS"):
-            shutil.copy(tmp_path / "pipeline.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_pipeline.png")
+        # every link of the panels of the first box of each column names a node of this graph: choosing it selects
+        # it (a link to a node the graph does not hold left the page "Processing")
+        for column in ("rank0/", "rank2/", "rank4/", "rank6/"):
+            first = page.evaluate(f"window.__me.graph.nodes.find(n => n[2] === 0 && n[0].startsWith('{column}'))[0]")
+            page.evaluate(f"window.irtool.openNode(0, 'pipeline', {json.dumps(first)})")
+            page.wait_for_function(f"window.me_test.renderers[0].selectedNodeId === {json.dumps(first)}")
+            targets = page.locator("info-panel .node-id-attribute").all_inner_texts()
+            assert targets, first
+            for k, target in enumerate(targets):
+                page.locator("info-panel .node-id-attribute").nth(k).click()
+                page.wait_for_function(f"window.me_test.renderers[0].selectedNodeId === {json.dumps(target.split()[0])}",
+                                       timeout=30_000)
+                page.evaluate(f"window.irtool.openNode(0, 'pipeline', {json.dumps(first)})")
+                page.wait_for_function(f"window.me_test.renderers[0].selectedNodeId === {json.dumps(first)}")
+        # a box opens its node in its stage graph: rank 6's first box
+        page.locator("info-panel td.value.irtool-link").first.click()
+        assert _selected(page, "stage 3 rank 6: TrainStep").startswith("%")
+    if os.environ.get("IRTOOL_SCREENSHOTS"):
+        shutil.copy(tmp_path / "pipeline.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_pipeline.png")
 
 
 def _panel(page: object) -> dict[str, str]:
@@ -536,10 +729,19 @@ def _opening(url: str, graph_id: str) -> str:
     return f"{base}/?data={quote(json.dumps(data))}"
 
 
-def test_a_large_graph_opens_on_its_overview_with_counts_and_a_part_behind_it(browser: object, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def gpt_url() -> Iterator[str]:
+    """One `irtool view GPT --part-size 300` server for the module's tests of a graph in parts."""
+    with served(GPT, "--part-size", "300") as url:
+        yield url
+
+
+def test_a_large_graph_opens_on_its_overview_with_counts_and_a_part_behind_it(browser: object, gpt_url: str,
+                                                                              tmp_path: Path) -> None:
     # 1500 operators in parts of at most 300 nodes: test_a_large_graph_comes_as_an_overview_and_parts
     overview, *parts = models_for(GPT, part_size=300).graphs
-    with served(GPT, "--part-size", "300") as url:
+    url = gpt_url
+    if True:  # (one server for the module)
         page = _open(browser, url)
         # the overview first, no choosing in the graph selector: a box per part
         assert page.evaluate("window.__me.graph.id") == overview["id"]
@@ -573,3 +775,65 @@ def test_a_large_graph_opens_on_its_overview_with_counts_and_a_part_behind_it(br
     if os.environ.get("IRTOOL_SCREENSHOTS"):
         for name in ("counts", "overview"):
             shutil.copy(tmp_path / f"{name}.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / f"view_{name}.png")
+
+
+def _selected(page: object, graph: str) -> str:
+    """The node the first pane shows selected, once it shows `graph` and its panel says the node."""
+    page.wait_for_function("""(graph) => { const r = window.me_test.renderers[0];  // type: ignore[attr-defined]
+      return r && r.curModelGraph && r.curModelGraph.id === graph && r.selectedNodeId &&
+        [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === r.selectedNodeId); }""",
+                           arg=graph, timeout=60_000)
+    return page.evaluate("window.me_test.renderers[0].selectedNodeId")  # type: ignore[attr-defined]
+
+
+def test_find_any_node_from_the_overview_and_open_it(browser: object, gpt_url: str, tmp_path: Path) -> None:
+    # line 2446: `%154 = Send(...)`, scope `Default/Send-op0`: in the part of `Default`'s own operators
+    part = "TrainGradAccuStepCell: Default (own operators)"
+    page = _open(browser, gpt_url)
+    assert page.evaluate("window.__me.graph.id") == "TrainGradAccuStepCell: overview"
+    # two actions: type `%154` in the overview's search box (Model Explorer finds no part box), choose the result
+    page.locator("search-bar input").fill("%154")
+    row = page.locator(".irtool-find-row").first
+    row.wait_for()
+    assert row.inner_text().split("\n") == ["Send %154 19_validate_0078.ir.xz:2446", part]
+    page.screenshot(path=str(tmp_path / "find.png"))
+    row.click()
+    assert _selected(page, part) == "%154"
+    assert _panel(page)["file"] == "19_validate_0078.ir.xz:2446"
+    # a node the part reads from another part is a link: `%153`, the Depend the Send reads (line 2443,
+    # scope `Default/network-PipelineCell/...`), opens where it is, selected
+    page.evaluate(f"window.irtool.openNode(0, {json.dumps(part)}, '%153')")
+    page.wait_for_function("window.me_test.renderers[0].selectedNodeId === '%153'")
+    assert _selected(page, part) == "%153"
+    link = page.locator("info-panel td.value.irtool-link")
+    link.wait_for()
+    where = _panel(page)["in part"]
+    link.click()
+    assert _selected(page, f"TrainGradAccuStepCell: {where.removesuffix('my_location').strip()}") == "%153"
+    assert "in part" not in _panel(page)
+    # a search in a part lists the operators of the other graphs too (Model Explorer lists its own graph's):
+    # line 10293 `%1000 = PrimFunc_SumExt(...)`, in `Gradients/...`
+    page.locator("search-bar input").fill("%1000$")
+    page.locator(".irtool-find-row").first.wait_for()
+    assert page.locator(".irtool-find-title").inner_text() == "1 in other graphs"
+    assert page.locator(".irtool-find-row").inner_text().startswith("SumExt %1000 19_validate_0078.ir.xz:10293")
+    if os.environ.get("IRTOOL_SCREENSHOTS"):
+        shutil.copy(tmp_path / "find.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_find.png")
+
+
+def test_opening_on_a_node_and_the_title_bar_on_one_line(browser: object, gpt_url: str) -> None:
+    from urllib.parse import quote
+
+    # what `irtool view GPT --part-size 300 --node FILE:2446` announces: the page opens on that node's part, selected
+    page = _open(browser, gpt_url + "&irtool_node=" + quote("19_validate_0078.ir.xz:2446"))
+    assert _selected(page, "TrainGradAccuStepCell: Default (own operators)") == "%154"
+    # the longest part's name on a 1280-pixel screen: the title bar stays one line, its icons in view
+    layer = "TrainGradAccuStepCell: Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer"
+    page = _open(browser, _opening(gpt_url, layer), width=1280)
+    assert page.evaluate("window.__me.graph.id") == layer
+    bar = page.evaluate("""() => { const t = document.querySelector('title-bar');
+      const leaves = [...t.querySelectorAll('mat-icon, .option-label, .collection-label')].filter(e => e.offsetParent);
+      return {height: t.getBoundingClientRect().height,
+              tops: leaves.map(e => Math.round(e.getBoundingClientRect().top + e.getBoundingClientRect().height / 2)),
+              right: Math.max(...leaves.map(e => e.getBoundingClientRect().right))}; }""")
+    assert bar["height"] <= 48 and max(bar["tops"]) - min(bar["tops"]) <= 4 and bar["right"] <= 1280, bar

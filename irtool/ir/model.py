@@ -31,6 +31,11 @@ _SCALAR = re.compile(r'I64\((-?\d+)\)|Bool\(([01])\)|"([^"\\]*)"')  # Node.scala
 # A tuple nested at most three deep holding no other brackets: the usual strategy, matched in C (Node.bracket_attr).
 _TUPLE = re.compile(r"\((?:[^()\[\]{}]|\((?:[^()\[\]{}]|\([^()\[\]{}]*\))*\))*\)")
 _NODE_REF = re.compile(r"%\d+(?![\w.])")  # a node reference inside a statement (Node.node_refs)
+# A subgraph named after the cell whose `construct` it is (Subgraph.cell):
+# `..._mindspore_nn_wrap_cell_wrapper__TrainGradAccuStepCell_construct_4586`,
+# `..._▸382_2CR_143_CR___main___DecoderLayer_construct_7389`
+_CELL_GRAPH = re.compile(r"(?:^|_)([A-Z][A-Za-z0-9]*)_construct(?:_(\d+))?$")
+MONADS = frozenset(("UMonad", "IOMonad"))
 _GRAPH_NAME = re.compile(r"@([^\s(),\[\]]+)")  # graph names inside a callee such as `%35[@Partial(@g)]`
 
 
@@ -312,6 +317,15 @@ class Node:
         return sig[0] if sig else []
 
     @property
+    def monad_inputs(self) -> tuple[int, ...]:
+        """The positions of the inputs whose printed type is a monad (`<UMonad, NoShape>`,
+        `<IOMonad, ...>`): state threaded through only to order side effects. Read from the type
+        line, parsed only when it names a monad; () when the dump prints no types."""
+        if not self.type_lines or "Monad" not in self.type_lines[0]:
+            return ()
+        return tuple(i for i, t in enumerate(self.input_types) if t.kind in MONADS)
+
+    @property
     def output_type(self) -> TypeInfo | None:
         """The first output type. Only the part after the last `->` is parsed: input lists of
         large graphs are long and rarely repeat, outputs are short and recur (cached)."""
@@ -380,6 +394,13 @@ class Subgraph:
     preamble: list[str] = field(default_factory=list)  # other lines printed before it, raw
     nodes: list[Node] = field(default_factory=list)
     body_notes: list[str] = field(default_factory=list)  # unknown lines among its nodes, raw
+
+    @property
+    def cell(self) -> tuple[str, str | None] | None:
+        """(cell class, MindSpore's graph number) of a graph that is a cell's `construct` (its name
+        ends `<module>_<Class>_construct_<N>`: `DecoderLayer`, `7389`), else None (`kernel_graph0`)."""
+        m = _CELL_GRAPH.search(self.name)
+        return (m.group(1), m.group(2)) if m else None
 
 
 @dataclass

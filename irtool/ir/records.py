@@ -70,3 +70,6 @@ class TypeInfo:
     kind: str
     dtype: str | None = None
     shape: Any = None
+    # a tuple's elements, each its tensor's element type (`Float32`) or its kind (`Int64`, `Tuple`):
+    # `Tuple[Tensor[Float32]*2]` -> ("Float32", "Float32"); None for other kinds or when not read
+    elements: tuple[str, ...] | None = None

@@ -327,6 +327,29 @@ def parse_value(text: str) -> Any:
         return Unreadable(text, _lark_message(exc))
 
 
+_SCALAR_LITERAL = r"Bool\(([01])\)|[IU](?:8|16|32|64)\((-?\d+)\)|F(?:16|32|64)\(([-+.\deE]+|inf|-inf|nan)\)"
+_SCALAR = re.compile(_SCALAR_LITERAL)
+_LITERAL = re.compile(rf"(?:{_SCALAR_LITERAL})|\((?:(?:{_SCALAR_LITERAL})(?:, (?!\)))?)*\)")
+
+
+@functools.lru_cache(maxsize=16384)
+def literal_value(text: str) -> Any:
+    """A constant argument that is a plain scalar as Python data, without the grammar: `Bool(0)` ->
+    False, `I64(0)` -> 0, `F32(1e-05)` -> 1e-05, a tuple of them -> a tuple; None for anything else
+    (a tensor, a monad, a string: shown as printed)."""
+    if not _LITERAL.fullmatch(text):
+        return None
+    values = tuple(_scalar(m) for m in _SCALAR.finditer(text))
+    return values if text.startswith("(") else values[0]
+
+
+def _scalar(m: re.Match[str]) -> bool | int | float:
+    b, i, f = m.groups()
+    if b is not None:
+        return b == "1"
+    return int(i) if i is not None else float(f)
+
+
 @functools.cache
 def _string_regex() -> re.Pattern[str]:
     return re.compile(terminal("STRING"))
@@ -602,7 +625,28 @@ def _type_info(parts: list) -> TypeInfo:
                           for p in atoms[1][1])
     if kind in ("Tensor", "Ref") and dtype is not None and dtype.startswith("Tensor"):
         dtype = None
-    return TypeInfo(text=_render(parts), kind=kind, dtype=dtype, shape=shape)
+    elements = _elements(first) if kind == "Tuple" else None
+    return TypeInfo(text=_render(parts), kind=kind, dtype=dtype, shape=shape, elements=elements)
+
+
+def _elements(atoms: list) -> tuple[str, ...] | None:
+    """The elements of `Tuple[...]`: `Tensor[Float32]*2, Int64` -> ("Float32", "Float32", "Int64")."""
+    if len(atoms) != 2 or not (isinstance(atoms[1], tuple) and atoms[1][0] == "[]"):
+        return () if len(atoms) == 1 else None
+    out: list[str] = []
+    for part in atoms[1][1]:
+        if part[0] != "part" or not part[1] or not isinstance(part[1][0], str):
+            return None
+        a = part[1]
+        name, inner = a[0], a
+        while name in ("Tensor", "Ref") and len(inner) >= 2 and isinstance(inner[1], tuple) and inner[1][0] == "[]" \
+                and inner[1][1] and inner[1][1][0][0] == "part" and inner[1][1][0][1] \
+                and isinstance(inner[1][1][0][1][0], str):
+            inner = inner[1][1][0][1]  # Ref[Tensor[Float32]] -> Tensor[Float32] -> Float32
+            name = inner[0]
+        times = a[-1] if len(a) >= 2 and a[-2] == "*" and isinstance(a[-1], int) else 1
+        out += [name] * times
+    return tuple(out)
 
 
 def _render(parts: list) -> str:

@@ -22,6 +22,7 @@ Facts of a node (`table(fact, node)`):
   layer     the repeated layer (index) whose parameters or activations the node reads (data flow), None for
             work of no layer (embedding, head, loss, optimizer bookkeeping)
   out_bytes bytes of the node's outputs as printed (a tuple summed), None when unknown
+  order_inputs the positions of the inputs that only order the node (monads, `Depend`'s second, ...)
   comm      the `CommNode` record of a communication node (§2-§8), None otherwise
   strategy  the `Strategy` record of an operator with a strategy or layout (§9), None otherwise
   rows      the token rows `-1` dimensions stand for (`dynamic.Rows`: the expert-parallel all-to-all they come
@@ -361,6 +362,26 @@ def _out_bytes(t: NodeFacts, n: Node) -> int | None:
     return type_bytes(n.output_type, tuple_sum=True)[2]
 
 
+def _order_inputs(t: NodeFacts, n: Node) -> tuple[int, ...]:
+    """The positions of the node's inputs that only order it: every input of `UpdateState` (it records
+    that its inputs ran), the inputs of `Depend` after its first (the value it passes on is the
+    first), a monad (typed `UMonad`/`IOMonad`, or an `UpdateState`'s result)."""
+    ins = n.inputs
+    if n.op == "UpdateState":
+        return tuple(i.index for i in ins)
+    out = set(n.monad_inputs)
+    if n.op == "Depend":
+        out.update(i.index for i in ins[1:])
+    nodes = None
+    for i in ins:
+        if i.ref is not None and i.ref.kind == "node" and i.index not in out:
+            nodes = nodes if nodes is not None else t.get("by_key")[n.graph]
+            src = nodes.get(i.ref.name)
+            if src is not None and src.op == "UpdateState":
+                out.add(i.index)
+    return tuple(sorted(out))
+
+
 def _comm_nodes(t: NodeFacts) -> list[Node]:
     """The communication nodes, in print order (every command's first question of a dump)."""
     return [n for n in t.dump.nodes() if _kind(t, n) == "communication"]
@@ -400,6 +421,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("chunks", ("chunk",), ("forward",), "node", _chunk),
     Pass("printed chunks", ("printed_chunk",), (), "node", _printed_chunk),
     Pass("sizes", ("out_bytes",), (), "node", _out_bytes),
+    Pass("ordering inputs", ("order_inputs",), ("by_key",), "node", _order_inputs),
     Pass("strategies", ("strategy",), (), "column", _strategy),
     Pass("silent communication", ("silent",), ("comm_nodes",), "dump", _silent),
     Pass("groups", ("groups",), ("comm_nodes", "silent"), "dump", groups_of),

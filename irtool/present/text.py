@@ -32,6 +32,51 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+def literal_text(value: Any) -> str:
+    """A constant as its type reads: `false`, `0`, `1e-05`, `(0, 1)` (booleans as the source writes
+    them, integers without separators: they are values, not counts)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(literal_text(v) for v in value) + ")"
+    return str(value)
+
+
+def _unknown_dim(d: Any) -> bool:
+    return d is None or (isinstance(d, int) and d < 0)
+
+
+def shape_text(shape: Any) -> str:
+    """A shape as people read it: `(128, 128)`, `scalar` for `()`, `(—, 128)` for a dimension
+    of unknown size, and said once when none is known: `2 dimensions of unknown size`; a shape of
+    unknown rank (`(-2)`, or not printed) `unknown`."""
+    if shape is None or shape == (-2,):
+        return "unknown"
+    if shape == ():
+        return "scalar"
+    if all(_unknown_dim(d) for d in shape):
+        return f"{len(shape)} dimension{'s' if len(shape) > 1 else ''} of unknown size"
+    return "(" + ", ".join(DASH if _unknown_dim(d) else str(d) for d in shape) + ")"
+
+
+def type_text(kind: str, dtype: str | None, shape: Any, elements: tuple[str, ...] | None) -> str:
+    """A type in a few words: `Float32 (128, 128)`, `Bool`, and a tuple by its elements, runs of equal
+    ones counted: `tuple of 3: Float32 (256, 512), 2 × Float32 (512)`."""
+    if kind == "Tuple" and elements is not None:
+        shapes = shape if isinstance(shape, tuple) and len(shape) == len(elements) else (None,) * len(elements)
+        items = [e + ("" if s is None else f" {shape_text(s)}") for e, s in zip(elements, shapes)]
+        runs: list[list[Any]] = []
+        for item in items:
+            if runs and runs[-1][0] == item:
+                runs[-1][1] += 1
+            else:
+                runs.append([item, 1])
+        text = ", ".join(item if n == 1 else f"{n} × {item}" for item, n in runs)
+        return f"tuple of {len(elements)}" + (f": {text}" if text else "")
+    words = dtype or kind
+    return words if shape is None else f"{words} {shape_text(shape)}"
+
+
 def bytes_text(b: Bytes | int | None) -> str:
     """A byte count; a sum over nodes some of whose sizes are unknown as the known sum and how many
     are missing (`1,024 (+4 unknown)`; `(+4 unknown, at most 8,192)` when each of those has a bound: dynamic

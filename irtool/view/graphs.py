@@ -24,12 +24,20 @@ from typing import Any, Callable, Iterable
 
 from ..dumpdir import Unreadable
 from ..ir import Dump, Node, TypeInfo
-from ..parallel import CATEGORIES, CommNode, ParallelFacts
+from ..ir.values import literal_value
+from ..parallel import CommNode, ParallelFacts
 from ..parallel.chains import user_source
 from ..parallel.pairs import pair_ranks
 from ..parallel.records import ChainEnd, RedistributionChain
-from ..present import DASH, cell, chain_end_layout, rank_list, strategy_text
-from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
+from ..present import DASH, cell, chain_end_layout, literal_text, rank_list, shape_text, strategy_text, type_text
+from ..present.palette import (
+    CATEGORY_COLORS,
+    DIFF_COLORS,
+    P2P_BORDERS,
+    P2P_COLORS,
+    PAIR_EDGE_COLORS,
+    UNIT_COLORS,
+)
 from ..selection import not_read
 
 MAX_VALUE = 2000  # characters of one attribute shown in the side panel (the dump line has them all)
@@ -42,10 +50,12 @@ def namespace_of(scope: str | None) -> str:
 
 
 def _kv(key: str, value: Any) -> dict[str, Any]:
+    """A panel row. Integers are written plain (`tag 1048576`, `micro 0`): byte counts come as text
+    (`cell`, `65,536`)."""
     if type(value) is not str:
         if isinstance(value, dict):  # a special value (node links)
             return {"key": key, "value": value}
-        value = cell(value)
+        value = str(value) if type(value) is int else cell(value)
     if len(value) > MAX_VALUE:
         value = value[:MAX_VALUE] + f" (+{len(value) - MAX_VALUE} characters, see the dump line)"
     return {"key": key, "value": value}
@@ -105,7 +115,7 @@ def chain_attrs(ch: RedistributionChain, graph: str) -> list[dict[str, Any]]:
     rows.append(("chain nodes", link([f"{graph}/{n.split()[0]}" for n in ch.nodes], graph)))
     rows.append(("chain", " ".join(n.split(" ", 1)[-1] for n in ch.nodes)))
     if ch.bytes is not None:
-        rows.append(("chain bytes", ch.bytes))
+        rows.append(("chain bytes", cell(ch.bytes)))
     if ch.consumer is not None and ch.consumer.source:
         rows.append(("consumer source", ch.consumer.source))
     return [_kv(k, v) for k, v in rows if v not in (None, "", DASH)]
@@ -125,13 +135,18 @@ def strategy_matrix(s: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def comm_attrs(c: CommNode) -> list[dict[str, str]]:
-    """What irtool derived about a communication node, for the side panel."""
+def comm_attrs(c: CommNode, graph: str | None = None) -> list[dict[str, str]]:
+    """What irtool derived about a communication node, for the side panel. `serves` is a link when it
+    names a node of `graph` (the subgraph the panel's graph shows), else the node's uid as text."""
+    serves: Any = c.serves
+    if c.serves and "/%" in c.serves and c.serves.rpartition("/")[0] == graph:
+        serves = link([c.serves], graph)
     rows = [("category", c.category), ("phase", c.phase), ("rule", c.rule), ("group", c.group),
-            ("group ranks", rank_list(c.group_ranks) if c.group_ranks else None), ("shape", c.shape),
-            ("dtype", c.dtype), ("bytes", c.bytes), ("micro", c.micro), ("peer rank", c.peer_rank),
-            ("peer stage", c.peer_stage), ("segment", c.segment),
-            ("serves", link([c.serves], c.serves.rpartition("/")[0]) if c.serves and "/%" in c.serves else c.serves),
+            ("group ranks", rank_list(c.group_ranks) if c.group_ranks else None),
+            ("shape", shape_text(c.shape) if c.shape is not None else None),
+            ("dtype", c.dtype), ("bytes", cell(c.bytes) if c.bytes is not None else None), ("micro", c.micro),
+            ("peer rank", c.peer_rank), ("peer stage", c.peer_stage), ("segment", c.segment),
+            ("serves", serves),
             ("serves op", c.serves_op), ("serves strategy", strategy_text(c.serves_strategy) if c.serves_strategy
                                           is not None else None),
             ("parameter", c.parameter)]
@@ -139,9 +154,10 @@ def comm_attrs(c: CommNode) -> list[dict[str, str]]:
 
 
 class _Context:
-    """Per dump: facts by node uid, parameters, subgraph names."""
+    """Per dump: facts by node uid, parameters, subgraph names. `file`: the dump's name as the panel
+    says it (`rank_4/19_validate_0078.ir.xz` in a folder)."""
 
-    def __init__(self, dump: Dump, facts: ParallelFacts) -> None:
+    def __init__(self, dump: Dump, facts: ParallelFacts, file: str | None = None) -> None:
         self.dump = dump
         self.comm = {c.node: c for c in facts.comm}
         self.strategy = {s.node: s for s in facts.strategies}
@@ -152,9 +168,11 @@ class _Context:
         # the `source` and `call stack` rows of a node's `# In file` lines, shared by nodes
         self.stacks: dict[tuple[str, ...], tuple[dict[str, str] | None, dict[str, str] | None]] = {}
         self.outputs: dict[str, list[dict[str, Any]]] = {}  # output metadata, shared by type
-        self.file = os.path.basename(dump.path)
+        self.file = file or os.path.basename(dump.path)
         # node uid -> id of the redistribution chain it belongs to
         self.micro: Micro = partial(facts.table, "micro")
+        self.order_inputs: Callable[[Node], tuple[int, ...]] = partial(facts.table, "order_inputs")
+        self.kind: Callable[[Node], str] = partial(facts.table, "kind")
         self.chain_of: dict[str, int] = {}
         for ch in facts.chains:
             graph = ch.comm[0].rpartition("/")[0] if ch.comm else ""
@@ -188,13 +206,14 @@ def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
         attrs += strategy_matrix(s)
     c = ctx.comm.get(uid)
     if c is not None:
-        attrs += comm_attrs(c)
+        attrs += comm_attrs(c, node.graph)
     chain = ctx.chains.get(ctx.chain_of.get(uid, -1))
     if chain is not None:
         attrs += chain_attrs(chain, node.graph)
     for inp in node.inputs:
-        if inp.ref is None and not inp.nested:  # constants are not edges: show them
-            attrs.append(_kv(f"input {inp.index}", inp.text))
+        if inp.ref is None and not inp.nested:  # constants are not edges: show them, typed (`false`, `0`)
+            value = literal_value(inp.text)
+            attrs.append(_kv(f"input {inp.index}", inp.text if value is None else literal_text(value)))
     tail = node.tail.strip()
     if inst and tail.startswith("{instance name: "):  # said above
         tail = tail[len(inst) + 17 :].strip()
@@ -206,19 +225,21 @@ def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
 
 
 def _output_metadata(t: TypeInfo | None, cache: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """An output's shape and dtype (the type as printed when they do not say it all), shared by
-    nodes of the same output type."""
+    """An output's shape and dtype, a tuple summarised (`tuple of 2: 2 × Float32 (256, 512)`), other
+    types in a word (`Bool`, `UMonad`; as printed when not read), shared by nodes of the same type."""
     if t is None:
         return []
     meta = cache.get(t.text)
     if meta is None:
-        attrs = []
-        if t.shape is not None:
-            attrs.append(_kv("shape", t.shape))
-        if t.dtype:
-            attrs.append(_kv("dtype", t.dtype))
-        if t.shape is None or t.text != f"<{t.kind}[{t.dtype}], {cell(t.shape)}>":
-            attrs.append(_kv("type", t.text))
+        if t.kind in ("Tensor", "Ref") and t.dtype:
+            attrs = [_kv("shape", shape_text(t.shape)), _kv("dtype", t.dtype)]
+            if t.kind == "Ref":
+                attrs.append(_kv("type", "parameter (Ref)"))
+        elif t.kind == "?" or (t.kind == "Tuple" and t.elements is None):
+            attrs = [_kv("type", t.text)]
+        else:
+            attrs = [_kv("type", type_text(t.kind, t.dtype if t.kind != "Tuple" else None,
+                                           t.shape if t.kind == "Tuple" else None, t.elements))]
         meta = cache[t.text] = [{"id": "0", "attrs": attrs}]
     return meta
 
@@ -240,24 +261,63 @@ def _micro(node: Node | None, micro: Micro) -> str | None:
     return None if m is None else f"micro {m}"
 
 
-def bound_namespaces(members: list[Member], chain_of: dict[str, int], micro: Micro) -> dict[str, str]:
-    """Split every namespace with more than MAX_CHILDREN direct children into levels users know,
-    in this order while a group is still too big: micro batch (the `micro` attribute), the
-    redistribution chain a node belongs to, operator type, then runs of dump lines. Returns each new
-    namespace's level name (`micro batch`, ...), for its group attributes."""
-    direct: dict[str, list[Member]] = defaultdict(list)
-    for m in members:
-        direct[m[0]["namespace"]].append(m)
+def _children(direct: Iterable[str]) -> dict[str, set[str]]:
+    """Namespace -> its child namespaces, of the namespaces holding nodes (`direct`) and their parents."""
     children: dict[str, set[str]] = defaultdict(set)
     for ns in direct:  # each namespace's chain of parents once, not once per member
         parts = ns.split("/") if ns else []
         for i in range(len(parts)):
             children["/".join(parts[:i])].add("/".join(parts[: i + 1]))
+    return children
+
+
+def bound_namespaces(members: list[Member], chain_of: dict[str, int], micro: Micro,
+                     stackable: Callable[[Node], bool] = lambda n: True) -> dict[str, str]:
+    """Split every namespace with more than MAX_CHILDREN direct children into levels users know,
+    in this order while a group is still too big: micro batch (the `micro` attribute), the
+    redistribution chain a node belongs to, operator type, then runs of dump lines. Then, in any
+    namespace of more than STACK_SCOPE children, the operators of a type occurring STACK_MIN times or
+    more (`stackable` ones) go into a group of their own, `Depend (17)` (a stack).
+    Returns each new namespace's level name (`micro batch`, `operator`, ...), for its group attributes."""
+    direct: dict[str, list[Member]] = defaultdict(list)
+    for m in members:
+        direct[m[0]["namespace"]].append(m)
+    children = _children(direct)
     levels: dict[str, str] = {}
     for ns, ms in direct.items():
         if len(ms) + len(children[ns]) > MAX_CHILDREN:
             _split(ns, ms, 0, chain_of, micro, levels)
+    _stack(members, levels, stackable)
     return levels
+
+
+STACK_MIN = 4  # operators of one type in one scope that make a stack
+STACK_SCOPE = 8  # direct children of a scope above which its repeated operators are stacked
+
+
+def _stack(members: list[Member], levels: dict[str, str], stackable: Callable[[Node], bool]) -> None:
+    direct: dict[str, list[Member]] = defaultdict(list)
+    for m in members:
+        direct[m[0]["namespace"]].append(m)
+    children = _children(direct)
+    for ns, ms in direct.items():
+        if levels.get(ns) == "operator" or len(ms) + len(children[ns]) <= STACK_SCOPE:
+            continue
+        by_op: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for e, n in ms:
+            if n is not None and e["id"] == n.key and stackable(n):
+                by_op[e["label"]].append(e)
+        for op, group in by_op.items():
+            if STACK_MIN <= len(group) < len(ms):
+                sub = _stack_name(ns, op, len(group))
+                levels[sub] = "operator"
+                for e in group:
+                    e["namespace"] = sub
+
+
+def _stack_name(ns: str, op: str, count: int) -> str:
+    name = f"{op} ({count})"  # the box's label (Model Explorer's font has no `×`)
+    return f"{ns}/{name}" if ns else name
 
 
 def _lines(m: Member) -> int:
@@ -271,8 +331,9 @@ def _keys(depth: int, chain_of: dict[str, int], micro: Micro, ms: list[Member]) 
         return "redistribution chain", [f"redistribution chain {chain_of[n.uid]}" if n is not None and n.uid in chain_of
                                         else None for _, n in ms]
     if depth == 2:
-        return "operator", [e["label"] if n is not None and e["id"] == n.key else "parameters"
-                            for e, n in ms]
+        ops = [e["label"] if n is not None and e["id"] == n.key else "parameters" for e, n in ms]
+        count = Counter(ops)
+        return "operator", [op if op == "parameters" else f"{op} ({count[op]})" for op in ops]
     return None
 
 
@@ -341,10 +402,12 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
 
     first_user: dict[str, Node] = {}  # parameter reference -> the first operator reading it
     uids: list[str] = []
+    ordering: list[dict[str, str]] = []  # edges that only order (monads, UpdateState, Depend): an edge overlay
     for node in sg.nodes:
         ns = namespace_of(node.scope)
         edges = []
         called: list[str] = []
+        orders = ctx.order_inputs(node)
         for inp in node.inputs:
             for ref in (inp.ref,) if inp.ref else inp.nested:
                 kind = ref.kind
@@ -353,11 +416,16 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
                         continue
                     src = ref.name
                 elif kind in ("param", "free"):
+                    if inp.index in orders:  # a monad parameter: no box of its own
+                        continue
                     src = source(kind, ref.name, ns)
                     first_user.setdefault(src, node)
                 else:
                     if kind == "graph":
                         called.append(ref.name.lstrip("@"))
+                    continue
+                if inp.index in orders:
+                    ordering.append({"sourceNodeId": src, "targetNodeId": node.key})
                     continue
                 edges.append({"sourceNodeId": src, "sourceNodeOutputId": "0", "targetNodeInputId": str(inp.index)})
         uid = f"{node.graph}/{node.key}"
@@ -374,7 +442,10 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
             entry["style"] = {"backgroundColor": CATEGORY_COLORS[c.category], "borderColor": "#424242"}
         nodes.append(entry)
     members = list(zip(nodes, sg.nodes)) + [(e, first_user.get(ref)) for ref, e in aux.items()]
-    levels = bound_namespaces(members, ctx.chain_of, ctx.micro)
+    # communication, operators with a strategy and redistribution chains stay in sight (what the view
+    # is for): the rest stack
+    levels = bound_namespaces(members, ctx.chain_of, ctx.micro, lambda n: ctx.kind(n) != "communication"
+                              and n.uid not in ctx.strategy and n.uid not in ctx.chain_of)
     # counts of a folded scope include everything below it: per namespace, then added to its ancestors
     own: dict[str, Counter] = defaultdict(Counter)
     for entry, uid in zip(nodes, uids):
@@ -391,7 +462,8 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
         parts = ns.split("/") if ns else []
         for depth in range(len(parts) + 1):  # the graph's totals too (its top, "")
             counts["/".join(parts[:depth])].update(box)
-    group_attrs = {ns: {k: str(v) for k, v in box.items()} for ns, box in counts.items()}
+    # counts said when not 0 (a box of `with strategy: 0` says nothing); `operators` always
+    group_attrs = {ns: {k: str(v) for k, v in box.items() if v or k == "operators"} for ns, box in counts.items()}
     for ns, level in levels.items():
         if ns in group_attrs:
             group_attrs[ns]["level"] = level
@@ -401,7 +473,23 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
     group_attrs[""] = {"dump": ctx.file, "subgraph": name, "nodes": str(len(sg.nodes)),
                        "parameters": str(len(aux)), "entry": "yes" if ctx.dump.entry == name else "no",
                        **group_attrs.get("", {})}
-    return {"id": graph_id or name, "nodes": list(aux.values()) + nodes, "groupNodeAttributes": group_attrs}
+    gid = graph_id or name
+    out = {"id": gid, "nodes": list(aux.values()) + nodes, "groupNodeAttributes": group_attrs}
+    if ordering:
+        out["tasksData"] = ordering_overlay(gid, ordering)
+    return out
+
+
+ORDERING_EDGES = "ordering edges (monads, UpdateState, Depend)"
+
+
+def ordering_overlay(graph_id: str, edges: list[dict[str, str]]) -> dict[str, Any]:
+    """Model Explorer's edge overlay of the edges that only order (hidden from the graph): drawn for
+    the node selected, turned off and on in its *Edge overlays* menu; for either pane of a diff."""
+    data = {"type": "edge_overlays", "name": "ordering", "graphName": graph_id,
+            "overlays": [{"name": ORDERING_EDGES, "edgeColor": "#8e24aa", "edgeWidth": 2, "edges": edges,
+                          "showEdgesConnectedToSelectedNodeOnly": True}]}
+    return {"edgeOverlaysDataListLeftPane": [data], "edgeOverlaysDataListRightPane": [data]}
 
 
 # Operators of one graph beyond which it is split. Model Explorer processes a whole graph before it
@@ -410,29 +498,52 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
 PART_SIZE = 5000
 
 
+def graph_names(dump: Dump, facts: ParallelFacts) -> dict[str, str]:
+    """Each subgraph's name in the viewer: the cell whose `construct` it is (`TrainGradAccuStepCell`,
+    `DecoderLayer`: the dump's own names run to 90 characters), where several graphs are of one cell
+    with their phase and MindSpore's number (`DecoderLayer backward #7336`), else the dump's name."""
+    phases = facts.table.get("graph_phases")
+    cells = {g.name: g.cell for g in dump.subgraphs}
+    per_cell = Counter(c[0] for c in cells.values() if c is not None)
+    out: dict[str, str] = {}
+    for g in dump.subgraphs:
+        c = cells[g.name]
+        name = g.name
+        if c is not None:
+            name = c[0] if per_cell[c[0]] == 1 else " ".join(
+                x for x in (c[0], phases.get(g.name), f"#{c[1] or g.name}") if x)
+        out[g.name] = name
+    taken = Counter(out.values())
+    return {k: v if taken[v] == 1 else k for k, v in out.items()}
+
+
 def dump_graphs(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: int = PART_SIZE,
-                annotate: Callable[[str, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """One graph per subgraph, the entry graph first; graph ids are `prefix` + the subgraph name. A
-    subgraph of more than `part_size` operators (PART_SIZE) comes as its overview and parts
-    (`split_large`), after `annotate(subgraph, graph)` (a diff's rows) had the whole graph."""
-    ctx = _Context(dump, facts)
+                annotate: Callable[[str, dict[str, Any]], None] | None = None,
+                file: str | None = None) -> list[dict[str, Any]]:
+    """One graph per subgraph, the entry graph first; graph ids are `prefix` + its name (`graph_names`).
+    A subgraph of more than `part_size` operators (PART_SIZE) comes as its overview and parts
+    (`split_large`), after `annotate(subgraph, graph)` (a diff's rows) had the whole graph. `file`:
+    the dump's name in the panel (default its file name)."""
+    ctx = _Context(dump, facts, file)
     split = _too_large(dump, part_size)
-    ctx.graph_ids = {n: overview_id(prefix + n) if n in split else prefix + n for n in ctx.names}
+    shown = graph_names(dump, facts)
+    ctx.graph_ids = {n: overview_id(prefix + shown[n]) if n in split else prefix + shown[n] for n in ctx.names}
     names = sorted((g.name for g in dump.subgraphs), key=lambda n: n != dump.entry)
     out: list[dict[str, Any]] = []
     for n in names:
-        graph = subgraph_graph(ctx, n, prefix + n)
+        graph = subgraph_graph(ctx, n, prefix + shown[n])
         if annotate is not None:
             annotate(n, graph)
         out += split_large(graph, part_size) if n in split else [graph]
     return out
 
 
-def first_graph(dump: Dump, prefix: str = "", part_size: int = PART_SIZE) -> str | None:
-    """The graph to open a dump on: the entry graph's overview when it is split, else None (Model
-    Explorer's choice, the largest graph)."""
-    split = _too_large(dump, part_size)
-    return overview_id(prefix + dump.entry) if dump.entry in split else None
+def first_graph(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: int = PART_SIZE) -> str | None:
+    """The graph to open a dump on: its entry graph, or that graph's overview when it is split."""
+    if dump.entry is None:
+        return None
+    gid = prefix + graph_names(dump, facts)[dump.entry]
+    return overview_id(gid) if dump.entry in _too_large(dump, part_size) else gid
 
 
 def _too_large(dump: Dump, size: int) -> set[str]:
@@ -560,6 +671,12 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE) -> list[dict[str, 
         members[key].append(n)
         where[n["id"]] = key
     by_id = {n["id"]: n for n in nodes}
+    ordering: dict[tuple[str, bool], list[dict[str, str]]] = defaultdict(list)  # a part's own ordering edges
+    for data in graph.get("tasksData", {}).get("edgeOverlaysDataListLeftPane", ()):
+        for overlay in data["overlays"]:
+            for e in overlay["edges"]:
+                if where.get(e["targetNodeId"]) == where.get(e["sourceNodeId"]):
+                    ordering[where[e["targetNodeId"]]].append(e)
     stubs: dict[str, dict[str, Any]] = {}
     root = attrs.get("", {})
     parts: list[dict[str, Any]] = []
@@ -593,7 +710,10 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE) -> list[dict[str, 
         if inputs:
             group_attrs[INPUTS] = {"nodes": str(len(inputs)), "read": str(n_read),
                                    "level": "nodes of other parts this part reads or its links name"}
-        parts.append({"id": pid, "nodes": list(inputs.values()) + out, "groupNodeAttributes": group_attrs})
+        part = {"id": pid, "nodes": list(inputs.values()) + out, "groupNodeAttributes": group_attrs}
+        if ordering.get((scope, own)):
+            part["tasksData"] = ordering_overlay(pid, ordering[(scope, own)])
+        parts.append(part)
         boxes[(scope, own)] = {
             "id": pid, "label": _part_name(scope.rpartition("/")[2], own),
             "namespace": scope if own else scope.rpartition("/")[0],
@@ -617,75 +737,221 @@ def comm_id(rank: int, c: CommNode) -> str:
     return f"rank{rank}/{c.node}"
 
 
-def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = "pipeline",
-                   folder: Iterable[int] | None = None,
-                   orders: dict[int, list[str]] | None = None, unreadable: Iterable[Unreadable] = ()) -> dict[str, Any]:
-    """Every Send/Receive of the given ranks (one per stage) and one edge from each Send to the
-    Receive it pairs with (analysis' pairing, `parallel.pairs`: sender and receiver, tag in order, as
-    `check` pairs them). All in one layer (a namespace per micro batch beyond MAX_CHILDREN boxes), so
-    Model Explorer draws every edge. Boxes are labelled with rank, place in the rank's execution order
-    (`#3`, `#—` where the pass does not fix it), micro batch, chunk, tag and peer; a peer that is not one
-    of the given ranks is said to be in the folder (not drawn), unreadable (`unreadable`, with its error)
-    or not in the folder (`folder`: every rank of the folder not known unreadable; the words are
-    `selection.not_read`'s). `orders` (rank -> its pipeline Send/Receive uids in execution order, where
-    the dump fixes it: `parallel.order`, docs/cost.md §4) also chains each stage's nodes in that order
-    by `order` edges."""
-    nodes: dict[str, dict[str, Any]] = {}
-    shown = {rank for rank, _, _ in ranks}
+# One drawn rank of a folder: (rank, its file as the panel names it, facts, subgraph -> (its graph's id
+# before a split, the graph that opens: the overview of a split graph))
+StageRank = tuple[int, str, ParallelFacts, Callable[[str], tuple[str, str]]]
+COLUMNS = [{"namespaceRegex": "^stage ", "layoutDirection": 1}]  # a column: its boxes top to bottom, in order
+
+
+def _column(rank: int, facts: ParallelFacts) -> str:
+    return f"stage {DASH if facts.stage is None else facts.stage} rank {rank}"
+
+
+def _unit_of(c: CommNode, chunks: list[int]) -> tuple[str, int | None, int | None]:
+    """The unit of work a Send/Receive belongs to (`parallel.order`'s key): F or B, micro batch, chunk."""
+    return ("B" if c.phase == "backward" else "F", c.micro, c.segment if chunks else None)
+
+
+def _unit_text(key: tuple[str, int | None, int | None]) -> str:
+    return f"{key[0]}{cell(key[1])}" + ("" if key[2] is None else f".c{key[2]}")
+
+
+def _peer_text(c: CommNode, shown: set[int], in_folder: set[int], unreadable: list[Unreadable]) -> str:
+    """The peer as the panel says it: `to rank 4`, or why it is not drawn (`selection.not_read`'s words)."""
+    if c.peer_rank is not None and c.peer_rank not in shown:
+        where = "in the folder, not drawn (one rank per stage)" if c.peer_rank in in_folder \
+            else not_read(c.peer_rank, unreadable)
+        return f"peer rank {c.peer_rank}: {where}"
+    return f"{'to' if c.direction == 'send' else 'from'} rank {cell(c.peer_rank)}"
+
+
+def _hop_box(nid: str, label: str, c: CommNode, key: tuple, file: str, stage_graph: Callable[[str], tuple[str, str]],
+             rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Send/Receive box: its colour (Send red, Receive green, the backward's paler), its rows, a way
+    into its stage graph (the subgraph icon opens the graph, the `stage graph` row the node in it)."""
+    graph = c.node.rpartition("/")[0]
+    whole, opened = stage_graph(graph)
+    look = (c.direction or "send", key[0])
+    facts = comm_attrs(c)
+    if c.serves and "/%" in c.serves:  # a node of the stage graph, not of this one: named, not linked
+        sub, _, key_ = c.serves.rpartition("/")
+        facts = [_kv("comm serves", f"{key_} in {stage_graph(sub)[0]}") if a["key"] == "comm serves" else a for a in facts]
+    return {"id": nid, "label": label, "namespace": "",
+            "attrs": [*rows, _kv("file", f"{file}:{c.line}"), _kv("stage graph", f"{whole} {c.node.rpartition('/')[2]}"),
+                      *facts],
+            "incomingEdges": [], "subgraphIds": [opened],
+            "style": {"backgroundColor": P2P_COLORS[look], "borderColor": P2P_BORDERS[look]},
+            "outputsMetadata": [{"id": "0", "attrs": [_kv("shape", shape_text(c.shape)), _kv("dtype", c.dtype),
+                                                      _kv("bytes", cell(c.bytes))]}]}
+
+
+def _pairs_overlay(graph_id: str, pairs: list[tuple[str, str, CommNode]]) -> dict[str, Any]:
+    """Each Send's line to the Receive it pairs with (analysis' pairing), forward and backward apart,
+    labelled with the tag: an edge overlay (Model Explorer draws an edge between boxes of two columns
+    only this way), drawn while a box is selected."""
+    overlays = []
+    for phase, name in (("F", "forward pairs (Send -> Receive)"), ("B", "backward pairs (Send -> Receive)")):
+        edges = [{"sourceNodeId": s, "targetNodeId": r, "label": f"tag {cell(c.sr_tag) if c.sr_tag is None else c.sr_tag}"}
+                 for s, r, c in pairs if ("B" if c.phase == "backward" else "F") == phase]
+        if edges:
+            overlays.append({"name": name, "edgeColor": PAIR_EDGE_COLORS[phase], "edgeWidth": 2, "edges": edges,
+                             "showEdgesConnectedToSelectedNodeOnly": False})
+    data = {"type": "edge_overlays", "name": "pairs", "graphName": graph_id, "overlays": overlays}
+    return {"edgeOverlaysDataListLeftPane": [data], "edgeOverlaysDataListRightPane": [data]}
+
+
+def _bounded_columns(nodes: list[dict[str, Any]], micro: dict[str, int | None]) -> None:
+    """A column of more than MAX_CHILDREN boxes: its boxes by micro batch, in their order (a group a column too)."""
+    per: Counter = Counter(n["namespace"] for n in nodes)
+    for n in nodes:
+        if per[n["namespace"]] > MAX_CHILDREN:
+            n["namespace"] = f"{n['namespace']}/micro {cell(micro[n['id']])}"
+
+
+def _paired(ranks: list[StageRank], ids: Callable[[int, CommNode], str]) -> tuple[list[tuple[str, str, CommNode]], int]:
+    """(send box, receive box, the Send) of each pair among the drawn ranks (`parallel.pairs`), and their count."""
+    pairs = pair_ranks({rank: [c for c in facts.comm if c.direction is not None] for rank, _, facts, _ in ranks})
+    out = [(ids(lp.link[0], s), ids(lp.link[1], r), s) for lp in pairs.links for s, r in lp.pairs]
+    return out, pairs.paired
+
+
+def pipeline_graph(ranks: list[StageRank], graph_id: str = "pipeline", folder: Iterable[int] | None = None,
+                   unreadable: Iterable[Unreadable] = ()) -> dict[str, Any]:
+    """MindInsight's pipeline view: a column per drawn rank (one per stage), in stage order, of its
+    Send/Receive in execution order (`parallel.order`: `#3`; `#—` and dump order where the pass does not
+    fix it), each box a Send (red) or Receive (green), forward or backward (paler, `F`/`B`), saying its
+    micro batch, chunk, tag and peer, opening its node in the stage graph; a line from each Send to the
+    Receive it pairs with (analysis' pairing, `parallel.pairs`, as `check` pairs them; an edge overlay
+    drawn while a box is selected). A peer that is not drawn is said to be in the folder, unreadable or
+    not in the folder (`folder`: every rank of the folder not known unreadable)."""
+    from ..parallel.order import stage_order
+
+    nodes: list[dict[str, Any]] = []
+    shown = {rank for rank, _, _, _ in ranks}
     in_folder = set(folder) if folder is not None else shown
     unreadable = list(unreadable)
     unread = {u.rank for u in unreadable}
     outside: set[int] = set()
-    hops = {rank: [c for c in facts.comm if c.direction is not None] for rank, _, facts in ranks}
-    orders = orders or {}
-    for rank, file, facts in ranks:
-        stage = DASH if facts.stage is None else str(facts.stage)
-        at = {uid: i for i, uid in enumerate(orders.get(rank, ()), 1)}
-        for c in hops[rank]:
-            nid = comm_id(rank, c)
-            to = "to" if c.direction == "send" else "from"
-            peer = f"{to} rank {cell(c.peer_rank)}"
-            if c.peer_rank is not None and c.peer_rank not in shown:
-                where = "in the folder, not drawn (one rank per stage)" if c.peer_rank in in_folder \
-                    else not_read(c.peer_rank, unreadable)
-                peer = f"peer rank {c.peer_rank}: {where}"
-                if c.peer_rank not in in_folder:
-                    outside.add(c.peer_rank)
-            place = at.get(c.node)
+    groups: dict[str, dict[str, str]] = {}
+    micro: dict[str, int | None] = {}
+    for rank, file, facts, stage_graph in sorted(ranks, key=lambda r: (r[2].stage is None, r[2].stage or 0, r[0])):
+        o = stage_order(facts.table)
+        placed = {c.node: i for i, c in enumerate(o.hops, 1)} if o.fixed else {}
+        hops = sorted((c for c in facts.comm if c.direction is not None),
+                      key=lambda c: (placed.get(c.node, len(placed) + 1), c.line))
+        column = _column(rank, facts)
+        groups[column] = {"rank": str(rank), "stage": cell(facts.stage), "file": file, "schedule": o.schedule,
+                          "Send/Receive": str(len(hops))}
+        for c in hops:
+            nid, key = comm_id(rank, c), _unit_of(c, o.chunks)
+            if c.peer_rank is not None and c.peer_rank not in in_folder:
+                outside.add(c.peer_rank)
+            place = placed.get(c.node)
             chunk = "" if c.segment is None else f" c{c.segment}"
             tag = DASH if c.sr_tag is None else str(c.sr_tag)  # a name: `1572864`, not `1,572,864`
             label = f"r{rank} #{cell(place)} {c.op} m{cell(c.micro)}{chunk} tag {tag} " \
-                    f"{'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
-            order = f"{place} of {len(at)} on rank {rank}" if place else "not fixed by this pass"
-            nodes[nid] = {"id": nid, "label": label, "namespace": f"micro {cell(c.micro)}",
-                          "attrs": [_kv("operator", c.op), _kv("rank", rank), _kv("stage", stage),
-                                    _kv("execution order", order), _kv("phase", c.phase),
-                                    _kv("file", f"{file}:{c.line}"), _kv("peer", peer),
-                                    *comm_attrs(c)],
-                          "incomingEdges": [], "style": {"backgroundColor": CATEGORY_COLORS[c.category]},
-                          "outputsMetadata": [{"id": "0", "attrs": [
-                              _kv("__tensor_tag", f"micro {cell(c.micro)}"), _kv("shape", c.shape),
-                              _kv("dtype", c.dtype), _kv("bytes", c.bytes)]}]}
-    pairs = pair_ranks(hops)
-    for lp in pairs.links:
-        src, dst = lp.link
-        for send, receive in lp.pairs:
-            s, r = comm_id(src, send), comm_id(dst, receive)
-            nodes[r]["incomingEdges"].append({"sourceNodeId": s, "sourceNodeOutputId": "0", "targetNodeInputId": "0"})
-            nodes[s]["attrs"].append(_kv("pairs with", link([r])))
-            nodes[r]["attrs"].append(_kv("pairs with", link([s])))
-    if len(nodes) <= MAX_CHILDREN:  # Model Explorer draws edges between layers only for the selected node
-        for n in nodes.values():
-            n["namespace"] = ""
-    for rank, uids in orders.items():
-        chain = [f"rank{rank}/{u}" for u in uids if f"rank{rank}/{u}" in nodes]
-        for a, b in zip(chain, chain[1:]):
-            nodes[b]["incomingEdges"].append({"sourceNodeId": a, "sourceNodeOutputId": "0", "targetNodeInputId": "order"})
-    info = {"Send/Receive": str(len(nodes)), "pairs": str(pairs.paired), "ranks drawn": rank_list(sorted(shown))}
+                    f"{'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)} {key[0]}"
+            order = f"{place} of {len(placed)} on rank {rank}" if place else "not fixed by this pass"
+            box = _hop_box(nid, label, c, key, file, stage_graph, [
+                _kv("operator", c.op), _kv("rank", rank), _kv("stage", cell(facts.stage)),
+                _kv("execution order", order), _kv("unit", _unit_text(key)),
+                _kv("peer", _peer_text(c, shown, in_folder, unreadable))])
+            box["namespace"] = column
+            micro[nid] = c.micro
+            nodes.append(box)
+    pairs, paired = _paired(ranks, comm_id)
+    by_id = {n["id"]: n for n in nodes}
+    for s, r, _ in pairs:
+        by_id[s]["attrs"].append(_kv("pairs with", link([r])))
+        by_id[r]["attrs"].append(_kv("pairs with", link([s])))
+    _bounded_columns(nodes, micro)
+    info = {"Send/Receive": str(len(nodes)), "pairs": str(paired), "ranks drawn": rank_list(sorted(shown)),
+            "colours": "Send red, Receive green; backward (B) paler, forward (F) full",
+            "lines": "select a box: each Send's line to the Receive it pairs with (Edge overlays menu)"}
     for what, which in (("peers unreadable", outside & unread), ("peers not in the folder", outside - unread)):
         if which:
             info[what] = rank_list(sorted(which))
-    return {"id": graph_id, "nodes": list(nodes.values()), "groupNodeAttributes": {"": info}}
+    return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": COLUMNS,
+            "tasksData": _pairs_overlay(graph_id, pairs)}
+
+
+def execution_graph(ranks: list[StageRank], graph_id: str = "execution order") -> dict[str, Any]:
+    """MindInsight's execution overview: a column per drawn rank (one per stage), in stage order, of
+    its units of work in execution order (`parallel.order`: the forward `F0` or backward `B0.c1` of a
+    micro batch on a chunk), each between the Receive it waits for and the Send that follows it; units
+    coloured forward, backward and backward that recomputes forward work, each saying the layers its
+    operators read (rows `layer-3`: search `layer-3:` to light them up in every column) and opening its first operator
+    in the stage graph; the Send/Receive as in the pipeline graph, a line from each Send to its Receive."""
+    from ..parallel.order import stage_order, unit_nodes
+
+    nodes: list[dict[str, Any]] = []
+    groups: dict[str, dict[str, str]] = {}
+    micro: dict[str, int | None] = {}
+    for rank, file, facts, stage_graph in sorted(ranks, key=lambda r: (r[2].stage is None, r[2].stage or 0, r[0])):
+        t = facts.table
+        o = stage_order(t)
+        held = unit_nodes(t)
+        column = _column(rank, facts)
+        groups[column] = {"rank": str(rank), "stage": cell(facts.stage), "file": file, "schedule": o.schedule,
+                          "order": "fixed by the dependencies" if o.fixed else f"not fixed: {o.why or o.schedule}",
+                          "units": str(len(o.units)), "micro batches in flight": cell(o.in_flight)}
+        hops: dict[tuple, list[CommNode]] = defaultdict(list)
+        for c in o.hops:
+            hops[_unit_of(c, o.chunks)].append(c)
+        for u in o.units:
+            key = (u.phase, u.micro, u.chunk)
+            mine = hops.pop(key, [])
+            for c in mine:
+                if c.direction == "receive":
+                    nodes.append(_exec_hop(rank, column, c, key, file, stage_graph))
+            members = held.get(key, [])
+            first = min(members, key=lambda n: n.line) if members else None
+            recomputed = sum(t("phase", n) == "recompute" for n in members)
+            layers = Counter(t("layer", n) for n in members)
+            whole, opened = stage_graph(first.graph) if first is not None else ("", "")
+            rows = [_kv("unit", u.label), _kv("phase", "forward" if u.phase == "F" else "backward"),
+                    _kv("micro", u.micro), _kv("chunk", cell(u.chunk)), _kv("operators", u.nodes),
+                    _kv("recomputed operators", recomputed), _kv("rank", rank), _kv("stage", cell(facts.stage))]
+            if first is not None:
+                rows += [_kv("file", f"{file}:{first.line}"), _kv("stage graph", f"{whole} {first.key}")]
+            rows += [_kv(f"layer-{layer}", f"{n} operators") for layer, n in sorted(
+                (x for x in layers.items() if x[0] is not None), key=lambda x: x[0])]
+            nid = f"rank{rank}/{u.label}"
+            look = "recompute" if recomputed else u.phase
+            nodes.append({"id": nid, "label": u.label + (" +recompute" if recomputed else ""), "namespace": column,
+                          "attrs": rows, "incomingEdges": [], "subgraphIds": [opened] if opened else [],
+                          "style": {"backgroundColor": UNIT_COLORS[look], "borderColor": "#616161"},
+                          "outputsMetadata": []})
+            micro[nid] = u.micro
+            for c in mine:
+                if c.direction != "receive":
+                    nodes.append(_exec_hop(rank, column, c, key, file, stage_graph))
+        for cs in hops.values():  # Send/Receive of no unit this pass orders
+            for c in cs:
+                nodes.append(_exec_hop(rank, column, c, _unit_of(c, o.chunks), file, stage_graph))
+        for n in nodes:
+            micro.setdefault(n["id"], None)
+    pairs, paired = _paired(ranks, comm_id)
+    ids = {n["id"] for n in nodes}
+    pairs = [p for p in pairs if p[0] in ids and p[1] in ids]
+    _bounded_columns(nodes, micro)
+    info = {"units": str(sum(n["id"].count("/%") == 0 for n in nodes)), "pairs": str(paired),
+            "ranks drawn": rank_list(sorted(r[0] for r in ranks)),
+            "colours": "forward blue, backward orange, backward that recomputes forward work purple; "
+                       "Send red, Receive green",
+            "layers": "search `layer-3:` to light up the units whose operators read layer 3 (their `layer-N` rows)"}
+    return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": COLUMNS,
+            "tasksData": _pairs_overlay(graph_id, pairs)}
+
+
+def _exec_hop(rank: int, column: str, c: CommNode, key: tuple, file: str,
+              stage_graph: Callable[[str], tuple[str, str]]) -> dict[str, Any]:
+    tag = DASH if c.sr_tag is None else str(c.sr_tag)
+    label = f"{c.op} {_unit_text(key)} tag {tag} {'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
+    box = _hop_box(comm_id(rank, c), label, c, key, file, stage_graph,
+                   [_kv("operator", c.op), _kv("rank", rank), _kv("unit", _unit_text(key))])
+    box["namespace"] = column
+    return box
 
 
 # --- node data -------------------------------------------------------------------------------
@@ -708,13 +974,13 @@ def _in_subgraph(facts: ParallelFacts, subgraph: str) -> list[tuple[CommNode, st
 
 
 def category_node_data(graphs: Iterable[tuple[str, ParallelFacts, str]]) -> dict[str, Any]:
-    """Model Explorer node data: communication nodes valued by category (index in
-    `irtool.parallel.CATEGORIES`) and coloured by it; `graphs` is (graph id, facts, subgraph)."""
+    """Model Explorer node data: communication nodes valued by their category's name and coloured by
+    it (a folded box shows how many of each it holds); `graphs` is (graph id, facts, subgraph)."""
     out = {}
     for graph_id, facts, subgraph in graphs:
-        res = {key: {"value": CATEGORIES.index(c.category), "bgColor": CATEGORY_COLORS[c.category]}
+        res = {key: {"value": c.category, "bgColor": CATEGORY_COLORS[c.category]}
                for c, key in _in_subgraph(facts, subgraph)}
-        out[graph_id] = _node_data("comm category", res)
+        out[graph_id] = {**_node_data("comm category", res), "showExpandedSummaryOnGroupNode": True}
     return out
 
 
@@ -787,7 +1053,67 @@ def for_parts(data: dict[str, Any], graphs: list[dict[str, Any]]) -> dict[str, A
 
 
 def diff_node_data(graph_id: str, changes: dict[str, str]) -> dict[str, Any]:
-    """Model Explorer node data marking nodes (`%N` keys) `added`, `removed` or `changed`."""
-    kinds = ["added", "removed", "changed"]
-    return {graph_id: _node_data("diff", {k: {"value": kinds.index(v) + 1, "bgColor": DIFF_COLORS[v]}
-                                          for k, v in changes.items()})}
+    """Model Explorer node data marking nodes (`%N` keys) `added`, `removed` or `changed`, by name (a
+    folded box counts and colours the changes it holds)."""
+    return {graph_id: {**_node_data("diff", {k: {"value": v, "bgColor": DIFF_COLORS[v]} for k, v in changes.items()}),
+                       "showExpandedSummaryOnGroupNode": True}}
+
+
+# --- finding nodes across graphs ----------------------------------------------------------------
+
+# Panel rows the page (irtool/view/static/view.js) turns into links to a node of another graph: a
+# part's node read from another part (`in part`), a pipeline box's node in its stage graph (`stage graph`,
+# valued `<graph> %N`)
+LINK_KEYS = ("in part", "stage graph")
+
+
+_INDEXED = frozenset(("file", "scope", "instance name", "in part", "stage graph"))
+
+
+def node_index(graphs: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the page searches across all graphs of a model, and where its links to other graphs go:
+    `graphs` (ids, in order), `wholes` (each graph's id before a split: a part's whole graph), `files`
+    and `scopes` (tables the nodes point into), `nodes` ([graph, node id, label, file, line, scope, its
+    last name, instance name] of every node in the graph it belongs to: not an overview's box, not a
+    part's copy of another part's node; the scope `<scope>/<last name>`, file and scope as positions in
+    their tables, file -1 for none), `links` ({graph id:
+    {node id: [graph id, node id]}}, the targets of the LINK_KEYS rows)."""
+    home: dict[tuple[str, str], str] = {}  # (unsplit graph id, node id) -> the graph holding it
+    nodes: list[list[Any]] = []
+    pending: list[tuple[str, str, str, str]] = []  # (graph, node, unsplit graph, node id) of each link row
+    files: dict[str, int] = {}
+    scopes: dict[str, int] = {}
+    ids = [g["id"] for g in graphs]
+    wholes = [g["groupNodeAttributes"].get("", {}).get("part of", g["id"]) for g in graphs]
+    for gi, g in enumerate(graphs):
+        if "overview of" in g["groupNodeAttributes"].get("", {}):
+            continue
+        whole = wholes[gi]
+        for n in g["nodes"]:
+            found = {a["key"]: a["value"] for a in n["attrs"] if a["key"] in _INDEXED}
+            if "in part" in found:  # a node of another part
+                pending.append((g["id"], n["id"], whole, n["id"]))
+                continue
+            stage = found.get("stage graph")
+            if isinstance(stage, str) and " " in stage:
+                target, _, key = stage.rpartition(" ")
+                pending.append((g["id"], n["id"], target, key))
+            home[(whole, n["id"])] = g["id"]
+            file, _, line = found.get("file", "").rpartition(":")
+            outer, _, last = found.get("scope", "").rpartition("/")
+            nodes.append([gi, n["id"], n["label"], files.setdefault(file, len(files)) if file else -1,
+                          int(line) if line.isdigit() else 0, scopes.setdefault(outer, len(scopes)), last,
+                          found.get("instance name", "")])
+    links: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    for gid, nid, whole, key in pending:
+        target = home.get((whole, key))
+        if target is not None:
+            links[gid][nid] = [target, key]
+    return {"graphs": ids, "wholes": wholes, "files": list(files), "scopes": list(scopes), "nodes": nodes,
+            "links": links}
+
+
+def graph_of(index: dict[str, Any], whole: str, node: str) -> str | None:
+    """The graph holding `node` of the graph `whole` (before a split), by a model's `node_index`."""
+    return next((index["graphs"][n[0]] for n in index["nodes"] if n[1] == node and index["wholes"][n[0]] == whole),
+                None)

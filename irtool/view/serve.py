@@ -3,7 +3,9 @@
 The page is served while the graphs are built (in a forked process: Model Explorer starts and the
 browser loads it meanwhile), and the graph JSON goes to the browser as irtool wrote it: Model
 Explorer's own handler would parse it and write it again (seconds for a large dump). Node data
-overlays are loaded with the graphs.
+overlays are loaded with the graphs. The page gets irtool's script and style (`static/`: a search
+across all graphs of a model, links to nodes of other graphs) and each model's node index
+(`graphs.node_index`) at `irtool/index/<model>.json`.
 """
 from __future__ import annotations
 
@@ -16,7 +18,11 @@ from typing import Any, Callable
 from urllib.parse import quote, unquote
 
 from ..errors import InputError
+from .graphs import graph_of
 from .models import Model
+
+INDEX = "\0index"  # the builder's file of a model's node index (its other files: graphs, overlays)
+STATIC = os.path.join(os.path.dirname(__file__), "static")
 
 
 def _model_explorer() -> Any:
@@ -43,7 +49,7 @@ class _Builder:
             import multiprocessing
 
             for i, m in enumerate(models):
-                for name in (None, *m.overlays):
+                for name in (None, *m.overlays, INDEX):
                     self.files[(i, name)] = tempfile.TemporaryFile()
             self.proc = multiprocessing.get_context("fork").Process(target=self._write, name="irtool-graphs", daemon=True)
             self.proc.start()
@@ -53,11 +59,18 @@ class _Builder:
     def _write(self) -> None:
         try:
             for (i, name), f in self.files.items():
-                m = self.models[i]
-                f.write((m.graphs_json() if name is None else _node_data_json(m.node_data_of(name))).encode())
+                f.write(self._text(i, name).encode())
                 f.flush()
         except BaseException:  # noqa: BLE001 - no traceback here: the server builds again and reports it
             os._exit(1)
+
+    def _text(self, index: int, name: str | None) -> str:
+        m = self.models[index]
+        if name is None:
+            return m.graphs_json()
+        if name == INDEX:
+            return json.dumps(m.index(), separators=(",", ":"), ensure_ascii=False)
+        return _node_data_json(m.node_data_of(name))
 
     def _build(self) -> None:
         for m in self.models:
@@ -83,11 +96,12 @@ class _Builder:
         return flask.Response(self.models[index].graphs_json(), mimetype="application/json")
 
     def node_data(self, index: int, name: str) -> str:
+        """An overlay's JSON text, or (`name` INDEX) the model's node index."""
         path = self._written(index, name)
         if path is not None:
             with open(path, encoding="utf-8") as f:
                 return f.read()
-        return _node_data_json(self.models[index].node_data_of(name))
+        return self._text(index, name)
 
     def close(self) -> None:
         if self.proc is not None and self.proc.is_alive():
@@ -167,11 +181,14 @@ SHOW_ON_NODE_KEY = "model_explorer_show_on_node_item_types_v2"
 SHOW_COUNTS = {"Layer node attributes": {"selected": True, "filterRegex": "strategy|redistribution|gradient"},
                "Op node attributes": {"selected": True,
                                       "filterRegex": "^(with strategy|redistribution|gradient aggregation):"}}
+NODE_PARAM = "irtool_node"  # the page's address parameter naming a node to open on (`irtool view --node`)
 
 
-def _show_counts_on_groups(me: Any) -> None:
-    """Serve Model Explorer's page with the setting above seeded; if its server module changed shape,
-    leave it alone (the counts stay in the side panel of each group)."""
+def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
+    """Serve Model Explorer's page with the setting above seeded, irtool's script and style, each
+    model's node index, and, for an address with NODE_PARAM, the graph holding that node opened with it
+    selected (the address rewritten before Model Explorer reads it). If Model Explorer's server module
+    changed shape, leave it alone (the counts stay in the side panel, the search in one graph)."""
     server = getattr(me, "server", None)
     original = getattr(server, "_serve_static_asset", None)
     web = getattr(server, "OSS_WEB_APP_DIR", None)
@@ -179,42 +196,85 @@ def _show_counts_on_groups(me: Any) -> None:
         return
     import flask
 
+    page_data = {"models": [m.label for m in models], "select": {m.label: m.first_graph for m in models if m.columns}}
     seed = (f"<script>if (!localStorage.getItem({json.dumps(SHOW_ON_NODE_KEY)})) localStorage.setItem("
-            f"{json.dumps(SHOW_ON_NODE_KEY)}, {json.dumps(json.dumps(SHOW_COUNTS))});</script>")
+            f"{json.dumps(SHOW_ON_NODE_KEY)}, {json.dumps(json.dumps(SHOW_COUNTS))});"
+            f"window.IRTOOL = {json.dumps(page_data)};</script>"
+            '<link rel="stylesheet" href="irtool/view.css"><script src="irtool/view.js" defer></script>')
 
     def serve_asset(rel_path: str) -> Any:
+        if rel_path.startswith("irtool/index/") and rel_path.endswith(".json"):
+            i = rel_path[len("irtool/index/") : -len(".json")]
+            if not i.isdigit() or int(i) >= len(models):
+                flask.abort(404)
+            return flask.Response(builder.node_data(int(i), INDEX), mimetype="application/json")
+        if rel_path in ("irtool/view.js", "irtool/view.css"):
+            return flask.send_from_directory(STATIC, rel_path.removeprefix("irtool/"))
         if rel_path != "index.html":
             return original(rel_path)
         with open(os.path.join(web, "index.html"), encoding="utf-8") as f:
             page = f.read()
-        return flask.Response(page.replace("<head>", "<head>" + seed, 1), mimetype="text/html")
+        opening = _opening_script(flask.request.args.get(NODE_PARAM), models, builder)
+        return flask.Response(page.replace("<head>", "<head>" + seed + opening, 1), mimetype="text/html")
 
     serve_asset.irtool = True  # type: ignore[attr-defined]
     server._serve_static_asset = serve_asset
 
 
-def url_for(config: Any, host: str, port: int, models: list[Model] | None = None) -> str:
+def _opening_script(spec: str | None, models: list[Model], builder: _Builder) -> str:
+    """A script opening the page on the node `spec` names (each pane whose model holds it): the address's
+    `uiState` names the graph holding it before Model Explorer reads the address, and the page's script
+    (static/view.js) selects it once the graph is drawn; "" without one. The graph of a node of a split
+    graph is known once the graphs are built: this waits for them."""
+    if not spec:
+        return ""
+    states, opens = [], []
+    for i, m in enumerate(models):
+        try:
+            whole, node = m.find(spec)
+        except InputError:
+            continue
+        graph = graph_of(json.loads(builder.node_data(i, INDEX)), whole, node) or whole
+        opens.append([len(states), graph, node, m.label])
+        states.append({"deepestExpandedGroupNodeIds": [], "selectedNodeId": "", "selectedGraphId": graph,
+                       "selectedCollectionLabel": m.label, "widthFraction": 1 / len(models)})
+    if not states:
+        return ""
+    return ("<script>(() => { const p = new URLSearchParams(location.search);"
+            "const d = JSON.parse(p.get('data') || '{}');"
+            f"d.uiState = {{paneStates: {json.dumps(states)}}}; p.set('data', JSON.stringify(d));"
+            f"p.delete({json.dumps(NODE_PARAM)}); history.replaceState(null, '', '?' + p.toString());"
+            f"window.IRTOOL_OPEN = {json.dumps(opens)}; }})();</script>")
+
+
+def url_for(config: Any, host: str, port: int, models: list[Model] | None = None, node: str | None = None) -> str:
     """The page's address. Model Explorer opens the largest graph unless the address names one (its
-    `uiState`): a folder names its `pipeline` graph."""
+    `uiState`): each model's first graph (a folder's `pipeline` graph, a file's entry graph or its
+    overview), two models side by side. `node`: the page opens on it (NODE_PARAM)."""
     value = config.to_url_param_value()
-    first = next((m for m in models or [] if m.first_graph), None)
-    if first is not None:
+    firsts = [m for m in models or [] if m.first_graph][:2]
+    if firsts:
         data = json.loads(unquote(value))
-        data["uiState"] = {"paneStates": [{"deepestExpandedGroupNodeIds": [], "selectedNodeId": "",
-                                           "selectedGraphId": first.first_graph, "selectedCollectionLabel": "",
-                                           "widthFraction": 1}]}
+        # a folder's pipeline graph opens with every column expanded (Model Explorer's `___all___`)
+        data["uiState"] = {"paneStates": [{"deepestExpandedGroupNodeIds": ["___all___"] if m.columns else [],
+                                           "selectedNodeId": "",
+                                           "selectedGraphId": m.first_graph, "selectedCollectionLabel": m.label,
+                                           "widthFraction": 1 / len(firsts)} for m in firsts]}
         value = quote(json.dumps(data))
-    return f"http://{host}:{port}/?data={value}"
+    return f"http://{host}:{port}/?data={value}" + (f"&{NODE_PARAM}={quote(node)}" if node else "")
 
 
-def serve(models: list[Model], host: str, port: int, open_browser: bool, announce: Callable[[str], None]) -> None:
-    """Run Model Explorer's server on `host:port` until interrupted; `announce` gets the URL first."""
+def serve(models: list[Model], host: str, port: int, open_browser: bool, announce: Callable[[str], None],
+          node: str | None = None) -> None:
+    """Run Model Explorer's server on `host:port` until interrupted; `announce` gets the URL first.
+    `node` (`--node`, checked by the caller with `Model.find`): the page opens on it."""
     me = _model_explorer()
     builder = _Builder(models)  # from now on: Model Explorer starts and the page loads meanwhile
     try:
-        config = config_for(models, builder if _send_as_built(me) else None)
-        _show_counts_on_groups(me)
-        announce(url_for(config, host, port, models))
+        prebuilt = _send_as_built(me)
+        config = config_for(models, builder if prebuilt else None)
+        _add_to_page(me, models, builder)
+        announce(url_for(config, host, port, models, node))
         me.visualize_from_config(config=config, host=host, port=port, no_open_in_browser=not open_browser)
     finally:
         builder.close()

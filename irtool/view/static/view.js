@@ -1,0 +1,306 @@
+// irtool's additions to Model Explorer's page, served by `irtool view` (irtool/view/serve.py).
+//
+// - Search across graphs: what is typed into the search box of any graph (an operator, `%154`,
+//   `file:line`, a scope; space-separated regular expressions that must all match, as Model
+//   Explorer's own search reads them) is also looked up in every other graph of the model (the
+//   index `irtool/index/<model>.json`, graphs.node_index); choosing a result opens its graph with
+//   the node selected.
+// - Links to other graphs: the panel rows `in part` (a node of another part) and `stage graph` (a
+//   pipeline box) open the graph where the node is, with it selected.
+// - The node the page opens on (`irtool view --node`, `window.IRTOOL_OPEN`), selected once its graph is drawn.
+//
+// A graph is opened through Model Explorer's own app service (the renderer each pane registers in
+// `window.me_test`, as its tests use it); without it, the page is loaded again at the node (its
+// address's `uiState`).
+(() => {
+  "use strict";
+  const IR = window.IRTOOL || {models: []};
+  const LINK_KEYS = new Set(["in part", "stage graph"]);
+  const SHOWN = 100;  // results listed at most (their count is said)
+  const indexes = {};
+
+  function index(label) {
+    // a model's node index (graphs.node_index), each node's searched fields made once
+    const i = IR.models.indexOf(label);
+    if (i < 0) return Promise.resolve(null);
+    if (!indexes[label]) {
+      indexes[label] = fetch(`irtool/index/${i}.json`).then((r) => r.json()).then((ix) => {
+        ix.fields = ix.nodes.map((n) => [n[2], n[1], n[3] >= 0 ? `${ix.files[n[3]]}:${n[4]}` : "",
+                                         ix.scopes[n[5]] ? `${ix.scopes[n[5]]}/${n[6]}` : n[6], n[7]]);
+        return ix;
+      }).catch(() => null);
+    }
+    return indexes[label];
+  }
+
+  function panes() {
+    return [...document.querySelectorAll(".pane-container")];
+  }
+
+  function paneOf(el) {
+    return panes().findIndex((p) => p.contains(el));
+  }
+
+  function renderer(pane) {
+    const me = window.me_test;
+    return me && me.renderers ? me.renderers[pane] : undefined;
+  }
+
+  function shown(pane) {
+    // [graph id, model label] of the graph a pane shows
+    const r = renderer(pane);
+    const g = r && (r.curModelGraph || r.modelGraph);
+    return g ? [g.id, g.collectionLabel || ""] : [null, ""];
+  }
+
+  function openNode(pane, graphId, nodeId, label) {
+    const r = renderer(pane);
+    const app = r && r.appService;
+    if (app && app.selectGraphInPane && app.setNodeToReveal && app.curGraphCollections) {
+      for (const c of app.curGraphCollections()) {
+        const g = c.graphs.find((x) => x.id === graphId);
+        if (g && (!label || c.label === label)) {
+          app.selectGraphInPane(g, pane);
+          const paneId = app.panes()[pane].id;
+          if (app.curInitialUiState) app.curInitialUiState.set(undefined);
+          app.selectNode(paneId, undefined);
+          if (app.curToLocateNodeInfo) app.curToLocateNodeInfo.set(undefined);
+          app.setNodeToReveal(paneId, nodeId);
+          return;
+        }
+      }
+    }
+    const params = new URLSearchParams(location.search);
+    const data = JSON.parse(params.get("data") || "{}");
+    data.uiState = {paneStates: [{deepestExpandedGroupNodeIds: [], selectedNodeId: nodeId, selectedGraphId: graphId,
+                                  selectedCollectionLabel: label || "", widthFraction: 1}]};
+    params.set("data", JSON.stringify(data));
+    location.assign("?" + params.toString());
+  }
+
+  // --- search across graphs ---------------------------------------------------------------------
+
+  function regexes(text) {
+    return text.replaceAll("\\ ", "\u0000").split(" ").filter((p) => p.trim() !== "").map((p) => {
+      const src = p.replaceAll("\u0000", "\\ ");
+      try {
+        return [src.toLowerCase(), new RegExp(src, "i")];
+      } catch (e) {
+        return [src.toLowerCase(), new RegExp(src.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "i")];
+      }
+    });
+  }
+
+  function search(ix, text, current) {
+    // nodes of other graphs than `current` matching every part of `text`, exact matches first
+    const parts = regexes(text);
+    if (!parts.length) return [];
+    const found = [];
+    for (let i = 0; i < ix.nodes.length; i++) {
+      const n = ix.nodes[i];
+      if (ix.graphs[n[0]] === current) continue;
+      const fields = ix.fields[i];
+      let exact = false;
+      let all = true;
+      for (const [low, re] of parts) {
+        if (!fields.some((f) => f && re.test(f))) {
+          all = false;
+          break;
+        }
+        exact = exact || fields.some((f) => f && (f.toLowerCase() === low || f.toLowerCase().endsWith("/" + low)));
+      }
+      if (all) found.push([exact ? 0 : 1, n, fields]);
+    }
+    found.sort((a, b) => a[0] - b[0]);
+    return found.map((f) => [f[1], f[2]]);
+  }
+
+  const boxes = new Map();  // pane index -> its results element
+
+  function box(pane) {
+    let el = boxes.get(pane);
+    if (!el || !el.isConnected) {
+      el = document.createElement("div");
+      el.className = "irtool-find";
+      el.addEventListener("mousedown", (e) => e.preventDefault());  // the search box keeps its focus
+      document.body.appendChild(el);
+      boxes.set(pane, el);
+    }
+    return el;
+  }
+
+  function hide(pane) {
+    const el = boxes.get(pane);
+    if (el) el.style.display = "none";
+  }
+
+  function place(pane, el, input) {
+    const bar = input.closest("search-bar") || input;
+    const rect = bar.getBoundingClientRect();
+    let left = rect.left;
+    const own = panes()[pane] && panes()[pane].querySelector(".search-results-container");
+    if (own && own.offsetParent !== null) left = Math.max(left, own.getBoundingClientRect().right + 8);
+    el.style.left = `${left}px`;
+    el.style.top = `${rect.bottom + 6}px`;
+  }
+
+  function show(pane, input, ix, current, label, text) {
+    const found = search(ix, text, current);
+    const el = box(pane);
+    if (!found.length) {
+      hide(pane);
+      return;
+    }
+    el.replaceChildren();
+    const title = document.createElement("div");
+    title.className = "irtool-find-title";
+    title.textContent = `${found.length} in ${current ? "other graphs" : "all graphs"}` +
+      (found.length > SHOWN ? ` (the first ${SHOWN})` : "");
+    el.appendChild(title);
+    for (const [n, fields] of found.slice(0, SHOWN)) {
+      const row = document.createElement("div");
+      row.className = "irtool-find-row";
+      row.dataset.graph = ix.graphs[n[0]];
+      row.dataset.node = n[1];
+      const op = document.createElement("span");
+      op.className = "irtool-find-op";
+      op.textContent = n[2];
+      const what = document.createElement("span");
+      what.className = "irtool-find-id";
+      what.textContent = ` ${n[1]}${fields[2] ? " " + fields[2] : ""}`;
+      const where = document.createElement("div");
+      where.className = "irtool-find-where";
+      where.textContent = ix.graphs[n[0]];
+      row.append(op, what, where);
+      row.addEventListener("click", () => {
+        hide(pane);
+        openNode(pane, row.dataset.graph, row.dataset.node, label);
+      });
+      el.appendChild(row);
+    }
+    el.style.display = "block";
+    place(pane, el, input);
+  }
+
+  let timer = null;
+  document.addEventListener("input", (e) => {
+    const input = e.target;
+    if (!(input instanceof HTMLInputElement) || !input.closest("search-bar")) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      const pane = paneOf(input);
+      const [current, label] = shown(pane);
+      const text = input.value.trim();
+      if (!text) {
+        hide(pane);
+        return;
+      }
+      index(label).then((ix) => {
+        if (ix && input.value.trim() === text) show(pane, input, ix, current, label, text);
+      });
+    }, 350);  // after Model Explorer's own search (300 ms), so its results are placed first
+  }, true);
+  document.addEventListener("click", (e) => {
+    if (e.target instanceof Element && e.target.closest(".btn-clear-container")) {
+      const pane = paneOf(e.target);
+      if (pane >= 0) hide(pane);
+    }
+  }, true);
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") boxes.forEach((el) => { el.style.display = "none"; });
+  }, true);
+
+  // --- panel rows linking to other graphs ---------------------------------------------------------
+
+  function decorate() {
+    panes().forEach((p, pane) => {
+      const r = renderer(pane);
+      const [graph, label] = shown(pane);
+      const node = r && r.selectedNodeId;
+      if (!graph || !node) return;
+      const rows = [...p.querySelectorAll("info-panel tr")].filter((tr) => {
+        const key = tr.querySelector("td.key");
+        return key && LINK_KEYS.has(key.innerText.trim()) && tr.dataset.irtoolLink !== `${graph}\u0000${node}`;
+      });
+      if (!rows.length) return;
+      index(label).then((ix) => {
+        const target = ix && ix.links[graph] && ix.links[graph][node];
+        if (!target) return;
+        for (const tr of rows) {
+          tr.dataset.irtoolLink = `${graph}\u0000${node}`;
+          const value = tr.querySelector("td.value");
+          if (!value) continue;
+          value.classList.add("irtool-link");
+          value.title = `open ${target[1]} in ${target[0]}`;
+          if (!value.querySelector(".irtool-locate")) {
+            const icon = document.createElement("span");
+            icon.className = "material-icons irtool-locate";
+            icon.textContent = "my_location";
+            value.appendChild(icon);
+          }
+          value.onclick = () => openNode(pane, target[0], target[1], label);
+        }
+      });
+    });
+  }
+
+  // --- the node the page opens on (`irtool view --node`: serve.py names its graph in the address) ----
+
+  let lastTry = 0;
+  let tries = 0;
+
+  function opening() {
+    // asked again (3 times at most, 10 s apart: a layout can take seconds) while the node is not
+    // selected: a reveal asked while the first layout runs is dropped
+    const todo = (window.IRTOOL_OPEN || []).filter(([pane, graph, node]) => {
+      const r = renderer(pane);
+      return !(r && shown(pane)[0] === graph && r.selectedNodeId === node) && tries <= 3;
+    });
+    window.IRTOOL_OPEN = todo;
+    if (!todo.length || Date.now() - lastTry < 10000) return;
+    for (const [pane, graph, node, label] of todo) {
+      const r = renderer(pane);
+      if (r && shown(pane)[0] === graph && document.querySelector("info-panel") && r.nodesToRender &&
+          r.nodesToRender.length) {
+        lastTry = Date.now();
+        tries += 1;
+        openNode(pane, graph, node, label);
+      }
+    }
+    setTimeout(opening, 10100);
+  }
+
+  // a folder's pipeline graph: its first box selected once drawn, which draws the pairs' lines (an edge
+  // overlay shows while a box of it is selected)
+  const selectedFirst = new Set();
+
+  function selectFirst() {
+    panes().forEach((p, pane) => {
+      const [graph, label] = shown(pane);
+      const r = renderer(pane);
+      if (!graph || !r || (IR.select || {})[label] !== graph || selectedFirst.has(label + graph)) return;
+      if (r.selectedNodeId || !r.nodesToRender || !r.nodesToRender.length || !p.querySelector("info-panel")) return;
+      selectedFirst.add(label + graph);
+      index(label).then((ix) => {
+        const gi = ix ? ix.graphs.indexOf(graph) : -1;
+        const first = gi >= 0 && ix.nodes.find((n) => n[0] === gi);
+        if (first && !r.selectedNodeId) openNode(pane, graph, first[1], label);
+      });
+    });
+  }
+
+  let pending = false;
+  new MutationObserver(() => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      decorate();
+      panes().forEach((p, pane) => index(shown(pane)[1]));  // fetched once a graph is shown, before a search
+      opening();
+      selectFirst();
+    });
+  }).observe(document.documentElement, {childList: true, subtree: true});
+
+  window.irtool = {openNode, index, search};  // for tests and the console
+})();
