@@ -13,7 +13,8 @@ from conftest import FIXTURES, fixture
 from irtool import load
 from irtool.cli import main
 from irtool.parallel import analyze
-from irtool.parallel.balance import balance, measure_stage
+from irtool.parallel.balance import balance, stage_cost
+from irtool.parallel.job import job_of, rank_job
 from irtool.parallel.cost import bytes_moved, compute_cost, kept_scores
 
 MOE = "mindformers_moe_dp2mp2pp2_ep2"
@@ -57,13 +58,15 @@ def test_expert_grouped_matmul_flops_from_the_group_shapes() -> None:
 
 
 def test_moe_rank_has_no_operator_of_unknown_cost_but_shapes_it_cannot_fill() -> None:
-    c = compute_cost(_facts(MOE0).table)
+    facts = _facts(MOE0)
+    c = compute_cost(facts.table)
     # the Adds of `(-1, -1, -1)` shapes (which `-1` are the rows is not printed) stay unknown; every
     # GroupedMatmul, Swiglu, Sort, TopkExt, UnsortedSegmentSum is counted (they were all unknown before)
     assert dict(c.unknown) == {"Add": 4}
     assert c.dynamic == Counter({"GroupedMatmul": 16, "Swiglu": 4, "SwigluGrad": 2})
     assert c.dynamic_bound == 2 * c.dynamic_flops
-    assert c.micros == 4  # the `micro` marks are on the call nodes of the reused forward and bprop graphs
+    # the `micro` marks are on the call nodes of the reused forward and bprop graphs
+    assert rank_job(facts, 0, MOE0).micro.value == 4
 
 
 def test_memory_bound_operators_count_bytes_moved() -> None:
@@ -104,12 +107,14 @@ def test_ring_attention_sparse_modes() -> None:
 
 def test_moe_balance_includes_experts_and_attention() -> None:
     dumps = {r: load(fixture(f"{MOE}/rank_{r}/19_validate_0091.ir.xz")) for r in (0, 4)}
-    costs = [measure_stage(d, analyze(d), r, 2) for r, d in dumps.items()]
-    b = balance(costs)
+    facts = {r: analyze(d, r) for r, d in dumps.items()}
+    jobs = [rank_job(f, r, dumps[r].path) for r, f in facts.items()]
+    costs = [stage_cost(facts[j.rank], j) for j in jobs]
+    b = balance(costs, job_of(jobs))
     # both stages run the same two MoE layers' experts (2 x 2 GroupedMatmul forward per micro batch); stage 1
-    # adds the lm head and loss: 1.2x, not the 1.8x of MatMuls alone
+    # adds the lm head and loss: 1.2x the forward FLOPs, not the 1.8x of MatMuls alone
     assert [s.layers for s in b.stages] == [[0, 1], [2, 3]]
-    assert b.sentence.startswith("stage 1 does 1.2x the forward FLOPs of stage 0")
+    assert (b.heaviest, b.lightest) == (1, 0) and round(b.forward_ratio, 1) == 1.2
     assert all(s.cost.by_family["grouped-matmul"] == costs[0].cost.by_family["grouped-matmul"] for s in costs)
 
 

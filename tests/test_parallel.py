@@ -207,15 +207,10 @@ def _comm_lines(path: Path) -> int:
 
 
 SMALL = [p for p in sorted(FIXTURES.rglob("*.ir*")) if "gpt_large_perf" not in str(p) and p.name.endswith((".ir", ".xz"))]
-# Issue 26 item 2 (expert parallel as a category) is open: the MindFormers MoE's AlltoAll / AlltoAllV dispatch and
-# combine are still `other`. Strict: this fails as soon as they are not, so that the mark goes with the fix.
-EP_OPEN = pytest.mark.xfail(strict=True, reason="issue 26.2: expert-parallel all-to-all still category other")
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=EP_OPEN) if "mindformers_moe" in str(p) else p for p in SMALL],
-                         ids=[str(p.relative_to(FIXTURES)) for p in SMALL])
+@pytest.mark.parametrize("path", SMALL, ids=[str(p.relative_to(FIXTURES)) for p in SMALL])
 def test_every_comm_node_classified(path: Path) -> None:
-    comms = analyze(irtool.load(str(path))).comm
+    facts = analyze(irtool.load(str(path)))
+    comms = facts.comm
     assert all(c.category in CATEGORIES and c.phase for c in comms)
     # `other` only where docs/parallel.md §4 allows it: pre-step_parallel_end Send/Receive of the pipeline_split/
     # bootstrap files never lack pipeline attrs; the collectives a MindFormers model writes itself (the loss-scale
@@ -225,7 +220,8 @@ def test_every_comm_node_classified(path: Path) -> None:
     allowed = {"allreduce", "PARALLEL_GLOBALNORM_IN_STAGES", "PARALLEL_GLOBALNORM_BETWEEN_STAGES",
                "recompute_slice_allgather"} | ({None} if "user_group_8p" in str(path) else set())
     assert [c for c in comms if c.category == "other" and c.instance not in allowed] == []
-    assert len(comms) == _comm_lines(path)  # same nodes as a line-level grep of the op names
+    # same nodes as a line-level grep of the op names: those that move data, and the gathers that move none (§2 R2)
+    assert len(comms) + len(facts.no_op_gathers) == _comm_lines(path)
 
 
 def test_summarize_folder_cli() -> None:
