@@ -14,8 +14,8 @@ from irtool import load
 from irtool.cli import main
 from irtool.parallel import analyze
 from irtool.parallel.balance import balance, stage_cost
-from irtool.parallel.job import job_of, rank_job
 from irtool.parallel.cost import bytes_moved, compute_cost, kept_scores
+from irtool.parallel.job import job_of, rank_job
 
 MOE = "mindformers_moe_dp2mp2pp2_ep2"
 MOE0 = f"{MOE}/rank_0/19_validate_0091.ir.xz"
