@@ -1,6 +1,6 @@
 """`irtool view` and `irtool export --format model-explorer`: Model Explorer graphs of real dumps,
 checked as JSON and in a real browser (Debian's Chromium driven by Playwright, WebGL through
-SwiftShader). Every server is stopped at the end of its test."""
+SwiftShader). Every server is stopped at the end of the module."""
 from __future__ import annotations
 
 import json
@@ -11,11 +11,12 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,10 @@ from conftest import fixture
 from irtool.cli import main
 from irtool.diff import diff_rank
 from irtool.errors import InputError
-from irtool.view.graphs import INPUTS, MAX_CHILDREN, PART_SIZE
+from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE
 from irtool.view.main import MindIRAdapter
-from irtool.view.models import compare_models, models_for
+from irtool.view.models import Model, compare_models, models_for
+from irtool.view.pipeline import ORDER, PAIRS
 
 SEMI = fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")
 PIPE = str(Path(fixture("pipeline_2stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1])
@@ -68,10 +70,16 @@ WORKER_HOOK = """
 """
 
 
-def pairs_drawn(graph: dict) -> list[tuple[str, str]]:
-    """(Send box, Receive box) of each line of a pipeline graph: its edge overlay of pairs."""
+def pairs_drawn(graph: dict, overlay: str = PAIRS) -> list[tuple[str, str]]:
+    """(Send box, Receive box) of each line of a pipeline graph: its edge overlay of pairs (or of `overlay`)."""
     (data,) = graph["tasksData"]["edgeOverlaysDataListLeftPane"]
-    return [(e["sourceNodeId"], e["targetNodeId"]) for o in data["overlays"] for e in o["edges"]]
+    return [(e["sourceNodeId"], e["targetNodeId"]) for o in data["overlays"] if o["name"] == overlay for e in o["edges"]]
+
+
+@cache
+def _model(path: str, part_size: int = PART_SIZE) -> Model:
+    """`models_for(path, part_size)`, made once for the module's tests that only read it."""
+    return models_for(path, part_size)
 
 
 def _graph_nodes(doc: dict, graph_id: str) -> list[dict]:
@@ -118,7 +126,7 @@ def _attrs(node: dict) -> dict:
 
 
 def test_a_flat_scope_gets_levels_model_explorer_can_lay_out() -> None:
-    (graph,) = models_for(GPT).graphs
+    (graph,) = _model(GPT).graphs
     nodes = graph["nodes"]
     direct: Counter = Counter(n["namespace"] for n in nodes)
     children: dict[str, set] = defaultdict(set)
@@ -148,8 +156,8 @@ def test_a_flat_scope_gets_levels_model_explorer_can_lay_out() -> None:
 
 
 def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
-    (whole,) = models_for(GPT).graphs  # 1500 operators: one graph at the default part size
-    model = models_for(GPT, part_size=300)
+    (whole,) = _model(GPT).graphs  # 1500 operators: one graph at the default part size
+    model = _model(GPT, 300)
     overview, *parts = model.graphs
     assert model.first_graph == overview["id"] == f"{whole['id']}: overview"
     # every node of the whole graph is in exactly one part, as it is there (its attribute list shared)
@@ -195,7 +203,7 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     assert set(json.loads((tmp_path / "gpt.comm_category.json").read_text())) == {g["id"] for g in parts}
     # node data: each part gets the whole graph's results for its nodes
     category = model.node_data["comm category"]
-    whole_results = models_for(GPT).node_data["comm category"][whole["id"]]["results"]
+    whole_results = _model(GPT).node_data["comm category"][whole["id"]]["results"]
     assert category[part["id"]]["results"] == {k: v for k, v in whole_results.items() if k in ids}
     assert sum(len(category[g["id"]]["results"]) for g in parts) >= len(whole_results)
 
@@ -214,7 +222,7 @@ def test_a_call_opens_the_graph_of_its_callee_also_in_a_folder_and_when_split() 
 
 
 def test_the_panel_says_what_summarize_says() -> None:
-    (graph,) = models_for(SEMI).graphs
+    (graph,) = _model(SEMI).graphs
     by_id = {n["id"]: n for n in graph["nodes"]}
     gather = _attrs(by_id["%5"])
     # line 104's AllGather is in the chain %4 Reshape .. %14 StridedSlice (instance names
@@ -237,14 +245,14 @@ def test_the_panel_says_what_summarize_says() -> None:
     # the instance name is its own row, not repeated at the head of the attributes (line 86)
     assert qkv["instance name"] == "qkv" and qkv["attributes"].startswith("primitive_attrs: {in_strategy: ((2, 1), (1, 4))")
     assert qkv["in 0 split"] == "2 x 1 (pieces per dimension)" and qkv["in 1 split"] == "1 x 4 (pieces per dimension)"
-    (lay,) = models_for(LAYOUT).graphs
+    (lay,) = _model(LAYOUT).graphs
     up = _attrs(next(n for n in lay["nodes"] if n["id"] == "%2"))
     # `%2 = MatMul(...)` of layout_8p rank 0: in_layout device_matrix (2, 2, 2), tensor_map ((2, 1), -1) and (-1, 0)
     assert up["in 0 layout"] == "dev (2,2,2) map ((2,1),-1)" and up["in 1 layout"] == "dev (2,2,2) map (-1,0)"
 
 
 def test_pipeline_graph_pairs_every_send_with_its_receive() -> None:
-    model = models_for(PIPE)
+    model = _model(PIPE)
     ids = [g["id"] for g in model.graphs]
     # one rank per stage (manifest: ranks 0-3 stage 0, 4-7 stage 1), the pipeline graph first, the execution order
     assert ids[:2] == ["pipeline", "execution order"]
@@ -266,31 +274,50 @@ def test_pipeline_graph_pairs_every_send_with_its_receive() -> None:
         src, dst = a.split("/")[0][4:], b.split("/")[0][4:]
         assert f"-> r{dst} " in label[a] and f"<- r{src} " in label[b]
         assert label[a].split(" ")[3:6] == label[b].split(" ")[3:6] and label[a][-1] == label[b][-1]
+    # line 1060 of rank 0: `%43 = Send(%42) ... sr_tag: I64(0) ... micro: I64(0)` in the entry graph
+    # `@..._TrainGradAccuStepCell_construct_2413`: its box named by the viewer's name of that graph, its line labelled
+    # with its unit and tag
+    (data,) = graph["tasksData"]["edgeOverlaysDataListLeftPane"]
+    pair_overlay = next(o for o in data["overlays"] if o["name"] == PAIRS)
+    first = next(e for e in pair_overlay["edges"] if e["sourceNodeId"] == "rank0/TrainGradAccuStepCell/%43")
+    assert first["label"] == "F0 tag 0" and not pair_overlay["showEdgesConnectedToSelectedNodeOnly"]
     a, b = edges[0]
     send, receive = (_attrs(next(n for n in nodes if n["id"] == x)) for x in (a, b))
     assert send["pairs with"] == {"type": "node_ids", "nodeIds": [b]}
     assert receive["pairs with"] == {"type": "node_ids", "nodeIds": [a]}
     # rank 4's column in execution order (the order the dependencies fix, parallel/order.py): forward Receive
-    # and backward Send alternating, as 1F1B runs them
+    # and backward Send alternating, as 1F1B runs them; the order edges, another overlay, from each box to the next
     rank4 = [n for n in nodes if n["id"].startswith("rank4/")]
     assert [n["label"].split()[2] for n in rank4] == ["Receive", "Send"] * 4
     assert [int(n["label"].split()[1][1:]) for n in rank4] == list(range(1, 9))
-    # Send red, Receive green, the backward's paler; each box opens its node in its stage graph
+    order = pairs_drawn(graph, ORDER)
+    assert len(order) == 14 and [(a["id"], b["id"]) for a, b in zip(rank4, rank4[1:])] == order[7:]
+    assert next(o for o in data["overlays"] if o["name"] == ORDER)["edgeColor"] != pair_overlay["edgeColor"]
+    # Send red, Receive green, the backward's paler; each box opens its node in its stage graph, and the node it
+    # serves there (line 1060: the Send reads the Depend `%42`)
     colour = {(n["label"].split()[2], n["label"][-1]): n["style"]["backgroundColor"] for n in nodes}
     assert len(set(colour.values())) == 4
     assert all(_attrs(n)["stage graph"].startswith(n["subgraphIds"][0]) for n in nodes)
+    assert model.index()["links"]["pipeline"]["rank0/TrainGradAccuStepCell/%43"] == {
+        "stage graph": ["stage 0 rank 0: TrainGradAccuStepCell", "%43"],
+        "comm serves": ["stage 0 rank 0: TrainGradAccuStepCell", "%42"]}
     # tags as the integers they are (`sr_tag: I64(0)`), not `1,048,576`
     assert all(re.search(r" tag \d+ ", n["label"]) for n in nodes)
-    # the folder opens on the pipeline graph (Model Explorer sorts by name: `pipeline` < `stage ...`)
+    # the folder opens on the pipeline graph (Model Explorer sorts by name: `pipeline` < `stage ...`), its first
+    # box selected
     assert json.loads(model.graphs_json())["graphSorting"] == "name_asc"
+    assert model.first_node() == nodes[0]["id"] == "rank0/TrainGradAccuStepCell/%43"
 
 
 def test_the_execution_order_graph() -> None:
-    (graph,) = [g for g in models_for(PIPE4).graphs if g["id"] == "execution order"]
-    columns = {ns: [n for n in graph["nodes"] if n["namespace"] == ns] for ns in
-               ("stage 0 rank 0", "stage 1 rank 2", "stage 2 rank 4", "stage 3 rank 6")}
-    assert sum(len(c) for c in columns.values()) == len(graph["nodes"])
-    units = {ns: [n["label"] for n in c if "/%" not in n["id"]] for ns, c in columns.items()}
+    (graph,) = [g for g in _model(PIPE4).graphs if g["id"] == "execution order"]
+    rows = {ns: [n for n in graph["nodes"] if n["namespace"] == ns] for ns in
+            ("stage 0 rank 0", "stage 1 rank 2", "stage 2 rank 4", "stage 3 rank 6")}
+    assert sum(len(c) for c in rows.values()) == len(graph["nodes"])
+    # a row per rank, one under another (the top level laid out left to right: its groups in a column), each
+    # row's boxes left to right (Model Explorer's default)
+    assert graph["groupNodeConfigs"] == [{"namespaceRegex": "^$", "layoutDirection": 1}]
+    units = {ns: [n["label"] for n in c if "/%" not in n["id"]] for ns, c in rows.items()}
     # pipeline_4stage_8p: 8 micro batches (manifest), 1F1B: stage s runs 4 - s forward before its first backward
     for s, (ns, order) in enumerate(units.items()):
         warm = 4 - s
@@ -298,13 +325,22 @@ def test_the_execution_order_graph() -> None:
             + [f"B{m}" for m in range(8 - warm, 8)], (ns, order)
     # each unit between the Receive it waits for and the Send after it: stage 1 receives F0 from rank 0, runs it,
     # sends it to rank 4
-    assert [n["label"] for n in columns["stage 1 rank 2"][:3]] == ["Receive F0 tag 0 <- r0", "F0", "Send F0 tag 0 -> r4"]
+    assert [n["label"] for n in rows["stage 1 rank 2"][:3]] == ["Receive F0 tag 0 <- r0", "F0", "Send F0 tag 0 -> r4"]
     # the layers a unit's operators read, for the highlight: stage 2 (rank 4) holds layers 4 and 5
     # (`grep -o '%para[0-9]*_layers\.[0-9]*\.' rank_4/... | sort -u` -> layers.4., layers.5.)
-    f0 = _attrs(next(n for n in columns["stage 2 rank 4"] if n["label"] == "F0"))
-    assert {k for k in f0 if k.startswith("layer-")} == {"layer-4", "layer-5"}
+    f0 = _attrs(next(n for n in rows["stage 2 rank 4"] if n["label"] == "F0"))
+    assert {k for k in f0 if k.startswith("layer ")} == {"layer 4", "layer 5"}
     assert f0["stage graph"].startswith("stage 2 rank 4: TrainStep %")
     assert len(pairs_drawn(graph)) == 48
+    # forward, backward and backward recomputing forward work in three colours: pipeline_unequal_8p recomputes
+    # layers 1 and 3 (manifest), both on stage 0 (layers 0-4): its backward units hold `recompute_Default/...`
+    # operators (`grep -c 'scope: (recompute_Default' rank_0/...validate...` > 0), stage 1 (layer 5) none
+    unequal = _model(str(Path(fixture("pipeline_unequal_8p/rank_0/19_validate_0078.ir.xz")).parents[1])).graphs[1]
+    look = {(n["namespace"], n["label"].split(" ")[0][0], n["label"].endswith("+recompute")): n["style"]["backgroundColor"]
+            for n in unequal["nodes"] if "/%" not in n["id"]}
+    assert {k for k in look if k[0] == "stage 0 rank 0"} == {("stage 0 rank 0", "F", False), ("stage 0 rank 0", "B", True)}
+    assert {k for k in look if k[0] == "stage 1 rank 2"} == {("stage 1 rank 2", "F", False), ("stage 1 rank 2", "B", False)}
+    assert len(set(look.values())) == 3
 
 
 def test_pipeline_peers_outside_the_folder_are_said(tmp_path: Path) -> None:
@@ -361,7 +397,7 @@ LAZY = fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz")
 
 
 def test_ordering_edges_are_an_overlay_not_edges() -> None:
-    (graph,) = models_for(SEMI).graphs
+    (graph,) = _model(SEMI).graphs
     by_id = {n["id"]: n for n in graph["nodes"]}
     # line 878 `%135 = UpdateState(UMonad[U], %134)`, 881 `%136 = AssignAdd(%para10_global_step, Tensor(...), %135)`
     # (input 2 typed `<UMonad, NoShape>`), 891 `%137 = UpdateState(%135, %136, %3)`, 1913 `%288 = Depend(%133, %287)`
@@ -378,7 +414,7 @@ def test_ordering_edges_are_an_overlay_not_edges() -> None:
     drawn = {(e["sourceNodeId"], n["id"]) for n in graph["nodes"] for e in n["incomingEdges"]}
     assert not edges & drawn
     # split into parts: each part keeps its own ordering edges, for its own graph
-    for g in models_for(SEMI, part_size=100).graphs:
+    for g in _model(SEMI, 100).graphs:
         for d in g.get("tasksData", {}).get("edgeOverlaysDataListLeftPane", ()):
             ids = {n["id"] for n in g["nodes"]}
             assert d["graphName"] == g["id"] and all(
@@ -386,7 +422,7 @@ def test_ordering_edges_are_an_overlay_not_edges() -> None:
 
 
 def test_repeated_operators_stack_and_graphs_are_named_by_their_cell() -> None:
-    (graph,) = models_for(SEMI).graphs
+    (graph,) = _model(SEMI).graphs
     levels = graph["groupNodeAttributes"]
     # `grep -c 'Fullname with scope: (Default/optimizer-AdamWeightDecay/UpdateState-op'` -> 7, beside 7
     # AdamWeightDecay and 1 AssignAdd in that scope (15 children): the 7 in a stack of their own
@@ -405,7 +441,7 @@ def test_repeated_operators_stack_and_graphs_are_named_by_their_cell() -> None:
     assert levels[""]["subgraph"] == "930_929_90_88_1_mindspore_nn_wrap_cell_wrapper_TrainOneStepCell_construct_822"
     # lazy inline: `grep '^subgraph @'` -> 8 subgraphs, 5 of cell DecoderLayer (numbers 7389, 7336, 7388, 7520,
     # 7558), 2 of GPT (7592, 7590), 1 TrainGradAccuStepCell: the repeated cells told apart by their number
-    ids = [g["id"] for g in models_for(LAZY).graphs]
+    ids = [g["id"] for g in _model(LAZY).graphs]
     assert ids[0] == "TrainGradAccuStepCell" and len(set(ids)) == 8
     assert sorted(i.split()[0] + " " + i.split()[-1] for i in ids[1:]) == [
         "DecoderLayer #7336", "DecoderLayer #7388", "DecoderLayer #7389", "DecoderLayer #7520", "DecoderLayer #7558",
@@ -415,7 +451,7 @@ def test_repeated_operators_stack_and_graphs_are_named_by_their_cell() -> None:
 
 
 def test_the_panel_reads_values_as_a_person_does() -> None:
-    (graph,) = models_for(SEMI).graphs
+    (graph,) = _model(SEMI).graphs
     by_id = {n["id"]: n for n in graph["nodes"]}
     # line 86 `%3 = PrimFunc_MatMul(%1, %2, Bool(0), Bool(0))`: the constants as their type reads them
     qkv = _attrs(by_id["%3"])
@@ -424,11 +460,11 @@ def test_the_panel_reads_values_as_a_person_does() -> None:
     split = next(n for n in graph["nodes"] if _attrs(n).get("file", "").endswith(":107"))
     assert split["outputsMetadata"][0]["attrs"] == [{"key": "type", "value": "tuple of 4: 4 × Float32 (1, 256, 48)"}]
     # overlays valued by name (`comm category redistribution`), a folded box counting each
-    category = models_for(SEMI).node_data["comm category"][graph["id"]]
+    category = _model(SEMI).node_data["comm category"][graph["id"]]
     assert category["results"]["%5"]["value"] == "redistribution" and category["showExpandedSummaryOnGroupNode"]
     # dynamic_shape_pp_4p rank 0: `grep -o '<Tensor\[[A-Za-z0-9]*\], ([^)]*-1[^)]*)>'` -> (-1, 64) x100,
     # (-1, 128) x38, (-1) x13 (and one (-1, 16), an input): a dimension of unknown size as `—`, said once when none is
-    dyn = models_for(fixture("dynamic_shape_pp_4p/rank_0/19_validate_0087.ir.xz")).graphs
+    dyn = _model(fixture("dynamic_shape_pp_4p/rank_0/19_validate_0087.ir.xz")).graphs
     shapes = {a["value"] for g in dyn for n in g["nodes"] for m in n["outputsMetadata"] for a in m["attrs"]
               if a["key"] == "shape"}
     # known
@@ -437,7 +473,7 @@ def test_the_panel_reads_values_as_a_person_does() -> None:
 
 
 def test_find_a_node_by_id_or_file_and_line() -> None:
-    semi = models_for(SEMI)
+    semi = _model(SEMI)
     # line 86: `%3 = PrimFunc_MatMul(...)`; `%3`, `FILE:86` and `:86` name it
     assert semi.find("%3") == semi.find("19_validate_0078.ir.xz:86") == semi.find(":86") == ("TrainOneStepCell", "%3")
     for spec, said in (("%99999", "no node %99999"), ("other.ir:86", "the files are 19_validate_0078.ir.xz"),
@@ -447,7 +483,7 @@ def test_find_a_node_by_id_or_file_and_line() -> None:
             semi.find(spec)
     # a folder: the panel names files `rank_N/...`; line 398 of rank 2 is `%6 = PrimFunc_MatMul(...)`, and line
     # 87 holds a node on ranks 0, 2 and 4 (stages 0-2)
-    four = models_for(PIPE4)
+    four = _model(PIPE4)
     assert four.find("rank_2/19_validate_0078.ir.xz:398") == ("stage 1 rank 2: TrainStep", "%6")
     with pytest.raises(InputError, match="names 3 nodes"):
         four.find("19_validate_0078.ir.xz:87")
@@ -457,11 +493,11 @@ def test_find_a_node_by_id_or_file_and_line() -> None:
 
 
 def test_the_node_index_finds_every_node_where_it_is() -> None:
-    model = models_for(GPT, part_size=300)
+    model = _model(GPT, 300)
     index = model.index()
     graphs = model.graphs
     # every operator and parameter once, in the graph holding it (1500 operators, 139 parameters: the whole graph)
-    (whole,) = models_for(GPT).graphs
+    (whole,) = _model(GPT).graphs
     assert sorted(n[1] for n in index["nodes"]) == sorted(n["id"] for n in whole["nodes"])
     held = {g["id"]: {n["id"] for n in g["nodes"] if not n["namespace"].startswith(INPUTS)} for g in graphs}
     assert all(n[1] in held[index["graphs"][n[0]]] for n in index["nodes"])
@@ -470,21 +506,32 @@ def test_the_node_index_finds_every_node_where_it_is() -> None:
     assert send[1:3] == ["%154", "Send"] and index["graphs"][send[0]] == "TrainGradAccuStepCell: Default (own operators)"
     # each node a part shows from another part links to that part's own node
     stubs = [(g["id"], n["id"]) for g in graphs for n in g["nodes"] if n["namespace"].startswith(INPUTS)]
-    assert stubs and all(index["links"][g][n] == [next(h for h, ids in held.items() if n in ids), n] for g, n in stubs)
+    assert stubs and all(index["links"][g][n]["in part"] == [next(h for h, ids in held.items() if n in ids), n]
+                     for g, n in stubs)
 
 
 def test_every_panel_link_names_a_node_of_its_graph() -> None:
     # a link to a node the graph does not hold leaves Model Explorer "Processing" (issue 28: `comm serves %42`
-    # of a pipeline box): every link of every panel of a folder's graphs, the pipeline graph's too
+    # of a pipeline box): every link of every panel of a folder's graphs, the pipeline graph's too; and every row
+    # the page makes a link to another graph (`stage graph`, `comm serves` of a pipeline box, `in part`) finds its
+    # node there
     for path in (PIPE4, str(Path(fixture("pipeline_folded_8p/rank_0/19_validate_0078.ir.xz")).parents[1]),
                  str(Path(GPT).parent)):
-        graphs = models_for(path, part_size=300).graphs
+        model = _model(path, 300)
+        graphs = model.graphs
         assert graphs[0]["id"] == "pipeline" or "rank" in graphs[0]["id"]
+        index = model.index()
+        nodes = {g["id"]: {n["id"] for n in g["nodes"]} for g in graphs}
         for g in graphs:
-            ids = {n["id"] for n in g["nodes"]}
+            ids = nodes[g["id"]]
             links = [(n["id"], a["key"], t) for n in g["nodes"] for a in n["attrs"] if isinstance(a["value"], dict)
                      for t in a["value"]["nodeIds"]]
             assert all(t in ids for _, _, t in links), (g["id"], [x for x in links if x[2] not in ids][:3])
+            rows = [(n["id"], a["key"]) for n in g["nodes"] for a in n["attrs"] if a["key"] in LINK_KEYS
+                    and isinstance(a["value"], str) and (a["key"] == "in part" or " %" in a["value"])]
+            targets = [index["links"].get(g["id"], {}).get(n, {}).get(key) for n, key in rows]
+            assert all(t is not None and t[1] in nodes[t[0]] for t in targets), (g["id"], rows[:3], targets[:3])
+        assert any(index["links"].get("pipeline", {}).values()) or "pipeline" not in nodes
 
 
 def test_adapter_extension_converts_a_dump() -> None:
@@ -497,7 +544,16 @@ def test_stage_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "stages 0, 1" in res.output and not (tmp_path / "x.json").exists()
 
 
-# --- in a real browser -----------------------------------------------------------------------------
+# --- in a real browser ---------------------------------------------------------------------------
+# The browser tests share one Chromium and one server per model, all started at once (their start-ups
+# overlap), and one page per server where the tests only read (each leaves the page where the next can
+# find its way back); in one xdist group so that all of this happens once (`make test`: --dist loadgroup).
+# They wait for what they check, never for a time.
+
+BROWSER = pytest.mark.xdist_group("view_browser")
+SERVED = {"semi": (SEMI,), "gpt": (GPT, "--part-size", "300"), "pipe": (PIPE4,), "diff": (SEMI, EDITED)}
+SHOTS = os.environ.get("IRTOOL_SCREENSHOTS")  # README's pictures are written there when set
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -505,37 +561,58 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@contextmanager
-def served(*paths: str) -> Iterator[str]:
-    """`irtool view PATHS --no-browser` on a free port; yields the page URL; always stops the server."""
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "irtool.cli", "view", *paths, "--no-browser", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        url = None
-        for line in proc.stderr:  # type: ignore[union-attr]
-            m = re.search(r"Model Explorer at (\S+)", line)
-            if m:
-                url = m.group(1)
-                break
-        assert url, "irtool view printed no URL"
-        deadline = time.time() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/check_health", timeout=2) as r:
-                    if r.read() == b"model_explorer_ok":
-                        break
-            except OSError:
-                assert proc.poll() is None and time.time() < deadline, "the server did not start"
-                time.sleep(0.2)
-        yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+class _Server:
+    """`irtool view PATHS --no-browser` on a free port, started at once; `url()` waits until it answers."""
+
+    def __init__(self, *paths: str) -> None:
+        self.port = _free_port()
+        self.proc = subprocess.Popen([sys.executable, "-m", "irtool.cli", "view", *paths, "--no-browser", "--port",
+                                      str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        self._url: str | None = None
+
+    def url(self) -> str:
+        if self._url is None:
+            said = []
+            for line in self.proc.stderr:  # type: ignore[union-attr]
+                said.append(line)
+                m = re.search(r"Model Explorer at (\S+)", line)
+                if m:
+                    self._url = m.group(1)
+                    break
+            assert self._url, "irtool view printed no URL: " + "".join(said)[-2000:]
+            # the server's request log goes on to stderr: read, so that a full pipe never stops it
+            threading.Thread(target=self.proc.stderr.read, daemon=True).start()  # type: ignore[union-attr]
+            deadline = time.time() + 120
+            while True:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/check_health", timeout=2) as r:
+                        if r.read() == b"model_explorer_ok":
+                            break
+                except OSError:
+                    assert self.proc.poll() is None and time.time() < deadline, "the server did not start"
+                    time.sleep(0.1)
+        return self._url
+
+    def stop(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGTERM)
         try:
-            proc.wait(10)
+            self.proc.wait(10)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, _Server]]:
+    started: dict[str, _Server] = {}
+    try:
+        for name, paths in SERVED.items():
+            started[name] = _Server(*paths)
+        yield started
+    finally:
+        for server in started.values():
+            server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -550,16 +627,8 @@ def browser() -> Iterator[object]:
             b.close()
 
 
-@pytest.fixture(scope="module")
-def semi_url() -> Iterator[str]:
-    """One `irtool view SEMI` server for the module's tests that read SEMI: each opens its own page (its own
-    browser context), so what one test expands or searches does not reach the other; only the start-up
-    (parse, Model Explorer's server) is shared."""
-    with served(SEMI) as url:
-        yield url
-
-
 def _open(browser: object, url: str, width: int = 1600) -> object:
+    """A new page (its own browser context) on `url`, once its graph is drawn and its panel shown."""
     ctx = browser.new_context(viewport={"width": width, "height": 1000})  # type: ignore[attr-defined]
     ctx.add_init_script(WORKER_HOOK)
     page = ctx.new_page()
@@ -569,8 +638,34 @@ def _open(browser: object, url: str, width: int = 1600) -> object:
     page.goto(url)
     page.wait_for_function("window.__me.graph !== null")
     page.locator("info-panel table.info-attrs").first.wait_for()
-    page.wait_for_timeout(1000)
     return page
+
+
+@pytest.fixture(scope="module")
+def semi_page(browser: object, servers: dict[str, _Server]) -> object:
+    """`irtool view SEMI`, for the tests that read it."""
+    return _open(browser, servers["semi"].url())
+
+
+@pytest.fixture(scope="module")
+def gpt_page(browser: object, servers: dict[str, _Server]) -> object:
+    """`irtool view GPT --part-size 300` (1500 operators in parts of at most 300 nodes)."""
+    return _open(browser, servers["gpt"].url())
+
+
+@pytest.fixture(scope="module")
+def pipe_page(browser: object, servers: dict[str, _Server]) -> object:
+    """`irtool view PIPE4`: the folder's pipeline graph first."""
+    return _open(browser, servers["pipe"].url())
+
+
+def _shot(page: object, name: str) -> None:
+    """README's picture `docs/img/view_<name>.png`, when IRTOOL_SCREENSHOTS names the folder: taken once no
+    tooltip covers the picture."""
+    if SHOTS:
+        page.mouse.move(10, 990)  # type: ignore[attr-defined]
+        page.wait_for_timeout(1000)  # type: ignore[attr-defined]
+        page.screenshot(path=str(Path(SHOTS) / f"view_{name}.png"))  # type: ignore[attr-defined]
 
 
 def _info(page: object) -> dict[str, str]:
@@ -584,99 +679,43 @@ def _info(page: object) -> dict[str, str]:
       return out; }""")
 
 
+# the nodes drawn now (every enclosing scope expanded), of the graph the layout worker answered last
+SHOWN_JS = """() => { const g = window.__me.graph, byId = {};
+  for (const n of g.nodes) byId[n[0]] = n;
+  return g.nodes.filter(n => { let p = n[4];
+    while (p) { const q = byId[p]; if (!q || !q[3]) return false; p = q[4]; } return true; }).map(n => n[0]); }"""
+
+
 def _drawn(page: object) -> dict:
-    """Labels of the nodes drawn now (every enclosing scope expanded), and the edge count."""
-    return page.evaluate("""() => {  // type: ignore[attr-defined]
-      const g = window.__me.graph, byId = {};
-      for (const n of g.nodes) byId[n[0]] = n;
-      const shown = g.nodes.filter(n => { let p = n[4];
-        while (p) { const q = byId[p]; if (!q || !q[3]) return false; p = q[4]; } return true; });
-      return {id: g.id, ops: g.nodes.filter(n => n[2] === 0).length, shown: shown.map(n => n[0]),
-              edges: g.nodes.reduce((s, n) => s + n[5], 0)}; }""")
+    """Ids of the nodes drawn now, the op node count and the edge count."""
+    return page.evaluate(f"""() => {{ const g = window.__me.graph;  // type: ignore[attr-defined]
+      return {{id: g.id, ops: g.nodes.filter(n => n[2] === 0).length, shown: ({SHOWN_JS})(),
+               edges: g.nodes.reduce((s, n) => s + n[5], 0)}}; }}""")
 
 
-def test_a_dump_in_model_explorer(browser: object, semi_url: str, tmp_path: Path) -> None:
-    page = _open(browser, semi_url)
-    page.screenshot(path=str(tmp_path / "01_loaded.png"))
-    info = _info(page)
-    # header: 290 cnodes, 25 parameters; Model Explorer counts both as op nodes
-    assert info["nodes"] == "290" and info["op node count"] == str(290 + 25), info
-    # a regex search for AllGather finds the dump's 14 AllGathers (`grep -c '= AllGather('`)
-    box = page.locator("search-bar input")
-    box.fill("^AllGather$")
-    box.press("Enter")
-    results = page.locator(".search-results-container")
-    results.wait_for()
-    for kind in ("Attrs", "Inputs", "Outputs"):  # match node labels only, not attribute values
-        option = results.locator(".option-container", has_text=kind)
-        if "selected" in (option.get_attribute("class") or ""):
-            option.click()
-    page.wait_for_timeout(500)
-    assert results.locator(".title-label").inner_text().strip().startswith("14 "), \
-        results.locator(".title-label").inner_text()
-    page.screenshot(path=str(tmp_path / "02_search.png"))
-    page.locator("search-bar .btn-clear-container").click()
-    # expanding the scopes reveals the operators inside them
-    before = _drawn(page)
-    assert "%5" not in before["shown"]  # line 104's AllGather, inside body-ShardedAttentionMLP
-    events = page.evaluate("window.__me.events")
-    page.locator("div.expand-all").click()
-    page.wait_for_function(f"window.__me.events > {events}")
-    page.wait_for_timeout(1000)
-    after = _drawn(page)
-    assert "%5" in after["shown"] and len(after["shown"]) > len(before["shown"])
-    # the node data overlays are loaded with the graph
-    assert page.get_by_text("comm category").count() and page.get_by_text("comm bytes").count()
-    page.screenshot(path=str(tmp_path / "03_expanded.png"))
-    if os.environ.get("IRTOOL_SCREENSHOTS"):  # how README's picture is made
-        shutil.copy(tmp_path / "03_expanded.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_semi_auto.png")
+def _until_drawn(page: object, node: str, graph: str | None = None) -> None:
+    """Wait until `node` is drawn (in `graph`)."""
+    page.wait_for_function(f"""([node, graph]) => window.__me.graph && (!graph || window.__me.graph.id === graph)
+      && ({SHOWN_JS})().includes(node)""", arg=[node, graph])  # type: ignore[attr-defined]
 
 
-def test_the_pipeline_graph_of_a_folder(browser: object, tmp_path: Path) -> None:
-    # pipeline_4stage_8p (manifest: stage s = ranks 2s, 2s+1; 8 micro batches, 1F1B): ranks 0, 2, 4, 6 drawn
-    with served(PIPE4) as url:
-        page = _open(browser, url)
-        # the folder opens on the pipeline graph, no choosing in the graph selector, every column expanded and its
-        # first box selected: the lines from each Send to its Receive drawn (the graph's edge overlay of pairs)
-        assert page.evaluate("window.__me.graph.id") == "pipeline"
-        page.wait_for_function("""() => { const r = window.me_test.renderers[0];
-          return r.selectedNodeId && r.webglRendererEdgeOverlaysService.curOverlays.length === 2; }""")
-        assert page.evaluate("window.me_test.renderers[0].selectedNodeId").startswith("rank0/")
-        # `grep -cE '= (Send|Receive)\\('` -> 16 on ranks 0 and 6, 32 on ranks 2 and 4: 96 boxes, 48 pairs
-        assert _drawn(page)["ops"] == 96 and _info(page)["pairs"] == "48"
-        # stages as columns, left to right in stage order
-        columns = page.evaluate("""() => { const g = window.me_test.renderers[0].curModelGraph;
-          return ['stage 0 rank 0', 'stage 1 rank 2', 'stage 2 rank 4', 'stage 3 rank 6'].map(
-            ns => g.nodesById[ns + '___group___'].globalX); }""")
-        assert columns == sorted(columns) and len(set(columns)) == 4, columns
-        # the graph selector: the pipeline and execution order graphs, then the stages in stage order
-        page.locator("graph-selector .graph-selector-label").click()
-        options = page.locator(".graph-selector-panel mat-option .option-label").all_inner_texts()
-        page.keyboard.press("Escape")
-        stages = [o for o in options if o.startswith("stage ")]
-        assert options[:2] == ["execution order", "pipeline"] and stages == sorted(stages) and len(stages) == 4, options
-        page.mouse.move(10, 990)  # no tooltip over the picture
-        page.wait_for_timeout(1000)
-        page.screenshot(path=str(tmp_path / "pipeline.png"))
-        # every link of the panels of the first box of each column names a node of this graph: choosing it selects
-        # it (a link to a node the graph does not hold left the page "Processing")
-        for column in ("rank0/", "rank2/", "rank4/", "rank6/"):
-            first = page.evaluate(f"window.__me.graph.nodes.find(n => n[2] === 0 && n[0].startsWith('{column}'))[0]")
-            page.evaluate(f"window.irtool.openNode(0, 'pipeline', {json.dumps(first)})")
-            page.wait_for_function(f"window.me_test.renderers[0].selectedNodeId === {json.dumps(first)}")
-            targets = page.locator("info-panel .node-id-attribute").all_inner_texts()
-            assert targets, first
-            for k, target in enumerate(targets):
-                page.locator("info-panel .node-id-attribute").nth(k).click()
-                page.wait_for_function(f"window.me_test.renderers[0].selectedNodeId === {json.dumps(target.split()[0])}",
-                                       timeout=30_000)
-                page.evaluate(f"window.irtool.openNode(0, 'pipeline', {json.dumps(first)})")
-                page.wait_for_function(f"window.me_test.renderers[0].selectedNodeId === {json.dumps(first)}")
-        # a box opens its node in its stage graph: rank 6's first box
-        page.locator("info-panel td.value.irtool-link").first.click()
-        assert _selected(page, "stage 3 rank 6: TrainStep").startswith("%")
-    if os.environ.get("IRTOOL_SCREENSHOTS"):
-        shutil.copy(tmp_path / "pipeline.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_pipeline.png")
+def _go(page: object, graph: str, node: str | None = None) -> None:
+    """Open `graph` in the first pane (and select `node`), as a link of the page does; wait until it is drawn."""
+    page.evaluate("([g, n]) => window.irtool.openNode(0, g, n)", [graph, node])  # type: ignore[attr-defined]
+    if node is None:
+        page.wait_for_function("""(g) => { const r = window.me_test.renderers[0];  // type: ignore[attr-defined]
+          return r && r.curModelGraph && r.curModelGraph.id === g && window.__me.graph.id === g; }""", arg=graph)
+    else:
+        assert _selected(page, graph) == node
+
+
+def _selected(page: object, graph: str) -> str:
+    """The node the first pane shows selected, once it shows `graph` and its panel says the node."""
+    page.wait_for_function("""(graph) => { const r = window.me_test.renderers[0];  // type: ignore[attr-defined]
+      return r && r.curModelGraph && r.curModelGraph.id === graph && r.selectedNodeId &&
+        [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === r.selectedNodeId); }""",
+                           arg=graph)
+    return page.evaluate("window.me_test.renderers[0].selectedNodeId")  # type: ignore[attr-defined]
 
 
 def _panel(page: object) -> dict[str, str]:
@@ -690,22 +729,63 @@ def _panel(page: object) -> dict[str, str]:
       return out; }""")
 
 
+def _row(page: object, key: str) -> object:
+    """The value cell of the panel's row `key`."""
+    return page.locator("info-panel tr", has=page.locator("td.key").get_by_text(key, exact=True)).locator(
+        "td.value").first  # type: ignore[attr-defined]
+
+
 def _search(page: object, text: str, alt: bool = False) -> None:
     """Type a regex in Model Explorer's search box and click its first node result."""
-    box = page.locator("search-bar input")  # type: ignore[attr-defined]
+    box = page.locator("search-bar input").first  # type: ignore[attr-defined]
     box.fill(text)
     box.press("Enter")
     result = page.locator(".search-results-container mat-tree-node:not(:has(.expandable-tree-node))").first
     result.click(modifiers=["Alt"] if alt else [])
 
 
-def test_the_panel_in_model_explorer(browser: object, semi_url: str, tmp_path: Path) -> None:
-    page = _open(browser, semi_url)
-    events = page.evaluate("window.__me.events")
+def _expand_all(page: object) -> None:
+    events = page.evaluate("window.__me.events")  # type: ignore[attr-defined]
+    page.locator("div.expand-all").first.click()  # type: ignore[attr-defined]
+    page.wait_for_function(f"window.__me.events > {events}")  # type: ignore[attr-defined]
+
+
+@BROWSER
+def test_a_dump_in_model_explorer(semi_page: object) -> None:
+    page = semi_page
+    info = _info(page)
+    # header: 290 cnodes, 25 parameters; Model Explorer counts both as op nodes
+    assert info["nodes"] == "290" and info["op node count"] == str(290 + 25), info
+    # a regex search for AllGather finds the dump's 14 AllGathers (`grep -c '= AllGather('`)
+    box = page.locator("search-bar input")
+    box.fill("^AllGather$")
+    box.press("Enter")
+    results = page.locator(".search-results-container")
+    results.wait_for()
+    for kind in ("Attrs", "Inputs", "Outputs"):  # match node labels only, not attribute values
+        option = results.locator(".option-container", has_text=kind)
+        if "selected" in (option.get_attribute("class") or ""):
+            option.click()
+    page.wait_for_function("""() => { const t = document.querySelector('.search-results-container .title-label');
+      return t && t.innerText.trim().startsWith('14 '); }""")
+    page.locator("search-bar .btn-clear-container").click()
+    # expanding the scopes reveals the operators inside them
+    before = _drawn(page)
+    assert "%5" not in before["shown"]  # line 104's AllGather, inside body-ShardedAttentionMLP
+    _expand_all(page)
+    _until_drawn(page, "%5")
+    assert len(_drawn(page)["shown"]) > len(before["shown"])
+    # the node data overlays are loaded with the graph
+    assert page.get_by_text("comm category").count() and page.get_by_text("comm bytes").count()
+    _shot(page, "semi_auto")
+
+
+@BROWSER
+def test_the_panel_in_model_explorer(semi_page: object) -> None:
+    page = semi_page
     # the AllGather at line 104, found by its `file` attribute and revealed (Alt+click: Model Explorer's locate)
     _search(page, "19_validate_0078[.]ir[.]xz:104", alt=True)
-    page.wait_for_function(f"window.__me.answers.slice({events}).includes(7)")
-    page.wait_for_timeout(1000)
+    assert _selected(page, "TrainOneStepCell") == "%5"
     panel = _panel(page)
     # what test_the_panel_says_what_summarize_says pins in the JSON, as the panel shows it
     assert panel.get("producer") == "MatMul qkv (line 86)", panel
@@ -714,97 +794,54 @@ def test_the_panel_in_model_explorer(browser: object, semi_url: str, tmp_path: P
     assert panel["consumers (1)"].split()[0] == "%15" and panel["comm serves"].split()[0] == "%15", panel
     row = page.locator("info-panel tr", has=page.locator("td", has_text="consumers (1)")).first
     assert row.get_by_text("my_location").count() == 1  # drawn as a link with its locate icon
-    page.screenshot(path=str(tmp_path / "panel.png"))
-    if os.environ.get("IRTOOL_SCREENSHOTS"):
-        shutil.copy(tmp_path / "panel.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_panel.png")
+    _shot(page, "panel")
 
 
-def _opening(url: str, graph_id: str) -> str:
-    """`url` opening on another graph of its model (the address's `uiState`, as `irtool view` names the first)."""
-    from urllib.parse import quote, unquote
-
-    base, _, query = url.partition("/?data=")
-    data = json.loads(unquote(query))
-    data["uiState"]["paneStates"][0]["selectedGraphId"] = graph_id
-    return f"{base}/?data={quote(json.dumps(data))}"
-
-
-@pytest.fixture(scope="module")
-def gpt_url() -> Iterator[str]:
-    """One `irtool view GPT --part-size 300` server for the module's tests of a graph in parts."""
-    with served(GPT, "--part-size", "300") as url:
-        yield url
-
-
-def test_a_large_graph_opens_on_its_overview_with_counts_and_a_part_behind_it(browser: object, gpt_url: str,
-                                                                              tmp_path: Path) -> None:
+@BROWSER
+def test_a_large_graph_opens_on_its_overview_with_counts_and_a_part_behind_it(gpt_page: object) -> None:
     # 1500 operators in parts of at most 300 nodes: test_a_large_graph_comes_as_an_overview_and_parts
-    overview, *parts = models_for(GPT, part_size=300).graphs
-    url = gpt_url
-    if True:  # (one server for the module)
-        page = _open(browser, url)
-        # the overview first, no choosing in the graph selector: a box per part
-        assert page.evaluate("window.__me.graph.id") == overview["id"]
-        boxes = page.evaluate("window.__me.graph.nodes.filter(n => n[2] === 0).map(n => n[1])")
-        assert len(boxes) == len(parts) and "1-DecoderLayer" in boxes, boxes
-        # Model Explorer draws group attributes on boxes when "Layer node attributes" is on: irtool seeds it
-        shown = page.evaluate("window.__me.showOnNode")
-        assert shown["Layer node attributes"]["selected"] is True, shown
-        assert shown["Op node attributes"]["selected"] is True, shown  # the same counts on the part boxes
-        page.mouse.move(10, 990)
-        page.wait_for_timeout(500)
-        page.screenshot(path=str(tmp_path / "counts.png"))
-        events = page.evaluate("window.__me.events")
-        page.locator("div.expand-all").click()
-        page.wait_for_function(f"window.__me.events > {events}")
-        page.mouse.move(10, 990)
-        page.wait_for_timeout(1000)
-        page.screenshot(path=str(tmp_path / "overview.png"))
-        # the part of `Default`'s own operators, opened as a link to it opens it. The 487 operators directly in
-        # `Default` (grep in test_a_flat_scope_gets_levels...) are in levels there: expanding everything
-        # finishes and shows the Send %154 (line 2446) inside `micro 0`; the nodes the part reads from
-        # other parts are in a group of their own
-        page = _open(browser, _opening(url, next(g["id"] for g in parts if g["id"].endswith(": Default (own operators)"))))
-        top = page.evaluate("window.__me.graph.nodes.filter(n => n[2] === 1 && !n[4]).map(n => n[1])")
-        assert {"micro 0", INPUTS} <= set(top), top
-        events = page.evaluate("window.__me.events")
-        page.locator("div.expand-all").click()
-        page.wait_for_function(f"window.__me.events > {events}")
-        drawn = _drawn(page)
-        assert "%154" in drawn["shown"], drawn["shown"][:50]
-    if os.environ.get("IRTOOL_SCREENSHOTS"):
-        for name in ("counts", "overview"):
-            shutil.copy(tmp_path / f"{name}.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / f"view_{name}.png")
+    overview, *parts = _model(GPT, 300).graphs
+    page = gpt_page
+    _go(page, overview["id"])  # where the page opened (another test may have left it elsewhere)
+    # the overview first, no choosing in the graph selector: a box per part
+    boxes = page.evaluate("window.__me.graph.nodes.filter(n => n[2] === 0).map(n => n[1])")
+    assert len(boxes) == len(parts) and "1-DecoderLayer" in boxes, boxes
+    # Model Explorer draws group attributes on boxes when "Layer node attributes" is on: irtool seeds it
+    shown = page.evaluate("window.__me.showOnNode")
+    assert shown["Layer node attributes"]["selected"] is True, shown
+    assert shown["Op node attributes"]["selected"] is True, shown  # the same counts on the part boxes
+    _shot(page, "counts")
+    _expand_all(page)
+    _shot(page, "overview")
+    # the part of `Default`'s own operators, opened as a link to it opens it. The 487 operators directly in
+    # `Default` (grep in test_a_flat_scope_gets_levels...) are in levels there: expanding everything
+    # finishes and shows the Send %154 (line 2446) inside `micro 0`; the nodes the part reads from
+    # other parts are in a group of their own
+    _go(page, next(g["id"] for g in parts if g["id"].endswith(": Default (own operators)")))
+    top = page.evaluate("window.__me.graph.nodes.filter(n => n[2] === 1 && !n[4]).map(n => n[1])")
+    assert {"micro 0", INPUTS} <= set(top), top
+    _expand_all(page)
+    _until_drawn(page, "%154")
 
 
-def _selected(page: object, graph: str) -> str:
-    """The node the first pane shows selected, once it shows `graph` and its panel says the node."""
-    page.wait_for_function("""(graph) => { const r = window.me_test.renderers[0];  // type: ignore[attr-defined]
-      return r && r.curModelGraph && r.curModelGraph.id === graph && r.selectedNodeId &&
-        [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === r.selectedNodeId); }""",
-                           arg=graph, timeout=60_000)
-    return page.evaluate("window.me_test.renderers[0].selectedNodeId")  # type: ignore[attr-defined]
-
-
-def test_find_any_node_from_the_overview_and_open_it(browser: object, gpt_url: str, tmp_path: Path) -> None:
+@BROWSER
+def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
     # line 2446: `%154 = Send(...)`, scope `Default/Send-op0`: in the part of `Default`'s own operators
     part = "TrainGradAccuStepCell: Default (own operators)"
-    page = _open(browser, gpt_url)
-    assert page.evaluate("window.__me.graph.id") == "TrainGradAccuStepCell: overview"
+    page = gpt_page
+    _go(page, "TrainGradAccuStepCell: overview")
     # two actions: type `%154` in the overview's search box (Model Explorer finds no part box), choose the result
     page.locator("search-bar input").fill("%154")
     row = page.locator(".irtool-find-row").first
     row.wait_for()
     assert row.inner_text().split("\n") == ["Send %154 19_validate_0078.ir.xz:2446", part]
-    page.screenshot(path=str(tmp_path / "find.png"))
+    _shot(page, "find")
     row.click()
     assert _selected(page, part) == "%154"
     assert _panel(page)["file"] == "19_validate_0078.ir.xz:2446"
     # a node the part reads from another part is a link: `%153`, the Depend the Send reads (line 2443,
     # scope `Default/network-PipelineCell/...`), opens where it is, selected
-    page.evaluate(f"window.irtool.openNode(0, {json.dumps(part)}, '%153')")
-    page.wait_for_function("window.me_test.renderers[0].selectedNodeId === '%153'")
-    assert _selected(page, part) == "%153"
+    _go(page, part, "%153")
     link = page.locator("info-panel td.value.irtool-link")
     link.wait_for()
     where = _panel(page)["in part"]
@@ -817,23 +854,71 @@ def test_find_any_node_from_the_overview_and_open_it(browser: object, gpt_url: s
     page.locator(".irtool-find-row").first.wait_for()
     assert page.locator(".irtool-find-title").inner_text() == "1 in other graphs"
     assert page.locator(".irtool-find-row").inner_text().startswith("SumExt %1000 19_validate_0078.ir.xz:10293")
-    if os.environ.get("IRTOOL_SCREENSHOTS"):
-        shutil.copy(tmp_path / "find.png", Path(os.environ["IRTOOL_SCREENSHOTS"]) / "view_find.png")
+    page.locator("search-bar .btn-clear-container").click()
 
 
-def test_opening_on_a_node_and_the_title_bar_on_one_line(browser: object, gpt_url: str) -> None:
+@BROWSER
+def test_opening_on_a_node_and_the_title_bar_on_one_line(browser: object, servers: dict[str, _Server]) -> None:
     from urllib.parse import quote
 
     # what `irtool view GPT --part-size 300 --node FILE:2446` announces: the page opens on that node's part, selected
-    page = _open(browser, gpt_url + "&irtool_node=" + quote("19_validate_0078.ir.xz:2446"))
+    page = _open(browser, servers["gpt"].url() + "&irtool_node=" + quote("19_validate_0078.ir.xz:2446"))
     assert _selected(page, "TrainGradAccuStepCell: Default (own operators)") == "%154"
     # the longest part's name on a 1280-pixel screen: the title bar stays one line, its icons in view
     layer = "TrainGradAccuStepCell: Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer"
-    page = _open(browser, _opening(gpt_url, layer), width=1280)
-    assert page.evaluate("window.__me.graph.id") == layer
+    page.set_viewport_size({"width": 1280, "height": 1000})  # type: ignore[attr-defined]
+    _go(page, layer)
     bar = page.evaluate("""() => { const t = document.querySelector('title-bar');
       const leaves = [...t.querySelectorAll('mat-icon, .option-label, .collection-label')].filter(e => e.offsetParent);
       return {height: t.getBoundingClientRect().height,
               tops: leaves.map(e => Math.round(e.getBoundingClientRect().top + e.getBoundingClientRect().height / 2)),
               right: Math.max(...leaves.map(e => e.getBoundingClientRect().right))}; }""")
     assert bar["height"] <= 48 and max(bar["tops"]) - min(bar["tops"]) <= 4 and bar["right"] <= 1280, bar
+    page.context.close()  # type: ignore[attr-defined]
+
+
+@BROWSER
+def test_the_pipeline_graph_of_a_folder(pipe_page: object) -> None:
+    # pipeline_4stage_8p (manifest: stage s = ranks 2s, 2s+1; 8 micro batches, 1F1B): ranks 0, 2, 4, 6 drawn
+    page = pipe_page
+    # the folder opens on the pipeline graph, no choosing in the graph selector, every column expanded and its
+    # first box selected: the lines from each Send to its Receive and the box's order edges drawn (the graph's
+    # two edge overlays)
+    first = _model(PIPE4).graphs[0]["nodes"][0]["id"]
+    assert _selected(page, "pipeline") == first == "rank0/TrainStep/%43"
+    page.wait_for_function("window.me_test.renderers[0].webglRendererEdgeOverlaysService.curOverlays.length === 2")
+    # `grep -cE '= (Send|Receive)\\('` -> 16 on ranks 0 and 6, 32 on ranks 2 and 4: 96 boxes, 48 pairs
+    page.locator("info-panel .node-id-attribute").first.wait_for()
+    assert _drawn(page)["ops"] == 96
+    # stages as columns, left to right in stage order
+    columns = page.wait_for_function("""() => { const g = window.me_test.renderers[0].curModelGraph;
+      const x = ['stage 0 rank 0', 'stage 1 rank 2', 'stage 2 rank 4', 'stage 3 rank 6'].map(
+        ns => { const n = g.nodesById[ns + '___group___']; return n.globalX ?? n.x; });
+      return x.every(v => typeof v === 'number') && x; }""").json_value()
+    assert columns == sorted(columns) and len(set(columns)) == 4, columns
+    # the graph selector: the pipeline and execution order graphs, then the stages in stage order
+    page.locator("graph-selector .graph-selector-label").click()
+    page.locator(".graph-selector-panel mat-option .option-label").first.wait_for()
+    options = page.locator(".graph-selector-panel mat-option .option-label").all_inner_texts()
+    page.keyboard.press("Escape")
+    stages = [o for o in options if o.startswith("stage ")]
+    assert options[:2] == ["execution order", "pipeline"] and stages == sorted(stages) and len(stages) == 4, options
+    _shot(page, "pipeline")
+    # every link of the panels of the first box of each column names a node of this graph: choosing it selects
+    # it (a link to a node the graph does not hold left the page "Processing")
+    for column in ("rank0/", "rank2/", "rank4/", "rank6/"):
+        box = page.evaluate(f"window.__me.graph.nodes.find(n => n[2] === 0 && n[0].startsWith('{column}'))[0]")
+        _go(page, "pipeline", box)
+        targets = page.locator("info-panel .node-id-attribute").all_inner_texts()
+        assert targets, box
+        for k, target in enumerate(targets):
+            page.locator("info-panel .node-id-attribute").nth(k).click()
+            page.wait_for_function("(t) => window.me_test.renderers[0].selectedNodeId === t", arg=target.split()[0])
+            _go(page, "pipeline", box)
+    # rank 6's first box (line 91 of rank 6: `%0 = Receive(...)`) serves the LayerNorm `%3` (line 280, `LayerNorm(%0,
+    # ...)`): the link opens the stage graph on it; the box itself opens its node in the stage graph
+    _row(page, "comm serves").click()
+    assert _selected(page, "stage 3 rank 6: TrainStep") == "%3"
+    _go(page, "pipeline", box)
+    _row(page, "stage graph").click()
+    assert _selected(page, "stage 3 rank 6: TrainStep") == box.rpartition("/")[2]

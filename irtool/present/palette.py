@@ -30,11 +30,18 @@ CATEGORY_SHAPES = {
 STRATEGY_FILL = "#f5f0dc"  # an operator with a sharding strategy (cream: not a communication colour)
 FOLD_FILL = "#dde8f5"  # a folded scope
 FOLD_BORDER = "#5b7fa6"  # a folded scope without communication
-DIFF_COLORS = {"added": "#a5d6a7", "removed": "#ef9a9a", "changed": "#ffe082"}
+# `irtool view A B`: what the diff marks, in saturated colours no category's pastel comes near (a changed
+# node must stand out among the communication nodes around it); white text on the dark ones
+DIFF_COLORS = {"added": "#00c853", "removed": "#d50000", "changed": "#304ffe"}
+DIFF_TEXT = {"removed": "#ffffff", "changed": "#ffffff"}
 # pipeline Send/Receive, as MindInsight drew them: a Send red, a Receive green; the backward's paler,
 # with a border of its colour (`irtool view`'s pipeline and execution order graphs)
 P2P_COLORS = {("send", "F"): "#ef5350", ("receive", "F"): "#66bb6a", ("send", "B"): "#ffcdd2", ("receive", "B"): "#c8e6c9"}
 P2P_BORDERS = {("send", "F"): "#424242", ("receive", "F"): "#424242", ("send", "B"): "#c62828", ("receive", "B"): "#2e7d32"}
-PAIR_EDGE_COLORS = {"F": "#b71c1c", "B": "#0d47a1"}  # a forward pair's line, a backward pair's
+PAIR_EDGE_COLOR = "#4a148c"  # a Send's line to the Receive it pairs with (dark purple: pipeline communication)
+ORDER_EDGE_COLOR = "#9e9e9e"  # a box's line to the next of its rank's execution order
 # units of work in execution order: forward, backward, a backward that recomputes forward work
 UNIT_COLORS = {"F": "#bbdefb", "B": "#ffe0b2", "recompute": "#e1bee7"}
+# cost overlays of `irtool view` (FLOPs, bytes held, activation bytes): a value's decade below the largest
+# shown, palest (less than a ten-thousandth of it) to darkest (within a tenth)
+HEAT = ("#fff9c4", "#ffe082", "#ffb74d", "#f4511e", "#b71c1c")

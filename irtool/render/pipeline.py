@@ -12,7 +12,7 @@ from ..parallel.order import StageOrder, stage_order
 from ..parallel.pairs import Pairs, pair_ranks
 from ..parallel.records import CommNode
 from ..present import cell
-from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
+from ..present.palette import P2P_COLORS
 from ..selection import Loaded
 from .export import escape
 
@@ -68,7 +68,8 @@ def pipeline_dot(d: Drawing, title: str) -> str:
         prev = None
         for e in s.hops:
             nid = drawn[id(e)] = _id(col.rank, e)
-            fill = CATEGORY_COLORS["pipeline"] if e.phase != "backward" else DIFF_COLORS["removed"]
+            # as the view's pipeline graph draws them: a Send red, a Receive green, the backward's paler
+            fill = P2P_COLORS[("send" if e.op == "Send" else "receive", "B" if e.phase == "backward" else "F")]
             c.add_node(pydot.Node(nid, label=escape(label(e)), shape="rarrow" if e.op == "Send" else "larrow",
                                   fillcolor=fill, tooltip=escape(f"{e.node} line {e.line} tag {e.sr_tag}",
                                                                  tooltip=True)))

@@ -16,22 +16,21 @@ from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..selection import Selection, selected_stage
+from .cost import COST_OVERLAYS, NodeCost, heat_node_data, node_cost
 from .graphs import (
     PART_SIZE,
-    StageRank,
     bytes_node_data,
     category_node_data,
     diff_node_data,
     diff_panel,
     dump_graphs,
-    execution_graph,
     first_graph,
     for_parts,
     graph_names,
     node_index,
     overview_id,
-    pipeline_graph,
 )
+from .pipeline import StageRank, execution_graph, first_box, pipeline_graph, unit_values
 
 Side = tuple[Dump, ParallelFacts]
 Graphs = list[dict[str, Any]]
@@ -39,13 +38,14 @@ Graphs = list[dict[str, Any]]
 
 class DiffMarks(Protocol):
     """What `irtool diff` found in two analysed dumps, as the view reads it: node uid -> added /
-    removed / changed per side, and its strategy and communication entries (`node_scope`, `field`
-    or `fields`, `old`, `new`) for the panel's old -> new rows."""
+    removed / changed per side, its strategy and communication entries (`node_scope`, `field` or
+    `fields`, `old`, `new`) for the panel's old -> new rows, and its operator counts (`op`, `old`, `new`)."""
 
     old_marks: dict[str, str]
     new_marks: dict[str, str]
-    strategy: list[dict[str, Any]]
-    comm: list[dict[str, Any]]
+    strategy: list[Any]
+    comm: list[Any]
+    ops: list[Any]
 
 
 # The diff of two analysed dumps and their ranks. The CLI passes the diff command's function
@@ -64,11 +64,11 @@ class Model:
     def __init__(self, label: str, graphs: Graphs | Callable[[], Graphs],
                  overlays: dict[str, Callable[[Graphs], dict[str, Any]]] | None = None, sorting: str | None = None,
                  first_graph: str | None = None, finder: Callable[[str], tuple[str, str]] | None = None,
-                 columns: bool = False) -> None:
+                 first_node: Callable[[], str | None] | None = None) -> None:
         self.label = label
-        # the first graph is a folder's pipeline graph: opened with its columns expanded and its first box
-        # selected (what draws the lines between Sends and Receives)
-        self.columns = columns
+        # a folder's pipeline graph opens with its columns expanded and its first box selected (what draws
+        # the lines between Sends and Receives): that box, found when the page is asked for
+        self.first_node = first_node
         self.finder = finder  # `--node` text -> (graph id before a split, node id): `find`
         self.overlays = overlays or {}
         self._node_data: dict[str, dict[str, Any]] = {}
@@ -141,6 +141,13 @@ class _Rank:
     prefix: str = ""
     shown: str | None = None  # the file's name in the panel (`rank_4/x.ir`; default its base name)
     _names: dict[str, str] | None = None
+    _cost: NodeCost | None = None
+
+    def cost(self) -> NodeCost:
+        """The cost records of the rank by node, made once (when a cost overlay is first asked for)."""
+        if self._cost is None:
+            self._cost = node_cost(self.facts, self.rank, self.file)
+        return self._cost
 
     def graph_id(self, subgraph: str) -> str:
         """The id of a subgraph's graph (before a split): `prefix` + its name in the viewer."""
@@ -159,13 +166,38 @@ class _Rank:
             gid = self.graph_id(subgraph)
             return gid, overview_id(gid) if subgraph in split else gid
 
-        return (self.rank if self.rank is not None else 0, self.shown or os.path.basename(self.file), self.facts, ids)
+        return StageRank(self.rank if self.rank is not None else 0, self.shown or os.path.basename(self.file),
+                         self.facts, ids, lambda subgraph: self.graph_id(subgraph)[len(self.prefix):])
 
 
-def _overlays(ranks: list[_Rank]) -> dict[str, Callable[[Graphs], dict[str, Any]]]:
+def _overlays(ranks: list[_Rank], drawn: Callable[[], list[StageRank]] | None = None
+              ) -> dict[str, Callable[[Graphs], dict[str, Any]]]:
+    """The node data overlays of the ranks' graphs (`drawn`: a folder's ranks as its execution-order graph draws
+    them, whose units get their operators' FLOPs)."""
     parts = [(r.graph_id(g.name), r.facts, g.name) for r in ranks for g in r.dump.subgraphs]
+
+    def cost(name: str, pick: Callable[[NodeCost], dict[str, int]]) -> Callable[[Graphs], dict[str, Any]]:
+        def data(graphs: Graphs) -> dict[str, Any]:
+            values: dict[str, dict[str, int]] = {}
+            for r in ranks:
+                for ref, value in pick(r.cost()).items():
+                    if ref.startswith("%para"):  # a parameter: a node of every graph reading it
+                        for g in r.dump.subgraphs:
+                            values.setdefault(r.graph_id(g.name), {})[ref] = value
+                    else:
+                        graph, _, key = ref.rpartition("/")
+                        values.setdefault(r.graph_id(graph), {})[key] = value
+            sums = None
+            if drawn is not None and name == "FLOPs":
+                sums = {"execution order": {k: v for r, s in zip(ranks, drawn())
+                                            for k, v in unit_values(s, r.cost().flops).items()}}
+            return heat_node_data(name, values, graphs, sums)
+
+        return data
+
     # Model Explorer shows the overlay loaded last: the categories, as the nodes' own colours say them
-    return {"comm bytes": lambda graphs: for_parts(bytes_node_data(parts), graphs),
+    return {**{name: cost(name, pick) for name, (pick, _) in COST_OVERLAYS.items()},
+            "comm bytes": lambda graphs: for_parts(bytes_node_data(parts), graphs),
             "comm category": lambda graphs: for_parts(category_node_data(parts), graphs)}
 
 
@@ -243,27 +275,32 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
         pipe = pipeline_graph(drawn, folder=[r for r in sel.files if r is not None], unreadable=sel.unreadable)
         return [pipe, execution_graph(drawn)] + [g for r in picked for g in r.graphs(part_size)]
 
-    return Model(label, build, _overlays(picked), sorting="name_asc", first_graph="pipeline", finder=_finder(picked),
-                 columns=True)
+    return Model(label, build, _overlays(picked, lambda: [r.stage_rank(part_size) for r in picked]), sorting="name_asc",
+                 first_graph="pipeline", finder=_finder(picked),
+                 first_node=lambda: first_box([r.stage_rank(part_size) for r in picked]))
 
 
 def compare_models(old: str | Selection, new: str | Selection, differ: Differ, part_size: int = PART_SIZE) -> list[Model]:
-    """Two dump files (or the lowest rank of two folders, of the selected stage if any) as two models,
-    each with a `diff` overlay marking the communication and strategy nodes `irtool diff` reports
-    added, removed or changed (`differ`: the diff command's function, passed by the CLI)."""
+    """Two dump files (or the lowest rank of two folders, of the selected stage if any) as two models
+    side by side, each with a `diff` overlay (loaded last: the one shown) marking the communication
+    and strategy nodes `irtool diff` reports added, removed or changed, and the nodes of an operator
+    the other side has none of (its operator counts); a node of an operator whose count changed says
+    the counts in its panel (`differ`: the diff command's function, passed by the CLI)."""
     a, b = (_Rank(p.rank, p.file, p.dump, p.facts)
             for p in ((s if isinstance(s, Selection) else Selection.of(s)).first() for s in (old, new)))
     rd = differ((a.dump, a.facts), (b.dump, b.facts), a.rank, b.rank)
+    counts = {o.op: (o.old, o.new) for o in rd.ops}
     a.prefix, b.prefix = "old: ", "new: "  # Model Explorer renames a graph whose id another model has
     models = []
     for side, marks, tag in ((a, rd.old_marks, "old"), (b, rd.new_marks, "new")):
+        changes = {g.name: _changes(marks, g.name, g.nodes, counts, tag) for g in side.dump.subgraphs}
         overlay: dict[str, Any] = {}
         for g in side.dump.subgraphs:
-            overlay.update(diff_node_data(side.graph_id(g.name), _changes(marks, g.name)))
+            overlay.update(diff_node_data(side.graph_id(g.name), changes[g.name]))
 
-        def build(side: _Rank = side, marks: dict[str, str] = marks, tag: str = tag) -> Graphs:
+        def build(side: _Rank = side, changes: dict[str, dict[str, str]] = changes, tag: str = tag) -> Graphs:
             def annotate(subgraph: str, graph: dict[str, Any]) -> None:  # before a split: parts share the rows
-                diff_panel(graph, _changes(marks, subgraph), rd.strategy + rd.comm, tag)
+                diff_panel(graph, changes[subgraph], rd.strategy + rd.comm, tag, counts)
 
             return side.graphs(part_size, annotate)
 
@@ -274,6 +311,14 @@ def compare_models(old: str | Selection, new: str | Selection, differ: Differ, p
     return models
 
 
-def _changes(marks: dict[str, str], subgraph: str) -> dict[str, str]:
-    """The marks of one subgraph, by node key (`%N`)."""
-    return {uid.rpartition("/")[2]: kind for uid, kind in marks.items() if uid.rpartition("/")[0] == subgraph}
+def _changes(marks: dict[str, str], subgraph: str, nodes: list[Any], counts: dict[str, tuple[int, int]],
+             side: str) -> dict[str, str]:
+    """The marks of one subgraph by node key (`%N`): the diff's own, and the nodes of an operator the other side
+    has none of (the diff's operator counts) added or removed (where an operator is on both sides, which of its
+    nodes are new is not known: the panel says its counts)."""
+    out = {uid.rpartition("/")[2]: kind for uid, kind in marks.items() if uid.rpartition("/")[0] == subgraph}
+    for n in nodes:
+        old, new = counts.get(n.op, (1, 1))
+        if n.key not in out and (new if side == "old" else old) == 0:
+            out[n.key] = "removed" if side == "old" else "added"
+    return out

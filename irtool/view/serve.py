@@ -34,24 +34,28 @@ def _model_explorer() -> Any:
 
 
 class _Builder:
-    """Every model's graph JSON and overlays, built while Model Explorer starts: on Linux in a forked
-    process (sharing one interpreter lock, the build and Model Explorer's start-up took as long as
-    both together) writing them to unnamed temporary files the server then sends (gone with the
-    process, however it ends); elsewhere in a thread. When the process fails, a request builds in
-    this one, meeting the error again to report it."""
+    """Every model's graph JSON, node index and overlays, built while Model Explorer starts: on Linux in
+    a forked process (sharing one interpreter lock, the build and Model Explorer's start-up took as long
+    as both together) writing them to unnamed temporary files the server then sends (gone with the
+    process, however it ends), the graphs first, each file sent as soon as it is written (the cost
+    overlays, computed last, never hold the graphs back); elsewhere in a thread. When the process
+    fails, a request builds in this one, meeting the error again to report it."""
 
     def __init__(self, models: list[Model]) -> None:
         self.models = models
         self.files: dict[tuple[int, str | None], Any] = {}
+        self.done: dict[tuple[int, str | None], Any] = {}  # set by the process once the file is written
         self.proc: Any = None
-        self._lock = threading.Lock()  # requests come in threads: one waits for the process, the others after it
         if sys.platform.startswith("linux"):
             import multiprocessing
 
-            for i, m in enumerate(models):
-                for name in (None, *m.overlays, INDEX):
-                    self.files[(i, name)] = tempfile.TemporaryFile()
-            self.proc = multiprocessing.get_context("fork").Process(target=self._write, name="irtool-graphs", daemon=True)
+            fork = multiprocessing.get_context("fork")
+            keys = [(i, None) for i in range(len(models))] + [(i, INDEX) for i in range(len(models))] + [
+                (i, name) for i, m in enumerate(models) for name in reversed(m.overlays)]  # the one shown first
+            for key in keys:
+                self.files[key] = tempfile.TemporaryFile()
+                self.done[key] = fork.Event()
+            self.proc = fork.Process(target=self._write, name="irtool-graphs", daemon=True)
             self.proc.start()
         else:
             threading.Thread(target=self._build, name="irtool-graphs", daemon=True).start()
@@ -61,6 +65,7 @@ class _Builder:
             for (i, name), f in self.files.items():
                 f.write(self._text(i, name).encode())
                 f.flush()
+                self.done[(i, name)].set()
         except BaseException:  # noqa: BLE001 - no traceback here: the server builds again and reports it
             os._exit(1)
 
@@ -80,12 +85,15 @@ class _Builder:
                 return
 
     def _written(self, index: int, name: str | None) -> str | None:
-        """The path this process reads a written file by (each open its own offset), or None."""
+        """The path this process reads a written file by (each open its own offset), once the process wrote it;
+        None when the process ended without writing it."""
         if self.proc is None:
             return None
-        with self._lock:
-            self.proc.join()
-        return f"/proc/self/fd/{self.files[(index, name)].fileno()}" if self.proc.exitcode == 0 else None
+        done = self.done[(index, name)]
+        while not done.wait(0.1):
+            if not self.proc.is_alive():
+                break
+        return f"/proc/self/fd/{self.files[(index, name)].fileno()}" if done.is_set() else None
 
     def graphs(self, index: int) -> Any:
         import flask
@@ -178,17 +186,18 @@ def _node_data_json(data: dict[str, Any]) -> str:
 # an overview's part boxes ("Op node attributes": no operator has attributes named so), unless the user
 # has chosen a setting for this address already.
 SHOW_ON_NODE_KEY = "model_explorer_show_on_node_item_types_v2"
-SHOW_COUNTS = {"Layer node attributes": {"selected": True, "filterRegex": "strategy|redistribution|gradient"},
+SHOW_COUNTS = {"Layer node attributes": {"selected": True, "filterRegex": "strategy|redistribution|gradient|diff"},
                "Op node attributes": {"selected": True,
-                                      "filterRegex": "^(with strategy|redistribution|gradient aggregation):"}}
+                                      "filterRegex": "^(with strategy|redistribution|gradient aggregation|diff [a-z ]+):"}}
 NODE_PARAM = "irtool_node"  # the page's address parameter naming a node to open on (`irtool view --node`)
 
 
 def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
     """Serve Model Explorer's page with the setting above seeded, irtool's script and style, each
-    model's node index, and, for an address with NODE_PARAM, the graph holding that node opened with it
-    selected (the address rewritten before Model Explorer reads it). If Model Explorer's server module
-    changed shape, leave it alone (the counts stay in the side panel, the search in one graph)."""
+    model's node index, and the panes opened on their first node (a folder's first pipeline box) or,
+    for an address with NODE_PARAM, on that node (the address rewritten before Model Explorer reads
+    it). If Model Explorer's server module changed shape, leave it alone (the counts stay in the side
+    panel, the search in one graph)."""
     server = getattr(me, "server", None)
     original = getattr(server, "_serve_static_asset", None)
     web = getattr(server, "OSS_WEB_APP_DIR", None)
@@ -196,10 +205,9 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
         return
     import flask
 
-    page_data = {"models": [m.label for m in models], "select": {m.label: m.first_graph for m in models if m.columns}}
     seed = (f"<script>if (!localStorage.getItem({json.dumps(SHOW_ON_NODE_KEY)})) localStorage.setItem("
             f"{json.dumps(SHOW_ON_NODE_KEY)}, {json.dumps(json.dumps(SHOW_COUNTS))});"
-            f"window.IRTOOL = {json.dumps(page_data)};</script>"
+            f"window.IRTOOL = {json.dumps({'models': [m.label for m in models]})};</script>"
             '<link rel="stylesheet" href="irtool/view.css"><script src="irtool/view.js" defer></script>')
 
     def serve_asset(rel_path: str) -> Any:
@@ -221,30 +229,44 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
     server._serve_static_asset = serve_asset
 
 
+def _pane_states(models: list[Model], opened: dict[str, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+    """Model Explorer's `uiState` panes: each model's first graph (a folder's pipeline graph with every
+    column expanded, Model Explorer's `___all___`), two models side by side; `opened`: model label ->
+    (graph, node) a pane opens on, the node selected (Model Explorer expands the groups around it)."""
+    firsts = [m for m in models if m.first_graph][:2]
+    states = []
+    for m in firsts:
+        graph, node = (opened or {}).get(m.label, (m.first_graph, ""))
+        expand = ["___all___"] if m.first_node is not None and graph == m.first_graph else []
+        states.append({"deepestExpandedGroupNodeIds": expand, "selectedNodeId": node, "selectedGraphId": graph,
+                       "selectedCollectionLabel": m.label, "widthFraction": 1 / len(firsts)})
+    return states
+
+
 def _opening_script(spec: str | None, models: list[Model], builder: _Builder) -> str:
-    """A script opening the page on the node `spec` names (each pane whose model holds it): the address's
-    `uiState` names the graph holding it before Model Explorer reads the address, and the page's script
-    (static/view.js) selects it once the graph is drawn; "" without one. The graph of a node of a split
-    graph is known once the graphs are built: this waits for them."""
-    if not spec:
-        return ""
-    states, opens = [], []
+    """A script opening the panes on their nodes before Model Explorer reads the address (its
+    `uiState`): the node `spec` names in each model holding it, else a folder's first pipeline box; ""
+    when there is none. The graph of a node of a split graph is known once the graphs are built: this
+    waits for them."""
+    opened: dict[str, tuple[str, str]] = {}
     for i, m in enumerate(models):
-        try:
-            whole, node = m.find(spec)
-        except InputError:
-            continue
-        graph = graph_of(json.loads(builder.node_data(i, INDEX)), whole, node) or whole
-        opens.append([len(states), graph, node, m.label])
-        states.append({"deepestExpandedGroupNodeIds": [], "selectedNodeId": "", "selectedGraphId": graph,
-                       "selectedCollectionLabel": m.label, "widthFraction": 1 / len(models)})
-    if not states:
+        if spec:
+            try:
+                whole, node = m.find(spec)
+            except InputError:
+                pass
+            else:
+                opened[m.label] = (graph_of(json.loads(builder.node_data(i, INDEX)), whole, node) or whole, node)
+                continue
+        first = m.first_node() if m.first_node is not None else None
+        if first and m.first_graph:
+            opened[m.label] = (m.first_graph, first)
+    if not opened:
         return ""
     return ("<script>(() => { const p = new URLSearchParams(location.search);"
             "const d = JSON.parse(p.get('data') || '{}');"
-            f"d.uiState = {{paneStates: {json.dumps(states)}}}; p.set('data', JSON.stringify(d));"
-            f"p.delete({json.dumps(NODE_PARAM)}); history.replaceState(null, '', '?' + p.toString());"
-            f"window.IRTOOL_OPEN = {json.dumps(opens)}; }})();</script>")
+            f"d.uiState = {{paneStates: {json.dumps(_pane_states(models, opened))}}}; p.set('data', JSON.stringify(d));"
+            f"p.delete({json.dumps(NODE_PARAM)}); history.replaceState(null, '', '?' + p.toString()); }})();</script>")
 
 
 def url_for(config: Any, host: str, port: int, models: list[Model] | None = None, node: str | None = None) -> str:
@@ -252,14 +274,10 @@ def url_for(config: Any, host: str, port: int, models: list[Model] | None = None
     `uiState`): each model's first graph (a folder's `pipeline` graph, a file's entry graph or its
     overview), two models side by side. `node`: the page opens on it (NODE_PARAM)."""
     value = config.to_url_param_value()
-    firsts = [m for m in models or [] if m.first_graph][:2]
-    if firsts:
+    states = _pane_states(models or [])
+    if states:
         data = json.loads(unquote(value))
-        # a folder's pipeline graph opens with every column expanded (Model Explorer's `___all___`)
-        data["uiState"] = {"paneStates": [{"deepestExpandedGroupNodeIds": ["___all___"] if m.columns else [],
-                                           "selectedNodeId": "",
-                                           "selectedGraphId": m.first_graph, "selectedCollectionLabel": m.label,
-                                           "widthFraction": 1 / len(firsts)} for m in firsts]}
+        data["uiState"] = {"paneStates": states}
         value = quote(json.dumps(data))
     return f"http://{host}:{port}/?data={value}" + (f"&{NODE_PARAM}={quote(node)}" if node else "")
 

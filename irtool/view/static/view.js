@@ -5,9 +5,12 @@
 //   Explorer's own search reads them) is also looked up in every other graph of the model (the
 //   index `irtool/index/<model>.json`, graphs.node_index); choosing a result opens its graph with
 //   the node selected.
-// - Links to other graphs: the panel rows `in part` (a node of another part) and `stage graph` (a
-//   pipeline box) open the graph where the node is, with it selected.
-// - The node the page opens on (`irtool view --node`, `window.IRTOOL_OPEN`), selected once its graph is drawn.
+// - Links to other graphs: the panel rows `in part` (a node of another part), `stage graph` and
+//   `comm serves` (a pipeline box's node, and the node it serves, in its stage graph) open the graph
+//   where the node is, with it selected.
+//
+// The node a page opens on (`irtool view --node`, a folder's first pipeline box) is in its address
+// (serve.py), selected by Model Explorer itself.
 //
 // A graph is opened through Model Explorer's own app service (the renderer each pane registers in
 // `window.me_test`, as its tests use it); without it, the page is loaded again at the node (its
@@ -15,7 +18,7 @@
 (() => {
   "use strict";
   const IR = window.IRTOOL || {models: []};
-  const LINK_KEYS = new Set(["in part", "stage graph"]);
+  const LINK_KEYS = new Set(["in part", "stage graph", "comm serves"]);
   const SHOWN = 100;  // results listed at most (their count is said)
   const indexes = {};
 
@@ -60,7 +63,8 @@
       for (const c of app.curGraphCollections()) {
         const g = c.graphs.find((x) => x.id === graphId);
         if (g && (!label || c.label === label)) {
-          app.selectGraphInPane(g, pane);
+          const [now, nowLabel] = shown(pane);
+          if (now !== graphId || nowLabel !== c.label) app.selectGraphInPane(g, pane);
           const paneId = app.panes()[pane].id;
           if (app.curInitialUiState) app.curInitialUiState.set(undefined);
           app.selectNode(paneId, undefined);
@@ -224,12 +228,13 @@
       });
       if (!rows.length) return;
       index(label).then((ix) => {
-        const target = ix && ix.links[graph] && ix.links[graph][node];
-        if (!target) return;
+        const targets = ix && ix.links[graph] && ix.links[graph][node];
+        if (!targets) return;
         for (const tr of rows) {
           tr.dataset.irtoolLink = `${graph}\u0000${node}`;
+          const target = targets[tr.querySelector("td.key").innerText.trim()];
           const value = tr.querySelector("td.value");
-          if (!value) continue;
+          if (!value || !target) continue;
           value.classList.add("irtool-link");
           value.title = `open ${target[1]} in ${target[0]}`;
           if (!value.querySelector(".irtool-locate")) {
@@ -244,51 +249,6 @@
     });
   }
 
-  // --- the node the page opens on (`irtool view --node`: serve.py names its graph in the address) ----
-
-  let lastTry = 0;
-  let tries = 0;
-
-  function opening() {
-    // asked again (3 times at most, 10 s apart: a layout can take seconds) while the node is not
-    // selected: a reveal asked while the first layout runs is dropped
-    const todo = (window.IRTOOL_OPEN || []).filter(([pane, graph, node]) => {
-      const r = renderer(pane);
-      return !(r && shown(pane)[0] === graph && r.selectedNodeId === node) && tries <= 3;
-    });
-    window.IRTOOL_OPEN = todo;
-    if (!todo.length || Date.now() - lastTry < 10000) return;
-    for (const [pane, graph, node, label] of todo) {
-      const r = renderer(pane);
-      if (r && shown(pane)[0] === graph && document.querySelector("info-panel") && r.nodesToRender &&
-          r.nodesToRender.length) {
-        lastTry = Date.now();
-        tries += 1;
-        openNode(pane, graph, node, label);
-      }
-    }
-    setTimeout(opening, 10100);
-  }
-
-  // a folder's pipeline graph: its first box selected once drawn, which draws the pairs' lines (an edge
-  // overlay shows while a box of it is selected)
-  const selectedFirst = new Set();
-
-  function selectFirst() {
-    panes().forEach((p, pane) => {
-      const [graph, label] = shown(pane);
-      const r = renderer(pane);
-      if (!graph || !r || (IR.select || {})[label] !== graph || selectedFirst.has(label + graph)) return;
-      if (r.selectedNodeId || !r.nodesToRender || !r.nodesToRender.length || !p.querySelector("info-panel")) return;
-      selectedFirst.add(label + graph);
-      index(label).then((ix) => {
-        const gi = ix ? ix.graphs.indexOf(graph) : -1;
-        const first = gi >= 0 && ix.nodes.find((n) => n[0] === gi);
-        if (first && !r.selectedNodeId) openNode(pane, graph, first[1], label);
-      });
-    });
-  }
-
   let pending = false;
   new MutationObserver(() => {
     if (pending) return;
@@ -297,8 +257,6 @@
       pending = false;
       decorate();
       panes().forEach((p, pane) => index(shown(pane)[1]));  // fetched once a graph is shown, before a search
-      opening();
-      selectFirst();
     });
   }).observe(document.documentElement, {childList: true, subtree: true});
 

@@ -1,0 +1,96 @@
+"""Cost overlays of `irtool view`: Model Explorer node data valuing each node by what the cost
+records say of it (docs/cost.md; read, never re-derived here): `FLOPs` (`parallel.cost`: each
+operator's FLOPs in the step, a reused cell's operators times its calls), `bytes held` (`parallel.memory`:
+each parameter as this rank holds it: weights, optimizer states, buffers) and `activation bytes`
+(`parallel.memory`: each forward output kept for the backward, for one micro batch). An operator of
+unknown cost has no value (unknown is never 0).
+
+Colours are decades below the largest value of the model (`HEAT`, palest for less than a
+ten-thousandth of it), the same scale in every graph of a model, so that parts, stages and units
+compare at a glance. On an overview each part box carries the sum of its nodes' values; on a
+folder's execution-order graph each unit of work the FLOPs of its operators (the stage's load).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..parallel import ParallelFacts
+from ..parallel.cost import compute_cost
+from ..parallel.job import rank_job
+from ..parallel.memory import compute_memory
+from ..present.palette import HEAT
+from .graphs import INPUTS
+
+
+@dataclass
+class NodeCost:
+    """What the cost records say of one rank's nodes."""
+
+    flops: dict[str, int]  # node uid -> its known FLOPs in the step
+    unknown: int  # operators of unknown cost (no value)
+    held: dict[str, int]  # parameter reference (`%para3_fc1.weight`) -> bytes this rank holds
+    kept: dict[str, int]  # node uid -> bytes of its output kept for the backward, one micro batch
+    kept_how: str  # which micro batch (`memory.Activations.how`), "" without backward work
+
+
+def node_cost(facts: ParallelFacts, rank: int | None, file: str) -> NodeCost:
+    """The cost records of one analysed rank, by node (the micro batches of `job.rank_job`, as `balance.stage_cost`
+    reads them)."""
+    t = facts.table
+    cost = compute_cost(t, keep_ops=True)
+    job = rank_job(facts, rank, file)
+    memory = compute_memory(t, job.micro.value if job.micro.known else None)
+    held_by_name = {p.name: p.bytes for p in memory.params if p.bytes is not None}
+    held = {p.ref: held_by_name[p.name] for p in t.dump.params if p.name in held_by_name}
+    return NodeCost(flops={o.node: o.flops for o in cost.ops if o.flops is not None},
+                    unknown=sum(1 for o in cost.ops if o.flops is None), held=held,
+                    kept={u: b for u, b in memory.kept.items() if b is not None},
+                    kept_how=memory.activations.how if memory.activations else "")
+
+
+# the overlays, by name: which values of a rank's NodeCost, and what the values are
+COST_OVERLAYS: dict[str, tuple[Callable[[NodeCost], dict[str, int]], str]] = {
+    "FLOPs": (lambda c: c.flops, "FLOPs in the step (a reused cell's operators times its calls)"),
+    "bytes held": (lambda c: c.held, "bytes of a parameter this rank holds"),
+    "activation bytes": (lambda c: c.kept, "bytes of a forward output kept for the backward, one micro batch"),
+}
+
+
+def heat_thresholds(top: int) -> list[dict[str, Any]]:
+    """Model Explorer thresholds colouring a value by its decade below `top` (the largest value shown)."""
+    edges = [top // 10 ** k for k in range(len(HEAT) - 1, 0, -1)] + [top]
+    return [{"value": v, "bgColor": c, "textColor": "#ffffff" if i >= len(HEAT) - 2 else "#000000"}
+            for i, (v, c) in enumerate(zip(edges, HEAT))]
+
+
+def heat_node_data(name: str, values: dict[str, dict[str, int]], graphs: list[dict[str, Any]],
+                   sums: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
+    """Node data `name` by graph id from node values (`values`: graph id before a split -> node id -> value),
+    for the graphs shown: a split graph's parts get their nodes' values, one scale for the model (its
+    largest value of a node); an overview each part box the sum of its own nodes' values, and `sums`
+    (graph id -> node id -> a sum: a folder's units of work) are given as they are, each such graph on a
+    scale of its own."""
+    ids = {g["id"]: {n["id"] for n in g["nodes"]} for g in graphs}
+    out = {gid: {k: v for k, v in vs.items() if k in ids[gid]} for gid, vs in values.items() if gid in ids}
+    aggregates = {gid: vs for gid, vs in (sums or {}).items() if gid in ids}
+    for g in graphs:
+        whole = g["groupNodeAttributes"].get("", {}).get("part of")
+        if whole not in values:
+            continue
+        out[g["id"]] = {k: v for k, v in values[whole].items() if k in ids[g["id"]]}
+        overview = next((o["id"] for o in graphs if o["groupNodeAttributes"].get("", {}).get("overview of") == whole),
+                        None)
+        if overview is not None:
+            mine = {n["id"] for n in g["nodes"] if not n["namespace"].startswith(INPUTS)}
+            aggregates.setdefault(overview, {})[g["id"]] = sum(v for k, v in values[whole].items() if k in mine)
+    top = max((v for vs in out.values() for v in vs.values()), default=0)
+    return {**{gid: _data(name, vs, top) for gid, vs in out.items()},
+            **{gid: _data(name, vs, max(vs.values(), default=0)) for gid, vs in aggregates.items()}}
+
+
+def _data(name: str, values: dict[str, int], top: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "results": {k: {"value": v} for k, v in values.items()}}
+    if top > 0:
+        out["thresholds"] = heat_thresholds(top)
+    return out

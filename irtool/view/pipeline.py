@@ -1,0 +1,306 @@
+"""A folder's pipeline graph and execution-order graph: plain JSON-ready dicts in Model Explorer's
+graph format, drawn from analysis' facts (`parallel.order`: each stage's execution order;
+`parallel.pairs`: the one Send/Receive pairing), never re-deriving them.
+
+- The pipeline graph (MindInsight's pipeline view): a column per drawn rank (one per stage), in stage
+  order, of its Send/Receive in execution order; a Send red, a Receive green, the backward's paler.
+- The execution-order graph (MindInsight's execution overview): a row per drawn rank, in stage order,
+  of its units of work (forward, backward of a micro batch on a chunk) left to right in execution
+  order, each between the Receive it waits for and the Send after it.
+
+Both draw each Send's line to the Receive it pairs with, and the execution order, as edge overlays
+(Model Explorer draws lines between boxes of two groups only so, and an overlay's edges are not
+data: no box lists them as its inputs or outputs): the pairs whenever a box is selected, the order
+edges of the box selected.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any, Callable, NamedTuple
+
+from ..dumpdir import Unreadable
+from ..parallel import CommNode, ParallelFacts
+from ..parallel.order import StageOrder, stage_order, unit_nodes
+from ..parallel.pairs import pair_ranks
+from ..present import DASH, cell, rank_list, shape_text
+from ..present.palette import ORDER_EDGE_COLOR, P2P_BORDERS, P2P_COLORS, PAIR_EDGE_COLOR, UNIT_COLORS
+from ..selection import not_read
+from .graphs import MAX_CHILDREN, _kv, comm_attrs
+
+UnitKey = tuple[str, "int | None", "int | None"]  # F or B, micro batch, chunk (None: one chunk)
+
+
+class StageRank(NamedTuple):
+    """One drawn rank of a folder."""
+
+    rank: int
+    file: str  # as the panel names it (`rank_4/19_validate_0078.ir.xz`)
+    facts: ParallelFacts
+    # subgraph -> (its graph's id before a split, the graph that opens: the overview of a split graph)
+    graph_ids: Callable[[str], tuple[str, str]]
+    name: Callable[[str], str]  # subgraph -> its name in the viewer (`TrainStep`)
+
+    def box_id(self, c: CommNode) -> str:
+        """A Send/Receive's box: `rank0/TrainStep/%12`."""
+        graph, _, key = c.node.rpartition("/")
+        return f"rank{self.rank}/{self.name(graph)}/{key}"
+
+    @property
+    def group(self) -> str:
+        """The rank's column (row) of boxes: `stage 0 rank 0`."""
+        return f"stage {DASH if self.facts.stage is None else self.facts.stage} rank {self.rank}"
+
+
+def _by_stage(ranks: Iterable[StageRank]) -> list[StageRank]:
+    return sorted(ranks, key=lambda r: (r.facts.stage is None, r.facts.stage or 0, r.rank))
+
+
+# A column: its boxes top to bottom, in order (Model Explorer lays a group of boxes without edges out as
+# one rank of its layout: left to right by default, top to bottom with `layoutDirection` 1).
+COLUMNS = [{"namespaceRegex": "^stage ", "layoutDirection": 1}]
+ROWS = [{"namespaceRegex": "^$", "layoutDirection": 1}]  # the top level's groups one under another, each a row
+
+
+def _unit_of(c: CommNode, chunks: list[int]) -> UnitKey:
+    """The unit of work a Send/Receive belongs to (`parallel.order`'s key): F or B, micro batch, chunk."""
+    return ("B" if c.phase == "backward" else "F", c.micro, c.segment if chunks else None)
+
+
+def _unit_text(key: UnitKey) -> str:
+    return f"{key[0]}{cell(key[1])}" + ("" if key[2] is None else f".c{key[2]}")
+
+
+def _tag(c: CommNode) -> str:
+    return DASH if c.sr_tag is None else str(c.sr_tag)  # a name: `1572864`, not `1,572,864`
+
+
+def _peer_text(c: CommNode, shown: set[int], in_folder: set[int], unreadable: list[Unreadable]) -> str:
+    """The peer as the panel says it: `to rank 4`, or why it is not drawn (`selection.not_read`'s words)."""
+    if c.peer_rank is not None and c.peer_rank not in shown:
+        where = "in the folder, not drawn (one rank per stage)" if c.peer_rank in in_folder \
+            else not_read(c.peer_rank, unreadable)
+        return f"peer rank {c.peer_rank}: {where}"
+    return f"{'to' if c.direction == 'send' else 'from'} rank {cell(c.peer_rank)}"
+
+
+def _hop_box(r: StageRank, c: CommNode, key: UnitKey, label: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Send/Receive box: its colour (Send red, Receive green, the backward's paler), its rows, a way
+    into its stage graph (the subgraph icon opens the graph, the `stage graph` row the node in it, the
+    `comm serves` row the node it serves there)."""
+    graph, _, node = c.node.rpartition("/")
+    whole, opened = r.graph_ids(graph)
+    facts = comm_attrs(c)
+    if c.serves and "/%" in c.serves:  # a node of the stage graph, not of this one: a link to it there
+        sub, _, served = c.serves.rpartition("/")
+        facts = [_kv("comm serves", f"{r.graph_ids(sub)[0]} {served}") if a["key"] == "comm serves" else a
+                 for a in facts]
+    look = (c.direction or "send", key[0])
+    return {"id": r.box_id(c), "label": label, "namespace": r.group,
+            "attrs": [*rows, _kv("file", f"{r.file}:{c.line}"), _kv("stage graph", f"{whole} {node}"), *facts],
+            "incomingEdges": [], "subgraphIds": [opened],
+            "style": {"backgroundColor": P2P_COLORS[look], "borderColor": P2P_BORDERS[look]},
+            "outputsMetadata": [{"id": "0", "attrs": [_kv("shape", shape_text(c.shape)), _kv("dtype", c.dtype),
+                                                      _kv("bytes", cell(c.bytes))]}]}
+
+
+Pair = tuple[str, str, CommNode]  # (Send box, Receive box, the Send)
+
+
+def _paired(ranks: list[StageRank]) -> tuple[list[Pair], int]:
+    """(Send box, Receive box, the Send) of each pair among the drawn ranks (`parallel.pairs`), and their count."""
+    by_rank = {r.rank: r for r in ranks}
+    pairs = pair_ranks({r.rank: [c for c in r.facts.comm if c.direction is not None] for r in ranks})
+    out = [(by_rank[lp.link[0]].box_id(s), by_rank[lp.link[1]].box_id(rc), s) for lp in pairs.links for s, rc in lp.pairs]
+    return out, pairs.paired
+
+
+PAIRS = "pairs (Send -> Receive)"
+ORDER = "execution order"
+
+
+def _overlays(graph_id: str, pairs: list[Pair], columns: dict[str, list[str]]) -> dict[str, Any]:
+    """The pairs (every Send's line to the Receive it pairs with, labelled with its unit and tag; drawn
+    while any box is selected) and the execution order (each box to the next of its rank; drawn for
+    the box selected), as edge overlays."""
+    pair_edges = [{"sourceNodeId": s, "targetNodeId": rc, "label": f"{'B' if c.phase == 'backward' else 'F'}"
+                   f"{cell(c.micro)} tag {_tag(c)}"} for s, rc, c in pairs]
+    order_edges = [{"sourceNodeId": a, "targetNodeId": b} for ids in columns.values() for a, b in zip(ids, ids[1:])]
+    overlays = []
+    if pair_edges:
+        overlays.append({"name": PAIRS, "edgeColor": PAIR_EDGE_COLOR, "edgeWidth": 2, "edges": pair_edges,
+                         "showEdgesConnectedToSelectedNodeOnly": False})
+    if order_edges:
+        overlays.append({"name": ORDER, "edgeColor": ORDER_EDGE_COLOR, "edgeWidth": 1, "edges": order_edges,
+                         "showEdgesConnectedToSelectedNodeOnly": True})
+    data = {"type": "edge_overlays", "name": "pipeline", "graphName": graph_id, "overlays": overlays}
+    return {"edgeOverlaysDataListLeftPane": [data], "edgeOverlaysDataListRightPane": [data]}
+
+
+def _bounded(nodes: list[dict[str, Any]], micro: dict[str, int | None]) -> None:
+    """A column of more than MAX_CHILDREN boxes: its boxes by micro batch, in their order (a group a column too)."""
+    per: Counter = Counter(n["namespace"] for n in nodes)
+    for n in nodes:
+        if per[n["namespace"]] > MAX_CHILDREN:
+            n["namespace"] = f"{n['namespace']}/micro {cell(micro[n['id']])}"
+
+
+def _hops(o: StageOrder, facts: ParallelFacts) -> tuple[list[CommNode], dict[str, int]]:
+    """A rank's Send/Receive in execution order (dump order where the pass does not fix it), and each
+    one's place in that order (none where it is not fixed)."""
+    placed = {c.node: i for i, c in enumerate(o.hops, 1)} if o.fixed else {}
+    hops = sorted((c for c in facts.comm if c.direction is not None),
+                  key=lambda c: (placed.get(c.node, len(placed) + 1), c.line))
+    return hops, placed
+
+
+def first_box(ranks: list[StageRank]) -> str | None:
+    """The pipeline graph's first box: the first Send/Receive of the lowest stage's rank (the page opens
+    with it selected, which draws the pairs)."""
+    for r in _by_stage(ranks):
+        hops, _ = _hops(stage_order(r.facts.table), r.facts)
+        if hops:
+            return r.box_id(hops[0])
+    return None
+
+
+def pipeline_graph(ranks: list[StageRank], graph_id: str = "pipeline", folder: Iterable[int] | None = None,
+                   unreadable: Iterable[Unreadable] = ()) -> dict[str, Any]:
+    """MindInsight's pipeline view: a column per drawn rank (one per stage), in stage order, of its
+    Send/Receive in execution order (`parallel.order`: `#3`; `#—` and dump order where the pass does not
+    fix it), each box a Send (red) or Receive (green), forward or backward (paler, `F`/`B`), saying its
+    micro batch, chunk, tag and peer, opening its node in the stage graph; the pairs and the order as
+    edge overlays. A peer that is not drawn is said to be in the folder, unreadable or not in the
+    folder (`folder`: every rank of the folder not known unreadable)."""
+    nodes: list[dict[str, Any]] = []
+    shown = {r.rank for r in ranks}
+    in_folder = set(folder) if folder is not None else shown
+    unreadable = list(unreadable)
+    unread = {u.rank for u in unreadable}
+    outside: set[int] = set()
+    groups: dict[str, dict[str, str]] = {}
+    micro: dict[str, int | None] = {}
+    columns: dict[str, list[str]] = {}
+    for r in _by_stage(ranks):
+        o = stage_order(r.facts.table)
+        hops, placed = _hops(o, r.facts)
+        groups[r.group] = {"rank": str(r.rank), "stage": cell(r.facts.stage), "file": r.file, "schedule": o.schedule,
+                           "Send/Receive": str(len(hops))}
+        for c in hops:
+            key = _unit_of(c, o.chunks)
+            if c.peer_rank is not None and c.peer_rank not in in_folder:
+                outside.add(c.peer_rank)
+            place = placed.get(c.node)
+            chunk = "" if c.segment is None else f" c{c.segment}"
+            label = f"r{r.rank} #{cell(place)} {c.op} m{cell(c.micro)}{chunk} tag {_tag(c)} " \
+                    f"{'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)} {key[0]}"
+            order = f"{place} of {len(placed)} on rank {r.rank}" if place else "not fixed by this pass"
+            box = _hop_box(r, c, key, label, [
+                _kv("operator", c.op), _kv("rank", r.rank), _kv("stage", cell(r.facts.stage)),
+                _kv("execution order", order), _kv("unit", _unit_text(key)), _kv("tag", _tag(c)),
+                _kv("peer", _peer_text(c, shown, in_folder, unreadable))])
+            micro[box["id"]] = c.micro
+            nodes.append(box)
+        columns[r.group] = [n["id"] for n in nodes if n["namespace"] == r.group]
+    pairs, paired = _paired(ranks)
+    by_id = {n["id"]: n for n in nodes}
+    for s, rc, _ in pairs:
+        by_id[s]["attrs"].append(_kv("pairs with", {"type": "node_ids", "nodeIds": [rc]}))
+        by_id[rc]["attrs"].append(_kv("pairs with", {"type": "node_ids", "nodeIds": [s]}))
+    _bounded(nodes, micro)
+    info = {"Send/Receive": str(len(nodes)), "pairs": str(paired), "ranks drawn": rank_list(sorted(shown)),
+            "colours": "Send red, Receive green; backward (B) pale, forward (F) full",
+            "lines": "select a box: each Send's line to the Receive it pairs with, and the box's place in its "
+                     "rank's order (Edge overlays menu)"}
+    for what, which in (("peers unreadable", outside & unread), ("peers not in the folder", outside - unread)):
+        if which:
+            info[what] = rank_list(sorted(which))
+    return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": COLUMNS,
+            "tasksData": _overlays(graph_id, pairs, columns)}
+
+
+def execution_graph(ranks: list[StageRank], graph_id: str = "execution order") -> dict[str, Any]:
+    """MindInsight's execution overview: a row per drawn rank (one per stage), in stage order, of its
+    units of work left to right in execution order (`parallel.order`: the forward `F0` or backward
+    `B0.c1` of a micro batch on a chunk), each between the Receive it waits for and the Send that
+    follows it; units coloured forward, backward and backward that recomputes forward work, each
+    saying the layers its operators read (rows `layer 3`: search `layer 3:` to light them up in every
+    row) and opening its first operator in the stage graph; the Send/Receive as in the pipeline graph."""
+    nodes: list[dict[str, Any]] = []
+    groups: dict[str, dict[str, str]] = {}
+    micro: dict[str, int | None] = {}
+    columns: dict[str, list[str]] = {}
+    for r in _by_stage(ranks):
+        t = r.facts.table
+        o = stage_order(t)
+        held = unit_nodes(t)
+        groups[r.group] = {"rank": str(r.rank), "stage": cell(r.facts.stage), "file": r.file, "schedule": o.schedule,
+                           "order": "fixed by the dependencies" if o.fixed else f"not fixed: {o.why or o.schedule}",
+                           "units": str(len(o.units)), "micro batches in flight": cell(o.in_flight)}
+        hops: dict[UnitKey, list[CommNode]] = defaultdict(list)
+        for c in o.hops:
+            hops[_unit_of(c, o.chunks)].append(c)
+        row: list[dict[str, Any]] = []
+        for u in o.units:
+            key = (u.phase, u.micro, u.chunk)
+            mine = hops.pop(key, [])
+            row += [_exec_hop(r, c, key) for c in mine if c.direction == "receive"]
+            row.append(_unit_box(r, u, held.get(key, [])))
+            row += [_exec_hop(r, c, key) for c in mine if c.direction != "receive"]
+        row += [_exec_hop(r, c, _unit_of(c, o.chunks)) for cs in hops.values() for c in cs]  # of no unit ordered
+        for n in row:
+            micro[n["id"]] = n.pop("micro")
+        nodes += row
+        columns[r.group] = [n["id"] for n in row]
+    pairs, paired = _paired(ranks)
+    ids = {n["id"] for n in nodes}
+    pairs = [p for p in pairs if p[0] in ids and p[1] in ids]
+    _bounded(nodes, micro)
+    info = {"units": str(sum(n["id"].count("/%") == 0 for n in nodes)), "pairs": str(paired),
+            "ranks drawn": rank_list(sorted(r.rank for r in ranks)),
+            "colours": "forward blue, backward orange, backward that recomputes forward work purple; "
+                       "Send red, Receive green",
+            "layers": "search `layer 3:` to light up the units whose operators read layer 3 (their `layer N` rows)"}
+    return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": ROWS,
+            "tasksData": _overlays(graph_id, pairs, columns)}
+
+
+def _unit_box(r: StageRank, u: Any, members: list[Any]) -> dict[str, Any]:
+    """A unit of work: its phase, micro batch, chunk, operators (recomputed ones), the layers they read."""
+    t = r.facts.table
+    first = min(members, key=lambda n: n.line) if members else None
+    recomputed = sum(t("phase", n) == "recompute" for n in members)
+    layers = Counter(t("layer", n) for n in members)
+    rows = [_kv("unit", u.label), _kv("phase", "forward" if u.phase == "F" else "backward"), _kv("micro", u.micro),
+            _kv("chunk", cell(u.chunk)), _kv("operators", u.nodes), _kv("recomputed operators", recomputed),
+            _kv("rank", r.rank), _kv("stage", cell(r.facts.stage))]
+    opened = ""
+    if first is not None:
+        whole, opened = r.graph_ids(first.graph)
+        rows += [_kv("file", f"{r.file}:{first.line}"), _kv("stage graph", f"{whole} {first.key}")]
+    rows += [_kv(f"layer {layer}", f"{n} operators") for layer, n in sorted(
+        (x for x in layers.items() if x[0] is not None), key=lambda x: x[0])]
+    look = "recompute" if recomputed else u.phase
+    return {"id": f"rank{r.rank}/{u.label}", "label": u.label + (" +recompute" if recomputed else ""),
+            "namespace": r.group, "attrs": rows, "incomingEdges": [], "subgraphIds": [opened] if opened else [],
+            "style": {"backgroundColor": UNIT_COLORS[look], "borderColor": "#616161"}, "outputsMetadata": [],
+            "micro": u.micro}
+
+
+def _exec_hop(r: StageRank, c: CommNode, key: UnitKey) -> dict[str, Any]:
+    label = f"{c.op} {_unit_text(key)} tag {_tag(c)} {'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
+    box = _hop_box(r, c, key, label, [_kv("operator", c.op), _kv("rank", r.rank), _kv("unit", _unit_text(key))])
+    box["micro"] = c.micro
+    return box
+
+
+def unit_values(r: StageRank, values: dict[str, int]) -> dict[str, int]:
+    """Each unit box's sum of its operators' values (`values`: node uid -> value); none for a unit none of whose
+    operators has one (a lazy-inline stage's units are calls: their cost is their callees')."""
+    held = unit_nodes(r.facts.table)
+    out = {}
+    for u in stage_order(r.facts.table).units:
+        known = [values[n.uid] for n in held.get((u.phase, u.micro, u.chunk), []) if n.uid in values]
+        if known:
+            out[f"rank{r.rank}/{u.label}"] = sum(known)
+    return out
