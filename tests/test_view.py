@@ -26,6 +26,7 @@ from conftest import fixture
 from irtool.cli import main
 from irtool.diff import diff_rank
 from irtool.errors import InputError
+from irtool.present.palette import CATEGORY_COLORS, DIFF_COLORS, HEAT
 from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE
 from irtool.view.main import MindIRAdapter
 from irtool.view.models import Model, compare_models, models_for
@@ -36,17 +37,18 @@ PIPE = str(Path(fixture("pipeline_2stage_8p/rank_0/19_validate_0078.ir.xz")).par
 GPT = fixture("gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz")
 LAYOUT = fixture("layout_8p/rank_0/19_validate_0078.ir.xz")
 EDITED = str(Path(__file__).resolve().parents[1] / "fixtures" / "edited" / "semi_auto_8p_rank_0_validate_fc1_strategy.ir")
+# semi_auto_8p's network compiled with fc1's shard ((4, 1), (1, 2)) -> ((2, 1), (1, 4)) and its last ReLU -> Sigmoid
+CHANGED = fixture("semi_auto_8p_changed/rank_0/19_validate_0078.ir.xz")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # As root Chromium needs --no-sandbox; WebGL (Model Explorer draws with it) runs on SwiftShader; no
 # background traffic (this machine reaches no other host).
 CHROMIUM_ARGS = ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-# What the layout worker hands the renderer: per graph its nodes (id, label, op or group, expanded,
-# parent group, incoming edges), so a test can tell which nodes are drawn.
+# How often Model Explorer's layout worker answered (and what), and the settings of what it draws on the boxes.
 WORKER_HOOK = """
 (() => {
   const Orig = window.Worker;
-  window.__me = {events: 0, graph: null, showOnNode: null, answers: []};
+  window.__me = {events: 0, showOnNode: null, answers: []};
   window.Worker = function (url, opts) {
     const w = new Orig(url, opts);
     const post = w.postMessage.bind(w);
@@ -57,11 +59,6 @@ WORKER_HOOK = """
       const d = e.data || {};
       window.__me.events += 1;
       window.__me.answers.push(d.eventType);
-      const g = d.modelGraph;
-      if (g && g.nodes) {
-        window.__me.graph = {id: g.id, nodes: g.nodes.map(n => [n.id, n.label, n.nodeType, n.expanded === true,
-          n.nsParentId || '', (n.incomingEdges || []).length])};
-      }
     });
     return w;
   };
@@ -329,7 +326,7 @@ def test_the_execution_order_graph() -> None:
     # the layers a unit's operators read, for the highlight: stage 2 (rank 4) holds layers 4 and 5
     # (`grep -o '%para[0-9]*_layers\.[0-9]*\.' rank_4/... | sort -u` -> layers.4., layers.5.)
     f0 = _attrs(next(n for n in rows["stage 2 rank 4"] if n["label"] == "F0"))
-    assert {k for k in f0 if k.startswith("layer ")} == {"layer 4", "layer 5"}
+    assert {k for k in f0 if k.startswith("layer-")} == {"layer-4", "layer-5"}
     assert f0["stage graph"].startswith("stage 2 rank 4: TrainStep %")
     assert len(pairs_drawn(graph)) == 48
     # forward, backward and backward recomputing forward work in three colours: pipeline_unequal_8p recomputes
@@ -361,7 +358,7 @@ def test_compare_marks_the_changed_strategy() -> None:
     old, new = compare_models(str(Path(SEMI).parent), EDITED, diff_rank)
     marks_old = [r for g in old.node_data["diff"].values() for r in g["results"].values()]
     marks_new = [r for g in new.node_data["diff"].values() for r in g["results"].values()]
-    assert len(marks_old) == len(marks_new) == 1 and marks_new[0]["bgColor"] == "#ffe082"  # one `changed`
+    assert len(marks_old) == len(marks_new) == 1 and marks_new[0]["bgColor"] == DIFF_COLORS["changed"]
     # on the right node (line 512, `%73`, fc1) with old -> new in its panel, on both sides
     assert [k for g in new.node_data["diff"].values() for k in g["results"]] == ["%73"]
     for model, side in ((old, "old"), (new, "new")):
@@ -376,6 +373,79 @@ def test_compare_marks_the_changed_strategy() -> None:
         assert list(model.node_data["diff"][part["id"]]["results"]) == ["%73"]
         fc1 = _attrs(next(n for n in part["nodes"] if n["id"] == "%73"))
         assert fc1["diff"] == f"changed ({side} side)" and fc1["diff in strategy"] == "(4,1)(1,2) -> (2,1)(1,4)"
+
+
+def test_the_diff_view_marks_what_irtool_diff_reports() -> None:
+    # semi_auto_8p against semi_auto_8p_changed (fc1's shard and ReLU -> Sigmoid, compiled): `irtool diff` reports
+    # 3 AllGather and 3 ReduceScatter added, AllGather-op7, ReduceScatter-op6 and the AllReduce-op2 of fc1's weight
+    # changed; strategies: fc1 changed, ReLU removed, Sigmoid added; operator counts: ReluGrad 1 -> 0, SigmoidGrad
+    # 0 -> 1, Reshape 42 -> 50 (`grep -c 'Reshape('`), ...
+    old, new = compare_models(SEMI, CHANGED, diff_rank)
+    (a,), (b,) = old.graphs, new.graphs
+    marks = [{k: r["value"] for k, r in m.node_data_of("diff")[g["id"]]["results"].items()} for m, g in ((old, a), (new, b))]
+    assert Counter(marks[0].values()) == {"changed": 4, "removed": 2} and Counter(marks[1].values()) == {
+        "changed": 4, "added": 8}
+    # old line 512 `%73 = PrimFunc_MatMul(...) {instance name: fc1}`, 725 `%112 = PrimFunc_ReLU(...)`, 1021 `%157 =
+    # PrimFunc_ReluGrad(...)` (the one ReluGrad: an operator the other side has none of); new line 521 `%76 = ...
+    # {instance name: fc1}`, 794 `%131 = PrimFunc_Sigmoid`, 1090 `%176 = PrimFunc_SigmoidGrad`
+    assert (marks[0]["%73"], marks[0]["%112"], marks[0]["%157"]) == ("changed", "removed", "removed")
+    assert (marks[1]["%76"], marks[1]["%131"], marks[1]["%176"]) == ("changed", "added", "added")
+    # folded boxes count the marks below them; the graph's info says the operator counts, and an operator on
+    # both sides whose count changed says it in its panel, unmarked (which of its nodes are new is not known)
+    assert {k: v for k, v in b["groupNodeAttributes"][""].items() if k.startswith("diff ") and k != "diff operator counts"} \
+        == {"diff added": "8", "diff changed": "4"}
+    assert b["groupNodeAttributes"]["Default"]["diff added"] == "4"  # the 3 AllGathers and the Sigmoid
+    assert "ReluGrad 1 -> 0" in b["groupNodeAttributes"][""]["diff operator counts"]
+    reshape = next(n for n in b["nodes"] if n["label"] == "Reshape")
+    assert _attrs(reshape)["diff operator count"] == "Reshape 42 -> 50" and reshape["id"] not in marks[1]
+    fc1 = _attrs(next(n for n in b["nodes"] if n["id"] == "%76"))
+    assert fc1["diff"] == "changed (new side)" and fc1["diff in strategy"] == "(4,1)(1,2) -> (2,1)(1,4)"
+    # a changed node in a colour no category uses, nor one near it (the amber of before was a shade off the
+    # redistribution orange next to it)
+    def rgb(c: str) -> tuple[int, ...]:
+        return tuple(int(c[i : i + 2], 16) for i in (1, 3, 5))
+
+    for kind, colour in DIFF_COLORS.items():
+        near = min(sum((x - y) ** 2 for x, y in zip(rgb(colour), rgb(c))) ** 0.5 for c in CATEGORY_COLORS.values())
+        assert near > 100, (kind, near)
+    # the diff overlay is loaded last: the one Model Explorer shows
+    assert list(old.overlays)[-1] == list(new.overlays)[-1] == "diff"
+
+
+def test_cost_overlays() -> None:
+    model = _model(SEMI)
+    (graph,) = model.graphs
+    flops = model.node_data_of("FLOPs")[graph["id"]]
+    # line 512 `%73 = PrimFunc_MatMul(...)` fc1: (128, 64) x (64, 128) -> 2 * 128 * 64 * 128 FLOPs, the largest
+    # operator of the dump (with qkv's and the others of its size): in the darkest colour
+    assert flops["results"]["%73"]["value"] == 2 * 128 * 64 * 128 == max(r["value"] for r in flops["results"].values())
+    assert flops["thresholds"][-1]["value"] == 2 * 128 * 64 * 128 and flops["thresholds"][-1]["bgColor"] == HEAT[-1]
+    # an operator of unknown cost has no value (line 104's AllGather moves data, it computes nothing: none either)
+    assert "%5" not in flops["results"]
+    # bytes held: line 26 `%para6_body.w1: <Ref[Tensor[Float32]], (64, 128), ...> : has_default` -> 64 * 128 * 4
+    held = model.node_data_of("bytes held")[graph["id"]]["results"]
+    assert held["%para6_body.w1"]["value"] == 64 * 128 * 4
+    # activation bytes: what the backward keeps of a forward output: line 725 `%112 = PrimFunc_ReLU(%111)`, output
+    # `(512, 8)` Float32 (line 726), read by line 1021 `PrimFunc_ReluGrad(%156, %112)`; fc1's output is not kept
+    # (line 539's Add alone reads it)
+    kept = model.node_data_of("activation bytes")[graph["id"]]["results"]
+    assert kept["%112"]["value"] == 512 * 8 * 4 and "%73" not in kept
+    # an overview's part boxes carry the sum of their nodes' FLOPs (each part on the same footing)
+    parts = _model(GPT, 300)
+    data = parts.node_data_of("FLOPs")
+    overview, *rest = parts.graphs
+    boxes = data[overview["id"]]["results"]
+    for part in rest[:3]:
+        mine = {n["id"] for n in part["nodes"] if not n["namespace"].startswith(INPUTS)}
+        assert boxes[part["id"]]["value"] == sum(v["value"] for k, v in data[part["id"]]["results"].items() if k in mine)
+    # a folder's execution-order graph: each unit of work its operators' FLOPs, one scale for every stage (the stage
+    # load); pipeline_4stage_8p's micro batches are alike: every forward unit of stages 0-2 the same, each backward
+    # more (on the last stage F1-F7 each hold one scalar Add more than F0, 1 FLOP: the loss added to the sum F0 starts)
+    units = _model(PIPE4).node_data_of("FLOPs")["execution order"]["results"]
+    for rank in (0, 2, 4, 6):
+        f = {units[f"rank{rank}/F{m}"]["value"] for m in range(8)}
+        b = {units[f"rank{rank}/B{m}"]["value"] for m in range(8)}
+        assert (len(f) == 1 or rank == 6) and len(b) == 1 and min(b) > max(f) > 0
 
 
 def test_compare_marks_the_one_changed_node_of_a_pipeline_rank(tmp_path: Path) -> None:
@@ -551,7 +621,8 @@ def test_stage_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
 # They wait for what they check, never for a time.
 
 BROWSER = pytest.mark.xdist_group("view_browser")
-SERVED = {"semi": (SEMI,), "gpt": (GPT, "--part-size", "300"), "pipe": (PIPE4,), "diff": (SEMI, EDITED)}
+SERVED = {"semi": (SEMI,), "gpt": (GPT, "--part-size", "300"), "pipe": (PIPE4,), "diff": (SEMI, CHANGED)}
+OPENING = {"gpt": "&irtool_node=19_validate_0078.ir.xz%3A3761"}  # the page of GPT opens on a node (`--node`)
 SHOTS = os.environ.get("IRTOOL_SCREENSHOTS")  # README's pictures are written there when set
 
 
@@ -627,36 +698,105 @@ def browser() -> Iterator[object]:
             b.close()
 
 
-def _open(browser: object, url: str, width: int = 1600) -> object:
-    """A new page (its own browser context) on `url`, once its graph is drawn and its panel shown."""
-    ctx = browser.new_context(viewport={"width": width, "height": 1000})  # type: ignore[attr-defined]
-    ctx.add_init_script(WORKER_HOOK)
+# SwiftShader draws on the CPU the machine shares with the tests: the page's canvas at the size README's pictures
+# want only when they are taken, and without multisampling otherwise (Model Explorer asks WebGL for it; the
+# picture is the same but for its edges, and every frame costs a third less)
+SIZE = {"width": 1600, "height": 1000} if SHOTS else {"width": 1024, "height": 700}
+NO_MULTISAMPLING = """
+(() => { const getContext = HTMLCanvasElement.prototype.getContext;
+  HTMLCanvasElement.prototype.getContext = function (type, attrs) {
+    if (String(type).startsWith('webgl')) attrs = Object.assign({}, attrs, {antialias: false});
+    return getContext.call(this, type, attrs); }; })();
+"""
+
+
+def _load(browser: object, url: str) -> object:
+    """A new page (its own browser context) loading `url` (returns once the browser has it)."""
+    ctx = browser.new_context(viewport=SIZE)  # type: ignore[attr-defined]
+    ctx.add_init_script(WORKER_HOOK + ("" if SHOTS else NO_MULTISAMPLING))
     page = ctx.new_page()
     page.set_default_timeout(120_000)
     local = url.split("/?")[0]
     page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
-    page.goto(url)
-    page.wait_for_function("window.__me.graph !== null")
-    page.locator("info-panel table.info-attrs").first.wait_for()
+    page.goto(url, wait_until="commit")
     return page
 
 
+def _ready(page: object) -> object:
+    """`page` once its graph is drawn and its panel shown."""
+    page.wait_for_function(f"{GRAPH} !== undefined")  # type: ignore[attr-defined]
+    page.locator("info-panel table.info-attrs").first.wait_for()  # type: ignore[attr-defined]
+    return page
+
+
+class _Pages:
+    """The page of each server (SERVED, in the order of the tests reading them), opened when a test first asks for
+    it and kept for the tests after it that read the same server; while they run the next server's page loads
+    (a page load is mostly the browser's work: the two overlap), and a page is closed when the tests move on
+    (SwiftShader draws every page's frames in the one GPU process, for seconds after each step)."""
+
+    def __init__(self, browser: object, servers: dict[str, _Server]) -> None:
+        self.browser, self.servers = browser, servers
+        self.name: str | None = None
+        self.page: object = None
+        self.loading: dict[str, object] = {}
+
+    def _load(self, name: str) -> object:
+        return _load(self.browser, self.servers[name].url() + OPENING.get(name, ""))
+
+    def get(self, name: str) -> object:
+        if self.name != name:
+            self._close(self.page)
+            self.page, self.name = _ready(self.loading.pop(name, None) or self._load(name)), name
+            after = list(SERVED)[list(SERVED).index(name) + 1 :]
+            if after and after[0] not in self.loading:
+                self.loading[after[0]] = self._load(after[0])
+        return self.page
+
+    @staticmethod
+    def _close(page: object) -> None:
+        if page is not None:
+            page.context.close()  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        for page in [self.page, *self.loading.values()]:
+            self._close(page)
+        self.page = self.name = None
+        self.loading.clear()
+
+
 @pytest.fixture(scope="module")
-def semi_page(browser: object, servers: dict[str, _Server]) -> object:
+def pages(browser: object, servers: dict[str, _Server]) -> Iterator[_Pages]:
+    opened = _Pages(browser, servers)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def semi_page(pages: _Pages) -> object:
     """`irtool view SEMI`, for the tests that read it."""
-    return _open(browser, servers["semi"].url())
+    return pages.get("semi")
 
 
-@pytest.fixture(scope="module")
-def gpt_page(browser: object, servers: dict[str, _Server]) -> object:
-    """`irtool view GPT --part-size 300` (1500 operators in parts of at most 300 nodes)."""
-    return _open(browser, servers["gpt"].url())
+@pytest.fixture
+def gpt_page(pages: _Pages) -> object:
+    """`irtool view GPT --part-size 300` (1500 operators in parts of at most 300 nodes), the page opened on a node
+    (`--node 19_validate_0078.ir.xz:3761`: test_opening_on_a_node_and_the_title_bar_on_one_line)."""
+    return pages.get("gpt")
 
 
-@pytest.fixture(scope="module")
-def pipe_page(browser: object, servers: dict[str, _Server]) -> object:
+@pytest.fixture
+def pipe_page(pages: _Pages) -> object:
     """`irtool view PIPE4`: the folder's pipeline graph first."""
-    return _open(browser, servers["pipe"].url())
+    return pages.get("pipe")
+
+
+@pytest.fixture
+def diff_page(pages: _Pages) -> object:
+    """`irtool view SEMI CHANGED`: two compilations side by side."""
+    return pages.get("diff")
 
 
 def _shot(page: object, name: str) -> None:
@@ -679,74 +819,94 @@ def _info(page: object) -> dict[str, str]:
       return out; }""")
 
 
-# the nodes drawn now (every enclosing scope expanded), of the graph the layout worker answered last
-SHOWN_JS = """() => { const g = window.__me.graph, byId = {};
-  for (const n of g.nodes) byId[n[0]] = n;
-  return g.nodes.filter(n => { let p = n[4];
-    while (p) { const q = byId[p]; if (!q || !q[3]) return false; p = q[4]; } return true; }).map(n => n[0]); }"""
+# the graph the first pane shows, as Model Explorer holds it (its nodes with their group, each group expanded or not)
+GRAPH = "(window.me_test && window.me_test.renderers[0] && window.me_test.renderers[0].curModelGraph)"
+# the nodes of that graph drawn now: every enclosing group expanded
+SHOWN_JS = f"""() => {{ const g = {GRAPH};
+  return g.nodes.filter(n => {{ let p = n.nsParentId;
+    while (p) {{ const q = g.nodesById[p]; if (!q || !q.expanded) return false; p = q.nsParentId; }} return true; }})
+    .map(n => n.id); }}"""
 
 
 def _drawn(page: object) -> dict:
     """Ids of the nodes drawn now, the op node count and the edge count."""
-    return page.evaluate(f"""() => {{ const g = window.__me.graph;  // type: ignore[attr-defined]
-      return {{id: g.id, ops: g.nodes.filter(n => n[2] === 0).length, shown: ({SHOWN_JS})(),
-               edges: g.nodes.reduce((s, n) => s + n[5], 0)}}; }}""")
+    return page.evaluate(f"""() => {{ const g = {GRAPH};  // type: ignore[attr-defined]
+      return {{id: g.id, ops: g.nodes.filter(n => n.nodeType === 0).length, shown: ({SHOWN_JS})(),
+               edges: g.nodes.reduce((s, n) => s + (n.incomingEdges || []).length, 0)}}; }}""")
 
 
-def _until_drawn(page: object, node: str, graph: str | None = None) -> None:
-    """Wait until `node` is drawn (in `graph`)."""
-    page.wait_for_function(f"""([node, graph]) => window.__me.graph && (!graph || window.__me.graph.id === graph)
-      && ({SHOWN_JS})().includes(node)""", arg=[node, graph])  # type: ignore[attr-defined]
+def _until_drawn(page: object, node: str) -> None:
+    """Wait until `node` is drawn."""
+    page.wait_for_function(f"(node) => {GRAPH} && ({SHOWN_JS})().includes(node)", arg=node)  # type: ignore[attr-defined]
 
 
-def _go(page: object, graph: str, node: str | None = None) -> None:
-    """Open `graph` in the first pane (and select `node`), as a link of the page does; wait until it is drawn."""
-    page.evaluate("([g, n]) => window.irtool.openNode(0, g, n)", [graph, node])  # type: ignore[attr-defined]
+def _go(page: object, graph: str, node: str | None = None, pane: int = 0) -> None:
+    """Open `graph` in a pane (and select `node`), as a link of the page does; wait until it is drawn."""
+    page.evaluate("([p, g, n]) => window.irtool.openNode(p, g, n)", [pane, graph, node])  # type: ignore[attr-defined]
     if node is None:
-        page.wait_for_function("""(g) => { const r = window.me_test.renderers[0];  // type: ignore[attr-defined]
-          return r && r.curModelGraph && r.curModelGraph.id === g && window.__me.graph.id === g; }""", arg=graph)
+        page.wait_for_function("""([g, p]) => { const r = window.me_test.renderers[p];  // type: ignore[attr-defined]
+          return r && r.curModelGraph && r.curModelGraph.id === g && r.nodesToRender && r.nodesToRender.length; }""",
+                               arg=[graph, pane])
     else:
-        assert _selected(page, graph) == node
+        assert _selected(page, graph, pane, node) == node
 
 
-def _selected(page: object, graph: str) -> str:
-    """The node the first pane shows selected, once it shows `graph` and its panel says the node."""
-    page.wait_for_function("""(graph) => { const r = window.me_test.renderers[0];  // type: ignore[attr-defined]
-      return r && r.curModelGraph && r.curModelGraph.id === graph && r.selectedNodeId &&
-        [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === r.selectedNodeId); }""",
-                           arg=graph)
-    return page.evaluate("window.me_test.renderers[0].selectedNodeId")  # type: ignore[attr-defined]
+def _selected(page: object, graph: str, pane: int = 0, node: str = "") -> str:
+    """The node a pane shows selected (`node` if given), once it shows `graph` and its panel says the node."""
+    page.wait_for_function("""([graph, pane, node]) => { const r = window.me_test && window.me_test.renderers[pane];
+      const panel = document.querySelectorAll('.pane-container')[pane];
+      return r && r.curModelGraph && r.curModelGraph.id === graph && r.selectedNodeId && panel &&
+        (!node || r.selectedNodeId === node) &&
+        [...panel.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === r.selectedNodeId); }""",
+                           arg=[graph, pane, node])  # type: ignore[attr-defined]
+    return page.evaluate(f"window.me_test.renderers[{pane}].selectedNodeId")  # type: ignore[attr-defined]
 
 
-def _panel(page: object) -> dict[str, str]:
-    """Key -> value rows of the side panel of the selected node."""
-    return page.evaluate("""() => {  // type: ignore[attr-defined]
+def _panel(page: object, pane: int = 0) -> dict[str, str]:
+    """Key -> value rows of a pane's side panel."""
+    return page.evaluate("""(pane) => {  // type: ignore[attr-defined]
       const out = {};
-      for (const row of document.querySelectorAll('info-panel .attrs-table-container tr, info-panel table tr')) {
+      const panel = document.querySelectorAll('.pane-container')[pane];
+      for (const row of panel.querySelectorAll('info-panel .attrs-table-container tr, info-panel table tr')) {
         const td = row.querySelectorAll('td');
-        if (td.length >= 2) out[td[0].innerText.trim()] = td[1].innerText.trim();
+        const key = td.length >= 2 && td[0].innerText.trim(), value = key && td[1].innerText.trim();
+        if (key) out[key] = key in out ? `${out[key]} | ${value}` : value;  // a row and an overlay of one name
       }
-      return out; }""")
+      return out; }""", pane)
 
 
-def _row(page: object, key: str) -> object:
-    """The value cell of the panel's row `key`."""
+def _overlay(page: object, name: str, pane: int = 0) -> dict[str, dict]:
+    """Show the node data overlay `name` in a pane (its eye in the panel's list); its results by node id."""
+    row = page.locator(".pane-container").nth(pane).locator(  # type: ignore[attr-defined]
+        "node-data-provider-summary-panel .index-row",
+        has=page.locator(".run-name", has_text=re.compile(f"^{re.escape(name)}$")))  # type: ignore[attr-defined]
+    _click(page, row.locator(".icon-container.visibility"))
+    page.wait_for_function("""([name, pane]) => { const s = window.me_test.renderers[pane].webglRendererNdpService;
+      const run = s.curNodeDataProviderRun(); return run && run.runName === name; }""", arg=[name, pane])
+    return page.evaluate(f"window.me_test.renderers[{pane}].webglRendererNdpService.curNodeDataProviderResults()")
+
+
+def _click(page: object, locator: object, alt: bool = False) -> None:
+    """Click `locator` with the mouse (Alt held: Model Explorer selects the node a panel link names, a plain click
+    only shows it); Playwright's own click waits for the picture to settle, seconds on SwiftShader."""
+    locator.wait_for()  # type: ignore[attr-defined]
+    box = locator.bounding_box()  # type: ignore[attr-defined]
+    if alt:
+        page.keyboard.down("Alt")  # type: ignore[attr-defined]
+    page.mouse.click(box["x"] + min(20, box["width"] / 2), box["y"] + box["height"] / 2)  # type: ignore[attr-defined]
+    if alt:
+        page.keyboard.up("Alt")  # type: ignore[attr-defined]
+
+
+def _link(page: object, key: str, node: str, graph: str) -> object:
+    """The value of the panel's row `key` once the page made it a link to `node` of `graph` (static/view.js)."""
     return page.locator("info-panel tr", has=page.locator("td.key").get_by_text(key, exact=True)).locator(
-        "td.value").first  # type: ignore[attr-defined]
-
-
-def _search(page: object, text: str, alt: bool = False) -> None:
-    """Type a regex in Model Explorer's search box and click its first node result."""
-    box = page.locator("search-bar input").first  # type: ignore[attr-defined]
-    box.fill(text)
-    box.press("Enter")
-    result = page.locator(".search-results-container mat-tree-node:not(:has(.expandable-tree-node))").first
-    result.click(modifiers=["Alt"] if alt else [])
+        f'td.value.irtool-link[title="open {node} in {graph}"]').first  # type: ignore[attr-defined]
 
 
 def _expand_all(page: object) -> None:
     events = page.evaluate("window.__me.events")  # type: ignore[attr-defined]
-    page.locator("div.expand-all").first.click()  # type: ignore[attr-defined]
+    _click(page, page.locator("div.expand-all").first)
     page.wait_for_function(f"window.__me.events > {events}")  # type: ignore[attr-defined]
 
 
@@ -762,13 +922,15 @@ def test_a_dump_in_model_explorer(semi_page: object) -> None:
     box.press("Enter")
     results = page.locator(".search-results-container")
     results.wait_for()
-    for kind in ("Attrs", "Inputs", "Outputs"):  # match node labels only, not attribute values
-        option = results.locator(".option-container", has_text=kind)
+    kinds = [results.locator(".option-container", has_text=kind) for kind in ("Attrs", "Inputs", "Outputs")]
+    for option in kinds:  # match node labels only, not attribute values
         if "selected" in (option.get_attribute("class") or ""):
-            option.click()
+            _click(page, option)
     page.wait_for_function("""() => { const t = document.querySelector('.search-results-container .title-label');
       return t && t.innerText.trim().startsWith('14 '); }""")
-    page.locator("search-bar .btn-clear-container").click()
+    for option in kinds:  # as they were, for the tests after this one
+        _click(page, option)
+    _click(page, page.locator("search-bar .btn-clear-container").first)
     # expanding the scopes reveals the operators inside them
     before = _drawn(page)
     assert "%5" not in before["shown"]  # line 104's AllGather, inside body-ShardedAttentionMLP
@@ -781,11 +943,28 @@ def test_a_dump_in_model_explorer(semi_page: object) -> None:
 
 
 @BROWSER
+def test_cost_overlays_in_model_explorer(semi_page: object) -> None:
+    page = semi_page
+    # the FLOPs overlay (test_cost_overlays): fc1's MatMul, line 512 `%73`, the largest, in the darkest colour;
+    # Model Explorer's own table sums it per root scope (its "Root-level nodes stats")
+    results = _overlay(page, "FLOPs")
+    assert results["%73"]["value"] == 2 * 128 * 64 * 128 and results["%73"]["bgColor"] == HEAT[-1]
+    _shot(page, "cost")
+    _overlay(page, "comm category")  # the page as it opened
+
+
+@BROWSER
 def test_the_panel_in_model_explorer(semi_page: object) -> None:
     page = semi_page
-    # the AllGather at line 104, found by its `file` attribute and revealed (Alt+click: Model Explorer's locate)
-    _search(page, "19_validate_0078[.]ir[.]xz:104", alt=True)
-    assert _selected(page, "TrainOneStepCell") == "%5"
+    # the AllGather at line 104, found by its `file` attribute (Model Explorer's search), and selected
+    box = page.locator("search-bar input")
+    box.fill("19_validate_0078[.]ir[.]xz:104")
+    box.press("Enter")
+    found = page.locator(".search-results-container mat-tree-node:not(:has(.expandable-tree-node))")
+    found.first.wait_for()
+    assert found.all_inner_texts()[0].split()[0] == "AllGather"
+    _click(page, page.locator("search-bar .btn-clear-container").first)
+    _go(page, "TrainOneStepCell", "%5")
     panel = _panel(page)
     # what test_the_panel_says_what_summarize_says pins in the JSON, as the panel shows it
     assert panel.get("producer") == "MatMul qkv (line 86)", panel
@@ -798,13 +977,32 @@ def test_the_panel_in_model_explorer(semi_page: object) -> None:
 
 
 @BROWSER
+def test_opening_on_a_node_and_the_title_bar_on_one_line(gpt_page: object) -> None:
+    # what `irtool view GPT --part-size 300 --node FILE:3761` announces (the module's page of GPT opens so): the
+    # page opens on that node's part, the node selected: line 3761 `%259 = PrimFunc_Cast(...)`, scope
+    # `Gradients/.../1-DecoderLayer/Grad_Cast/Cast-op0`, in the part of the longest name; on a 1280-pixel screen
+    # the title bar stays one line, its icons in view
+    page = gpt_page
+    layer = "TrainGradAccuStepCell: Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer"
+    assert _selected(page, layer) == "%259"
+    page.set_viewport_size({**SIZE, "width": 1280})  # type: ignore[attr-defined]
+    bar = page.evaluate("""() => { const t = document.querySelector('title-bar');
+      const leaves = [...t.querySelectorAll('mat-icon, .option-label, .collection-label')].filter(e => e.offsetParent);
+      return {height: t.getBoundingClientRect().height,
+              tops: leaves.map(e => Math.round(e.getBoundingClientRect().top + e.getBoundingClientRect().height / 2)),
+              right: Math.max(...leaves.map(e => e.getBoundingClientRect().right))}; }""")
+    page.set_viewport_size(SIZE)  # type: ignore[attr-defined]
+    assert bar["height"] <= 48 and max(bar["tops"]) - min(bar["tops"]) <= 4 and bar["right"] <= 1280, bar
+
+
+@BROWSER
 def test_a_large_graph_opens_on_its_overview_with_counts_and_a_part_behind_it(gpt_page: object) -> None:
     # 1500 operators in parts of at most 300 nodes: test_a_large_graph_comes_as_an_overview_and_parts
     overview, *parts = _model(GPT, 300).graphs
     page = gpt_page
     _go(page, overview["id"])  # where the page opened (another test may have left it elsewhere)
     # the overview first, no choosing in the graph selector: a box per part
-    boxes = page.evaluate("window.__me.graph.nodes.filter(n => n[2] === 0).map(n => n[1])")
+    boxes = page.evaluate(f"{GRAPH}.nodes.filter(n => n.nodeType === 0).map(n => n.label)")
     assert len(boxes) == len(parts) and "1-DecoderLayer" in boxes, boxes
     # Model Explorer draws group attributes on boxes when "Layer node attributes" is on: irtool seeds it
     shown = page.evaluate("window.__me.showOnNode")
@@ -813,15 +1011,6 @@ def test_a_large_graph_opens_on_its_overview_with_counts_and_a_part_behind_it(gp
     _shot(page, "counts")
     _expand_all(page)
     _shot(page, "overview")
-    # the part of `Default`'s own operators, opened as a link to it opens it. The 487 operators directly in
-    # `Default` (grep in test_a_flat_scope_gets_levels...) are in levels there: expanding everything
-    # finishes and shows the Send %154 (line 2446) inside `micro 0`; the nodes the part reads from
-    # other parts are in a group of their own
-    _go(page, next(g["id"] for g in parts if g["id"].endswith(": Default (own operators)")))
-    top = page.evaluate("window.__me.graph.nodes.filter(n => n[2] === 1 && !n[4]).map(n => n[1])")
-    assert {"micro 0", INPUTS} <= set(top), top
-    _expand_all(page)
-    _until_drawn(page, "%154")
 
 
 @BROWSER
@@ -836,17 +1025,19 @@ def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
     row.wait_for()
     assert row.inner_text().split("\n") == ["Send %154 19_validate_0078.ir.xz:2446", part]
     _shot(page, "find")
-    row.click()
-    assert _selected(page, part) == "%154"
+    _click(page, row)
+    assert _selected(page, part, node="%154") == "%154"
     assert _panel(page)["file"] == "19_validate_0078.ir.xz:2446"
+    # the part: the 487 operators directly in `Default` (grep in test_a_flat_scope_gets_levels...) are in levels
+    # there (`micro 0`, ...), the nodes it reads from other parts in a group of their own
+    top = page.evaluate(f"{GRAPH}.nodes.filter(n => n.nodeType === 1 && !n.nsParentId).map(n => n.label)")
+    assert {"micro 0", INPUTS} <= set(top), top
     # a node the part reads from another part is a link: `%153`, the Depend the Send reads (line 2443,
     # scope `Default/network-PipelineCell/...`), opens where it is, selected
     _go(page, part, "%153")
-    link = page.locator("info-panel td.value.irtool-link")
-    link.wait_for()
-    where = _panel(page)["in part"]
-    link.click()
-    assert _selected(page, f"TrainGradAccuStepCell: {where.removesuffix('my_location').strip()}") == "%153"
+    where = "TrainGradAccuStepCell: " + _panel(page)["in part"].removesuffix("my_location").strip()
+    _click(page, _link(page, "in part", "%153", where))
+    assert _selected(page, where, node="%153") == "%153"
     assert "in part" not in _panel(page)
     # a search in a part lists the operators of the other graphs too (Model Explorer lists its own graph's):
     # line 10293 `%1000 = PrimFunc_SumExt(...)`, in `Gradients/...`
@@ -854,27 +1045,7 @@ def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
     page.locator(".irtool-find-row").first.wait_for()
     assert page.locator(".irtool-find-title").inner_text() == "1 in other graphs"
     assert page.locator(".irtool-find-row").inner_text().startswith("SumExt %1000 19_validate_0078.ir.xz:10293")
-    page.locator("search-bar .btn-clear-container").click()
-
-
-@BROWSER
-def test_opening_on_a_node_and_the_title_bar_on_one_line(browser: object, servers: dict[str, _Server]) -> None:
-    from urllib.parse import quote
-
-    # what `irtool view GPT --part-size 300 --node FILE:2446` announces: the page opens on that node's part, selected
-    page = _open(browser, servers["gpt"].url() + "&irtool_node=" + quote("19_validate_0078.ir.xz:2446"))
-    assert _selected(page, "TrainGradAccuStepCell: Default (own operators)") == "%154"
-    # the longest part's name on a 1280-pixel screen: the title bar stays one line, its icons in view
-    layer = "TrainGradAccuStepCell: Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer"
-    page.set_viewport_size({"width": 1280, "height": 1000})  # type: ignore[attr-defined]
-    _go(page, layer)
-    bar = page.evaluate("""() => { const t = document.querySelector('title-bar');
-      const leaves = [...t.querySelectorAll('mat-icon, .option-label, .collection-label')].filter(e => e.offsetParent);
-      return {height: t.getBoundingClientRect().height,
-              tops: leaves.map(e => Math.round(e.getBoundingClientRect().top + e.getBoundingClientRect().height / 2)),
-              right: Math.max(...leaves.map(e => e.getBoundingClientRect().right))}; }""")
-    assert bar["height"] <= 48 and max(bar["tops"]) - min(bar["tops"]) <= 4 and bar["right"] <= 1280, bar
-    page.context.close()  # type: ignore[attr-defined]
+    _click(page, page.locator("search-bar .btn-clear-container").first)
 
 
 @BROWSER
@@ -896,29 +1067,78 @@ def test_the_pipeline_graph_of_a_folder(pipe_page: object) -> None:
         ns => { const n = g.nodesById[ns + '___group___']; return n.globalX ?? n.x; });
       return x.every(v => typeof v === 'number') && x; }""").json_value()
     assert columns == sorted(columns) and len(set(columns)) == 4, columns
-    # the graph selector: the pipeline and execution order graphs, then the stages in stage order
-    page.locator("graph-selector .graph-selector-label").click()
-    page.locator(".graph-selector-panel mat-option .option-label").first.wait_for()
-    options = page.locator(".graph-selector-panel mat-option .option-label").all_inner_texts()
-    page.keyboard.press("Escape")
-    stages = [o for o in options if o.startswith("stage ")]
-    assert options[:2] == ["execution order", "pipeline"] and stages == sorted(stages) and len(stages) == 4, options
+    # the graph selector: the pipeline graph, the stage graphs its boxes open under it in stage order (Model
+    # Explorer lists them by node count: 972, 956, 780, 773 nodes for stages 0, 3, 2, 1), the execution order graph
+    _click(page, page.locator("graph-selector .graph-selector-label"))
+    page.locator(".graph-selector-panel .graph-label").first.wait_for()
+    options = page.locator(".graph-selector-panel .graph-label").all_inner_texts()
+    _click(page, page.locator(".cdk-overlay-backdrop"))  # closes the selector
+    page.locator(".cdk-overlay-backdrop").wait_for(state="detached")
+    stages = [f"stage {s} rank {2 * s}: TrainStep" for s in range(4)]
+    assert options == ["pipeline", *stages, "execution order", *stages], options
     _shot(page, "pipeline")
-    # every link of the panels of the first box of each column names a node of this graph: choosing it selects
-    # it (a link to a node the graph does not hold left the page "Processing")
-    for column in ("rank0/", "rank2/", "rank4/", "rank6/"):
-        box = page.evaluate(f"window.__me.graph.nodes.find(n => n[2] === 0 && n[0].startsWith('{column}'))[0]")
-        _go(page, "pipeline", box)
-        targets = page.locator("info-panel .node-id-attribute").all_inner_texts()
-        assert targets, box
-        for k, target in enumerate(targets):
-            page.locator("info-panel .node-id-attribute").nth(k).click()
-            page.wait_for_function("(t) => window.me_test.renderers[0].selectedNodeId === t", arg=target.split()[0])
-            _go(page, "pipeline", box)
+    # a box's panel links name nodes of this graph (every link of every panel of the folder's graphs:
+    # test_every_panel_link_names_a_node_of_its_graph): its pair, chosen (Alt+click), is selected (a link to a node
+    # the graph does not hold left the page "Processing")
+    (pair,) = page.locator("info-panel .node-id-attribute").all_inner_texts()
+    _click(page, page.locator("info-panel .node-id-attribute").first, alt=True)
+    assert _selected(page, "pipeline", node="rank2/TrainStep/%0") == pair.split()[0] == "rank2/TrainStep/%0"
     # rank 6's first box (line 91 of rank 6: `%0 = Receive(...)`) serves the LayerNorm `%3` (line 280, `LayerNorm(%0,
-    # ...)`): the link opens the stage graph on it; the box itself opens its node in the stage graph
-    _row(page, "comm serves").click()
-    assert _selected(page, "stage 3 rank 6: TrainStep") == "%3"
-    _go(page, "pipeline", box)
-    _row(page, "stage graph").click()
-    assert _selected(page, "stage 3 rank 6: TrainStep") == box.rpartition("/")[2]
+    # ...)`): a link opening the stage graph on it, as its `stage graph` row opens its own node there (the page
+    # opening a node of another graph from a link: test_find_any_node_from_the_overview_and_open_it)
+    _go(page, "pipeline", "rank6/TrainStep/%0")
+    _link(page, "comm serves", "%3", "stage 3 rank 6: TrainStep").wait_for()
+    _link(page, "stage graph", "%0", "stage 3 rank 6: TrainStep").wait_for()
+
+
+@BROWSER
+def test_the_execution_order_view(pipe_page: object) -> None:
+    page = pipe_page
+    _go(page, "execution order")
+    # a row per stage, one under another in stage order; each row's boxes left to right in execution order:
+    # stage 1 (rank 2) receives F0, runs it, sends it on (test_the_execution_order_graph)
+    place = page.wait_for_function("""() => { const g = window.me_test.renderers[0].curModelGraph;
+      const at = (id) => { const n = g.nodesById[id]; return n && [n.x, n.y]; };  // in its group (a row), or on top
+      const rows = ['stage 0 rank 0', 'stage 1 rank 2', 'stage 2 rank 4', 'stage 3 rank 6'].map(
+        ns => at(ns + '___group___'));
+      const row1 = ['rank2/TrainStep/%0', 'rank2/F0', 'rank2/TrainStep/%26'].map(at);
+      const expanded = Object.values(g.nodesById).every(n => n.nodeType !== 1 || n.expanded);
+      return expanded && new Set(row1.map(p => p && p[0])).size === 3 && {rows, row1}; }""").json_value()
+    ys = [p[1] for p in place["rows"]]
+    xs = [p[0] for p in place["row1"]]
+    assert ys == sorted(ys) and len(set(ys)) == 4 and xs == sorted(xs) and len(set(xs)) == 3, place
+    # the namespace (layer) highlight: `layer-4:` lights up the 16 units whose operators read layer 4, all of stage 2
+    # (rank 4 holds layers 4 and 5)
+    box = page.locator("search-bar input")
+    box.fill("layer-4:")
+    box.press("Enter")
+    page.wait_for_function("""() => { const t = document.querySelector('.search-results-container .title-label');
+      return t && t.innerText.trim().startsWith('16 '); }""")
+    found = page.locator(".search-results-container mat-tree-node:not(:has(.expandable-tree-node))").all_inner_texts()
+    assert len(found) == 16 and all(f.split()[0][0] in "FB" for f in found), found
+    # the units' FLOPs: one scale for every stage, each stage's load (test_cost_overlays)
+    results = _overlay(page, "FLOPs")
+    assert results["rank0/B0"]["value"] > results["rank0/F0"]["value"] > 0
+    _shot(page, "execution")
+
+
+@BROWSER
+def test_the_diff_view(diff_page: object) -> None:
+    page = diff_page
+    # both sides, each with the diff overlay shown (test_the_diff_view_marks_what_irtool_diff_reports)
+    shown = page.wait_for_function("""() => { const rs = window.me_test.renderers;
+      const out = [0, 1].map(i => { const r = rs[i]; const run = r && r.curModelGraph && r.webglRendererNdpService
+        .curNodeDataProviderRun(); return run ? [r.curModelGraph.id, run.runName] : null; });
+      return out.every(x => x) && out; }""").json_value()
+    assert shown == [["old: TrainOneStepCell", "diff"], ["new: TrainOneStepCell", "diff"]], shown
+    # folded boxes count the changes below them (`diff changed`, drawn with the other counts)
+    assert "diff" in page.evaluate("window.__me.showOnNode")["Layer node attributes"]["filterRegex"]
+    # fc1 (new line 521, `%76`) in the changed colour, its old -> new strategy in its panel
+    results = page.wait_for_function("""() => { const r = window.me_test.renderers[1].webglRendererNdpService
+      .curNodeDataProviderResults(); return r && r['%76'] && r; }""").json_value()
+    assert results["%76"]["bgColor"] == DIFF_COLORS["changed"] and results["%131"]["value"] == "added"
+    _go(page, "new: TrainOneStepCell", "%76", pane=1)
+    panel = _panel(page, pane=1)
+    assert "changed (new side)" in panel["diff"].split(" | "), panel
+    assert panel["diff in strategy"] == "(4,1)(1,2) -> (2,1)(1,4)", panel
+    _shot(page, "diff")

@@ -5,10 +5,11 @@ each parameter as this rank holds it: weights, optimizer states, buffers) and `a
 (`parallel.memory`: each forward output kept for the backward, for one micro batch). An operator of
 unknown cost has no value (unknown is never 0).
 
-Colours are decades below the largest value of the model (`HEAT`, palest for less than a
-ten-thousandth of it), the same scale in every graph of a model, so that parts, stages and units
-compare at a glance. On an overview each part box carries the sum of its nodes' values; on a
-folder's execution-order graph each unit of work the FLOPs of its operators (the stage's load).
+A node's colour is its value's decade below the largest value of a node of the model (`HEAT`,
+palest for less than a ten-thousandth of it), the same scale in every graph of a model. On an
+overview each part box carries the sum of its nodes' values, on a folder's execution-order graph each
+unit of work the FLOPs of its operators (the stage's load), coloured from the least to the largest
+sum of the graph (sums are alike in size: decades would colour them all alike).
 """
 from __future__ import annotations
 
@@ -85,12 +86,20 @@ def heat_node_data(name: str, values: dict[str, dict[str, int]], graphs: list[di
             mine = {n["id"] for n in g["nodes"] if not n["namespace"].startswith(INPUTS)}
             aggregates.setdefault(overview, {})[g["id"]] = sum(v for k, v in values[whole].items() if k in mine)
     top = max((v for vs in out.values() for v in vs.values()), default=0)
-    return {**{gid: _data(name, vs, top) for gid, vs in out.items()},
-            **{gid: _data(name, vs, max(vs.values(), default=0)) for gid, vs in aggregates.items()}}
+    return {**{gid: _data(name, vs, heat_thresholds(top) if top > 0 else None) for gid, vs in out.items()},
+            **{gid: _data(name, vs, gradient=HEAT_GRADIENT) for gid, vs in aggregates.items()}}
 
 
-def _data(name: str, values: dict[str, int], top: int) -> dict[str, Any]:
+# sums (parts, units of work) are alike in size: coloured from the least (palest) to the largest (darkest) shown
+HEAT_GRADIENT = [{"stop": i / (len(HEAT) - 1), "bgColor": c, "textColor": "#ffffff" if i >= len(HEAT) - 2 else "#000000"}
+                 for i, c in enumerate(HEAT)]
+
+
+def _data(name: str, values: dict[str, int], thresholds: list[dict[str, Any]] | None = None,
+          gradient: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"name": name, "results": {k: {"value": v} for k, v in values.items()}}
-    if top > 0:
-        out["thresholds"] = heat_thresholds(top)
+    if thresholds:
+        out["thresholds"] = thresholds
+    if gradient:
+        out["gradient"] = gradient
     return out

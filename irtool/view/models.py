@@ -30,7 +30,7 @@ from .graphs import (
     node_index,
     overview_id,
 )
-from .pipeline import StageRank, execution_graph, first_box, pipeline_graph, unit_values
+from .pipeline import LANES, StageRank, execution_graph, first_box, pipeline_graph, unit_values
 
 Side = tuple[Dump, ParallelFacts]
 Graphs = list[dict[str, Any]]
@@ -64,11 +64,12 @@ class Model:
     def __init__(self, label: str, graphs: Graphs | Callable[[], Graphs],
                  overlays: dict[str, Callable[[Graphs], dict[str, Any]]] | None = None, sorting: str | None = None,
                  first_graph: str | None = None, finder: Callable[[str], tuple[str, str]] | None = None,
-                 first_node: Callable[[], str | None] | None = None) -> None:
+                 first_node: Callable[[], str | None] | None = None, lanes: tuple[str, ...] = ()) -> None:
         self.label = label
         # a folder's pipeline graph opens with its columns expanded and its first box selected (what draws
         # the lines between Sends and Receives): that box, found when the page is asked for
         self.first_node = first_node
+        self.lanes = lanes  # graphs whose groups are a folder's ranks (columns, rows): shown expanded
         self.finder = finder  # `--node` text -> (graph id before a split, node id): `find`
         self.overlays = overlays or {}
         self._node_data: dict[str, dict[str, Any]] = {}
@@ -277,7 +278,7 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
 
     return Model(label, build, _overlays(picked, lambda: [r.stage_rank(part_size) for r in picked]), sorting="name_asc",
                  first_graph="pipeline", finder=_finder(picked),
-                 first_node=lambda: first_box([r.stage_rank(part_size) for r in picked]))
+                 first_node=lambda: first_box([r.stage_rank(part_size) for r in picked]), lanes=LANES)
 
 
 def compare_models(old: str | Selection, new: str | Selection, differ: Differ, part_size: int = PART_SIZE) -> list[Model]:

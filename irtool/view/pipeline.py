@@ -117,6 +117,7 @@ def _paired(ranks: list[StageRank]) -> tuple[list[Pair], int]:
 
 PAIRS = "pairs (Send -> Receive)"
 ORDER = "execution order"
+LANES = ("pipeline", "execution order")  # the graphs' ids: their groups, a rank each, are shown expanded
 
 
 def _overlays(graph_id: str, pairs: list[Pair], columns: dict[str, list[str]]) -> dict[str, Any]:
@@ -164,7 +165,7 @@ def first_box(ranks: list[StageRank]) -> str | None:
     return None
 
 
-def pipeline_graph(ranks: list[StageRank], graph_id: str = "pipeline", folder: Iterable[int] | None = None,
+def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Iterable[int] | None = None,
                    unreadable: Iterable[Unreadable] = ()) -> dict[str, Any]:
     """MindInsight's pipeline view: a column per drawn rank (one per stage), in stage order, of its
     Send/Receive in execution order (`parallel.order`: `#3`; `#—` and dump order where the pass does not
@@ -219,13 +220,14 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = "pipeline", folder: I
             "tasksData": _overlays(graph_id, pairs, columns)}
 
 
-def execution_graph(ranks: list[StageRank], graph_id: str = "execution order") -> dict[str, Any]:
+def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[str, Any]:
     """MindInsight's execution overview: a row per drawn rank (one per stage), in stage order, of its
     units of work left to right in execution order (`parallel.order`: the forward `F0` or backward
     `B0.c1` of a micro batch on a chunk), each between the Receive it waits for and the Send that
     follows it; units coloured forward, backward and backward that recomputes forward work, each
-    saying the layers its operators read (rows `layer 3`: search `layer 3:` to light them up in every
-    row) and opening its first operator in the stage graph; the Send/Receive as in the pipeline graph."""
+    saying the layers its operators read (rows `layer-3`: search `layer-3:` to light them up in every
+    row; Model Explorer's search reads a space as two words) and opening its first operator in the stage
+    graph; the Send/Receive as in the pipeline graph."""
     nodes: list[dict[str, Any]] = []
     groups: dict[str, dict[str, str]] = {}
     micro: dict[str, int | None] = {}
@@ -260,7 +262,7 @@ def execution_graph(ranks: list[StageRank], graph_id: str = "execution order") -
             "ranks drawn": rank_list(sorted(r.rank for r in ranks)),
             "colours": "forward blue, backward orange, backward that recomputes forward work purple; "
                        "Send red, Receive green",
-            "layers": "search `layer 3:` to light up the units whose operators read layer 3 (their `layer N` rows)"}
+            "layers": "search `layer-3:` to light up the units whose operators read layer 3 (their `layer-N` rows)"}
     return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": ROWS,
             "tasksData": _overlays(graph_id, pairs, columns)}
 
@@ -278,7 +280,7 @@ def _unit_box(r: StageRank, u: Any, members: list[Any]) -> dict[str, Any]:
     if first is not None:
         whole, opened = r.graph_ids(first.graph)
         rows += [_kv("file", f"{r.file}:{first.line}"), _kv("stage graph", f"{whole} {first.key}")]
-    rows += [_kv(f"layer {layer}", f"{n} operators") for layer, n in sorted(
+    rows += [_kv(f"layer-{layer}", f"{n} operators") for layer, n in sorted(
         (x for x in layers.items() if x[0] is not None), key=lambda x: x[0])]
     look = "recompute" if recomputed else u.phase
     return {"id": f"rank{r.rank}/{u.label}", "label": u.label + (" +recompute" if recomputed else ""),

@@ -205,9 +205,10 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
         return
     import flask
 
+    page_data = {"models": [m.label for m in models], "lanes": sorted({g for m in models for g in m.lanes})}
     seed = (f"<script>if (!localStorage.getItem({json.dumps(SHOW_ON_NODE_KEY)})) localStorage.setItem("
             f"{json.dumps(SHOW_ON_NODE_KEY)}, {json.dumps(json.dumps(SHOW_COUNTS))});"
-            f"window.IRTOOL = {json.dumps({'models': [m.label for m in models]})};</script>"
+            f"window.IRTOOL = {json.dumps(page_data)};</script>"
             '<link rel="stylesheet" href="irtool/view.css"><script src="irtool/view.js" defer></script>')
 
     def serve_asset(rel_path: str) -> Any:
@@ -245,9 +246,10 @@ def _pane_states(models: list[Model], opened: dict[str, tuple[str, str]] | None 
 
 def _opening_script(spec: str | None, models: list[Model], builder: _Builder) -> str:
     """A script opening the panes on their nodes before Model Explorer reads the address (its
-    `uiState`): the node `spec` names in each model holding it, else a folder's first pipeline box; ""
-    when there is none. The graph of a node of a split graph is known once the graphs are built: this
-    waits for them."""
+    `uiState`: the graph, the node selected) and naming them to the page's script (`IRTOOL_OPEN`,
+    static/view.js: Model Explorer drops a selection its first layouts race with): the node `spec`
+    names in each model holding it, else a folder's first pipeline box; "" when there is none. The graph
+    of a node of a split graph is known once the graphs are built: this waits for them."""
     opened: dict[str, tuple[str, str]] = {}
     for i, m in enumerate(models):
         if spec:
@@ -263,10 +265,14 @@ def _opening_script(spec: str | None, models: list[Model], builder: _Builder) ->
             opened[m.label] = (m.first_graph, first)
     if not opened:
         return ""
+    states = _pane_states(models, opened)
+    opens = [[i, s["selectedGraphId"], s["selectedNodeId"], s["selectedCollectionLabel"]] for i, s in enumerate(states)
+             if s["selectedNodeId"]]
     return ("<script>(() => { const p = new URLSearchParams(location.search);"
             "const d = JSON.parse(p.get('data') || '{}');"
-            f"d.uiState = {{paneStates: {json.dumps(_pane_states(models, opened))}}}; p.set('data', JSON.stringify(d));"
-            f"p.delete({json.dumps(NODE_PARAM)}); history.replaceState(null, '', '?' + p.toString()); }})();</script>")
+            f"d.uiState = {{paneStates: {json.dumps(states)}}}; p.set('data', JSON.stringify(d));"
+            f"p.delete({json.dumps(NODE_PARAM)}); history.replaceState(null, '', '?' + p.toString());"
+            f"window.IRTOOL_OPEN = {json.dumps(opens)}; }})();</script>")
 
 
 def url_for(config: Any, host: str, port: int, models: list[Model] | None = None, node: str | None = None) -> str:

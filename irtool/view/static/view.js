@@ -9,8 +9,15 @@
 //   `comm serves` (a pipeline box's node, and the node it serves, in its stage graph) open the graph
 //   where the node is, with it selected.
 //
-// The node a page opens on (`irtool view --node`, a folder's first pipeline box) is in its address
-// (serve.py), selected by Model Explorer itself.
+// - A folder's pipeline and execution-order graphs (`IRTOOL.lanes`) shown with their groups, a rank
+//   each, expanded when a pane opens them.
+// - The graph selector in the model's own order (a folder's pipeline and execution-order graphs, then
+//   its stages in stage order, each rank's entry graph first; a split graph's overview before its
+//   parts): Model Explorer sorts a model from a server by node count (it drops the graph JSON's
+//   `graphSorting`).
+//
+// - The node a page opens on (`irtool view --node`, a folder's first pipeline box: `IRTOOL_OPEN`, its
+//   graph is in the address, serve.py) selected, again while Model Explorer's first layouts drop it.
 //
 // A graph is opened through Model Explorer's own app service (the renderer each pane registers in
 // `window.me_test`, as its tests use it); without it, the page is loaded again at the node (its
@@ -56,7 +63,7 @@
     return g ? [g.id, g.collectionLabel || ""] : [null, ""];
   }
 
-  function openNode(pane, graphId, nodeId, label) {
+  function openNode(pane, graphId, nodeId, label, retries = 3) {
     const r = renderer(pane);
     const app = r && r.appService;
     if (app && app.selectGraphInPane && app.setNodeToReveal && app.curGraphCollections) {
@@ -70,6 +77,7 @@
           app.selectNode(paneId, undefined);
           if (app.curToLocateNodeInfo) app.curToLocateNodeInfo.set(undefined);
           app.setNodeToReveal(paneId, nodeId);
+          if (nodeId && retries) ensure(pane, graphId, nodeId, label, retries);
           return;
         }
       }
@@ -80,6 +88,17 @@
                                   selectedCollectionLabel: label || "", widthFraction: 1}]};
     params.set("data", JSON.stringify(data));
     location.assign("?" + params.toString());
+  }
+
+  function ensure(pane, graphId, nodeId, label, tries) {
+    // Model Explorer drops a reveal a layout running then (a search cleared, an overlay shown) undoes: asked
+    // again while the pane shows the graph with nothing selected (never over a node the user chose meanwhile)
+    setTimeout(() => {
+      const r = renderer(pane);
+      if (!r || shown(pane)[0] !== graphId || r.selectedNodeId || tries <= 0) return;
+      openNode(pane, graphId, nodeId, label, 0);
+      ensure(pane, graphId, nodeId, label, tries - 1);
+    }, 1500);
   }
 
   // --- search across graphs ---------------------------------------------------------------------
@@ -216,11 +235,21 @@
 
   // --- panel rows linking to other graphs ---------------------------------------------------------
 
+  function panelNode(p) {
+    // the node a pane's panel shows (its `id` row): Model Explorer reuses the panel's rows from node to node, and
+    // may redraw them before its renderer says which node is selected
+    const row = [...p.querySelectorAll("info-panel tr")].find((tr) => {
+      const key = tr.querySelector("td.key");
+      return key && key.innerText.trim() === "id";
+    });
+    const value = row && row.querySelector("td.value");
+    return value ? value.innerText.trim().split(/\s/)[0] : "";
+  }
+
   function decorate() {
     panes().forEach((p, pane) => {
-      const r = renderer(pane);
       const [graph, label] = shown(pane);
-      const node = r && r.selectedNodeId;
+      const node = panelNode(p);
       if (!graph || !node) return;
       const rows = [...p.querySelectorAll("info-panel tr")].filter((tr) => {
         const key = tr.querySelector("td.key");
@@ -228,13 +257,19 @@
       });
       if (!rows.length) return;
       index(label).then((ix) => {
-        const targets = ix && ix.links[graph] && ix.links[graph][node];
-        if (!targets) return;
+        if (!ix || panelNode(p) !== node) return;  // another node's now: decorated again for it
+        const targets = (ix.links[graph] && ix.links[graph][node]) || {};
         for (const tr of rows) {
           tr.dataset.irtoolLink = `${graph}\u0000${node}`;
           const target = targets[tr.querySelector("td.key").innerText.trim()];
           const value = tr.querySelector("td.value");
-          if (!value || !target) continue;
+          if (!value) continue;
+          if (!target) {  // a row of a node whose value is no link (reused from one that was)
+            value.classList.remove("irtool-link");
+            value.onclick = null;
+            value.querySelectorAll(".irtool-locate").forEach((e) => e.remove());
+            continue;
+          }
           value.classList.add("irtool-link");
           value.title = `open ${target[1]} in ${target[0]}`;
           if (!value.querySelector(".irtool-locate")) {
@@ -249,6 +284,95 @@
     });
   }
 
+  // --- the graph selector in the model's order ----------------------------------------------------
+
+  function sortSelector() {
+    const r = renderer(0);
+    const app = r && r.appService;
+    if (!app || !app.curGraphCollections || !app.curGraphCollections.set) return;
+    const cols = app.curGraphCollections();
+    let changed = false;
+    for (const c of cols) {
+      if (c.irtoolSorted || !c.graphsWithLevel) continue;
+      const order = new Map(c.graphs.map((g, i) => [g.id, i]));
+      // the selector's tree (a graph a node of another opens is listed under it), siblings in the model's order
+      const root = {kids: []};
+      const stack = [root];
+      for (const e of c.graphsWithLevel) {
+        const node = {e, kids: []};
+        stack.length = e.level + 1;
+        stack[e.level].kids.push(node);
+        stack.push(node);
+      }
+      const out = [];
+      const walk = (n) => {
+        n.kids.sort((a, b) => order.get(a.e.graph.id) - order.get(b.e.graph.id));
+        for (const k of n.kids) {
+          out.push(k.e);
+          walk(k);
+        }
+      };
+      walk(root);
+      c.graphsWithLevel = out;
+      c.irtoolSorted = true;
+      changed = true;
+    }
+    if (changed) app.curGraphCollections.set([...cols]);  // the selector's list is made again from them
+  }
+
+  // --- the node the page opens on ----------------------------------------------------------------
+
+  const START = Date.now();
+  let openTimer = null;
+  const opens = (window.IRTOOL_OPEN || []).map(([pane, graph, node, label]) => ({pane, graph, node, label, last: 0,
+                                                                                  since: 0, done: false}));
+
+  function opening() {
+    // selected until it stays so for 2 s (a layout running when a node is revealed may undo it), a try a second
+    // and a half at most, for a minute at most; never once it stayed (the user's own clicks are not undone)
+    const now = Date.now();
+    for (const o of opens) {
+      const r = renderer(o.pane);
+      if (o.done || now - START > 60000) {
+        o.done = true;
+        continue;
+      }
+      if (!r || shown(o.pane)[0] !== o.graph || !r.nodesToRender || !r.nodesToRender.length) continue;
+      if (r.selectedNodeId === o.node) {
+        o.since = o.since || now;
+        o.done = now - o.since > 2000;
+        continue;
+      }
+      o.since = 0;
+      if (now - o.last < 1500) continue;
+      o.last = now;
+      openNode(o.pane, o.graph, o.node, o.label, 0);
+    }
+    if (opens.some((o) => !o.done) && !openTimer) {  // looked at again without changes on the page too
+      openTimer = setTimeout(() => {
+        openTimer = null;
+        opening();
+      }, 250);
+    }
+  }
+
+  // --- a folder's lanes expanded --------------------------------------------------------------------
+
+  const opened = new Map();  // pane -> the graph it showed when last looked at
+
+  function expandLanes() {
+    panes().forEach((p, pane) => {
+      const r = renderer(pane);
+      const g = r && r.curModelGraph;
+      if (!g || opened.get(pane) === g.id || !r.nodesToRender || !r.nodesToRender.length) return;
+      opened.set(pane, g.id);
+      const folded = g.nodes.some((n) => n.nodeType === 1 && !n.expanded);
+      if ((IR.lanes || []).includes(g.id) && folded && r.appService.expandOrCollapseAllGraphLayersClicked) {
+        r.appService.expandOrCollapseAllGraphLayersClicked.next({expandOrCollapse: true, rendererId: r.rendererId});
+      }
+    });
+  }
+
   let pending = false;
   new MutationObserver(() => {
     if (pending) return;
@@ -257,6 +381,9 @@
       pending = false;
       decorate();
       panes().forEach((p, pane) => index(shown(pane)[1]));  // fetched once a graph is shown, before a search
+      sortSelector();
+      expandLanes();
+      opening();
     });
   }).observe(document.documentElement, {childList: true, subtree: true});
 
