@@ -87,7 +87,7 @@ def _lenient_option() -> Callable:
 
 def _part_size_option() -> Callable:
     """`--part-size` of the Model Explorer commands (view, export)."""
-    from .view.graphs import PART_SIZE
+    from .view import PART_SIZE
 
     return click.option("--part-size", type=click.IntRange(min=1), default=PART_SIZE, show_default=True,
                         help="A graph of more operators opens on an overview with a graph per scope behind it "

@@ -79,8 +79,12 @@ def _instance_regex() -> re.Pattern[str]:
 
 
 def read_instance_name(text: str, start: int = 0) -> str | None:
-    """The `{instance name: X}` of a statement, without parsing its attribute groups."""
-    m = _instance_regex().search(text, start)
+    """The `{instance name: X}` of a statement, without parsing its attribute groups (a plain find
+    first: asked of every node, most of which print none)."""
+    i = text.find("{instance name: ", start)
+    if i < 0:
+        return None
+    m = _instance_regex().match(text, i)
     return m.group(1) if m else None
 
 

@@ -107,7 +107,7 @@ def _by_key(t: NodeFacts) -> ByKey:
 
 def _copies(t: NodeFacts) -> list[Node]:
     """The recomputed copies, in print order (one sweep: the job asks for them)."""
-    return [n for n in t.dump.nodes() if _copy(t, n)]
+    return [n for n in t.dump.nodes() if t("copy", n)]
 
 
 def _unique_ids(t: NodeFacts) -> dict[str, Node]:
@@ -250,8 +250,9 @@ def own_phase(n: Node, category: tuple[str, str] | None, copy: bool, bprop: bool
 
 
 def _own_phase(t: NodeFacts, n: Node) -> Phase | None:
-    bprop = n.op == "(call)" and t("forward", n) is not None
-    return own_phase(n, t("category", n), t("copy", n), bprop)
+    op = n.op  # only communication has a category, only a call a bprop closure: not asked of the 40 000 others
+    bprop = op == "(call)" and t("forward", n) is not None
+    return own_phase(n, t("category", n) if op in COMM_OPS else None, t("copy", n), bprop)
 
 
 def _graph_phases(t: NodeFacts) -> dict[str, Phase]:
@@ -320,15 +321,16 @@ def _input_micros(n: Node, local: dict[str, Node], micro: dict[Node, int]) -> se
     micro batch's output prints `micro: I64(0)`: inference_pp_4p_m2 rank_2 validate line 233)."""
     found: set[int] = set()
     todo, seen = [n], {n}
-    while todo:
+    while todo and len(found) < 2:  # two are a join: no need to know more
         for ref in todo.pop().node_refs:
             p = local.get(ref)
             if p is None or p in seen:
                 continue
             seen.add(p)
-            if p.op in _PACKING:
+            op = p.op
+            if op in _PACKING:
                 todo.append(p)
-            elif p.op == "(call)" or (p.op not in PLUMBING and p.op not in COMM_OPS):
+            elif op == "(call)" or (op not in PLUMBING and op not in COMM_OPS):
                 m = micro.get(p)
                 if m is not None:
                     found.add(m)
@@ -412,7 +414,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("parameters", ("parameters",), (), "dump", _parameters),
     Pass("parameter shapes", ("param_shapes",), (), "dump", param_shapes),
     Pass("communication nodes", ("comm_nodes",), ("kind",), "dump", _comm_nodes),
-    Pass("node index", ("node_index",), ("comm_nodes",), "dump", node_index),
+    Pass("node index", ("node_index",), ("by_key",), "dump", node_index),
     Pass("categories", ("category",), ("kind", "forward", "node_index", "parameters", "param_shapes", "by_key"),
          "node", _category),
     Pass("graph phases", ("graph_phases",), ("category", "copy", "calls", "forward"), "dump", _graph_phases),

@@ -69,7 +69,7 @@ def _users(index: NodeIndex) -> Callable[[Node], list[Node]]:
 
 def _producers(index: NodeIndex) -> Callable[[Node], list[Node]]:
     def producers(n: Node) -> list[Node]:
-        graph = index.nodes.get(n.graph, {})
+        graph = index.nodes[n.graph]
         if n.op == "UpdateState":
             return []
         refs = n.node_refs[:1] if n.op == "Depend" else n.node_refs

@@ -139,20 +139,25 @@ def data_refs(n: Node) -> Sequence[str]:
     return n.node_refs
 
 
-def _graph_order(dump: Dump, graphs: dict[str, object]) -> list:
+def _graph_order(dump: Dump, graphs: dict[str, object]) -> tuple[list, dict[Node, tuple[object, int]]]:
     """Subgraphs with each one after the graphs that call or bind it (a forward graph before the bprop
-    graph it binds with `Partial`), print order among the rest and in a cycle."""
+    graph it binds with `Partial`), print order among the rest and in a cycle; and the nodes that call
+    or bind one (`_callee`)."""
     deps: dict[str, set[str]] = {g.name: set() for g in dump.subgraphs}
+    callers: dict[Node, tuple[object, int]] = {}
     for g in dump.subgraphs:
         for n in g.nodes:
-            target, _ = _callee(n, graphs)
-            if target is not None and target.name != g.name:  # type: ignore[attr-defined]
+            target, shift = _callee(n, graphs)
+            if target is None:
+                continue
+            callers[n] = (target, shift)
+            if target.name != g.name:  # type: ignore[attr-defined]
                 deps[target.name].add(g.name)  # type: ignore[attr-defined]
     try:
         names = list(TopologicalSorter(deps).static_order())
     except CycleError:
         names = list(deps)
-    return [graphs[name] for name in names]
+    return [graphs[name] for name in names], callers
 
 
 def layer_flow(t: NodeFacts) -> dict[Node, int]:
@@ -174,7 +179,8 @@ def layer_flow(t: NodeFacts) -> dict[Node, int]:
     out: dict[Node, int] = {}
     carried: dict[str, set[int | None]] = {}  # subgraph parameter -> layers of the values passed to it
     deferred: list[tuple[Node, list[Node]]] = []
-    for g in _graph_order(dump, graphs):
+    ordered, callers = _graph_order(dump, graphs)
+    for g in ordered:
         local = {n.key: n for n in g.nodes}
         deps = {n: [local[r] for r in data_refs(n) if r in local] for n in g.nodes}
         order = list(g.nodes)
@@ -201,9 +207,9 @@ def layer_flow(t: NodeFacts) -> dict[Node, int]:
             if found and not (n.op == "MakeTuple" and len(set(found)) > 1):
                 out[n] = max(found)
         for n in g.nodes:  # what this graph passes on to the graphs it calls or binds
-            target, shift = _callee(n, graphs)
-            if target is None:
+            if n not in callers:
                 continue
+            target, shift = callers[n]
             for i, arg in enumerate(n.inputs[shift:]):
                 if i < len(target.params) and arg.ref is not None and arg.ref.kind == "node":  # type: ignore[attr-defined]
                     src = local.get(arg.ref.name)

@@ -39,6 +39,7 @@ from ..present.palette import (
     UNIT_COLORS,
 )
 from ..selection import not_read
+from . import PART_SIZE
 
 MAX_VALUE = 2000  # characters of one attribute shown in the side panel (the dump line has them all)
 
@@ -491,11 +492,6 @@ def ordering_overlay(graph_id: str, edges: list[dict[str, str]]) -> dict[str, An
                           "showEdgesConnectedToSelectedNodeOnly": True}]}
     return {"edgeOverlaysDataListLeftPane": [data], "edgeOverlaysDataListRightPane": [data]}
 
-
-# Operators of one graph beyond which it is split. Model Explorer processes a whole graph before it
-# draws any of it (every node, namespace and edge, then again to find identical layers): about 3 s
-# for the 43 758 nodes of the 68 MB dump on this machine (bench/view_bench.py), 0.3 s for 5 000.
-PART_SIZE = 5000
 
 
 def graph_names(dump: Dump, facts: ParallelFacts) -> dict[str, str]:
