@@ -211,6 +211,7 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
     weights: set[Node] = set()  # nodes whose value is a weight of no layer (loaded, cast, gathered)
     carried: dict[str, set[int | None]] = {}  # subgraph parameter -> layers of the values passed to it
     carried_weight: dict[str, set[bool]] = {}  # subgraph parameter -> whether each value passed is such a weight
+    passed: set[str] = set()  # subgraph parameters every call passes such a weight to
     deferred: list[tuple[Node, list[Node]]] = []
     ordered, callers = _graph_order(dump, graphs)
     for g in ordered:
@@ -233,8 +234,8 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
                 if len(own) == 1:
                     out[n] = next(iter(own))
                 continue  # or it reads several layers' parameters (a fused update, a tuple of gradients): none
-            if n not in outside and (any(d in weights for d in deps[n]) or any(
-                    carried_weight.get(_key(r)) == {True} for r in n.param_refs)):
+            if n not in outside and (any(d in weights for d in deps[n]) or (
+                    passed and any(_key(r) in passed for r in n.param_refs))):
                 outside.add(n)
             if n in outside and n.op in _WEIGHT_VALUE:
                 weights.add(n)
@@ -258,6 +259,7 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
                     param = target.params[i]  # type: ignore[attr-defined]
                     carried.setdefault(param, set()).add(out.get(src) if src is not None else None)
                     carried_weight.setdefault(param, set()).add(src in weights)
+        passed = {p for p, kinds in carried_weight.items() if kinds == {True}}
     for n, ins in deferred:  # print order: forward counterparts and inputs are placed by now where they can be
         fwd = t("forward", n)
         if fwd is not None and fwd in out:
