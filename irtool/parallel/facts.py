@@ -33,7 +33,8 @@ Facts of a node (`table(fact, node)`):
 Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, copies, graph_phases, comm_nodes,
 silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units
 of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
-parameters (which header parameter each reference names, who reads it: `params.Params`),
+parameters (which header parameter each reference names, who reads it: `params.Params`), layer_flow (the `layer`
+column and where each forward node of no layer is: `params.LayerFlow`),
 param_roles (weight, optimizer state, accumulation, ... of each parameter, by use: `roles.ParamRole`),
 param_shapes, node_index (nodes and users of the subgraphs holding communication),
 operator_params (header parameter -> the user operator reading it, §19).
@@ -402,6 +403,10 @@ def _parameters(t: NodeFacts) -> Params:
     return parameters(t.dump)
 
 
+def _layer(t: NodeFacts) -> dict[Node, int]:
+    return t.get("layer_flow").layer
+
+
 PASSES: tuple[Pass, ...] = (
     Pass("file kind", ("file_kind",), (), "dump", _file_kind),
     Pass("nodes by key", ("by_key",), (), "dump", _by_key),
@@ -433,10 +438,11 @@ PASSES: tuple[Pass, ...] = (
          "column", comm_records),
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
     Pass("order", ("order",), ("by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", build_order),
-    Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", layer_flow),
+    Pass("layer flow", ("layer_flow",), ("parameters", "phase", "forward"), "dump", layer_flow),
+    Pass("layers", ("layer",), ("layer_flow",), "column", _layer),
     Pass("parameter roles", ("param_roles",), ("parameters", "by_key", "phase"), "dump", param_roles),
     Pass("user operators", ("operator",), ("parameters", "by_key", "kind", "phase", "copy", "micro", "unique_ids",
-                                           "layer", "forward"), "column", operator_keys),
+                                           "layer", "layer_flow", "forward"), "column", operator_keys),
     Pass("operator parameters", ("operator_params",), ("parameters", "by_key", "operator", "phase", "comm", "kind"),
          "dump", operator_params),
     Pass("placements", ("placement",), ("by_key", "operator_params", "operator", "kind", "comm"), "column", placements),
