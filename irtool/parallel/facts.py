@@ -19,6 +19,7 @@ Facts of a node (`table(fact, node)`):
             call's forward call's), None when not one or when it reads the work of several
   chunk     the model chunk of an interleaved pipeline (`chunk`), or the segment of a folded one (a bprop call:
             its forward call's)
+  printed_chunk `chunk` as printed (§7)
   layer     the repeated layer (index) whose parameters or activations the node reads (data flow), None for
             work of no layer (embedding, head, loss, optimizer bookkeeping)
   out_bytes bytes of the node's outputs as printed (a tuple summed), None when unknown
