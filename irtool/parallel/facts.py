@@ -36,7 +36,7 @@ silent (communication nodes that move no data, §2 R2), groups (§6), stage_info
 of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
 parameters (which header parameter each reference names, who reads it: `params.Params`),
 param_roles (weight, optimizer state, accumulation, ... of each parameter, by use: `roles.ParamRole`),
-param_shapes, node_index (nodes and users of the subgraphs holding communication),
+param_shapes, node_index (nodes and users by key, each subgraph's users built when first asked),
 operator_params (header parameter -> the user operator reading it, §19).
 """
 from __future__ import annotations
