@@ -346,8 +346,8 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
 @click.option("--strict", is_flag=True,
-              help="Also fail (exit 1) when something could not be compared (a peer, group member or stage peer "
-                   "not in the folder).")
+              help="Also fail (exit 1) when something could not be compared (a Send/Receive peer or group member "
+                   "not in the folder, an order the pass does not fix).")
 def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: int | None, scheduler: str | None,
               strict: bool) -> None:
     """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group

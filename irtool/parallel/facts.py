@@ -19,6 +19,7 @@ Facts of a node (`table(fact, node)`):
             call's forward call's), None when not one or when it reads the work of several
   chunk     the model chunk of an interleaved pipeline (`chunk`), or the segment of a folded one (a bprop call:
             its forward call's)
+  printed_chunk `chunk` as printed (§7)
   layer     the repeated layer (index) whose parameters or activations the node reads (data flow), None for
             work of no layer (embedding, head, loss, optimizer bookkeeping)
   out_bytes bytes of the node's outputs as printed (a tuple summed), None when unknown
@@ -36,7 +37,7 @@ of work in execution order, its schedule and micro batches in flight: `order.Sta
 parameters (which header parameter each reference names, who reads it: `params.Params`), layer_flow (the `layer`
 column and where each forward node of no layer is: `params.LayerFlow`),
 param_roles (weight, optimizer state, accumulation, ... of each parameter, by use: `roles.ParamRole`),
-param_shapes, node_index (nodes and users of the subgraphs holding communication),
+param_shapes, node_index (nodes and users by key, each subgraph's users built when first asked),
 operator_params (header parameter -> the user operator reading it, §19).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The job a dump or a folder of dumps compiles (docs/parallel.md §17): world size, rank layout,
+"""The job a dump or a folder of dumps compiles (docs/parallel.md §18): world size, rank layout,
 pipeline stages and what each holds, micro batches, recompute, optimizer and its sharding,
 gradient accumulation — each value with its evidence (`file:line`) or why it is unknown.
 

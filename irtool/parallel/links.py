@@ -42,8 +42,8 @@ class NodeIndex:
 
 
 def node_index(t: NodeFacts) -> NodeIndex:
-    """Nodes and users by key of the subgraphs holding communication (the `node_index` fact: what a
-    collective feeds, §2 R11-R13, §8)."""
+    """Nodes and users by key of every subgraph, users built per subgraph when first asked (the
+    `node_index` fact: what a collective feeds, §2 R11-R13, §8)."""
     return NodeIndex(t.get("by_key"))
 
 

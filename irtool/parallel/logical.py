@@ -1,7 +1,7 @@
 """The logical graph of a folder, and two of them compared (docs/logical.md).
 
 The network as the user wrote it: one record per user operator (`operators.OperatorKey`: cell,
-operator, occurrence; ranks, micro batches, recompute copies and pipeline wrappers
+operator, layer, occurrence; ranks, micro batches, recompute copies and pipeline wrappers
 folded away), carrying for the configuration compiled its strategy, the communication inserted
 around it (operator, category, phase, group size; count and bytes per device per step), its FLOPs
 per device per step and the bytes a rank holds for it (its weights' slices, their optimizer states,

@@ -1,5 +1,5 @@
 """The fact table of one dump: per-node facts filled by an ordered tuple of passes, each computed when
-first asked for (the passes themselves: `irtool.parallel.facts`, docs/parallel.md §0)."""
+first asked for (the passes themselves: `irtool.parallel.facts`, docs/parallel.md §17)."""
 from __future__ import annotations
 
 import os

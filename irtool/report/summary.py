@@ -490,7 +490,7 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
         [(st.stage, st.traffic) for st in d.stages], d.matrix, limit)
 
 
-# --- the headline (five lines before the tables) ----------------------------------------------
+# --- the headline (six lines before the tables) ----------------------------------------------
 
 def file_headline(s: FileSummary, rank: int | None) -> list[str]:
     f, info = s.facts, s.facts.stage_info
