@@ -313,21 +313,16 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         def doc() -> str:
             import json
 
-            d = diff_report.document(result, comm_fail_on, max_increase)
+            d = diff_report.document(result, comm_fail_on, max_increase, reasons or ())
             if cdiff is not None:
                 d["cost"] = {**cdiff.as_dict(), "failures": reasons, "fail_on": sorted(cost_kinds),
                              "max_memory_increase": max_memory}
-                d["failed"] = d["failed"] or bool(reasons)
             return json.dumps(d, indent=2, sort_keys=False)
 
         def text(markdown: bool) -> str:
-            from .present import to_markdown, to_text
-
             write = diff_report.to_markdown if markdown else diff_report.to_text
-            out = write(result, comm_fail_on, max_increase, None if show_all else diff_report.DIFF_LIMIT)
-            if cdiff is not None:
-                out += (to_markdown if markdown else to_text)(diff_cost.blocks(cdiff, reasons))
-            return out
+            return write(result, comm_fail_on, max_increase, None if show_all else diff_report.DIFF_LIMIT,
+                         gates=reasons or (), more=diff_cost.blocks(cdiff) if cdiff is not None else ())
 
         _emit(fmt, {"json": doc, "text": lambda: text(False), "markdown": lambda: text(True)})
         _warn_skips(*sides)

@@ -403,10 +403,10 @@ def job_of(ranks: Iterable[RankJob]) -> Job:
 
 # Fields whose change makes two compilations different parallel configurations of one network: the
 # diff then compares them as one logical graph (`irtool.parallel.logical`), not rank with rank.
-STRUCTURAL = frozenset({"world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "chunks", "micro_batches",
+STRUCTURAL = frozenset({"world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "cp", "chunks", "micro_batches",
                         "stage_layers", "recompute_layers", "optimizer_shard"})
 # The compared fields, in the order they are said.
-_COMPARED = ("world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "chunks", "micro_batches", "stage_layers",
+_COMPARED = ("world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "cp", "chunks", "micro_batches", "stage_layers",
              "recompute_layers", "optimizer", "optimizer_shard", "gradient_accumulation")
 
 
