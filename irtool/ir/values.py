@@ -716,7 +716,7 @@ def parse_type(text: str) -> TypeInfo:
 _DIM = r"(?:0|-?[1-9]\d{0,17})"
 _WORD = r"[^\W\d][\w.]*"  # NAME of the grammar
 _TENSOR_TYPE = re.compile(rf"<(?:Ref\[Tensor\[(?P<ref>{_WORD})\]\]|Tensor\[(?P<tensor>{_WORD})\]), "
-                          rf"\((?P<dims>(?:{_DIM}(?:, {_DIM})*)?)\)(?:, {_WORD}(?:=(?:{_WORD}|\.\.\.))?)*>")
+                          rf"\((?P<dims>(?:{_DIM}(?:, {_DIM})*)?)\)(?:, {_WORD}(?:=(?:[\w.]+|\.\.\.))?)*>")
 
 
 @functools.lru_cache(maxsize=65536)

@@ -234,7 +234,7 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
                 if len(own) == 1:
                     out[n] = next(iter(own))
                 continue  # or it reads several layers' parameters (a fused update, a tuple of gradients): none
-            if n not in outside and (any(d in weights for d in deps[n]) or (
+            if n not in outside and ((weights and not weights.isdisjoint(deps[n])) or (
                     passed and any(_key(r) in passed for r in n.param_refs))):
                 outside.add(n)
             if n in outside and n.op in _WEIGHT_VALUE:
