@@ -31,10 +31,3 @@ STRATEGY_FILL = "#f5f0dc"  # an operator with a sharding strategy (cream: not a 
 FOLD_FILL = "#dde8f5"  # a folded scope
 FOLD_BORDER = "#5b7fa6"  # a folded scope without communication
 DIFF_COLORS = {"added": "#a5d6a7", "removed": "#ef9a9a", "changed": "#ffe082"}
-# pipeline Send/Receive, as MindInsight drew them: a Send red, a Receive green; the backward's paler,
-# with a border of its colour (`irtool view`'s pipeline and execution order graphs)
-P2P_COLORS = {("send", "F"): "#ef5350", ("receive", "F"): "#66bb6a", ("send", "B"): "#ffcdd2", ("receive", "B"): "#c8e6c9"}
-P2P_BORDERS = {("send", "F"): "#424242", ("receive", "F"): "#424242", ("send", "B"): "#c62828", ("receive", "B"): "#2e7d32"}
-PAIR_EDGE_COLORS = {"F": "#b71c1c", "B": "#0d47a1"}  # a forward pair's line, a backward pair's
-# units of work in execution order: forward, backward, a backward that recomputes forward work
-UNIT_COLORS = {"F": "#bbdefb", "B": "#ffe0b2", "recompute": "#e1bee7"}

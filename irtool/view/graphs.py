@@ -30,14 +30,7 @@ from ..parallel.chains import user_source
 from ..parallel.pairs import pair_ranks
 from ..parallel.records import ChainEnd, RedistributionChain
 from ..present import DASH, cell, chain_end_layout, literal_text, rank_list, shape_text, strategy_text, type_text
-from ..present.palette import (
-    CATEGORY_COLORS,
-    DIFF_COLORS,
-    P2P_BORDERS,
-    P2P_COLORS,
-    PAIR_EDGE_COLORS,
-    UNIT_COLORS,
-)
+from ..present.palette import CATEGORY_COLORS, DIFF_COLORS
 from ..selection import not_read
 from . import PART_SIZE
 
@@ -733,221 +726,75 @@ def comm_id(rank: int, c: CommNode) -> str:
     return f"rank{rank}/{c.node}"
 
 
-# One drawn rank of a folder: (rank, its file as the panel names it, facts, subgraph -> (its graph's id
-# before a split, the graph that opens: the overview of a split graph))
-StageRank = tuple[int, str, ParallelFacts, Callable[[str], tuple[str, str]]]
-COLUMNS = [{"namespaceRegex": "^stage ", "layoutDirection": 1}]  # a column: its boxes top to bottom, in order
-
-
-def _column(rank: int, facts: ParallelFacts) -> str:
-    return f"stage {DASH if facts.stage is None else facts.stage} rank {rank}"
-
-
-def _unit_of(c: CommNode, chunks: list[int]) -> tuple[str, int | None, int | None]:
-    """The unit of work a Send/Receive belongs to (`parallel.order`'s key): F or B, micro batch, chunk."""
-    return ("B" if c.phase == "backward" else "F", c.micro, c.segment if chunks else None)
-
-
-def _unit_text(key: tuple[str, int | None, int | None]) -> str:
-    return f"{key[0]}{cell(key[1])}" + ("" if key[2] is None else f".c{key[2]}")
-
-
-def _peer_text(c: CommNode, shown: set[int], in_folder: set[int], unreadable: list[Unreadable]) -> str:
-    """The peer as the panel says it: `to rank 4`, or why it is not drawn (`selection.not_read`'s words)."""
-    if c.peer_rank is not None and c.peer_rank not in shown:
-        where = "in the folder, not drawn (one rank per stage)" if c.peer_rank in in_folder \
-            else not_read(c.peer_rank, unreadable)
-        return f"peer rank {c.peer_rank}: {where}"
-    return f"{'to' if c.direction == 'send' else 'from'} rank {cell(c.peer_rank)}"
-
-
-def _hop_box(nid: str, label: str, c: CommNode, key: tuple, file: str, stage_graph: Callable[[str], tuple[str, str]],
-             rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """A Send/Receive box: its colour (Send red, Receive green, the backward's paler), its rows, a way
-    into its stage graph (the subgraph icon opens the graph, the `stage graph` row the node in it)."""
-    graph = c.node.rpartition("/")[0]
-    whole, opened = stage_graph(graph)
-    look = (c.direction or "send", key[0])
-    facts = comm_attrs(c)
-    if c.serves and "/%" in c.serves:  # a node of the stage graph, not of this one: named, not linked
-        sub, _, key_ = c.serves.rpartition("/")
-        facts = [_kv("comm serves", f"{key_} in {stage_graph(sub)[0]}") if a["key"] == "comm serves" else a for a in facts]
-    return {"id": nid, "label": label, "namespace": "",
-            "attrs": [*rows, _kv("file", f"{file}:{c.line}"), _kv("stage graph", f"{whole} {c.node.rpartition('/')[2]}"),
-                      *facts],
-            "incomingEdges": [], "subgraphIds": [opened],
-            "style": {"backgroundColor": P2P_COLORS[look], "borderColor": P2P_BORDERS[look]},
-            "outputsMetadata": [{"id": "0", "attrs": [_kv("shape", shape_text(c.shape)), _kv("dtype", c.dtype),
-                                                      _kv("bytes", cell(c.bytes))]}]}
-
-
-def _pairs_overlay(graph_id: str, pairs: list[tuple[str, str, CommNode]]) -> dict[str, Any]:
-    """Each Send's line to the Receive it pairs with (analysis' pairing), forward and backward apart,
-    labelled with the tag: an edge overlay (Model Explorer draws an edge between boxes of two columns
-    only this way), drawn while a box is selected."""
-    overlays = []
-    for phase, name in (("F", "forward pairs (Send -> Receive)"), ("B", "backward pairs (Send -> Receive)")):
-        edges = [{"sourceNodeId": s, "targetNodeId": r, "label": f"tag {cell(c.sr_tag) if c.sr_tag is None else c.sr_tag}"}
-                 for s, r, c in pairs if ("B" if c.phase == "backward" else "F") == phase]
-        if edges:
-            overlays.append({"name": name, "edgeColor": PAIR_EDGE_COLORS[phase], "edgeWidth": 2, "edges": edges,
-                             "showEdgesConnectedToSelectedNodeOnly": False})
-    data = {"type": "edge_overlays", "name": "pairs", "graphName": graph_id, "overlays": overlays}
-    return {"edgeOverlaysDataListLeftPane": [data], "edgeOverlaysDataListRightPane": [data]}
-
-
-def _bounded_columns(nodes: list[dict[str, Any]], micro: dict[str, int | None]) -> None:
-    """A column of more than MAX_CHILDREN boxes: its boxes by micro batch, in their order (a group a column too)."""
-    per: Counter = Counter(n["namespace"] for n in nodes)
-    for n in nodes:
-        if per[n["namespace"]] > MAX_CHILDREN:
-            n["namespace"] = f"{n['namespace']}/micro {cell(micro[n['id']])}"
-
-
-def _paired(ranks: list[StageRank], ids: Callable[[int, CommNode], str]) -> tuple[list[tuple[str, str, CommNode]], int]:
-    """(send box, receive box, the Send) of each pair among the drawn ranks (`parallel.pairs`), and their count."""
-    pairs = pair_ranks({rank: [c for c in facts.comm if c.direction is not None] for rank, _, facts, _ in ranks})
-    out = [(ids(lp.link[0], s), ids(lp.link[1], r), s) for lp in pairs.links for s, r in lp.pairs]
-    return out, pairs.paired
-
-
-def pipeline_graph(ranks: list[StageRank], graph_id: str = "pipeline", folder: Iterable[int] | None = None,
-                   unreadable: Iterable[Unreadable] = ()) -> dict[str, Any]:
-    """MindInsight's pipeline view: a column per drawn rank (one per stage), in stage order, of its
-    Send/Receive in execution order (`parallel.order`: `#3`; `#—` and dump order where the pass does not
-    fix it), each box a Send (red) or Receive (green), forward or backward (paler, `F`/`B`), saying its
-    micro batch, chunk, tag and peer, opening its node in the stage graph; a line from each Send to the
-    Receive it pairs with (analysis' pairing, `parallel.pairs`, as `check` pairs them; an edge overlay
-    drawn while a box is selected). A peer that is not drawn is said to be in the folder, unreadable or
-    not in the folder (`folder`: every rank of the folder not known unreadable)."""
-    from ..parallel.order import stage_order
-
-    nodes: list[dict[str, Any]] = []
-    shown = {rank for rank, _, _, _ in ranks}
+def pipeline_graph(ranks: list[tuple[int, str, ParallelFacts]], graph_id: str = "pipeline",
+                   folder: Iterable[int] | None = None,
+                   orders: dict[int, list[str]] | None = None, unreadable: Iterable[Unreadable] = ()) -> dict[str, Any]:
+    """Every Send/Receive of the given ranks (one per stage) and one edge from each Send to the
+    Receive it pairs with (analysis' pairing, `parallel.pairs`: sender and receiver, tag in order, as
+    `check` pairs them). All in one layer (a namespace per micro batch beyond MAX_CHILDREN boxes), so
+    Model Explorer draws every edge. Boxes are labelled with rank, place in the rank's execution order
+    (`#3`, `#—` where the pass does not fix it), micro batch, chunk, tag and peer; a peer that is not one
+    of the given ranks is said to be in the folder (not drawn), unreadable (`unreadable`, with its error)
+    or not in the folder (`folder`: every rank of the folder not known unreadable; the words are
+    `selection.not_read`'s). `orders` (rank -> its pipeline Send/Receive uids in execution order, where
+    the dump fixes it: `parallel.order`, docs/cost.md §4) also chains each stage's nodes in that order
+    by `order` edges."""
+    nodes: dict[str, dict[str, Any]] = {}
+    shown = {rank for rank, _, _ in ranks}
     in_folder = set(folder) if folder is not None else shown
     unreadable = list(unreadable)
     unread = {u.rank for u in unreadable}
     outside: set[int] = set()
-    groups: dict[str, dict[str, str]] = {}
-    micro: dict[str, int | None] = {}
-    for rank, file, facts, stage_graph in sorted(ranks, key=lambda r: (r[2].stage is None, r[2].stage or 0, r[0])):
-        o = stage_order(facts.table)
-        placed = {c.node: i for i, c in enumerate(o.hops, 1)} if o.fixed else {}
-        hops = sorted((c for c in facts.comm if c.direction is not None),
-                      key=lambda c: (placed.get(c.node, len(placed) + 1), c.line))
-        column = _column(rank, facts)
-        groups[column] = {"rank": str(rank), "stage": cell(facts.stage), "file": file, "schedule": o.schedule,
-                          "Send/Receive": str(len(hops))}
-        for c in hops:
-            nid, key = comm_id(rank, c), _unit_of(c, o.chunks)
-            if c.peer_rank is not None and c.peer_rank not in in_folder:
-                outside.add(c.peer_rank)
-            place = placed.get(c.node)
+    hops = {rank: [c for c in facts.comm if c.direction is not None] for rank, _, facts in ranks}
+    orders = orders or {}
+    for rank, file, facts in ranks:
+        stage = DASH if facts.stage is None else str(facts.stage)
+        at = {uid: i for i, uid in enumerate(orders.get(rank, ()), 1)}
+        for c in hops[rank]:
+            nid = comm_id(rank, c)
+            to = "to" if c.direction == "send" else "from"
+            peer = f"{to} rank {cell(c.peer_rank)}"
+            if c.peer_rank is not None and c.peer_rank not in shown:
+                where = "in the folder, not drawn (one rank per stage)" if c.peer_rank in in_folder \
+                    else not_read(c.peer_rank, unreadable)
+                peer = f"peer rank {c.peer_rank}: {where}"
+                if c.peer_rank not in in_folder:
+                    outside.add(c.peer_rank)
+            place = at.get(c.node)
             chunk = "" if c.segment is None else f" c{c.segment}"
             tag = DASH if c.sr_tag is None else str(c.sr_tag)  # a name: `1572864`, not `1,572,864`
             label = f"r{rank} #{cell(place)} {c.op} m{cell(c.micro)}{chunk} tag {tag} " \
-                    f"{'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)} {key[0]}"
-            order = f"{place} of {len(placed)} on rank {rank}" if place else "not fixed by this pass"
-            box = _hop_box(nid, label, c, key, file, stage_graph, [
-                _kv("operator", c.op), _kv("rank", rank), _kv("stage", cell(facts.stage)),
-                _kv("execution order", order), _kv("unit", _unit_text(key)),
-                _kv("peer", _peer_text(c, shown, in_folder, unreadable))])
-            box["namespace"] = column
-            micro[nid] = c.micro
-            nodes.append(box)
-    pairs, paired = _paired(ranks, comm_id)
-    by_id = {n["id"]: n for n in nodes}
-    for s, r, _ in pairs:
-        by_id[s]["attrs"].append(_kv("pairs with", link([r])))
-        by_id[r]["attrs"].append(_kv("pairs with", link([s])))
-    _bounded_columns(nodes, micro)
-    info = {"Send/Receive": str(len(nodes)), "pairs": str(paired), "ranks drawn": rank_list(sorted(shown)),
-            "colours": "Send red, Receive green; backward (B) paler, forward (F) full",
-            "lines": "select a box: each Send's line to the Receive it pairs with (Edge overlays menu)"}
+                    f"{'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
+            order = f"{place} of {len(at)} on rank {rank}" if place else "not fixed by this pass"
+            nodes[nid] = {"id": nid, "label": label, "namespace": f"micro {cell(c.micro)}",
+                          "attrs": [_kv("operator", c.op), _kv("rank", rank), _kv("stage", stage),
+                                    _kv("execution order", order), _kv("phase", c.phase),
+                                    _kv("file", f"{file}:{c.line}"), _kv("peer", peer),
+                                    *comm_attrs(c)],
+                          "incomingEdges": [], "style": {"backgroundColor": CATEGORY_COLORS[c.category]},
+                          "outputsMetadata": [{"id": "0", "attrs": [
+                              _kv("__tensor_tag", f"micro {cell(c.micro)}"), _kv("shape", c.shape),
+                              _kv("dtype", c.dtype), _kv("bytes", c.bytes)]}]}
+    pairs = pair_ranks(hops)
+    for lp in pairs.links:
+        src, dst = lp.link
+        for send, receive in lp.pairs:
+            s, r = comm_id(src, send), comm_id(dst, receive)
+            nodes[r]["incomingEdges"].append({"sourceNodeId": s, "sourceNodeOutputId": "0", "targetNodeInputId": "0"})
+            nodes[s]["attrs"].append(_kv("pairs with", link([r])))
+            nodes[r]["attrs"].append(_kv("pairs with", link([s])))
+    if len(nodes) <= MAX_CHILDREN:  # Model Explorer draws edges between layers only for the selected node
+        for n in nodes.values():
+            n["namespace"] = ""
+    for rank, uids in orders.items():
+        chain = [f"rank{rank}/{u}" for u in uids if f"rank{rank}/{u}" in nodes]
+        for a, b in zip(chain, chain[1:]):
+            nodes[b]["incomingEdges"].append({"sourceNodeId": a, "sourceNodeOutputId": "0", "targetNodeInputId": "order"})
+    info = {"Send/Receive": str(len(nodes)), "pairs": str(pairs.paired), "ranks drawn": rank_list(sorted(shown))}
     for what, which in (("peers unreadable", outside & unread), ("peers not in the folder", outside - unread)):
         if which:
             info[what] = rank_list(sorted(which))
-    return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": COLUMNS,
-            "tasksData": _pairs_overlay(graph_id, pairs)}
-
-
-def execution_graph(ranks: list[StageRank], graph_id: str = "execution order") -> dict[str, Any]:
-    """MindInsight's execution overview: a column per drawn rank (one per stage), in stage order, of
-    its units of work in execution order (`parallel.order`: the forward `F0` or backward `B0.c1` of a
-    micro batch on a chunk), each between the Receive it waits for and the Send that follows it; units
-    coloured forward, backward and backward that recomputes forward work, each saying the layers its
-    operators read (rows `layer-3`: search `layer-3:` to light them up in every column) and opening its first operator
-    in the stage graph; the Send/Receive as in the pipeline graph, a line from each Send to its Receive."""
-    from ..parallel.order import stage_order, unit_nodes
-
-    nodes: list[dict[str, Any]] = []
-    groups: dict[str, dict[str, str]] = {}
-    micro: dict[str, int | None] = {}
-    for rank, file, facts, stage_graph in sorted(ranks, key=lambda r: (r[2].stage is None, r[2].stage or 0, r[0])):
-        t = facts.table
-        o = stage_order(t)
-        held = unit_nodes(t)
-        column = _column(rank, facts)
-        groups[column] = {"rank": str(rank), "stage": cell(facts.stage), "file": file, "schedule": o.schedule,
-                          "order": "fixed by the dependencies" if o.fixed else f"not fixed: {o.why or o.schedule}",
-                          "units": str(len(o.units)), "micro batches in flight": cell(o.in_flight)}
-        hops: dict[tuple, list[CommNode]] = defaultdict(list)
-        for c in o.hops:
-            hops[_unit_of(c, o.chunks)].append(c)
-        for u in o.units:
-            key = (u.phase, u.micro, u.chunk)
-            mine = hops.pop(key, [])
-            for c in mine:
-                if c.direction == "receive":
-                    nodes.append(_exec_hop(rank, column, c, key, file, stage_graph))
-            members = held.get(key, [])
-            first = min(members, key=lambda n: n.line) if members else None
-            recomputed = sum(t("phase", n) == "recompute" for n in members)
-            layers = Counter(t("layer", n) for n in members)
-            whole, opened = stage_graph(first.graph) if first is not None else ("", "")
-            rows = [_kv("unit", u.label), _kv("phase", "forward" if u.phase == "F" else "backward"),
-                    _kv("micro", u.micro), _kv("chunk", cell(u.chunk)), _kv("operators", u.nodes),
-                    _kv("recomputed operators", recomputed), _kv("rank", rank), _kv("stage", cell(facts.stage))]
-            if first is not None:
-                rows += [_kv("file", f"{file}:{first.line}"), _kv("stage graph", f"{whole} {first.key}")]
-            rows += [_kv(f"layer-{layer}", f"{n} operators") for layer, n in sorted(
-                (x for x in layers.items() if x[0] is not None), key=lambda x: x[0])]
-            nid = f"rank{rank}/{u.label}"
-            look = "recompute" if recomputed else u.phase
-            nodes.append({"id": nid, "label": u.label + (" +recompute" if recomputed else ""), "namespace": column,
-                          "attrs": rows, "incomingEdges": [], "subgraphIds": [opened] if opened else [],
-                          "style": {"backgroundColor": UNIT_COLORS[look], "borderColor": "#616161"},
-                          "outputsMetadata": []})
-            micro[nid] = u.micro
-            for c in mine:
-                if c.direction != "receive":
-                    nodes.append(_exec_hop(rank, column, c, key, file, stage_graph))
-        for cs in hops.values():  # Send/Receive of no unit this pass orders
-            for c in cs:
-                nodes.append(_exec_hop(rank, column, c, _unit_of(c, o.chunks), file, stage_graph))
-        for n in nodes:
-            micro.setdefault(n["id"], None)
-    pairs, paired = _paired(ranks, comm_id)
-    ids = {n["id"] for n in nodes}
-    pairs = [p for p in pairs if p[0] in ids and p[1] in ids]
-    _bounded_columns(nodes, micro)
-    info = {"units": str(sum(n["id"].count("/%") == 0 for n in nodes)), "pairs": str(paired),
-            "ranks drawn": rank_list(sorted(r[0] for r in ranks)),
-            "colours": "forward blue, backward orange, backward that recomputes forward work purple; "
-                       "Send red, Receive green",
-            "layers": "search `layer-3:` to light up the units whose operators read layer 3 (their `layer-N` rows)"}
-    return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": COLUMNS,
-            "tasksData": _pairs_overlay(graph_id, pairs)}
-
-
-def _exec_hop(rank: int, column: str, c: CommNode, key: tuple, file: str,
-              stage_graph: Callable[[str], tuple[str, str]]) -> dict[str, Any]:
-    tag = DASH if c.sr_tag is None else str(c.sr_tag)
-    label = f"{c.op} {_unit_text(key)} tag {tag} {'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
-    box = _hop_box(comm_id(rank, c), label, c, key, file, stage_graph,
-                   [_kv("operator", c.op), _kv("rank", rank), _kv("unit", _unit_text(key))])
-    box["namespace"] = column
-    return box
+    return {"id": graph_id, "nodes": list(nodes.values()), "groupNodeAttributes": {"": info}}
 
 
 # --- node data -------------------------------------------------------------------------------

@@ -15,21 +15,19 @@ import orjson
 from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts
+from ..parallel.order import stage_order
 from ..selection import Selection, selected_stage
 from .graphs import (
     PART_SIZE,
-    StageRank,
     bytes_node_data,
     category_node_data,
     diff_node_data,
     diff_panel,
     dump_graphs,
-    execution_graph,
     first_graph,
     for_parts,
     graph_names,
     node_index,
-    overview_id,
     pipeline_graph,
 )
 
@@ -63,12 +61,8 @@ class Model:
 
     def __init__(self, label: str, graphs: Graphs | Callable[[], Graphs],
                  overlays: dict[str, Callable[[Graphs], dict[str, Any]]] | None = None, sorting: str | None = None,
-                 first_graph: str | None = None, finder: Callable[[str], tuple[str, str]] | None = None,
-                 columns: bool = False) -> None:
+                 first_graph: str | None = None, finder: Callable[[str], tuple[str, str]] | None = None) -> None:
         self.label = label
-        # the first graph is a folder's pipeline graph: opened with its columns expanded and its first box
-        # selected (what draws the lines between Sends and Receives)
-        self.columns = columns
         self.finder = finder  # `--node` text -> (graph id before a split, node id): `find`
         self.overlays = overlays or {}
         self._node_data: dict[str, dict[str, Any]] = {}
@@ -151,16 +145,6 @@ class _Rank:
     def graphs(self, part_size: int, annotate: Any = None) -> Graphs:
         return dump_graphs(self.dump, self.facts, self.prefix, part_size, annotate, self.shown)
 
-    def stage_rank(self, part_size: int) -> StageRank:
-        """This rank as the pipeline and execution order graphs draw it: each subgraph's graph ids."""
-        split = {g.name for g in self.dump.subgraphs if len(g.nodes) > part_size}
-
-        def ids(subgraph: str) -> tuple[str, str]:
-            gid = self.graph_id(subgraph)
-            return gid, overview_id(gid) if subgraph in split else gid
-
-        return (self.rank if self.rank is not None else 0, self.shown or os.path.basename(self.file), self.facts, ids)
-
 
 def _overlays(ranks: list[_Rank]) -> dict[str, Callable[[Graphs], dict[str, Any]]]:
     parts = [(r.graph_id(g.name), r.facts, g.name) for r in ranks for g in r.dump.subgraphs]
@@ -239,12 +223,13 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
         return _file_model(picked[0], label, part_size)
 
     def build() -> list[dict[str, Any]]:
-        drawn = [r.stage_rank(part_size) for r in picked]
-        pipe = pipeline_graph(drawn, folder=[r for r in sel.files if r is not None], unreadable=sel.unreadable)
-        return [pipe, execution_graph(drawn)] + [g for r in picked for g in r.graphs(part_size)]
+        orders = {r.rank: [c.node for c in o.hops] for r in picked if (o := stage_order(r.facts.table)).fixed}
+        pipe = pipeline_graph([(r.rank, os.path.relpath(r.file, sel.path), r.facts) for r in picked],
+                              folder=[r for r in sel.files if r is not None], orders=orders,
+                              unreadable=sel.unreadable)
+        return [pipe] + [g for r in picked for g in r.graphs(part_size)]
 
-    return Model(label, build, _overlays(picked), sorting="name_asc", first_graph="pipeline", finder=_finder(picked),
-                 columns=True)
+    return Model(label, build, _overlays(picked), sorting="name_asc", first_graph="pipeline", finder=_finder(picked))
 
 
 def compare_models(old: str | Selection, new: str | Selection, differ: Differ, part_size: int = PART_SIZE) -> list[Model]:

@@ -196,10 +196,9 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
         return
     import flask
 
-    page_data = {"models": [m.label for m in models], "select": {m.label: m.first_graph for m in models if m.columns}}
     seed = (f"<script>if (!localStorage.getItem({json.dumps(SHOW_ON_NODE_KEY)})) localStorage.setItem("
             f"{json.dumps(SHOW_ON_NODE_KEY)}, {json.dumps(json.dumps(SHOW_COUNTS))});"
-            f"window.IRTOOL = {json.dumps(page_data)};</script>"
+            f"window.IRTOOL = {json.dumps({'models': [m.label for m in models]})};</script>"
             '<link rel="stylesheet" href="irtool/view.css"><script src="irtool/view.js" defer></script>')
 
     def serve_asset(rel_path: str) -> Any:
@@ -255,9 +254,7 @@ def url_for(config: Any, host: str, port: int, models: list[Model] | None = None
     firsts = [m for m in models or [] if m.first_graph][:2]
     if firsts:
         data = json.loads(unquote(value))
-        # a folder's pipeline graph opens with every column expanded (Model Explorer's `___all___`)
-        data["uiState"] = {"paneStates": [{"deepestExpandedGroupNodeIds": ["___all___"] if m.columns else [],
-                                           "selectedNodeId": "",
+        data["uiState"] = {"paneStates": [{"deepestExpandedGroupNodeIds": [], "selectedNodeId": "",
                                            "selectedGraphId": m.first_graph, "selectedCollectionLabel": m.label,
                                            "widthFraction": 1 / len(firsts)} for m in firsts]}
         value = quote(json.dumps(data))

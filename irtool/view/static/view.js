@@ -270,25 +270,6 @@
     setTimeout(opening, 10100);
   }
 
-  // a folder's pipeline graph: its first box selected once drawn, which draws the pairs' lines (an edge
-  // overlay shows while a box of it is selected)
-  const selectedFirst = new Set();
-
-  function selectFirst() {
-    panes().forEach((p, pane) => {
-      const [graph, label] = shown(pane);
-      const r = renderer(pane);
-      if (!graph || !r || (IR.select || {})[label] !== graph || selectedFirst.has(label + graph)) return;
-      if (r.selectedNodeId || !r.nodesToRender || !r.nodesToRender.length || !p.querySelector("info-panel")) return;
-      selectedFirst.add(label + graph);
-      index(label).then((ix) => {
-        const gi = ix ? ix.graphs.indexOf(graph) : -1;
-        const first = gi >= 0 && ix.nodes.find((n) => n[0] === gi);
-        if (first && !r.selectedNodeId) openNode(pane, graph, first[1], label);
-      });
-    });
-  }
-
   let pending = false;
   new MutationObserver(() => {
     if (pending) return;
@@ -298,7 +279,6 @@
       decorate();
       panes().forEach((p, pane) => index(shown(pane)[1]));  // fetched once a graph is shown, before a search
       opening();
-      selectFirst();
     });
   }).observe(document.documentElement, {childList: true, subtree: true});
 
