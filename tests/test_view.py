@@ -735,7 +735,7 @@ def _selected(page: object, graph: str) -> str:
     page.wait_for_function("""(graph) => { const r = window.me_test.renderers[0];  // type: ignore[attr-defined]
       return r && r.curModelGraph && r.curModelGraph.id === graph && r.selectedNodeId &&
         [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === r.selectedNodeId); }""",
-                           arg=graph, timeout=60_000)
+                           arg=graph, timeout=120_000)
     return page.evaluate("window.me_test.renderers[0].selectedNodeId")  # type: ignore[attr-defined]
 
 

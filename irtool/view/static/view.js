@@ -254,7 +254,7 @@
     // selected: a reveal asked while the first layout runs is dropped
     const todo = (window.IRTOOL_OPEN || []).filter(([pane, graph, node]) => {
       const r = renderer(pane);
-      return !(r && shown(pane)[0] === graph && r.selectedNodeId === node) && tries <= 3;
+      return !(r && shown(pane)[0] === graph && r.selectedNodeId === node) && tries <= 6;  // a loaded machine draws late
     });
     window.IRTOOL_OPEN = todo;
     if (!todo.length || Date.now() - lastTry < 10000) return;
