@@ -87,7 +87,7 @@ def _lenient_option() -> Callable:
 
 def _part_size_option() -> Callable:
     """`--part-size` of the Model Explorer commands (view, export)."""
-    from .view.graphs import PART_SIZE
+    from .view import PART_SIZE
 
     return click.option("--part-size", type=click.IntRange(min=1), default=PART_SIZE, show_default=True,
                         help="A graph of more operators opens on an overview with a graph per scope behind it "
@@ -313,21 +313,16 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
         def doc() -> str:
             import json
 
-            d = diff_report.document(result, comm_fail_on, max_increase)
+            d = diff_report.document(result, comm_fail_on, max_increase, reasons or ())
             if cdiff is not None:
                 d["cost"] = {**cdiff.as_dict(), "failures": reasons, "fail_on": sorted(cost_kinds),
                              "max_memory_increase": max_memory}
-                d["failed"] = d["failed"] or bool(reasons)
             return json.dumps(d, indent=2, sort_keys=False)
 
         def text(markdown: bool) -> str:
-            from .present import to_markdown, to_text
-
             write = diff_report.to_markdown if markdown else diff_report.to_text
-            out = write(result, comm_fail_on, max_increase, None if show_all else diff_report.DIFF_LIMIT)
-            if cdiff is not None:
-                out += (to_markdown if markdown else to_text)(diff_cost.blocks(cdiff, reasons))
-            return out
+            return write(result, comm_fail_on, max_increase, None if show_all else diff_report.DIFF_LIMIT,
+                         gates=reasons or (), more=diff_cost.blocks(cdiff) if cdiff is not None else ())
 
         _emit(fmt, {"json": doc, "text": lambda: text(False), "markdown": lambda: text(True)})
         _warn_skips(*sides)
@@ -346,8 +341,8 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
 @click.option("--strict", is_flag=True,
-              help="Also fail (exit 1) when something could not be compared (a peer, group member or stage peer "
-                   "not in the folder).")
+              help="Also fail (exit 1) when something could not be compared (a Send/Receive peer or group member "
+                   "not in the folder, an order the pass does not fix).")
 def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: int | None, scheduler: str | None,
               strict: bool) -> None:
     """Check that the ranks of a dump folder agree (Send/Receive pairs, collectives per group, group

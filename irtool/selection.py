@@ -26,15 +26,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from .dumpdir import Progress, RankFile, Unreadable, iter_ranks, rank_facts, read_or_record, select_files
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, load
 from .parallel import ParallelFacts, analyze
 from .parallel.job import JobFold, RankJob, rank_job
-from .parallel.logical import LogicalGraph, logical_graph
 from .present import rank_list
+
+if TYPE_CHECKING:
+    from .parallel.logical import LogicalGraph
 
 # --- the stage rule and the wording of every selection error ---------------------------------
 
@@ -311,6 +313,8 @@ def logical_of(sel: Selection, progress: Progress | None = None) -> LogicalGraph
     """The logical graph of what `sel` selects (docs/logical.md): the job of every rank (read in the
     policy's workers), the graph from the lowest rank of each stage (every stage, whatever `--stage`:
     the network as the user wrote it is all of them)."""
+    from .parallel.logical import logical_graph  # the cost records: only diff and view across configurations
+
     fold = JobFold()
     for got in sel.stream(progress, of=rank_job_of, every_stage=True):
         fold.add(got)

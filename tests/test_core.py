@@ -27,14 +27,15 @@ def test_every_fixture_is_bundled():
     # pipeline_split, which the benchmark reads from ../shared), and 15 compiled for this project
     # with 153 dumps (their manifest.json files list them; pipeline_unequal_8p: 4 ranks x 2 passes; issue 18
     # added dynamic_shape_pp_4p 16, inference_pp_4p_m2 8, inference_pp_8p_m4 16, pipeline_folded_8p 16,
-    # pipeline_segments_8p ranks 1-3, 5-7 12; issue 25 pipeline_2stage_2p 4). Issues 25-27 added 15 scenarios
-    # with 140 dumps (manifest.json of each): pipeline_4stage_lazy_8p 24, pipeline_interleaved_4stage_8p 32,
+    # pipeline_segments_8p ranks 1-3, 5-7 12; issue 25 pipeline_2stage_2p 4). Issues 25-27 added 16 scenarios
+    # with 144 dumps (manifest.json of each): pipeline_4stage_lazy_8p 24, pipeline_interleaved_4stage_8p 32,
     # pipeline_unequal_sgd_8p 8, pipeline_even_adamw_8p 8, gpt_small_dp1mp4pp2 8, gpt_small_dp2mp2pp2_m8 8,
     # two_d_tp_8p 8, lazy_adam_8p 6, lazy_adam_cpu 1, order_list_cpu 1, user_group_8p 6, mindformers_llama_pp4 12,
-    # mindformers_llama_sp_fa_dp2mp2pp2 4; copied from the shared fixtures: mindformers_llama_dp2mp2pp2 2,
-    # mindformers_moe_dp2mp2pp2_ep2 12. Issue 28 added semi_auto_8p_changed 1 (rank 0's validate).
-    assert len(DUMPS) == 191 + 153 + 140 + 1
-    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 15 + 15 + 1
+    # mindformers_llama_sp_fa_dp2mp2pp2 4, mindformers_llama_dp1mp4pp2 4 (ranks 0, 4 x validate, step_parallel_end);
+    # copied from the shared fixtures: mindformers_llama_dp2mp2pp2 2, mindformers_moe_dp2mp2pp2_ep2 12.
+    # Issue 28 added semi_auto_8p_changed 1 (rank 0's validate).
+    assert len(DUMPS) == 191 + 153 + 144 + 1
+    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 15 + 16 + 1
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=LARGE_GROUP) if str(p).endswith(LARGE) else p for p in DUMPS],

@@ -431,3 +431,15 @@ def test_render_pipeline_needs_stages(tmp_path) -> None:
     r = CliRunner().invoke(main, ["render", str(FIXTURES / "semi_auto_8p"), "--pipeline", "-o", str(tmp_path / "x.svg")])
     assert r.exit_code == 2
     assert "--pipeline needs a folder of ranks on two or more pipeline stages (found 0)" in r.stderr
+
+
+def test_a_memory_gate_is_the_verdict_in_every_format() -> None:
+    # pipeline_unequal_sgd_8p (5/1/1/1 layers, SGD) against pipeline_even_adamw_8p (2/2/2/2, AdamWeightDecay): stage 0
+    # holds 3 layers fewer (their weights, SGD's two buffers each), the others one layer and Adam's moments more
+    old, new = str(FIXTURES / "pipeline_unequal_sgd_8p"), str(FIXTURES / "pipeline_even_adamw_8p")
+    res = CliRunner().invoke(main, ["diff", old, new, "--fail-on", "memory", "--format", "json"])
+    assert res.exit_code == 1
+    d = json.loads(res.stdout)
+    assert d["failed"] and d["verdict"].startswith("FAIL: stage 0: memory ") and d["failures"] == d["cost"]["failures"]
+    text = CliRunner().invoke(main, ["diff", old, new, "--fail-on", "memory"]).stdout.splitlines()
+    assert text[0] == d["verdict"] and text[-1] == d["verdict"]

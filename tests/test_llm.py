@@ -181,6 +181,22 @@ def test_borrowed_instance_name_of_2d_tensor_parallel() -> None:
     assert comm[417].phase == "backward"
 
 
+# --- 3. memory roles by use, whatever the optimizer ----------------------------------------------------
+
+def test_lazy_adam_is_named_by_its_cell_and_its_states_found_by_use() -> None:
+    rel = "lazy_adam_8p/rank_0/19_validate_0078.ir.xz"
+    facts = _facts(rel)
+    # line 702 `%78(success) = Adam(%para6_w_down, %para14_moment1.w_down, %para18_moment2.w_down, ...)`, scope
+    # `Default/optimizer-LazyAdam/Adam-op0`: nn.LazyAdam updates its dense parameters with `Adam` (line 738 the
+    # sparse one with FusedSparseLazyAdam); the optimizer the user chose is LazyAdam
+    opt = rank_job(facts, 0, rel).optimizer
+    assert opt.value == "LazyAdam" and opt.where.endswith(":702 (Adam in LazyAdam)")
+    # `# Params` lines 23-26, 31-38 (Float32): weight1 (8, 32) 1,024 + weight2 (32) 128 + w_up (32, 16) 2,048 +
+    # w_down (16, 32) 2,048 = 5,248 B of weights; moment1.* and moment2.* (the update's inputs 2 and 3) twice that
+    sc = stage_cost(facts, rank_job(facts, 0, rel))
+    assert (sc.memory.role_bytes("weight").total, sc.memory.role_bytes("optimizer-state").total) == (5_248, 10_496)
+
+
 # --- 4. groups that contradict themselves ----------------------------------------------------------------
 
 def test_group_members_from_rank_size_shapes_and_name() -> None:

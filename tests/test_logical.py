@@ -4,7 +4,9 @@ beside it), never from irtool's output.
 
 The pair: pipeline_unequal_sgd_8p (old: 5/1/1/1 layers, nn.SGD, 8 micro batches, no recompute) and
 pipeline_even_adamw_8p (new: 2/2/2/2, nn.AdamWeightDecay, 4 micro batches, recompute on blocks 0, 1, 4),
-one network (make.py of each), dp1 x mp2 x pp4, ranks 0, 2, 4, 6 (stages 0-3).
+one network (make.py of each), dp1 x mp2 x pp4, ranks 0, 2, 4, 6 (stages 0-3). Then gpt_small_dp2mp2pp2 against
+gpt_small_dp1mp4pp2 and gpt_small_dp2mp2pp2_m8, and the MindFormers Llama mindformers_llama_dp2mp2pp2 against
+mindformers_llama_dp1mp4pp2 (dp2 x mp2 -> dp1 x mp4).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from click.testing import CliRunner
 from irtool import analyze, load
 from irtool.cli import main
 from irtool.diff import diff, diff_dirs
-from irtool.diff.report import MARKDOWN_LIMIT, to_markdown, to_text
+from irtool.diff.report import MARKDOWN_LIMIT, to_json, to_markdown, to_text
 from irtool.parallel.operators import OperatorKey
 from irtool.parallel.scope import user_cell
 from irtool.present.job import change_text
@@ -258,3 +260,125 @@ def test_two_micro_batches_against_eight() -> None:
     old, new = layer0.old.by_category()["operator-forward"], layer0.new.by_category()["operator-forward"]
     assert (old.count, old.bytes.exact) == (10, 327680) and (new.count, new.bytes.exact) == (40, 655360)
     assert layer0.old.weights.exact == layer0.new.weights.exact == 398080
+
+
+# --- the MindFormers Llama (mindformers_llama_dp2mp2pp2) against the same network as dp1 x mp4 x pp2
+# (mindformers_llama_dp1mp4pp2: batch 2 per micro batch, global batch 8 on both), ranks 0 and 4 (stages 0, 1),
+# validate (19_validate_0089). Every figure below is read from `xz -dc rank_N/19_validate_0089.ir.xz` of both sides
+# (old line -> new line); the manifest of mindformers_llama_dp1mp4pp2 lists the same hand counts.
+
+LLAMA_OLD, LLAMA_NEW = F / "mindformers_llama_dp2mp2pp2", F / "mindformers_llama_dp1mp4pp2"
+
+
+@cache
+def llama_pair():
+    return diff_dirs(str(LLAMA_OLD), str(LLAMA_NEW))
+
+
+def _holding(result, name: str):
+    """The user operator that holds a weight (the first reading it), and that weight on each side."""
+    pair = next(p for p in result.logical.ops if any(h.name == name for h in p.side.params))
+    held = [next(h for h in side.params if h.name == name) for side in (pair.old, pair.new)]
+    return pair, held
+
+
+def test_llama_tensor_parallel_2_against_4_configuration_first() -> None:
+    result = llama_pair()
+    # mp: the row-parallel wo's forward AllReduce prints `group_rank_ids: (0, 1)` (rank 0 line 5182) against
+    # `(0, 1, 2, 3)` (line 5219); dp = 4 ranks per stage / mp. Optimizer sharding: old line 129 `AllGather` of
+    # `parallel_optimizer_allgather_not_recompute` on `group_rank_ids: (0, 2)` (15 on rank 0, 17 on rank 4), none
+    # on the new side (`grep -c '= AllGather('` 0 on both ranks: dp 1 leaves nothing to shard)
+    assert [change_text(c) for c in result.config] == ["dp 2 → 1", "mp 2 → 4", "optimizer sharding 2 → 1"]
+    assert result.mode == "logical" and result.failures()[0] == "configuration: dp 2 → 1; mp 2 → 4; optimizer sharding 2 → 1"
+    # what did not change: micro batches (`grep -o 'micro: I64([0-9]*)' | sort -u`: 0-3 on both ranks of both
+    # sides), the recompute set (`grep -c 'duplicated: Bool(1)'` 164 on every rank, 82 under each of
+    # `layers-CellList/0-` and `1-` on rank 0, `2-` and `3-` on rank 4), the layers of each stage
+    for side in (result.logical.old, result.logical.new):
+        assert side.job.micro_batches.value == 4
+        assert side.job.recompute == {0: [0, 1], 1: [2, 3]} and side.job.stage_layers == {0: [0, 1], 1: [2, 3]}
+
+
+def test_llama_tensor_parallel_2_against_4_per_layer() -> None:
+    d = llama_pair().logical
+    # `# Params` of rank 0 (line 22 on): wq (128, 512) on both sides (the mp 2 slice (256, 512) halved again by the
+    # optimizer shard over dp 2, against the mp 4 slice); wo (256, 256) -> (512, 128); w1 (352, 512) both;
+    # w2 (256, 704) -> (512, 352); rank 4: lm_head (1024, 512) both
+    for name, old, new in (("model.layers.0.attention.wq.weight", (128, 512), (128, 512)),
+                           ("model.layers.0.attention.wo.weight", (256, 256), (512, 128)),
+                           ("model.layers.0.feed_forward.w1.weight", (352, 512), (352, 512)),
+                           ("model.layers.0.feed_forward.w2.weight", (256, 704), (512, 352)),
+                           ("lm_head.weight", (1024, 512), (1024, 512))):
+        _, held = _holding(llama_pair(), name)
+        assert [h.shape for h in held] == [old, new], name
+    # the weight bytes a rank holds per layer, Float32: wq 262,144 + wk, wv (64, 512) 131,072 each + wo 262,144 +
+    # w1, w2, w3 720,896 each + the two norms (512) 2,048 each = 2,953,216 on both sides, every layer
+    assert [p.label for p in d.layers[:4]] == ["layer 0", "layer 1", "layer 2", "layer 3"]
+    for p in d.layers[:4]:
+        assert (p.old.weights.exact, p.new.weights.exact) == (2953216, 2953216), p.label
+    # Each layer's tensor-parallel AllReduces, 5 nodes: the forward one after wo and after w2, wo's recomputed one
+    # in the bprop graph, the gradients of the two (`%N(dx) = AllReduce`). Old rank 0: layer 0 lines 5182, 5761,
+    # 14828, 15244, 16140; layer 1 7402, 7981, 9743, 10159, 11055 (MindSpore prints layer 1's gradients under
+    # `0-LLamaDecodeLayer/.../w2-Linear/Grad_AllReduce`; 10159 reduces `Reshape(%para164_Parameter_13442)`, the
+    # gradient arriving at layer 1's output); rank 4: layer 2 5442, 6021, 16405, 16821, 17717; layer 3 7662, 8241,
+    # 11320, 11736, 12632. The forward graph is called and its bprop bound 4 times (once per micro batch): 20 per
+    # layer per step, each `-> (<Tensor[Float16], (512, 512)>)` 524,288 bytes on (0, 1) / (4, 5) against
+    # `(1024, 512)` 1,048,576 bytes on (0, 1, 2, 3) / (4, 5, 6, 7).
+    # The optimizer shard's AllGather and ReduceScatter of each layer's 7 sharded weights vanish.
+    for p in d.layers[:4]:
+        old, new = p.old.by_category(), p.new.by_category()
+        tp_old, tp_new = old["operator-forward"], new["operator-forward"]
+        assert (tp_old.count, tp_old.bytes.exact, tp_old.group_sizes) == (20, 10485760, (2,)), p.label
+        assert (tp_new.count, tp_new.bytes.exact, tp_new.group_sizes) == (20, 20971520, (4,)), p.label
+        assert old["optimizer-parallel"].count == 14 and "optimizer-parallel" not in new
+    # the head and the loss are no layer's: the loss's vocab-parallel AllReduces (rank 4 lines 8512, 8584, 8906 ->
+    # 8744, 8816, 9148, once per micro batch) `(512, 1)` / `(512)` Float32 2,048 bytes -> `(1024, 1)` / `(1024)`
+    # 4,096 bytes: 12 per step, 24,576 -> 49,152, counted with the head, not in layer 3
+    head = next(p for p in d.layers if p.label == "no layer (last stage)")
+    loss_old, loss_new = head.old.by_category()["operator-forward"], head.new.by_category()["operator-forward"]
+    assert (loss_old.count, loss_old.bytes.exact, loss_new.count, loss_new.bytes.exact) == (12, 24576, 12, 49152)
+    # Send/Receive: 4 + 4 per rank on both sides (`grep -c '= Send('`, `'= Receive('`), `shape: [1, 512, 512]` ->
+    # `[2, 512, 512]` Float16: 524,288 -> 1,048,576 bytes each, 4,194,304 -> 8,388,608 per rank per step
+    for old, new in zip(d.old.stages, d.new.stages):
+        p_old, p_new = old.by_category()["pipeline"], new.by_category()["pipeline"]
+        assert (p_old.count, p_old.bytes.exact, p_new.count, p_new.bytes.exact) == (8, 4194304, 8, 8388608)
+    # ClipGradNorm's two AllReduces and the overflow flag's (rank 0 lines 2508, 2511, 3072 on both sides) reduce
+    # every gradient: around no operator, so no operator's communication 'vanished' or 'appeared' with them
+    assert not [p for p in d.ops for _, a, b in p.comm_changes() if (a or b).category == "other"]  # type: ignore[union-attr]
+
+
+def test_llama_wq_matmul_changes_strategy_not_flops() -> None:
+    d = llama_pair().logical
+    # wq's MatMul (rank 0 old line 3730, new 3767): `in_strategy: ((2, 1), (2, 1))`, (512, 512) x (256, 512)^T ->
+    # (512, 256), against `((1, 1), (4, 1))`, (1024, 512) x (128, 512)^T -> (1024, 128): 2 * 512 * 512 * 256 =
+    # 2 * 1024 * 512 * 128 = 134,217,728 FLOPs per micro batch on both, 4 micro batches, recomputed alike
+    mm = next(p for p in d.ops if p.key == OperatorKey(
+        "LlamaForCausalLM/model-LlamaModel/layers-CellList/0-LLamaDecodeLayer/attention-LLamaAttention/wq-Linear",
+        "MatMul", 0, 0))
+    assert (mm.old.strategy, mm.new.strategy) == ({"in_strategy": ((2, 1), (2, 1))}, {"in_strategy": ((1, 1), (4, 1))})
+    assert mm.old.flops["forward"] == mm.new.flops["forward"] == mm.old.flops["recompute"] == 4 * 134217728
+    assert "strategy" in mm.fields and "flops" not in mm.fields
+
+
+def test_llama_markdown_and_json() -> None:
+    result = llama_pair()
+    md = to_markdown(result)
+    assert len(md) <= MARKDOWN_LIMIT
+    head = md.split("\n\n")
+    assert head[1].startswith("- **configuration: dp 2 → 1; mp 2 → 4; optimizer sharding 2 → 1**")
+    assert "| dp | 2 | 1 |" in md and "| mp | 2 | 4 |" in md
+    # the per-layer communication (above): layer 0's 20 tensor-parallel AllReduces double in bytes, group 2 -> 4
+    assert "| layer 0 | operator-forward | 20 → 20 | 10,485,760 → 20,971,520 (×2.00) | 2 → 4 |" in md
+    doc = json.loads(to_json(result))
+    assert doc["mode"] == "logical" and doc["ranks"] == []
+    assert [(c["field"], c["old"], c["new"]) for c in doc["configuration"]["changes"]] == [
+        ("dp", 2, 1), ("mp", 2, 4), ("optimizer_shard", 2, 1)]
+    layer3 = next(x for x in doc["logical"]["layers"] if x["label"] == "layer 3")
+    assert layer3["old"]["weights"] == layer3["new"]["weights"] == {"bytes": 2953216, "unknown": 0}
+    assert layer3["old"]["comm_by_category"]["operator-forward"] == {"count": 20, "bytes": 10485760, "unknown": 0,
+                                                                     "group_sizes": [2]}
+    assert layer3["new"]["comm_by_category"]["operator-forward"] == {"count": 20, "bytes": 20971520, "unknown": 0,
+                                                                     "group_sizes": [4]}
+    # the head is keyed after layer 3 (it reads layer 3's output) but is no layer's
+    lm_head = next(o for o in doc["logical"]["ops"]
+                   if o["cell"] == "LlamaForCausalLM/lm_head-Linear" and o["op"] == "MatMul")
+    assert (lm_head["layer"], lm_head["after_layer"]) == (None, 3)

@@ -423,9 +423,12 @@ def test_plain_type_lines_read_by_regex_as_by_the_grammar(rel: str) -> None:
     assert fast
     for line in fast:
         assert _plain_sig(line) == transforming_parser("type_sig", _TYPES).parse(line), line
-    # a Tuple output or a Bool input is the grammar's to read
-    assert _plain_sig(": (<Tensor[Float32], (2)>) -> (<Tuple[Tensor[Float32]*2], TupleShape((1), (1))>)") is None
-    assert _plain_sig(": (<Bool, NoShape>) -> (<Tensor[Float32], (2)>)") is None
+    # a Tuple output or a Bool input: the grammar reads that one type (once per distinct text), the same answer
+    for line in (": (<Tensor[Float32], (2)>) -> (<Tuple[Tensor[Float32]*2], TupleShape((1), (1))>)",
+                 ": (<Bool, NoShape>, <UMonad, NoShape>) -> (<Tensor[Float32], (2)>)"):
+        assert _plain_sig(line) == transforming_parser("type_sig", _TYPES).parse(line)
+    # a type holding another `<...>` (a nested abstract) is the grammar's to read whole
+    assert _plain_sig(": (<Tuple[Tensor[Float32]], TupleShape(<Int64, NoShape>)>) -> ()") is None
 
 
 TAILS = [

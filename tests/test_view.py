@@ -462,6 +462,20 @@ def test_compare_marks_the_one_changed_node_of_a_pipeline_rank(tmp_path: Path) -
         assert node["diff"] == f"changed ({side} side)" and node["diff in strategy"] == "(1,1)(1,2) -> (2,1)(1,1)"
 
 
+def test_compare_two_configurations_opens_rank_with_rank() -> None:
+    # mindformers_llama_dp2mp2pp2 against the same Llama as dp1 x mp4 (folders: rank 0 of each, stage 0): wq's
+    # MatMul prints `in_strategy: ((2, 1), (2, 1))` (old line 3730, `%32`) and `((1, 1), (4, 1))` (new line 3767,
+    # `%31`), both in the forward graph the main graph calls per micro batch; the panel says so on both sides
+    folders = [str(Path(fixture("mindformers_llama_dp2mp2pp2/rank_0/19_validate_0089.ir.xz")).parents[1]),
+               str(Path(fixture("mindformers_llama_dp1mp4pp2/rank_0/19_validate_0089.ir.xz")).parents[1])]
+    old, new = compare_models(*folders, diff_rank)
+    for model, side, key in ((old, "old", "%32"), (new, "new", "%31")):
+        (wq,) = [n for g in model.graphs for n in g["nodes"]
+                 if n["id"] == key and n["namespace"].endswith("wq-Linear")]
+        assert _attrs(wq)["diff"] == f"changed ({side} side)"
+        assert _attrs(wq)["diff in strategy"] == "(2,1)(2,1) -> (1,1)(4,1)"
+
+
 PIPE4 = str(Path(fixture("pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1])
 LAZY = fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz")
 

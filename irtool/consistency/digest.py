@@ -86,8 +86,8 @@ class RankDigest:
     groups: dict[str, GroupUse]
     profile: tuple[bytes, bytes]  # hashes of the operator counts and of the strategies (stage.profile)
     warnings: list[DumpWarning] = field(default_factory=list)  # what `--lenient` skipped while reading
-    # the pass prints nodes in execution order: after step_parallel_end (docs/parallel.md §1; earlier
-    # passes print the graph before MindSpore orders the Sends and Receives, docs/cost.md §4)
+    # the relative order of a link's Sends (Receives) is compared: after step_parallel_end (docs/parallel.md §1),
+    # when MindSpore has chained the micro batches; earlier passes leave it open (docs/check.md, docs/cost.md §4)
     ordered: bool = True
 
 

@@ -1,6 +1,6 @@
 """The typed change records of `irtool diff` (one dataclass per kind of change, like sqlglot's diff
 edits). The comparison builds them; text and Markdown read their attributes; `as_dict` makes the
-`irtool.diff/1` JSON (docs/diff.md) once, at output."""
+`irtool.diff/2` JSON (docs/diff.md) once, at output."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -26,10 +26,14 @@ MARKDOWN_LIMIT = 60_000  # characters of a Markdown answer: a GitHub comment hol
 
 
 def document(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
-             max_comm_bytes_increase: str | None = None) -> dict[str, Any]:
-    """The documented JSON document (docs/diff.md) as data: the verdict, the failures and the configuration first."""
-    reasons = result.failures(fail_on, max_comm_bytes_increase)
-    return result.as_dict(fail_on, max_comm_bytes_increase, _verdict(result, reasons))
+             max_comm_bytes_increase: str | None = None, gates: Iterable[str] = ()) -> dict[str, Any]:
+    """The documented JSON document (docs/diff.md) as data: the verdict, the failures and the configuration
+    first. `gates`: failures of the other gates (`--fail-on memory`, `--max-memory-increase`): the verdict,
+    `failed` and `failures` say them too."""
+    reasons = result.failures(fail_on, max_comm_bytes_increase) + list(gates)
+    d = result.as_dict(fail_on, max_comm_bytes_increase, _verdict(result, reasons))
+    d["failed"], d["failures"] = bool(reasons), reasons
+    return d
 
 
 def to_json(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
@@ -235,27 +239,31 @@ def _details(result: DiffResult, limit: int | None) -> list[list[Block]]:
 
 
 def to_text(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
-            max_comm_bytes_increase: str | None = None, limit: int | None = DIFF_LIMIT) -> str:
+            max_comm_bytes_increase: str | None = None, limit: int | None = DIFF_LIMIT, gates: Iterable[str] = (),
+            more: Iterable[Block] = ()) -> str:
     """Plain text for a terminal or a CI log: the verdict first (and again last, for a log's tail), the
-    configuration change, then the details; at most `limit` rows per table (None: all)."""
-    reasons = result.failures(fail_on, max_comm_bytes_increase)
+    configuration change, then the details and `more` (another gate's tables); at most `limit` rows per
+    table (None: all). `gates` as `document`."""
+    reasons = result.failures(fail_on, max_comm_bytes_increase) + list(gates)
     verdict = _verdict(result, reasons)
     blocks: list[Block] = [verdict, *_config_lines(result)]
     blocks += [_one_side(result)] if result.one_sided else []
     blocks += _unreadable_table(result)
     for section in _details(result, limit):
         blocks += section
+    blocks += more
     blocks.append(verdict)
     return blocks_to_text(blocks)
 
 
 def to_markdown(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
                 max_comm_bytes_increase: str | None = None, limit: int | None = DIFF_LIMIT,
-                room: int = MARKDOWN_LIMIT) -> str:
-    """Markdown fit for a pull-request comment: verdict first, the configuration change, then the
-    details (one collapsible block per rank, or the logical tables) as far as `room` characters allow;
-    what did not fit is named at the end with the command that prints it."""
-    reasons = result.failures(fail_on, max_comm_bytes_increase)
+                room: int = MARKDOWN_LIMIT, gates: Iterable[str] = (), more: Iterable[Block] = ()) -> str:
+    """Markdown fit for a pull-request comment: verdict first, the configuration change, `more` (another
+    gate's tables), then the details (one collapsible block per rank, or the logical tables) as far as
+    `room` characters allow; what did not fit is named at the end with the command that prints it.
+    `gates` as `document`."""
+    reasons = result.failures(fail_on, max_comm_bytes_increase) + list(gates)
     icon = ":x:" if reasons or result.unreadable else (":white_check_mark:" if result.identical
                                                        else ":information_source:")
     headline = f"{len(reasons)} failing difference(s)" if reasons else _verdict(result, [])
@@ -271,7 +279,9 @@ def to_markdown(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
         head += [Table(table.title, table.columns[:3], [r[:3] for r in table.rows]),
                  "<details><summary>where each side shows it</summary>", table, "</details>"]
     head += _unreadable_table(result)
-    sections: list[tuple[str, list[Block]]] = []
+    extra = list(more)
+    sections: list[tuple[str, list[Block]]] = [(next((b.title for b in extra if isinstance(b, Table)), ""), extra)] \
+        if extra else []
     if result.logical is not None:
         for blocks in _details(result, limit):
             b = blocks[0]

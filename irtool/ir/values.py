@@ -79,8 +79,12 @@ def _instance_regex() -> re.Pattern[str]:
 
 
 def read_instance_name(text: str, start: int = 0) -> str | None:
-    """The `{instance name: X}` of a statement, without parsing its attribute groups."""
-    m = _instance_regex().search(text, start)
+    """The `{instance name: X}` of a statement, without parsing its attribute groups (a plain find
+    first: asked of every node, most of which print none)."""
+    i = text.find("{instance name: ", start)
+    if i < 0:
+        return None
+    m = _instance_regex().match(text, i)
     return m.group(1) if m else None
 
 
@@ -712,7 +716,7 @@ def parse_type(text: str) -> TypeInfo:
 _DIM = r"(?:0|-?[1-9]\d{0,17})"
 _WORD = r"[^\W\d][\w.]*"  # NAME of the grammar
 _TENSOR_TYPE = re.compile(rf"<(?:Ref\[Tensor\[(?P<ref>{_WORD})\]\]|Tensor\[(?P<tensor>{_WORD})\]), "
-                          rf"\((?P<dims>(?:{_DIM}(?:, {_DIM})*)?)\)(?:, {_WORD}(?:={_WORD})?)*>")
+                          rf"\((?P<dims>(?:{_DIM}(?:, {_DIM})*)?)\)(?:, {_WORD}(?:=(?:[\w.]+|\.\.\.))?)*>")
 
 
 @functools.lru_cache(maxsize=65536)
@@ -730,17 +734,34 @@ def _tensor_type(text: str) -> TypeInfo | None:
 _SIG = re.compile(r": \((.*)\) -> \((.*)\)")
 
 
+@functools.lru_cache(maxsize=65536)
+def _item_type(text: str) -> TypeInfo | None:
+    """One type of a list, without `<` inside: a tensor by one regex, any other (`<Bool, NoShape>`, a tuple
+    `<Tuple[Int64*4], TupleShape(...), elements_use_flags=...>`) by the grammar once per distinct text
+    (a signature repeats its few scalar and tuple types with ever new tensor shapes and names)."""
+    t = _tensor_type(text)
+    if t is not None:
+        return t
+    try:
+        ins, _ = transforming_parser("type_sig", _TYPES).parse(f": ({text}) -> ()")
+    except (LarkError, RecursionError):
+        return None
+    return ins[0] if len(ins) == 1 else None
+
+
 def _plain_types(text: str) -> list[TypeInfo] | None:
     """The types of a list printed as plain tensor or Ref types separated by `, `; None otherwise."""
     found: list[TypeInfo] = []
     pos, n = 0, len(text)
     while pos < n:
-        m = _TENSOR_TYPE.match(text, pos)
-        t = m and _tensor_type(m.group())
+        end = text.find(">", pos) + 1
+        if text[pos] != "<" or not end or "<" in text[pos + 1:end]:  # nested: the grammar reads the line
+            return None
+        t = _item_type(text[pos:end])
         if t is None:
             return None
         found.append(t)
-        pos = m.end()
+        pos = end
         if pos < n:
             if not text.startswith(", ", pos):
                 return None

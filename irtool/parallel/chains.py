@@ -102,7 +102,7 @@ class _Graph:
 
     def __init__(self, index: NodeIndex, graph: str) -> None:
         self.index = index
-        self.nodes = index.nodes.get(graph, {})
+        self.nodes = index.nodes[graph]
 
     def node_input(self, node: Node, i: int) -> Node | None:
         ins = node.inputs
@@ -131,7 +131,7 @@ def redistribution_chains(t: NodeFacts) -> list[RedistributionChain]:
                   or n.mentions(FC)]
     if not candidates:
         return []
-    index = NodeIndex(dump, candidates)
+    index: NodeIndex = t.get("node_index")
     in_graphs = {n.graph for n in candidates}
     forward: list[tuple[list[Node], _Graph]] = []
     backward: list[tuple[list[Node], _Graph]] = []

@@ -19,6 +19,7 @@ Facts of a node (`table(fact, node)`):
             call's forward call's), None when not one or when it reads the work of several
   chunk     the model chunk of an interleaved pipeline (`chunk`), or the segment of a folded one (a bprop call:
             its forward call's)
+  printed_chunk `chunk` as printed (§7)
   layer     the repeated layer (index) whose parameters or activations the node reads (data flow), None for
             work of no layer (embedding, head, loss, optimizer bookkeeping)
   out_bytes bytes of the node's outputs as printed (a tuple summed), None when unknown
@@ -33,9 +34,10 @@ Facts of a node (`table(fact, node)`):
 Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, copies, graph_phases, comm_nodes,
 silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units
 of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
-parameters (which header parameter each reference names, who reads it: `params.Params`),
+parameters (which header parameter each reference names, who reads it: `params.Params`), layer_flow (the `layer`
+column and where each forward node of no layer is: `params.LayerFlow`),
 param_roles (weight, optimizer state, accumulation, ... of each parameter, by use: `roles.ParamRole`),
-param_shapes, node_index (nodes and users of the subgraphs holding communication),
+param_shapes, node_index (nodes and users by key, each subgraph's users built when first asked),
 operator_params (header parameter -> the user operator reading it, §19).
 """
 from __future__ import annotations
@@ -107,7 +109,7 @@ def _by_key(t: NodeFacts) -> ByKey:
 
 def _copies(t: NodeFacts) -> list[Node]:
     """The recomputed copies, in print order (one sweep: the job asks for them)."""
-    return [n for n in t.dump.nodes() if _copy(t, n)]
+    return [n for n in t.dump.nodes() if t("copy", n)]
 
 
 def _unique_ids(t: NodeFacts) -> dict[str, Node]:
@@ -250,8 +252,9 @@ def own_phase(n: Node, category: tuple[str, str] | None, copy: bool, bprop: bool
 
 
 def _own_phase(t: NodeFacts, n: Node) -> Phase | None:
-    bprop = n.op == "(call)" and t("forward", n) is not None
-    return own_phase(n, t("category", n), t("copy", n), bprop)
+    op = n.op  # only communication has a category, only a call a bprop closure: not asked of the 40 000 others
+    bprop = op == "(call)" and t("forward", n) is not None
+    return own_phase(n, t("category", n) if op in COMM_OPS else None, t("copy", n), bprop)
 
 
 def _graph_phases(t: NodeFacts) -> dict[str, Phase]:
@@ -320,15 +323,16 @@ def _input_micros(n: Node, local: dict[str, Node], micro: dict[Node, int]) -> se
     micro batch's output prints `micro: I64(0)`: inference_pp_4p_m2 rank_2 validate line 233)."""
     found: set[int] = set()
     todo, seen = [n], {n}
-    while todo:
+    while todo and len(found) < 2:  # two are a join: no need to know more
         for ref in todo.pop().node_refs:
             p = local.get(ref)
             if p is None or p in seen:
                 continue
             seen.add(p)
-            if p.op in _PACKING:
+            op = p.op
+            if op in _PACKING:
                 todo.append(p)
-            elif p.op == "(call)" or (p.op not in PLUMBING and p.op not in COMM_OPS):
+            elif op == "(call)" or (op not in PLUMBING and op not in COMM_OPS):
                 m = micro.get(p)
                 if m is not None:
                     found.add(m)
@@ -400,6 +404,10 @@ def _parameters(t: NodeFacts) -> Params:
     return parameters(t.dump)
 
 
+def _layer(t: NodeFacts) -> dict[Node, int]:
+    return t.get("layer_flow").layer
+
+
 PASSES: tuple[Pass, ...] = (
     Pass("file kind", ("file_kind",), (), "dump", _file_kind),
     Pass("nodes by key", ("by_key",), (), "dump", _by_key),
@@ -412,7 +420,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("parameters", ("parameters",), (), "dump", _parameters),
     Pass("parameter shapes", ("param_shapes",), (), "dump", param_shapes),
     Pass("communication nodes", ("comm_nodes",), ("kind",), "dump", _comm_nodes),
-    Pass("node index", ("node_index",), ("comm_nodes",), "dump", node_index),
+    Pass("node index", ("node_index",), ("by_key",), "dump", node_index),
     Pass("categories", ("category",), ("kind", "forward", "node_index", "parameters", "param_shapes", "by_key"),
          "node", _category),
     Pass("graph phases", ("graph_phases",), ("category", "copy", "calls", "forward"), "dump", _graph_phases),
@@ -431,10 +439,11 @@ PASSES: tuple[Pass, ...] = (
          "column", comm_records),
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
     Pass("order", ("order",), ("by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", build_order),
-    Pass("layers", ("layer",), ("parameters", "phase", "forward"), "column", layer_flow),
+    Pass("layer flow", ("layer_flow",), ("parameters", "phase", "forward"), "dump", layer_flow),
+    Pass("layers", ("layer",), ("layer_flow",), "column", _layer),
     Pass("parameter roles", ("param_roles",), ("parameters", "by_key", "phase"), "dump", param_roles),
     Pass("user operators", ("operator",), ("parameters", "by_key", "kind", "phase", "copy", "micro", "unique_ids",
-                                           "layer", "forward"), "column", operator_keys),
+                                           "layer", "layer_flow", "forward"), "column", operator_keys),
     Pass("operator parameters", ("operator_params",), ("parameters", "by_key", "operator", "phase", "comm", "kind"),
          "dump", operator_params),
     Pass("placements", ("placement",), ("by_key", "operator_params", "operator", "kind", "comm"), "column", placements),

@@ -1,5 +1,5 @@
 """Category rules that read a communication node's neighbourhood, not only its own attributes
-(docs/parallel.md §2, R11-R12): what an all-to-all feeds or is fed by, and how the activation a
+(docs/parallel.md §2, R11-R13): what an all-to-all feeds or is fed by, and how the activation a
 gather or scatter of tensor parallelism carries is split.
 
 - R11 expert parallel: an all-to-all no name rule placed (user-written) whose values reach a grouped
@@ -69,7 +69,7 @@ def _users(index: NodeIndex) -> Callable[[Node], list[Node]]:
 
 def _producers(index: NodeIndex) -> Callable[[Node], list[Node]]:
     def producers(n: Node) -> list[Node]:
-        graph = index.nodes.get(n.graph, {})
+        graph = index.nodes[n.graph]
         if n.op == "UpdateState":
             return []
         refs = n.node_refs[:1] if n.op == "Depend" else n.node_refs

@@ -1,4 +1,4 @@
-"""The job a dump or a folder of dumps compiles (docs/parallel.md §17): world size, rank layout,
+"""The job a dump or a folder of dumps compiles (docs/parallel.md §18): world size, rank layout,
 pipeline stages and what each holds, micro batches, recompute, optimizer and its sharding,
 gradient accumulation — each value with its evidence (`file:line`) or why it is unknown.
 
@@ -25,6 +25,12 @@ OPTIMIZER_OPS = {"SGD": "SGD", "ApplyMomentum": "Momentum", "Momentum": "Momentu
                  "ApplyAdaMax": "AdaMax", "ApplyFtrl": "FTRL", "ApplyProximalAdagrad": "ProximalAdagrad",
                  "FusedSparseLazyAdam": "LazyAdam", "SparseApplyLazyAdam": "LazyAdam"}
 _WORLD = ("_world_group",)
+
+
+def _optimizer_cell(scope: str | None) -> str | None:
+    """`LazyAdam` of a scope `Default/optimizer-LazyAdam/...`: the optimizer cell's class."""
+    part = next((p for p in (scope or "").split("/") if "optim" in p.lower() and "-" in p), None)
+    return part.split("-", 1)[1] if part else None
 Sizes = dict[int, tuple[int, str]]  # group size -> (communication nodes using such a group, evidence of the first)
 
 
@@ -130,10 +136,16 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
     opt_scope = None if updates else next((n for readers in params.readers.values() for n in readers
                                            if n.scope and t("phase", n) == "optimizer"), None)
     if updates:
-        optimizer = Evidence(OPTIMIZER_OPS[updates[0].op], f"{name}:{updates[0].line} ({updates[0].op})")
+        # the optimizer class the user chose, when the update's scope names its cell (nn.LazyAdam updates its
+        # dense parameters with `Adam`: `optimizer-LazyAdam/Adam-op0`), else the update primitive's optimizer
+        u = updates[0]
+        cell = _optimizer_cell(u.scope)
+        named = cell or OPTIMIZER_OPS[u.op]
+        how = u.op if named == OPTIMIZER_OPS[u.op] else f"{u.op} in {cell}"
+        optimizer = Evidence(named, f"{name}:{u.line} ({how})")
     elif opt_scope is not None:
-        cell = next((p for p in (opt_scope.scope or "").split("/") if "optim" in p.lower()), opt_scope.scope)
-        optimizer = Evidence(cell.split("-", 1)[-1], f"{name}:{opt_scope.line} (scope {opt_scope.scope})")
+        cell = _optimizer_cell(opt_scope.scope)
+        optimizer = Evidence(cell or opt_scope.scope, f"{name}:{opt_scope.line} (scope {opt_scope.scope})")
     else:
         optimizer = _unknown("no optimizer update in this pass")
     accu = next((n for n in params.readers if n.startswith("accu_grads.")), None)
@@ -391,10 +403,10 @@ def job_of(ranks: Iterable[RankJob]) -> Job:
 
 # Fields whose change makes two compilations different parallel configurations of one network: the
 # diff then compares them as one logical graph (`irtool.parallel.logical`), not rank with rank.
-STRUCTURAL = frozenset({"world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "chunks", "micro_batches",
+STRUCTURAL = frozenset({"world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "cp", "chunks", "micro_batches",
                         "stage_layers", "recompute_layers", "optimizer_shard"})
 # The compared fields, in the order they are said.
-_COMPARED = ("world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "chunks", "micro_batches", "stage_layers",
+_COMPARED = ("world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "cp", "chunks", "micro_batches", "stage_layers",
              "recompute_layers", "optimizer", "optimizer_shard", "gradient_accumulation")
 
 

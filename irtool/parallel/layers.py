@@ -82,14 +82,16 @@ class ScopeIndex:
 
 def served_cell(c: CommNode, index: ScopeIndex, op_scopes: dict[str, str]) -> tuple[str, ...]:
     """The cell path a node is counted under (§16): the cell of the parameter a gradient or optimizer
-    node is for, the scope of the operator a forward redistribution feeds, else its printed scope."""
+    node is for, the scope of the operator a forward redistribution feeds (a backward one's printed
+    scope: the same cell), else the scope it is attributed to (its printed one; a backward node's
+    printed under another cell, its forward's, §8)."""
     if c.parameter and (cell := index.cell_of(c.parameter)) is not None:
         return cell
     if c.redistributes and c.phase != "backward" and c.serves in op_scopes:
         # a backward redistribution `serves` its forward's producer (§8); it is printed under the
         # forward's consumer, which keeps both directions in one row
         return _cell_parts(op_scopes[c.serves])
-    return _cell_parts(c.scope)
+    return _cell_parts(c.scope if c.redistributes else c.cell_scope or c.scope)
 
 
 def layer_comm(comm: list[CommNode], groups: dict[str, Group], depth: int | None = None,

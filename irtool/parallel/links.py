@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
-from ..ir import Dump, Node
+from ..ir import Node
 from .rules import COMM_OPS
 
 if TYPE_CHECKING:
@@ -12,33 +12,25 @@ if TYPE_CHECKING:
 
 
 class NodeIndex:
-    """Nodes by key, and users by key (built on demand), for the subgraphs holding communication."""
+    """Nodes by key (the `by_key` fact: each subgraph's made when first asked) and users by key (built
+    per subgraph on demand): one index serves all analyses of a dump."""
 
-    def __init__(self, dump: Dump, comm: list[Node]) -> None:
-        self._dump = dump
-        self.nodes: dict[str, dict[str, Node]] = {}
+    def __init__(self, by_key: Mapping[str, dict[str, Node]]) -> None:
+        self.nodes = by_key
         self._users: dict[str, dict[str, list[Node]]] = {}
-        self.cover(comm)
-
-    def cover(self, nodes: list[Node]) -> None:
-        """Also index the subgraphs holding `nodes`: one index serves all analyses of a dump, so
-        the users of a large subgraph are collected once."""
-        graphs = {n.graph for n in nodes} - self.nodes.keys()
-        if graphs:
-            self.nodes.update({g.name: {n.key: n for n in g.nodes} for g in self._dump.subgraphs if g.name in graphs})
 
     def producer(self, node: Node) -> Node | None:
         ins = node.inputs
         ref = ins[0].ref if ins else None
         if ref is None or ref.kind != "node":
             return None
-        return self.nodes.get(node.graph, {}).get(ref.name)
+        return self.nodes[node.graph].get(ref.name)
 
     def users(self, node: Node) -> list[Node]:
         if node.graph not in self._users:
             users: dict[str, list[Node]] = {}
             get = users.get
-            for n in self.nodes.get(node.graph, {}).values():
+            for n in self.nodes[node.graph].values():
                 for key in n.node_refs:  # each user once, in print order
                     found = get(key)
                     if found is None:
@@ -50,9 +42,9 @@ class NodeIndex:
 
 
 def node_index(t: NodeFacts) -> NodeIndex:
-    """Nodes and users by key of the subgraphs holding communication (the `node_index` fact: what a
-    collective feeds, §2 R11-R13, §8)."""
-    return NodeIndex(t.dump, t.get("comm_nodes"))
+    """Nodes and users by key of every subgraph, users built per subgraph when first asked (the
+    `node_index` fact: what a collective feeds, §2 R11-R13, §8)."""
+    return NodeIndex(t.get("by_key"))
 
 
 def param_of(node: Node) -> str | None:
@@ -136,7 +128,7 @@ def ordered_with(node: Node, index: NodeIndex, depth: int = 3) -> list[Node]:
     """Nodes tied to `node` by ordering only: reached through `Depend` operators from its inputs
     (any input of a Depend) and from its users. A Send and a Receive forming one exchange step are
     chained this way (`Receive(Depend(x, Send(...)))`)."""
-    graph = index.nodes.get(node.graph, {})
+    graph = index.nodes[node.graph]
     found: list[Node] = []
     seen = {node.key}
     frontier = [node]

@@ -1,7 +1,7 @@
 """The logical graph of a folder, and two of them compared (docs/logical.md).
 
 The network as the user wrote it: one record per user operator (`operators.OperatorKey`: cell,
-operator, occurrence; ranks, micro batches, recompute copies and pipeline wrappers
+operator, layer, occurrence; ranks, micro batches, recompute copies and pipeline wrappers
 folded away), carrying for the configuration compiled its strategy, the communication inserted
 around it (operator, category, phase, group size; count and bytes per device per step), its FLOPs
 per device per step and the bytes a rank holds for it (its weights' slices, their optimizer states,
@@ -71,6 +71,11 @@ def _tally(uses: dict[tuple[str, str, str], CommUse], c: CommNode, size: int | N
     uses[key].add(c, size, times)
 
 
+def _after_layer(key: OperatorKey, layer: int | None) -> int | None:
+    """Where work of no layer after the layers is (the head, the loss): the last layer it reads, part of its key."""
+    return key.layer if layer is None and key.layer >= 0 else None
+
+
 @dataclass
 class Held:
     """One parameter as a rank holds it (the `# Params` slice)."""
@@ -111,7 +116,8 @@ class LogicalOp:
         return sum(self.flops.values())
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.key.as_dict(), "source": self.source, "layer": self.layer, "stage": self.stage,
+        return {**self.key.as_dict(), "source": self.source, "layer": self.layer,
+                "after_layer": _after_layer(self.key, self.layer), "stage": self.stage,
                 "rank": self.rank, "line": self.line, "strategy": {k: plain(v) for k, v in self.strategy.items()},
                 "flops": dict(self.flops), "flops_unknown": self.flops_unknown,
                 "params": [p.as_dict() for p in self.params], "weights": _bytes(self.weights),
@@ -490,7 +496,8 @@ class OperatorPair:
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.key.as_dict(), "text": self.key.text, "source": self.side.source,
-                "layer": self.side.layer, "change": self.change, "changed": self.changed, "fields": list(self.fields),
+                "layer": self.side.layer, "after_layer": _after_layer(self.key, self.side.layer),
+                "change": self.change, "changed": self.changed, "fields": list(self.fields),
                 "old": self.old.as_dict() if self.old else None, "new": self.new.as_dict() if self.new else None}
 
 

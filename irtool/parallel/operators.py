@@ -4,9 +4,10 @@ one network be compared as one logical graph (`irtool.parallel.logical`).
 
 A user operator is identified by what the user wrote, never by what a configuration adds: its cell
 below the wrappers (`scope.user_cell`: `Net/layers-CellList/0-Block`), its operator, its layer (the
-`layer` fact, by data flow: a top cell's `MatMul` before the layers and the one after them are told
-apart, whichever stages they are on) and its occurrence among the operators of one micro batch with
-the same cell, operator and layer, in creation order (`-opN`). Not its instance name: MindSpore
+`layer` fact, by data flow; for work of no layer where it is, `LayerFlow.after`: a top cell's `MatMul`
+before the layers and the one after them are told apart, whichever stages they are on) and its
+occurrence among the operators of one micro batch with the same cell, operator and layer, in
+creation order (`-opN`). Not its instance name: MindSpore
 merges primitives of equal attributes, so two `MatMul`s sharded alike share one instance name
 whichever cell they are in (`fc2` and `proj_out`), and a strategy change changes which survives.
 Ranks, micro batches, recompute copies and pipeline wrappers are folded away:
@@ -21,14 +22,16 @@ Ranks, micro batches, recompute copies and pipeline wrappers are folded away:
   without a counterpart (gradient sums, accumulation) and the optimizer's update are no user
   operator's: None (their work counts in their layer's and stage's figures, `logical`).
 Communication is no user operator: it is *placed* around the operator it is inserted for — a
-gradient or optimizer collective around the operator reading its parameter, the others around the
-operator they serve (`CommNode.serves`, followed through plumbing and other communication).
+gradient or optimizer collective around the operator reading its parameter, a forward Receive
+around the first operator reading what it brings, the others around the operator they serve
+(`CommNode.serves`, followed through plumbing and other communication; a reduction over several
+operators' values, as global-norm clipping's, serves none of them).
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ..ir import Node
 from .chains import inserted
@@ -36,7 +39,8 @@ from .params import data_refs
 from .scope import op_number, user_cell, wrapped
 
 if TYPE_CHECKING:
-    from .params import Params
+    from .params import LayerFlow, Params
+    from .records import CommNode
     from .table import NodeFacts
 
 
@@ -46,7 +50,7 @@ class OperatorKey:
 
     cell: str  # the user's cell (`scope.user_cell`)
     op: str
-    layer: int  # the `layer` fact (data flow), -1 for work of no layer: tells a cell's ops before and after the layers
+    layer: int  # the `layer` fact (data flow); work of no layer: the last layer it reads (the head), -1 before any
     occurrence: int  # among the operators of one micro batch with this cell, op and layer, in creation order
 
     @property
@@ -70,6 +74,7 @@ def operator_keys(t: NodeFacts) -> dict[Node, OperatorKey]:
     copies: dict[tuple[str, str, int, int | None], list[Node]] = defaultdict(list)
     backward: list[Node] = []
     originals = t.get("unique_ids")
+    flow: LayerFlow = t.get("layer_flow")
     out: dict[Node, OperatorKey] = {}
     work = [n for n in t.dump.nodes() if t("kind", n) == "compute" and not inserted(n.instance_name)]
     in_wrapper = any(wrapped(n.scope or "") for n in work)  # then the network is what the wrappers hold
@@ -84,7 +89,9 @@ def operator_keys(t: NodeFacts) -> dict[Node, OperatorKey]:
         cell = user_cell(n.scope or "", in_wrapper)
         if cell is not None:
             layer = t("layer", n)
-            (copies if t("copy", n) else groups)[(cell, n.op, -1 if layer is None else layer, copy_of(n))].append(n)
+            if layer is None:  # work of no layer: where it is (after the last layer it reads, else -1: before)
+                layer = flow.after.get(n, -1)
+            (copies if t("copy", n) else groups)[(cell, n.op, layer, copy_of(n))].append(n)
     for (cell, op, layer, _), nodes in groups.items():
         for i, n in enumerate(sorted(nodes, key=lambda x: (op_number(x.scope), x.line))):
             out[n] = OperatorKey(cell, op, layer, i)
@@ -248,11 +255,18 @@ def placements(t: NodeFacts) -> dict[Node, OperatorKey]:
         except KeyError:  # not a graph of this dump
             return None
 
+    memo: dict[tuple[Node, int], OperatorKey | None] = {}  # a reduction's inputs share their producers
+
     def resolve(n: Node | None, depth: int) -> OperatorKey | None:
         if n is None or depth > _DEPTH:
             return None
         if n in keys:
             return keys[n]
+        if (n, depth) not in memo:
+            memo[n, depth] = _resolve(n, depth)
+        return memo[n, depth]
+
+    def _resolve(n: Node, depth: int) -> OperatorKey | None:
         kind = t("kind", n)
         if kind == "communication":
             c = t("comm", n)
@@ -261,9 +275,8 @@ def placements(t: NodeFacts) -> dict[Node, OperatorKey]:
             if c.parameter:
                 return owners.get(c.parameter)
             return resolve(node_of(c.serves), depth + 1) if c.serves and "/" in c.serves else None
-        if kind in ("plumbing", "compute"):  # passes its first input on; work of no operator (a gradient sum): its input's
-            refs = data_refs(n)
-            return resolve(by_key[n.graph].get(refs[0]), depth + 1) if refs else None
+        if kind in ("plumbing", "compute"):  # passes its inputs on; work of no operator (a gradient sum): its inputs'
+            return _one(resolve(by_key[n.graph].get(r), depth + 1) for r in data_refs(n))
         if kind == "call" and n.called_graphs:  # what the called graph returns
             try:
                 ret = by_key[n.called_graphs[0]].get("Return")
@@ -272,9 +285,33 @@ def placements(t: NodeFacts) -> dict[Node, OperatorKey]:
             return resolve(ret, depth + 1)
         return None
 
+    users = _Users(t)
+
+    def place(n: Node, c: CommNode) -> OperatorKey | None:
+        if c.parameter:
+            return owners.get(c.parameter)
+        if c.op == "Receive" and c.phase == "forward":
+            # the first operator reading what it brings, also in a graph it is passed to (cell reuse: the
+            # layers' graph), not what that graph returns (the loss)
+            return users.first_operator(n, keys)
+        return resolve(n, 0)
+
     out: dict[Node, OperatorKey] = {}
     for n, c in t.column("comm").items():
-        key = owners.get(c.parameter) if c.parameter else resolve(n, 0)
+        key = place(n, c)
         if key is not None:
             out[n] = key
     return out
+
+
+def _one(keys: Iterable[OperatorKey | None]) -> OperatorKey | None:
+    """The one operator that values reaching a node come from (those of none aside), else None: a
+    reduction over many operators' values (the global norm of every gradient, the overflow check) serves
+    none of them, whichever its first input is."""
+    found = None
+    for k in keys:
+        if k is not None and k != found:
+            if found is not None:
+                return None
+            found = k
+    return found

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import reduce
+from graphlib import TopologicalSorter
 from operator import or_
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -105,11 +106,6 @@ def stage_order(t: NodeFacts) -> StageOrder:
     return t.get("order")
 
 
-def unit_nodes(t: NodeFacts) -> dict[UnitKey, list[Node]]:
-    """The compute and call nodes of each unit of work (what places it; the viewer shows what a unit holds)."""
-    return _units(t)[0]
-
-
 def _units(t: NodeFacts) -> tuple[dict[UnitKey, list[Node]], list[int]]:
     """The nodes of each unit, and the chunks. A node printing no chunk joins its micro batch's
     unit when that has one chunk; with several (the loss of an interleaved stage, outside its chunks'
@@ -143,23 +139,19 @@ def _reach(t: NodeFacts, units: dict[UnitKey, list[Node]]) -> dict[UnitKey, int]
     it. The edges are every node a node reads in its subgraph (`node_refs`: data, and the ordering
     inputs of Depend and UpdateState, and a computed callee: `irtool.ir.build_graph`'s data and control
     edges, without parsing every argument); a path never leaves its subgraph."""
-    import networkx as nx
-
     keys = list(units)
     bit = {n: 1 << i for i, k in enumerate(keys) for n in units[k]}
     by_key = t.get("by_key")
-    deps = nx.DiGraph()
+    mask: dict[Node, int] = {}
     for graph in {n.graph for n in bit}:
         local = by_key[graph]
-        deps.add_nodes_from(local.values())
-        deps.add_edges_from((local[r], n) for n in local.values()
-                            for r in ((n.callee, *n.node_refs) if n.callee[0] == "%" else n.node_refs) if r in local)
-    mask: dict[Node, int] = {}
-    for v in nx.topological_sort(deps):
-        m = bit.get(v, 0)
-        for u in deps.predecessors(v):
-            m |= mask[u]
-        mask[v] = m
+        preds = {n: [local[r] for r in ((n.callee, *n.node_refs) if n.callee[0] == "%" else n.node_refs) if r in local]
+                 for n in local.values()}
+        for v in TopologicalSorter(preds).static_order():
+            m = bit.get(v, 0)
+            for u in preds[v]:
+                m |= mask[u]
+            mask[v] = m
     return {k: reduce(or_, (mask[n] for n in units[k]), 0) for k in keys}
 
 

@@ -11,7 +11,8 @@ optimizer states and accumulation buffers carry their weight's name behind a pre
 layer is the layer whose parameters it reads, else the layer of the activations it reads (the
 most downstream one: a residual `Add` of layer L reads layer L-1's output and layer L's), never
 its printed scope: MindSpore prints shared code (a LayerNorm's gradient, an MoE router) under the
-first layer's scope.
+first layer's scope. A node reading a weight of no layer (the embedding, a final norm, the head)
+is no layer's work, and so is the loss that reads only the head's output.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 _LAYER = re.compile(r"(?:^|\.)(\d+)\.")
 _THROUGH = frozenset({"Load", "Depend", "TensorMove", "Cast"})  # pass a parameter's value on
+# ... and the optimizer-parallel gathers of a sharded weight: what a weight's value is still the weight after
+_WEIGHT_VALUE = _THROUGH | frozenset({"AllGather", "_MicroStepAllGather", "_MiniStepAllGather"})
 
 
 def layer_index(name: str) -> int | None:
@@ -139,42 +142,79 @@ def data_refs(n: Node) -> Sequence[str]:
     return n.node_refs
 
 
-def _graph_order(dump: Dump, graphs: dict[str, object]) -> list:
+def _graph_order(dump: Dump, graphs: dict[str, object]) -> tuple[list, dict[Node, tuple[object, int]]]:
     """Subgraphs with each one after the graphs that call or bind it (a forward graph before the bprop
-    graph it binds with `Partial`), print order among the rest and in a cycle."""
+    graph it binds with `Partial`), print order among the rest and in a cycle; and the nodes that call
+    or bind one (`_callee`)."""
     deps: dict[str, set[str]] = {g.name: set() for g in dump.subgraphs}
+    callers: dict[Node, tuple[object, int]] = {}
     for g in dump.subgraphs:
         for n in g.nodes:
-            target, _ = _callee(n, graphs)
-            if target is not None and target.name != g.name:  # type: ignore[attr-defined]
+            target, shift = _callee(n, graphs)
+            if target is None:
+                continue
+            callers[n] = (target, shift)
+            if target.name != g.name:  # type: ignore[attr-defined]
                 deps[target.name].add(g.name)  # type: ignore[attr-defined]
     try:
         names = list(TopologicalSorter(deps).static_order())
     except CycleError:
         names = list(deps)
-    return [graphs[name] for name in names]
+    return [graphs[name] for name in names], callers
 
 
-def layer_flow(t: NodeFacts) -> dict[Node, int]:
-    """The layer of every node that has one (module docstring): own parameters first; then forward
+@dataclass
+class LayerFlow:
+    """The `layer` of every node that has one, and where in the network each forward node of no layer
+    is (`after`: the most downstream layer whose output it reads, the head and loss after the last;
+    absent before the layers): what tells a top cell's operator before the layers from one after them."""
+
+    layer: dict[Node, int]
+    after: dict[Node, int]
+
+
+def _outside_weights(dump: Dump) -> set[str]:
+    """Header parameters of no layer that are weights (`Ref`, as a `Parameter` prints): the embedding,
+    a final norm, the head. A network input (`Tensor`, an attention mask read by every layer) is none."""
+    out = set()
+    for p in dump.params:
+        ty = p.type
+        if layer_index(p.name) is None and ty is not None and ty.kind == "Ref":
+            out.add(p.name)
+    return out
+
+
+def layer_flow(t: NodeFacts) -> LayerFlow:
+    """The layer of every node that has one (module docstring): own parameters first (a node reading a
+    weight of no layer, the head's MatMul or a final norm's scale, loaded, cast, gathered or passed into
+    a subgraph, is no layer's work, and so is what reads only such work's values: the loss); then forward
     (and recompute, optimizer) work by the layers of its inputs, in dependency order within each
-    subgraph; then backward work by its forward counterpart, else its inputs. A subgraph parameter
-    that is no header parameter carries the activation every call or `Partial` passes to it (a bprop
-    graph's saved forward values): it has that activation's layer when they agree."""
+    subgraph; then backward work by its forward counterpart, else its inputs. A subgraph parameter that
+    is no header parameter carries the activation every call or `Partial` passes to it (a bprop graph's
+    saved forward values): it has that activation's layer when they agree."""
     dump = t.dump
     params: Params = t.get("parameters")
     owns: dict[Node, set[int]] = {}  # the layers of the parameters each node reads (from who reads each)
+    outside: set[Node] = set()  # nodes reading a weight of no layer (directly, or a value in `weights`)
+    no_layer = _outside_weights(dump)
     for name, readers in params.readers.items():
         index = layer_index(name)
         if index is not None:
             for n in readers:
                 owns.setdefault(n, set()).add(index)
+        elif name in no_layer:
+            outside.update(readers)
     phase = t.column("phase")
     graphs = {g.name: g for g in dump.subgraphs}
     out: dict[Node, int] = {}
+    after: dict[Node, int] = {}
+    weights: set[Node] = set()  # nodes whose value is a weight of no layer (loaded, cast, gathered)
     carried: dict[str, set[int | None]] = {}  # subgraph parameter -> layers of the values passed to it
+    carried_weight: dict[str, set[bool]] = {}  # subgraph parameter -> whether each value passed is such a weight
+    passed: set[str] = set()  # subgraph parameters every call passes such a weight to
     deferred: list[tuple[Node, list[Node]]] = []
-    for g in _graph_order(dump, graphs):
+    ordered, callers = _graph_order(dump, graphs)
+    for g in ordered:
         local = {n.key: n for n in g.nodes}
         deps = {n: [local[r] for r in data_refs(n) if r in local] for n in g.nodes}
         order = list(g.nodes)
@@ -194,29 +234,43 @@ def layer_flow(t: NodeFacts) -> dict[Node, int]:
                 if len(own) == 1:
                     out[n] = next(iter(own))
                 continue  # or it reads several layers' parameters (a fused update, a tuple of gradients): none
+            if n not in outside and ((weights and not weights.isdisjoint(deps[n])) or (
+                    passed and any(_key(r) in passed for r in n.param_refs))):
+                outside.add(n)
+            if n in outside and n.op in _WEIGHT_VALUE:
+                weights.add(n)
             if phase[n] == "backward":
                 deferred.append((n, deps[n]))
                 continue
             found = [out[d] for d in deps[n] if d in out] + _carried(n, carried)
-            if found and not (n.op == "MakeTuple" and len(set(found)) > 1):
+            if n not in outside and found and not (n.op == "MakeTuple" and len(set(found)) > 1):
                 out[n] = max(found)
-        for n in g.nodes:  # what this graph passes on to the graphs it calls or binds
-            target, shift = _callee(n, graphs)
-            if target is None:
                 continue
+            below = [x for d in deps[n] if (x := out.get(d, after.get(d))) is not None] + found
+            if below and n.op != "MakeTuple":
+                after[n] = max(below)
+        for n in g.nodes:  # what this graph passes on to the graphs it calls or binds
+            if n not in callers:
+                continue
+            target, shift = callers[n]
             for i, arg in enumerate(n.inputs[shift:]):
                 if i < len(target.params) and arg.ref is not None and arg.ref.kind == "node":  # type: ignore[attr-defined]
                     src = local.get(arg.ref.name)
-                    carried.setdefault(target.params[i], set()).add(out.get(src) if src is not None else None)  # type: ignore[attr-defined]
+                    param = target.params[i]  # type: ignore[attr-defined]
+                    carried.setdefault(param, set()).add(out.get(src) if src is not None else None)
+                    carried_weight.setdefault(param, set()).add(src in weights)
+        passed = {p for p, kinds in carried_weight.items() if kinds == {True}}
     for n, ins in deferred:  # print order: forward counterparts and inputs are placed by now where they can be
         fwd = t("forward", n)
         if fwd is not None and fwd in out:
             out[n] = out[fwd]
             continue
+        if n in outside or (fwd is not None and fwd in outside):
+            continue  # work on a weight of no layer, or the gradient of such work (the head's)
         found = [out[d] for d in ins if d in out] + _carried(n, carried)
         if found and not (n.op == "MakeTuple" and len(set(found)) > 1):
             out[n] = max(found)
-    return out
+    return LayerFlow(out, after)
 
 
 def _carried(n: Node, carried: dict[str, set[int | None]]) -> list[int]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ..ir import Node
-from .params import Params, data_refs
+from .params import _THROUGH, Params, data_refs
 from .sizes import elements
 
 if TYPE_CHECKING:
@@ -46,7 +46,6 @@ UPDATES: dict[str, tuple[int, tuple[int, ...]]] = {
 }
 WRITES = frozenset({"Assign", "AssignSub"})  # written-out updates: `Assign(param, new value)`
 ACCUMULATE = frozenset({"AssignAdd", "_VirtualAssignAdd", "_VirtualAccuGrad", "InplaceAdd"})
-_THROUGH = frozenset({"Load", "Depend", "TensorMove", "Cast"})  # pass a parameter's value on
 # Operators that read a parameter without computing with it (calls are followed into their graph).
 _PLUMBING = _THROUGH | ACCUMULATE | WRITES | frozenset({"UpdateState", "MakeTuple", "Return", "(call)", "Partial"})
 

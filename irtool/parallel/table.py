@@ -1,5 +1,5 @@
 """The fact table of one dump: per-node facts filled by an ordered tuple of passes, each computed when
-first asked for (the passes themselves: `irtool.parallel.facts`, docs/parallel.md §0)."""
+first asked for (the passes themselves: `irtool.parallel.facts`, docs/parallel.md §17)."""
 from __future__ import annotations
 
 import os
@@ -63,7 +63,9 @@ class NodeFacts:
                 return value
             if fact in self._complete:
                 return None
-        p = self._provider(fact, None)
+        p = self._provider(fact, None) if CHECK else self._provider_of.get(fact)
+        if p is None or p.level == "dump":  # not a node fact: `_provider` says so
+            p = self._provider(fact, None)
         if p.level == "column":
             return self.column(fact).get(node)
         value = self._run(p, node) if CHECK else p.run(self, node)

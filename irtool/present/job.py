@@ -1,5 +1,5 @@
 """The job record (`irtool.parallel.job.Job`) as people read it: one line for a headline, and a table
-of every field with its value and evidence (docs/parallel.md §17). Every command shows a job so."""
+of every field with its value and evidence (docs/parallel.md §18). Every command shows a job so."""
 from __future__ import annotations
 
 from typing import Any

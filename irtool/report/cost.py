@@ -299,7 +299,7 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
         blocks += [_fit_line(f"stage {f.stage} (rank {cell(f.cost.rank)})", f.memory, b.device_memory,
                              f.memory.fits(b.device_memory)) for f in b.stages]
     blocks += [f"  stage {f.stage}: {in_flight_text(f.memory.in_flight)}" for f in b.stages]
-    order = Table("Pipeline in execution order (Send/Receive ordered by data, Depend and UpdateState edges)",
+    order = Table("Pipeline in execution order (units of work ordered by data, Depend and UpdateState edges)",
                   ["stage", "schedule", "order (F = forward, B = backward, micro batch)"],
                   [[cell(f.stage), f.cost.order.schedule, " ".join(f.cost.order.work) or cell(None)]
                    for f in b.stages])

@@ -1,7 +1,7 @@
-"""Pieces of the five lines `summarize` opens with, read before any table: who (rank and stage),
-how much communication by category and where most of it is, redistributions, optimizer sharding,
-and what is unknown or unpaired. Written from the same records as the tables (`summary.py` puts
-them together)."""
+"""Pieces of the lines `summarize` opens with, read before any table: who (rank and stage), how much
+communication by category and where most of it is, redistributions, optimizer sharding, and what is
+unknown or unpaired (the job, second, is `present.job.job_line`). Written from the same records as
+the tables (`summary.py` puts them together)."""
 from __future__ import annotations
 
 from ..parallel import Bytes

@@ -160,7 +160,9 @@ def _first_of_stage(facts: ParallelFacts, rank: int | None) -> bool:
     lowest rank's record of each stage, and measures a stage none of whose ranks said so afterwards."""
     if rank is None:
         return True
-    return not any(r < rank for c in facts.comm if c.group_ranks and c.category != "pipeline"
+    # not pipeline or `other`: a collective a model writes itself may span stages (MindFormers' global norm
+    # `PARALLEL_GLOBALNORM_BETWEEN_STAGES` on the first rank of each stage)
+    return not any(r < rank for c in facts.comm if c.group_ranks and c.category not in ("pipeline", "other")
                    and not (c.group or "").endswith("_world_group") for r in c.group_ranks)
 
 
@@ -490,7 +492,7 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
         [(st.stage, st.traffic) for st in d.stages], d.matrix, limit)
 
 
-# --- the headline (five lines before the tables) ----------------------------------------------
+# --- the headline (six lines before the tables) ----------------------------------------------
 
 def file_headline(s: FileSummary, rank: int | None) -> list[str]:
     f, info = s.facts, s.facts.stage_info

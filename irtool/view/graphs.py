@@ -29,6 +29,7 @@ from ..parallel.chains import user_source
 from ..parallel.records import ChainEnd, RedistributionChain
 from ..present import DASH, cell, chain_end_layout, literal_text, rank_list, shape_text, strategy_text, type_text
 from ..present.palette import CATEGORY_COLORS, DIFF_COLORS, DIFF_TEXT
+from . import PART_SIZE
 
 MAX_VALUE = 2000  # characters of one attribute shown in the side panel (the dump line has them all)
 
@@ -480,12 +481,6 @@ def ordering_overlay(graph_id: str, edges: list[dict[str, str]]) -> dict[str, An
             "overlays": [{"name": ORDERING_EDGES, "edgeColor": "#8e24aa", "edgeWidth": 2, "edges": edges,
                           "showEdgesConnectedToSelectedNodeOnly": True}]}
     return {"edgeOverlaysDataListLeftPane": [data], "edgeOverlaysDataListRightPane": [data]}
-
-
-# Operators of one graph beyond which it is split. Model Explorer processes a whole graph before it
-# draws any of it (every node, namespace and edge, then again to find identical layers): about 3 s
-# for the 43 758 nodes of the 68 MB dump on this machine (bench/view_bench.py), 0.3 s for 5 000.
-PART_SIZE = 5000
 
 
 def graph_names(dump: Dump, facts: ParallelFacts) -> dict[str, str]:
