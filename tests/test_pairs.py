@@ -18,6 +18,7 @@ import pydot
 import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES, fixture
+from test_view import pairs_drawn
 
 import irtool
 from irtool.cli import main
@@ -98,8 +99,7 @@ def test_render_interleaved_boxes_say_the_chunk(tmp_path: Path) -> None:
 def test_view_pipeline_graph_pairs_as_check_does(folder: str, pairs: int, drawn: int) -> None:
     graph = models_for(str(FIXTURES / folder)).graphs[0]
     nodes = {n["id"]: n for n in graph["nodes"]}
-    edges = [(e["sourceNodeId"], n["id"]) for n in nodes.values() for e in n["incomingEdges"]
-             if e["targetNodeInputId"] == "0"]
+    edges = pairs_drawn(graph)
     assert len(edges) == drawn == int(graph["groupNodeAttributes"][""]["pairs"])
     assert len({b for _, b in edges}) == drawn
     for a, b in edges:  # `r0 #1 Send m0 c0 tag 0 -> r2`: micro, chunk and tag of the Send's box on the Receive's

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES
+from test_view import pairs_drawn
 
 import irtool
 from irtool.cli import main
@@ -173,9 +174,8 @@ def test_viewer_pipeline_graph_one_edge_per_pair(folder: str, pass_name: str) ->
     graph = models_for(Selection.of(str(FIXTURES / folder), pass_name_=pass_name)).graphs[0]
     assert graph["id"] == "pipeline"
     nodes = {n["id"]: n for n in graph["nodes"]}
-    # pair edges (input "0"); `order` edges chain one rank's nodes in execution order
-    edges = [(e["sourceNodeId"], n["id"]) for n in nodes.values() for e in n["incomingEdges"]
-             if e["targetNodeInputId"] == "0"]
+    # each Send's line to its Receive (the graph's edge overlay of pairs)
+    edges = pairs_drawn(graph)
     sends = {stage: COUNTS[(pass_name, stage)][0] for stage in (0, 1)}
     assert len(nodes) == 2 * sum(COUNTS[(pass_name, 0)])
     assert Counter((a.split("/")[0], b.split("/")[0]) for a, b in edges) == {

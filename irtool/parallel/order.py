@@ -106,6 +106,11 @@ def stage_order(t: NodeFacts) -> StageOrder:
     return t.get("order")
 
 
+def unit_nodes(t: NodeFacts) -> dict[UnitKey, list[Node]]:
+    """The compute and call nodes of each unit of work (what places it; the viewer shows what a unit holds)."""
+    return _units(t)[0]
+
+
 def _units(t: NodeFacts) -> tuple[dict[UnitKey, list[Node]], list[int]]:
     """The nodes of each unit, and the chunks. A node printing no chunk joins its micro batch's
     unit when that has one chunk; with several (the loss of an interleaved stage, outside its chunks'
