@@ -858,9 +858,18 @@ def _go(page: object, graph: str, node: str | None = None, pane: int = 0) -> Non
     """Open `graph` in a pane (and select `node`), as a link of the page does; wait until it is drawn."""
     page.evaluate("([p, g, n]) => window.irtool.openNode(p, g, n)", [pane, graph, node])  # type: ignore[attr-defined]
     if node is None:
-        page.wait_for_function("""([g, p]) => { const r = window.me_test.renderers[p];  // type: ignore[attr-defined]
-          return r && r.curModelGraph && r.curModelGraph.id === g && r.nodesToRender && r.nodesToRender.length; }""",
-                               arg=[graph, pane])
+        try:
+            page.wait_for_function("""([g, p]) => { const r = window.me_test.renderers[p];  // type: ignore[attr-defined]
+              return r && r.curModelGraph && r.curModelGraph.id === g && r.nodesToRender && r.nodesToRender.length; }""",
+                                   arg=[graph, pane], timeout=60_000)
+        except Exception as e:  # what the page showed instead
+            state = page.evaluate("""(p) => { const r = window.me_test.renderers;  // type: ignore[attr-defined]
+              const app = r[p] && r[p].appService;
+              return {renderers: r.length, shown: r.map(x => x.curModelGraph && x.curModelGraph.id),
+                      nodes: r.map(x => x.nodesToRender && x.nodesToRender.length),
+                      asked: app && Object.values(app.paneIdToGraph).map(g => g.id),
+                      processing: app && app.processing && app.processing()}; }""", pane)
+            raise AssertionError(f"{graph} not shown: {state}") from e
     else:
         assert _selected(page, graph, pane, node) == node
 
