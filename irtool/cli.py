@@ -453,15 +453,24 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
 def view(path: str, new: str | None, stage: int | None, pass_name: str | None, lenient: bool, host: str, port: int,
          no_browser: bool, node: str | None, part_size: int) -> None:
     """Explore a dump (file or rank_* folder) in Google's Model Explorer; with NEW, two
-    compilations side by side with the diff marked. Stops with Ctrl+C."""
-    from .diff import diff_rank
+    compilations side by side with the diff marked, or, when they are two parallel configurations
+    of one network (as `diff` decides it), their logical graph with both sides' figures on each
+    operator. Stops with Ctrl+C."""
+    from .diff import diff_rank, logical_diff
     from .view.models import compare_models, models_for
     from .view.serve import serve
 
     def body() -> int:
         policy = Policy(lenient=lenient, loader=load_with_progress)
         sels = [_select(p, stage, pass_name, policy) for p in (path, new) if p is not None]
-        models = compare_models(*sels, diff_rank, part_size) if new is not None else [models_for(sels[0], part_size)]
+        if new is None:
+            models = [models_for(sels[0], part_size)]
+        elif (across := logical_diff(*sels)) is not None:
+            from .view.logical import logical_model
+
+            models = [logical_model(across)]
+        else:
+            models = compare_models(*sels, diff_rank, part_size)
         if node is not None:
             models[0].find(node)  # a node it does not name: one line and exit 2, before serving
         for sel in sels:

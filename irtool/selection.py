@@ -32,7 +32,7 @@ from .dumpdir import Progress, RankFile, Unreadable, iter_ranks, rank_facts, rea
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, load
 from .parallel import ParallelFacts, analyze
-from .parallel.job import JobFold, RankJob, rank_job
+from .parallel.job import Job, JobFold, RankJob, rank_job
 from .present import rank_list
 
 if TYPE_CHECKING:
@@ -309,16 +309,22 @@ def rank_job_of(rank: RankFile, lenient: bool = False, deep: bool = False) -> Ra
     return rank_job(analyze(dump, rank.rank), rank.rank, rank.path)
 
 
-def logical_of(sel: Selection, progress: Progress | None = None) -> LogicalGraph:
-    """The logical graph of what `sel` selects (docs/logical.md): the job of every rank (read in the
-    policy's workers), the graph from the lowest rank of each stage (every stage, whatever `--stage`:
-    the network as the user wrote it is all of them)."""
-    from .parallel.logical import logical_graph  # the cost records: only diff and view across configurations
-
+def job_of(sel: Selection, progress: Progress | None = None) -> Job:
+    """The job of what `sel` selects: every rank's (read in the policy's workers), whatever `--stage`."""
     fold = JobFold()
     for got in sel.stream(progress, of=rank_job_of, every_stage=True):
         fold.add(got)
+    return fold.job()
+
+
+def logical_of(sel: Selection, progress: Progress | None = None, job: Job | None = None) -> LogicalGraph:
+    """The logical graph of what `sel` selects (docs/logical.md): the job of every rank (`job_of`, unless
+    given), the graph from the lowest rank of each stage (every stage, whatever `--stage`: the network
+    as the user wrote it is all of them)."""
+    from .parallel.logical import logical_graph  # the cost records: only diff and view across configurations
+
+    job = job_of(sel, progress) if job is None else job
     every = Selection(sel.path, dict(sel.files), sel.pass_name, None, sel.policy, partial=sel.partial)
     stages = every.per_stage()
     sel.unreadable += [u for u in every.unreadable if u not in sel.unreadable]
-    return logical_graph([(p.rank, p.dump, p.facts) for p in stages], fold.job(), sel.path)
+    return logical_graph([(p.rank, p.dump, p.facts) for p in stages], job, sel.path)

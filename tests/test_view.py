@@ -27,6 +27,7 @@ from irtool.cli import main
 from irtool.diff import diff_rank
 from irtool.errors import InputError
 from irtool.present.palette import CATEGORY_COLORS, DIFF_COLORS, HEAT
+from irtool.selection import Selection
 from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE
 from irtool.view.main import MindIRAdapter
 from irtool.view.models import Model, compare_models, models_for
@@ -462,18 +463,55 @@ def test_compare_marks_the_one_changed_node_of_a_pipeline_rank(tmp_path: Path) -
         assert node["diff"] == f"changed ({side} side)" and node["diff in strategy"] == "(1,1)(1,2) -> (2,1)(1,1)"
 
 
-def test_compare_two_configurations_opens_rank_with_rank() -> None:
-    # mindformers_llama_dp2mp2pp2 against the same Llama as dp1 x mp4 (folders: rank 0 of each, stage 0): wq's
-    # MatMul prints `in_strategy: ((2, 1), (2, 1))` (old line 3730, `%32`) and `((1, 1), (4, 1))` (new line 3767,
-    # `%31`), both in the forward graph the main graph calls per micro batch; the panel says so on both sides
-    folders = [str(Path(fixture("mindformers_llama_dp2mp2pp2/rank_0/19_validate_0089.ir.xz")).parents[1]),
-               str(Path(fixture("mindformers_llama_dp1mp4pp2/rank_0/19_validate_0089.ir.xz")).parents[1])]
-    old, new = compare_models(*folders, diff_rank)
-    for model, side, key in ((old, "old", "%32"), (new, "new", "%31")):
-        (wq,) = [n for g in model.graphs for n in g["nodes"]
-                 if n["id"] == key and n["namespace"].endswith("wq-Linear")]
-        assert _attrs(wq)["diff"] == f"changed ({side} side)"
-        assert _attrs(wq)["diff in strategy"] == "(2,1)(2,1) -> (1,1)(4,1)"
+LLAMA_OLD = str(Path(fixture("mindformers_llama_dp2mp2pp2/rank_0/19_validate_0089.ir.xz")).parents[1])
+LLAMA_NEW = str(Path(fixture("mindformers_llama_dp1mp4pp2/rank_0/19_validate_0089.ir.xz")).parents[1])
+WQ = "LlamaForCausalLM/model-LlamaModel/layers-CellList/0-LLamaDecodeLayer/attention-LLamaAttention/wq-Linear"
+
+
+@cache
+def _logical() -> Model:
+    from irtool.diff import logical_diff
+    from irtool.view.logical import logical_model
+
+    across = logical_diff(Selection.of(LLAMA_OLD), Selection.of(LLAMA_NEW))
+    assert across is not None
+    return logical_model(across)
+
+
+def test_two_configurations_open_as_one_logical_graph() -> None:
+    from irtool.diff import logical_diff
+
+    # two compilations of one configuration (semi_auto_8p, fc1's strategy and a ReLU changed): rank with rank
+    assert logical_diff(Selection.of(SEMI), Selection.of(CHANGED)) is None
+    # mindformers_llama_dp2mp2pp2 against the same Llama as dp1 x mp4 (the diff's rule: a structural change of the
+    # job, tests/test_logical.py reads it from both dumps): one graph, a box per user operator in its cell
+    model = _logical()
+    (graph,) = model.graphs
+    info = graph["groupNodeAttributes"][""]
+    assert info["configuration"] == "dp 2 → 1; mp 2 → 4; optimizer sharding 2 → 1"
+    # wq's MatMul: `in_strategy: ((2, 1), (2, 1))` at old rank 0 line 3730, `((1, 1), (4, 1))` at new line 3767;
+    # (512, 512) x (256, 512)^T on one side, (1024, 512) x (128, 512)^T on the other: 2 * 512 * 512 * 256 FLOPs per
+    # micro batch on both, 4 micro batches, forward, its recomputed copy and the backward's two MatMuls (dx, dw)
+    box = next(n for n in graph["nodes"] if n["id"] == f"{WQ}/MatMul")
+    rows = _attrs(box)
+    assert box["namespace"] == WQ and box["label"] == "MatMul"
+    assert rows["in strategy"] == "(2,1)(2,1) → (1,1)(4,1)"
+    assert (rows["old at"], rows["new at"]) == ("rank 0 line 3730", "rank 0 line 3767")
+    assert rows["FLOPs"] == f"{4 * 4 * 2 * 512 * 512 * 256:,} → {4 * 4 * 2 * 512 * 512 * 256:,}"
+    # `# Params` line of rank 0: wq's (128, 512) slice on both sides (mp 2 halved by the optimizer shard over dp 2,
+    # against mp 4); its optimizer shard's AllGather (old line 129's kind, on `group_rank_ids: (0, 2)`) vanishes
+    assert rows["weight model.layers.0.attention.wq.weight"] == "(128, 512) → (128, 512)"
+    assert rows["comm AllGather optimizer-parallel forward"].startswith("count 1 → —")
+    assert rows["change"].startswith("changed: strategy") and box["style"]["backgroundColor"] == DIFF_COLORS["changed"]
+    # its input, wq's Reshape of the activations, an edge; the diff overlay marks it; the page opens on a change
+    assert box["incomingEdges"][0]["sourceNodeId"] == f"{WQ}/Reshape"
+    assert model.node_data_of("diff")["logical"]["results"][box["id"]]["value"] == "changed"
+    assert list(model.overlays)[-1] == "diff" and model.first_node() in model.node_data_of("diff")["logical"]["results"]
+    # layer 0's box: its 2,953,216 weight bytes on both sides, its 20 tensor-parallel AllReduces per step at
+    # 524,288 -> 1,048,576 bytes each (test_logical.py: rank 0 lines 5182, 5761, 14828, 15244, 16140 x 4 calls)
+    layer0 = graph["groupNodeAttributes"]["LlamaForCausalLM/model-LlamaModel/layers-CellList/0-LLamaDecodeLayer"]
+    assert layer0["weights"] == "2,953,216 → 2,953,216"
+    assert layer0["comm operator-forward"] == "count 20 → 20; bytes 10,485,760 → 20,971,520 (×2.00)"
 
 
 PIPE4 = str(Path(fixture("pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1])
@@ -635,7 +673,8 @@ def test_stage_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
 # They wait for what they check, never for a time.
 
 BROWSER = pytest.mark.xdist_group("view_browser")
-SERVED = {"semi": (SEMI,), "gpt": (GPT, "--part-size", "300"), "pipe": (PIPE4,), "diff": (SEMI, CHANGED)}
+SERVED = {"semi": (SEMI,), "gpt": (GPT, "--part-size", "300"), "pipe": (PIPE4,), "diff": (SEMI, CHANGED),
+          "logical": (LLAMA_OLD, LLAMA_NEW)}
 OPENING = {"gpt": "&irtool_node=19_validate_0078.ir.xz%3A3761"}  # the page of GPT opens on a node (`--node`)
 SHOTS = os.environ.get("IRTOOL_SCREENSHOTS")  # README's pictures are written there when set
 
@@ -821,6 +860,12 @@ def diff_page(pages: _Pages) -> object:
     return pages.get("diff")
 
 
+@pytest.fixture
+def logical_page(pages: _Pages) -> object:
+    """`irtool view LLAMA_OLD LLAMA_NEW`: two configurations as one logical graph."""
+    return pages.get("logical")
+
+
 def _shot(page: object, name: str) -> None:
     """README's picture `docs/img/view_<name>.png`, when IRTOOL_SCREENSHOTS names the folder: taken once no
     tooltip covers the picture."""
@@ -888,7 +933,8 @@ def _selected(page: object, graph: str, pane: int = 0, node: str = "") -> str:
       const panel = document.querySelectorAll('.pane-container')[pane];
       return r && r.curModelGraph && r.curModelGraph.id === graph && r.selectedNodeId && panel &&
         (!node || r.selectedNodeId === node) &&
-        [...panel.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === r.selectedNodeId); }""",
+        [...panel.querySelectorAll('info-panel td')].some(td => td.innerText.trim().split('\\n')[0] === r.selectedNodeId);
+      }""",
                            arg=[graph, pane, node])  # type: ignore[attr-defined]
     return page.evaluate(f"window.me_test.renderers[{pane}].selectedNodeId")  # type: ignore[attr-defined]
 
@@ -900,7 +946,8 @@ def _panel(page: object, pane: int = 0) -> dict[str, str]:
       const panel = document.querySelectorAll('.pane-container')[pane];
       for (const row of panel.querySelectorAll('info-panel .attrs-table-container tr, info-panel table tr')) {
         const td = row.querySelectorAll('td');
-        const key = td.length >= 2 && td[0].innerText.trim(), value = key && td[1].innerText.trim();
+        const key = td.length >= 2 && td[0].innerText.trim();
+        const value = key && td[1].innerText.replace(/\\n?unfold_(more|less)$/, '').trim();  // a long value's expander
         if (key) out[key] = key in out ? `${out[key]} | ${value}` : value;  // a row and an overlay of one name
       }
       return out; }""", pane)
@@ -1175,3 +1222,22 @@ def test_the_diff_view(diff_page: object) -> None:
     assert "changed (new side)" in panel["diff"].split(" | "), panel
     assert panel["diff in strategy"] == "(4,1)(1,2) -> (2,1)(1,4)", panel
     _shot(page, "diff")
+
+
+@BROWSER
+def test_two_configurations_in_model_explorer(logical_page: object) -> None:
+    # `irtool view` of the Llama as dp2 x mp2 and as dp1 x mp4 (test_two_configurations_open_as_one_logical_graph):
+    # one pane, the logical graph, the diff overlay shown, opened on a changed operator (the first of the graph)
+    page = logical_page
+    first = _logical().first_node()
+    assert _selected(page, "logical", node=first) == first
+    run = page.evaluate("window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderRun().runName")
+    assert run == "diff" and page.evaluate("document.querySelectorAll('.pane-container').length") == 1
+    assert _panel(page)["change"].startswith("changed")
+    # wq's MatMul: both sides' strategies in its panel, in the changed colour
+    _go(page, "logical", f"{WQ}/MatMul")
+    panel = _panel(page)
+    assert panel["in strategy"] == "(2,1)(2,1) → (1,1)(4,1)" and panel["old at"] == "rank 0 line 3730", panel
+    results = page.evaluate("window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderResults()")
+    assert results[f"{WQ}/MatMul"]["bgColor"] == DIFF_COLORS["changed"]
+    _shot(page, "logical")

@@ -7,39 +7,9 @@ from typing import Any
 
 from ..parallel.logical import CommUse, Figures, LogicalDiff, LogicalGraph, OperatorPair
 from ..parallel.records import Bytes
-from ..present import DASH, Block, Table, bytes_text, cell, strategy_text
+from ..present import DASH, Block, Table, bytes_text, cell, moved, strategy_text
 from ..present.cost import balance_sentence
 from ..present.job import layer_ranges
-
-
-def ratio(old: int | None, new: int | None) -> str:
-    """`×0.50` (new / old), `=`, `new` (from nothing), `gone` (to nothing); empty when either is unknown."""
-    if old is None or new is None:
-        return ""
-    if old == new:
-        return "="
-    if not old:
-        return "new"
-    if not new:
-        return "gone"
-    return f"×{new / old:.2f}"
-
-
-def _exact(b: Bytes | None) -> int | None:
-    if b is None:
-        return None
-    return b.total if not b.unknown else None
-
-
-def moved(old: Any, new: Any) -> str:
-    """`1,024 → 512 (×0.50)`; a side without the value is `—`; byte sums as every command writes them."""
-    def text(v: Any) -> str:
-        return bytes_text(v) if isinstance(v, Bytes) else cell(v)
-
-    a = _exact(old) if isinstance(old, Bytes) else old
-    b = _exact(new) if isinstance(new, Bytes) else new
-    r = ratio(a, b) if isinstance(a, int) and isinstance(b, int) else ""
-    return f"{text(old)} → {text(new)}" + (f" ({r})" if r and r != "=" else "")
 
 
 def _get(f: Figures | None, name: str) -> Any:

@@ -29,7 +29,7 @@ from ..parallel.records import Bytes, plain
 from ..parallel.scope import op_number
 from ..present import parse_bytes
 from ..present.job import changes_line
-from ..selection import Loaded, Selection
+from ..selection import Loaded, Selection, job_of, logical_of
 from .facts import STRATEGY_FIELDS, CommFact, StrategyFact, comm_facts, strategy_facts, strategy_micro
 from .match import align_scopes, match
 from .records import Change, CommBytes, CommChange, OpCount, ParamChange, ParameterComm, RankSpecific, StrategyChange
@@ -332,11 +332,28 @@ def _configure(result: DiffResult, old: _Side, new: _Side, by_rank: bool) -> Non
     the logical comparison replaces the rank pairs, whose ranks and stages no longer correspond."""
     result.old_job, result.new_job = old.job.job(), new.job.job()
     result.config = job_changes(result.old_job, result.new_job)
-    if by_rank or not any(c.structural for c in result.config) or not old.stages or not new.stages:
+    if by_rank or not across_configurations(result.config) or not old.stages or not new.stages:
         return
     result.logical = compare_logical(old.graph(result.old_job), new.graph(result.new_job))
     result.ranks = []
     result.only_old, result.only_new, result.only_old_stages, result.only_new_stages = [], [], [], []
+
+
+def across_configurations(changes: Iterable[JobChange]) -> bool:
+    """Two jobs are two parallel configurations of one network (a structural change: dp/mp/pp/ep/sp,
+    micro batches, stages and their layers, recompute, optimizer sharding): compared as one logical
+    graph, by `diff` and by `view`."""
+    return any(c.structural for c in changes)
+
+
+def logical_diff(old: Selection, new: Selection) -> LogicalDiff | None:
+    """Two selections' logical graphs compared when they are two configurations (`across_configurations`
+    of the jobs of every rank of each); None for one configuration (`irtool view A B` then shows them
+    rank with rank)."""
+    jobs = job_of(old), job_of(new)
+    if not across_configurations(job_changes(*jobs)):
+        return None
+    return compare_logical(logical_of(old, job=jobs[0]), logical_of(new, job=jobs[1]))
 
 
 def diff_rank(old_side: Side, new_side: Side, old_rank: int | None, new_rank: int | None) -> RankDiff:

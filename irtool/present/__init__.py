@@ -26,6 +26,7 @@ from .text import (
     format_strategy,
     json_pieces,
     literal_text,
+    moved,
     parse_bytes,
     rank_list,
     shape_text,
@@ -36,4 +37,4 @@ from .text import (
 __all__ = ["CATEGORY_COLORS", "CATEGORY_SHAPES", "DIFF_COLORS", "ALL_ROWS", "DEFAULT_LIMIT", "Block", "Code", "Table",
            "set_text_width", "to_markdown", "to_text", "text_pieces", "markdown_pieces", "DASH", "bytes_text", "cell",
            "chain_end_layout", "change_pct", "parse_bytes", "format_strategy", "json_pieces", "Records",
-           "rank_list", "strategy_text", "literal_text", "shape_text", "type_text"]
+           "rank_list", "strategy_text", "literal_text", "moved", "shape_text", "type_text"]

@@ -291,3 +291,35 @@ def parse_bytes(text: str) -> float | None:
 def change_pct(old: int, new: int) -> str:
     """`=`, `new` (from nothing) or the relative change `+12.5%`."""
     return "=" if old == new else ("new" if not old else f"{(new - old) * 100.0 / old:+.1f}%")
+
+
+# --- two configurations' values, old -> new (diff across configurations, the viewer's logical graph) ---
+
+def ratio(old: int | None, new: int | None) -> str:
+    """`×0.50` (new / old), `=`, `new` (from nothing), `gone` (to nothing); empty when either is unknown."""
+    if old is None or new is None:
+        return ""
+    if old == new:
+        return "="
+    if not old:
+        return "new"
+    if not new:
+        return "gone"
+    return f"×{new / old:.2f}"
+
+
+def _exact_bytes(b: Bytes | None) -> int | None:
+    if b is None:
+        return None
+    return b.total if not b.unknown else None
+
+
+def moved(old: Any, new: Any) -> str:
+    """`1,024 → 512 (×0.50)`; a side without the value is `—`; byte sums as every command writes them."""
+    def text(v: Any) -> str:
+        return bytes_text(v) if isinstance(v, Bytes) else cell(v)
+
+    a = _exact_bytes(old) if isinstance(old, Bytes) else old
+    b = _exact_bytes(new) if isinstance(new, Bytes) else new
+    r = ratio(a, b) if isinstance(a, int) and isinstance(b, int) else ""
+    return f"{text(old)} → {text(new)}" + (f" ({r})" if r and r != "=" else "")
