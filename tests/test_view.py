@@ -719,12 +719,17 @@ class _Server:
         return self._url
 
     def stop(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGTERM)
+        """Stopped (SIGTERM, SIGKILL after 10 s) once `signal_stop` asked every server to stop."""
+        self.signal_stop()
         try:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
+
+    def signal_stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
 
 
 class _Servers(dict):
@@ -741,6 +746,8 @@ def servers() -> Iterator[_Servers]:
     try:
         yield started
     finally:
+        for server in started.values():  # all at once, then each waited for
+            server.signal_stop()
         for server in started.values():
             server.stop()
 
