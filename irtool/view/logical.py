@@ -43,14 +43,17 @@ def _strategy_rows(p: OperatorPair) -> list[dict[str, Any]]:
 
 
 def _held_rows(p: OperatorPair) -> list[dict[str, Any]]:
+    """A `weight` row per weight it is the first to read: its name, its slice on each side (a panel's keys
+    are cut at a few words: the name goes in the value)."""
     a = {h.name: h for h in p.old.params} if p.old else {}
     b = {h.name: h for h in p.new.params} if p.new else {}
-    return [_kv(f"weight {name}", f"{cell(a[name].shape) if name in a else DASH} → "
-                                  f"{cell(b[name].shape) if name in b else DASH}")
+    return [_kv("weight", f"{name} {cell(a[name].shape) if name in a else DASH} → "
+                          f"{cell(b[name].shape) if name in b else DASH}")
             for name in [*a, *(n for n in b if n not in a)]]
 
 
 def _comm_rows(p: OperatorPair) -> list[dict[str, Any]]:
+    """A `comm` row per (op, category, phase) of the communication around it: count, bytes, group size."""
     a = p.old.comm if p.old else {}
     b = p.new.comm if p.new else {}
     rows = []
@@ -61,7 +64,7 @@ def _comm_rows(p: OperatorPair) -> list[dict[str, Any]]:
         size = moved(ua.bytes if ua else None, ub.bytes if ub else None)
         groups = moved(cell(ua.group_sizes[-1]) if ua and ua.group_sizes else None,
                        cell(ub.group_sizes[-1]) if ub and ub.group_sizes else None)
-        rows.append(_kv(f"comm {op} {category} {phase}", f"count {count}; bytes {size}; group {groups}"))
+        rows.append(_kv("comm", f"{op} {category} {phase}: count {count}; bytes {size}; group {groups}"))
     return rows
 
 
