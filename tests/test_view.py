@@ -937,13 +937,20 @@ def _go(page: object, graph: str, node: str | None = None, pane: int = 0) -> Non
 
 def _selected(page: object, graph: str, pane: int = 0, node: str = "") -> str:
     """The node a pane shows selected (`node` if given), once it shows `graph` and its panel says the node."""
-    page.wait_for_function("""([graph, pane, node]) => { const r = window.me_test && window.me_test.renderers[pane];
-      const panel = document.querySelectorAll('.pane-container')[pane];
-      return r && r.curModelGraph && r.curModelGraph.id === graph && r.selectedNodeId && panel &&
-        (!node || r.selectedNodeId === node) &&
-        [...panel.querySelectorAll('info-panel td')].some(td => td.innerText.trim().split('\\n')[0] === r.selectedNodeId);
-      }""",
-                           arg=[graph, pane, node])  # type: ignore[attr-defined]
+    try:
+        page.wait_for_function("""([graph, pane, node]) => { const r = window.me_test && window.me_test.renderers[pane];
+          const panel = document.querySelectorAll('.pane-container')[pane];
+          return r && r.curModelGraph && r.curModelGraph.id === graph && r.selectedNodeId && panel &&
+            (!node || r.selectedNodeId === node) &&
+            [...panel.querySelectorAll('info-panel td')].some(
+              td => td.innerText.trim().split('\\n')[0] === r.selectedNodeId); }""", arg=[graph, pane, node], timeout=60_000)  # type: ignore[attr-defined]
+    except Exception as e:  # what the pane showed instead
+        state = page.evaluate("""(pane) => { const r = window.me_test && window.me_test.renderers[pane];
+          const panel = document.querySelectorAll('.pane-container')[pane];
+          return {graph: r && r.curModelGraph && r.curModelGraph.id, selected: r && r.selectedNodeId,
+                  panel: panel && [...panel.querySelectorAll('info-panel td')].slice(0, 6).map(td => td.innerText)}; }""",
+                              pane)  # type: ignore[attr-defined]
+        raise AssertionError(f"{node or 'a node'} of {graph} not selected: {state}") from e
     return page.evaluate(f"window.me_test.renderers[{pane}].selectedNodeId")  # type: ignore[attr-defined]
 
 
@@ -976,7 +983,8 @@ def _click(page: object, locator: object, alt: bool = False) -> None:
     """Click `locator` with the mouse (Alt held: Model Explorer selects the node a panel link names, a plain click
     only shows it); Playwright's own click waits for the picture to settle, seconds on SwiftShader."""
     locator.wait_for()  # type: ignore[attr-defined]
-    locator.scroll_into_view_if_needed()  # type: ignore[attr-defined]  # a panel row below its fold
+    # a panel row below its fold scrolled to (Playwright's own scrolling waits for frames to settle too)
+    locator.evaluate("e => e.scrollIntoView({block: 'nearest'})")  # type: ignore[attr-defined]
     box = locator.bounding_box()  # type: ignore[attr-defined]
     if alt:
         page.keyboard.down("Alt")  # type: ignore[attr-defined]

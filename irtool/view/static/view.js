@@ -322,25 +322,31 @@
 
   // --- the node the page opens on ----------------------------------------------------------------
 
-  const START = Date.now();
   let openTimer = null;
   const opens = (window.IRTOOL_OPEN || []).map(([pane, graph, node, label]) => ({pane, graph, node, label, last: 0,
-                                                                                  since: 0, done: false}));
+                                                                                  since: 0, start: 0, done: false}));
 
   function opening() {
-    // selected until it stays so for 2 s (a layout running when a node is revealed may undo it), a try a second
-    // and a half at most, for a minute at most; never once it stayed (the user's own clicks are not undone)
+    // selected until it stays so for 2 s (a layout running when a node is revealed may undo it: nothing is
+    // selected then), a try a second and a half at most, for a minute at most once the graph is drawn (a page
+    // loading in a background tab draws late); never once it stayed or another node was chosen (the user's own
+    // clicks are not undone)
     const now = Date.now();
     for (const o of opens) {
       const r = renderer(o.pane);
-      if (o.done || now - START > 60000) {
+      if (o.done || (o.start && now - o.start > 60000)) {
         o.done = true;
         continue;
       }
       if (!r || shown(o.pane)[0] !== o.graph || !r.nodesToRender || !r.nodesToRender.length) continue;
+      o.start = o.start || now;
       if (r.selectedNodeId === o.node) {
         o.since = o.since || now;
         o.done = now - o.since > 2000;
+        continue;
+      }
+      if (r.selectedNodeId) {  // another node chosen meanwhile (a click, a link): never undone
+        o.done = true;
         continue;
       }
       o.since = 0;
