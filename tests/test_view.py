@@ -639,6 +639,7 @@ def test_every_panel_link_names_a_node_of_its_graph() -> None:
     # the page makes a link to another graph (`stage graph`, `comm serves` of a pipeline box, `in part`) finds its
     # node there
     for path in (PIPE4, str(Path(fixture("pipeline_folded_8p/rank_0/19_validate_0078.ir.xz")).parents[1]),
+                 str(Path(fixture("pipeline_interleaved_4stage_8p/rank_0/19_validate_0087.ir.xz")).parents[1]),
                  str(Path(GPT).parent)):
         model = _model(path, 300)
         graphs = model.graphs

@@ -232,13 +232,13 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
 
 def _pane_states(models: list[Model], opened: dict[str, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
     """Model Explorer's `uiState` panes: each model's first graph (a folder's pipeline graph with every
-    column expanded, Model Explorer's `___all___`), two models side by side; `opened`: model label ->
+    column expanded, Model Explorer's `___all___`: `Model.lanes`), two models side by side; `opened`: model label ->
     (graph, node) a pane opens on, the node selected (Model Explorer expands the groups around it)."""
     firsts = [m for m in models if m.first_graph][:2]
     states = []
     for m in firsts:
         graph, node = (opened or {}).get(m.label, (m.first_graph, ""))
-        expand = ["___all___"] if m.first_node is not None and graph == m.first_graph else []
+        expand = ["___all___"] if graph in m.lanes else []
         states.append({"deepestExpandedGroupNodeIds": expand, "selectedNodeId": node, "selectedGraphId": graph,
                        "selectedCollectionLabel": m.label, "widthFraction": 1 / len(firsts)})
     return states
