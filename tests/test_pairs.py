@@ -30,6 +30,8 @@ from irtool.view.models import models_for
 FOLDERS = [("pipeline_interleaved_4stage_8p", 224, 24 + 32 + 32 + 24),
            ("pipeline_4stage_lazy_8p", 96, 8 + 16 + 16 + 8),
            ("pipeline_folded_8p", 96, 12 + 12),
+           # 3 stages over a p2p group of all 24 ranks (`nccl_world_group`): 5 + 10 + 5 Send, to the next or previous stage
+           ("pipeline_3stage_24p_m5", 20, 5 + 10 + 5),
            ("inference_pp_8p_m4", 16, 4)]
 
 
@@ -78,7 +80,7 @@ def test_render_draws_one_arrow_per_pair_to_its_receive(folder: str, pairs: int,
     arrows = [(a, b) for a, b, color in edges if color in ("#1f5fbf", "#bf1f1f")]
     assert len(arrows) == drawn
     assert len({b for _, b in arrows}) == drawn  # no Receive with two arrows
-    unit = re.compile(r"([FB])(\d+)(?:\.c(\d))? (Send|Receive) (?:to|from) stage (\d) \(rank (\d)\)")
+    unit = re.compile(r"([FB])(\d+)(?:\.c(\d))? (Send|Receive) (?:to|from) stage (\d+) \(rank (\d+)\)")
     for a, b in arrows:
         send, receive = unit.fullmatch(nodes[a]["label"]), unit.fullmatch(nodes[b]["label"])
         assert send and receive and send[4] == "Send" and receive[4] == "Receive"
