@@ -852,14 +852,15 @@ def load(path: str | os.PathLike, lenient: bool = False,
     well-formed dump; with `lenient=True` a bad node or line is skipped and reported in
     `Dump.warnings` instead. `progress`, if given, is called with the bytes read so far.
     """
-    try:
-        st = os.stat(path) if kept.SIZE else None
-    except OSError:  # said by the reader, as without the cache
-        st = None
-    if st is None:
-        return _load(path, lenient, progress)
-    # the same file while its name, size and modification time are
-    return _kept.get_or_make((str(path), st.st_size, st.st_mtime_ns, lenient), lambda: _load(path, lenient, progress))
+    if kept.SIZE:
+        try:
+            st = os.stat(path)
+        except OSError:  # said by the reader below, as without the cache
+            pass
+        else:  # the same file while its name, size and modification time are
+            key = (str(path), st.st_size, st.st_mtime_ns, lenient)
+            return _kept.get_or_make(key, lambda: _load(path, lenient, progress))
+    return _load(path, lenient, progress)
 
 
 def _load(path: str | os.PathLike, lenient: bool, progress: Callable[[int], None] | None) -> Dump:
