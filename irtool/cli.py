@@ -170,7 +170,8 @@ def main() -> None:
               help="Also parse every attribute and type and resolve every reference (slower).")
 @_stage_option("Only ranks (folder) / a file of this pipeline stage.")
 @_pass_option()
-@click.option("--jobs", type=int, default=None, help="Folder: worker processes (default: one per rank, up to CPUs).")
+@click.option("--jobs", type=int, default=None,
+              help="Folder: worker processes (default: $IRTOOL_JOBS, else one per rank up to CPUs).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Folder: analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 25).")
@@ -337,7 +338,8 @@ def diff_cmd(old: str, new: str, fmt: str, fail_on: tuple[str, ...], max_increas
 @_pass_option()
 @_format_option("docs/check.md")
 @_lenient_option()
-@click.option("--jobs", type=int, default=None, help="Worker processes (default: one per rank, up to CPUs).")
+@click.option("--jobs", type=int, default=None,
+              help="Worker processes (default: $IRTOOL_JOBS, else one per rank up to CPUs).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Analyse the ranks on this Dask distributed scheduler (tcp://host:8786) instead of locally.")
 @click.option("--strict", is_flag=True,

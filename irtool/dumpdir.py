@@ -187,6 +187,16 @@ def read_or_record(fn: Callable[[RankFile], T], rank: RankFile) -> T | Unreadabl
                           f"{rank.path}: {type(exc).__name__}: {exc}")
 
 
+def default_jobs(n_ranks: int) -> int:
+    """Worker processes when none are asked for: `IRTOOL_JOBS` if set (a machine already busy with other
+    work, such as a parallel test run, reads ranks in its own process with `IRTOOL_JOBS=1`), else one per
+    rank up to the CPUs."""
+    env = os.environ.get("IRTOOL_JOBS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return min(n_ranks, os.cpu_count() or 1)
+
+
 def map_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | None = None,
               progress: Progress | None = None, scheduler: str | None = None) -> list[T]:
     """`fn` of every rank, in the order of `ranks` (`iter_ranks`, all kept)."""
@@ -204,7 +214,7 @@ def iter_ranks(fn: Callable[[RankFile], T], ranks: list[RankFile], jobs: int | N
     if scheduler:
         yield from _iter_dask(fn, ranks, scheduler, progress)
         return
-    jobs = jobs or min(len(ranks), os.cpu_count() or 1)
+    jobs = jobs or default_jobs(len(ranks))
     if jobs <= 1:
         for i, r in enumerate(ranks):
             result = fn(r)

@@ -9,6 +9,12 @@ import pytest
 
 # Every analysis pass may ask only for the facts it declares (irtool/parallel/table.py): checked in tests.
 os.environ["IRTOOL_CHECK_FACTS"] = "1"
+# pytest-xdist already runs a test per core: a folder command reads its ranks in the test's process (the
+# worker pool is tested where a test passes `--jobs 2`).
+os.environ["IRTOOL_JOBS"] = "1"
+# A test process reads the same bundled dumps in many tests: it keeps the last 256 read and their fact tables
+# (irtool/ir/parse.py), so each is parsed and analysed once per worker; a test of reading reads a file of its own.
+os.environ["IRTOOL_CACHE"] = "256"
 
 import irtool  # noqa: E402
 
@@ -39,6 +45,14 @@ def fixture(rel: str) -> str:
 # mark does nothing and each worker that gets one of them parses the dump again).
 LARGE = "gpt_large_perf/rank_0/19_validate_0078.ir.xz"
 LARGE_GROUP = pytest.mark.xdist_group("gpt_large_validate")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test whose parameters name one of the large model's passes runs beside the others reading them (the
+    reader's cache then parses each once)."""
+    for item in items:
+        if "gpt_large_perf" in item.nodeid and not item.get_closest_marker("xdist_group"):
+            item.add_marker(LARGE_GROUP)
 
 
 @functools.cache

@@ -32,10 +32,11 @@ def test_every_fixture_is_bundled():
     # pipeline_unequal_sgd_8p 8, pipeline_even_adamw_8p 8, gpt_small_dp1mp4pp2 8, gpt_small_dp2mp2pp2_m8 8,
     # two_d_tp_8p 8, lazy_adam_8p 6, lazy_adam_cpu 1, order_list_cpu 1, user_group_8p 6, mindformers_llama_pp4 12,
     # mindformers_llama_sp_fa_dp2mp2pp2 4, mindformers_llama_dp1mp4pp2 4 (ranks 0, 4 x validate, step_parallel_end);
-    # copied from the shared fixtures: mindformers_llama_dp2mp2pp2 2, mindformers_moe_dp2mp2pp2_ep2 12.
-    # Issue 28 added semi_auto_8p_changed 1 (rank 0's validate).
-    assert len(DUMPS) == 191 + 153 + 144 + 1
-    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 15 + 16 + 1
+    # copied from the shared fixtures: mindformers_llama_dp2mp2pp2 2, mindformers_moe_dp2mp2pp2_ep2 12; then
+    # pipeline_3stage_24p_m5 6 (ranks 0, 8, 16 x validate, step_parallel_end). Issue 28 added semi_auto_8p_changed 1
+    # (rank 0's validate).
+    assert len(DUMPS) == 191 + 153 + 144 + 6 + 1
+    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 15 + 16 + 1 + 1
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=LARGE_GROUP) if str(p).endswith(LARGE) else p for p in DUMPS],

@@ -443,3 +443,13 @@ def test_a_memory_gate_is_the_verdict_in_every_format() -> None:
     assert d["failed"] and d["verdict"].startswith("FAIL: stage 0: memory ") and d["failures"] == d["cost"]["failures"]
     text = CliRunner().invoke(main, ["diff", old, new, "--fail-on", "memory"]).stdout.splitlines()
     assert text[0] == d["verdict"] and text[-1] == d["verdict"]
+
+
+def test_advice_with_a_stage_not_read_names_it(tmp_path: Path) -> None:
+    # pipeline_2stage_8p with rank_0 (stage 0) only: its Sends go to stage 1 (`dest_rank` 4), which no rank here is on
+    rank = tmp_path / "rank_0"
+    rank.mkdir()
+    shutil.copy(FIXTURES / "pipeline_2stage_8p" / "rank_0" / "19_validate_0078.ir.xz", rank)
+    r = CliRunner().invoke(main, ["summarize", str(tmp_path), "--cost"])
+    assert r.exit_code == 0, r.output
+    assert "Advice: cannot advise: stage 1 not read" in r.stdout.splitlines()  # not "one stage"

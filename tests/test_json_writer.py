@@ -85,7 +85,7 @@ JSON = st.recursive(
     max_leaves=30)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(JSON, st.booleans())
 def test_any_document_same_bytes(doc: Any, ensure_ascii: bool) -> None:
     doc = plain(doc)  # as every record's value: an infinite float becomes NonFinite

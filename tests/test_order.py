@@ -197,3 +197,43 @@ def test_memory_in_flight_is_the_order_s(tmp_path: Path) -> None:
     assert [stages[s]["schedule"]["in_flight"] for s in range(4)] == [4, 3, 2, 1]
     assert [cost["memory"][str(s)]["micro_batches_in_flight"] for s in range(4)] == [4, 3, 2, 1]
     assert stages[0]["schedule"]["order"][:5] == ["F0", "F1", "F2", "F3", "B0"]
+
+
+P3 = "pipeline_3stage_24p_m5"
+
+
+def test_three_stages_five_micro_batches_1f1b() -> None:
+    # pipeline_3stage_24p_m5 (3 stages, 5 micro batches, 24 devices, no count a multiple of another), validate.
+    # rank 0: line 1958 `%165 = PrimFunc_Add(%150, %164) {instance name: res}` (micro 2: layer 2's last Add) ->
+    # line 2002 `%169 = Depend(Tensor(...), %165)` -> line 2005 `%170(dx) = Receive(%169)` (sr_tag 0: B0's gradient
+    # from rank 8). The Send of F2 (line 2014, `Send(%171)`, `%171 = Depend(%168, %170)`) is printed after it.
+    # rank 8: line 973 `%42 = PrimFunc_Add(%35, %41) {instance name: res}` (micro 1) -> line 1007 `%44 = Depend(
+    # Tensor(...), %42)` -> line 1010 `%45(dx) = Receive(%44)` (sr_tag 0 from rank 16): B0 after F1.
+    r0, r8 = f"{P3}/rank_0/19_validate_0078.ir.xz", f"{P3}/rank_8/19_validate_0078.ir.xz"
+    assert "%165(" in _line(r0, 1958) and "{instance name: res}" in _line(r0, 1958) and "micro: I64(2)" in _line(r0, 1958)
+    assert "= Depend(Tensor(shape=[], dtype=Float32, value=0), %165)" in _line(r0, 2002)
+    assert "%170(dx) = Receive(%169)" in _line(r0, 2005) and "sr_tag: I64(0)" in _line(r0, 2005)
+    assert "= Send(%171)" in _line(r0, 2014)
+    assert "%42(" in _line(r8, 973) and "micro: I64(1)" in _line(r8, 973)
+    assert "%45(dx) = Receive(%44)" in _line(r8, 1010) and "src_rank: I64(16)" in _line(r8, 1010)
+    orders = {rank: _order(f"{P3}/rank_{rank}/19_validate_0078.ir.xz") for rank in (0, 8, 16)}
+    assert " ".join(orders[0].work) == "F0 F1 F2 B0 F3 B1 F4 B2 B3 B4"  # by Send/Receive: F0 F1 B0 F2 ...
+    assert " ".join(orders[8].work) == "F0 F1 B0 F2 B1 F3 B2 F4 B3 B4"
+    assert " ".join(orders[16].work) == "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4"
+    assert [orders[r].in_flight for r in (0, 8, 16)] == [3, 2, 1]
+
+
+def test_three_stages_job_from_the_dump() -> None:
+    # make.py: dp 4 x mp 2 x pp 3 on 24 devices, micro_size 5, layers 0-2 / 3-4 / 5-6, nn.SGD. From the text: every
+    # Send/Receive is on `nccl_world_group` with `group_rank_ids: (0, 1, ..., 23)` (24 ranks); rank 0's tensor-parallel
+    # AllReduces on `(0, 1)`, its gradient reductions on `(0, 2, 4, 6)`; `micro: I64(4)` the largest micro on each
+    # rank; header parameters `layers.0-2.*` on rank 0, `layers.3-4.*` on rank 8, `layers.5-6.*` on rank 16; rank 0
+    # sends to `dest_rank: I64(8)` (5 Sends), rank 8 to 16 and back to 0: 10 pairs per stage boundary.
+    r = CliRunner().invoke(main, ["summarize", str(FIXTURES / P3), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    job = json.loads(r.stdout)["job"]
+    assert [job[k]["value"] for k in ("world_size", "dp", "mp", "pipeline_stages", "micro_batches")] == [24, 4, 2, 3, 5]
+    assert job["stage_layers"] == {"0": [0, 1, 2], "1": [3, 4], "2": [5, 6]}
+    assert job["stage_ranks"] == {"0": [0], "1": [8], "2": [16]}
+    c = json.loads(CliRunner().invoke(main, ["check", str(FIXTURES / P3), "--format", "json"]).stdout)
+    assert c["coverage"]["pairs"] == {"compared": 20, "present": 20}

@@ -330,6 +330,10 @@ def test_headline_first() -> None:
     assert lines[4].startswith("Optimizer sharding: 8 parameters over groups of 8 ranks, ")
     assert lines[5] == "Unknown or unpaired: none"
     assert lines[6] == "" and lines[7].startswith(str(F / "opt_parallel_8p"))
+    # semi_auto_8p: no parameter names a layer index; of its 39 collectives 33 print a scope under
+    # `.../_backbone-Net/body-ShardedAttentionMLP`, 4 under `head-Head`, 2 under `_loss_fn-Loss`: the most is a scope
+    line = run("summarize", F / "semi_auto_8p" / "rank_0" / "19_validate_0078.ir.xz").splitlines()[2]
+    assert "); most in scope Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP (" in line
     # a folder: gpt_small_dp2mp2pp2, `pr.stage` of the Sends: ranks 0-3 stage 0, 4-7 stage 1; each rank's 2 Sends
     # and 2 Receives (grep -cE "= (Send|Receive)\(" -> 4 per rank) meet a Receive / Send of the other stage
     head = run("summarize", F / "gpt_small_dp2mp2pp2").splitlines()[:6]

@@ -10,11 +10,13 @@ on ranks 2-5 (96 Send), over `group_rank_ids: (0, 2, 4, 6)` / `(1, 3, 5, 7)` wit
 pipeline_folded_8p: 12 + 12 per rank (96). inference_pp_8p_m4: ranks 0-3 send 4 each, ranks 4-7 receive 4 each (16)."""
 from __future__ import annotations
 
+import functools
 import json
 import re
+import subprocess
+import tempfile
 from pathlib import Path
 
-import pydot
 import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES, fixture
@@ -29,6 +31,8 @@ from irtool.view.models import models_for
 FOLDERS = [("pipeline_interleaved_4stage_8p", 224, 24 + 32 + 32 + 24),
            ("pipeline_4stage_lazy_8p", 96, 8 + 16 + 16 + 8),
            ("pipeline_folded_8p", 96, 12 + 12),
+           # 3 stages over a p2p group of all 24 ranks (`nccl_world_group`): 5 + 10 + 5 Send, to the next or previous stage
+           ("pipeline_3stage_24p_m5", 20, 5 + 10 + 5),
            ("inference_pp_8p_m4", 16, 4)]
 
 
@@ -51,14 +55,19 @@ def test_summary_headline_pairs_as_check_does(folder: str, pairs: int, drawn: in
     assert r.stdout.splitlines()[5] == "Unknown or unpaired: none"
 
 
-def _dot(folder: str, tmp_path: Path) -> tuple[dict[str, dict[str, str]], list[tuple[str, str, str]]]:
-    out = tmp_path / "pipeline.dot"
-    r = _cli("render", str(FIXTURES / folder), "--pipeline", "-o", str(out))
-    assert r.exit_code == 0, r.output
-    (graph,) = pydot.graph_from_dot_data(out.read_text())
-    nodes = {n.get_name(): {k: v.strip('"') for k, v in n.get_attributes().items()}
-             for sub in graph.get_subgraphs() for n in sub.get_nodes()}
-    edges = [(e.get_source(), e.get_destination(), e.get("color").strip('"')) for e in graph.get_edges()]
+@functools.cache
+def _dot(folder: str) -> tuple[dict[str, dict[str, str]], list[tuple[str, str, str]]]:
+    """`render --pipeline` of a folder as Graphviz reads it back (`dot -Tjson0`): its boxes inside a cluster
+    by name, with their attributes, and its edges (source, target, colour)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "pipeline.dot"
+        r = _cli("render", str(FIXTURES / folder), "--pipeline", "-o", str(out))
+        assert r.exit_code == 0, r.output
+        graph = json.loads(subprocess.run(["dot", "-Tjson0", str(out)], check=True, capture_output=True).stdout)
+    objects = graph["objects"]
+    clustered = {i for o in objects if "nodes" in o for i in o["nodes"]}
+    nodes = {o["name"]: {k: str(v) for k, v in o.items()} for o in objects if o["_gvid"] in clustered}
+    edges = [(objects[e["tail"]]["name"], objects[e["head"]]["name"], e["color"]) for e in graph["edges"]]
     return nodes, edges
 
 
@@ -67,12 +76,12 @@ def _tag(node: dict[str, str]) -> str:
 
 
 @pytest.mark.parametrize(("folder", "pairs", "drawn"), FOLDERS)
-def test_render_draws_one_arrow_per_pair_to_its_receive(folder: str, pairs: int, drawn: int, tmp_path: Path) -> None:
-    nodes, edges = _dot(folder, tmp_path)
+def test_render_draws_one_arrow_per_pair_to_its_receive(folder: str, pairs: int, drawn: int) -> None:
+    nodes, edges = _dot(folder)
     arrows = [(a, b) for a, b, color in edges if color in ("#1f5fbf", "#bf1f1f")]
     assert len(arrows) == drawn
     assert len({b for _, b in arrows}) == drawn  # no Receive with two arrows
-    unit = re.compile(r"([FB])(\d+)(?:\.c(\d))? (Send|Receive) (?:to|from) stage (\d) \(rank (\d)\)")
+    unit = re.compile(r"([FB])(\d+)(?:\.c(\d))? (Send|Receive) (?:to|from) stage (\d+) \(rank (\d+)\)")
     for a, b in arrows:
         send, receive = unit.fullmatch(nodes[a]["label"]), unit.fullmatch(nodes[b]["label"])
         assert send and receive and send[4] == "Send" and receive[4] == "Receive"
@@ -81,8 +90,8 @@ def test_render_draws_one_arrow_per_pair_to_its_receive(folder: str, pairs: int,
         assert (a.split("_")[0], b.split("_")[0]) == (f"r{receive[6]}", f"r{send[6]}")  # ... and each other's peer
 
 
-def test_render_interleaved_boxes_say_the_chunk(tmp_path: Path) -> None:
-    nodes, edges = _dot("pipeline_interleaved_4stage_8p", tmp_path)
+def test_render_interleaved_boxes_say_the_chunk() -> None:
+    nodes, edges = _dot("pipeline_interleaved_4stage_8p")
     rank0 = [n["label"] for name, n in nodes.items() if name.startswith("r0_")]
     # rank 0 (stage 0): 48 Send/Receive, each unit once: two boxes `F0 ... Send to stage 1` (chunks 0 and 1), told apart
     assert len(rank0) == 48 and len(set(rank0)) == 48

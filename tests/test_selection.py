@@ -21,6 +21,7 @@ from hostile import MLP, ROOT, raw_bytes, run_cli
 import irtool
 from irtool.cli import main
 from irtool.errors import DumpError, InputError, OutputError, SelectionError
+from irtool.ir import pass_name
 from irtool.selection import Policy, Selection
 
 MINDIR = ROOT / "fixtures" / "mindir"
@@ -361,3 +362,27 @@ def test_check_in_a_folder_runs_in_each_rank(tmp_path: Path) -> None:
     assert not any(w["message"].startswith("attributes kept as raw text") for w in plain["ranks"][0]["warnings"])
     found = [w for w in deep["ranks"][0]["warnings"] if w["message"].startswith("attributes kept as raw text")]
     assert [w["line"] for w in found] == [i + 1]
+
+
+# Two compilations of one MindFormers Llama (dp 2 x mp 2 and dp 1 x mp 4, save_graphs, every pass) name the pass that
+# lifts the top graph after that graph, with the ids each compilation gives it: rank_0 holds
+# `after_lift_1232_158_mindspore_nn_wrap_cell_wrapper__VirtualDatasetCell_construct_7992_0024.ir` in one and
+# `..._construct_8006_0024.ir` in the other. Both are one pass.
+LIFT = "after_lift_1232_158_mindspore_nn_wrap_cell_wrapper__VirtualDatasetCell_construct_{}_0024.ir.xz"
+
+
+def test_a_pass_named_after_its_graph_is_the_same_pass_in_another_compilation(tmp_path: Path) -> None:
+    assert pass_name(LIFT.format(7992)) == pass_name(LIFT.format(8006)) == \
+        "after_lift_mindspore_nn_wrap_cell_wrapper__VirtualDatasetCell_construct"
+    assert pass_name("opt_pass_10_overlap_param_gather_0040.ir") == "opt_pass_10_overlap_param_gather"
+    # two folders, each rank_0 with the validate pass and that lift pass (a copy of a real dump stands for it: only
+    # the names matter here): diff finds no pass on one side only
+    for side, graph_id in (("old", 7992), ("new", 8006)):
+        rank = tmp_path / side / "rank_0"
+        rank.mkdir(parents=True)
+        shutil.copy(SEMI / "rank_0" / VALIDATE, rank / VALIDATE)
+        shutil.copy(SEMI / "rank_0" / VALIDATE, rank / LIFT.format(graph_id))
+    r = CliRunner().invoke(main, ["diff", str(tmp_path / "old"), str(tmp_path / "new"), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["only_old_passes"] == data["only_new_passes"] == []

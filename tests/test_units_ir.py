@@ -20,10 +20,12 @@ from conftest import fixture
 
 from irtool.errors import DumpError
 from irtool.ir import Input, Ref, TypeInfo, Unreadable
+from irtool.ir.grammar import transforming_parser
 from irtool.ir.parse import parse_node
 from irtool.ir.records import CALL
 from irtool.ir.source import read_lines
 from irtool.ir.values import (
+    _TYPES,
     Apply,
     Name,
     _tensor_type,
@@ -203,6 +205,11 @@ CUTS.append((TENSOR_TYPE, "mlp_cpu/rank_0/19_validate_0072.ir", 17))
 # mlp_cpu/rank_0/19_validate_0072.ir:19 `%para3_fc1.weight: <...>  :  has_default`
 REF_TYPE = "<Ref[Tensor[Float32]], (64, 32), ref_key=fc1.weight, is_parameter, is_inplace>"
 CUTS.append((REF_TYPE, "mlp_cpu/rank_0/19_validate_0072.ir", 19))
+
+# gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz:313, a MatMul's input signature: a weight of a cell list's layer 0
+DIGIT_REF_SIG = ("      : (<Ref[Tensor[Float32]], (64, 128), ref_key=0.attention.wq.weight, is_parameter, is_inplace>, "
+                 "<UMonad, NoShape>) -> (<Tensor[Float32], (64, 128)>)")
+CUTS.append((DIGIT_REF_SIG, "gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz", 313))
 
 
 def test_pasted_lines_are_real() -> None:
@@ -464,3 +471,15 @@ def test_unreadable_type_is_kept_as_text() -> None:
     assert parse_type(cut) == TypeInfo(cut, "?")
     line = parse_node(BACKEND_MATMUL).type_lines[0][:-1]
     assert parse_type_sig(line) == ([], [TypeInfo(line.strip(), "?")])
+
+
+def test_a_parameter_path_starting_with_an_index_is_one_name_in_the_grammar() -> None:
+    # the grammar's rule (`type_sig`), not the regex of plain tensor types, reads the line: `0.attention.wq.weight`
+    # is the parameter's key as printed, not the number `0.` followed by a name (rendered `0.0attention...` before)
+    ref = "<Ref[Tensor[Float32]], (64, 128), ref_key=0.attention.wq.weight, is_parameter, is_inplace>"
+    ins, outs = transforming_parser("type_sig", _TYPES).parse(DIGIT_REF_SIG.strip())
+    assert [t.text for t in ins] == [ref, "<UMonad, NoShape>"] and ins[0].shape == (64, 128)
+    assert [t.text for t in outs] == ["<Tensor[Float32], (64, 128)>"]
+    # a float's exponent is still a number, rendered as numbers are (`1.e5` is not a path)
+    (t,), _ = transforming_parser("type_sig", _TYPES).parse(": (<Tensor[Float32], (1), value=1.e5>) -> ()")
+    assert t.text == "<Tensor[Float32], (1), value=100000.0>"

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from ..dumpdir import rank_of
 from ..errors import InputError
-from ..ir import Dump
+from ..ir import Dump, pass_name
 from ..parallel import ParallelFacts, analyze
 from ..parallel.job import Job, JobChange, JobFold, job_changes, rank_job
 from ..parallel.logical import LogicalDiff, LogicalGraph, compare_logical, logical_graph
@@ -230,14 +230,13 @@ class DiffResult:
         return all(not any(v for k, v in r.counts().items() if k != "rank_specific") for r in self.ranks)
 
 
-_PASS = re.compile(r"^(?:\d+_)?(.+?)_\d+\.ir(?:\.(?:xz|gz|bz2))?$")  # MindSpore's `[N_]pass_SEQ.ir`
+_PASS = re.compile(r"^(?:\d+_)?.+?_\d+\.ir(?:\.(?:xz|gz|bz2))?$")  # MindSpore's `[N_]pass_SEQ.ir`
 
 
 def pass_of(path: str) -> str | None:
     """The pass a dump file holds, from its name: `19_validate_0078.ir.xz` -> `validate`,
     `step_parallel_end_0019.ir` -> `step_parallel_end`; None for a name MindSpore did not give."""
-    m = _PASS.match(os.path.basename(path))
-    return m.group(1) if m else None
+    return pass_name(path) if _PASS.match(os.path.basename(path)) else None  # the name as every command reads it
 
 
 def _ranks(ranks: list[int]) -> str:

@@ -28,7 +28,9 @@ from lark.exceptions import UnexpectedInput, VisitError
 from lark.lexer import Lexer
 
 from ..errors import DumpError, show
+from . import kept
 from .grammar import document_parser, grammar_text
+from .kept import Kept
 from .model import Dump, Node, Param, Subgraph, SymbolEngine, SymbolLine
 from .records import CALL, PRIMFUNC_PREFIX, DumpWarning
 from .source import NulAt, nul_error, read_chunks
@@ -839,6 +841,9 @@ def _structure_problem(text: str, start: int, where: Callable[[int], str] = _col
     return None
 
 
+_kept = Kept()  # dumps read, with IRTOOL_CACHE (kept.py)
+
+
 def load(path: str | os.PathLike, lenient: bool = False,
          progress: Callable[[int], None] | None = None) -> Dump:
     """Read one dump (`.ir`, `.ir.gz`, `.ir.xz`).
@@ -847,6 +852,18 @@ def load(path: str | os.PathLike, lenient: bool = False,
     well-formed dump; with `lenient=True` a bad node or line is skipped and reported in
     `Dump.warnings` instead. `progress`, if given, is called with the bytes read so far.
     """
+    if kept.SIZE:
+        try:
+            st = os.stat(path)
+        except OSError:  # said by the reader below, as without the cache
+            pass
+        else:  # the same file while its name, size and modification time are
+            key = (str(path), st.st_size, st.st_mtime_ns, lenient)
+            return _kept.get_or_make(key, lambda: _load(path, lenient, progress))
+    return _load(path, lenient, progress)
+
+
+def _load(path: str | os.PathLike, lenient: bool, progress: Callable[[int], None] | None) -> Dump:
     name = str(path)
     data = _Lines(name, _Cursor(name, read_chunks(path), progress), lenient)
     parser = document_parser(LineLexer, _builder())

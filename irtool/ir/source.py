@@ -226,10 +226,17 @@ def _careful(name: str, stream: IO[bytes], skip: int) -> Iterator[tuple[int, str
 
 
 def pass_name(path: str | os.PathLike) -> str:
-    """The compiler pass of a dump from its file name: `19_validate_0078.ir.xz` -> `validate`."""
+    """The compiler pass of a dump from its file name: `19_validate_0078.ir.xz` -> `validate`. A pass named
+    after the graph it ran on keeps the graph's name without the ids one compilation numbers it by
+    (`after_lift_1232_158_mindspore_..._VirtualDatasetCell_construct_7992_0024` -> `after_lift_mindspore_...
+    _VirtualDatasetCell_construct`): the same pass of another compilation of the network has the same name."""
     base = str(path).replace("\\", "/").rsplit("/", 1)[-1]
     for ext in (".xz", ".gz", ".bz2", ".ir"):
         if base.endswith(ext):
             base = base[: -len(ext)]
-    base = re.sub(r"^\d+_", "", base)
-    return re.sub(r"_\d+$", "", base)
+    base = re.sub(r"_\d+$", "", re.sub(r"^\d+_", "", base))
+    graph = _GRAPH_IDS.sub("_", base)  # a graph's name opens with two or more ids: `1232_158_mindspore_...`
+    return re.sub(r"_\d+$", "", graph) if graph != base else base
+
+
+_GRAPH_IDS = re.compile(r"_\d+(?:_\d+)+_(?=[A-Za-z_])")

@@ -330,11 +330,12 @@ def advise(figures: list[StageFigures], job: Job, device_memory: int | None) -> 
     recomputed = sorted({i for v in job.recompute.values() for i in v})
     n_layers = sum(len(f.layers) for f in figures)
     none = Advice(None, None, None, "", n_layers, chunks, recomputed)
+    if job.stages_absent:
+        absent = job.stages_absent
+        none.cannot = f"stage{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} not read"
+        return none
     if len(figures) < 2:
         none.cannot = "one stage"
-        return none
-    if job.stages_absent:
-        none.cannot = f"stages {', '.join(map(str, job.stages_absent))} not read"
         return none
     if not job.pipeline_stages.known or job.pipeline_stages.value != len(figures):
         of = job.pipeline_stages.value if job.pipeline_stages.known else "an unknown number"

@@ -47,7 +47,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Literal
 
-from ..ir import Dump, Node, pass_name
+from ..ir import Dump, Node, kept, pass_name
+from ..ir.kept import Kept
 from .comm import comm_records, groups_of
 from .dynamic import rows
 from .flowrules import ALL_TO_ALL, all_to_all_purpose, sequence_parallel
@@ -452,5 +453,12 @@ PASSES: tuple[Pass, ...] = (
 
 def node_facts(dump: Dump, rank: int | None = None) -> NodeFacts:
     """The fact table of `dump` on global rank `rank` (which tells a Send/Receive peer printed as a
-    group index, §7), filled by `PASSES` as facts are asked for."""
-    return NodeFacts(dump, PASSES, rank)
+    group index, §7), filled by `PASSES` as facts are asked for. With `IRTOOL_CACHE` (ir/kept.py), a
+    dump read again is analysed on the table its last reading filled."""
+    if not kept.SIZE:
+        return NodeFacts(dump, PASSES, rank)
+    # the entry holds its dump: the id is not reused while it is kept
+    return _tables.get_or_make((id(dump), rank), lambda: NodeFacts(dump, PASSES, rank))
+
+
+_tables = Kept()

@@ -287,7 +287,7 @@ class _Stage:
                     o.optimizer_states = states
         self.build.stages.append(StageFigures(
             self.stage, self.rank, weights, states, acts, dict(self.cost.cost.flops), comm,
-            layers=sorted(k for k, ph in self.cost.cost.by_layer.items() if ph.get("forward") and k is not None),
+            layers=self.build.job.stage_layers.get(self.stage, []),  # the job's answer, not a second rule
             memory=self.memory.total, in_flight=self.memory.in_flight.count))
 
     def layer_row(self, layer: int | None) -> LayerFigures:

@@ -501,7 +501,7 @@ def file_headline(s: FileSummary, rank: int | None) -> list[str]:
     of = f" of {count.value}" if count.known and count.value > 1 else ""
     stage = f"pipeline stage {info.stage}{of}" if info.stage is not None else "p" + _stage_line(f)[1:]
     top = s.layers[0] if s.layers and s.layers[0].bytes else None
-    biggest = f"{top.layer if top.index is not None else 'layer ' + top.layer} ({cell(top.bytes)} B)" if top else ""
+    biggest = f"{top.layer if top.index is not None else 'scope ' + top.layer} ({cell(top.bytes)} B)" if top else ""
     other = s.totals.by_category.get("other", Tally()).count
     return [f"Rank {cell(rank)}, {stage}",
             job_line(s.job),
