@@ -232,7 +232,7 @@ def test_partial_folder_export_shows_the_stages_of_the_readable_ranks(tmp_path: 
     assert res.exit_code == 2
     assert res.stderr.splitlines() == [
         f"irtool: {folder}: using rank 0 (stage 0), rank 4 (stage 1), the lowest rank of each stage",
-        f"irtool: wrote {tmp_path / 'x.json'} (3 graphs)",  # two stages and the pipeline
+        f"irtool: wrote {tmp_path / 'x.json'} (4 graphs)",  # two stages, the pipeline and the execution order
         f"irtool: {folder}/rank_1/19_validate_0078.ir:72:102: expected a value, name, reference or bracket, found '!'",
         f"irtool: {folder}: rank 5 has no dump of pass validate (it has: step_parallel_end)"]
 

@@ -251,7 +251,7 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[st
             row += [_exec_hop(r, c, key) for c in mine if c.direction != "receive"]
         row += [_exec_hop(r, c, _unit_of(c, o.chunks)) for cs in hops.values() for c in cs]  # of no unit ordered
         for n in row:
-            micro[n["id"]] = n.pop("micro")
+            micro[n["id"]] = n.pop("micro batch")
         nodes += row
         columns[r.group] = [n["id"] for n in row]
     pairs, paired = _paired(ranks)
@@ -286,13 +286,13 @@ def _unit_box(r: StageRank, u: Any, members: list[Any]) -> dict[str, Any]:
     return {"id": f"rank{r.rank}/{u.label}", "label": u.label + (" +recompute" if recomputed else ""),
             "namespace": r.group, "attrs": rows, "incomingEdges": [], "subgraphIds": [opened] if opened else [],
             "style": {"backgroundColor": UNIT_COLORS[look], "borderColor": "#616161"}, "outputsMetadata": [],
-            "micro": u.micro}
+            "micro batch": u.micro}
 
 
 def _exec_hop(r: StageRank, c: CommNode, key: UnitKey) -> dict[str, Any]:
     label = f"{c.op} {_unit_text(key)} tag {_tag(c)} {'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
     box = _hop_box(r, c, key, label, [_kv("operator", c.op), _kv("rank", r.rank), _kv("unit", _unit_text(key))])
-    box["micro"] = c.micro
+    box["micro batch"] = c.micro
     return box
 
 
