@@ -149,7 +149,7 @@ def logical_graph_json(d: LogicalDiff) -> dict[str, Any]:
                   **{kind: str(count[kind]) for kind in ("changed", "added", "removed") if count[kind]},
                   "colours": "changed, added, removed: the diff's colours (the diff overlay counts them on folded "
                              "boxes); each box says old → new",
-                  **{f"{lp.label}": "; ".join(f"{k} {v}" for k, v in _layer_attrs(lp).items() if k != lp.label)
+                  **{lp.label: "; ".join(f"{k} {v}" for k, v in _layer_attrs(lp).items() if k != lp.label)
                      for lp in d.layers if lp.layer is None}}
     return {"id": GRAPH, "nodes": nodes, "groupNodeAttributes": groups}
 
