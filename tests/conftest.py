@@ -12,9 +12,9 @@ os.environ["IRTOOL_CHECK_FACTS"] = "1"
 # pytest-xdist already runs a test per core: a folder command reads its ranks in the test's process (the
 # worker pool is tested where a test passes `--jobs 2`).
 os.environ["IRTOOL_JOBS"] = "1"
-# A test process reads the same bundled dumps in many tests: it keeps the last 256 read and their fact tables
+# A test process reads the same bundled dumps in many tests: it keeps the last 32 read and their fact tables
 # (irtool/ir/parse.py), so each is parsed and analysed once per worker; a test of reading reads a file of its own.
-os.environ["IRTOOL_CACHE"] = "256"
+os.environ["IRTOOL_CACHE"] = "32"
 
 import irtool  # noqa: E402
 
