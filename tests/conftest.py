@@ -47,26 +47,12 @@ LARGE = "gpt_large_perf/rank_0/19_validate_0078.ir.xz"
 LARGE_GROUP = pytest.mark.xdist_group("gpt_large_validate")
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test whose parameters name one of the large model's passes runs beside the others reading them (the
-    reader's cache then parses each once). Under pytest 9 the group is appended to the node id here, as
-    pytest-xdist 3.8 would: it sets `item._nodeid`, which pytest 9 no longer reads (its id is `item._id`), so
-    every `xdist_group` was ignored (the large dump parsed, Chromium started, in each worker)."""
+    reader's cache then parses each once)."""
     for item in items:
         if "gpt_large_perf" in item.nodeid and not item.get_closest_marker("xdist_group"):
             item.add_marker(LARGE_GROUP)
-    if not config.getvalue("loadgroup"):
-        return
-    try:
-        from _pytest.nodeid import coerce_node_id
-    except ImportError:  # pytest before 9: xdist's own suffix works
-        return
-    for item in items:
-        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                         for m in item.iter_markers("xdist_group")})
-        if groups and "@" not in item.nodeid:
-            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 @functools.cache

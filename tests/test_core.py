@@ -51,9 +51,9 @@ def test_counts_match_header_and_everything_resolves(path):
     for key in ("subgraphs", "params", "cnodes"):
         if key in declared:
             assert dump.counts[key] == declared[key], key
-    graph = irtool.build_graph(dump)
-    assert graph.graph["unresolved"] == []
-    if not str(path).endswith(LARGE):
+    if str(path).endswith(LARGE):
+        assert irtool.build_graph(dump).graph["unresolved"] == []
+    else:  # every attribute and type parsed, and every reference resolved by the graph `check` builds
         assert irtool.check(dump) == []
     assert dump.warnings == []
 
