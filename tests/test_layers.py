@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import json
 import lzma
 import threading
@@ -41,11 +42,17 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for every test here (the trees are only read)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imports(name: str, path: Path) -> set[str]:
     """Modules of the package and third-party top-level names imported by one module (also inside functions)."""
     is_pkg = path.name == "__init__.py"
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -118,7 +125,7 @@ def test_only_the_cli_reaches_the_terminal():
         assert not third & TERMINAL, (name, third & TERMINAL)
         if _part(name) != "progress":
             assert "irtool.progress" not in _imports(name, path), name
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(path)
         prints = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                   and n.func.id in ("print", "input")]
         streams = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute)
@@ -130,10 +137,10 @@ def test_one_exception_root():
     own_errors = {n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, BaseException)}
     assert all(issubclass(getattr(errors, n), errors.IrtoolError) for n in own_errors)
     # functions that build one of those errors (`raise stage_error(...)`), by their return annotation
-    factories = {f.name for path in MODULES.values() for f in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+    factories = {f.name for path in MODULES.values() for f in ast.walk(_tree(path))
                  if isinstance(f, ast.FunctionDef) and isinstance(f.returns, ast.Name) and f.returns.id in own_errors}
     for name, path in MODULES.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and name != "irtool.errors":
                 bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}

@@ -1,8 +1,9 @@
 """What a long-lived process keeps of what it read (a notebook, the test suite reading the same files again).
 
 `IRTOOL_CACHE=N` keeps the last N dumps read and their fact tables (default 0: nothing kept, a command reads
-each file once). Nothing writes into a `Dump` once it is read and a fact table only fills in facts of its dump,
-so a kept one is shared."""
+each file once). A file is the same while its name, size and modification time are; one modified in the last
+two seconds is read afresh (it may be written again within the clock's tick). Nothing writes into a `Dump` once
+it is read and a fact table only fills in facts of its dump, so a kept one is shared."""
 from __future__ import annotations
 
 import os

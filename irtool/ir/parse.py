@@ -21,6 +21,7 @@ import functools
 import os
 import re
 import sys
+import time
 from typing import Any, Callable, Iterator, TypeVar
 
 from lark import Token, Transformer
@@ -857,9 +858,12 @@ def load(path: str | os.PathLike, lenient: bool = False,
             st = os.stat(path)
         except OSError:  # said by the reader below, as without the cache
             pass
-        else:  # the same file while its name, size and modification time are
-            key = (str(path), st.st_size, st.st_mtime_ns, lenient)
-            return _kept.get_or_make(key, lambda: _load(path, lenient, progress))
+        else:
+            # the same file while its name, size and modification time are; a file written in the last
+            # seconds may be written again within the clock's tick (git's "racy" entries): read afresh
+            if st.st_mtime < time.time() - 2:
+                key = (str(path), st.st_size, st.st_mtime_ns, lenient)
+                return _kept.get_or_make(key, lambda: _load(path, lenient, progress))
     return _load(path, lenient, progress)
 
 
