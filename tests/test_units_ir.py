@@ -483,3 +483,20 @@ def test_a_parameter_path_starting_with_an_index_is_one_name_in_the_grammar() ->
     # a float's exponent is still a number, rendered as numbers are (`1.e5` is not a path)
     (t,), _ = transforming_parser("type_sig", _TYPES).parse(": (<Tensor[Float32], (1), value=1.e5>) -> ()")
     assert t.text == "<Tensor[Float32], (1), value=100000.0>"
+
+
+def test_the_reader_keeps_what_it_read_but_not_a_file_just_written(tmp_path) -> None:
+    # the suite runs with IRTOOL_CACHE=32 (conftest.py): a bundled dump read twice is one `Dump`
+    from irtool.ir import kept, load
+
+    assert kept.SIZE == 32
+    path = fixture("mlp_cpu/rank_0/19_validate_0072.ir")
+    assert load(path) is load(path) and load(path, lenient=True) is not load(path)
+    # a file written now, then written again with other text of the same size: read afresh each time
+    text = open(path, encoding="utf-8").read()
+    copy = tmp_path / "19_validate_0072.ir"
+    copy.write_text(text, encoding="utf-8")
+    first = load(str(copy))
+    copy.write_text(text.replace("%para1_inputs0", "%para1_inputsX"), encoding="utf-8")
+    again = load(str(copy))
+    assert first is not again and again.params[0].name == "inputsX" and first.params[0].name == "inputs0"
