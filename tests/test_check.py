@@ -430,7 +430,7 @@ def test_no_python_spellings(folder: str, code: int) -> None:
 
     for fmt in ("text", "markdown"):
         for pass_name in ("validate", "step_parallel_end"):
-            got, out = run(FIXTURES / folder, "--format", fmt, "--pass", pass_name, "--jobs", "2")
+            got, out = run(FIXTURES / folder, "--format", fmt, "--pass", pass_name)
             assert got == code, out
             bad = [line for line in out.splitlines() if PYTHON_SPELLINGS.search(line)]
             assert not bad, f"{fmt}: {bad[:3]}"
