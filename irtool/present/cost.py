@@ -42,8 +42,13 @@ def ratio_text(r: float | None) -> str:
     return DASH if r is None else f"{r:.2f}x"
 
 
+def in_flight_count(count: int | float | None) -> str:
+    """`micro batches in flight: 2`: said after the words, so that it never reads as the job's micro batches."""
+    return f"micro batches in flight: {cell(count)}"
+
+
 def in_flight_text(f: InFlight) -> str:
-    return f"{cell(f.count)} micro batch{'' if f.count == 1 else 'es'} in flight ({f.how})"
+    return f"{in_flight_count(f.count)} ({f.how})"
 
 
 def _held(b: Balance, stage: int | None) -> str:

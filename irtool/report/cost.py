@@ -31,6 +31,7 @@ from ..present.cost import (
     balance_sentence,
     flops_text,
     human,
+    in_flight_count,
     in_flight_text,
     memory_sentence,
     offset,
@@ -213,7 +214,7 @@ def _memory_table(m: MemoryFacts, sm: StageMemory, title: str) -> Table:
         ["held but unused parameters", size_text(roles["unused"])],
         ["gradients without a buffer *", size_text(m.gradients)],
         [per_micro, size_text(acts.per_micro) if acts else cell(None)],
-        [f"activations in flight * ({cell(flight)} micro batch{'' if flight == 1 else 'es'})",
+        [f"activations times {in_flight_count(flight)} *",
          size_text(scaled(acts.per_micro, flight)) if acts and flight is not None else cell(None)],
         ["total *", size_text(sm.total, sm.lower_bound)]])
 
