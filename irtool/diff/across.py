@@ -13,9 +13,7 @@ from ..present.job import layer_ranges
 
 
 def _get(f: Figures | None, name: str) -> Any:
-    if f is None:
-        return None
-    return f.total_flops if name == "flops" else getattr(f, name)
+    return None if f is None else getattr(f, name)
 
 
 def _comm_bytes(f: Figures | None) -> Bytes | None:
@@ -40,7 +38,7 @@ def layer_table(d: LogicalDiff) -> Table:
                      moved(_get(a, "weights"), _get(b, "weights")),
                      moved(_get(a, "optimizer_states"), _get(b, "optimizer_states")),
                      moved(_get(a, "activations"), _get(b, "activations")),
-                     moved(_get(a, "flops"), _get(b, "flops")), moved(_comm_bytes(a), _comm_bytes(b))])
+                     moved(_get(a, "total_flops"), _get(b, "total_flops")), moved(_comm_bytes(a), _comm_bytes(b))])
     return Table("Per layer, per rank holding it (bytes held, FLOPs and communication bytes per device per step; "
                  "old → new)", ["layer", "stage", "weights", "optimizer states", "activations", "FLOPs",
                                 "communication bytes"], rows)

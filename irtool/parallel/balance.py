@@ -38,13 +38,14 @@ class StageCost:
         return self.comm.total / self.cost.total if self.cost.total and not self.comm.unknown else None
 
 
-def stage_cost(facts: ParallelFacts, job: RankJob) -> StageCost:
-    """The cost record of one analysed rank (`job`: what its dump shows of the job, `job.rank_job`)."""
+def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False) -> StageCost:
+    """The cost record of one analysed rank (`job`: what its dump shows of the job, `job.rank_job`); `keep_ops`
+    keeps each operator's FLOPs (`cost.compute_cost`)."""
     comm = Bytes()
     for c in facts.comm:
         comm += c.bytes
     micros = job.micro.value if job.micro.known else None
-    return StageCost(stage=facts.stage, rank=job.rank, file=job.file, cost=compute_cost(facts.table),
+    return StageCost(stage=facts.stage, rank=job.rank, file=job.file, cost=compute_cost(facts.table, keep_ops),
                      memory=compute_memory(facts.table, micros), comm=comm, order=stage_order(facts.table),
                      layers=list(job.layers))
 

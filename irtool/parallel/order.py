@@ -28,7 +28,18 @@ if TYPE_CHECKING:
     from ..ir import Node
     from .table import NodeFacts
 
-UnitKey = tuple[str, int, "int | None"]  # (F or B, micro batch, chunk; None with one chunk)
+UnitKey = tuple[str, "int | None", "int | None"]  # (F or B, micro batch, chunk; None with one chunk)
+
+
+def unit_label(key: UnitKey) -> str:
+    """`F3`, or `B0.c1` on chunk 1 of an interleaved or folded stage."""
+    phase, micro, chunk = key
+    return f"{phase}{'—' if micro is None else micro}" + ("" if chunk is None else f".c{chunk}")
+
+
+def hop_unit(c: CommNode, chunks: list[int]) -> UnitKey:
+    """The unit of work a pipeline Send/Receive belongs to: its phase, micro batch and (with chunks) segment."""
+    return ("B" if c.phase == "backward" else "F", c.micro, c.segment if chunks else None)
 
 
 @dataclass(frozen=True)
@@ -42,9 +53,12 @@ class Unit:
     line: int  # where its first node is printed (to locate it; never to order it)
 
     @property
+    def key(self) -> UnitKey:
+        return self.phase, self.micro, self.chunk
+
+    @property
     def label(self) -> str:
-        """`F3`, or `B0.c1` on chunk 1 of an interleaved or folded stage."""
-        return f"{self.phase}{self.micro}" + ("" if self.chunk is None else f".c{self.chunk}")
+        return unit_label(self.key)
 
     def as_dict(self) -> dict[str, Any]:
         return {"unit": self.label, "phase": "forward" if self.phase == "F" else "backward", "micro": self.micro,
@@ -183,7 +197,7 @@ def build_order(t: NodeFacts) -> StageOrder:
         if why:
             break
     order = [units[k] for k in (canonical if why else ranked)]
-    placed = _place(hops, [] if why else [(u.phase, u.micro, u.chunk) for u in order], chunks)
+    placed = _place(hops, [] if why else [u.key for u in order], chunks)
     if why:
         return StageOrder(info.stage, order, False, f"this pass does not fix the order ({why})", None, chunks,
                           placed, why)
@@ -198,9 +212,9 @@ def _place(hops: list[CommNode], order: list[UnitKey], chunks: list[int]) -> lis
     at: dict[tuple, int] = {k: i for i, k in enumerate(order)}
 
     def key(c: CommNode) -> tuple:
-        phase, chunk = "B" if c.phase == "backward" else "F", c.segment if chunks else None
-        return (at.get((phase, c.micro, chunk), len(at)), phase != "F", chunk or 0,
-                -1 if c.micro is None else c.micro, c.op != "Receive")
+        unit = hop_unit(c, chunks)
+        return (at.get(unit, len(at)), unit[0] != "F", unit[2] or 0, -1 if c.micro is None else c.micro,
+                c.op != "Receive")
 
     return sorted(hops, key=key)
 

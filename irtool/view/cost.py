@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..parallel import ParallelFacts
-from ..parallel.cost import compute_cost
+from ..parallel.balance import stage_cost
 from ..parallel.job import rank_job
-from ..parallel.memory import compute_memory
 from ..present.palette import HEAT
 from .graphs import INPUTS
 
@@ -36,12 +35,9 @@ class NodeCost:
 
 
 def node_cost(facts: ParallelFacts, rank: int | None, file: str) -> NodeCost:
-    """The cost records of one analysed rank, by node (the micro batches of `job.rank_job`, as `balance.stage_cost`
-    reads them)."""
-    t = facts.table
-    cost = compute_cost(t, keep_ops=True)
-    job = rank_job(facts, rank, file)
-    memory = compute_memory(t, job.micro.value if job.micro.known else None)
+    """The cost records of one analysed rank (`balance.stage_cost`), by node."""
+    sc = stage_cost(facts, rank_job(facts, rank, file), keep_ops=True)
+    cost, memory, t = sc.cost, sc.memory, facts.table
     held_by_name = {p.name: p.bytes for p in memory.params if p.bytes is not None}
     held = {p.ref: held_by_name[p.name] for p in t.dump.params if p.name in held_by_name}
     return NodeCost(flops={o.node: o.flops for o in cost.ops if o.flops is not None},

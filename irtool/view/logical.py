@@ -98,11 +98,11 @@ def _box(p: OperatorPair, nid: str) -> dict[str, Any]:
 def _layer_attrs(lp: LayerPair) -> dict[str, str]:
     """A layer's figures old → new, for the box of the scope holding its operators."""
     def get(f: Any, name: str) -> Any:
-        return None if f is None else (f.total_flops if name == "flops" else getattr(f, name))
+        return None if f is None else getattr(f, name)
 
     out = {lp.label: "old → new", **{what: moved(get(lp.old, name), get(lp.new, name)) for what, name in (
         ("weights", "weights"), ("optimizer states", "optimizer_states"), ("activations", "activations"),
-        ("FLOPs", "flops"))}}
+        ("FLOPs", "total_flops"))}}
     a = lp.old.by_category() if lp.old else {}
     b = lp.new.by_category() if lp.new else {}
     for category in sorted(set(a) | set(b)):

@@ -271,14 +271,16 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
     if len(picked) == 1:
         return _file_model(picked[0], label, part_size)
 
-    def build() -> list[dict[str, Any]]:
-        drawn = [r.stage_rank(part_size) for r in picked]
-        pipe = pipeline_graph(drawn, folder=[r for r in sel.files if r is not None], unreadable=sel.unreadable)
-        return [pipe, execution_graph(drawn)] + [g for r in picked for g in r.graphs(part_size)]
+    def drawn() -> list[StageRank]:
+        return [r.stage_rank(part_size) for r in picked]
 
-    return Model(label, build, _overlays(picked, lambda: [r.stage_rank(part_size) for r in picked]), sorting="name_asc",
-                 first_graph="pipeline", finder=_finder(picked),
-                 first_node=lambda: first_box([r.stage_rank(part_size) for r in picked]), lanes=LANES)
+    def build() -> list[dict[str, Any]]:
+        ranks = drawn()
+        pipe = pipeline_graph(ranks, folder=[r for r in sel.files if r is not None], unreadable=sel.unreadable)
+        return [pipe, execution_graph(ranks)] + [g for r in picked for g in r.graphs(part_size)]
+
+    return Model(label, build, _overlays(picked, drawn), sorting="name_asc", first_graph="pipeline",
+                 finder=_finder(picked), first_node=lambda: first_box(drawn()), lanes=LANES)
 
 
 def compare_models(old: str | Selection, new: str | Selection, differ: Differ, part_size: int = PART_SIZE) -> list[Model]:

@@ -21,14 +21,12 @@ from typing import Any, Callable, NamedTuple
 
 from ..dumpdir import Unreadable
 from ..parallel import CommNode, ParallelFacts
-from ..parallel.order import StageOrder, stage_order, unit_nodes
+from ..parallel.order import StageOrder, UnitKey, hop_unit, stage_order, unit_label, unit_nodes
 from ..parallel.pairs import pair_ranks
 from ..present import DASH, cell, rank_list, shape_text
 from ..present.palette import ORDER_EDGE_COLOR, P2P_BORDERS, P2P_COLORS, PAIR_EDGE_COLOR, UNIT_COLORS
 from ..selection import not_read
 from .graphs import MAX_CHILDREN, _kv, comm_attrs
-
-UnitKey = tuple[str, "int | None", "int | None"]  # F or B, micro batch, chunk (None: one chunk)
 
 
 class StageRank(NamedTuple):
@@ -60,15 +58,6 @@ def _by_stage(ranks: Iterable[StageRank]) -> list[StageRank]:
 # one rank of its layout: left to right by default, top to bottom with `layoutDirection` 1).
 COLUMNS = [{"namespaceRegex": "^stage ", "layoutDirection": 1}]
 ROWS = [{"namespaceRegex": "^$", "layoutDirection": 1}]  # the top level's groups one under another, each a row
-
-
-def _unit_of(c: CommNode, chunks: list[int]) -> UnitKey:
-    """The unit of work a Send/Receive belongs to (`parallel.order`'s key): F or B, micro batch, chunk."""
-    return ("B" if c.phase == "backward" else "F", c.micro, c.segment if chunks else None)
-
-
-def _unit_text(key: UnitKey) -> str:
-    return f"{key[0]}{cell(key[1])}" + ("" if key[2] is None else f".c{key[2]}")
 
 
 def _tag(c: CommNode) -> str:
@@ -188,7 +177,7 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
         groups[r.group] = {"rank": str(r.rank), "stage": cell(r.facts.stage), "file": r.file, "schedule": o.schedule,
                            "Send/Receive": str(len(hops))}
         for c in hops:
-            key = _unit_of(c, o.chunks)
+            key = hop_unit(c, o.chunks)
             if c.peer_rank is not None and c.peer_rank not in in_folder:
                 outside.add(c.peer_rank)
             place = placed.get(c.node)
@@ -198,7 +187,7 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
             order = f"{place} of {len(placed)} on rank {r.rank}" if place else "not fixed by this pass"
             box = _hop_box(r, c, key, label, [
                 _kv("operator", c.op), _kv("rank", r.rank), _kv("stage", cell(r.facts.stage)),
-                _kv("execution order", order), _kv("unit", _unit_text(key)), _kv("tag", _tag(c)),
+                _kv("execution order", order), _kv("unit", unit_label(key)), _kv("tag", _tag(c)),
                 _kv("peer", _peer_text(c, shown, in_folder, unreadable))])
             micro[box["id"]] = c.micro
             nodes.append(box)
@@ -241,15 +230,15 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[st
                            "units": str(len(o.units)), "micro batches in flight": cell(o.in_flight)}
         hops: dict[UnitKey, list[CommNode]] = defaultdict(list)
         for c in o.hops:
-            hops[_unit_of(c, o.chunks)].append(c)
+            hops[hop_unit(c, o.chunks)].append(c)
         row: list[dict[str, Any]] = []
         for u in o.units:
-            key = (u.phase, u.micro, u.chunk)
+            key = u.key
             mine = hops.pop(key, [])
             row += [_exec_hop(r, c, key) for c in mine if c.direction == "receive"]
             row.append(_unit_box(r, u, held.get(key, [])))
             row += [_exec_hop(r, c, key) for c in mine if c.direction != "receive"]
-        row += [_exec_hop(r, c, _unit_of(c, o.chunks)) for cs in hops.values() for c in cs]  # of no unit ordered
+        row += [_exec_hop(r, c, hop_unit(c, o.chunks)) for cs in hops.values() for c in cs]  # of no unit ordered
         for n in row:
             micro[n["id"]] = n.pop("micro batch")
         nodes += row
@@ -290,8 +279,8 @@ def _unit_box(r: StageRank, u: Any, members: list[Any]) -> dict[str, Any]:
 
 
 def _exec_hop(r: StageRank, c: CommNode, key: UnitKey) -> dict[str, Any]:
-    label = f"{c.op} {_unit_text(key)} tag {_tag(c)} {'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
-    box = _hop_box(r, c, key, label, [_kv("operator", c.op), _kv("rank", r.rank), _kv("unit", _unit_text(key))])
+    label = f"{c.op} {unit_label(key)} tag {_tag(c)} {'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
+    box = _hop_box(r, c, key, label, [_kv("operator", c.op), _kv("rank", r.rank), _kv("unit", unit_label(key))])
     box["micro batch"] = c.micro
     return box
 
@@ -302,7 +291,7 @@ def unit_values(r: StageRank, values: dict[str, int]) -> dict[str, int]:
     held = unit_nodes(r.facts.table)
     out = {}
     for u in stage_order(r.facts.table).units:
-        known = [values[n.uid] for n in held.get((u.phase, u.micro, u.chunk), []) if n.uid in values]
+        known = [values[n.uid] for n in held.get(u.key, []) if n.uid in values]
         if known:
             out[f"rank{r.rank}/{u.label}"] = sum(known)
     return out
