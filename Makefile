@@ -30,9 +30,12 @@ run: install
 ## run on every core (pytest-xdist); each writes only into its own temporary folder. `--dist loadgroup`
 ## keeps the tests marked `xdist_group` (tests/conftest.py: those reading the 68 MB dump) on one worker,
 ## which parses that dump once for all of them instead of once per worker.
+## Python may write its compiled modules (`__pycache__`, ignored by git) even where the environment says not to
+## (PYTHONDONTWRITEBYTECODE): every test process and every `irtool` a test starts would compile the package, and
+## pytest rewrite the tests' asserts, again (a tenth of the suite's CPU).
 test: install
 	$(BIN)/ruff check irtool tests bench tools fuzz
-	$(BIN)/pytest -q -n auto --dist loadgroup --durations=15
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -n auto --dist loadgroup --durations=15
 
 lint: install
 	$(BIN)/ruff check irtool tests bench tools fuzz

@@ -142,19 +142,24 @@ def _unreadable(sel: Selection, head: str, says: str) -> list:
     return out
 
 
+def collect_garbage_rarely() -> None:
+    """A dump is millions of objects that live until exit, and reading and analysing it allocates
+    millions more: with Python's default thresholds (700, 10, 10) the collector walks them over
+    and over, a fifth of the CPU of `summarize` on a 68 MB dump. The little cyclic garbage made
+    (a few hundred objects) is still collected, less often."""
+    import gc
+
+    gc.set_threshold(100_000, 50, 100)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="irtool")
 def main() -> None:
     """Read MindSpore MindIR `.ir` dumps and show what the compiled graph does."""
-    import gc
     import shutil
     import sys
 
-    # A dump is millions of objects that live until exit, and reading and analysing it allocates
-    # millions more: with Python's default thresholds (700, 10, 10) the collector walks them over
-    # and over, a fifth of the CPU of `summarize` on a 68 MB dump. The little cyclic garbage made
-    # (a few hundred objects) is still collected, less often.
-    gc.set_threshold(100_000, 50, 100)
+    collect_garbage_rarely()
 
     from .present import set_text_width
 

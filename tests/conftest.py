@@ -17,6 +17,11 @@ os.environ["IRTOOL_JOBS"] = "1"
 os.environ["IRTOOL_CACHE"] = "32"
 
 import irtool  # noqa: E402
+from irtool.cli import collect_garbage_rarely  # noqa: E402
+
+# The collector settings of the command line: a test process holds many dumps (the cache above), which a full
+# collection at Python's default thresholds walks again and again.
+collect_garbage_rarely()
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "mindir"
@@ -89,6 +94,15 @@ def missing_extras() -> list[str]:
 
     missing = [f"{m} ({extra})" for m, extra in NEEDED_MODULES.items() if importlib.util.find_spec(m) is None]
     return missing + [p for p in NEEDED_PROGRAMS if shutil.which(p) is None]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """pytest collects garbage five times once the tests are done (to report what could not be deleted): the dumps
+    a worker keeps are millions of objects, which it would walk each time, for longer than the 5 s pytest-xdist
+    waits before it interrupts the worker. Kept to the end, they are frozen (never walked again) instead."""
+    import gc
+
+    gc.freeze()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import lzma
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,9 +21,15 @@ def raw_bytes(path: Path) -> bytes:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run `irtool` in a subprocess (stderr not a terminal), capturing text output."""
-    return subprocess.run([sys.executable, "-m", "irtool.cli", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
+    """Run `irtool` in this process through click's runner (stdout and stderr apart, neither a terminal), as a
+    shell would: exit code and text. A process of its own costs half a second of start-up; the tests whose point
+    is a real process (a pipe, a module missing) start one themselves."""
+    from click.testing import CliRunner
+
+    from irtool.cli import main
+
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return subprocess.CompletedProcess(["irtool", *args], result.exit_code, result.stdout, result.stderr)
 
 
 def assert_located_error(proc: subprocess.CompletedProcess[str]) -> str:

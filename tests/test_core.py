@@ -1,20 +1,24 @@
-"""The parser against every bundled real dump: counts, references, warnings, both print orders."""
+"""The parser against every bundled real dump: counts, references, warnings, both print orders; and every
+communication node of each classified."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import lzma
+import re
 from collections import Counter
+from pathlib import Path
 
 import networkx as nx
 import pytest
 from conftest import LARGE, LARGE_GROUP, all_dumps, fixture, large_dump
+from hostile import run_cli
 
 import irtool
+from irtool.parallel import CATEGORIES
 from irtool.report.summary import summarize
 
 DUMPS = all_dumps()
-# LARGE (68 MB raw): counts and graph only; parsed once per test process (conftest)
+# gpt_large_perf's passes: counts and graph only; LARGE (68 MB raw) parsed once per test process (conftest)
 
 
 def _loaded(path):
@@ -39,9 +43,27 @@ def test_every_fixture_is_bundled():
     assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 15 + 16 + 1 + 1
 
 
+def _comm_lines(path: Path) -> int:
+    """Communication operators of a dump by a plain regex over its text, independent of the parser."""
+    opener = lzma.open if path.name.endswith(".xz") else open
+    with opener(path, "rt", errors="replace") as fh:
+        ops = re.findall(r"^  %[^ ]+ = (?:PrimFunc_)?(\w+)\(", fh.read(), re.M)
+    return sum(1 for op in ops if op in irtool.parallel.COMM_OPS)
+
+
+# `other` only where docs/parallel.md §4 allows it: pre-step_parallel_end Send/Receive of the pipeline_split/
+# bootstrap files never lack pipeline attrs; the collectives a MindFormers model writes itself (the loss-scale
+# overflow flag, `{instance name: allreduce}` on the world group; the gradient clip's global norm,
+# `PARALLEL_GLOBALNORM_*`) and MindSpore's `recompute_slice_allgather` are the only ones (and user_group_8p's
+# collectives written in the network, no instance name)
+OTHER = {"allreduce", "PARALLEL_GLOBALNORM_IN_STAGES", "PARALLEL_GLOBALNORM_BETWEEN_STAGES", "recompute_slice_allgather"}
+
+
 @pytest.mark.parametrize("path", [pytest.param(p, marks=LARGE_GROUP) if str(p).endswith(LARGE) else p for p in DUMPS],
                          ids=lambda p: "/".join(p.parts[-3:]))
-def test_counts_match_header_and_everything_resolves(path):
+def test_every_dump_reads_resolves_and_classifies(path: Path) -> None:
+    """Each bundled dump read once for the parser's and the analysis' checks (a dump is most of a test's time)."""
+    large = "gpt_large_perf" in str(path)
     dump = large_dump() if str(path).endswith(LARGE) else irtool.load(path)
     declared = dump.declared
     # Sorted-order dumps print no `Node counting information`; every other dump declares all three.
@@ -51,11 +73,20 @@ def test_counts_match_header_and_everything_resolves(path):
     for key in ("subgraphs", "params", "cnodes"):
         if key in declared:
             assert dump.counts[key] == declared[key], key
-    if str(path).endswith(LARGE):
+    if large:  # 32-68 MB each, gpt_small_dp2mp2pp2 scaled up (make.py), whose passes are checked deeply: references
         assert irtool.build_graph(dump).graph["unresolved"] == []
     else:  # every attribute and type parsed, and every reference resolved by the graph `check` builds
         assert irtool.check(dump) == []
     assert dump.warnings == []
+    if large:  # communication counted by hand in test_parallel.test_gpt_large_perf
+        return
+    facts = irtool.analyze(dump)
+    comms = facts.comm
+    assert all(c.category in CATEGORIES and c.phase for c in comms)
+    allowed = OTHER | ({None} if "user_group_8p" in str(path) else set())
+    assert [c for c in comms if c.category == "other" and c.instance not in allowed] == []
+    # same nodes as a line-level grep of the op names: those that move data, and the gathers that move none (§2 R2)
+    assert len(comms) + len(facts.no_op_gathers) == _comm_lines(path)
 
 
 def test_return_counts_as_a_cnode():
@@ -149,9 +180,8 @@ def test_summary_json_schema_fields():
 
 
 def test_cli_summarize_json_on_compressed_dump():
-    out = subprocess.run([sys.executable, "-m", "irtool.cli", "summarize", "--format", "json",
-                          fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")],
-                         capture_output=True, text=True, check=True)
+    out = run_cli("summarize", "--format", "json", fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz"))
+    assert out.returncode == 0
     data = json.loads(out.stdout)
     assert data["counts"] == {k: data["header"][k] for k in ("subgraphs", "params", "cnodes")}
     assert out.stderr == ""  # not a terminal: no progress output

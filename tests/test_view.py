@@ -29,7 +29,6 @@ from irtool.errors import InputError
 from irtool.present.palette import CATEGORY_COLORS, DIFF_COLORS, HEAT
 from irtool.selection import Selection
 from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE
-from irtool.view.main import MindIRAdapter
 from irtool.view.models import Model, compare_models, models_for
 from irtool.view.pipeline import ORDER, PAIRS
 
@@ -659,6 +658,8 @@ def test_every_panel_link_names_a_node_of_its_graph() -> None:
 
 
 def test_adapter_extension_converts_a_dump() -> None:
+    from irtool.view.main import MindIRAdapter  # imports Model Explorer (a second): here, not at collection
+
     graphs = MindIRAdapter().convert(SEMI, {})["graphs"]
     assert len(graphs) == 1 and len(graphs[0].nodes) == 290 + 25
 
@@ -780,7 +781,8 @@ NO_MULTISAMPLING = """
 
 def _load(browser: object, url: str) -> object:
     """A new page (its own browser context) loading `url` (returns once the browser has it)."""
-    ctx = browser.new_context(viewport=SIZE)  # type: ignore[attr-defined]
+    # the canvas drawn at half the page's resolution, a quarter of the pixels (the README's pictures at full)
+    ctx = browser.new_context(viewport=SIZE, device_scale_factor=1 if SHOTS else 0.5)  # type: ignore[attr-defined]
     ctx.add_init_script(WORKER_HOOK + ("" if SHOTS else NO_MULTISAMPLING))
     page = ctx.new_page()
     page.set_default_timeout(60_000)
@@ -790,9 +792,15 @@ def _load(browser: object, url: str) -> object:
     return page
 
 
+def _wait_for(page: object, expression: str, arg: object = None, timeout: float | None = None) -> object:
+    """`page.wait_for_function`, its condition tried every 100 ms: Playwright's default tries it at every animation
+    frame, which keeps the page drawing frames (on the CPU, SwiftShader) for as long as a test waits."""
+    return page.wait_for_function(expression, arg=arg, timeout=timeout, polling=100)  # type: ignore[attr-defined]
+
+
 def _ready(page: object) -> object:
     """`page` once its graph is drawn and its panel shown."""
-    page.wait_for_function(f"{GRAPH} !== undefined")  # type: ignore[attr-defined]
+    _wait_for(page, f"{GRAPH} !== undefined")  # type: ignore[attr-defined]
     page.locator("info-panel table.info-attrs").first.wait_for()  # type: ignore[attr-defined]
     return page
 
@@ -913,7 +921,7 @@ def _drawn(page: object) -> dict:
 
 def _until_drawn(page: object, node: str) -> None:
     """Wait until `node` is drawn."""
-    page.wait_for_function(f"(node) => {GRAPH} && ({SHOWN_JS})().includes(node)", arg=node)  # type: ignore[attr-defined]
+    _wait_for(page, f"(node) => {GRAPH} && ({SHOWN_JS})().includes(node)", arg=node)  # type: ignore[attr-defined]
 
 
 def _go(page: object, graph: str, node: str | None = None, pane: int = 0) -> None:
@@ -921,7 +929,7 @@ def _go(page: object, graph: str, node: str | None = None, pane: int = 0) -> Non
     page.evaluate("([p, g, n]) => window.irtool.openNode(p, g, n)", [pane, graph, node])  # type: ignore[attr-defined]
     if node is None:
         try:
-            page.wait_for_function("""([g, p]) => { const r = window.me_test.renderers[p];  // type: ignore[attr-defined]
+            _wait_for(page, """([g, p]) => { const r = window.me_test.renderers[p];  // type: ignore[attr-defined]
               return r && r.curModelGraph && r.curModelGraph.id === g && r.nodesToRender && r.nodesToRender.length; }""",
                                    arg=[graph, pane], timeout=60_000)
         except Exception as e:  # what the page showed instead
@@ -939,7 +947,7 @@ def _go(page: object, graph: str, node: str | None = None, pane: int = 0) -> Non
 def _selected(page: object, graph: str, pane: int = 0, node: str = "") -> str:
     """The node a pane shows selected (`node` if given), once it shows `graph` and its panel says the node."""
     try:
-        page.wait_for_function("""([graph, pane, node]) => { const r = window.me_test && window.me_test.renderers[pane];
+        _wait_for(page, """([graph, pane, node]) => { const r = window.me_test && window.me_test.renderers[pane];
           const panel = document.querySelectorAll('.pane-container')[pane];
           return r && r.curModelGraph && r.curModelGraph.id === graph && r.selectedNodeId && panel &&
             (!node || r.selectedNodeId === node) &&
@@ -975,7 +983,7 @@ def _overlay(page: object, name: str, pane: int = 0) -> dict[str, dict]:
         "node-data-provider-summary-panel .index-row",
         has=page.locator(".run-name", has_text=re.compile(f"^{re.escape(name)}$")))  # type: ignore[attr-defined]
     _click(page, row.locator(".icon-container.visibility"))
-    page.wait_for_function("""([name, pane]) => { const s = window.me_test.renderers[pane].webglRendererNdpService;
+    _wait_for(page, """([name, pane]) => { const s = window.me_test.renderers[pane].webglRendererNdpService;
       const run = s.curNodeDataProviderRun(); return run && run.runName === name; }""", arg=[name, pane])
     return page.evaluate(f"window.me_test.renderers[{pane}].webglRendererNdpService.curNodeDataProviderResults()")
 
@@ -1003,7 +1011,7 @@ def _link(page: object, key: str, node: str, graph: str) -> object:
 def _expand_all(page: object) -> None:
     events = page.evaluate("window.__me.events")  # type: ignore[attr-defined]
     _click(page, page.locator("div.expand-all").first)
-    page.wait_for_function(f"window.__me.events > {events}")  # type: ignore[attr-defined]
+    _wait_for(page, f"window.__me.events > {events}")  # type: ignore[attr-defined]
 
 
 @BROWSER
@@ -1022,7 +1030,7 @@ def test_a_dump_in_model_explorer(semi_page: object) -> None:
     for option in kinds:  # match node labels only, not attribute values
         if "selected" in (option.get_attribute("class") or ""):
             _click(page, option)
-    page.wait_for_function("""() => { const t = document.querySelector('.search-results-container .title-label');
+    _wait_for(page, """() => { const t = document.querySelector('.search-results-container .title-label');
       return t && t.innerText.trim().startsWith('14 '); }""")
     for option in kinds:  # as they were, for the tests after this one
         _click(page, option)
@@ -1154,12 +1162,12 @@ def test_the_pipeline_graph_of_a_folder(pipe_page: object) -> None:
     # two edge overlays)
     first = _model(PIPE4).graphs[0]["nodes"][0]["id"]
     assert _selected(page, "pipeline") == first == "rank0/TrainStep/%43"
-    page.wait_for_function("window.me_test.renderers[0].webglRendererEdgeOverlaysService.curOverlays.length === 2")
+    _wait_for(page, "window.me_test.renderers[0].webglRendererEdgeOverlaysService.curOverlays.length === 2")
     # `grep -cE '= (Send|Receive)\\('` -> 16 on ranks 0 and 6, 32 on ranks 2 and 4: 96 boxes, 48 pairs
     page.locator("info-panel .node-id-attribute").first.wait_for()
     assert _drawn(page)["ops"] == 96
     # stages as columns, left to right in stage order
-    columns = page.wait_for_function("""() => { const g = window.me_test.renderers[0].curModelGraph;
+    columns = _wait_for(page, """() => { const g = window.me_test.renderers[0].curModelGraph;
       const x = ['stage 0 rank 0', 'stage 1 rank 2', 'stage 2 rank 4', 'stage 3 rank 6'].map(
         ns => { const n = g.nodesById[ns + '___group___']; return n.globalX ?? n.x; });
       return x.every(v => typeof v === 'number') && x; }""").json_value()
@@ -1194,7 +1202,7 @@ def test_the_execution_order_view(pipe_page: object) -> None:
     _go(page, "execution order")
     # a row per stage, one under another in stage order; each row's boxes left to right in execution order:
     # stage 1 (rank 2) receives F0, runs it, sends it on (test_the_execution_order_graph)
-    place = page.wait_for_function("""() => { const g = window.me_test.renderers[0].curModelGraph;
+    place = _wait_for(page, """() => { const g = window.me_test.renderers[0].curModelGraph;
       const at = (id) => { const n = g.nodesById[id]; return n && [n.x, n.y]; };  // in its group (a row), or on top
       const rows = ['stage 0 rank 0', 'stage 1 rank 2', 'stage 2 rank 4', 'stage 3 rank 6'].map(
         ns => at(ns + '___group___'));
@@ -1209,7 +1217,7 @@ def test_the_execution_order_view(pipe_page: object) -> None:
     box = page.locator("search-bar input")
     box.fill("layer-4:")
     box.press("Enter")
-    page.wait_for_function("""() => { const t = document.querySelector('.search-results-container .title-label');
+    _wait_for(page, """() => { const t = document.querySelector('.search-results-container .title-label');
       return t && t.innerText.trim().startsWith('16 '); }""")
     found = page.locator(".search-results-container mat-tree-node:not(:has(.expandable-tree-node))").all_inner_texts()
     assert len(found) == 16 and all(f.split()[0][0] in "FB" for f in found), found
@@ -1222,7 +1230,7 @@ def test_the_execution_order_view(pipe_page: object) -> None:
 def test_the_diff_view(diff_page: object) -> None:
     page = diff_page
     # both sides, each with the diff overlay shown (test_the_diff_view_marks_what_irtool_diff_reports)
-    shown = page.wait_for_function("""() => { const rs = window.me_test.renderers;
+    shown = _wait_for(page, """() => { const rs = window.me_test.renderers;
       const out = [0, 1].map(i => { const r = rs[i]; const run = r && r.curModelGraph && r.webglRendererNdpService
         .curNodeDataProviderRun(); return run ? [r.curModelGraph.id, run.runName] : null; });
       return out.every(x => x) && out; }""").json_value()
@@ -1230,7 +1238,7 @@ def test_the_diff_view(diff_page: object) -> None:
     # folded boxes count the changes below them (`diff changed`, drawn with the other counts)
     assert "diff" in page.evaluate("window.__me.showOnNode")["Layer node attributes"]["filterRegex"]
     # fc1 (new line 521, `%76`) in the changed colour, its old -> new strategy in its panel
-    results = page.wait_for_function("""() => { const r = window.me_test.renderers[1].webglRendererNdpService
+    results = _wait_for(page, """() => { const r = window.me_test.renderers[1].webglRendererNdpService
       .curNodeDataProviderResults(); return r && r['%76'] && r; }""").json_value()
     assert results["%76"]["bgColor"] == DIFF_COLORS["changed"] and results["%131"]["value"] == "added"
     _go(page, "new: TrainOneStepCell", "%76", pane=1)
