@@ -35,17 +35,17 @@ def found(result) -> list[tuple[str, str, list[str]]]:
 
 @pytest.fixture(scope="module")
 def micro_validate():
-    return check_dir(str(FIXTURES / "check_micro_mismatch_8p"), jobs=2)
+    return check_dir(str(FIXTURES / "check_micro_mismatch_8p"))
 
 
 @pytest.fixture(scope="module")
 def strategy_validate():
-    return check_dir(str(FIXTURES / "check_strategy_mismatch_8p"), jobs=2)
+    return check_dir(str(FIXTURES / "check_strategy_mismatch_8p"))
 
 
 @pytest.mark.parametrize("folder", ["pipeline_2stage_8p", "gpt_small_dp2mp2pp2"])
 def test_consistent_folders_have_no_findings(folder: str) -> None:
-    code, out = run(FIXTURES / folder, "--format", "json", "--jobs", "2")
+    code, out = run(FIXTURES / folder, "--format", "json")
     assert code == 0, out
     d = json.loads(out)
     assert d["schema"] == "irtool.check/2" and d["consistent"] is True
@@ -60,7 +60,7 @@ def test_sequence_parallel_ring_is_consistent() -> None:
     # pairs with rank_0:224, rank_2:1194 (2, 2, 32, 64) with rank_0:776), so a tag pairs in dump order. The ranks run
     # the same plan (same communication and sharded nodes) but 292 and 378 cnodes: causal masking depends on the place
     # in the ring, and that local computation is not compared.
-    r = check_dir(str(FIXTURES / "flash_sp_sendrecv_8p"), jobs=2)
+    r = check_dir(str(FIXTURES / "flash_sp_sendrecv_8p"))
     assert r.findings == []
     assert all(u.check == "collectives" for u in r.unchecked)  # the other members of their groups are not there
 
@@ -118,7 +118,7 @@ def test_micro_mismatch_step_parallel_end() -> None:
     # step_parallel_end has only the forward Sends (rank 1: 2889 m0, 3556 m1, 4223 m2, 4903 m3, [4, 64] -> 5) and
     # rank 5's Receives (2114 m0, 2981 m1, [8, 64] <- 1). grep -n 'group: "2-6541264347459079684"': rank 4 has 20
     # (the 11th, micro 2, at 3924), rank 5 has 10; group 4-157...: rank 4 2956 3775 4592 5388, rank 5 2969 3754.
-    r = check_dir(str(FIXTURES / "check_micro_mismatch_8p"), "step_parallel_end", jobs=2)
+    r = check_dir(str(FIXTURES / "check_micro_mismatch_8p"), "step_parallel_end")
     r1, r4, r5 = f"rank_1/{S}", f"rank_4/{S}", f"rank_5/{S}"
     assert found(r)[:6] == [
         ("p2p", "Send without Receive", [f"{r1}:4223", r5]),
@@ -161,7 +161,7 @@ MICRO_CAUSE = ("rank 1 (stage 0) sends 4 micro batches of (4, 64); rank 5 (stage
 
 
 def test_text_and_markdown_output() -> None:
-    code, text = run(FIXTURES / "check_micro_mismatch_8p", "--jobs", "2")
+    code, text = run(FIXTURES / "check_micro_mismatch_8p")
     assert code == 1
     assert text.startswith("irtool check ") and ": 8 ranks (pass validate): 11 findings from 1 cause\n" in text
     assert "\n  compared 32 of 32 Send/Receive pairs, 10 of 10 groups, 8 of 8 ranks with a rank of their stage\n" in text
@@ -172,7 +172,7 @@ def test_text_and_markdown_output() -> None:
     assert line.rstrip().endswith(f"rank_1/{V}:2257  Send micro 2 tag 2 (4, 64) Float32 to rank 5")
     for bad in ("None", "'", "{"):
         assert bad not in text
-    code, md = run(FIXTURES / "check_micro_mismatch_8p", "--format", "markdown", "--jobs", "2")
+    code, md = run(FIXTURES / "check_micro_mismatch_8p", "--format", "markdown")
     assert code == 1
     assert f"**Cause 1 of 1 (11 findings): {MICRO_CAUSE}**" in md
     assert f"| rank_1/{V}:2257 | Send micro 2 tag 2 (4, 64) Float32 to rank 5 |" in md
@@ -210,12 +210,12 @@ def test_strategy_mismatch_is_one_cause(strategy_validate) -> None:
     ("pipeline_2stage_2p", 2, 8)])
 def test_strict_passes_where_nothing_needs_pairing(name: str, ranks: int, pairs: int) -> None:
     folder = FIXTURES / name
-    code, text = run(folder, "--jobs", "2", "--strict")
+    code, text = run(folder, "--strict")
     assert code == 0, text
     assert text.splitlines()[:2] == [
         f"irtool check {folder}: {ranks} rank{'s' if ranks != 1 else ''} (pass validate): consistent",
         f"  compared {pairs} of {pairs} Send/Receive pairs, 0 of 0 groups, 0 of {ranks} ranks with a rank of their stage"]
-    d = json.loads(run(folder, "--format", "json", "--jobs", "2")[1])
+    d = json.loads(run(folder, "--format", "json")[1])
     assert (d["consistent"], d["complete"], d["unchecked"]) == (True, True, [])
 
 
@@ -225,7 +225,7 @@ def test_one_rank_per_stage_stage_pair_cause(tmp_path) -> None:
     # collectives (grep -c distinct `group: "..."` of AllReduce/AllGather/ReduceScatter on ranks 1 and 5), none with
     # all its members here.
     d = _folder(tmp_path, "check_micro_mismatch_8p", {1: 1, 5: 5})
-    r = check_dir(str(d), jobs=2)
+    r = check_dir(str(d))
     (cause,) = r.causes
     assert cause.headline == "stage 0 sends 4 micro batches of (4, 64); stage 1 expects 2 of (8, 64)"
     assert (cause.kind, cause.ranks, len(cause.numbers)) == ("stages", (1, 5), 8)
@@ -240,22 +240,22 @@ def test_coverage_of_one_rank_per_stage_and_strict() -> None:
     # folder); 4 tensor-parallel groups of two (2-..., ranks (0, 1), (2, 3), (4, 5), (6, 7)) with one member
     # each here; no rank has a stage peer.
     folder = FIXTURES / "pipeline_4stage_8p"
-    r = check_dir(str(folder), jobs=2)
+    r = check_dir(str(folder))
     assert r.consistent and not r.complete
     assert r.coverage.text() == ("compared 48 of 48 Send/Receive pairs, 0 of 4 groups, "
                                  "0 of 4 ranks with a rank of their stage")
-    code, text = run(folder, "--jobs", "2")
+    code, text = run(folder)
     assert code == 0
     assert text.startswith(f"irtool check {folder}: 4 ranks (pass validate): consistent as far as compared, "
                            "not fully checked, 4 not checked\n")
-    assert run(folder, "--jobs", "2", "--strict")[0] == 1
-    d = json.loads(run(folder, "--format", "json", "--jobs", "2")[1])
+    assert run(folder, "--strict")[0] == 1
+    d = json.loads(run(folder, "--format", "json")[1])
     assert (d["consistent"], d["complete"]) == (True, False)
     assert d["coverage"] == {"pairs": {"compared": 48, "present": 48}, "groups": {"compared": 0, "present": 4},
                              "stage_peers": {"compared": 0, "present": 4}}
     full = FIXTURES / "pipeline_2stage_8p"
-    assert run(full, "--jobs", "2", "--strict")[0] == 0
-    code, text = run(full, "--jobs", "2")
+    assert run(full, "--strict")[0] == 0
+    code, text = run(full)
     assert text.startswith(f"irtool check {full}: 8 ranks (pass validate): consistent\n")
 
 
@@ -277,7 +277,7 @@ def _folder(tmp_path, source: str, ranks: dict[int, int]):
 def test_missing_ranks_are_said(tmp_path) -> None:
     # pipeline_2stage_8p stage 0 only: grep -c "= Send(" rank_0/19_validate_0078.ir -> 4 (dest_rank 4), Receive 4.
     d = _folder(tmp_path, "pipeline_2stage_8p", {0: 0, 1: 1})
-    code, out = run(d, "--format", "json", "--jobs", "2")
+    code, out = run(d, "--format", "json")
     assert code == 0, out  # nothing inconsistent among the ranks there; what could not be checked is listed
     notes = [u["text"] for u in json.loads(out)["unchecked"]]
     assert "rank 0 sends to rank 4, which is not in the folder (4 Send)" in notes
@@ -292,7 +292,7 @@ def test_rank_not_in_its_own_group(tmp_path) -> None:
     # rank_2 holds rank 0's files (copied into the wrong folder): its first AllReduce, line 358, is on group
     # 2-5004544844489628105 with `group_rank_ids: (0, 1)`, which does not hold rank 2.
     d = _folder(tmp_path, "pipeline_2stage_8p", {0: 0, 1: 1, 2: 0})
-    r = check_dir(str(d), jobs=2)
+    r = check_dir(str(d))
     assert found(r) == [("groups", "rank not in its own group", [f"rank_2/{V}:358"])]
 
 
@@ -380,7 +380,7 @@ def test_order_differs() -> None:
     # pipeline_2stage_8p with rank 4's nodes listed backwards. rank_0: Sends to 4 at 1060 (tag 0), 1510 (tag 1), ...;
     # rank_4: grep -nE "= (Send|Receive)\(" -> Receive from 0 tag 0 first, tag 1 next (in the real order).
     ranks = [r for r in load_dir(str(FIXTURES / "pipeline_2stage_8p")) if r.rank in (0, 4)]
-    facts = map_ranks(rank_facts, ranks, jobs=2)
+    facts = map_ranks(rank_facts, ranks)
     r = check_ranks(str(FIXTURES / "pipeline_2stage_8p"), facts)
     assert r.findings == []
     facts[1].facts.comm.reverse()
@@ -395,7 +395,7 @@ def test_order_differs() -> None:
 @pytest.mark.parametrize("folder", ["pipeline_2stage_8p", "gpt_small_dp2mp2pp2"])
 def test_consistent_folders_at_step_parallel_end(folder: str) -> None:
     # Send/Receive there name `group: "nccl_world_group"` without `group_rank_ids`: the world group is every rank
-    r = check_dir(str(FIXTURES / folder), "step_parallel_end", jobs=2)
+    r = check_dir(str(FIXTURES / folder), "step_parallel_end")
     assert r.findings == [] and [(u.check, u.text) for u in r.unchecked] == [ORDER_NOT_FIXED]
 
 
@@ -407,16 +407,16 @@ ORDER_NOT_FIXED = ("p2p", "the order of Sends and Receives is not compared: this
 
 
 def test_order_is_compared_only_where_the_pass_fixes_it() -> None:
-    r = check_dir(str(FIXTURES / "pipeline_folded_8p"), "step_parallel_end", jobs=2)
+    r = check_dir(str(FIXTURES / "pipeline_folded_8p"), "step_parallel_end")
     assert r.findings == [] and [(u.check, u.text) for u in r.unchecked] == [ORDER_NOT_FIXED]
-    assert check_dir(str(FIXTURES / "pipeline_folded_8p"), jobs=2).unchecked == []  # validate: compared
+    assert check_dir(str(FIXTURES / "pipeline_folded_8p")).unchecked == []  # validate: compared
 
 
 def test_pass_before_the_stages_are_known(tmp_path) -> None:
     # 11_pipeline_split of ranks 0 and 4 (stages 0 and 1): the Sends/Receives are there, the stage is not (§7),
     # so the two ranks are not compared as ranks of one stage; the operators differ by construction.
     d = _folder(tmp_path, "pipeline_2stage_8p", {0: 0, 4: 4})
-    r = check_dir(str(d), "pipeline_split", jobs=2)
+    r = check_dir(str(d), "pipeline_split")
     assert r.findings == []
     assert [(u.check, u.text) for u in r.unchecked] == [
         ORDER_NOT_FIXED,
@@ -442,7 +442,7 @@ def test_two_ranks_of_a_stage_that_disagree_are_not_called_odd(tmp_path) -> None
     # of 4 and 5 is the odd one; the cause is told by rank 5 (the higher, as the checks pick the lowest as reference)
     # without calling it odd
     d = _folder(tmp_path, "check_micro_mismatch_8p", {1: 1, 4: 4, 5: 5})
-    (cause,) = check_dir(str(d), jobs=2).causes
+    (cause,) = check_dir(str(d)).causes
     assert cause.headline == ("rank 1 (stage 0) sends 4 micro batches of (4, 64); rank 5 (stage 1) expects 2 of "
                               "(8, 64) (rank 5 of stage 1 disagrees with rank 4)")
     assert cause.ranks == (5,)

@@ -232,7 +232,7 @@ def test_a_stage_whose_only_rank_is_unreadable_names_the_rank_not_read(cmd: str,
 def test_check_says_unreadable_where_the_rank_is_there(tmp_path: Path) -> None:
     _, new, cut = _truncated_copy(tmp_path)
     error = _cut_error(cut, CUT_LINE, CUT_COL)
-    res = _cli("check", new, "--format", "json", "--jobs", "2")
+    res = _cli("check", new, "--format", "json")
     assert res.exit_code == 2 and res.stderr.splitlines() == [f"irtool: {error}"]
     d = json.loads(res.stdout)
     assert d["schema"] == "irtool.check/2" and d["consistent"] is None and d["complete"] is False
@@ -245,7 +245,7 @@ def test_check_says_unreadable_where_the_rank_is_there(tmp_path: Path) -> None:
         f"group 2-16057586909177180503 (ranks 5, 7): rank 5 is unreadable ({error}), its collectives are not compared",
         f"group 2-6541264347459079684 (ranks 4, 5): rank 5 is unreadable ({error}), its collectives are not compared",
         f"group 4-15700679239691767905 (ranks 4-7): rank 5 is unreadable ({error}), its collectives are not compared"])
-    text = _cli("check", new, "--jobs", "2")
+    text = _cli("check", new)
     assert text.exit_code == 2 and "not in the folder" not in text.stdout
     assert text.stdout.splitlines()[0] == (f"irtool check {new}: 7 ranks (pass validate): no findings in the ranks "
                                            "read, 5 not checked; 1 rank not read (below): the folder was not fully checked")
@@ -256,7 +256,7 @@ def test_check_tells_an_unreadable_rank_from_an_absent_one(tmp_path: Path) -> No
     # ranks 0 and 4 (the `dest_rank` / `src_rank` in the primitive_attrs of rank_2's Send / Receive lines)
     folder, _, error, _ = _partial(tmp_path, "p4")
     shutil.rmtree(folder / "rank_4")
-    res = _cli("check", folder, "--format", "json", "--jobs", "2")
+    res = _cli("check", folder, "--format", "json")
     notes = [u["text"] for u in json.loads(res.stdout)["unchecked"]]
     assert f"rank 2 sends to rank 0, which is unreadable ({error}) (8 Send)" in notes
     assert f"rank 2 receives from rank 0, which is unreadable ({error}) (8 Receive)" in notes
