@@ -334,9 +334,11 @@ def test_dask_cluster_gives_the_same_result(tmp_path) -> None:
     os.symlink(FIXTURES / "pipeline_2stage_8p" / "rank_0", tmp_path / "rank_0")
     (tmp_path / "rank_1").mkdir()
     shutil.copy(ROOT / "fixtures" / "errors" / "not_a_dump.ir", tmp_path / "rank_1" / "19_validate_0078.ir")
-    # one worker process: the ranks are read in another process, sent back by Dask's own serialisation
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, host="127.0.0.1",
-                                  dashboard_address=":0") as cluster:  # a free port
+    # the scheduler and a worker in this process, but reached over TCP as a cluster's are: each task and its result
+    # (a rank's facts, or its DumpError) cross a socket in Dask's own serialisation (worker processes would cost
+    # seconds of start-up and show nothing more)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp://",
+                                  host="127.0.0.1", dashboard_address=":0") as cluster:  # a free port
         seen: list[tuple[int, int]] = []
         remote = check_dir(folder, scheduler=cluster.scheduler_address, progress=lambda d, t: seen.append((d, t)))
         res = CliRunner().invoke(main, ["summarize", str(FIXTURES / "pipeline_2stage_8p"), "--format", "json",
