@@ -23,7 +23,7 @@ def raw_bytes(path: Path) -> bytes:
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     """Run `irtool` in this process through click's runner (stdout and stderr apart, neither a terminal), as a
     shell would: exit code and text. A process of its own costs half a second of start-up; the tests whose point
-    is a real process (a pipe, a module missing) start one themselves."""
+    is a real process (a pipe, a test run that stops at start-up) start one themselves."""
     from click.testing import CliRunner
 
     from irtool.cli import main
