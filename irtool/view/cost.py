@@ -57,8 +57,12 @@ COST_OVERLAYS: dict[str, tuple[Callable[[NodeCost], dict[str, int]], str]] = {
 def heat_thresholds(top: int) -> list[dict[str, Any]]:
     """Model Explorer thresholds colouring a value by its decade below `top` (the largest value shown)."""
     edges = [top // 10 ** k for k in range(len(HEAT) - 1, 0, -1)] + [top]
-    return [{"value": v, "bgColor": c, "textColor": "#ffffff" if i >= len(HEAT) - 2 else "#000000"}
-            for i, (v, c) in enumerate(zip(edges, HEAT))]
+    return [{"value": v, "bgColor": c, "textColor": _text_on(i)} for i, (v, c) in enumerate(zip(edges, HEAT))]
+
+
+def _text_on(i: int) -> str:
+    """White text on the two darkest colours of HEAT, black on the others."""
+    return "#ffffff" if i >= len(HEAT) - 2 else "#000000"
 
 
 def heat_node_data(name: str, values: dict[str, dict[str, int]], graphs: list[dict[str, Any]],
@@ -87,8 +91,7 @@ def heat_node_data(name: str, values: dict[str, dict[str, int]], graphs: list[di
 
 
 # sums (parts, units of work) are alike in size: coloured from the least (palest) to the largest (darkest) shown
-HEAT_GRADIENT = [{"stop": i / (len(HEAT) - 1), "bgColor": c, "textColor": "#ffffff" if i >= len(HEAT) - 2 else "#000000"}
-                 for i, c in enumerate(HEAT)]
+HEAT_GRADIENT = [{"stop": i / (len(HEAT) - 1), "bgColor": c, "textColor": _text_on(i)} for i, c in enumerate(HEAT)]
 
 
 def _data(name: str, values: dict[str, int], thresholds: list[dict[str, Any]] | None = None,

@@ -21,7 +21,7 @@ from typing import Any, Callable, NamedTuple
 
 from ..dumpdir import Unreadable
 from ..parallel import CommNode, ParallelFacts
-from ..parallel.order import StageOrder, UnitKey, hop_unit, stage_order, unit_label, unit_nodes
+from ..parallel.order import StageOrder, Unit, UnitKey, hop_unit, stage_order, unit_label, unit_nodes
 from ..parallel.pairs import pair_ranks
 from ..present import DASH, cell, rank_list, shape_text
 from ..present.palette import ORDER_EDGE_COLOR, P2P_BORDERS, P2P_COLORS, PAIR_EDGE_COLOR, UNIT_COLORS
@@ -43,6 +43,10 @@ class StageRank(NamedTuple):
         """A Send/Receive's box: `rank0/TrainStep/%12`."""
         graph, _, key = c.node.rpartition("/")
         return f"rank{self.rank}/{self.name(graph)}/{key}"
+
+    def unit_id(self, u: Unit) -> str:
+        """A unit of work's box: `rank0/F3`."""
+        return f"rank{self.rank}/{u.label}"
 
     @property
     def group(self) -> str:
@@ -113,8 +117,8 @@ def _overlays(graph_id: str, pairs: list[Pair], columns: dict[str, list[str]]) -
     """The pairs (every Send's line to the Receive it pairs with, labelled with its unit and tag; drawn
     while any box is selected) and the execution order (each box to the next of its rank; drawn for
     the box selected), as edge overlays."""
-    pair_edges = [{"sourceNodeId": s, "targetNodeId": rc, "label": f"{'B' if c.phase == 'backward' else 'F'}"
-                   f"{cell(c.micro)} tag {_tag(c)}"} for s, rc, c in pairs]
+    pair_edges = [{"sourceNodeId": s, "targetNodeId": rc, "label": f"{unit_label(hop_unit(c, []))} tag {_tag(c)}"}
+                  for s, rc, c in pairs]
     order_edges = [{"sourceNodeId": a, "targetNodeId": b} for ids in columns.values() for a, b in zip(ids, ids[1:])]
     overlays = []
     if pair_edges:
@@ -191,7 +195,7 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
                 _kv("peer", _peer_text(c, shown, in_folder, unreadable))])
             micro[box["id"]] = c.micro
             nodes.append(box)
-        columns[r.group] = [n["id"] for n in nodes if n["namespace"] == r.group]
+            columns.setdefault(r.group, []).append(box["id"])
     pairs, paired = _paired(ranks)
     by_id = {n["id"]: n for n in nodes}
     for s, rc, _ in pairs:
@@ -221,6 +225,7 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[st
     groups: dict[str, dict[str, str]] = {}
     micro: dict[str, int | None] = {}
     columns: dict[str, list[str]] = {}
+    units = 0
     for r in _by_stage(ranks):
         t = r.facts.table
         o = stage_order(t)
@@ -232,6 +237,7 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[st
         for c in o.hops:
             hops[hop_unit(c, o.chunks)].append(c)
         row: list[dict[str, Any]] = []
+        units += len(o.units)
         for u in o.units:
             key = u.key
             mine = hops.pop(key, [])
@@ -247,7 +253,7 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[st
     ids = {n["id"] for n in nodes}
     pairs = [p for p in pairs if p[0] in ids and p[1] in ids]
     _bounded(nodes, micro)
-    info = {"units": str(sum(n["id"].count("/%") == 0 for n in nodes)), "pairs": str(paired),
+    info = {"units": str(units), "pairs": str(paired),
             "ranks drawn": rank_list(sorted(r.rank for r in ranks)),
             "colours": "forward blue, backward orange, backward that recomputes forward work purple; "
                        "Send red, Receive green",
@@ -256,7 +262,7 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[st
             "tasksData": _overlays(graph_id, pairs, columns)}
 
 
-def _unit_box(r: StageRank, u: Any, members: list[Any]) -> dict[str, Any]:
+def _unit_box(r: StageRank, u: Unit, members: list[Any]) -> dict[str, Any]:
     """A unit of work: its phase, micro batch, chunk, operators (recomputed ones), the layers they read."""
     t = r.facts.table
     first = min(members, key=lambda n: n.line) if members else None
@@ -272,7 +278,7 @@ def _unit_box(r: StageRank, u: Any, members: list[Any]) -> dict[str, Any]:
     rows += [_kv(f"layer-{layer}", f"{n} operators") for layer, n in sorted(
         (x for x in layers.items() if x[0] is not None), key=lambda x: x[0])]
     look = "recompute" if recomputed else u.phase
-    return {"id": f"rank{r.rank}/{u.label}", "label": u.label + (" +recompute" if recomputed else ""),
+    return {"id": r.unit_id(u), "label": u.label + (" +recompute" if recomputed else ""),
             "namespace": r.group, "attrs": rows, "incomingEdges": [], "subgraphIds": [opened] if opened else [],
             "style": {"backgroundColor": UNIT_COLORS[look], "borderColor": "#616161"}, "outputsMetadata": [],
             "micro batch": u.micro}
@@ -293,5 +299,5 @@ def unit_values(r: StageRank, values: dict[str, int]) -> dict[str, int]:
     for u in stage_order(r.facts.table).units:
         known = [values[n.uid] for n in held.get(u.key, []) if n.uid in values]
         if known:
-            out[f"rank{r.rank}/{u.label}"] = sum(known)
+            out[r.unit_id(u)] = sum(known)
     return out
