@@ -16,7 +16,7 @@ from collections import defaultdict
 from itertools import takewhile
 
 import pytest
-from conftest import fixture
+from conftest import KEPT, fixture
 
 from irtool.errors import DumpError
 from irtool.ir import Input, Ref, TypeInfo, Unreadable
@@ -486,10 +486,10 @@ def test_a_parameter_path_starting_with_an_index_is_one_name_in_the_grammar() ->
 
 
 def test_the_reader_keeps_what_it_read_but_not_a_file_just_written(tmp_path) -> None:
-    # the suite runs with IRTOOL_CACHE=32 (conftest.py): a bundled dump read twice is one `Dump`
+    # the suite runs with IRTOOL_CACHE=KEPT (conftest.py): a bundled dump read twice is one `Dump`
     from irtool.ir import kept, load
 
-    assert kept.SIZE == 32
+    assert kept.SIZE == KEPT
     path = fixture("mlp_cpu/rank_0/19_validate_0072.ir")
     assert load(path) is load(path) and load(path, lenient=True) is not load(path)
     # a file written now, then written again with other text of the same size: read afresh each time
