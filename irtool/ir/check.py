@@ -5,8 +5,8 @@ for. `check` asks for all of them and returns what could not be read, without ch
 """
 from __future__ import annotations
 
-from .graph import build_graph
-from .model import Dump
+from .graph import links
+from .model import Dump, Node
 from .records import DumpWarning
 from .values import parse_type_sig
 
@@ -23,8 +23,8 @@ def check(dump: Dump) -> list[DumpWarning]:
             ins, outs = parse_type_sig(tl)
             if any(t.kind == "?" for t in ins + outs):
                 found.append(DumpWarning(n.line, f"type line kept as raw text: {tl.strip()[:60]}"))
-    g = build_graph(dump)
-    for uid, ref in g.graph["unresolved"]:
-        node = g.nodes[uid]
-        found.append(DumpWarning(node["line"], f"unresolved reference {ref} in {node['model'].key}"))
+    unresolved: list[tuple[Node, str]] = []
+    for _ in links(dump, unresolved):
+        pass
+    found += [DumpWarning(node.line, f"unresolved reference {ref} in {node.key}") for node, ref in unresolved]
     return found

@@ -12,7 +12,7 @@ attribute `unresolved` as `(node uid, reference)`.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:  # networkx costs ~14 MB and 0.3 s to import: only loaded when a graph is built
     import networkx as nx
@@ -44,17 +44,28 @@ def build_graph(dump: Dump) -> nx.MultiDiGraph:
     g = nx.MultiDiGraph(path=dump.path, entry=dump.entry, unresolved=[])
     for p in dump.params:
         g.add_node(p.ref, kind="param", name=p.name, line=p.line, model=p)
-    by_name: dict[str, dict[str, str]] = {}
     for sub in dump.subgraphs:
         g.add_node(f"@{sub.name}", kind="subgraph", name=sub.name, line=sub.line, model=sub)
         for ref in sub.params:
             if ref not in g:
                 g.add_node(ref, kind="param", name=ref.split("_", 1)[-1], line=sub.line,
                            model=None, subgraph=sub.name)
-        by_name[sub.name] = {n.name: n.uid for n in sub.nodes}
         for n in sub.nodes:
             g.add_node(n.uid, **node_attributes(n))
-    param_by_index = {param_number(n): n for n, d in g.nodes(data=True) if d["kind"] == "param"}
+    unresolved: list[tuple[Node, str]] = []
+    for source, target, kind, index in links(dump, unresolved):
+        g.add_edge(source, target, kind=kind, index=index)
+    g.graph["unresolved"] = [(n.uid, ref) for n, ref in unresolved]
+    return g
+
+
+def links(dump: Dump, unresolved: list[tuple[Node, str]]) -> Iterator[tuple[str, str, str, int]]:
+    """The graph's edges as `(from, to, kind, index)`, each reference resolved as the module docstring says; a
+    reference that names nothing goes to `unresolved` as `(node, reference)` instead (`check` asks for these
+    alone, without building the graph)."""
+    param_by_index = {param_number(ref): ref for ref in [p.ref for p in dump.params]
+                      + [ref for sub in dump.subgraphs for ref in sub.params]}
+    by_name = {sub.name: {n.name: n.uid for n in sub.nodes} for sub in dump.subgraphs}
     for sub in dump.subgraphs:
         local = {n.key: n for n in sub.nodes}
         for n in sub.nodes:
@@ -63,26 +74,23 @@ def build_graph(dump: Dump) -> nx.MultiDiGraph:
                     source = _resolve(ref, sub.name, local, by_name, param_by_index)
                     if source is None:
                         if ref.name != "@FuncUnion":  # a marker, not a graph
-                            g.graph["unresolved"].append((n.uid, ref.name))
+                            unresolved.append((n, ref.name))
                         continue
                     if ref.kind == "graph":
-                        g.add_edge(n.uid, source, kind="call", index=inp.index)
+                        yield n.uid, source, "call", inp.index
                         continue
                     producer = local.get(ref.name) if ref.kind == "node" else None
                     control = _is_control(n, inp.index, ref, producer.op if producer else None)
-                    kind = "control" if control else "data"
-                    g.add_edge(source, n.uid, kind=kind, index=inp.index)
+                    yield source, n.uid, "control" if control else "data", inp.index
             if n.callee[0] in "@%$":
                 target = _resolve(Ref({"@": "graph", "%": "node", "$": "free"}[n.callee[0]],
                                       n.callee.split("[")[0]), sub.name, local, by_name, param_by_index)
                 if target is None:
-                    g.graph["unresolved"].append((n.uid, n.callee))
+                    unresolved.append((n, n.callee))
+                elif n.callee[0] == "@":
+                    yield n.uid, target, "call", -1
                 else:
-                    if n.callee[0] == "@":
-                        g.add_edge(n.uid, target, kind="call", index=-1)
-                    else:
-                        g.add_edge(target, n.uid, kind="data", index=-1)
-    return g
+                    yield target, n.uid, "data", -1
 
 
 def _resolve(ref: Ref, graph: str, local: dict, by_name: dict, params: dict) -> str | None:
