@@ -6,7 +6,7 @@ Regenerate only when an issue changes the output on purpose, in the same commit,
 """
 from __future__ import annotations
 
-import subprocess
+import os
 import sys
 from pathlib import Path
 
@@ -40,9 +40,18 @@ DIFF = {  # OLD, NEW and options: two configurations rank with rank (`--by-rank`
 
 
 def run(args: list[str]) -> str:
-    """stdout of `irtool ARGS` run from the repository root (paths stay relative)."""
-    cmd = [sys.executable, "-m", "irtool.cli", *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False).stdout
+    """stdout of `irtool ARGS` run from the repository root (paths stay relative), in this process: a test
+    process has read most of these dumps already (tests/conftest.py keeps them)."""
+    from click.testing import CliRunner
+
+    from irtool.cli import main
+
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        return CliRunner().invoke(main, args).stdout
+    finally:
+        os.chdir(here)
 
 
 def outputs() -> dict[str, str]:
