@@ -70,21 +70,22 @@ def _is_large(path: object) -> bool:
 
 
 def _large_summary(path: object, fmt: str) -> str:
-    """`summarize FILE --format FMT --all` of a gpt_large_perf file without parsing it again per format:
+    """`summarize FILE --format FMT --all` of a gpt_large_perf file without making its summary again per format:
     the same summary, blocks and writers as the command (cli.py `summarize`), the validate pass from the
     session's parse (conftest `large_dump`)."""
-    dump, facts = _large_parse(str(path))
-    blocks = summary_blocks(file_summary(dump, facts, ()), None)
+    blocks = _large_blocks(str(path))
     text = to_text(blocks) if fmt == "text" else to_markdown(blocks)
     return text if text.endswith("\n") else text + "\n"
 
 
 @functools.cache
-def _large_parse(path: str) -> tuple[irtool.Dump, irtool.ParallelFacts]:
+def _large_blocks(path: str) -> list:
     if path == fixture(LARGE):
-        return large_dump(), large_facts()
-    dump = irtool.load(path)
-    return dump, irtool.analyze(dump)
+        dump, facts = large_dump(), large_facts()
+    else:
+        dump = irtool.load(path)
+        facts = irtool.analyze(dump)
+    return summary_blocks(file_summary(dump, facts, ()), None)
 
 
 def test_layout_and_strategy_spelling() -> None:
