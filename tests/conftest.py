@@ -14,7 +14,7 @@ os.environ["IRTOOL_CHECK_FACTS"] = "1"
 os.environ["IRTOOL_JOBS"] = "1"
 # A test process reads the same bundled dumps in many tests: it keeps every one it read and their fact tables
 # (irtool/ir/parse.py; 1000 is more than the bundle holds), so each is parsed and analysed once per worker, in
-# about 1.1 GB; a test of reading reads a file of its own. With the last 32 kept, 635 of the dumps a run read
+# 1.1-1.2 GB; a test of reading reads a file of its own. With the last 32 kept, 635 of the dumps a run read
 # had been read before by the same worker.
 KEPT = 1000
 os.environ["IRTOOL_CACHE"] = str(KEPT)
@@ -105,12 +105,13 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"{', '.join(missing)} not installed: run make install")
 
 
+@pytest.hookimpl(trylast=True)  # after its fixtures are torn down
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """What a test leaves behind is frozen: never walked by a collection again. It is mostly the dumps the reader
     keeps (millions of objects) and pytest's reports, kept to the end anyway. The full collections others make
     then walk only what the running test made: hypothesis's first example makes one and then walks the whole heap
     for referrers (4.6 s with the bundle kept), and pytest makes five after the last test (longer than the 5 s
-    pytest-xdist waits before it interrupts the worker). A run's peak memory stayed 1.1 GB per worker."""
+    pytest-xdist waits before it interrupts the worker). A worker's peak memory stayed 1.1-1.2 GB."""
     import gc
 
     gc.freeze()
