@@ -77,7 +77,7 @@ def test_every_dump_reads_resolves_and_classifies(path: Path) -> None:
             assert dump.counts[key] == declared[key], key
     if large:  # 32-68 MB each, gpt_small_dp2mp2pp2 scaled up (make.py), whose passes are checked deeply: references
         assert irtool.build_graph(dump).graph["unresolved"] == []
-    else:  # every attribute and type parsed, and every reference resolved by the graph `check` builds
+    else:  # every attribute and type parsed, and every reference resolved as the graph resolves it
         assert irtool.check(dump) == []
     assert dump.warnings == []
     if large:  # communication counted by hand in test_parallel.test_gpt_large_perf

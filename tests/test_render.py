@@ -212,8 +212,6 @@ def test_too_large_selection_raises():
         r.MAX_BOXES = old
 
 
-
-
 def test_cli_render_folder_svg(tmp_path):
     out = tmp_path / "x.svg"
     r = run_cli("render", str(SEMI.parent.parent), "-o", str(out))

@@ -800,7 +800,7 @@ def _wait_for(page: object, expression: str, arg: object = None, timeout: float 
 
 def _ready(page: object) -> object:
     """`page` once its graph is drawn and its panel shown."""
-    _wait_for(page, f"{GRAPH} !== undefined")  # type: ignore[attr-defined]
+    _wait_for(page, f"{GRAPH} !== undefined")
     page.locator("info-panel table.info-attrs").first.wait_for()  # type: ignore[attr-defined]
     return page
 
@@ -921,7 +921,7 @@ def _drawn(page: object) -> dict:
 
 def _until_drawn(page: object, node: str) -> None:
     """Wait until `node` is drawn."""
-    _wait_for(page, f"(node) => {GRAPH} && ({SHOWN_JS})().includes(node)", arg=node)  # type: ignore[attr-defined]
+    _wait_for(page, f"(node) => {GRAPH} && ({SHOWN_JS})().includes(node)", arg=node)
 
 
 def _go(page: object, graph: str, node: str | None = None, pane: int = 0) -> None:
@@ -1011,7 +1011,7 @@ def _link(page: object, key: str, node: str, graph: str) -> object:
 def _expand_all(page: object) -> None:
     events = page.evaluate("window.__me.events")  # type: ignore[attr-defined]
     _click(page, page.locator("div.expand-all").first)
-    _wait_for(page, f"window.__me.events > {events}")  # type: ignore[attr-defined]
+    _wait_for(page, f"window.__me.events > {events}")
 
 
 @BROWSER
