@@ -16,11 +16,13 @@ $(BIN)/irtool: pyproject.toml
 install: $(BIN)/irtool system
 
 # Debian packages: Graphviz's `dot` renders SVG/PNG; Chromium runs the viewer's browser tests
-# (Playwright drives the system browser: browser downloads are not used). Installed when missing.
+# (Playwright drives the system browser: browser downloads are not used), drawing WebGL with Mesa's
+# llvmpipe (libegl-mesa0, libgl1-mesa-dri; tests/test_view.py). Installed when missing.
+GL := libegl-mesa0 libgl1-mesa-dri
 system:
-	@{ command -v dot && command -v chromium; } >/dev/null 2>&1 || { \
+	@{ command -v dot && command -v chromium && dpkg -s $(GL); } >/dev/null 2>&1 || { \
 	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz chromium >/dev/null; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz chromium $(GL) >/dev/null; }
 
 ## Install, then summarize a bundled real dump.
 run: install

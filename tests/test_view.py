@@ -1,6 +1,6 @@
 """`irtool view` and `irtool export --format model-explorer`: Model Explorer graphs of real dumps,
 checked as JSON and in a real browser (Debian's Chromium driven by Playwright, WebGL through
-SwiftShader). Every server is stopped at the end of the module."""
+Mesa's llvmpipe). Every server is stopped at the end of the module."""
 from __future__ import annotations
 
 import json
@@ -40,9 +40,12 @@ EDITED = str(Path(__file__).resolve().parents[1] / "fixtures" / "edited" / "semi
 # semi_auto_8p's network compiled with fc1's shard ((4, 1), (1, 2)) -> ((2, 1), (1, 4)) and its last ReLU -> Sigmoid
 CHANGED = fixture("semi_auto_8p_changed/rank_0/19_validate_0078.ir.xz")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# As root Chromium needs --no-sandbox; WebGL (Model Explorer draws with it) runs on SwiftShader; no
-# background traffic (this machine reaches no other host).
-CHROMIUM_ARGS = ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--disable-background-networking",
+# As root Chromium needs --no-sandbox; no background traffic (this machine reaches no other host). WebGL (Model
+# Explorer draws with it) on the CPU: through ANGLE's OpenGL ES backend on Mesa's llvmpipe (Debian's libegl-mesa0
+# and libgl1-mesa-dri, `make system`), drawing on the GPU process' own thread (LP_NUM_THREADS=0, `browser`). The
+# browser tests then took 76-87 CPU-s against 95-103 with Chromium's own SwiftShader, whose worker threads spin
+# waiting for work on a machine the tests keep busy.
+CHROMIUM_ARGS = ["--no-sandbox", "--use-angle=gl-egl", "--ignore-gpu-blocklist", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 # How often Model Explorer's layout worker answered (and what), and the settings of what it draws on the boxes.
 WORKER_HOOK = """
@@ -760,16 +763,26 @@ def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+                              env={**os.environ, "LP_NUM_THREADS": "0"})
         try:
+            page = b.new_page()
+            gl = page.evaluate(WEBGL_RENDERER)
+            page.close()
+            assert "llvmpipe" in gl, f"WebGL draws on {gl}, not Mesa's llvmpipe: `make system` installs it"
             yield b
         finally:
             b.close()
 
 
-# SwiftShader draws on the CPU the machine shares with the tests: the page's canvas at the size README's pictures
+WEBGL_RENDERER = """() => { const gl = document.createElement('canvas').getContext('webgl');
+  const info = gl && gl.getExtension('WEBGL_debug_renderer_info');
+  return gl ? String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER)) : 'no WebGL'; }"""
+
+
+# llvmpipe draws on the CPU the machine shares with the tests: the page's canvas at the size README's pictures
 # want only when they are taken, and without multisampling otherwise (Model Explorer asks WebGL for it; the
-# picture is the same but for its edges, and every frame costs a third less)
+# picture is the same but for its edges, and every frame cost a third less on SwiftShader)
 SIZE = {"width": 1600, "height": 1000} if SHOTS else {"width": 800, "height": 560}
 NO_MULTISAMPLING = """
 (() => { const getContext = HTMLCanvasElement.prototype.getContext;
@@ -794,7 +807,7 @@ def _load(browser: object, url: str) -> object:
 
 def _wait_for(page: object, expression: str, arg: object = None, timeout: float | None = None) -> object:
     """`page.wait_for_function`, its condition tried every 100 ms: Playwright's default tries it at every animation
-    frame, which keeps the page drawing frames (on the CPU, SwiftShader) for as long as a test waits."""
+    frame, which keeps the page drawing frames (on the CPU, llvmpipe) for as long as a test waits."""
     return page.wait_for_function(expression, arg=arg, timeout=timeout, polling=100)  # type: ignore[attr-defined]
 
 
@@ -809,7 +822,7 @@ class _Pages:
     """The page of each server (SERVED, in the order of the tests reading them), opened when a test first asks for
     it and kept for the tests after it that read the same server; while they run the next server's page loads
     (a page load is mostly the browser's work: the two overlap), and a page is closed when the tests move on
-    (SwiftShader draws every page's frames in the one GPU process, for seconds after each step)."""
+    (llvmpipe draws every page's frames in the one GPU process, for seconds after each step)."""
 
     def __init__(self, browser: object, servers: dict[str, _Server]) -> None:
         self.browser, self.servers = browser, servers
@@ -990,7 +1003,7 @@ def _overlay(page: object, name: str, pane: int = 0) -> dict[str, dict]:
 
 def _click(page: object, locator: object, alt: bool = False) -> None:
     """Click `locator` with the mouse (Alt held: Model Explorer selects the node a panel link names, a plain click
-    only shows it); Playwright's own click waits for the picture to settle, seconds on SwiftShader."""
+    only shows it); Playwright's own click waits for the picture to settle, seconds on llvmpipe."""
     locator.wait_for()  # type: ignore[attr-defined]
     # a panel row below its fold scrolled to (Playwright's own scrolling waits for frames to settle too)
     locator.evaluate("e => e.scrollIntoView({block: 'nearest'})")  # type: ignore[attr-defined]
