@@ -84,19 +84,24 @@ def fixtures_dir() -> Path:
 
 
 # What the suite needs beyond the core install, and what provides it: the `test`, `view` and `dask` extras
-# (Python modules) and the Graphviz/Chromium programs; `make install` sets up all of them. A missing
-# one stops the run with one line instead of failing or skipping the tests that use it.
+# (Python modules), the Graphviz/Chromium programs and Mesa's llvmpipe, on which Chromium draws WebGL in the
+# browser tests (Debian's packages by the file each installs; tests/test_view.py: CHROMIUM_ARGS); `make install`
+# sets up all of them. A missing one stops the run with one line instead of failing or skipping the tests using it.
 NEEDED_MODULES = {"hypothesis": "irtool[test]", "model_explorer": "irtool[view]", "playwright": "irtool[view]",
                   "distributed": "irtool[dask]"}
 NEEDED_PROGRAMS = ("dot", "chromium")
+NEEDED_LIBRARIES = {"libegl-mesa0": "libEGL_mesa.so.0", "libgl1-mesa-dri": "dri/swrast_dri.so"}
 
 
 def missing_extras() -> list[str]:
+    import glob
     import importlib.util
     import shutil
 
     missing = [f"{m} ({extra})" for m, extra in NEEDED_MODULES.items() if importlib.util.find_spec(m) is None]
-    return missing + [p for p in NEEDED_PROGRAMS if shutil.which(p) is None]
+    missing += [p for p in NEEDED_PROGRAMS if shutil.which(p) is None]
+    return missing + [package for package, file in NEEDED_LIBRARIES.items()
+                      if not glob.glob(f"/usr/lib/{file}") + glob.glob(f"/usr/lib/*/{file}")]
 
 
 def pytest_configure(config: pytest.Config) -> None:
