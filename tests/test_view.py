@@ -1015,6 +1015,13 @@ def _click(page: object, locator: object, alt: bool = False) -> None:
         page.keyboard.up("Alt")  # type: ignore[attr-defined]
 
 
+def _clear_search(page: object) -> None:
+    """Clear the search box with its button. Model Explorer clears the results at once and again 300 ms later (its
+    search box's input is debounced), which also drops the node a test selected meanwhile: waited out."""
+    _click(page, page.locator("search-bar .btn-clear-container").first)
+    page.wait_for_timeout(400)  # type: ignore[attr-defined]
+
+
 def _link(page: object, key: str, node: str, graph: str) -> object:
     """The value of the panel's row `key` once the page made it a link to `node` of `graph` (static/view.js)."""
     return page.locator("info-panel tr", has=page.locator("td.key").get_by_text(key, exact=True)).locator(
@@ -1047,7 +1054,7 @@ def test_a_dump_in_model_explorer(semi_page: object) -> None:
       return t && t.innerText.trim().startsWith('14 '); }""")
     for option in kinds:  # as they were, for the tests after this one
         _click(page, option)
-    _click(page, page.locator("search-bar .btn-clear-container").first)
+    _clear_search(page)
     # expanding the scopes reveals the operators inside them
     before = _drawn(page)
     assert "%5" not in before["shown"]  # line 104's AllGather, inside body-ShardedAttentionMLP
@@ -1080,7 +1087,7 @@ def test_the_panel_in_model_explorer(semi_page: object) -> None:
     found = page.locator(".search-results-container mat-tree-node:not(:has(.expandable-tree-node))")
     found.first.wait_for()
     assert found.all_inner_texts()[0].split()[0] == "AllGather"
-    _click(page, page.locator("search-bar .btn-clear-container").first)
+    _clear_search(page)
     _go(page, "TrainOneStepCell", "%5")
     panel = _panel(page)
     # what test_the_panel_says_what_summarize_says pins in the JSON, as the panel shows it
@@ -1163,7 +1170,7 @@ def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
     page.locator(".irtool-find-row").first.wait_for()
     assert page.locator(".irtool-find-title").inner_text() == "1 in other graphs"
     assert page.locator(".irtool-find-row").inner_text().startswith("SumExt %1000 19_validate_0078.ir.xz:10293")
-    _click(page, page.locator("search-bar .btn-clear-container").first)
+    _clear_search(page)
 
 
 @BROWSER

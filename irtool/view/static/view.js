@@ -63,6 +63,15 @@
     return g ? [g.id, g.collectionLabel || ""] : [null, ""];
   }
 
+  function asked(pane) {
+    // the id of the graph a pane was last asked to show (it shows the one before until that one is laid out)
+    const r = renderer(pane);
+    const app = r && r.appService;
+    const p = app && app.panes()[pane];
+    const g = p && app.paneIdToGraph && app.paneIdToGraph[p.id];
+    return g ? g.id : null;
+  }
+
   function openNode(pane, graphId, nodeId, label, retries = 3) {
     const r = renderer(pane);
     const app = r && r.appService;
@@ -95,7 +104,10 @@
     // again while the pane shows the graph with nothing selected (never over a node the user chose meanwhile)
     setTimeout(() => {
       const r = renderer(pane);
-      if (!r || shown(pane)[0] !== graphId || r.selectedNodeId || tries <= 0) return;
+      // another graph asked for meanwhile (its layout running, nothing selected yet): not pulled back
+      if (!r || shown(pane)[0] !== graphId || (asked(pane) || graphId) !== graphId || r.selectedNodeId || tries <= 0) {
+        return;
+      }
       openNode(pane, graphId, nodeId, label, 0);
       ensure(pane, graphId, nodeId, label, tries - 1);
     }, 1500);
@@ -335,6 +347,10 @@
     for (const o of opens) {
       const r = renderer(o.pane);
       if (o.done || (o.start && now - o.start > 60000)) {
+        o.done = true;
+        continue;
+      }
+      if (o.start && (asked(o.pane) || o.graph) !== o.graph) {  // another graph chosen once this one was drawn
         o.done = true;
         continue;
       }
