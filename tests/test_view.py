@@ -874,7 +874,7 @@ def semi_page(pages: _Pages) -> object:
 @pytest.fixture
 def gpt_page(pages: _Pages) -> object:
     """`irtool view GPT --part-size 300` (1500 operators in parts of at most 300 nodes), the page opened on a node
-    (`--node 19_validate_0078.ir.xz:3761`: test_opening_on_a_node_and_the_title_bar_on_one_line)."""
+    (`--node 19_validate_0078.ir.xz:3761`: test_opening_on_a_node)."""
     return pages.get("gpt")
 
 
@@ -946,12 +946,13 @@ def _go(page: object, graph: str, node: str | None = None, pane: int = 0) -> Non
               return r && r.curModelGraph && r.curModelGraph.id === g && r.nodesToRender && r.nodesToRender.length; }""",
                                    arg=[graph, pane], timeout=60_000)
         except Exception as e:  # what the page showed instead
-            state = page.evaluate("""(p) => { const r = window.me_test.renderers;  // type: ignore[attr-defined]
+            state = page.evaluate("""(p) => { const r = Object.values(window.me_test.renderers);  // type: ignore
               const app = r[p] && r[p].appService;
               return {renderers: r.length, shown: r.map(x => x.curModelGraph && x.curModelGraph.id),
                       nodes: r.map(x => x.nodesToRender && x.nodesToRender.length),
                       asked: app && Object.values(app.paneIdToGraph).map(g => g.id),
-                      processing: app && app.processing && app.processing()}; }""", pane)
+                      processing: app && app.processing && app.processing(),
+                      opens: (window.IRTOOL_OPEN || []).length, selected: r.map(x => x.selectedNodeId)}; }""", pane)
             raise AssertionError(f"{graph} not shown: {state}") from e
     else:
         assert _selected(page, graph, pane, node) == node
@@ -1101,22 +1102,12 @@ def test_the_panel_in_model_explorer(semi_page: object) -> None:
 
 
 @BROWSER
-def test_opening_on_a_node_and_the_title_bar_on_one_line(gpt_page: object) -> None:
+def test_opening_on_a_node(gpt_page: object) -> None:
     # what `irtool view GPT --part-size 300 --node FILE:3761` announces (the module's page of GPT opens so): the
     # page opens on that node's part, the node selected: line 3761 `%259 = PrimFunc_Cast(...)`, scope
-    # `Gradients/.../1-DecoderLayer/Grad_Cast/Cast-op0`, in the part of the longest name; on a 1280-pixel screen
-    # the title bar stays one line, its icons in view
-    page = gpt_page
+    # `Gradients/.../1-DecoderLayer/Grad_Cast/Cast-op0`, in the part of the longest name
     layer = "TrainGradAccuStepCell: Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer"
-    assert _selected(page, layer) == "%259"
-    page.set_viewport_size({**SIZE, "width": 1280})  # type: ignore[attr-defined]
-    bar = page.evaluate("""() => { const t = document.querySelector('title-bar');
-      const leaves = [...t.querySelectorAll('mat-icon, .option-label, .collection-label')].filter(e => e.offsetParent);
-      return {height: t.getBoundingClientRect().height,
-              tops: leaves.map(e => Math.round(e.getBoundingClientRect().top + e.getBoundingClientRect().height / 2)),
-              right: Math.max(...leaves.map(e => e.getBoundingClientRect().right))}; }""")
-    page.set_viewport_size(SIZE)  # type: ignore[attr-defined]
-    assert bar["height"] <= 48 and max(bar["tops"]) - min(bar["tops"]) <= 4 and bar["right"] <= 1280, bar
+    assert _selected(gpt_page, layer) == "%259"
 
 
 @BROWSER
@@ -1171,6 +1162,21 @@ def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
     assert page.locator(".irtool-find-title").inner_text() == "1 in other graphs"
     assert page.locator(".irtool-find-row").inner_text().startswith("SumExt %1000 19_validate_0078.ir.xz:10293")
     _clear_search(page)
+
+
+@BROWSER
+def test_the_title_bar_on_one_line(gpt_page: object) -> None:
+    # on a 1280-pixel screen the title bar stays one line, its icons in view (the last test of this page: Model
+    # Explorer lays the graph out again after a resize, which may drop a graph asked for meanwhile)
+    page = gpt_page
+    page.set_viewport_size({**SIZE, "width": 1280})  # type: ignore[attr-defined]
+    bar = page.evaluate("""() => { const t = document.querySelector('title-bar');
+      const leaves = [...t.querySelectorAll('mat-icon, .option-label, .collection-label')].filter(e => e.offsetParent);
+      return {height: t.getBoundingClientRect().height,
+              tops: leaves.map(e => Math.round(e.getBoundingClientRect().top + e.getBoundingClientRect().height / 2)),
+              right: Math.max(...leaves.map(e => e.getBoundingClientRect().right))}; }""")
+    page.set_viewport_size(SIZE)  # type: ignore[attr-defined]
+    assert bar["height"] <= 48 and max(bar["tops"]) - min(bar["tops"]) <= 4 and bar["right"] <= 1280, bar
 
 
 @BROWSER

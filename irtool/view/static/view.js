@@ -99,6 +99,13 @@
     location.assign("?" + params.toString());
   }
 
+  function go(pane, graphId, nodeId, label) {
+    // the user's own step (a link, a search result, the console): the node the page opened on is not revealed
+    // again in that pane
+    for (const o of opens) if (o.pane === pane) o.done = true;
+    openNode(pane, graphId, nodeId, label);
+  }
+
   function ensure(pane, graphId, nodeId, label, tries) {
     // Model Explorer drops a reveal a layout running then (a search cleared, an overlay shown) undoes: asked
     // again while the pane shows the graph with nothing selected (never over a node the user chose meanwhile)
@@ -209,7 +216,7 @@
       row.append(op, what, where);
       row.addEventListener("click", () => {
         hide(pane);
-        openNode(pane, row.dataset.graph, row.dataset.node, label);
+        go(pane, row.dataset.graph, row.dataset.node, label);
       });
       el.appendChild(row);
     }
@@ -290,7 +297,7 @@
             icon.textContent = "my_location";
             value.appendChild(icon);
           }
-          value.onclick = () => openNode(pane, target[0], target[1], label);
+          value.onclick = () => go(pane, target[0], target[1], label);
         }
       });
     });
@@ -336,7 +343,8 @@
 
   let openTimer = null;
   const opens = (window.IRTOOL_OPEN || []).map(([pane, graph, node, label]) => ({pane, graph, node, label, last: 0,
-                                                                                  since: 0, start: 0, done: false}));
+                                                                                  since: 0, start: 0, asked: false,
+                                                                                  done: false}));
 
   function opening() {
     // selected until it stays so for 2 s (a layout running when a node is revealed may undo it: nothing is
@@ -350,7 +358,9 @@
         o.done = true;
         continue;
       }
-      if (o.start && (asked(o.pane) || o.graph) !== o.graph) {  // another graph chosen once this one was drawn
+      const graph = asked(o.pane);  // another graph chosen in the selector once this one was shown: never undone
+      if (graph === o.graph || shown(o.pane)[0] === o.graph) o.asked = true;
+      if (o.asked && graph && graph !== o.graph) {
         o.done = true;
         continue;
       }
@@ -409,5 +419,5 @@
     });
   }).observe(document.documentElement, {childList: true, subtree: true});
 
-  window.irtool = {openNode, index, search};  // for tests and the console
+  window.irtool = {openNode: go, index, search};  // for tests and the console
 })();
