@@ -47,6 +47,10 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # waiting for work on a machine the tests keep busy.
 CHROMIUM_ARGS = ["--no-sandbox", "--use-angle=gl-egl", "--ignore-gpu-blocklist", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+# What WebGL draws on (the `browser` fixture checks it is llvmpipe, not a fallback).
+WEBGL_RENDERER = """() => { const gl = document.createElement('canvas').getContext('webgl');
+  const info = gl && gl.getExtension('WEBGL_debug_renderer_info');
+  return gl ? String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER)) : 'no WebGL'; }"""
 # How often Model Explorer's layout worker answered (and what), and the settings of what it draws on the boxes.
 WORKER_HOOK = """
 (() => {
@@ -775,11 +779,6 @@ def browser() -> Iterator[object]:
             b.close()
 
 
-WEBGL_RENDERER = """() => { const gl = document.createElement('canvas').getContext('webgl');
-  const info = gl && gl.getExtension('WEBGL_debug_renderer_info');
-  return gl ? String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER)) : 'no WebGL'; }"""
-
-
 # llvmpipe draws on the CPU the machine shares with the tests: the page's canvas at the size README's pictures
 # want only when they are taken, and without multisampling otherwise (Model Explorer asks WebGL for it; the
 # picture is the same but for its edges, and every frame cost a third less on SwiftShader)
@@ -946,7 +945,7 @@ def _go(page: object, graph: str, node: str | None = None, pane: int = 0) -> Non
               return r && r.curModelGraph && r.curModelGraph.id === g && r.nodesToRender && r.nodesToRender.length; }""",
                                    arg=[graph, pane], timeout=60_000)
         except Exception as e:  # what the page showed instead
-            state = page.evaluate("""(p) => { const r = Object.values(window.me_test.renderers);  // type: ignore
+            state = page.evaluate("""(p) => { const r = Object.values(window.me_test.renderers);
               const app = r[p] && r[p].appService;
               return {renderers: r.length, shown: r.map(x => x.curModelGraph && x.curModelGraph.id),
                       nodes: r.map(x => x.nodesToRender && x.nodesToRender.length),

@@ -343,7 +343,7 @@
 
   let openTimer = null;
   const opens = (window.IRTOOL_OPEN || []).map(([pane, graph, node, label]) => ({pane, graph, node, label, last: 0,
-                                                                                  since: 0, start: 0, asked: false,
+                                                                                  since: 0, start: 0, seen: false,
                                                                                   done: false}));
 
   function opening() {
@@ -359,8 +359,8 @@
         continue;
       }
       const graph = asked(o.pane);  // another graph chosen in the selector once this one was shown: never undone
-      if (graph === o.graph || shown(o.pane)[0] === o.graph) o.asked = true;
-      if (o.asked && graph && graph !== o.graph) {
+      if (graph === o.graph || shown(o.pane)[0] === o.graph) o.seen = true;
+      if (o.seen && graph && graph !== o.graph) {
         o.done = true;
         continue;
       }
