@@ -959,13 +959,14 @@ def _go(page: object, graph: str, node: str | None = None, pane: int = 0) -> Non
 
 def _selected(page: object, graph: str, pane: int = 0, node: str = "") -> str:
     """The node a pane shows selected (`node` if given), once it shows `graph` and its panel says the node."""
-    try:
-        _wait_for(page, """([graph, pane, node]) => { const r = window.me_test && window.me_test.renderers[pane];
+    try:  # the node as the condition saw it (a layout running may drop the selection a moment later)
+        found = _wait_for(page, """([graph, pane, node]) => { const r = window.me_test && window.me_test.renderers[pane];
           const panel = document.querySelectorAll('.pane-container')[pane];
           return r && r.curModelGraph && r.curModelGraph.id === graph && r.selectedNodeId && panel &&
             (!node || r.selectedNodeId === node) &&
             [...panel.querySelectorAll('info-panel td')].some(
-              td => td.innerText.trim().split('\\n')[0] === r.selectedNodeId); }""", arg=[graph, pane, node], timeout=60_000)  # type: ignore[attr-defined]
+              td => td.innerText.trim().split('\\n')[0] === r.selectedNodeId) && r.selectedNodeId; }""",
+                          arg=[graph, pane, node], timeout=60_000)
     except Exception as e:  # what the pane showed instead
         state = page.evaluate("""(pane) => { const r = window.me_test && window.me_test.renderers[pane];
           const panel = document.querySelectorAll('.pane-container')[pane];
@@ -973,7 +974,7 @@ def _selected(page: object, graph: str, pane: int = 0, node: str = "") -> str:
                   panel: panel && [...panel.querySelectorAll('info-panel td')].slice(0, 6).map(td => td.innerText)}; }""",
                               pane)  # type: ignore[attr-defined]
         raise AssertionError(f"{node or 'a node'} of {graph} not selected: {state}") from e
-    return page.evaluate(f"window.me_test.renderers[{pane}].selectedNodeId")  # type: ignore[attr-defined]
+    return found.json_value()  # type: ignore[attr-defined]
 
 
 def _panel(page: object, pane: int = 0) -> dict[str, str]:

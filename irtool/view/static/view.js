@@ -86,7 +86,7 @@
           app.selectNode(paneId, undefined);
           if (app.curToLocateNodeInfo) app.curToLocateNodeInfo.set(undefined);
           app.setNodeToReveal(paneId, nodeId);
-          if (nodeId && retries) ensure(pane, graphId, nodeId, label, retries);
+          if (retries) ensure(pane, graphId, nodeId, label, retries);
           return;
         }
       }
@@ -107,15 +107,17 @@
   }
 
   function ensure(pane, graphId, nodeId, label, tries) {
-    // Model Explorer drops a reveal a layout running then (a search cleared, an overlay shown) undoes: asked
-    // again while the pane shows the graph with nothing selected (never over a node the user chose meanwhile)
+    // Model Explorer drops a reveal a layout running then (a search cleared, an overlay shown) undoes, and may
+    // draw the graph a pane showed before when that one's late layout comes in after: asked again while the pane
+    // shows the graph with nothing selected, or another graph with nothing being laid out (never once another
+    // graph was asked for, nor over a node the user chose meanwhile; looked at again while a layout runs)
     setTimeout(() => {
       const r = renderer(pane);
-      // another graph asked for meanwhile (its layout running, nothing selected yet): not pulled back
-      if (!r || shown(pane)[0] !== graphId || (asked(pane) || graphId) !== graphId || r.selectedNodeId || tries <= 0) {
-        return;
-      }
-      openNode(pane, graphId, nodeId, label, 0);
+      const app = r && r.appService;
+      if (!r || tries <= 0 || (asked(pane) || graphId) !== graphId) return;
+      const there = shown(pane)[0] === graphId;
+      if (there && (!nodeId || r.selectedNodeId)) return;
+      if (there || !(app.processing && app.processing())) openNode(pane, graphId, nodeId, label, 0);
       ensure(pane, graphId, nodeId, label, tries - 1);
     }, 1500);
   }
