@@ -22,6 +22,9 @@ Facts of a node (`table(fact, node)`):
   printed_chunk `chunk` as printed (§7)
   layer     the repeated layer (index) whose parameters or activations the node reads (data flow), None for
             work of no layer (embedding, head, loss, optimizer bookkeeping)
+  runs      how many times the node runs in one training step: its graph's runs, the sum over the calls of it
+            (a reused cell's graph once per layer, micro batch and chunk; a kernel graph's nodes once), None
+            when unknown (`runs.py`)
   out_bytes bytes of the node's outputs as printed (a tuple summed), None when unknown
   order_inputs the positions of the inputs that only order the node (monads, `Depend`'s second, ...)
   comm      the `CommNode` record of a communication node (§2-§8), None otherwise
@@ -31,7 +34,8 @@ Facts of a node (`table(fact, node)`):
   operator  the user operator (`operators.OperatorKey`: cell, op, layer, occurrence) a compute node is work of,
             its recomputed copies and backward counterparts folded into it (§19), None for no user operator's
   placement the user operator a communication node is inserted around (§19), None when it serves none
-Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, copies, graph_phases, comm_nodes,
+Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, graph_runs (graph -> `runs.Runs`),
+copies, graph_phases, comm_nodes,
 silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units
 of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
 parameters (which header parameter each reference names, who reads it: `params.Params`), layer_flow (the `layer`
@@ -59,6 +63,7 @@ from .params import Params, layer_flow, param_shapes, parameters
 from .records import FileKind, Phase, Strategy
 from .roles import param_roles
 from .rules import COMM_OPS, borrowed_name, classify, file_kind, moves_no_data
+from .runs import graph_runs, node_runs
 from .sizes import type_bytes
 from .stage import stage_info
 from .strategies import strategy_records
@@ -166,7 +171,8 @@ def _bprop_of(t: NodeFacts, n: Node) -> Node | None:
 @dataclass
 class Calls:
     """Who calls each subgraph: `sites` (nodes calling it: `call @g`, `%35[@Partial(@g)](...)`) and
-    `bound` (nodes binding it: `Partial(@g, ...)`), by graph name."""
+    `bound` (nodes taking it as an argument without calling it: `Partial(@g, ...)`, `J(@g)`, `Switch(c, @a, @b)`),
+    by graph name."""
 
     sites: dict[str, list[Node]]
     bound: dict[str, list[Node]]
@@ -182,9 +188,8 @@ def _calls(t: NodeFacts) -> Calls:
         if n.op == "(call)":
             for g in n.called_graphs:
                 sites[g].append(n)
-        elif n.op == "Partial":
-            g = n.bound_graph
-            if g is not None:
+        else:
+            for g in n.graph_args:
                 bound[g].append(n)
     return Calls(dict(sites), dict(bound))
 
@@ -418,6 +423,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("unique ids", ("unique_ids",), ("copy",), "dump", _unique_ids),
     Pass("counterparts", ("forward",), ("unique_ids", "by_key"), "node", _forward),
     Pass("calls", ("calls",), (), "dump", _calls),
+    Pass("graph runs", ("graph_runs",), ("calls",), "dump", graph_runs),
+    Pass("runs", ("runs",), ("graph_runs",), "node", node_runs),
     Pass("parameters", ("parameters",), (), "dump", _parameters),
     Pass("parameter shapes", ("param_shapes",), (), "dump", param_shapes),
     Pass("communication nodes", ("comm_nodes",), ("kind",), "dump", _comm_nodes),
@@ -436,7 +443,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("groups", ("groups",), ("comm_nodes", "silent"), "dump", groups_of),
     Pass("dynamic rows", ("rows",), ("by_key", "groups"), "node", rows),
     Pass("communication", ("comm",), ("file_kind", "kind", "comm_nodes", "forward", "category", "phase", "micro", "chunk",
-                                      "printed_chunk", "silent", "groups", "strategy", "rows", "node_index", "by_key"),
+                                      "runs", "printed_chunk", "silent", "groups", "strategy", "rows", "node_index",
+                                      "by_key"),
          "column", comm_records),
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
     Pass("order", ("order",), ("by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", build_order),

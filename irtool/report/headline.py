@@ -26,7 +26,8 @@ def communication_line(totals: CommTotals, biggest: str) -> str:
     t = totals.total
     if not t.count:
         return "Communication: none"
-    return (f"Communication: {t.count:,} nodes, {bytes_text(t.bytes)} B: {_categories(totals)}"
+    runs = "" if t.runs == t.count else f" run {cell(t.runs)} times a step"  # a reused cell's nodes run once per call
+    return (f"Communication: {t.count:,} nodes{runs}, {bytes_text(t.bytes)} B: {_categories(totals)}"
             + (f"; most in {biggest}" if biggest else ""))
 
 

@@ -246,17 +246,14 @@ class DirSummary:
 
 def _add_tallies(into: dict[str, Tally], rows: dict[str, Tally]) -> None:
     for k, v in rows.items():
-        t = into.setdefault(k, Tally())
-        t.count += v.count
-        t.bytes += v.bytes
+        into.setdefault(k, Tally()).merge(v)
 
 
 def _add_totals(out: CommTotals, p: CommTotals) -> None:
     _add_tallies(out.by_category, p.by_category)
     _add_tallies(out.by_op, p.by_op)
     _add_tallies(out.by_category_phase, p.by_category_phase)
-    out.total.count += p.total.count
-    out.total.bytes += p.total.bytes
+    out.total.merge(p.total)
 
 
 def _sorted_totals(out: CommTotals) -> CommTotals:
@@ -286,9 +283,7 @@ def _sorted_traffic(out: Traffic) -> Traffic:
 
 def _add_links(cells: dict[tuple[int, int], StageLink], links: list[StageLink]) -> None:
     for e in links:
-        t = cells.setdefault((e.from_stage, e.to_stage), StageLink(e.from_stage, e.to_stage)).tally
-        t.count += e.tally.count
-        t.bytes += e.tally.bytes
+        cells.setdefault((e.from_stage, e.to_stage), StageLink(e.from_stage, e.to_stage)).tally.merge(e.tally)
 
 
 Fetch = Callable[[list[RankFile]], list[RankDigest]]  # the kept digests of some ranks (`rank_digest(keep=True)`)
@@ -522,11 +517,8 @@ def dir_headline(d: DirSummary) -> list[str]:
     total = CommTotals()
     for r in d.rows:
         for k, t in r.totals.by_category.items():
-            e = total.by_category.setdefault(k, Tally())
-            e.count += t.count
-            e.bytes += t.bytes
-        total.total.count += r.totals.total.count
-        total.total.bytes += r.totals.total.bytes
+            total.by_category.setdefault(k, Tally()).merge(t)
+        total.total.merge(r.totals.total)
     top = max(d.rows, key=lambda r: (r.totals.total.bytes.total, -(r.rank or 0)), default=None)
     biggest = f"rank {cell(top.rank)} ({bytes_text(top.totals.total.bytes)} B)" if top and top.totals.total.count else ""
 
