@@ -83,6 +83,17 @@ def _file_kind(t: NodeFacts) -> FileKind:
     return file_kind(pass_name(t.dump.path or ""))
 
 
+_KERNEL_GRAPH = re.compile(r"kernel_graph\d+$")
+_KERNEL_PASSES = ("graph_build", "hwopt_", "task_emit")
+
+
+def _kernel(t: NodeFacts) -> bool:
+    """A kernel graph: what the backend compiled for the device (`graph_build_*`, `hwopt_*`, `task_emit`, an
+    `*_execute` of kernel graphs), one flat `@kernel_graphN` with every micro batch's work inlined, in execution
+    order. Told by the entry graph's name, else the pass's."""
+    return bool(_KERNEL_GRAPH.match(t.dump.entry or "")) or pass_name(t.dump.path or "").startswith(_KERNEL_PASSES)
+
+
 def _kind(t: NodeFacts, n: Node) -> NodeKind:
     op = n.op
     if op in COMM_OPS:
@@ -201,12 +212,13 @@ def _category(t: NodeFacts, n: Node) -> tuple[str, str] | None:
     p2p counterpart contradicts itself)."""
     if t("kind", n) != "communication":
         return None
-    category, rule = classify(n, n.instance_name or "", n.primitive_attrs, n.primal_attrs)
-    if rule in ("R6", "R10") and n.op in ALL_TO_ALL and own_phase(n, None, False) != "backward":
+    category, rule = classify(n, n.instance_name or "", n.primitive_attrs, n.primal_attrs, t.get("kernel"))
+    if rule in ("R6", "R6k", "R10") and n.op in ALL_TO_ALL and own_phase(n, None, False) != "backward":
         found = all_to_all_purpose(n, t.get("node_index"), lambda m: _three_d_weight(t, m))
         if found is not None:
             category, rule = found
-    elif n.op in ("AllGather", "ReduceScatter") and rule in ("R6", "R7") and own_phase(n, None, False) != "backward":
+    elif n.op in ("AllGather", "ReduceScatter") and rule in ("R6", "R6k", "R7", "R7k") and \
+            own_phase(n, None, False) != "backward":
         seq = sequence_parallel(n, rule, t.get("node_index"))
         if seq is not None:
             category, rule = "sequence-parallel", seq
@@ -416,6 +428,7 @@ def _layer(t: NodeFacts) -> dict[Node, int]:
 
 PASSES: tuple[Pass, ...] = (
     Pass("file kind", ("file_kind",), (), "dump", _file_kind),
+    Pass("kernel graph", ("kernel",), (), "dump", _kernel),
     Pass("nodes by key", ("by_key",), (), "dump", _by_key),
     Pass("kinds", ("kind",), (), "node", _kind),
     Pass("copies", ("copy",), (), "node", _copy),
@@ -429,7 +442,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("parameter shapes", ("param_shapes",), (), "dump", param_shapes),
     Pass("communication nodes", ("comm_nodes",), ("kind",), "dump", _comm_nodes),
     Pass("node index", ("node_index",), ("by_key",), "dump", node_index),
-    Pass("categories", ("category",), ("kind", "forward", "node_index", "parameters", "param_shapes", "by_key"),
+    Pass("categories", ("category",), ("kernel", "kind", "forward", "node_index", "parameters", "param_shapes",
+                                       "by_key"),
          "node", _category),
     Pass("graph phases", ("graph_phases",), ("category", "copy", "calls", "forward"), "dump", _graph_phases),
     Pass("phases", ("phase",), ("category", "copy", "forward", "graph_phases"), "node", _phase),
