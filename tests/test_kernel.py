@@ -1,0 +1,67 @@
+"""Kernel graphs (`graph_build_*`, `hwopt_*`: the `kernel` fact) read as what they are: the same job as the
+front-end pass of the same compile, and what only they show. dryrun_llama_dp2mp2pp2: MindSpore's own dry run
+of the MindFormers Llama (dp 2 x mp 2 x pp 2, 4 micro batches, full recompute, lazy inline), ranks 0 and 4."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import fixture
+
+from irtool import load
+from irtool.cli import main
+from irtool.parallel import analyze
+
+DRY = "dryrun_llama_dp2mp2pp2"
+KERNEL_PASSES = ["graph_build_0_0154", "hwopt_d_end_acl_graph_final_0_0150"]
+
+
+def _summary(rank: int, name: str, *more: str) -> CliRunner:
+    r = CliRunner().invoke(main, ["summarize", fixture(f"{DRY}/rank_{rank}/{name}.ir.xz"), *more])
+    assert r.exit_code == 0, r.output
+    return r
+
+
+def _job_line(rank: int, name: str) -> str:
+    return next(line for line in _summary(rank, name).stdout.splitlines() if line.startswith("Job:"))
+
+
+@pytest.mark.parametrize("rank", [0, 4])
+@pytest.mark.parametrize("kernel", KERNEL_PASSES)
+def test_the_kernel_graph_tells_the_job_of_the_front_end(rank: int, kernel: str) -> None:
+    # validate says dp 2 x mp 2, 4 micro batches, recompute of the stage's two layers (`duplicated` copies); the
+    # kernel graph of the same process must say the same (it said dp 4 x mp 1 and recompute `layer 0`: its
+    # tensor-parallel AllReduces print no `forward_op_*` name, its copies read weights through MakeTuple packing)
+    line = _job_line(rank, kernel)
+    assert line == _job_line(rank, "19_validate_0089")
+    assert "dp 2 x mp 2" in line and "4 micro batches" in line
+    assert ("layers 0-1" if rank == 0 else "layers 2-3") in line
+
+
+@pytest.mark.parametrize("rank", [0, 4])
+def test_kernel_graph_communication_per_step_equals_the_front_end(rank: int) -> None:
+    # the kernel graph prints every micro batch's nodes (each runs once); validate prints the lazy-inline graphs once
+    # and calls them 4 times: per step, category by category, the same bytes, and validate's runs are the
+    # kernel graph's nodes (rank 0: 48 operator-forward AllReduces = 12 x 4; 92 in all)
+    front = json.loads(_summary(rank, "19_validate_0089", "--format", "json").stdout)["comm_totals"]
+    kernel = json.loads(_summary(rank, KERNEL_PASSES[0], "--format", "json").stdout)["comm_totals"]
+    assert {k: (v["runs"], v["bytes"]) for k, v in front["by_category"].items()} == \
+        {k: (v["count"], v["bytes"]) for k, v in kernel["by_category"].items()}
+    assert kernel["total"]["count"] == kernel["total"]["runs"] == front["total"]["runs"]
+    if rank == 0:
+        assert kernel["by_category"]["operator-forward"]["count"] == 48
+        assert front["by_category"]["operator-forward"]["count"] == 12
+        assert kernel["total"]["bytes"] == front["total"]["bytes"] == 59_645_960
+
+
+def test_a_kernel_graph_tensor_parallel_allreduce_by_its_forward_mark() -> None:
+    # graph_build_0 line 183: `AllReduce(%12)` of the embedding, no instance name (validate line 164 names it
+    # `5323172883814874878AllReduce11`), `forward_comm_node_unique_id: "137902"`: an operator's forward reduction
+    t = analyze(load(fixture(f"{DRY}/rank_0/graph_build_0_0154.ir.xz"))).table
+    assert t.get("kernel")
+    node = next(n for n in t.dump.nodes() if n.line == 183)
+    assert node.instance_name is None and t("category", node) == ("operator-forward", "R7k")
+    assert t("runs", node) == 1
+    front = analyze(load(fixture(f"{DRY}/rank_0/19_validate_0089.ir.xz"))).table
+    assert not front.get("kernel")
