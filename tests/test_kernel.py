@@ -65,3 +65,26 @@ def test_a_kernel_graph_tensor_parallel_allreduce_by_its_forward_mark() -> None:
     assert t("runs", node) == 1
     front = analyze(load(fixture(f"{DRY}/rank_0/19_validate_0089.ir.xz"))).table
     assert not front.get("kernel")
+
+
+def test_kernels_in_execution_order_on_their_streams() -> None:
+    # `grep -c '^  %.*stream_id: ' graph_build_0`: 2,807 kernels, each printing its stream: I32(0) 2,715 (every
+    # compute kernel), U64(2) 30 (the optimizer shards' AllGather/ReduceScatter), U64(3) 48 (tensor-parallel
+    # AllReduce), U64(4) 8 (Send/Receive), U64(5) 5 and U64(6) 1 (AllReduce); the embedding's AllReduce at line 183 is
+    # the 13th node line with a stream (`awk 'NR<=183 && /^  %/ && /stream_id: /'`)
+    path = f"{DRY}/rank_0/graph_build_0_0154.ir.xz"
+    t = analyze(load(fixture(path))).table
+    k = t.get("kernels")
+    assert len(k.order) == 2807 and k.no_stream == 0
+    assert [(s.id, s.kind, s.kernels) for s in k.streams] == [
+        (0, "compute", 2715), (2, "communication", 30), (3, "communication", 48), (4, "communication", 8),
+        (5, "communication", 5), (6, "communication", 1)]
+    embedding = next(c for c in k.communication if c.line == 183)
+    assert (embedding.index, embedding.stream, embedding.micro, embedding.phase) == (13, 3, 0, "forward")
+    assert embedding.scope.endswith("tok_embeddings-LlamaEmbedding/AllReduce-op0")
+    text = _summary(0, "graph_build_0_0154").stdout
+    assert "Kernels: 2,807 in execution order; compute stream 0 (2,715 kernels); communication streams 2 " \
+           "(AllGather 15, ReduceScatter 15), 3 (AllReduce 48)" in text
+    # a front-end pass has no kernels, and says nothing of them
+    assert analyze(load(fixture(f"{DRY}/rank_0/19_validate_0089.ir.xz"))).table.get("kernels") is None
+    assert "Kernels:" not in _summary(0, "19_validate_0089").stdout

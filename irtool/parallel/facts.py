@@ -22,6 +22,7 @@ Facts of a node (`table(fact, node)`):
   printed_chunk `chunk` as printed (§7)
   layer     the repeated layer (index) whose parameters or activations the node reads (data flow), None for
             work of no layer (embedding, head, loss, optimizer bookkeeping)
+  stream    the stream a kernel graph's kernel is launched on (`stream_id`), None when it prints none
   runs      how many times the node runs in one training step: its graph's runs, the sum over the calls of it
             (a reused cell's graph once per layer, micro batch and chunk; a kernel graph's nodes once), None
             when unknown (`runs.py`)
@@ -35,7 +36,8 @@ Facts of a node (`table(fact, node)`):
             its recomputed copies and backward counterparts folded into it (§19), None for no user operator's
   placement the user operator a communication node is inserted around (§19), None when it serves none
 Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, graph_runs (graph -> `runs.Runs`),
-copies, graph_phases, comm_nodes,
+copies, graph_phases, comm_nodes, kernel (the dump is a kernel graph), kernels (a kernel graph's kernels in
+execution order and its streams: `kernels.Kernels`, None for other dumps),
 silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units
 of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
 parameters (which header parameter each reference names, who reads it: `params.Params`), layer_flow (the `layer`
@@ -56,6 +58,7 @@ from ..ir.kept import Kept
 from .comm import comm_records, groups_of
 from .dynamic import rows
 from .flowrules import ALL_TO_ALL, all_to_all_purpose, sequence_parallel
+from .kernels import kernels, stream_of
 from .links import node_index
 from .operators import operator_keys, operator_params, placements
 from .order import build_order
@@ -461,6 +464,8 @@ PASSES: tuple[Pass, ...] = (
                                       "by_key"),
          "column", comm_records),
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
+    Pass("streams", ("stream",), (), "node", stream_of),
+    Pass("kernels", ("kernels",), ("kernel", "kind", "stream", "micro", "phase"), "dump", kernels),
     Pass("order", ("order",), ("by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", build_order),
     Pass("layer flow", ("layer_flow",), ("parameters", "phase", "forward"), "dump", layer_flow),
     Pass("layers", ("layer",), ("layer_flow",), "column", _layer),

@@ -42,7 +42,15 @@ from ..present.job import job_line, job_table
 from ..selection import selected_stage
 from ..spill import Spill
 from .answers import answer_blocks, dir_answer_blocks, folder_answer_tables, strategies_table
-from .headline import communication_line, plural, redistributions_text, sharding_text, unknowns_line, unpaired_text
+from .headline import (
+    communication_line,
+    kernels_line,
+    plural,
+    redistributions_text,
+    sharding_text,
+    unknowns_line,
+    unpaired_text,
+)
 
 SCHEMA = "irtool.summary/2"
 TOP_SCOPES = 10  # `top_scopes` keeps the cells that move the most bytes (the text title says of how many)
@@ -91,6 +99,8 @@ class FileSummary:
             "optimizer_sharding": [o.as_dict() for o in self.shards],
             "layers": {"by_scope_depth": self.depth, "rows": [r.as_dict() for r in self.layers]},
             "traffic": self.traffic.as_dict(),
+            # kernel graphs only: the device's execution order, streams and communication kernels
+            **({"kernels": k.as_dict()} if (k := f.table.get("kernels")) is not None else {}),
             # dynamic-shape dumps only: their `symbol engine details:` blocks
             **({"symbol_engines": [_symbol_engine(e) for e in d.symbol_engines]} if d.symbol_engines else {}),
         }
@@ -503,6 +513,7 @@ def file_headline(s: FileSummary, rank: int | None) -> list[str]:
             communication_line(s.totals, biggest),
             f"Redistributions: {redistributions_text(f.chains)}",
             f"Optimizer sharding: {sharding_text(s.shards)}",
+            *([kernels_line(k)] if (k := f.table.get("kernels")) is not None else []),
             unknowns_line(s.totals.total.bytes.unknown, other, sum(1 for c in f.comm if c.direction and c.peer_rank is None),
                       "", len(s.warnings), "stage votes disagree" if info.stage is None and info.votes else "")]
 
