@@ -12,6 +12,7 @@ from conftest import fixture
 from irtool import load
 from irtool.cli import main
 from irtool.parallel import analyze
+from irtool.parallel.cost import compute_cost
 
 DRY = "dryrun_llama_dp2mp2pp2"
 KERNEL_PASSES = ["graph_build_0_0154", "hwopt_d_end_acl_graph_final_0_0150"]
@@ -88,3 +89,19 @@ def test_kernels_in_execution_order_on_their_streams() -> None:
     # a front-end pass has no kernels, and says nothing of them
     assert analyze(load(fixture(f"{DRY}/rank_0/19_validate_0089.ir.xz"))).table.get("kernels") is None
     assert "Kernels:" not in _summary(0, "19_validate_0089").stdout
+
+
+@pytest.mark.parametrize("rank", [0, 4])
+def test_flops_per_step_of_the_lazy_inline_graphs_equal_the_kernel_graphs(rank: int) -> None:
+    # two rules that must agree: validate's operators times their graph's runs (the lazy-inline forward and
+    # bprop graphs called once per micro batch, 4 times) and the kernel graph's, each printed once per micro batch
+    # and run once. Rank 0 agrees phase by phase (a recomputed copy prints `is_bp: Bool(1)` in the kernel graph:
+    # still recompute); rank 4's loss and accumulation (32,778,240 FLOPs) are forward in validate's entry graph,
+    # which marks them nowhere, and `is_bp` backward in the kernel graph
+    costs = [compute_cost(analyze(load(fixture(f"{DRY}/rank_{rank}/{p}.ir.xz"))).table)
+             for p in ("19_validate_0089", KERNEL_PASSES[0])]
+    assert costs[0].total == costs[1].total == {0: 54_305_191_967, 4: 67_261_443_125}[rank]
+    assert costs[0].matmul_forward == costs[1].matmul_forward
+    assert costs[0].flops["recompute"] == costs[1].flops["recompute"] > 0
+    if rank == 0:
+        assert costs[0].flops == costs[1].flops

@@ -262,8 +262,8 @@ def own_phase(n: Node, category: tuple[str, str] | None, copy: bool, bprop: bool
             return "forward"
     scope = n.scope or ""
     if (scope.startswith("Gradients/") or n.mentions("forward_unique_id") or n.mentions("forward_node_name")
-            or ((n.instance_name or "").startswith("grad") and not borrowed_name(n)) or n.scalar_attr("is_bp") is True
-            or bprop):
+            or ((n.instance_name or "").startswith("grad") and not borrowed_name(n))
+            or (n.scalar_attr("is_bp") is True and not copy) or bprop):  # a copy runs in the backward: `is_bp` on it
         return "backward"
     if copy:
         return "recompute"
