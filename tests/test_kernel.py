@@ -105,3 +105,16 @@ def test_flops_per_step_of_the_lazy_inline_graphs_equal_the_kernel_graphs(rank: 
     assert costs[0].flops["recompute"] == costs[1].flops["recompute"] > 0
     if rank == 0:
         assert costs[0].flops == costs[1].flops
+
+
+@pytest.mark.parametrize("rank", [0, 4])
+def test_the_kernel_print_order_is_the_dependency_order(rank: int) -> None:
+    # the order pass takes a kernel graph's print order where the dependencies leave two units unordered; here
+    # they order every unit, and the first kernels of the units are printed in that same order (rank 0: 1F1B,
+    # F0 F1 B0 F2 B1 F3 B2 B3; rank 4, the last stage: F0 B0 F1 B1 ...), as validate's dependencies say
+    t = analyze(load(fixture(f"{DRY}/rank_{rank}/{KERNEL_PASSES[0]}.ir.xz"))).table
+    order = t.get("order")
+    front = analyze(load(fixture(f"{DRY}/rank_{rank}/19_validate_0089.ir.xz"))).table.get("order")
+    assert order.fixed and order.work == front.work
+    assert [u.label for u in sorted(order.units, key=lambda u: u.line)] == order.work
+    assert order.work[:3] == (["F0", "F1", "B0"] if rank == 0 else ["F0", "B0", "F1"])
