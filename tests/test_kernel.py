@@ -118,3 +118,17 @@ def test_the_kernel_print_order_is_the_dependency_order(rank: int) -> None:
     assert order.fixed and order.work == front.work
     assert [u.label for u in sorted(order.units, key=lambda u: u.line)] == order.work
     assert order.work[:3] == (["F0", "F1", "B0"] if rank == 0 else ["F0", "B0", "F1"])
+
+
+def test_the_folder_tells_the_same_job_and_pairs_from_either_pass() -> None:
+    # the folder read at its kernel graphs (`--pass graph_build_0`) and at validate: one job (dp 2 x mp 2 x pp 2,
+    # recompute stage 0 layers 0-1, stage 1 layers 2-3) and the same Send/Receive per rank (4 each way, micro 0-3)
+    out = {}
+    for p in ("validate", "graph_build_0"):
+        r = CliRunner().invoke(main, ["summarize", fixture(DRY), "--pass", p])
+        assert r.exit_code == 0, r.output
+        lines = r.stdout.splitlines()
+        at = lines.index("Send/Receive per rank")
+        out[p] = (next(x for x in lines if x.startswith("Job:")), lines[at:at + 7])
+    assert out["validate"] == out["graph_build_0"]
+    assert "dp 2 x mp 2 x pp 2" in out["validate"][0] and "stage 1: layers 2-3" in out["validate"][0]
