@@ -97,3 +97,27 @@ def test_summarize_and_diff_give_the_same_per_step_bytes() -> None:
     assert per_stage[1] == _summary_total("gpt_small_dp2mp2pp2_m8/rank_0/19_validate_0078.ir.xz")["bytes"] > per_stage[0]
     text = CliRunner().invoke(main, ["summarize", fixture(LAZY)]).stdout
     assert "49 nodes run 60 times a step, 2,205,184 B" in text
+
+
+M8 = "mindformers_llama_dp2mp2pp2_m8/rank_0/19_validate_0089.ir.xz"
+
+
+def test_more_micro_batches_on_lazy_inline_move_more_per_step() -> None:
+    # the same MindFormers Llama with 8 micro batches instead of 4 (MFL_MICRO=8): the forward graph @3314_..._▸1335
+    # is called 8 times (lines 239, 277, 336, 395, 454, 513, 572, 631), its bprop graph by 8 closures. Its 12
+    # tensor-parallel AllReduces (lines 3687-18646: two Float32 (1, 512, 512) of 1,048,576 B and ten Float16
+    # (512, 512) of 524,288 B, 7,340,032 B a call) move 8 x 7,340,032 B a step, twice the 4-micro-batch job's; the
+    # optimizer's 30 gathers and reduce-scatters of the entry graph run once either way
+    four, eight = (_summary_total(p) for p in (LLAMA, M8))
+    cats = [json.loads(CliRunner().invoke(main, ["summarize", fixture(p), "--format", "json"]).stdout)["comm_totals"]
+            ["by_category"] for p in (LLAMA, M8)]
+    assert cats[0]["operator-forward"]["bytes"] == 4 * 7_340_032 and cats[1]["operator-forward"]["bytes"] == 8 * 7_340_032
+    assert cats[0]["operator-forward"]["count"] == cats[1]["operator-forward"]["count"] == 12
+    assert cats[0]["optimizer-parallel"]["bytes"] == cats[1]["optimizer-parallel"]["bytes"] == 26_083_328
+    assert eight["bytes"] > four["bytes"]
+    # and diff says the same per-step bytes as summarize on both sides
+    r = CliRunner().invoke(main, ["diff", fixture(LLAMA), fixture(M8), "--format", "json"])
+    logical = json.loads(r.stdout)["logical"]
+    per_stage = [sum(c["bytes"] for c in logical[side]["stages"][0]["comm_by_category"].values())
+                 for side in ("old", "new")]
+    assert per_stage == [four["bytes"], eight["bytes"]]
