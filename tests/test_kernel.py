@@ -132,3 +132,21 @@ def test_the_folder_tells_the_same_job_and_pairs_from_either_pass() -> None:
         out[p] = (next(x for x in lines if x.startswith("Job:")), lines[at:at + 7])
     assert out["validate"] == out["graph_build_0"]
     assert "dp 2 x mp 2 x pp 2" in out["validate"][0] and "stage 1: layers 2-3" in out["validate"][0]
+
+
+def test_the_viewer_says_where_a_kernel_runs() -> None:
+    # the viewer's side panel of the embedding's AllReduce (graph_build_0 line 183): the 13th of 2,807 kernels,
+    # on stream 3 (`stream_id: U64(3)`), a communication stream; validate's node has no such rows
+    from irtool.view.graphs import dump_graphs
+
+    def rows(path: str, line: int) -> dict[str, str]:
+        dump = load(fixture(path))
+        graphs = dump_graphs(dump, analyze(dump), part_size=10 ** 6)
+        node = next(n for g in graphs for n in g["nodes"] for a in n["attrs"]
+                    if a["key"] == "file" and a["value"].endswith(f":{line}"))
+        return {a["key"]: a["value"] for a in node["attrs"]}
+
+    kernel = rows(f"{DRY}/rank_0/graph_build_0_0154.ir.xz", 183)
+    assert kernel["execution order"] == "13 of 2,807" and kernel["stream"] == "3 (communication)"
+    front = rows(f"{DRY}/rank_0/19_validate_0089.ir.xz", 164)
+    assert "stream" not in front and "execution order" not in front
