@@ -150,3 +150,18 @@ def test_the_viewer_says_where_a_kernel_runs() -> None:
     assert kernel["execution order"] == "13 of 2,807" and kernel["stream"] == "3 (communication)"
     front = rows(f"{DRY}/rank_0/19_validate_0089.ir.xz", 164)
     assert "stream" not in front and "execution order" not in front
+
+
+def test_recomputed_communication_keeps_its_layer_in_the_kernel_graph() -> None:
+    # each layer recomputes its attention's `wo` AllReduce (Float16 (512, 512), 524,288 B) once per micro batch:
+    # 4 x 524,288 B a step in layer 0 and in layer 1, in validate (a copy in the bprop graph, 4 calls) and in the
+    # kernel graph (4 copies), whose copies read their weight through `Load(%563, %498)` — a Depend orders the
+    # Load there, not a monad — and through backward-marked Depends
+    from irtool.parallel.layers import layer_comm
+    from irtool.report.summary import comm_layers
+
+    for p in ("19_validate_0089", KERNEL_PASSES[0]):
+        facts = analyze(load(fixture(f"{DRY}/rank_0/{p}.ir.xz")))
+        rows = {r.index: r for r in layer_comm(facts.comm, facts.groups, strategies=facts.strategies,
+                                               layers=comm_layers(facts))}
+        assert (rows[0].by_phase["recompute"], rows[1].by_phase["recompute"]) == (4 * 524_288, 4 * 524_288), p

@@ -159,11 +159,12 @@ def param_shapes(t: NodeFacts) -> dict[str, tuple]:
     return {p.name: p.type.shape for p in t.dump.params if p.type is not None and isinstance(p.type.shape, tuple)}
 
 
-# Inputs that only order execution: the later inputs of Depend, every input of UpdateState.
+# Inputs that only order execution: the later inputs of Depend and Load (`Load(%para, U)`: a kernel graph
+# orders it by a `Depend` where the front end prints a monad), every input of UpdateState.
 def data_refs(n: Node) -> Sequence[str]:
     if n.op == "UpdateState":
         return []
-    if n.op == "Depend":
+    if n.op in ("Depend", "Load"):
         first = n.first_node_ref
         return [first] if first is not None else []
     return n.node_refs
@@ -279,7 +280,7 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
                 outside.add(n)
             if n in outside and (n.op in _WEIGHT_VALUE or n.op in _PICK):
                 weights.add(n)
-            if phase[n] == "backward":
+            if phase[n] in ("backward", "recompute"):  # a copy reads backward plumbing (a kernel graph's Depend)
                 deferred.append((n, deps[n]))
                 continue
             found = [out[d] for d in deps[n] if d in out] + _carried(n, carried)
