@@ -16,6 +16,7 @@ from conftest import FIXTURES, fixture
 import irtool
 from irtool.cli import main
 from irtool.parallel import analyze
+from irtool.parallel.job import rank_job
 from irtool.parallel.order import classify, stage_order
 
 P4 = "pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz"
@@ -237,3 +238,32 @@ def test_three_stages_job_from_the_dump() -> None:
     assert job["stage_ranks"] == {"0": [0], "1": [8], "2": [16]}
     c = json.loads(CliRunner().invoke(main, ["check", str(FIXTURES / P3), "--format", "json"]).stdout)
     assert c["coverage"]["pairs"] == {"compared": 20, "present": 20}
+
+
+def test_ranks_per_stage_from_a_pipeline_peer_not_the_largest_group() -> None:
+    # inference_pp_8p_m4 (make.py: 8 devices, 2 stages, MatMuls sharded ((DP, 1), (1, MP)) with DP = MP = 2), rank 0
+    # read alone: an inference stage has no gradient reduction, so its largest group is the tensor-parallel (0, 1);
+    # line 259 `Send(%7) {...} primitive_attrs: {..., dest_rank: I64(4), group: "nccl_world_group", group_rank_ids:
+    # (0, 1, 2, 3, 4, 5, 6, 7), ...}`: MindSpore numbers ranks stage by stage, so a stage holds 4 - 0 = 4 ranks, and 8 /
+    # 4 = 2 stages (the largest group read 8 / 2 = 4 stages, dp 1).
+    path = str(FIXTURES / "inference_pp_8p_m4/rank_0/19_validate_0082.ir.xz")
+    r = rank_job(analyze(irtool.load(path)), 0, path)
+    assert max(r.stage_sizes) == 2 and r.span.value == 4 and r.span.where.endswith(":259 (Send with rank 4 on stage 1)")
+    out = CliRunner().invoke(main, ["summarize", path, "--format", "json"])
+    job = json.loads(out.stdout)["job"]
+    assert [job[k]["value"] for k in ("world_size", "pipeline_stages", "dp", "mp")] == [8, 2, 2, 2]
+
+
+@pytest.mark.parametrize(("folder", "line", "world"), [
+    # make.py device_num 4, pipeline_stages 2: rank 0 line 1021 `Send(%8) {...} primitive_attrs: {...,
+    # dst_global_rank: I64(2), ...}`: 2 ranks per stage x 2 stages; no node names the world group
+    ("dynamic_shape_pp_4p", 1021, 4),
+    # device_num 8, pipeline_stages 4 (2 chunks each): rank 0 line 459 `Send(%3)` with `dst_global_rank: I64(2)`
+    ("pipeline_interleaved_4stage_8p", 459, 8),
+])
+def test_world_from_ranks_per_stage_when_no_node_names_the_world_group(folder: str, line: int, world: int) -> None:
+    r = CliRunner().invoke(main, ["summarize", str(FIXTURES / folder), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    job = json.loads(r.stdout)["job"]
+    assert job["world_size"]["value"] == world
+    assert f"rank_0/19_validate_0087.ir.xz:{line} (Send with rank 2 on stage 1)" in job["world_size"]["evidence"]
