@@ -53,9 +53,12 @@ def test_four_stage_1f1b_stage_0_runs_f3_before_b0() -> None:
     assert " ".join(o.work) == "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7"  # not `F0 F1 F2 B0 F3 ...`
     assert o.warmup == 4 and o.schedule == "1F1B: 4 forward warm-up, then one backward per forward"
     assert o.in_flight == 4  # F0-F3 begun before B0 finishes one: 4, not 3
-    # the stage's Send/Receive follow their units: F3's Send (line 1775) before B0's Receive (line 1766)
+    # the stage's Send/Receive follow their units, but never before what they read: F3's Send (line 1775,
+    # `Send(%149)`) reads `%149 = Depend(%146, %148)` (line 1772), %148 the Receive of B0 (line 1766): B0's gradient
+    # is received before F3's output is sent (1F1B's send-forward-receive-backward), though F3 runs before B0
+    assert "%149(ValueNode_3323) = Depend(%146, %148)" in _line(P4, 1772)
     hops = [(c.op, c.phase, c.micro, c.line) for c in o.hops]
-    assert hops.index(("Send", "forward", 3, 1775)) < hops.index(("Receive", "backward", 0, 1766))
+    assert hops.index(("Receive", "backward", 0, 1766)) < hops.index(("Send", "forward", 3, 1775))
 
 
 @pytest.mark.parametrize(("rank", "work", "in_flight"), [
@@ -267,3 +270,18 @@ def test_world_from_ranks_per_stage_when_no_node_names_the_world_group(folder: s
     job = json.loads(r.stdout)["job"]
     assert job["world_size"]["value"] == world
     assert f"rank_0/19_validate_0087.ir.xz:{line} (Send with rank 2 on stage 1)" in job["world_size"]["evidence"]
+
+
+def test_a_send_is_placed_after_the_receive_it_depends_on() -> None:
+    # pipeline_unequal_8p rank 2 (stage 1 of 4, order F0 F1 F2 B0 F3 B1 B2 B3): line 671 `%40(dx) = Receive(%39)` (the
+    # gradient of micro 0 from rank 4, scope Gradients/.../Grad_Send), line 677 `%41 = Depend(%38, %40)`, line 680
+    # `%42 = Send(%41) {...} primitive_attrs: {..., dest_rank: I64(4), ...}` (micro 2's forward output): the forward
+    # Send of F2 waits for the backward Receive of B0, so the stage receives B0's gradient before it sends F2's output
+    # (in unit order alone, F2's Send came first: a wait the graph does not have). The same at 982 -> 991 for F3.
+    rel = "pipeline_unequal_8p/rank_2/19_validate_0078.ir.xz"
+    text = _line(rel, 680) + _line(rel, 677) + _line(rel, 671)
+    assert "= Send(%41)" in text and "= Depend(%38, %40)" in text and "%40(dx) = Receive(%39)" in text
+    o = _order(rel)
+    assert " ".join(o.work) == "F0 F1 F2 B0 F3 B1 B2 B3"
+    lines = [c.line for c in o.hops]
+    assert lines.index(671) < lines.index(680) and lines.index(982) < lines.index(991)
