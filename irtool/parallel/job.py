@@ -242,9 +242,10 @@ class Job:
     gradient_accumulation: Evidence
     training: bool
     notes: list[str] = field(default_factory=list)
+    micro_seen: list[int] = field(default_factory=list)  # every count of micro batches a rank read says (JSON: notes)
 
     def as_dict(self) -> dict[str, Any]:
-        d = _as_dict(self)
+        d = _as_dict(self, skip=("micro_seen",))
         for k, v in vars(self).items():
             if isinstance(v, Evidence):
                 d[k] = v.as_dict()
@@ -386,7 +387,8 @@ class JobFold:
         else:
             dp = _unknown("the ranks per stage, mp or cp unknown")
         if len(self.micro) > 1:
-            notes.append(f"ranks disagree on the number of micro batches: {', '.join(map(str, sorted(self.micro)))}")
+            notes.append("ranks disagree on the number of micro batches: " + "; ".join(
+                f"{m} ({e.where})" for m, e in sorted(self.micro.items())))
         micro = self.micro[max(self.micro)] if self.micro else \
             Evidence(1, "no pipeline and no node carries a micro batch (`micro`): the batch at once") \
             if not self.staged else _unknown("no node carries a micro batch (`micro`)")
@@ -411,7 +413,7 @@ class JobFold:
                    optimizer_shard=_one(self.opt_shard, "optimizer-parallel", one,
                                         why("no optimizer-parallel communication")),
                    gradient_accumulation=self.accumulation or (first.accumulation if first else _unknown("no rank read")),
-                   training=self.training, notes=notes)
+                   training=self.training, notes=notes, micro_seen=sorted(self.micro))
 
 
 def job_of(ranks: Iterable[RankJob]) -> Job:
