@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .table import NodeFacts
 
 
+_CYCLE = "in a call cycle (a loop: its trip count is not printed)"
 _SWITCHES = frozenset({"Switch", "SwitchLayer", "switch", "switch_layer"})
 
 
@@ -51,7 +52,7 @@ def graph_runs(t: NodeFacts) -> dict[str, Runs]:
         if graph == dump.entry:
             return Runs(1, "the entry graph: one run per step")
         if graph in path:
-            return Runs(None, "in a call cycle (a loop: its trip count is not printed)")
+            return Runs(None, _CYCLE)
         sites = calls.sites.get(graph, [])
         via = sites or calls.bound.get(graph, [])
         if not via:
@@ -71,7 +72,7 @@ def _sum(via: list[Node], caller: object, called: bool) -> Runs:
     for n in via:
         r = caller(n)  # type: ignore[operator]
         if r.count is None:
-            return Runs(None, f"called from @{n.graph}, whose runs are unknown")
+            return Runs(None, r.how if r.how == _CYCLE else f"called from @{n.graph}, whose runs are unknown")
         total += r.count
         branch |= r.branch or (len(n.called_graphs) > 1 if called else n.op in _SWITCHES)
     what = "call" if called else "binding (`Partial`)"
