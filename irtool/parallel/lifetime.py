@@ -381,9 +381,9 @@ def walk(t: NodeFacts, curve: bool = False) -> Lifetimes:
     else:
         order, how = _entry_order(t, entry)
         complete = order is not None or not t.get("order").units
-    if t.get("file_kind") == "spe":
+    if t.get("file_kind") != "post":
         complete = False
-        notes.append("step_parallel_end has no backward yet: the walk is the forward only (read validate)")
+        notes.append("a pass before autodiff has no backward yet: the walk is the forward only (read validate)")
     elif not complete:
         notes.append("this pass does not fix the order of the units of work: the walk is not the step")
     result = w.run_graph(entry, (), None, 0, order)
