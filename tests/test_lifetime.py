@@ -49,8 +49,8 @@ def test_the_fuller_stage_is_the_dry_runs() -> None:
         if len(dry) < 2:
             continue
         fuller = max(dry, key=lambda r: dry[r]["memory_block_csv_max_actual_used_B"])
-        for name in ("19_validate_0089.ir.xz", "graph_build_0_0154.ir.xz"):
-            ours = {r: _lifetimes(folder / f"rank_{r}" / name, int(r)).peak_bytes for r in dry}
+        for name in ("19_validate_*", "graph_build_0_*"):
+            ours = {r: _lifetimes(next((folder / f"rank_{r}").glob(name)), int(r)).peak_bytes for r in dry}
             assert max(ours, key=ours.get) == fuller == "0", (folder.name, name, ours)
 
 
