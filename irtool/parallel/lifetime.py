@@ -250,7 +250,7 @@ class _Walk:
         if op in _NO_VALUE:
             return None
         if op in _THROUGH:
-            return self.arg_values(n, env)[0] if n.inputs else None
+            return self.first_value(n, env)
         if op == "MakeTuple":
             return _Seq(tuple(self.arg_values(n, env)))
         if op == "TupleGetItem":
@@ -262,13 +262,27 @@ class _Walk:
             return _Closure(g.graph, tuple(args[1:])) if isinstance(g, _Closure) else None
         if op == "(call)":
             return self.call(n, env, top, depth)
-        args = self.arg_values(n, env)
+        # a kernel: what it reads, by reference (the regex over its text, not its parsed arguments: most nodes)
+        args = [env.get(r) for r in n.node_refs] + [env.get(r, self.params.get(r)) for r in n.param_refs]
         in_place = op in _IN_PLACE or (n.mentions("side_effect_mem") and n.scalar_attr("side_effect_mem") is True)
-        if in_place or (op in _VIEWS and args and args[0] is not None):
+        if in_place or (op in _VIEWS and args):
+            first = self.first_value(n, env)
             if in_place:
-                self.step(n, top, [], args[1:])
-            return args[0]
+                self.step(n, top, [], [a for a in args if a is not first])
+                return first
+            if first is not None:
+                return first
         return self.kernel(n, top, args)
+
+    def first_value(self, n: Node, env: dict[str, _Value]) -> _Value:
+        """The value of the node's first argument (None for a constant)."""
+        ref = n.first_node_ref
+        if ref is not None:
+            return env.get(ref)
+        ref = n.first_param_ref
+        if ref is not None:
+            return env.get(ref, self.params.get(ref))
+        return self.arg_values(n, env)[0] if n.inputs else None
 
     def call(self, n: Node, env: dict[str, _Value], top: Node, depth: int) -> _Value:
         args = tuple(self.arg_values(n, env))
@@ -411,9 +425,10 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
     frees: list[list[int]] = [[] for _ in range(nsteps)]
     role_index = {r: i for i, r in enumerate(LIVE_ROLES)}
     backward_read: set[int] = set()
+    late = {"backward", "recompute"}
     for s in range(nsteps):
         n = w.where[s][0]
-        if n is not None and t("phase", n) in ("backward", "recompute"):
+        if n is not None and t("phase", n) in late:
             backward_read.update(b for b in w.uses[s] if w.phase_of_block[b] == "forward")
     for b in range(nparams, len(w.size)):
         if w.role[b] == "temporary" and b in backward_read:
@@ -459,7 +474,16 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
                      _unit_starts(t, w))
 
 
-def _unit(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:
+def _unit(t: NodeFacts, n: Node, memo: dict[Node, tuple[str | None, int | None]] | None = None
+          ) -> tuple[str | None, int | None]:
+    if memo is not None:
+        if n not in memo:
+            memo[n] = _unit(t, n)
+        return memo[n]
+    return _unit_of(t, n)
+
+
+def _unit_of(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:
     from .order import unit_label
 
     micro = t("micro", n)
@@ -473,10 +497,13 @@ def _unit_starts(t: NodeFacts, w: _Walk) -> list[tuple[int, str]]:
     """Where each unit of work begins in the walk (for a picture): the first step of each run of one unit."""
     out: list[tuple[int, str]] = []
     last = None
+    memo: dict[Node, tuple[str | None, int | None]] = {}
+    prev = None
     for s, (_, top) in enumerate(w.where):
-        if top is None:
+        if top is None or top is prev:
             continue
-        label = _unit(t, top)[0] if t("micro", top) is not None or t("phase", top) == "optimizer" else None
+        prev = top
+        label = _unit(t, top, memo)[0]
         if label is not None and label != last:
             out.append((s, label))
             last = label
