@@ -353,6 +353,10 @@ def _entry_order(t: NodeFacts, graph: str) -> tuple[list[Node] | None, str]:
             if n.graph == graph and key in rank:
                 of[n] = rank[key]
     seq = list(nodes.values())
+    if rank:  # the optimizer runs after every unit (a node that reads nothing computed, m * beta1, too)
+        for n in seq:
+            if n not in of and t("phase", n) == "optimizer":
+                of[n] = len(rank)
     preds = {n: [nodes[r] for r in n.node_refs if r in nodes] for n in seq}
     users: dict[Node, list[Node]] = {n: [] for n in seq}
     for n, ps in preds.items():
