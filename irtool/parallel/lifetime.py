@@ -50,7 +50,6 @@ ROLE_MEANING = {
     "communication": "outputs of communication nodes (gathered weights, reduced gradients, pipeline buffers)",
     "temporary": "other kernel outputs (forward intermediates freed within the forward, optimizer work)",
 }
-BLOCK_RULE = "each tensor a block of ((bytes + 31) // 512 + 1) * 512 bytes (MindSpore's Ascend pool)"
 # how far below the dry run's used peak the walk came (bench/memory_bench.py: at most 0.6 % on kernel graphs,
 # 0.9 % on validate), with room for what it does not count: "fits" is said only with this much headroom
 MARGIN = {"kernel": 0.01, "front-end": 0.03}
@@ -65,7 +64,7 @@ _MAX_DEPTH = 64  # calls nested deeper (recursion) are counted as one kernel
 
 
 def block(nbytes: int) -> int:
-    """The pool block a tensor of `nbytes` takes (BLOCK_RULE)."""
+    """The block of MindSpore's Ascend pool a tensor of `nbytes` takes (8 MiB: 8,389,120 B; a scalar: 512 B)."""
     return ((nbytes + 31) // 512 + 1) * 512
 
 
@@ -91,7 +90,7 @@ class Lifetimes:
     at: PeakAt | None
     by_role: dict[str, int]  # live bytes at the peak by role (LIVE_ROLES)
     steps: int  # kernels run in the walk
-    complete: bool  # the walk is the step: a kernel graph, or units of work in an order the dump fixes
+    complete: bool  # the walk is the step: a pass after autodiff whose units of work the dump orders
     margin: float  # how far below MindSpore's own peak the walk may be (MARGIN): "fits" keeps this much headroom
     static: int  # bytes live all step: parameters (every role) and large constants, as blocks
     notes: list[str] = field(default_factory=list)
@@ -141,17 +140,6 @@ def _item(v: _Value, i: int | None) -> _Value:
     return v
 
 
-def _index(text: str) -> int | None:
-    """`I64(3)` -> 3."""
-    s = text.strip()
-    if s.startswith(("I64(", "I32(")) and s.endswith(")"):
-        try:
-            return int(s[4:-1])
-        except ValueError:
-            return None
-    return None
-
-
 def _constant_bytes(text: str) -> int | None:
     """Bytes of a tensor constant printed without its values (`Tensor(shape=[512, 64], dtype=Float32,
     value=[...])`), None for any other constant."""
@@ -186,7 +174,6 @@ class _Walk:
         self.by_key = t.get("by_key")
         self.size: list[int | None] = []  # per block
         self.role: list[str] = []
-        self.kernel_role: list[int] = []  # block -> step that allocated it (-1: a parameter)
         self.allocs: list[list[int]] = []  # per step
         self.uses: list[list[int]] = []
         self.where: list[tuple[Node, Node]] = []  # per step: the kernel, and the top-level node it runs under
@@ -256,7 +243,8 @@ class _Walk:
             return _Seq(tuple(self.arg_values(n, env)))
         if op == "TupleGetItem":
             args = self.arg_values(n, env)
-            return _item(args[0], _index(n.inputs[1].text)) if len(args) > 1 else None
+            i = n.input_value(1)
+            return _item(args[0], i if isinstance(i, int) and not isinstance(i, bool) else None) if args else None
         if op == "Partial":
             args = self.arg_values(n, env)
             g = args[0] if args else None

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import SelectionError
-from ..parallel.lifetime import LIVE_ROLES, NOT_COUNTED, Lifetimes, walk
+from ..parallel.lifetime import LIVE_ROLES, NOT_COUNTED, ROLE_MEANING, Lifetimes, walk
 from ..present.cost import human
 from ..selection import Loaded
 
@@ -106,7 +106,8 @@ def _panel(p: Panel, y0: int, top_bytes: int) -> list[str]:
             back = [f"{x(s):.1f},{y(lo):.1f}" for s, lo in zip(reversed(steps), reversed(lower))]
             out.append(f'<path class="role" data-role="{role}" data-peak-bytes="{peak_roles.get(role, 0)}" '
                        f'fill="{ROLE_COLORS[role]}" d="M{" L".join(pts)} L{" L".join(back)} Z">'
-                       f'<title>{escape(role)}: {escape(human(peak_roles.get(role, 0)))} at the peak</title></path>')
+                       f'<title>{escape(role)}: {escape(human(peak_roles.get(role, 0)))} at the peak'
+                       f'{escape(": " + ROLE_MEANING[role]) if role in ROLE_MEANING else ""}</title></path>')
         lower = upper
     seen: set[str] = set()
     for s, label in lt.units:  # each unit's label where it begins (a unit resumed later is not labelled again)
