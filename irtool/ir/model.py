@@ -290,6 +290,15 @@ class Node:
         return m.group() if rest in (",", ")") else None
 
     @property
+    def first_param_ref(self) -> str | None:
+        """The parameter the first argument is, when it is exactly one parameter reference (`Load(%para3_w, U)`
+        -> `%para3_w`), without splitting the arguments."""
+        refs = self.param_refs
+        if not refs or not self.text.startswith(refs[0], self.args_start):
+            return None
+        return refs[0] if self.text[self.args_start + len(refs[0]):][:1] in (",", ")") else None
+
+    @property
     def param_refs(self) -> list[str]:
         """The parameters (`%paraN_x`, a free variable `$(@g:paraN_x)`) this node names after its
         callee, each once, in order, without splitting its arguments."""

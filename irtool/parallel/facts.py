@@ -43,6 +43,8 @@ of work in execution order, its schedule and micro batches in flight: `order.Sta
 parameters (which header parameter each reference names, who reads it: `params.Params`), layer_flow (the `layer`
 column and where each forward node of no layer is: `params.LayerFlow`),
 param_roles (weight, optimizer state, accumulation, ... of each parameter, by use: `roles.ParamRole`),
+lifetimes (the step walked in execution order keeping the live tensors: the peak and what is live there,
+`lifetime.Lifetimes`, docs/cost.md §2.1),
 param_shapes, node_index (nodes and users by key, each subgraph's users built when first asked),
 operator_params (header parameter -> the user operator reading it, §19).
 """
@@ -59,6 +61,7 @@ from .comm import comm_records, groups_of
 from .dynamic import rows
 from .flowrules import ALL_TO_ALL, all_to_all_purpose, sequence_parallel
 from .kernels import kernels, stream_of
+from .lifetime import lifetimes
 from .links import node_index
 from .operators import operator_keys, operator_params, placements
 from .order import build_order
@@ -476,6 +479,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("operator parameters", ("operator_params",), ("parameters", "by_key", "operator", "phase", "comm", "kind"),
          "dump", operator_params),
     Pass("placements", ("placement",), ("by_key", "operator_params", "operator", "kind", "comm"), "column", placements),
+    Pass("lifetimes", ("lifetimes",), ("by_key", "param_roles", "phase", "kind", "micro", "chunk", "order", "file_kind"),
+         "dump", lifetimes),
 )
 
 

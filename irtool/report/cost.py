@@ -1,5 +1,5 @@
 """Cost in `summarize --cost`: FLOPs and memory of a rank, and the balance of a folder's stages
-(docs/cost.md). JSON field `cost` (schema `irtool.cost/2`), made once here from the records of
+(docs/cost.md). JSON field `cost` (schema `irtool.cost/3`), made once here from the records of
 `irtool.parallel.balance`; text and Markdown from `irtool.present.cost`."""
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from ..parallel.balance import (
 )
 from ..parallel.cost import CostFacts
 from ..parallel.job import Job, rank_job
+from ..parallel.lifetime import NOT_COUNTED, Lifetimes
 from ..parallel.memory import MemoryFacts, scaled
 from ..parallel.roles import ROLES
 from ..present import Block, Code, Table, cell, parse_bytes
@@ -39,7 +40,7 @@ from ..present.cost import (
 )
 from ..present.job import layer_ranges
 
-SCHEMA = "irtool.cost/2"
+SCHEMA = "irtool.cost/3"
 BUBBLE_FORMULA = "1 - m*sum(t)/(S*(sum(t) + (m-1)*max(t)))"
 
 
@@ -71,7 +72,7 @@ def rank_cost(dump: Dump, facts: ParallelFacts, job: Job, device_memory: int | N
     """The cost of a single file (`job`: as much of the job as the file tells)."""
     sc = stage_cost(facts, rank_job(facts, job.ranks[0] if job.ranks else None, dump.path or ""))
     flight = in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches)
-    return FileCost(sc, stage_memory(sc.memory, flight), device_memory)
+    return FileCost(sc, stage_memory(sc.memory, flight, sc.lifetimes), device_memory)
 
 
 # --- JSON (docs/cost.md#json) ---------------------------------------------------------------------
@@ -95,7 +96,18 @@ def _compute_json(c: CostFacts) -> dict[str, Any]:
                       "step_parallel_end: logical per micro batch, sliced here by in_strategy"}
 
 
-def _memory_json(m: MemoryFacts, sm: StageMemory) -> dict[str, Any]:
+def _peak_json(lt: Lifetimes | None, sm: StageMemory) -> dict[str, Any] | None:
+    """The lifetime walk (docs/cost.md §2.1); null when the dump does not give the step's order."""
+    if lt is None or sm.peak is None:
+        return None
+    at = lt.at
+    return {"bytes": lt.peak.total, "unknown_tensors": lt.peak.unknown, "how": lt.how, "steps": lt.steps,
+            "at": None if at is None else {"node": at.node, "op": at.op, "line": at.line, "scope": at.scope,
+                                           "unit": at.unit, "micro": at.micro, "step": at.step},
+            "live_by_role": dict(lt.by_role), "not_counted": NOT_COUNTED, "notes": list(lt.notes)}
+
+
+def _memory_json(m: MemoryFacts, sm: StageMemory, lt: Lifetimes | None = None) -> dict[str, Any]:
     acts = m.activations
     roles = {r: m.role_bytes(r) for r in ROLES}
     flight = sm.in_flight.count
@@ -116,22 +128,27 @@ def _memory_json(m: MemoryFacts, sm: StageMemory) -> dict[str, Any]:
         "unused_params": [p.name for p in m.params if p.role == "unused"],
         "unknown_size_params": [p.name for p in m.params if p.bytes is None],
         "estimates": ["gradients_estimate_bytes", "activations_per_micro_bytes", "activations_bytes", "total_bytes"],
+        "peak": _peak_json(lt, sm),
         "notes": list(m.notes)}
 
 
 def _fits_json(sm: StageMemory, limit: int | None) -> dict[str, Any]:
     fits = sm.fits(limit)
     return {"device_memory_bytes": limit, "fits": fits,
-            "headroom_bytes": None if limit is None or fits is None else limit - sm.total.total}
+            "headroom_bytes": None if limit is None or fits is None else limit - sm.used.total}
 
 
 def file_json(fc: FileCost) -> dict[str, Any]:
     """The `cost` field of a single-file summary: the same figures as its stage's row of a folder."""
     sc = fc.cost
-    return {"schema": SCHEMA, "stage": sc.stage, "compute": _compute_json(sc.cost),
-            "memory": _memory_json(sc.memory, fc.memory), "comm_bytes": sc.comm.total,
+    return {"schema": SCHEMA, "stage": sc.stage, "peak_bytes": _peak_bytes(fc.memory), "compute": _compute_json(sc.cost),
+            "memory": _memory_json(sc.memory, fc.memory, sc.lifetimes), "comm_bytes": sc.comm.total,
             "comm_unknown": sc.comm.unknown, "bytes_per_flop": sc.bytes_per_flop, "schedule": sc.order.as_dict(),
             **_fits_json(fc.memory, fc.device_memory)}
+
+
+def _peak_bytes(sm: StageMemory) -> int | None:
+    return None if sm.peak is None else sm.peak.total
 
 
 def _split_json(a: Advice, e: SplitEstimate | None) -> dict[str, Any] | None:
@@ -150,7 +167,8 @@ def dir_json(b: Balance, job: Job) -> dict[str, Any]:
     rows = []
     for f in b.stages:
         sc, sm = f.cost, f.memory
-        rows.append({"stage": f.stage, "rank": sc.rank, "layers": f.layers, "flops": dict(sc.cost.flops),
+        rows.append({"stage": f.stage, "peak_bytes": _peak_bytes(sm), "rank": sc.rank, "layers": f.layers,
+                     "flops": dict(sc.cost.flops),
                      "compute_flops": sc.cost.compute, "compute_unknown_ops": sc.cost.compute_unknown,
                      "matmul_forward_flops": sc.cost.matmul_forward,
                      "matmul_forward_unknown_ops": sc.cost.matmul_forward_unknown,
@@ -172,7 +190,7 @@ def dir_json(b: Balance, job: Job) -> dict[str, Any]:
                        "even": _split_json(a, a.even), "advised": _split_json(a, a.advised),
                        "mindformers_yaml": yaml},
             "device_memory_bytes": b.device_memory, "one_rank_per_stage": [f.cost.rank for f in b.stages],
-            "memory": {str(f.stage): _memory_json(f.cost.memory, f.memory) for f in b.stages}}
+            "memory": {str(f.stage): _memory_json(f.cost.memory, f.memory, f.cost.lifetimes) for f in b.stages}}
 
 
 # --- text and Markdown ----------------------------------------------------------------------------
@@ -187,7 +205,8 @@ def headline(b: Balance) -> list[str]:
 def file_headline(fc: FileCost) -> list[str]:
     sc, sm = fc.cost, fc.memory
     line = (f"Cost: {flops_text(sc.cost.total, sum(sc.cost.unknown_by_phase.values()))} FLOPs per step; memory "
-            f"{size_text(sm.total, sm.lower_bound)} (estimate)")
+            + (f"peak {size_text(sm.peak)} (tensor lifetimes)" if sm.peak is not None else
+               f"{size_text(sm.total, sm.lower_bound)} (estimate)"))
     fits = sm.fits(fc.device_memory)
     if fc.device_memory is not None:
         line += (f"; fits in {human(fc.device_memory)}" if fits else
@@ -218,6 +237,20 @@ def _memory_table(m: MemoryFacts, sm: StageMemory, title: str) -> Table:
         [f"activations times {in_flight_count(flight)} *",
          size_text(scaled(acts.per_micro, flight)) if acts and flight is not None else cell(None)],
         ["total *", size_text(sm.total, sm.lower_bound)]])
+
+
+def peak_lines(lt: Lifetimes | None, sm: StageMemory, who: str = "") -> list[str]:
+    """The lifetime walk's peak, where it happens and what is live there (docs/cost.md §2.1)."""
+    if lt is None:
+        return []
+    if sm.peak is None:
+        return [f"  {who}peak of live tensors: not known ({'; '.join(lt.notes) or lt.how})"]
+    at = lt.at
+    where = "" if at is None else (f" at {at.op} (line {at.line}" + (f", {at.unit}" if at.unit else "")
+                                   + (f", micro batch {at.micro}" if at.micro is not None else "") + ")")
+    live = ", ".join(f"{role} {human(b)}" for role, b in sorted(lt.by_role.items(), key=lambda kv: -kv[1]))
+    return [f"  {who}peak of live tensors {size_text(lt.peak)}{where}, walking {lt.how}",
+            f"    live there: {live}", f"    not counted: {NOT_COUNTED}"]
 
 
 def rank_blocks(fc: FileCost, limit: int | None) -> list[Block]:
@@ -256,6 +289,7 @@ def rank_blocks(fc: FileCost, limit: int | None) -> list[Block]:
         blocks.append(f"  pipeline order: {' '.join(sc.order.work)} ({sc.order.schedule})" if sc.order.fixed
                       else f"  pipeline order: {sc.order.schedule}")
     blocks.append(f"  {in_flight_text(sm.in_flight)}")
+    blocks += peak_lines(sc.lifetimes, sm)
     fits = sm.fits(fc.device_memory)
     if fc.device_memory is not None:
         blocks.append(_fit_line("this rank", sm, fc.device_memory, fits))
@@ -267,17 +301,21 @@ def rank_blocks(fc: FileCost, limit: int | None) -> list[Block]:
 
 
 def _fit_line(who: str, sm: StageMemory, limit: int, fits: bool | None) -> str:
+    used = sm.used
+    basis = (f" (peak of live tensors, fits only with {sm.margin:.0%} headroom; not counted: operator workspace, "
+             "the runtime's own reservations)") if sm.peak is not None else " (estimate)"
     if fits:
-        return f"  {who} fits in {human(limit)}: headroom {human(limit - sm.total.total)}"
+        return f"  {who} fits in {human(limit)}: headroom {human(limit - used.total)}{basis}"
     if fits is False:
-        return f"  {who} does NOT fit in {human(limit)}: {human(sm.total.total - limit)} over" + \
-            (" at least" if sm.total.unknown or sm.lower_bound else "")
-    return f"  {who} may not fit in {human(limit)}: {size_text(sm.total, sm.lower_bound)}"
+        return f"  {who} does NOT fit in {human(limit)}: {human(used.total - limit)} over" + \
+            (" at least" if used.unknown or sm.used_lower_bound else "") + basis
+    return f"  {who} may not fit in {human(limit)}: {size_text(used, sm.used_lower_bound)}{basis}"
 
 
 def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
     """Text/Markdown of a folder's cost: per stage, the balance, the order, the advice and its YAML."""
-    t = Table(f"Cost per stage (one rank each; compute = {b.measure}; memory is an estimate)",
+    t = Table(f"Cost per stage (one rank each; compute = {b.measure}; memory = the peak of live tensors, "
+              "or * an estimate where the dump does not give the step's order)",
               ["stage", "rank", "layers", "compute FLOPs", "forward", "backward", "recompute", "optimizer",
                "memory", "in flight", "comm bytes/FLOP"], [])
     for f in b.stages:
@@ -287,7 +325,8 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
                        flops_text(c.compute, c.compute_unknown),
                        *(flops_text(c.flops[p], c.unknown_by_phase[p]) for p in ("forward", "backward", "recompute",
                                                                                  "optimizer")),
-                       size_text(sm.total, sm.lower_bound) + ("" if b.device_memory is None else
+                       size_text(sm.used, sm.used_lower_bound) + ("" if sm.peak is not None else " *")
+                       + ("" if b.device_memory is None else
                                                               " fits" if fits else " DOES NOT FIT" if fits is False
                                                               else " may not fit"),
                        cell(sm.in_flight.count),
@@ -305,6 +344,8 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
         blocks += [_fit_line(f"stage {f.stage} (rank {cell(f.cost.rank)})", f.memory, b.device_memory,
                              f.memory.fits(b.device_memory)) for f in b.stages]
     blocks += [f"  stage {f.stage}: {in_flight_text(f.memory.in_flight)}" for f in b.stages]
+    for f in b.stages:
+        blocks += peak_lines(f.cost.lifetimes, f.memory, f"stage {f.stage}: ")
     order = Table("Pipeline in execution order (units of work ordered by data, Depend and UpdateState edges)",
                   ["stage", "schedule", "order (F = forward, B = backward, micro batch)"],
                   [[cell(f.stage), f.cost.order.schedule, " ".join(f.cost.order.work) or cell(None)]
