@@ -32,7 +32,7 @@ def _lifetimes(path: Path, rank: int):
 def test_peak_per_rank_within_the_stated_margin_of_the_dry_run(folder: Path, rank: int, path: Path) -> None:
     used = _dry(folder, rank)["memory_block_csv_max_actual_used_B"]
     lt = _lifetimes(path, rank)
-    kernel = path.name.startswith("graph_build")
+    kernel = path.name.startswith(("graph_build", "hwopt"))
     assert lt.complete and lt.margin == MARGIN["kernel" if kernel else "front-end"]
     assert abs(lt.peak_bytes - used) <= lt.margin * used, (lt.peak_bytes, used)
     # the parameters are the pool's Weight blocks to the byte, with the step's input (a Kernel block there,
