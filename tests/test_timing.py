@@ -1,0 +1,157 @@
+"""Hardware profiles, time per operator and collective, and the step played out (docs/timing.md).
+
+The closed forms are checked on real fixtures' unit orders and Send -> Receive pairs, every unit given the same
+time and the transfers none: 1F1B (p-1)/(m+p-1), interleaved (p-1)/(v*m+p-1), worked out by hand below."""
+from __future__ import annotations
+
+import functools
+import glob
+import math
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+from irtool import load
+from irtool.errors import InputError
+from irtool.parallel import analyze
+from irtool.parallel.balance import bubble, step_time
+from irtool.parallel.cost import compute_cost
+from irtool.parallel.hardware import builtin_names, load_profile
+from irtool.parallel.timing import comm_seconds, op_seconds, simulate, stage_timing
+
+
+@functools.cache
+def _timings(folder: str, ranks: tuple[int, ...], hardware: str = "910b") -> list:
+    p = load_profile(hardware)
+    out = []
+    for r in ranks:
+        path = sorted(glob.glob(str(FIXTURES / folder / f"rank_{r}" / "19_validate_*.ir.xz")))[0]
+        facts = analyze(load(path), r)
+        out.append(stage_timing(facts.table, compute_cost(facts.table, keep_ops=True), p, facts.groups,
+                                facts.table.get("order")))
+    return out
+
+
+# --- 1. profiles ------------------------------------------------------------------------------------
+
+def test_every_shipped_profile_loads_with_its_datasheet_figures() -> None:
+    assert builtin_names() == ["910b", "910c", "h100", "h800"]
+    h100, h800, b, c = (load_profile(n) for n in ("H100", "h800", "910B", "910c"))
+    # H100 SXM datasheet: BF16 1,979 TFLOPS with sparsity -> 989.4 dense; HBM3 3.35 TB/s; NVLink 900 GB/s both ways
+    assert h100.rate(True, "BFloat16") == 989.4e12 and h100.hbm_bandwidth == 3.35e12 and h100.intra.bandwidth == 450e9
+    # H800: the same compute, NVLink 400 GB/s both ways
+    assert h800.rate(True, "Float16") == h100.rate(True, "Float16") and h800.intra.bandwidth == 200e9
+    # Atlas 800T A2: 2.5 PFLOPS FP16 per 8 NPUs; 910C: 376 per die, 16 dies per Atlas 800T A3 node
+    assert b.rate(True, "Float16") == 313e12 and b.devices_per_node == 8
+    assert c.rate(True, "BFloat16") == 376e12 and c.devices_per_node == 16
+    # a dtype without a rate of its own runs at Float32's
+    assert b.rate(False, "Int32") == b.vector["fp32"]
+
+
+def test_a_file_overrides_its_base_field_by_field(tmp_path: Path) -> None:
+    f = tmp_path / "mine.toml"
+    f.write_text('base = "h100"\nname = "H100 on 200G"\n[network.inter]\nbandwidth = 25e9\n')
+    p = load_profile(str(f))
+    assert p.name == "H100 on 200G" and p.inter.bandwidth == 25e9
+    assert p.inter.latency == load_profile("h100").inter.latency and p.matrix == load_profile("h100").matrix
+    assert p.where == f"{f} over h100"
+
+
+@pytest.mark.parametrize("text, where", [
+    ('base = "h100"\n[network.inter]\nbandwidth = -3\n', "3:1: expected network.inter.bandwidth a number > 0, found -3"),
+    ('base = "h100"\n\n[compute]\nmatrix_efficiency = [[1e9, 0.5], [1e6, 0.2]]\n',
+     "4:1: expected compute.matrix_efficiency"),
+    ('base = "h100"\n[network]\ndevices_per_node = 0\n', "3:1: expected network.devices_per_node an integer >= 1"),
+    ('base = "a100"\n', "1:1: expected base = one of 910b, 910c, h100, h800 or a file, found 'a100'"),
+    ('name = "x"\n[compute\n', "2:9: expected TOML, found expected ']'"),
+])
+def test_a_bad_profile_is_one_located_line(tmp_path: Path, text: str, where: str) -> None:
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    with pytest.raises(InputError) as e:
+        load_profile(str(f))
+    assert str(e.value).startswith(f"{f}:{where}") and "\n" not in str(e.value)
+
+
+def test_an_unknown_name_says_which_exist() -> None:
+    with pytest.raises(InputError, match="no profile 'tpu': name one of 910b, 910c, h100, h800 or a .toml file"):
+        load_profile("tpu")
+
+
+# --- 2. time per operator and collective ----------------------------------------------------------------
+
+def test_operator_time_is_the_roofline_at_the_efficiency_of_its_size() -> None:
+    p = load_profile("h100")
+    # fc1 of pipeline_unequal_8p: (16, 64) x (64, 128) Float32 = 2*16*128*64 = 262,144 FLOPs, below the first point
+    # of the matrix curve (1e6 FLOPs: 0.12): TF32 494.7e12 x 0.12
+    assert op_seconds(p, "MatMul", 262_144, "Float32", None) == pytest.approx(262_144 / (494.7e12 * 0.12))
+    # 3e9 FLOPs lies between 1e9 (0.44) and 9e9 (0.72): log-interpolated
+    e = 0.44 + (0.72 - 0.44) * math.log(3) / math.log(9)
+    assert op_seconds(p, "BatchMatMul", 3_000_000_000, "BFloat16", None) == pytest.approx(3e9 / (989.4e12 * e))
+    # a memory-bound operator: its bytes over HBM 3.35 TB/s x 0.9
+    assert op_seconds(p, "TopK", 0, "Float16", 1 << 20) == pytest.approx((1 << 20) / (3.35e12 * 0.9))
+
+
+def test_a_collective_takes_the_tier_its_group_spans() -> None:
+    p = load_profile("h100")  # 8 GPUs per node
+    intra, known = p.tier((0, 1), 2)
+    assert intra is p.intra and known
+    assert p.tier((0, 8), 2)[0] is p.inter and p.tier(None, 16) == (p.inter, False)
+    # AllReduce of 4096 bytes over 2 ranks: 2(n-1) = 2 steps of latency + 2(n-1)/n x 4096 = 4096 wire bytes
+    assert comm_seconds(p, "AllReduce", 4096, 2, p.intra) == pytest.approx(2 * 3e-6 + 4096 / (450e9 * 0.8))
+    # AllGather of an 8-rank 1 MiB output across nodes: 7 steps + 7/8 of it
+    assert comm_seconds(p, "AllGather", 1 << 20, 8, p.inter) == pytest.approx(7 * 10e-6 + (7 << 20) / 8 / (50e9 * 0.85))
+    assert comm_seconds(p, "Send", 1024, 2, p.intra) == pytest.approx(3e-6 + 1024 / (450e9 * 0.8))
+
+
+def test_units_hold_every_second_of_compute_once() -> None:
+    # the units' compute plus the tail is every operator's time: spreading work printed once for every micro batch
+    # (the lazy-inline body runs once per call, 8 calls) loses or adds none
+    for folder, ranks in (("pipeline_4stage_8p", (0, 2)), ("pipeline_4stage_lazy_8p", (0, 2))):
+        for t in _timings(folder, ranks):
+            units = sum(u.compute for u in t.units.values()) + t.tail.forward + t.tail.backward + t.tail.recompute
+            assert units == pytest.approx(sum(t.layer_seconds.values()), rel=1e-9)
+            assert t.tail.optimizer > 0
+            assert len(t.units) == 16 and all(u.forward > 0 or u.backward > 0 for u in t.units.values())
+
+
+# --- 3. the step --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("folder, ranks, p, m, v", [
+    ("pipeline_4stage_8p", (0, 2, 4, 6), 4, 8, 1),               # 1F1B: 3/11
+    ("pipeline_unequal_8p", (0, 2, 4, 6), 4, 4, 1),              # 3/7
+    ("pipeline_4stage_lazy_8p", (0, 2, 4, 6), 4, 8, 1),          # lazy inline: the units are call nodes
+    ("pipeline_interleaved_4stage_8p", (0, 2, 4, 6), 4, 8, 2),   # interleaved: 3/19
+    ("pipeline_segments_8p", (0, 4), 2, 4, 2),                   # 2 stages, 2 chunks, 4 micro batches: 1/9
+])
+def test_balanced_orders_reproduce_the_closed_forms(folder: str, ranks: tuple[int, ...], p: int, m: int,
+                                                    v: int) -> None:
+    step = simulate(_timings(folder, ranks), time_of=lambda stage, unit: 1.0, hop_time=lambda hop: 0.0)
+    assert step.cannot is None
+    # each stage runs 2*v*m units of 1; the step is 2*v*m + 2*(p-1) units: (p-1)/(v*m+p-1) of it idle
+    assert step.seconds == 2 * v * m + 2 * (p - 1)
+    assert step.bubble == pytest.approx((p - 1) / (v * m + p - 1), abs=1e-12)
+    assert {s.idle for s in step.stages} == {2.0 * (p - 1)}
+    # one arrow per Send -> Receive pair: 2 directions x m micro batches x v chunks per link, and the wrap of an
+    # interleaved pipeline (last stage back to the first) x 2 directions
+    links = (p - 1) * v + (v - 1)
+    assert len(step.arrows) == 2 * m * links
+
+
+def test_the_formula_bubble_counts_chunks() -> None:
+    # the issue's case: 2 stages, 2 chunks, 4 micro batches, equal stages: 1/(2*4+1) = 11.1 %, not 1/5 = 20 %
+    assert bubble([1.0, 1.0], 4, 2) == pytest.approx(1 / 9)
+    assert bubble([1.0] * 4, 4) == pytest.approx(3 / 7)
+    assert step_time([1.0] * 4, 8, 2) == pytest.approx((4 + 15) / 2)
+
+
+def test_the_step_adds_up_per_stage() -> None:
+    step = simulate(_timings("pipeline_4stage_8p", (0, 2, 4, 6)))
+    assert step.seconds > 0 and step.profile.startswith("Huawei Ascend 910B")
+    for s in step.stages:  # busy + exposed communication + idle is the step on every stage
+        assert s.busy + s.exposed + s.idle == pytest.approx(step.seconds)
+    # no unit starts before the one sending it its input has ended and the transfer crossed
+    for a in step.arrows:
+        assert a.dst.start >= a.src.end + a.seconds - 1e-15
+    assert 0 < step.mfu < 1
