@@ -186,9 +186,12 @@ def main() -> None:
               help="Also FLOPs and memory per rank, and for a folder the stages' balance (docs/cost.md).")
 @click.option("--device-memory", default=None, metavar="SIZE",
               help="With --cost (implied): say whether each rank fits in SIZE (64GiB, 80GB) and the headroom.")
+@click.option("--hardware", "hardware_spec", default=None, metavar="NAME|FILE",
+              help="With --cost (implied): time on this profile (910b, 910c, h100, h800, or a TOML file; "
+                   "default 910b; none: FLOPs only; docs/timing.md).")
 def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None, pass_name: str | None,
               jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None, with_cost: bool,
-              device_memory: str | None) -> None:
+              device_memory: str | None, hardware_spec: str | None) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
     from .present import DEFAULT_LIMIT, json_pieces, to_markdown, to_text
     from .report import summary as summary_mod
@@ -196,9 +199,15 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
-        want_cost = with_cost or device_memory is not None
+        want_cost = with_cost or device_memory is not None or hardware_spec is not None
         if want_cost:  # the cost model's modules are loaded only when asked for
+            from .parallel.hardware import load_profile
+            from .present.timing import profile_text
             from .report import cost as cost_mod
+
+            # `none`: FLOPs only, no time
+            hardware = None if (hardware_spec or "").lower() == "none" else load_profile(hardware_spec)
+            named = "" if hardware is None else profile_text(hardware, hardware_spec is None)
         limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else None
         cost = None
         sel = _select(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress))
@@ -208,7 +217,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             one = sel.first()
             result = summary_mod.file_summary(one.dump, one.facts, check(one.dump) if deep else (), depth=depth)
             if want_cost:
-                one_cost = cost_mod.rank_cost(one.dump, one.facts, result.job, limit_bytes)
+                one_cost = cost_mod.rank_cost(one.dump, one.facts, result.job, limit_bytes, hardware, named)
                 cost = cost_mod.file_json(one_cost)
 
             def data() -> dict:
@@ -231,18 +240,19 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             with Steps("ranks") as progress:  # each rank folded as it arrives: none held
                 # every rank: the job is the folder's; the tables keep those of the selected stage;
                 # with --cost the first rank of each stage measures its cost there too
-                ranks = sel.stream(progress, of=bind(summary_mod.rank_digest, cost=want_cost), every_stage=True)
+                ranks = sel.stream(progress, of=bind(summary_mod.rank_digest, cost=want_cost,
+                                                     hardware=hardware if want_cost else None), every_stage=True)
                 folder = summary_mod.dir_summary(path, ranks, sel.stage, fetch=fetch)
             if want_cost:
                 costs = dict(folder.costs)
                 missing = {s: f for s, f in sorted(folder.first_ranks.items()) if s not in costs}
                 if missing:  # no rank of these stages could tell it was their first: measured here
                     with Steps("cost") as progress:
-                        measure = bind(cost_mod.measure_rank, lenient=lenient)
+                        measure = bind(cost_mod.measure_rank, lenient=lenient, hardware=hardware)
                         costs.update(zip(missing, map_ranks(measure, list(missing.values()), jobs, progress,
                                                             scheduler)))
                 balance = cost_mod.dir_cost(costs, folder.job, sel.stage, limit_bytes)
-                cost = cost_mod.dir_json(balance, folder.job)
+                cost = cost_mod.dir_json(balance, folder.job, named)
 
             def data() -> dict:
                 return {**folder.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable],
@@ -256,7 +266,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                 shown[0:1], shown[i + 1:i + 1] = [head], table
                 if cost is None:
                     return shown
-                return cost_mod.headline(balance) + shown + cost_mod.dir_blocks(balance, folder.job, limit)
+                return cost_mod.headline(balance, named) + shown + cost_mod.dir_blocks(balance, folder.job, limit)
 
         def doc() -> dict:
             d = data()

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import functools
 import glob
+import json
 import math
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import FIXTURES
 
 from irtool import load
+from irtool.cli import main
 from irtool.errors import InputError
 from irtool.parallel import analyze
 from irtool.parallel.balance import bubble, step_time
@@ -155,3 +158,58 @@ def test_the_step_adds_up_per_stage() -> None:
     for a in step.arrows:
         assert a.dst.start >= a.src.end + a.seconds - 1e-15
     assert 0 < step.mfu < 1
+
+
+# --- 6. summarize --cost ------------------------------------------------------------------------------
+
+UNEQUAL = str(FIXTURES / "pipeline_unequal_8p")
+
+
+@functools.cache
+def _run(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_summarize_cost_plays_the_step_out_per_stage() -> None:
+    code, out, _ = _run("summarize", UNEQUAL, "--cost", "--hardware", "h100", "--format", "json")
+    assert code == 0
+    cost = json.loads(out)["cost"]
+    step = cost["step"]
+    assert step["hardware"] == "NVIDIA H100 SXM5 80GB" and step["cannot"] is None and step["seconds"] > 0
+    for s in step["stages"]:  # compute + exposed communication + idle is the step, on every stage
+        assert s["compute_seconds"] + s["exposed_seconds"] + s["idle_seconds"] == pytest.approx(step["seconds"])
+    assert cost["bubble"] == step["bubble"] and cost["bubble_how"].startswith("the step played out")
+    # the FLOPs stay beside the time: 5.37x (test_cost.py, by hand) and stage 0 (5 layers) the slowest
+    assert cost["sentence"].startswith("stage 0 takes ") and "stage 0 does 5.37x stage 1's" in cost["sentence"]
+    assert all(r["seconds"] > 0 for r in cost["stages"])
+
+
+def test_the_advice_moves_layers_off_the_slow_stage_and_says_by_how_much() -> None:
+    code, out, _ = _run("summarize", UNEQUAL, "--cost", "--hardware", "h100", "--format", "json")
+    a = json.loads(out)["cost"]["advice"]
+    now, advised = a["current"], a["advised"]
+    assert now["layer_counts"] == [[5, 1, 1, 1]]
+    assert advised["layer_counts"][0][0] < 5  # stage 0 gives layers away
+    assert max(advised["seconds"]) < max(now["seconds"]) and advised["step_seconds"] < now["step_seconds"]
+    code, text, _ = _run("summarize", UNEQUAL, "--cost", "--hardware", "h100")
+    lines = text.splitlines()
+    assert lines[0].startswith("Step: ") and " on NVIDIA H100 SXM5 80GB (estimate): bubble " in lines[0]
+    assert lines[1].startswith("Balance: stage 0 takes ")
+    shorter = 1 - advised["step_seconds"] / now["step_seconds"]
+    assert f"the step shortens by {shorter:.1%}" in lines[3]
+
+
+def test_the_default_profile_is_said() -> None:
+    code, text, _ = _run("summarize", UNEQUAL, "--cost")
+    assert code == 0 and "(the default profile, 910b: --hardware NAME|FILE to choose)" in text.splitlines()[0]
+    code, md, _ = _run("summarize", UNEQUAL, "--cost", "--format", "markdown")
+    assert code == 0 and "| stage | rank | compute | exposed communication | idle (bubble) | MFU |" in md
+
+
+def test_a_bad_hardware_profile_exits_2_with_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "bad.toml"
+    f.write_text('base = "910b"\n[memory]\nbandwidth = "fast"\n')
+    r = CliRunner().invoke(main, ["summarize", UNEQUAL, "--hardware", str(f)])
+    assert r.exit_code == 2
+    assert r.stderr == f"irtool: {f}:3:1: expected memory.bandwidth a number > 0, found 'fast'\n"

@@ -20,6 +20,7 @@ from .records import Bytes, ParallelFacts
 from .timing import StageTiming, Step, simulate, stage_timing
 
 MEASURE = "forward+backward+recompute FLOPs"
+NOISE = 0.01  # by time, a split must shorten the slowest stage by more than this to be advised over the current
 
 
 @dataclass
@@ -255,6 +256,9 @@ class Balance:
     device_memory: int | None
     advice: Advice
     step: Step | None = None  # the step played out under the hardware profile (every stage timed)
+    slowest: int | None = None  # by seconds of work (compute + exposed communication) when every stage is timed
+    fastest: int | None = None
+    time_ratio: float | None = None  # slowest / fastest seconds
     measure: str = MEASURE
     notes: list[str] = field(default_factory=list)
 
@@ -289,6 +293,11 @@ def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
         bubble=(step.bubble if step is not None and not step.cannot else
                 bubble([c / m for c in compute], m, v) if complete and m else None),
         device_memory=device_memory, advice=advise(figures, job, device_memory), step=step)
+    if timed and len(timed) == len(figures) > 1:
+        secs = [x.total().seconds for x in timed]
+        slow, fast = max(range(len(secs)), key=secs.__getitem__), min(range(len(secs)), key=secs.__getitem__)
+        b.slowest, b.fastest = figures[slow].stage, figures[fast].stage
+        b.time_ratio = secs[slow] / secs[fast] if secs[fast] else None
     return b
 
 
@@ -355,7 +364,7 @@ def split_model(figures: list[StageFigures], micros: int | None, device_memory: 
                        device_memory, chunks)
     timed = [f.cost.timing for f in figures]
     if all(x is not None for x in timed):  # rank by time (FLOPs beside it)
-        layer_time = {i: x.layer_seconds.get(i, 0.0) for f, x in zip(figures, timed) for i in f.layers}
+        layer_time = {i: x.layer_time(i) for f, x in zip(figures, timed) for i in f.layers}
         base_time = [x.total().seconds - sum(layer_time[i] for i in f.layers) for f, x in zip(figures, timed)]
         model = replace(model, base_time=base_time, layer_time=layer_time)
     return model
@@ -410,6 +419,9 @@ def advise(figures: list[StageFigures], job: Job, device_memory: int | None) -> 
     fits_first = (lambda e: e.fits is False) if device_memory is not None else (lambda e: False)
     heaviest = (lambda e: (max(e.seconds), -min(e.seconds))) if timed else (lambda e: (e.heaviest, -e.lightest))
     advised = min(candidates, key=lambda e: (fits_first(e), *heaviest(e)))
+    if timed and advised.seconds and current.seconds and fits_first(current) == fits_first(advised) and \
+            max(current.seconds) <= max(advised.seconds) * (1 + NOISE):
+        advised = current  # a gain the estimate cannot tell from its own error is no advice
     return Advice(current, even, advised, None, n_layers, chunks, recomputed)
 
 

@@ -122,6 +122,11 @@ class StageTiming:
     unknown_comm: int = 0  # collectives of unknown size or group: not timed
     notes: list[str] = field(default_factory=list)
     layer_seconds: dict[int | None, float] = field(default_factory=dict)  # compute seconds per layer (None: no layer)
+    # its collectives' seconds at the units' exposed share (what moves with a layer to another stage)
+    layer_exposed: dict[int | None, float] = field(default_factory=dict)
+
+    def layer_time(self, layer: int | None) -> float:
+        return self.layer_seconds.get(layer, 0.0) + self.layer_exposed.get(layer, 0.0)
 
     def total(self) -> UnitTime:
         out = UnitTime()
@@ -171,6 +176,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
     by_key = t.get("by_key")
     hops: list[TimedHop] = []
     layer_seconds: dict[int | None, float] = {}
+    layer_comm: dict[int | None, float] = {}  # collective seconds by layer (moved with it, at the exposed share)
     for graph in dump.subgraphs:
         local = by_key[graph.name]
         preds = {n: [local[r] for r in n.node_refs if r in local] for n in local.values()}
@@ -196,6 +202,9 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
             ut = here.setdefault(b, UnitTime())
             if is_comm:
                 ut.comm += dur
+                if b[0] != "tail":
+                    layer = t("layer", n)
+                    layer_comm[layer] = layer_comm.get(layer, 0.0) + dur * k_runs
             else:
                 ph = t("phase", n)
                 if ph in ("forward", "backward", "recompute"):
@@ -208,7 +217,10 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
             buckets.setdefault((b, k_runs), UnitTime()).add(ut)
     out = _fold(t.get("stage_info").stage, rank, p, order, buckets, hops, cost, matrix_by_dtype,
                 counts["ops"], counts["comm"])
+    comm = sum(u.comm for u in out.units.values())
+    share = sum(u.exposed for u in out.units.values()) / comm if comm else 0.0
     out.layer_seconds = layer_seconds
+    out.layer_exposed = {layer: secs * share for layer, secs in layer_comm.items()}
     return out
 
 
@@ -327,6 +339,8 @@ class Step:
     arrows: list[Arrow]
     profile: str
     cannot: str | None = None  # why the step could not be played out (then seconds is 0)
+    unknown_ops: int = 0  # operators of unknown cost over the stages: not timed (the step is a lower bound)
+    unknown_comm: int = 0  # collectives of unknown size or group: not timed
 
     @property
     def bubble(self) -> float:
@@ -406,4 +420,5 @@ def simulate(timings: Iterable[StageTiming], time_of: Callable[[int, UnitKey], f
         rows.append(StageStep(st, s.rank, work.compute, work.exposed, max(0.0, step - work.compute - work.exposed),
                               s.model_flops, s.peak))
     arrows = [Arrow(boxes[a], boxes[b], d) for b, ps in preds.items() for a, d, h in ps if h is not None]
-    return Step(step, rows, sorted(boxes.values(), key=lambda x: (x.stage, x.start)), arrows, profile)
+    return Step(step, rows, sorted(boxes.values(), key=lambda x: (x.stage, x.start)), arrows, profile, None,
+                sum(s.unknown_ops for s in ts), sum(s.unknown_comm for s in ts))

@@ -1,0 +1,73 @@
+"""Time records (`irtool.parallel.timing`) as people read them: seconds in the unit that fits (µs, ms, s),
+shares of the step, the step line, the per-stage table (docs/timing.md)."""
+from __future__ import annotations
+
+from ..parallel.hardware import DEFAULT, Profile
+from ..parallel.order import unit_label
+from ..parallel.timing import StageTiming, Step, UnitTime
+from .tables import Table
+from .text import DASH
+
+
+def seconds_text(s: float | None) -> str:
+    """`845 µs`, `1.23 ms`, `2.41 s`; `—` when unknown."""
+    if s is None:
+        return DASH
+    if s >= 1:
+        return f"{s:.3g} s" if s < 100 else f"{s:,.0f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+def share_text(part: float, whole: float) -> str:
+    return DASH if not whole else f"{part / whole:.1%}"
+
+
+def mfu_text(m: float | None) -> str:
+    """`41.2%`; a small one keeps two figures (`0.014%`)."""
+    return DASH if m is None else (f"{m:.1%}" if m >= 0.01 else f"{m * 100:.2g}%")
+
+
+def profile_text(p: Profile | str, default: bool) -> str:
+    """`Huawei Ascend 910B (Atlas 800T A2) (the default profile: --hardware NAME|FILE to choose)`."""
+    name = p if isinstance(p, str) else p.name
+    return f"{name} (the default profile, {DEFAULT}: --hardware NAME|FILE to choose)" if default else name
+
+
+def step_line(step: Step, hardware: str) -> str:
+    """`Step: 1.23 ms on H100 (estimate): bubble 27.3%, exposed communication 12.0% of the step, MFU 41%`."""
+    if step.cannot:
+        return f"Step: cannot play the step out: {step.cannot}"
+    exposed = sum(s.exposed for s in step.stages) / len(step.stages) if step.stages else 0.0
+    unknown = [f"{n} {what}{'s' if n != 1 else ''} of unknown {how} not timed"
+               for n, what, how in ((step.unknown_ops, "operator", "cost"), (step.unknown_comm, "collective", "size"))
+               if n]
+    return (f"Step: {'≥ ' if unknown else ''}{seconds_text(step.seconds)} on {hardware} (estimate): bubble "
+            f"{step.bubble:.1%}, exposed communication {share_text(exposed, step.seconds)} of the step, MFU "
+            f"{mfu_text(step.mfu)}" + ("; " + ", ".join(unknown) if unknown else ""))
+
+
+def step_table(step: Step) -> Table:
+    """Per stage: compute, exposed communication and idle (bubble) seconds with their share of the step, MFU."""
+    rows = []
+    for s in step.stages:
+        mfu = s.model_flops / s.peak / step.seconds if step.seconds else None
+        rows.append([str(s.stage), DASH if s.rank is None else str(s.rank),
+                     f"{seconds_text(s.busy)} ({share_text(s.busy, step.seconds)})",
+                     f"{seconds_text(s.exposed)} ({share_text(s.exposed, step.seconds)})",
+                     f"{seconds_text(s.idle)} ({share_text(s.idle, step.seconds)})", mfu_text(mfu)])
+    return Table(f"Step time per stage (one rank each; step {seconds_text(step.seconds)}; estimate)",
+                 ["stage", "rank", "compute", "exposed communication", "idle (bubble)", "MFU"], rows)
+
+
+def unit_table(t: StageTiming) -> Table:
+    """One rank's units in execution order with their seconds."""
+    rows = [[unit_label(k), *_times(t.units[k])] for k in t.order]
+    rows.append(["after the last unit (optimizer, gradient aggregation)", *_times(t.tail)])
+    return Table(f"Time per unit of work on {t.profile} (estimate; exposed = communication compute does not hide)",
+                 ["unit", "forward", "backward", "recompute", "optimizer", "communication", "exposed"], rows)
+
+
+def _times(u: UnitTime) -> list[str]:
+    return [seconds_text(x or None) for x in (u.forward, u.backward, u.recompute, u.optimizer, u.comm, u.exposed)]
