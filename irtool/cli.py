@@ -412,9 +412,13 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: i
 @click.option("--depth", default=None, help="Fold by name scope to this depth; 'all' = no folding (default: auto).")
 @click.option("--pipeline", "pipeline", is_flag=True,
               help="Folder: every stage's Send/Receive in execution order side by side, each Send linked to its Receive.")
+@click.option("--timeline", is_flag=True,
+              help="Folder: the step played out on --hardware, one lane per stage, as SVG (docs/timing.md).")
+@click.option("--hardware", "hardware_spec", default=None, metavar="NAME|FILE",
+              help="With --timeline: the hardware profile (910b, 910c, h100, h800 or a TOML file; default 910b).")
 def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pass_name: str | None, lenient: bool,
                subgraph: str | None, scope: str | None, comm_only: bool, hops: int, direction: str | None,
-               depth: str | None, pipeline: bool) -> None:
+               depth: str | None, pipeline: bool, timeline: bool, hardware_spec: str | None) -> None:
     """Draw a dump (file or rank_* folder) as DOT/SVG/PNG/PDF, folded by name scope."""
     from .render import export as export_mod
     from .render import graph as render_mod
@@ -422,6 +426,23 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
         sel = _select(input_path, stage, pass_name, Policy(lenient=lenient, loader=load_with_progress))
+        if timeline:
+            from .atomic import atomic_write
+            from .parallel.hardware import load_profile
+            from .render import timeline as timeline_mod
+
+            if fmt_used != "svg":
+                from .errors import InputError
+
+                raise InputError(f"--timeline writes SVG, not {fmt_used}: name the output .svg (or --format svg)")
+            tl = timeline_mod.folder_timeline(sel.per_stage(), input_path, load_profile(hardware_spec))
+            _notes(sel)
+            text = timeline_mod.timeline_svg(tl, f"{input_path}: the step, stage by stage")
+            atomic_write(out, text.encode("utf-8"), protect=tuple(sel.files.values()))
+            click.echo(f"{out}: {len(tl.ranks)} stages, {len(tl.step.boxes)} units of work, "
+                       f"{len(tl.step.arrows)} Send -> Receive", err=True)
+            _warn_skips(sel)
+            return _skipped(sel)
         if pipeline:
             from .atomic import atomic_write
             from .render import pipeline as pipe_mod

@@ -7,7 +7,9 @@ from __future__ import annotations
 import functools
 import glob
 import json
+import lzma
 import math
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -213,3 +215,44 @@ def test_a_bad_hardware_profile_exits_2_with_one_line(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["summarize", UNEQUAL, "--hardware", str(f)])
     assert r.exit_code == 2
     assert r.stderr == f"irtool: {f}:3:1: expected memory.bandwidth a number > 0, found 'fast'\n"
+
+
+# --- 4. the timeline picture ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("folder, ranks, micros, chunks", [
+    ("pipeline_4stage_8p", (0, 2, 4, 6), 8, 1),
+    ("pipeline_interleaved_4stage_8p", (0, 2, 4, 6), 8, 2),
+])
+def test_timeline_svg_has_a_lane_per_stage_a_box_per_unit_an_arrow_per_pair(tmp_path: Path, folder: str,
+                                                                             ranks: tuple[int, ...], micros: int,
+                                                                             chunks: int) -> None:
+    out = tmp_path / "t.svg"
+    r = CliRunner().invoke(main, ["render", str(FIXTURES / folder), "--timeline", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    svg = ET.parse(out).getroot()
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    lanes = svg.findall(".//s:g[@class='lane']", ns)
+    assert [g.get("data-stage") for g in lanes] == [str(s) for s in range(len(ranks))]
+    # a unit is the forward or the backward of one micro batch on one chunk: 2 x m x v per stage
+    units = svg.findall(".//s:g[@class='unit']", ns)
+    assert len(units) == len(ranks) * 2 * micros * chunks
+    labels = {(g.get("data-stage"), g.get("data-unit")) for g in units}
+    assert ("0", "F0" if chunks == 1 else "F0.c0") in labels and len(labels) == len(units)
+    # one arrow per Send -> Receive pair: every Send the stages' dumps print (`grep -c ' = Send('`) is paired
+    sends = sum(lzma.open(sorted((FIXTURES / folder / f"rank_{k}").glob("19_validate_*.ir.xz"))[0], "rt").read()
+                .count(" = Send(") for k in ranks)
+    assert len(svg.findall(".//s:line[@class='arrow']", ns)) == sends
+    summary = svg.find(".//s:text[@class='summary']", ns).text
+    assert summary.startswith("step ") and " on Huawei Ascend 910B (Atlas 800T A2) (estimate) · bubble " in summary
+    legend = "".join(t.text or "" for t in svg.findall(".//s:g[@class='legend']/s:text", ns))
+    for name in ("forward", "backward", "recompute", "exposed communication", "idle (bubble)"):
+        assert name in legend
+
+
+def test_timeline_needs_a_folder_of_stages_and_svg(tmp_path: Path) -> None:
+    one = str(FIXTURES / "pipeline_4stage_8p" / "rank_0" / "19_validate_0078.ir.xz")
+    r = CliRunner().invoke(main, ["render", one, "--timeline", "-o", str(tmp_path / "t.svg")])
+    assert r.exit_code == 2 and "--timeline needs a folder of ranks on two or more pipeline stages" in r.stderr
+    r = CliRunner().invoke(main, ["render", str(FIXTURES / "pipeline_4stage_8p"), "--timeline", "-o",
+                                  str(tmp_path / "t.png")])
+    assert r.exit_code == 2 and "--timeline writes SVG, not png" in r.stderr
