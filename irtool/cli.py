@@ -189,9 +189,12 @@ def main() -> None:
 @click.option("--hardware", "hardware_spec", default=None, metavar="NAME|FILE",
               help="With --cost (implied): time on this profile (910b, 910c, h100, h800, or a TOML file; "
                    "default 910b; none: FLOPs only; docs/timing.md).")
+@click.option("--calibrate", "trace", default=None, metavar="FILE",
+              help="With --cost (implied): fit the profile to a profiled run's msprof-analyze cluster_step_trace_time.csv "
+                   "or step_trace_time.csv and say the fitted figures (docs/timing.md).")
 def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None, pass_name: str | None,
               jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None, with_cost: bool,
-              device_memory: str | None, hardware_spec: str | None) -> None:
+              device_memory: str | None, hardware_spec: str | None, trace: str | None) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
     from .present import DEFAULT_LIMIT, json_pieces, to_markdown, to_text
     from .report import summary as summary_mod
@@ -199,17 +202,17 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
-        want_cost = with_cost or device_memory is not None or hardware_spec is not None
+        want_cost = with_cost or device_memory is not None or hardware_spec is not None or trace is not None
         if want_cost:  # the cost model's modules are loaded only when asked for
             from .parallel.hardware import load_profile
-            from .present.timing import profile_text
+            from .present.timing import calibration_blocks, profile_text
             from .report import cost as cost_mod
 
             # `none`: FLOPs only, no time
             hardware = None if (hardware_spec or "").lower() == "none" else load_profile(hardware_spec)
             named = "" if hardware is None else profile_text(hardware, hardware_spec is None)
         limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else None
-        cost = None
+        cost = calibration = None
         sel = _select(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress))
         if sel.is_file:
             from .ir import check
@@ -219,6 +222,9 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             if want_cost:
                 one_cost = cost_mod.rank_cost(one.dump, one.facts, result.job, limit_bytes, hardware, named)
                 cost = cost_mod.file_json(one_cost)
+                if trace is not None:
+                    calibration = cost_mod.calibrate(trace, [one_cost.cost.timing], result.job, hardware)
+                    cost["calibration"] = cost_mod.calibration_json(calibration)
 
             def data() -> dict:
                 return result.as_dict()
@@ -227,7 +233,8 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                 shown = summary_mod.summary_blocks(result, limit)
                 if cost is None:
                     return shown
-                return cost_mod.file_headline(one_cost) + shown + cost_mod.rank_blocks(one_cost, limit)
+                more = [] if calibration is None else calibration_blocks(calibration, hardware)
+                return cost_mod.file_headline(one_cost) + shown + cost_mod.rank_blocks(one_cost, limit) + more
         else:
             from functools import partial as bind
 
@@ -253,6 +260,10 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                                                             scheduler)))
                 balance = cost_mod.dir_cost(costs, folder.job, sel.stage, limit_bytes)
                 cost = cost_mod.dir_json(balance, folder.job, named)
+                if trace is not None:
+                    calibration = cost_mod.calibrate(trace, [f.cost.timing for f in balance.stages], folder.job,
+                                                     hardware)
+                    cost["calibration"] = cost_mod.calibration_json(calibration)
 
             def data() -> dict:
                 return {**folder.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable],
@@ -266,7 +277,8 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                 shown[0:1], shown[i + 1:i + 1] = [head], table
                 if cost is None:
                     return shown
-                return cost_mod.headline(balance, named) + shown + cost_mod.dir_blocks(balance, folder.job, limit)
+                more = [] if calibration is None else calibration_blocks(calibration, hardware)
+                return cost_mod.headline(balance, named) + shown + cost_mod.dir_blocks(balance, folder.job, limit) + more
 
         def doc() -> dict:
             d = data()

@@ -21,6 +21,7 @@ from irtool.cli import main
 from irtool.errors import InputError
 from irtool.parallel import analyze
 from irtool.parallel.balance import bubble, step_time
+from irtool.parallel.calibrate import read_trace
 from irtool.parallel.cost import compute_cost
 from irtool.parallel.hardware import builtin_names, load_profile
 from irtool.parallel.timing import comm_seconds, op_seconds, simulate, stage_timing
@@ -256,3 +257,69 @@ def test_timeline_needs_a_folder_of_stages_and_svg(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["render", str(FIXTURES / "pipeline_4stage_8p"), "--timeline", "-o",
                                   str(tmp_path / "t.png")])
     assert r.exit_code == 2 and "--timeline writes SVG, not png" in r.stderr
+
+
+# --- 5. calibration -----------------------------------------------------------------------------------
+
+DATA = Path(__file__).parent / "data"
+HEADER = ("Step,Type,Index,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+          "Communication(Not Overlapped and Exclude Receive),Preparing")
+
+
+def test_the_cluster_step_trace_is_read_by_its_documented_columns() -> None:
+    # tests/data/cluster_step_trace_time.csv, written from msprof-analyze's documentation: microseconds; a stage
+    # row (the stage's maxima, Index its ranks) wins over its ranks' rows; Receive (Bubble) left out of the
+    # communication
+    measured, steps = read_trace(str(DATA / "cluster_step_trace_time.csv"), {0: 0, 1: 0, 2: 1, 4: 2})
+    assert steps == 2
+    s0, s1, s2 = measured
+    assert (s0.stage, s0.computing, s0.not_overlapped) == (0, pytest.approx(1210.5e-6), pytest.approx(270.25e-6))
+    assert s0.communication == pytest.approx((400.25 - 50.0) * 1e-6) and s0.bubble == pytest.approx(50e-6)
+    assert (s1.stage, s1.computing, s1.overlapped) == (1, pytest.approx(600e-6), pytest.approx(50e-6))
+    assert (s2.stage, s2.free) == (2, pytest.approx(35e-6))
+
+
+@pytest.mark.parametrize("text, where", [
+    ("Step,Type,Index,Computing\n", "1:1: expected the column Communication(Not Overlapped)"),
+    (HEADER + "\n0,rank,0,12x,1,1,1,1,1,1,1,1\n", "2:4: expected a number of microseconds in Computing, found '12x'"),
+    (HEADER + "\n0,rank,0,1\n", "2:1: expected 12 columns, found 4"),
+])
+def test_a_bad_trace_is_one_located_line(tmp_path: Path, text: str, where: str) -> None:
+    f = tmp_path / "cluster_step_trace_time.csv"
+    f.write_text(text)
+    with pytest.raises(InputError) as e:
+        read_trace(str(f), {0: 0})
+    assert str(e.value).startswith(f"{f}:{where}")
+
+
+def test_calibration_recovers_the_efficiencies_and_overlap_a_run_shows(tmp_path: Path) -> None:
+    # a run whose compute took twice the estimate, whose collectives took 1.25x, and which hid half of what the
+    # dependencies let hide; every stage waited 10 µs in Receive
+    timings = _timings("pipeline_4stage_8p", (0, 2, 4, 6))
+    rows = [HEADER]
+    for t in timings:
+        u = t.total()
+        comm, overlapped = 1.25 * u.comm, 0.5 * 1.25 * u.hideable
+        rows.append(f"3,rank,{t.rank},{2e6 * u.compute},{1e6 * (comm - overlapped) + 10},{1e6 * overlapped},"
+                    f"{1e6 * comm + 10},1,0,10,{1e6 * (comm - overlapped)},0")
+    f = tmp_path / "cluster_step_trace_time.csv"
+    f.write_text("\n".join(rows) + "\n")
+    code, out, _ = _run("summarize", str(FIXTURES / "pipeline_4stage_8p"), "--calibrate", str(f), "--format", "json")
+    assert code == 0
+    cal = json.loads(out)["cost"]["calibration"]
+    fitted = cal["fitted"]
+    assert fitted["compute_efficiency_scale"] == pytest.approx(0.5)
+    assert fitted["link_efficiency_scale"] == pytest.approx(0.8)
+    assert fitted["overlap"] == pytest.approx(0.5) and fitted["overlap_was"] == 1.0
+    # played again with the fitted figures the units take what the run measured: the step grows
+    assert cal["fitted_step_seconds"] > cal["step_seconds"]
+    code, text, _ = _run("summarize", str(FIXTURES / "pipeline_4stage_8p"), "--calibrate", str(f))
+    assert "  fitted: compute efficiency x0.5, link efficiency x0.8, overlap 0.50 (was 1.00)" in text
+    assert 'base = "910b"\nname = "Huawei Ascend 910B (Atlas 800T A2), calibrated"' in text.replace("    ", "")
+    saved = tmp_path / "fitted.toml"  # the fitted profile loads and carries the fitted figures
+    block = text.split("```toml\n")[1].split("```")[0] if "```toml" in text else \
+        "\n".join(x[4:] for x in text.split("the fitted profile (save as a .toml, --hardware FILE):\n")[1].splitlines())
+    saved.write_text(block)
+    p = load_profile(str(saved))
+    assert p.overlap == 0.5 and p.intra.efficiency == pytest.approx(0.7 * 0.8)
+    assert p.matrix_efficiency[0][1] == pytest.approx(0.08 * 0.5, rel=1e-2)

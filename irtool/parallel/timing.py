@@ -75,6 +75,7 @@ class UnitTime:
     optimizer: float = 0.0  # the tail's
     comm: float = 0.0  # every collective of the unit
     exposed: float = 0.0  # of it, what compute does not hide
+    hideable: float = 0.0  # of it, what the dependencies let run under compute (hidden at the profile's overlap)
 
     @property
     def compute(self) -> float:
@@ -91,6 +92,7 @@ class UnitTime:
         self.optimizer += o.optimizer * k
         self.comm += o.comm * k
         self.exposed += o.exposed * k
+        self.hideable += o.hideable * k
 
 
 @dataclass(frozen=True)
@@ -271,8 +273,8 @@ def _fold(stage: int | None, rank: int | None, p: Profile, order: StageOrder, bu
     tail = UnitTime()
     notes = []
     for (b, k_runs), ut in buckets.items():
-        hidden = ut.comm - ut.exposed
-        ut.exposed += hidden * (1 - p.overlap)
+        ut.hideable = ut.comm - ut.exposed
+        ut.exposed += ut.hideable * (1 - p.overlap)
         if b[0] == "tail":
             tail.add(ut, k_runs)
         elif b[0] == "each":

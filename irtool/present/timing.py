@@ -2,7 +2,8 @@
 shares of the step, the step line, the per-stage table (docs/timing.md)."""
 from __future__ import annotations
 
-from ..parallel.hardware import DEFAULT, Profile
+from ..parallel.calibrate import Calibration, Fit
+from ..parallel.hardware import DEFAULT, Profile, Tier
 from ..parallel.order import unit_label
 from ..parallel.timing import StageTiming, Step, UnitTime
 from .tables import Table
@@ -71,3 +72,44 @@ def unit_table(t: StageTiming) -> Table:
 
 def _times(u: UnitTime) -> list[str]:
     return [seconds_text(x or None) for x in (u.forward, u.backward, u.recompute, u.optimizer, u.comm, u.exposed)]
+
+
+def calibration_blocks(c: Calibration, p: Profile) -> list:
+    """The trace against the estimate per stage, the fitted figures, the step before and after, and the fitted
+    profile as TOML to keep."""
+    from .tables import Code
+
+    f = c.fit
+    rows = []
+    for m in c.measured:
+        u = c.predicted.get(m.stage)
+        rows.append([str(m.stage), seconds_text(m.computing), seconds_text(u.compute if u else None),
+                     seconds_text(m.communication), seconds_text(u.comm if u else None),
+                     seconds_text(m.not_overlapped), seconds_text(u.exposed if u else None)])
+    t = Table(f"Calibration against {c.file} ({c.steps} step{'s' if c.steps != 1 else ''}, mean; Receive waits "
+              "left out of the communication)",
+              ["stage", "computing measured", "estimated", "communication measured", "estimated",
+               "not overlapped measured", "estimated"], rows)
+    fitted = (f"  fitted: compute efficiency x{f.compute_efficiency:.3g}, link efficiency x{f.link_efficiency:.3g}, "
+              f"overlap {f.overlap:.2f} (was {f.overlap_was:.2f})")
+    step = ""
+    if c.step_before is not None and c.step_after is not None:
+        step = (f"  step {seconds_text(c.step_before)} on the profile as given, {seconds_text(c.step_after)} with the "
+                f"fitted figures; measured {seconds_text(c.measured_step)} (the slowest stage's Computing + "
+                "Communication(Not Overlapped) + Free + Bubble)")
+    return ["", t, fitted, *([step] if step else []), "  the fitted profile (save as a .toml, --hardware FILE):",
+            Code("toml", fitted_toml(p, f))]
+
+
+def fitted_toml(p: Profile, f: Fit) -> str:
+    """The fitted figures as a profile file over the one calibrated."""
+    def curve(points: tuple[tuple[float, float], ...]) -> str:
+        return "[" + ", ".join(f"[{x:g}, {min(1.0, e * f.compute_efficiency):.3g}]" for x, e in points) + "]"
+
+    def tier(name: str, t: Tier) -> str:
+        return f"[network.{name}]\nefficiency = {min(1.0, t.efficiency * f.link_efficiency):.3g}\n"
+
+    base = p.where.split(" over ")[0]  # the file calibrated (itself over its base), or the built-in name
+    return (f'base = "{base}"\nname = "{p.name}, calibrated"\n\n[compute]\n'
+            f"matrix_efficiency = {curve(p.matrix_efficiency)}\nvector_efficiency = {curve(p.vector_efficiency)}\n\n"
+            + tier("intra", p.intra) + "\n" + tier("inter", p.inter) + f"\n[overlap]\ncollective = {f.overlap:.3g}\n")

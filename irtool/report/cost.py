@@ -20,6 +20,8 @@ from ..parallel.balance import (
     stage_cost,
     stage_memory,
 )
+from ..parallel.calibrate import Calibration
+from ..parallel.calibrate import calibrate as run_calibration
 from ..parallel.cost import CostFacts
 from ..parallel.hardware import Profile
 from ..parallel.job import Job, rank_job
@@ -373,3 +375,33 @@ def dir_cost(costs: dict[int, StageCost], job: Job, selected: int | None = None,
 
     picked = [c for s, c in sorted(costs.items()) if selected is None or s == selected]
     return balance(picked, job, device_memory, selected)
+
+
+def calibration_json(c: Calibration) -> dict[str, Any]:
+    """`cost.calibration` (docs/timing.md §5)."""
+    f = c.fit
+    return {"file": c.file, "steps": c.steps,
+            "stages": [{"stage": m.stage, "measured": {"computing_seconds": m.computing,
+                                                      "communication_seconds": m.communication,
+                                                      "not_overlapped_seconds": m.not_overlapped,
+                                                      "overlapped_seconds": m.overlapped, "free_seconds": m.free,
+                                                      "bubble_seconds": m.bubble},
+                        "estimated": None if m.stage not in c.predicted else
+                        {"computing_seconds": c.predicted[m.stage].compute,
+                         "communication_seconds": c.predicted[m.stage].comm,
+                         "not_overlapped_seconds": c.predicted[m.stage].exposed}} for m in c.measured],
+            "fitted": {"compute_efficiency_scale": f.compute_efficiency, "link_efficiency_scale": f.link_efficiency,
+                       "overlap": f.overlap, "overlap_was": f.overlap_was, "stages": f.stages},
+            "step_seconds": c.step_before, "fitted_step_seconds": c.step_after,
+            "measured_step_seconds": c.measured_step}
+
+
+def calibrate(path: str, timings: list, job: Job, hardware: Profile) -> Calibration:
+    """`--calibrate FILE` against the stages' times (each rank's stage from the job)."""
+    if not timings or any(t is None for t in timings):
+        raise InputError("--calibrate needs the stages' times: give --hardware NAME|FILE, not none")
+    rank_stage = {r: s for s, rs in job.stage_ranks.items() for r in rs if r is not None}
+    for t in timings:
+        if t.rank is not None:
+            rank_stage.setdefault(t.rank, t.stage or 0)
+    return run_calibration(path, timings, rank_stage, hardware.overlap)
