@@ -1,5 +1,5 @@
 """Cost in `summarize --cost`: FLOPs and memory of a rank, and the balance of a folder's stages
-(docs/cost.md). JSON field `cost` (schema `irtool.cost/2`), made once here from the records of
+(docs/cost.md, docs/timing.md). JSON field `cost` (schema `irtool.cost/3`), made once here from the records of
 `irtool.parallel.balance`; text and Markdown from `irtool.present.cost`."""
 from __future__ import annotations
 
