@@ -51,17 +51,20 @@ def borrowed_name(node: Node) -> bool:
 
 
 def moves_no_data(node: Node, inst: str, pa: dict) -> bool:
-    """An optimizer-parallel gather that communicates nothing (docs/parallel.md §2, R2): MindSpore
-    inserts `_MicroStepAllGather`/`_MiniStepAllGather` for every parameter under pipeline or gradient
-    accumulation, with an empty group when the parameter is not sharded (norms, biases, small
-    embeddings); its bprop skips the reduction for `group == ""`. A group of one rank gathers nothing either."""
+    """A collective that communicates nothing (docs/parallel.md §2, R2). MindSpore inserts
+    `_MicroStepAllGather`/`_MiniStepAllGather` for every parameter under pipeline or gradient accumulation,
+    with an empty group when the parameter is not sharded (norms, biases, small embeddings); its bprop skips
+    the reduction for `group == ""`. Any collective on a group of one rank moves nothing either (a sequence-
+    parallel recompute gather of `rank_size 1` where the model-parallel group has one rank on that axis)."""
+    if node.op in P2P or node.op in EXCHANGES:
+        return False
+    ranks = ranks_of(pa)
+    if as_int(pa.get("rank_size")) == 1 or (ranks is not None and len(ranks) == 1):
+        return True
     if node.op not in STEP_GATHERS and not (node.op in GATHERS and "parallel_optimizer" in inst):
         return False
     group = pa.get("group")
-    if not isinstance(group, str) or not group:
-        return True
-    ranks = ranks_of(pa)
-    return as_int(pa.get("rank_size")) == 1 or (ranks is not None and len(ranks) == 1)
+    return not isinstance(group, str) or not group
 
 
 def file_kind(pass_name: str) -> FileKind:

@@ -443,7 +443,7 @@ def summary_blocks(s: FileSummary, limit: int | None = DEFAULT_LIMIT) -> list[Bl
         Table("Symbol engines (dynamic shapes)", ["engine of graph", "line", "symbol lines", "operations"],
               [[e["graph"], str(e["line"]), cell(e["symbols"]), ", ".join(f"{op} {n}" for op, n in e["ops"].items())]
                for e in engines]),
-        Table("Optimizer gathers that move no data (empty or one-rank group; not counted above)",
+        Table("Communication that moves no data (an empty or one-rank group; not counted above)",
               ["parameter", "op", "line", "scope"],
               [[cell(g.parameter), g.op, str(g.line), g.scope] for g in f.no_op_gathers]),
     ]
