@@ -102,14 +102,24 @@ def calibration_blocks(c: Calibration, p: Profile) -> list:
 
 
 def fitted_toml(p: Profile, f: Fit) -> str:
-    """The fitted figures as a profile file over the one calibrated."""
+    """The fitted figures as a profile file over the one calibrated. An efficiency the fit would raise above 1
+    stays 1 and the rate or bandwidth takes the rest."""
+    top = max(e for _, e in (*p.matrix_efficiency, *p.vector_efficiency)) * f.compute_efficiency
+    k = min(1.0, 1 / top) * f.compute_efficiency if top > 1 else f.compute_efficiency  # on the efficiencies
+
     def curve(points: tuple[tuple[float, float], ...]) -> str:
-        return "[" + ", ".join(f"[{x:g}, {min(1.0, e * f.compute_efficiency):.3g}]" for x, e in points) + "]"
+        return "[" + ", ".join(f"[{x:g}, {e * k:.3g}]" for x, e in points) + "]"
+
+    def rates(name: str, table: dict[str, float]) -> str:
+        return "" if top <= 1 else f"\n[compute.{name}]\n" + "".join(f"{d} = {r * top:.4g}\n" for d, r in table.items())
 
     def tier(name: str, t: Tier) -> str:
-        return f"[network.{name}]\nefficiency = {min(1.0, t.efficiency * f.link_efficiency):.3g}\n"
+        e = t.efficiency * f.link_efficiency
+        bandwidth = "" if e <= 1 else f"bandwidth = {t.bandwidth * e:.4g}\n"
+        return f"[network.{name}]\n{bandwidth}efficiency = {min(1.0, e):.3g}\n"
 
     base = p.where.split(" over ")[0]  # the file calibrated (itself over its base), or the built-in name
     return (f'base = "{base}"\nname = "{p.name}, calibrated"\n\n[compute]\n'
-            f"matrix_efficiency = {curve(p.matrix_efficiency)}\nvector_efficiency = {curve(p.vector_efficiency)}\n\n"
+            f"matrix_efficiency = {curve(p.matrix_efficiency)}\nvector_efficiency = {curve(p.vector_efficiency)}\n"
+            + rates("matrix", p.matrix) + rates("vector", p.vector) + "\n"
             + tier("intra", p.intra) + "\n" + tier("inter", p.inter) + f"\n[overlap]\ncollective = {f.overlap:.3g}\n")
