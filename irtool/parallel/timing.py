@@ -419,8 +419,9 @@ def simulate(timings: Iterable[StageTiming], time_of: Callable[[int, UnitKey], f
             for k in s.order:
                 work.add(s.units[k])
             work.add(s.tail)
-        rows.append(StageStep(st, s.rank, work.compute, work.exposed, max(0.0, step - work.compute - work.exposed),
-                              s.model_flops, s.peak))
+        idle = step - work.compute - work.exposed
+        rows.append(StageStep(st, s.rank, work.compute, work.exposed, idle if idle > step * 1e-9 else 0.0,
+                              s.model_flops, s.peak))  # a residue of rounding is no idle time
     arrows = [Arrow(boxes[a], boxes[b], d) for b, ps in preds.items() for a, d, h in ps if h is not None]
     return Step(step, rows, sorted(boxes.values(), key=lambda x: (x.stage, x.start)), arrows, profile, None,
                 sum(s.unknown_ops for s in ts), sum(s.unknown_comm for s in ts))
