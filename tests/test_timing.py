@@ -323,3 +323,13 @@ def test_calibration_recovers_the_efficiencies_and_overlap_a_run_shows(tmp_path:
     p = load_profile(str(saved))
     assert p.overlap == 0.5 and p.intra.efficiency == pytest.approx(0.7 * 0.8)
     assert p.matrix_efficiency[0][1] == pytest.approx(0.08 * 0.5, rel=1e-2)
+
+
+def test_the_interleaved_bubble_without_times_counts_chunks() -> None:
+    # the job: pipeline_segments_8p, 2 stages x 2 chunks, 4 micro batches, stages within 1 % of each other
+    # in FLOPs: about 1/(2*4 + 2 - 1) = 11.1 %; the no-interleave formula said (2-1)/(4+2-1) = 20 % and more
+    code, out, _ = _run("summarize", str(FIXTURES / "pipeline_segments_8p"), "--cost", "--hardware", "none",
+                        "--format", "json")
+    cost = json.loads(out)["cost"]
+    assert cost["step"] is None and cost["bubble_how"] == cost["bubble_formula"]
+    assert cost["bubble"] == pytest.approx(1 / 9, abs=0.005)
