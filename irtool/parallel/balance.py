@@ -175,7 +175,7 @@ class SplitModel:
     device_memory: int | None
     chunks: int = 1
     base_time: list[float] | None = None  # seconds per stage that no split moves (tail and exposed included)
-    layer_time: dict[int, float] | None = None  # compute seconds per layer
+    layer_time: dict[int, float] | None = None  # seconds per layer (`StageTiming.layer_time`: what moves with it)
 
 
 def estimate(model: SplitModel, groups: list[list[int]], stage_of: list[int]) -> SplitEstimate:
@@ -256,7 +256,8 @@ class Balance:
     device_memory: int | None
     advice: Advice
     step: Step | None = None  # the step played out under the hardware profile (every stage timed)
-    slowest: int | None = None  # by seconds of work (compute + exposed communication) when every stage is timed
+    seconds: dict[int, float] = field(default_factory=dict)  # stage -> compute + exposed seconds, when all timed
+    slowest: int | None = None  # by `seconds`
     fastest: int | None = None
     time_ratio: float | None = None  # slowest / fastest seconds
     measure: str = MEASURE
@@ -294,10 +295,9 @@ def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
                 bubble([c / m for c in compute], m, v) if complete and m else None),
         device_memory=device_memory, advice=advise(figures, job, device_memory), step=step)
     if timed and len(timed) == len(figures) > 1:
-        secs = [x.total().seconds for x in timed]
-        slow, fast = max(range(len(secs)), key=secs.__getitem__), min(range(len(secs)), key=secs.__getitem__)
-        b.slowest, b.fastest = figures[slow].stage, figures[fast].stage
-        b.time_ratio = secs[slow] / secs[fast] if secs[fast] else None
+        b.seconds = {f.stage: x.total().seconds for f, x in zip(figures, timed)}
+        b.slowest, b.fastest = max(b.seconds, key=b.seconds.__getitem__), min(b.seconds, key=b.seconds.__getitem__)
+        b.time_ratio = b.seconds[b.slowest] / b.seconds[b.fastest] if b.seconds[b.fastest] else None
     return b
 
 

@@ -70,8 +70,8 @@ def balance_sentence(b: Balance) -> str:
     absent = f"; stages {', '.join(map(str, b.absent))} not read" if b.absent else ""
     if b.compute_ratio is None:
         return f"stage {b.lightest} does no {b.measure} that this tool can count{unknown}{absent}"
-    if b.time_ratio is not None and b.step is not None:
-        secs = {f.stage: f.cost.timing.total().seconds for f in b.stages if f.cost.timing is not None}
+    if b.time_ratio is not None and b.slowest is not None and b.fastest is not None:
+        secs = b.seconds
         return (f"stage {b.slowest} takes {b.time_ratio:.2f}x the time of stage {b.fastest} "
                 f"({seconds_text(secs[b.slowest])} vs {seconds_text(secs[b.fastest])} of compute and exposed "
                 f"communication per step; {b.measure}: stage {b.heaviest} does {ratio_text(b.compute_ratio)} stage "
