@@ -330,6 +330,10 @@ class StageStep:
     def share(self, step: float) -> float:
         return self.idle / step if step else 0.0
 
+    def mfu(self, step: float) -> float | None:
+        """Its forward + backward FLOPs per second of the step over the peak."""
+        return self.model_flops / self.peak / step if step else None
+
 
 @dataclass
 class Step:

@@ -53,7 +53,7 @@ def step_table(step: Step) -> Table:
     """Per stage: compute, exposed communication and idle (bubble) seconds with their share of the step, MFU."""
     rows = []
     for s in step.stages:
-        mfu = s.model_flops / s.peak / step.seconds if step.seconds else None
+        mfu = s.mfu(step.seconds)
         rows.append([str(s.stage), DASH if s.rank is None else str(s.rank),
                      f"{seconds_text(s.busy)} ({share_text(s.busy, step.seconds)})",
                      f"{seconds_text(s.exposed)} ({share_text(s.exposed, step.seconds)})",

@@ -26,6 +26,7 @@ from ..parallel.cost import CostFacts
 from ..parallel.hardware import Profile
 from ..parallel.job import Job, rank_job
 from ..parallel.memory import MemoryFacts, scaled
+from ..parallel.order import unit_label
 from ..parallel.roles import ROLES
 from ..present import Block, Code, Table, cell, parse_bytes
 from ..present.cost import (
@@ -150,8 +151,6 @@ def _timing_json(sc: StageCost, hardware: str) -> dict[str, Any] | None:
     t = sc.timing
     if t is None:
         return None
-    from ..parallel.order import unit_label
-
     return {"hardware": hardware or t.profile, "units": [{"unit": unit_label(k), **_unit_json(t.units[k])}
                                                           for k in t.order],
             "tail": _unit_json(t.tail), "total": _unit_json(t.total()), "unknown_ops": t.unknown_ops,
@@ -167,7 +166,7 @@ def _step_json(b: Balance, hardware: str) -> dict[str, Any] | None:
             "bubble": round(st.bubble, 4) if not st.cannot else None, "mfu": st.mfu if not st.cannot else None,
             "stages": [{"stage": s.stage, "rank": s.rank, "compute_seconds": s.busy, "exposed_seconds": s.exposed,
                         "idle_seconds": s.idle, "bubble": round(s.share(st.seconds), 4),
-                        "mfu": s.model_flops / s.peak / st.seconds if st.seconds else None} for s in st.stages]}
+                        "mfu": s.mfu(st.seconds)} for s in st.stages]}
 
 
 def _split_json(a: Advice, e: SplitEstimate | None) -> dict[str, Any] | None:
