@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from graphlib import TopologicalSorter
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .cost import ATTENTION, CONVS, GROUPED_MATMULS, MATMULS, CostFacts, bytes_moved, call_counts
@@ -179,6 +178,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
     hops: list[TimedHop] = []
     layer_seconds: dict[int | None, float] = {}
     layer_comm: dict[int | None, float] = {}  # collective seconds by layer (moved with it, at the exposed share)
+    cyclic: list[str] = []
     for graph in dump.subgraphs:
         local = by_key[graph.name]
         preds = {n: [local[r] for r in n.node_refs if r in local] for n in local.values()}
@@ -187,7 +187,10 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
         cursor: dict[tuple, float] = {}  # (bucket, stream) -> when the stream is free
         here: dict[tuple, UnitTime] = {}
         span: dict[tuple, float] = {}
-        for n in TopologicalSorter(preds).static_order():
+        ordered = _topological(preds)
+        if len(ordered) < len(preds):
+            cyclic.append(f"{len(preds) - len(ordered)} nodes of {graph.name} read each other in a cycle: not timed")
+        for n in ordered:
             b = _bucket(t, n, chunks, micro_chunks)
             ready = max((f for tag, f in (finish[x] for x in preds[n]) if tag == b), default=0.0)
             dur, is_comm = _duration(t, n, p, groups, rank, chunks, flops, k_runs, kind, hops, matrix_by_dtype,
@@ -195,8 +198,8 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
             if b is None or dur == 0.0:
                 finish[n] = (b, ready)
                 continue
-            sid = n.primitive_attrs.get("stream_id")
-            stream = (b, sid if isinstance(sid, int) else ("comm" if is_comm else "compute"))
+            sid = n.stream_id
+            stream = (b, sid if sid is not None else ("comm" if is_comm else "compute"))
             end = max(ready, cursor.get(stream, 0.0)) + dur
             finish[n] = (b, end)
             cursor[stream] = end
@@ -221,8 +224,26 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
                 counts["ops"], counts["comm"])
     comm = sum(u.comm for u in out.units.values())
     share = sum(u.exposed for u in out.units.values()) / comm if comm else 0.0
+    out.notes += cyclic
     out.layer_seconds = layer_seconds
     out.layer_exposed = {layer: secs * share for layer, secs in layer_comm.items()}
+    return out
+
+
+def _topological(preds: dict[Node, list[Node]]) -> list[Node]:
+    """The nodes in an order where each comes after what it reads (Kahn's: linear; a cycle, which a graph's
+    references cannot form, would leave its nodes out)."""
+    waiting = {n: len(ps) for n, ps in preds.items()}
+    readers: dict[Node, list[Node]] = {}
+    for n, ps in preds.items():
+        for x in ps:
+            readers.setdefault(x, []).append(n)
+    out = [n for n, w in waiting.items() if w == 0]
+    for n in out:
+        for r in readers.get(n, ()):
+            waiting[r] -= 1
+            if waiting[r] == 0:
+                out.append(r)
     return out
 
 
