@@ -32,7 +32,7 @@ class StageCost:
     file: str
     cost: CostFacts
     memory: MemoryFacts
-    comm: Bytes  # the rank's communication bytes (docs/parallel.md §5)
+    comm: Bytes  # the rank's communication bytes over one step (docs/parallel.md §5; each node times its runs)
     order: StageOrder
     layers: list[int]  # layers whose parameters its work reads (the job's rule)
     timing: StageTiming | None = None  # its times under a hardware profile (asked for)
@@ -48,7 +48,7 @@ def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False,
     keeps each operator's FLOPs (`cost.compute_cost`); `hardware` adds its times (`timing.stage_timing`)."""
     comm = Bytes()
     for c in facts.comm:
-        comm += c.bytes
+        comm += c.step_bytes
     micros = job.micro.value if job.micro.known else None
     cost = compute_cost(facts.table, keep_ops or hardware is not None)
     order = stage_order(facts.table)

@@ -73,6 +73,7 @@ class RankJob:
     cp: Sizes  # context-parallel (ring attention exchange, Ulysses all-to-all) groups
     micro: Evidence  # number of micro batches
     chunks: list[int]  # pipeline chunks / segments this rank's pipeline hops carry
+    folded: bool  # they are a folded pipeline's segments (`segment` printed, no `chunk`), not interleaved chunks
     layers: list[int]  # layers whose parameters the rank's work reads
     layers_where: str
     recompute: list[int]  # layers with recomputed work
@@ -187,6 +188,7 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
                   and not (c.group or "").endswith(_WORLD)], "context-parallel") or _sequence_split(t, name, comm),
         micro=micro,
         chunks=sorted({c.segment for c in comm if c.category == "pipeline" and c.segment is not None}),
+        folded=any(c.category == "pipeline" and c.segment is not None and c.chunk is None for c in comm),
         layers=sorted(layers), layers_where=where, recompute=sorted(recompute), optimizer=optimizer,
         opt_shard=sizes([c for c in comm if c.category == "optimizer-parallel"], "optimizer shard"),
         accumulation=accumulation, training=optimizer.known or accumulation.known or backward,
@@ -232,6 +234,7 @@ class Job:
     cp: Evidence
     micro_batches: Evidence
     chunks: Evidence  # model chunks per stage (interleaved) or pipeline segments (folded); 1 without either
+    folded: bool  # `chunks` are a folded pipeline's segments (`pipeline_segments`), not interleaved model chunks
     stage_ranks: dict[int, list[int | None]]
     stage_layers: dict[int, list[int]]
     stage_layers_where: dict[int, str]
@@ -290,6 +293,7 @@ class JobFold:
         self.opt_shard: Sizes = {}
         self.micro: dict[int, Evidence] = {}
         self.chunks: set[int] = set()
+        self.folded = False
         self.stage_ranks: dict[int, list[int | None]] = {}
         self.stage_layers: dict[int, set[int]] = {}
         self.where: dict[int, str] = {}
@@ -319,6 +323,7 @@ class JobFold:
         if r.micro.known:
             self.micro.setdefault(r.micro.value, r.micro)
         self.chunks.update(r.chunks)
+        self.folded |= r.folded
         self.staged |= r.stage is not None or bool(r.chunks) or r.hops > 0
         if r.last and r.stage is not None and self.last is None:
             self.last = Evidence(r.stage + 1, f"rank {r.rank} is on the last stage, {r.stage}: it sends no forward work "
@@ -392,7 +397,8 @@ class JobFold:
         micro = self.micro[max(self.micro)] if self.micro else \
             Evidence(1, "no pipeline and no node carries a micro batch (`micro`): the batch at once") \
             if not self.staged else _unknown("no node carries a micro batch (`micro`)")
-        chunks = Evidence(len(self.chunks), f"pipeline Send/Receive of chunks {', '.join(map(str, sorted(self.chunks)))}") \
+        kind = "segments" if self.folded else "chunks"
+        chunks = Evidence(len(self.chunks), f"pipeline Send/Receive of {kind} {', '.join(map(str, sorted(self.chunks)))}") \
             if self.chunks else Evidence(1, "no chunk or segment on pipeline Send/Receive" if self.staged else "no pipeline")
         absent = [s for s in range(stages.value) if s not in self.stage_ranks] if stages.known else []
         first = self.first
@@ -405,7 +411,8 @@ class JobFold:
                    ep=_one(self.ep, "expert-parallel", one, why("no expert-parallel all-to-all")),
                    sp=_one(self.sp, "sequence-parallel", one, why("no sequence-parallel gather or scatter")),
                    cp=cp,
-                   micro_batches=micro, chunks=chunks, stage_ranks=dict(sorted(self.stage_ranks.items())),
+                   micro_batches=micro, chunks=chunks, folded=self.folded,
+                   stage_ranks=dict(sorted(self.stage_ranks.items())),
                    stage_layers={s: sorted(v) for s, v in sorted(self.stage_layers.items())},
                    stage_layers_where=dict(sorted(self.where.items())),
                    recompute={s: sorted(v) for s, v in sorted(self.recompute.items())}, recompute_layers=recompute,

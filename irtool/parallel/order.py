@@ -12,7 +12,8 @@ that unit. Unit A runs before unit B when a path of data, Depend or UpdateState 
 order is fixed when those paths order every unit; it is never taken from where nodes or
 Send/Receive are printed: on stage 0 of a 1F1B pipeline MindSpore prints the Receive of B0 before
 the Send of F3, yet that Receive depends on the last Add of F3 (pipeline_4stage_8p rank_0 validate
-lines 1729, 1766).
+lines 1729, 1766). A kernel graph (`kernel` fact) is the exception: the backend prints its kernels in the
+order the device runs them, which orders the units the dependencies leave unordered (by their first kernels).
 """
 from __future__ import annotations
 
@@ -198,6 +199,8 @@ def build_order(t: NodeFacts) -> StageOrder:
             why = f"{units[a].label} and {units[b].label} each depend on the other"
         if why:
             break
+    if why and t.get("kernel"):  # a kernel graph prints its kernels in the order the device runs them
+        ranked, why = sorted(found, key=lambda k: units[k].line), ""
     order = [units[k] for k in (canonical if why else ranked)]
     placed = _place(hops, [] if why else [u.key for u in order], chunks)
     if why:

@@ -76,9 +76,14 @@ def file_kind(pass_name: str) -> FileKind:
     return "post"
 
 
-def classify(node: Node, inst: str, pa: dict, pr: dict) -> tuple[Category, str]:
+# Collectives that reduce: in the forward, only a sharded operator's partial results are reduced (R7k).
+REDUCING = frozenset({"AllReduce", "ReduceScatter", "ReduceScatterV", "Reduce", "InnerCommAllReduce",
+                      "InnerCommReduceScatter"})
+
+
+def classify(node: Node, inst: str, pa: dict, pr: dict, kernel: bool = False) -> tuple[Category, str]:
     """(category, rule) from the node's own evidence: instance name `inst`, primitive attributes
-    `pa` and primal attributes `pr`."""
+    `pa` and primal attributes `pr`; `kernel`: the dump is a kernel graph (the `kernel` fact)."""
     op, scope = node.op, node.scope or ""
     fwd_name = str(pr.get("forward_node_name", ""))
     if op in MIRRORS:
@@ -93,6 +98,12 @@ def classify(node: Node, inst: str, pa: dict, pr: dict) -> tuple[Category, str]:
         return "context-parallel", "R9"
     if op in P2P:
         return ("pipeline", "R5") if PIPE_KEYS & set(pr) else ("other", "R5b")
+    if kernel and not inst and "forward_comm_node_unique_id" in pr:
+        # a kernel graph drops the instance names (`forward_op_*`, `redistribution_op_*`) of the collectives the
+        # parallel pass put in the forward graph, which MindSpore marks `forward_comm_node_unique_id` before autodiff
+        # (set_forward_comm_id_for_comm_node.cc): a reduction there sums a sharded operator's partial results, a
+        # gather or all-to-all converts a layout (R11/R12 may tell an expert or sequence exchange after)
+        return ("operator-forward", "R7k") if op in REDUCING else ("redistribution", "R6k")
     core = re.sub(r"^grad_?", "", inst)
     if core.startswith("redistribution_op"):
         return "redistribution", "R6"

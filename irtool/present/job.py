@@ -38,7 +38,7 @@ def job_line(job: Job) -> str:
                                     if e.known and e.value != 1)
     parts = [f"world {_value(job.world_size)}", layout]
     if job.chunks.known and job.chunks.value > 1:
-        parts.append(f"{job.chunks.value} chunks per stage")
+        parts.append(f"{job.chunks.value} {'segments (folded)' if job.folded else 'chunks'} per stage")
     m = job.micro_batches
     parts.append(f"micro batches: ranks disagree ({' or '.join(map(str, job.micro_seen))})" if len(job.micro_seen) > 1
                  else f"{_value(m)} micro batch{'' if m.value == 1 else 'es'}")
@@ -60,7 +60,8 @@ def job_table(job: Job) -> Table:
     rows = []
     for label, e in (("world size", job.world_size), ("pipeline stages", job.pipeline_stages), ("dp", job.dp),
                      ("mp", job.mp), ("ep", job.ep), ("sp", job.sp), ("cp", job.cp), ("micro batches", job.micro_batches),
-                     ("chunks per stage", job.chunks), ("optimizer", job.optimizer),
+                     ("segments per stage" if job.folded else "chunks per stage", job.chunks),
+                     ("optimizer", job.optimizer),
                      ("optimizer sharding", job.optimizer_shard), ("gradient accumulation", job.gradient_accumulation)):
         value = f"{' or '.join(map(str, job.micro_seen))}: ranks disagree" \
             if e is job.micro_batches and len(job.micro_seen) > 1 else _value(e)

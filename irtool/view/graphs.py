@@ -135,7 +135,8 @@ def comm_attrs(c: CommNode, graph: str | None = None) -> list[dict[str, str]]:
     rows = [("category", c.category), ("phase", c.phase), ("rule", c.rule), ("group", c.group),
             ("group ranks", rank_list(c.group_ranks) if c.group_ranks else None),
             ("shape", shape_text(c.shape) if c.shape is not None else None),
-            ("dtype", c.dtype), ("bytes", cell(c.bytes) if c.bytes is not None else None), ("micro", c.micro),
+            ("dtype", c.dtype), ("bytes", cell(c.bytes) if c.bytes is not None else None),
+            ("runs a step", cell(c.runs)), ("micro", c.micro),
             ("peer rank", c.peer_rank), ("peer stage", c.peer_stage), ("segment", c.segment),
             ("serves", serves),
             ("serves op", c.serves_op), ("serves strategy", strategy_text(c.serves_strategy) if c.serves_strategy
@@ -751,11 +752,13 @@ BYTES_THRESHOLDS = [{"value": 64 * 1024, "bgColor": "#c8e6c9"}, {"value": 1024 *
 
 
 def bytes_node_data(graphs: Iterable[tuple[str, ParallelFacts, str]]) -> dict[str, Any]:
-    """Model Explorer node data: bytes of each communication node whose size the dump gives,
-    coloured green (< 64 KiB), yellow (< 1 MiB), orange (< 16 MiB), red."""
+    """Model Explorer node data: bytes each communication node moves in a step (its size times its runs, as
+    summarize and diff count them) where both are known, coloured green (< 64 KiB), yellow (< 1 MiB),
+    orange (< 16 MiB), red."""
     out = {}
     for graph_id, facts, subgraph in graphs:
-        res = {key: {"value": c.bytes} for c, key in _in_subgraph(facts, subgraph) if c.bytes is not None}
+        res = {key: {"value": c.step_bytes.total} for c, key in _in_subgraph(facts, subgraph)
+               if not c.step_bytes.unknown}
         out[graph_id] = _node_data("comm bytes", res, BYTES_THRESHOLDS)
     return out
 
