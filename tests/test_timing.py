@@ -333,3 +333,16 @@ def test_the_interleaved_bubble_without_times_counts_chunks() -> None:
     cost = json.loads(out)["cost"]
     assert cost["step"] is None and cost["bubble_how"] == cost["bubble_formula"]
     assert cost["bubble"] == pytest.approx(1 / 9, abs=0.005)
+
+
+def test_a_kernel_graph_and_validate_of_one_compile_give_one_step() -> None:
+    # dryrun_llama_dp2mp2pp2: validate (lazy-inline cells called per micro batch, no streams) and the kernel graph
+    # (every micro batch inlined, each kernel once, collectives on the streams it prints) are one compile: the
+    # same FLOPs per step (test_cost.py) and, played out, the same step within 5 %
+    folder = str(FIXTURES / "dryrun_llama_dp2mp2pp2")
+    steps = []
+    for pass_name in ("validate", "hwopt_d_end_acl_graph_final"):
+        code, out, _ = _run("summarize", folder, "--cost", "--pass", pass_name, "--format", "json")
+        assert code == 0
+        steps.append(json.loads(out)["cost"]["step"]["seconds"])
+    assert steps[1] == pytest.approx(steps[0], rel=0.05)

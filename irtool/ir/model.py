@@ -172,15 +172,6 @@ class Node:
         return self.attrs.get("primitive_attrs", {})
 
     @property
-    def stream_id(self) -> int | None:
-        """The stream a kernel graph launches the node on (`primitive_attrs: {stream_id: U64(3)}`); the
-        attributes are parsed only where it is printed (a graph-level pass prints none)."""
-        if "stream_id" not in self.text:
-            return None
-        v = self.primitive_attrs.get("stream_id")
-        return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-    @property
     def cnode_attrs(self) -> dict[str, Any]:
         return self.attrs.get("cnode_attrs", {})
 

@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from .cost import ATTENTION, CONVS, GROUPED_MATMULS, MATMULS, CostFacts, bytes_moved, call_counts
+from .cost import ATTENTION, CONVS, GROUPED_MATMULS, MATMULS, CostFacts, bytes_moved
 from .hardware import Profile, Tier
 from .order import StageOrder, UnitKey, hop_unit
 from .pairs import pair_ranks
@@ -162,7 +162,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
                  order: StageOrder) -> StageTiming:
     """The times of one rank (`cost`: `compute_cost(t, keep_ops=True)`, each operator's FLOPs)."""
     dump, kind = t.dump, t.get("file_kind")
-    runs = call_counts(dump)
+    runs = t.get("graph_runs")
     flops = {o.node: o for o in cost.ops}
     chunks = order.chunks
     micro_chunks: dict[tuple[str, int], set[int]] = {}
@@ -178,18 +178,27 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
     hops: list[TimedHop] = []
     layer_seconds: dict[int | None, float] = {}
     layer_comm: dict[int | None, float] = {}  # collective seconds by layer (moved with it, at the exposed share)
-    cyclic: list[str] = []
+    untimed: list[str] = []
     for graph in dump.subgraphs:
         local = by_key[graph.name]
         preds = {n: [local[r] for r in n.node_refs if r in local] for n in local.values()}
-        k_runs = runs.get(graph.name, 1)
+        k_runs = runs[graph.name].count
+        if k_runs is None:  # a loop body, a graph nothing calls: its per-step time is not known
+            n_ops = sum(1 for n in local.values() if t("kind", n) == "compute")
+            n_comm = sum(1 for n in local.values() if t("kind", n) == "communication")
+            counts["ops"] += n_ops
+            counts["comm"] += n_comm
+            if n_ops or n_comm:
+                untimed.append(f"@{graph.name} runs an unknown number of times ({runs[graph.name].how}): its "
+                              f"{n_ops + n_comm} operators not timed")
+            continue
         finish: dict[Node, tuple[tuple | None, float]] = {}  # node -> (its bucket, when it ends on that clock)
         cursor: dict[tuple, float] = {}  # (bucket, stream) -> when the stream is free
         here: dict[tuple, UnitTime] = {}
         span: dict[tuple, float] = {}
         ordered = _topological(preds)
         if len(ordered) < len(preds):
-            cyclic.append(f"{len(preds) - len(ordered)} nodes of {graph.name} read each other in a cycle: not timed")
+            untimed.append(f"{len(preds) - len(ordered)} nodes of {graph.name} read each other in a cycle: not timed")
         for n in ordered:
             b = _bucket(t, n, chunks, micro_chunks)
             ready = max((f for tag, f in (finish[x] for x in preds[n]) if tag == b), default=0.0)
@@ -198,7 +207,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
             if b is None or dur == 0.0:
                 finish[n] = (b, ready)
                 continue
-            sid = n.stream_id
+            sid = t("stream", n)
             stream = (b, sid if sid is not None else ("comm" if is_comm else "compute"))
             end = max(ready, cursor.get(stream, 0.0)) + dur
             finish[n] = (b, end)
@@ -224,7 +233,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
                 counts["ops"], counts["comm"])
     comm = sum(u.comm for u in out.units.values())
     share = sum(u.exposed for u in out.units.values()) / comm if comm else 0.0
-    out.notes += cyclic
+    out.notes += untimed
     out.layer_seconds = layer_seconds
     out.layer_exposed = {layer: secs * share for layer, secs in layer_comm.items()}
     return out
@@ -276,7 +285,7 @@ def _duration(t: NodeFacts, n: Node, p: Profile, groups: dict[str, Group], rank:
         return 0.0, False
     if o is None and n.op not in MOVES:
         return 0.0, False
-    per_run = (o.flops // k_runs) if o is not None and o.flops else 0
+    per_run = (o.flops // k_runs) if o is not None and o.flops and k_runs else 0
     dtype = next((x.dtype for x in n.input_types if x is not None and x.dtype), None)
     moved = None if o is not None and n.op in MATRIX else bytes_moved(n, kind)
     if o is not None and n.op in MATRIX and o.flops and o.phase != "optimizer":
