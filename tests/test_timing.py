@@ -346,3 +346,27 @@ def test_a_kernel_graph_and_validate_of_one_compile_give_one_step() -> None:
         assert code == 0
         steps.append(json.loads(out)["cost"]["step"]["seconds"])
     assert steps[1] == pytest.approx(steps[0], rel=0.05)
+
+
+def test_a_units_collective_by_hand() -> None:
+    # pipeline_unequal_8p rank 2 (stage 1): F0's one collective is the tensor-parallel AllReduce of validate line 304,
+    # `(<Tensor[Float32], (16, 64)>)` = 4,096 bytes over rank_list (2, 3): one node of 8 on 910B, HCCS: 2(n-1) = 2
+    # steps of 5 µs + 2(n-1)/n x 4,096 = 4,096 wire bytes at 196 GB/s x 0.7; fc2's output feeds it and only the
+    # Send reads it: nothing hides it
+    t = _timings("pipeline_unequal_8p", (2,))[0]
+    f0 = t.units[("F", 0, None)]
+    assert f0.comm == pytest.approx(2 * 5e-6 + 4096 / (196e9 * 0.7))
+    assert f0.exposed == pytest.approx(f0.comm)
+
+
+def test_collectives_hide_under_independent_compute_at_the_profiles_overlap(tmp_path: Path) -> None:
+    # the Llama's collectives: some run beside compute that neither feeds them nor reads them (the dependencies
+    # allow it), so part of them hides; a profile that lets nothing overlap exposes every second of them
+    folder = "mindformers_llama_dp2mp2pp2"
+    hides = [t.total() for t in _timings(folder, (0, 4))]
+    assert all(u.hideable > 0 and u.exposed == pytest.approx(u.comm - u.hideable) for u in hides)
+    none = tmp_path / "no_overlap.toml"
+    none.write_text('base = "910b"\n[overlap]\ncollective = 0\n')
+    exposed = [t.total() for t in _timings(folder, (0, 4), str(none))]
+    assert all(u.exposed == pytest.approx(u.comm) for u in exposed)
+    assert [u.comm for u in exposed] == pytest.approx([u.comm for u in hides])

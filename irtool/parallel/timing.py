@@ -139,9 +139,10 @@ class StageTiming:
 
 def _bucket(t: NodeFacts, n: Node, chunks: list[int], micro_chunks: dict) -> tuple | None:
     """The unit a node's time goes to: its own (micro batch known), a spread bucket (printed once for every
-    micro batch: `("each", F|B, chunk)`), the tail (`("tail",)`), or None (no time)."""
+    micro batch: `("each", F|B, chunk)`), or the tail (`("tail",)`). A step of no units (no pipeline: no
+    node carries a micro batch) is one tail, on one clock: its gradient AllReduce hides under the backward."""
     phase = t("phase", n)
-    if phase == "optimizer":
+    if phase == "optimizer" or not micro_chunks.get("units"):
         return ("tail",)
     letter = "F" if phase == "forward" else "B"
     micro, chunk = t("micro", n), t("chunk", n)
@@ -165,7 +166,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
     runs = t.get("graph_runs")
     flops = {o.node: o for o in cost.ops}
     chunks = order.chunks
-    micro_chunks: dict[tuple[str, int], set[int]] = {}
+    micro_chunks: dict = {"units": bool(order.units)}  # (F|B, micro) -> its chunks; "units": the stage has any
     for n, micro in t.column("micro").items():
         c = t("chunk", n)
         if c is not None and t("phase", n) != "optimizer":
@@ -401,7 +402,7 @@ def simulate(timings: Iterable[StageTiming], time_of: Callable[[int, UnitKey], f
     if not ts:
         return Step(0.0, [], [], [], "", "no stage")
     profile = ts[0].profile
-    unfixed = [s.stage for s in ts if not s.fixed]
+    unfixed = [s.stage for s in ts if s.order and not s.fixed]  # a stage of no units (no pipeline) is its tail
     if unfixed:
         return Step(0.0, [], [], [], profile, f"the dump does not fix the order of stage {unfixed[0]}")
     dur = {(s.stage or 0, k): (time_of(s.stage or 0, k) if time_of else s.units[k].seconds)

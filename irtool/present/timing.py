@@ -42,7 +42,8 @@ def step_line(step: Step, hardware: str) -> str:
         return f"Step: cannot play the step out: {step.cannot}"
     exposed = sum(s.exposed for s in step.stages) / len(step.stages) if step.stages else 0.0
     unknown = [f"{n} {what}{'s' if n != 1 else ''} of unknown {how} not timed"
-               for n, what, how in ((step.unknown_ops, "operator", "cost"), (step.unknown_comm, "collective", "size"))
+               for n, what, how in ((step.unknown_ops, "operator", "cost"),
+                                    (step.unknown_comm, "collective", "size or group"))
                if n]
     return (f"Step: {'≥ ' if unknown else ''}{seconds_text(step.seconds)} on {hardware} (estimate): bubble "
             f"{step.bubble:.1%}, exposed communication {share_text(exposed, step.seconds)} of the step, MFU "
