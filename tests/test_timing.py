@@ -370,3 +370,15 @@ def test_collectives_hide_under_independent_compute_at_the_profiles_overlap(tmp_
     exposed = [t.total() for t in _timings(folder, (0, 4), str(none))]
     assert all(u.exposed == pytest.approx(u.comm) for u in exposed)
     assert [u.comm for u in exposed] == pytest.approx([u.comm for u in hides])
+
+
+def test_a_misspelt_profile_field_is_an_error_not_ignored(tmp_path: Path) -> None:
+    f = tmp_path / "typo.toml"
+    f.write_text('base = "h100"\n[network.intra]\nbandwith = 9e11\n')
+    with pytest.raises(InputError, match=r"typo.toml:3:1: expected a field of a profile \(bandwidth, efficiency, "
+                                         r"latency under network.intra\), found 'bandwith'"):
+        load_profile(str(f))
+    f.write_text('base = "h100"\n\n[netwrok.inter]\nbandwidth = 9e11\n')
+    with pytest.raises(InputError, match=r"typo.toml:3:1: expected a field of a profile \(base, compute, memory, "
+                                         r"name, network, overlap\), found 'netwrok'"):
+        load_profile(str(f))

@@ -23,6 +23,13 @@ else:  # pragma: no cover - Python 3.9/3.10
 PROFILES = Path(__file__).parent / "profiles"
 DEFAULT = "910b"  # MindSpore's home device; said beside every figure made with it
 COLLECTIVES = ("AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "Send")
+_TIER = {"bandwidth": None, "latency": None, "efficiency": None}
+# the fields a profile may set (None: a value; a dict: a table of these fields; "*": a table of any keys)
+FIELDS: dict = {"name": None, "base": None,
+                "compute": {"matrix": "*", "vector": "*", "matrix_efficiency": None, "vector_efficiency": None},
+                "memory": {"bytes": None, "bandwidth": None, "efficiency": None},
+                "network": {"devices_per_node": None, "intra": _TIER, "inter": _TIER, "algorithm": "*"},
+                "overlap": {"collective": None}}
 # the dump's dtype names -> the profile's rate keys
 RATE_KEY = {"BFloat16": "bf16", "BF16": "bf16", "Float16": "fp16", "F16": "fp16", "Float32": "fp32", "F32": "fp32",
             "Int8": "int8", "I8": "int8", "UInt8": "int8", "Float8E4M3FN": "fp8", "Float8E5M2": "fp8"}
@@ -114,6 +121,7 @@ def _chain(path: Path, seen: list[Path]) -> list[tuple[Path, dict[str, Any]]]:
     if path.resolve() in seen:
         raise InputError(f"{path}: its `base` chain comes back to itself")
     data, text = _read(path)
+    _known(path, text, data, FIELDS, "")
     base = data.pop("base", None)
     layer = (path, {**data, "_text": text})
     if base is None:
@@ -130,6 +138,18 @@ def _chain(path: Path, seen: list[Path]) -> list[tuple[Path, dict[str, Any]]]:
             raise InputError(f"{path}:{line}:{col}: expected base = one of {', '.join(builtin_names())} or a file, "
                              f"found {base!r}")
     return [layer, *_chain(nxt, [*seen, path.resolve()])]
+
+
+def _known(path: Path, text: str, data: dict[str, Any], fields: dict, at: str) -> None:
+    """Every key of `data` is a field a profile has (a misspelt one would be ignored: never silently)."""
+    for k, v in data.items():
+        dotted = f"{at}{k}"
+        if k not in fields:
+            line, col = _locate(text, dotted)
+            raise InputError(f"{path}:{line}:{col}: expected a field of a profile ({', '.join(sorted(fields))}"
+                             f"{' under ' + at.rstrip('.') if at else ''}), found {k!r}")
+        if isinstance(fields[k], dict) and isinstance(v, dict):
+            _known(path, text, v, fields[k], dotted + ".")
 
 
 def _merge(into: dict[str, Any], data: dict[str, Any]) -> None:
@@ -153,7 +173,7 @@ def _locate(text: str, dotted: str) -> tuple[int, int]:
         m = re.fullmatch(r"\[\s*([\w.\s]+?)\s*\]\s*(#.*)?", s)
         if m:
             current = [p.strip() for p in m.group(1).split(".")]
-            if current == [*table, key]:
+            if header_line is None and current[:len(table) + 1] == [*table, key]:  # its table, or one under it
                 header_line = i
             continue
         m = re.match(r"([\w\"-]+)\s*=", s)
