@@ -189,7 +189,7 @@ def main() -> None:
               help="With --cost (implied): say whether each rank fits in SIZE (64GiB, 80GB) and the headroom.")
 @click.option("--hardware", "hardware_spec", default=None, metavar="NAME|FILE",
               help="With --cost (implied): time on this profile (910b, 910c, h100, h800, or a TOML file; "
-                   "default 910b; none: FLOPs only; docs/timing.md).")
+                   "default 910b; none: FLOPs only; a profile named sets --device-memory too; docs/timing.md).")
 @click.option("--calibrate", "trace", default=None, metavar="FILE",
               help="With --cost (implied): fit the profile to a profiled run's msprof-analyze cluster_step_trace_time.csv "
                    "or step_trace_time.csv and say the fitted figures (docs/timing.md).")
@@ -212,7 +212,8 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             # `none`: FLOPs only, no time
             hardware = None if (hardware_spec or "").lower() == "none" else load_profile(hardware_spec)
             named = "" if hardware is None else profile_text(hardware, hardware_spec is None)
-        limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else None
+        limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else \
+            (hardware.memory_bytes if hardware_spec and hardware is not None else None)  # the profile's, named
         cost = calibration = None
         sel = _select(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress))
         if sel.is_file:

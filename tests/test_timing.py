@@ -382,3 +382,12 @@ def test_a_misspelt_profile_field_is_an_error_not_ignored(tmp_path: Path) -> Non
     with pytest.raises(InputError, match=r"typo.toml:3:1: expected a field of a profile \(base, compute, memory, "
                                          r"name, network, overlap\), found 'netwrok'"):
         load_profile(str(f))
+
+
+def test_a_named_profile_says_whether_each_stage_fits_its_memory() -> None:
+    # h100: 80 GiB = 85,899,345,920 bytes, the limit --device-memory would set
+    code, out, _ = _run("summarize", UNEQUAL, "--cost", "--hardware", "h100", "--format", "json")
+    cost = json.loads(out)["cost"]
+    assert cost["device_memory_bytes"] == 85_899_345_920 and all(s["fits"] for s in cost["stages"])
+    code, out, _ = _run("summarize", UNEQUAL, "--cost", "--format", "json")  # the default profile is no limit
+    assert json.loads(out)["cost"]["device_memory_bytes"] is None
