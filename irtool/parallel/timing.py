@@ -385,6 +385,11 @@ class Step:
         return sum(s.idle for s in self.stages) / (len(self.stages) * self.seconds) if self.seconds else 0.0
 
     @property
+    def exposed_share(self) -> float:
+        """The exposed communication's share of the stages' time (mean over stages)."""
+        return sum(s.exposed for s in self.stages) / (len(self.stages) * self.seconds) if self.seconds else 0.0
+
+    @property
     def mfu(self) -> float | None:
         """Model FLOPs (forward + backward) per second over the peak, over the stages' ranks."""
         if not self.seconds or not self.stages:

@@ -31,7 +31,7 @@ def mfu_text(m: float | None) -> str:
 
 
 def profile_text(p: Profile | str, default: bool) -> str:
-    """`Huawei Ascend 910B (Atlas 800T A2) (the default profile: --hardware NAME|FILE to choose)`."""
+    """`Huawei Ascend 910B (Atlas 800T A2) (the default profile, 910b: --hardware NAME|FILE to choose)`."""
     name = p if isinstance(p, str) else p.name
     return f"{name} (the default profile, {DEFAULT}: --hardware NAME|FILE to choose)" if default else name
 
@@ -40,13 +40,12 @@ def step_line(step: Step, hardware: str) -> str:
     """`Step: 1.23 ms on H100 (estimate): bubble 27.3%, exposed communication 12.0% of the step, MFU 41%`."""
     if step.cannot:
         return f"Step: cannot play the step out: {step.cannot}"
-    exposed = sum(s.exposed for s in step.stages) / len(step.stages) if step.stages else 0.0
     unknown = [f"{n} {what}{'s' if n != 1 else ''} of unknown {how} not timed"
                for n, what, how in ((step.unknown_ops, "operator", "cost"),
                                     (step.unknown_comm, "collective", "size or group"))
                if n]
     return (f"Step: {'≥ ' if unknown else ''}{seconds_text(step.seconds)} on {hardware} (estimate): bubble "
-            f"{step.bubble:.1%}, exposed communication {share_text(exposed, step.seconds)} of the step, MFU "
+            f"{step.bubble:.1%}, exposed communication {step.exposed_share:.1%} of the step, MFU "
             f"{mfu_text(step.mfu)}" + ("; " + ", ".join(unknown) if unknown else ""))
 
 
