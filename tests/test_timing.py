@@ -391,3 +391,31 @@ def test_a_named_profile_says_whether_each_stage_fits_its_memory() -> None:
     assert cost["device_memory_bytes"] == 85_899_345_920 and all(s["fits"] for s in cost["stages"])
     code, out, _ = _run("summarize", UNEQUAL, "--cost", "--format", "json")  # the default profile is no limit
     assert json.loads(out)["cost"]["device_memory_bytes"] is None
+
+
+def test_a_pass_that_does_not_fix_the_order_is_not_played() -> None:
+    # step_parallel_end has no Depend chain between the micro batches yet (docs/cost.md §4): no step is played, the
+    # bubble is the formula's, and the first line says why
+    code, out, _ = _run("summarize", UNEQUAL, "--cost", "--pass", "step_parallel_end", "--format", "json")
+    cost = json.loads(out)["cost"]
+    assert cost["step"]["cannot"].startswith("the dump does not fix the order of stage ")
+    assert cost["step"]["seconds"] is None and cost["bubble_how"] == cost["bubble_formula"]
+    code, text, _ = _run("summarize", UNEQUAL, "--cost", "--pass", "step_parallel_end")
+    assert text.startswith("Step: cannot play the step out: the dump does not fix the order of stage ")
+
+
+def test_a_ranks_step_trace_takes_its_rank_from_its_path(tmp_path: Path) -> None:
+    # MindSpore's per-rank step_trace_time.csv: the cluster file's columns without Type and Index
+    folder = tmp_path / "rank_2"
+    folder.mkdir()
+    f = folder / "step_trace_time.csv"
+    f.write_text("Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+                 "Communication(Not Overlapped and Exclude Receive),Preparing\n"
+                 "1,800.0,150.0,20.0,170.0,10.0,900.0,60.0,90.0,2.0\n3,1000.0,150.0,20.0,170.0,10.0,900.0,60.0,90.0,2.0\n")
+    (m,), steps = read_trace(str(f), {0: 0, 2: 1})
+    assert (m.stage, steps) == (1, 2) and m.computing == pytest.approx(900e-6)  # rank 2 is stage 1; 2 steps' mean
+    assert m.communication == pytest.approx(110e-6) and m.not_overlapped == pytest.approx(90e-6)
+    bare = tmp_path / "step_trace_time.csv"
+    bare.write_text(f.read_text())
+    with pytest.raises(InputError, match="names no rank: keep it under its rank_N folder"):
+        read_trace(str(bare), {0: 0})
