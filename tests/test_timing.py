@@ -419,3 +419,21 @@ def test_a_ranks_step_trace_takes_its_rank_from_its_path(tmp_path: Path) -> None
     bare.write_text(f.read_text())
     with pytest.raises(InputError, match="names no rank: keep it under its rank_N folder"):
         read_trace(str(bare), {0: 0})
+
+
+def test_the_uneven_mindformers_job_is_advised_back_to_even_by_time() -> None:
+    # mindformers_llama_pp4_uneven: MindFormers' offset [1, 0, 0, -1] puts layers 0-2 | 3-4 | 5-6 | 7 on the 4 stages
+    # (its manifest: `grep ^%paraN_model.layers.K.` of each rank's # Params); stage 0 does three layers and the
+    # embedding, stage 3 one layer and the head: the advice by time gives stage 0 a layer less and says the step
+    # shortens
+    folder = str(FIXTURES / "mindformers_llama_pp4_uneven")
+    code, out, _ = _run("summarize", folder, "--cost", "--format", "json")
+    cost = json.loads(out)["cost"]
+    a = cost["advice"]
+    assert a["current"]["layers_per_stage"] == [[0, 1, 2], [3, 4], [5, 6], [7]]
+    assert a["advised"]["layer_counts"][0][0] == 2 and a["advised"]["offset"] != [1, 0, 0, -1]
+    assert max(a["advised"]["seconds"]) < max(a["current"]["seconds"])
+    assert a["advised"]["step_seconds"] < a["current"]["step_seconds"]
+    assert cost["sentence"].startswith("stage 0 takes ") and "it holds layers 0-2, stage 3 holds layer 7" in cost["sentence"]
+    code, text, _ = _run("summarize", folder, "--cost")
+    assert "the step shortens by " in text.splitlines()[3]
