@@ -15,6 +15,7 @@ from ..dumpdir import RankFile
 from ..ir import Dump, DumpWarning, SymbolEngine, check
 from ..parallel import ParallelFacts, analyze
 from ..parallel.balance import StageCost, stage_cost
+from ..parallel.hardware import Profile
 from ..parallel.job import Job, JobFold, RankJob, job_of, rank_job
 from ..parallel.layers import layer_comm
 from ..parallel.optimizer import optimizer_shards
@@ -177,10 +178,10 @@ def _first_of_stage(facts: ParallelFacts, rank: int | None) -> bool:
 
 
 def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep: bool = False,
-                cost: bool = False) -> RankDigest:
+                cost: bool = False, hardware: Profile | None = None) -> RankDigest:
     """Load, analyze and sum one rank for `summarize DIR` (runs in a worker process); `keep` also
     returns the records of its strategy, redistribution and optimizer tables; `cost` its cost record
-    (`--cost`) when it is the first rank of its stage (`_first_of_stage`)."""
+    (`--cost`) when it is the first rank of its stage (`_first_of_stage`), timed on `hardware`."""
     dump = rank.load(lenient)
     facts = analyze(dump, rank.rank)
     c, g = facts.comm, facts.groups
@@ -191,7 +192,7 @@ def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep:
     d = RankDigest(rank.rank, rank.path, facts.stage, dump.counts, warnings, comm_totals(c), send_receive(c),
                    sorted(g), traffic(c, g), stage_matrix([facts]), hashlib.sha256(key.encode()).hexdigest(),
                    job, [P2P.of(x) for x in c if x.direction],
-                   stage_cost(facts, job) if cost and _first_of_stage(facts, rank.rank) else None)
+                   stage_cost(facts, job, hardware=hardware) if cost and _first_of_stage(facts, rank.rank) else None)
     if keep:
         d.strategies, d.chains, d.shards, d.kept = facts.strategies, chains, shards, True
     return d
