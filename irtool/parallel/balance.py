@@ -38,15 +38,16 @@ class StageCost:
         return self.comm.total / self.cost.total if self.cost.total and not self.comm.unknown else None
 
 
-def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False) -> StageCost:
+def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False, order: StageOrder | None = None) -> StageCost:
     """The cost record of one analysed rank (`job`: what its dump shows of the job, `job.rank_job`); `keep_ops`
-    keeps each operator's FLOPs (`cost.compute_cost`)."""
+    keeps each operator's FLOPs (`cost.compute_cost`); `order`: the rank's order read from its kernel graph
+    (`dumpdir.kernel_order`), else its own dump's `order` fact."""
     comm = Bytes()
     for c in facts.comm:
         comm += c.step_bytes
     micros = job.micro.value if job.micro.known else None
     return StageCost(stage=facts.stage, rank=job.rank, file=job.file, cost=compute_cost(facts.table, keep_ops),
-                     memory=compute_memory(facts.table, micros), comm=comm, order=stage_order(facts.table),
+                     memory=compute_memory(facts.table, micros), comm=comm, order=order or stage_order(facts.table),
                      layers=list(job.layers))
 
 
