@@ -21,6 +21,7 @@ from .ir import Dump, DumpWarning, check, load, pass_name
 from .parallel import ParallelFacts, analyze
 from .parallel.order import StageOrder
 from .parallel.peer import rank_of
+from .parallel.rules import KERNEL_PASSES
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -152,10 +153,6 @@ class RankFile:
 def load_dir(path: str, pass_name: str | None = None) -> list[RankFile]:
     """The dump of each rank for a pass, sorted by rank, loaded on demand."""
     return [RankFile(rank, f) for rank, f in rank_files(path, pass_name).items()]
-
-
-# Kernel-graph passes, the one a folder's order is read from first (`kernel_order`)
-KERNEL_PASSES = ("graph_build", "hwopt_d_end_acl_graph_final", "hwopt_", "task_emit")
 
 
 def kernel_file(rank: RankFile) -> RankFile | None:
