@@ -44,16 +44,17 @@ class StageCost:
         return self.comm.total / self.cost.total if self.cost.total and not self.comm.unknown else None
 
 
-def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False,
-               hardware: Profile | None = None) -> StageCost:
+def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False, hardware: Profile | None = None,
+               order: StageOrder | None = None) -> StageCost:
     """The cost record of one analysed rank (`job`: what its dump shows of the job, `job.rank_job`); `keep_ops`
-    keeps each operator's FLOPs (`cost.compute_cost`); `hardware` adds its times (`timing.stage_timing`)."""
+    keeps each operator's FLOPs (`cost.compute_cost`); `hardware` adds its times (`timing.stage_timing`); `order`:
+    the rank's order read from its kernel graph (`dumpdir.kernel_order`), else its own dump's `order` fact."""
     comm = Bytes()
     for c in facts.comm:
         comm += c.step_bytes
     micros = job.micro.value if job.micro.known else None
     cost = compute_cost(facts.table, keep_ops or hardware is not None)
-    order = stage_order(facts.table)
+    order = order or stage_order(facts.table)
     timing = None if hardware is None else stage_timing(facts.table, cost, hardware, facts.groups, order)
     if timing is not None and not keep_ops:
         cost = replace(cost, ops=[])

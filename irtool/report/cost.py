@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..dumpdir import RankFile
+from ..dumpdir import RankFile, kernel_order
 from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts, analyze
@@ -62,7 +62,7 @@ def measure_rank(rank: RankFile, lenient: bool = False, hardware: Profile | None
     """One rank's cost record, read again (a stage whose cost the summary's worker pass did not measure)."""
     dump = rank.load(lenient)
     facts = analyze(dump, rank.rank)
-    return stage_cost(facts, rank_job(facts, rank.rank, rank.path), hardware=hardware)
+    return stage_cost(facts, rank_job(facts, rank.rank, rank.path), hardware=hardware, order=kernel_order(rank, lenient))
 
 
 @dataclass
@@ -402,8 +402,9 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
         blocks += peak_lines(f.cost.lifetimes, f.memory, f"stage {f.stage}: ")
     order = Table("Pipeline in execution order (units of work ordered by data, Depend and UpdateState edges)",
                   ["stage", "schedule", "order (F = forward, B = backward, micro batch)"],
-                  [[cell(f.stage), f.cost.order.schedule, " ".join(f.cost.order.work) or cell(None)]
-                   for f in b.stages])
+                  [[cell(f.stage), f.cost.order.schedule + (f" (the kernel graph's, {f.cost.order.kernel_graph})"
+                                                            if f.cost.order.kernel_graph else ""),
+                    " ".join(f.cost.order.work) or cell(None)] for f in b.stages])
     blocks.append(order.limited(limit))
     if b.selected is None:
         blocks += advice_sentences(b.advice)
