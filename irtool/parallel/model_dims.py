@@ -1,0 +1,104 @@
+"""The sizes of the model and its data as one rank's dump shows them (docs/parallel.md §18): the global batch,
+the hidden size, the vocabulary and the sequence length. They change the work, the bytes and the communication
+as much as the parallel layout does, so `irtool diff` says them first; the job (`job.RankJob`, `job.JobFold`)
+reads them from here once.
+
+- The global batch: the first data input of the graph (a header parameter without a default value) prints its
+  shape on this rank and then its shape over all ranks (`%para1_inputs0: <Tensor[Float32], (8, 64)> : [64, 64]`
+  under `dataset_strategy="data_parallel"`, `(8, 513)> : [8, 513]` under `full_batch`): the latter's first
+  dimension is the batch of one training step, every micro batch and data-parallel rank included. Where no operator
+  has a strategy (`parallel_mode="data_parallel"`: data_parallel_8p prints `(16, 3, 32, 32)> : [16, 3, 32, 32]`
+  for its 16 samples per device) both are the rank's own: the job multiplies by dp (`per_rank`).
+- The vocabulary, hidden size and sequence length: the embedding, a `Gather` reading a weight of no layer with
+  token indices. A rank holds slices: the full shape is the slice times the split its `in_strategy` gives each
+  dimension (`(2048, 512)` split `(2, 1)`: a (4096, 512) table, vocabulary 4096, hidden size 512; indices
+  `(1, 512)` split `(2, 1)`: sequences of 512).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir import Dump, Node
+from .params import layer_index
+
+Seen = tuple[int | None, str]  # a value and where the dump shows it, or None and why it is unknown
+_GATHER = ("Gather", "GatherV2", "SparseGatherV2")
+
+
+@dataclass(frozen=True)
+class ModelDims:
+    """What one rank's dump shows of the model's sizes (picklable)."""
+
+    global_batch: Seen
+    per_rank: bool  # the batch printed is one data-parallel rank's (no strategy: data-parallel mode)
+    hidden: Seen
+    vocab: Seen
+    sequence: Seen
+
+
+def model_dims(t: Any, dump: Dump, file: str) -> ModelDims:
+    """The sizes `t` (the rank's fact table) and its dump show (call before the table is released)."""
+    hidden, vocab, sequence = _embedding(t, file)
+    return ModelDims(_global_batch(dump, file), not t.column("strategy"), hidden, vocab, sequence)
+
+
+def _global_batch(dump: Dump, file: str) -> Seen:
+    for p in dump.params:
+        if p.has_default or p.type is None or p.type.kind != "Tensor":
+            continue
+        full, mine = p.full_shape, p.type.shape
+        if full:
+            return full[0], f"{file}:{p.line} ({p.ref} {_dims(mine)} on this rank, whole shape {_dims(full)})"
+    return None, "no data input prints its shape over all ranks"
+
+
+def _dims(shape: Any) -> str:
+    return "(" + ", ".join(map(str, shape)) + ")" if isinstance(shape, tuple) else str(shape)
+
+
+def _full(shape: Any, split: Any) -> tuple[int, ...] | None:
+    """A slice's shape times its split per dimension (None when either is not a list of whole numbers)."""
+    if not isinstance(shape, tuple) or not isinstance(split, (tuple, list)) or len(shape) != len(split) or \
+            not all(isinstance(x, int) and x > 0 for x in (*shape, *split)):
+        return None
+    return tuple(a * b for a, b in zip(shape, split))
+
+
+def _embedding(t: Any, file: str) -> tuple[Seen, Seen, Seen]:
+    why = "no embedding (a Gather of a weight of no layer by token indices)"
+    # the weight a Gather reads first (`operator_params`: through a Load, Cast or optimizer-parallel AllGather,
+    # into a call), of no layer
+    keys = t.column("operator")
+    tables = {key: name for name, key in t.get("operator_params").items() if layer_index(name) is None}
+    strategies = t.column("strategy")
+    for n in t.dump.nodes():
+        if n.op not in _GATHER or len(n.input_types) < 2 or keys.get(n) not in tables:
+            continue
+        table, index = n.input_types[0], n.input_types[1]
+        if table.shape is None or len(table.shape) != 2 or not (index.dtype or "").startswith(("Int", "UInt")):
+            continue
+        weights = [tables[keys[n]]]
+        split = _split(n, strategies)
+        if split is None:
+            return ((None, f"{file}:{n.line}: the embedding's Gather has no in_strategy of whole numbers"),) * 3
+        full_table, full_index = _full(table.shape, split[0]), _full(index.shape, split[1])
+        if full_table is None:
+            return ((None, f"{file}:{n.line}: the embedding's table and its split do not match"),) * 3
+        where = f"{file}:{n.line} (Gather of {weights[0]} {_dims(table.shape)} split {_dims(tuple(split[0]))}"
+        seq = (full_index[-1], f"{where}: token indices {_dims(index.shape)} split {_dims(tuple(split[1]))})") \
+            if full_index is not None and len(full_index) == 2 else (None, f"{file}:{n.line}: indices not (batch, sequence)")
+        return (full_table[1], where + f": {full_table[1]} wide)"), (full_table[0], where + f": {full_table[0]} rows)"), seq
+    return (None, why), (None, why), (None, why)
+
+
+def _split(n: Node, strategies: dict[Node, Any]) -> list[Any] | None:
+    """The split of each input of `n` by its `in_strategy`; all 1 in a dump with no strategy at all (one device,
+    or a pass before the parallel pass: shapes are whole)."""
+    s = strategies.get(n)
+    if s is None:
+        return None if strategies else [(1,) * len(x.shape) if isinstance(x.shape, tuple) else () for x in n.input_types]
+    value = s.in_strategy
+    if not isinstance(value, (tuple, list)) or len(value) < 2:
+        return None
+    return list(value)
