@@ -427,7 +427,8 @@ LLAMA_L8, LLAMA_H1024 = F / "mindformers_llama_dp2mp2pp2_l8", F / "mindformers_l
 
 def test_a_wider_model_is_said_first_not_as_the_layouts_doing() -> None:
     result = diff_dirs(str(LLAMA_OLD), str(LLAMA_H1024))
-    # the embedding's Gather, rank 0 line 3279 on both: `in_strategy: ((2, 1), (2, 1))` over
+    # the embedding's Gather, rank 0 line 3279 on both, reading `Load(%para117_▸CR_model.tok_embeddings.embedding_weight`
+    # (the cell-reuse graph's parameter): `in_strategy: ((2, 1), (2, 1))` over
     # `(<Tensor[Float32], (2048, 512)>, <Tensor[Int32], (1, 512)>` against `(2048, 1024)`: a (4096, 512) table against
     # (4096, 1024), sequences of 512 on both; line 23 `%para1_inputs0: <Tensor[Int32], (8, 513)> : [8, 513]` on both
     assert [change_text(c) for c in result.config] == ["hidden size 512 → 1024"]
@@ -435,8 +436,8 @@ def test_a_wider_model_is_said_first_not_as_the_layouts_doing() -> None:
     for job, hidden in ((result.old_job, 512), (result.new_job, 1024)):
         assert (job.hidden_size.value, job.vocab_size.value, job.sequence_length.value) == (hidden, 4096, 512)
         assert job.global_batch.value == 8 and job.hidden_size.where.endswith(
-            f"19_validate_0089.ir.xz:3279 (Gather of model.tok_embeddings.embedding_weight (2048, {hidden}) split (2, 1): "
-            f"{hidden} wide)")
+            f"19_validate_0089.ir.xz:3279 (Gather of ▸CR_model.tok_embeddings.embedding_weight (2048, {hidden}) "
+            f"split (2, 1): {hidden} wide)")
     lines = to_text(result).splitlines()
     assert lines[1:3] == ["Model and data changed (old → new), not the parallel layout: the figures below change with it, "
                           "so the two are compared as one logical graph (--by-rank: rank with rank):",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..ir import Dump, Node
-from .params import layer_index
+from .params import WEIGHT_VALUE, layer_index, param_name
 
 Seen = tuple[int | None, str]  # a value and where the dump shows it, or None and why it is unknown
 _GATHER = ("Gather", "GatherV2", "SparseGatherV2")
@@ -67,18 +67,18 @@ def _full(shape: Any, split: Any) -> tuple[int, ...] | None:
 
 def _embedding(t: Any, file: str) -> tuple[Seen, Seen, Seen]:
     why = "no embedding (a Gather of a weight of no layer by token indices)"
-    # the weight a Gather reads first (`operator_params`: through a Load, Cast or optimizer-parallel AllGather,
-    # into a call), of no layer
-    keys = t.column("operator")
-    tables = {key: name for name, key in t.get("operator_params").items() if layer_index(name) is None}
+    params, by_key = t.get("parameters"), t.get("by_key")
     strategies = t.column("strategy")
     for n in t.dump.nodes():
-        if n.op not in _GATHER or len(n.input_types) < 2 or keys.get(n) not in tables:
+        if n.op not in _GATHER or len(n.input_types) < 2:
             continue
         table, index = n.input_types[0], n.input_types[1]
         if table.shape is None or len(table.shape) != 2 or not (index.dtype or "").startswith(("Int", "UInt")):
             continue
-        weights = [tables[keys[n]]]
+        weight = _weight(n, by_key[n.graph], params)
+        if weight is None or layer_index(weight) is not None:
+            continue
+        weights = [weight]
         split = _split(n, strategies)
         if split is None:
             return ((None, f"{file}:{n.line}: the embedding's Gather has no in_strategy of whole numbers"),) * 3
@@ -90,6 +90,24 @@ def _embedding(t: Any, file: str) -> tuple[Seen, Seen, Seen]:
             if full_index is not None and len(full_index) == 2 else (None, f"{file}:{n.line}: indices not (batch, sequence)")
         return (full_table[1], where + f": {full_table[1]} wide)"), (full_table[0], where + f": {full_table[0]} rows)"), seq
     return (None, why), (None, why), (None, why)
+
+
+def _weight(n: Node, local: dict[str, Node], params: Any) -> str | None:
+    """The parameter input 0 of `n` is the value of, through what passes a weight's value on (a Load, Cast, Depend,
+    the optimizer-parallel AllGather of its shard): the header name, or the name of the graph's own parameter a call
+    passes it in as (`▸CR_model.tok_embeddings.embedding_weight` in a cell-reuse graph)."""
+    for _ in range(8):
+        ins = n.inputs
+        ref = ins[0].ref if ins else None
+        if ref is None:
+            return None
+        if ref.kind in ("param", "free"):
+            return params.name_of(ref.name) or param_name(ref.name)
+        src = local.get(ref.name) if ref.kind == "node" else None
+        if src is None or src.op not in WEIGHT_VALUE:
+            return None
+        n = src
+    return None
 
 
 def _split(n: Node, strategies: dict[Node, Any]) -> list[Any] | None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 _LAYER = re.compile(r"(?:^|\.)(\d+)\.")
 _THROUGH = frozenset({"Load", "Depend", "TensorMove", "Cast"})  # pass a parameter's value on
 # ... and the optimizer-parallel gathers of a sharded weight: what a weight's value is still the weight after
-_WEIGHT_VALUE = _THROUGH | frozenset({"AllGather", "_MicroStepAllGather", "_MiniStepAllGather"})
+WEIGHT_VALUE = _THROUGH | frozenset({"AllGather", "_MicroStepAllGather", "_MiniStepAllGather"})
 
 
 def layer_index(name: str) -> int | None:
@@ -43,6 +43,12 @@ def _key(ref: str) -> str:
     if ref.startswith("$("):
         return "%" + ref[ref.index(":") + 1 : -1]
     return ref
+
+
+def param_name(ref: str) -> str:
+    """The name a parameter reference carries: `%para13_w`, `$(@g:para13_w)` -> `w`."""
+    key = _key(ref)
+    return key[key.index("_") + 1 :]
 
 
 @dataclass
@@ -237,7 +243,7 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
             if n not in outside and ((weights and not weights.isdisjoint(deps[n])) or (
                     passed and any(_key(r) in passed for r in n.param_refs))):
                 outside.add(n)
-            if n in outside and n.op in _WEIGHT_VALUE:
+            if n in outside and n.op in WEIGHT_VALUE:
                 weights.add(n)
             if phase[n] == "backward":
                 deferred.append((n, deps[n]))
