@@ -433,8 +433,12 @@ def test_a_wider_model_is_said_first_not_as_the_layouts_doing() -> None:
     # (4096, 1024), sequences of 512 on both; line 23 `%para1_inputs0: <Tensor[Int32], (8, 513)> : [8, 513]` on both
     assert [change_text(c) for c in result.config] == ["hidden size 512 → 1024"]
     assert result.mode == "logical" and result.config[0].model
+    # the feed-forward size: w3 `(704, 512)` -> `(704, 1024)` split `((2, 1), (2, 1))` (line 5513): 1408 on both
     for job, hidden in ((result.old_job, 512), (result.new_job, 1024)):
         assert (job.hidden_size.value, job.vocab_size.value, job.sequence_length.value) == (hidden, 4096, 512)
+        assert job.ffn_size.value == 1408 and job.ffn_size.where.endswith(
+            f":5513 (▸CR_model.layers.0.feed_forward.w3.weight (1408, {hidden}) whole: 1408 beside the hidden "
+            f"size {hidden})")
         assert job.global_batch.value == 8 and job.hidden_size.where.endswith(
             f"19_validate_0089.ir.xz:3279 (Gather of ▸CR_model.tok_embeddings.embedding_weight (2048, {hidden}) "
             f"split (2, 1): {hidden} wide)")
@@ -515,3 +519,15 @@ def test_markdown_puts_the_stages_and_cost_before_the_operators() -> None:
     doc = json.loads(run(LLAMA_OLD, LLAMA_NEW, "--format", "json")[1])
     follows = [o["strategy_follows"] for o in doc["logical"]["ops"] if "strategy" in o["fields"]]
     assert follows and all(f in (["dp"], ["dp", "mp"]) for f in follows)
+
+
+
+def test_the_feed_forward_size_from_the_layers_weights() -> None:
+    # make.py of each: gpt_small_dp2mp2pp2 GPT_HIDDEN 128, GPT_FFN 512 (w1 `(256, 128)` split (2, 1) at rank 0);
+    # pipeline_2stage_8p H 64, F 256 (`w1` (H, F) unsplit); the MoE's experts are 3-D `ffn.w1 (1, 512, 2816)`
+    for folder, hidden, ffn in (("gpt_small_dp2mp2pp2", 128, 512), ("pipeline_2stage_8p", 64, 256),
+                                ("mindformers_moe_dp2mp2pp2_ep2", 512, None)):
+        job = job_of(Selection.of(str(F / folder)))
+        assert (job.hidden_size.value, job.ffn_size.value) == (hidden, ffn), folder
+    # a rank without the embedding does not know the hidden size, so neither this
+    assert not job_of(Selection.of(str(LLAMA_OLD / "rank_4"))).ffn_size.known

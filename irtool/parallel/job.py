@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .cost import ATTENTION, SEQUENCE_DIM, attention_layout
-from .model_dims import ModelDims, model_dims
+from .model_dims import ModelDims, ffn_size, model_dims
 from .params import layer_index
 from .records import CommNode, ParallelFacts, _as_dict
 
@@ -247,6 +247,7 @@ class Job:
     global_batch: Evidence  # samples per training step, every micro batch and data-parallel rank
     num_layers: Evidence  # the layers of every stage, when every stage was read
     hidden_size: Evidence
+    ffn_size: Evidence
     vocab_size: Evidence
     sequence_length: Evidence
     training: bool
@@ -314,6 +315,7 @@ class JobFold:
         self.last: Evidence | None = None  # the stage count a rank of the last stage tells
         self.dims: dict[str, Evidence] = {}  # ModelDims field -> the first rank's that knows it
         self.per_rank = False  # the data input printed is one data-parallel rank's
+        self.layer_weights: tuple = ()  # the lowest layer's 2-D MatMul weights a rank read (`ModelDims.layer_weights`)
 
     def add(self, r: RankJob) -> None:
         self.first = self.first or r
@@ -352,6 +354,9 @@ class JobFold:
         for name, seen in vars(r.dims).items():
             if name == "per_rank":
                 self.per_rank |= seen
+            elif name == "layer_weights":
+                if seen and (not self.layer_weights or seen[0][0] < self.layer_weights[0][0]):
+                    self.layer_weights = seen
             elif name not in self.dims or (seen[0] is not None and not self.dims[name].known):
                 self.dims[name] = Evidence(*seen)
 
@@ -431,10 +436,16 @@ class JobFold:
                    gradient_accumulation=self.accumulation or (first.accumulation if first else _unknown("no rank read")),
                    global_batch=self._batch(dp, micro), num_layers=self._layer_count(stages, absent),
                    hidden_size=self._dim("hidden"), vocab_size=self._dim("vocab"), sequence_length=self._dim("sequence"),
+                   ffn_size=self._ffn(),
                    training=self.training, notes=notes, micro_seen=sorted(self.micro))
 
     def _dim(self, name: str) -> Evidence:
         return self.dims.get(name) or _unknown("no rank read")
+
+    def _ffn(self) -> Evidence:
+        hidden = self._dim("hidden")
+        return Evidence(*ffn_size(hidden.value, self.layer_weights)) if hidden.known else \
+            _unknown("the hidden size unknown")
 
     def _batch(self, dp: Evidence, micro: Evidence) -> Evidence:
         """The global batch, and what it is made of: per data-parallel rank and micro batch x dp x micro batches."""
@@ -483,7 +494,7 @@ def job_of(ranks: Iterable[RankJob]) -> Job:
 # Fields whose change makes two compilations different parallel configurations of one network: the
 # diff then compares them as one logical graph (`irtool.parallel.logical`), not rank with rank.
 # The model's and the data's sizes: not the parallel layout, said before it (a FLOPs or weight ratio is theirs first).
-MODEL = ("global_batch", "num_layers", "hidden_size", "vocab_size", "sequence_length")
+MODEL = ("global_batch", "num_layers", "hidden_size", "ffn_size", "vocab_size", "sequence_length")
 STRUCTURAL = frozenset({*MODEL, "world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "cp", "chunks",
                         "micro_batches", "stage_layers", "recompute_layers", "optimizer_shard"})
 # The compared fields, in the order they are said.

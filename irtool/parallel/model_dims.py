@@ -13,6 +13,10 @@ reads them from here once.
   token indices. A rank holds slices: the full shape is the slice times the split its `in_strategy` gives each
   dimension (`(2048, 512)` split `(2, 1)`: a (4096, 512) table, vocabulary 4096, hidden size 512; indices
   `(1, 512)` split `(2, 1)`: sequences of 512).
+- The feed-forward size: the whole shapes (slice times split, as above) of the 2-D weights the forward MatMuls of
+  the lowest layer read (`layer_weights`); the job takes the largest dimension beside its hidden size that is
+  larger than it (Llama's w1 `(704, 512)` split `(2, 1)`: 1408 beside 512). An MoE layer's experts are batched
+  3-D weights: no such MatMul, the size unknown.
 """
 from __future__ import annotations
 
@@ -35,12 +39,15 @@ class ModelDims:
     hidden: Seen
     vocab: Seen
     sequence: Seen
+    # the lowest layer's 2-D MatMul weights, whole: (layer, name, shape, where)
+    layer_weights: tuple[tuple[int, str, tuple[int, ...], str], ...] = ()
 
 
 def model_dims(t: Any, dump: Dump, file: str) -> ModelDims:
     """The sizes `t` (the rank's fact table) and its dump show (call before the table is released)."""
     hidden, vocab, sequence = _embedding(t, file)
-    return ModelDims(_global_batch(dump, file), not t.column("strategy"), hidden, vocab, sequence)
+    return ModelDims(_global_batch(dump, file), not t.column("strategy"), hidden, vocab, sequence,
+                     _layer_weights(t, file))
 
 
 def _global_batch(dump: Dump, file: str) -> Seen:
@@ -92,13 +99,42 @@ def _embedding(t: Any, file: str) -> tuple[Seen, Seen, Seen]:
     return (None, why), (None, why), (None, why)
 
 
-def _weight(n: Node, local: dict[str, Node], params: Any) -> str | None:
-    """The parameter input 0 of `n` is the value of, through what passes a weight's value on (a Load, Cast, Depend,
-    the optimizer-parallel AllGather of its shard): the header name, or the name of the graph's own parameter a call
-    passes it in as (`▸CR_model.tok_embeddings.embedding_weight` in a cell-reuse graph)."""
+def _layer_weights(t: Any, file: str) -> tuple[tuple[int, str, tuple[int, ...], str], ...]:
+    params, by_key = t.get("parameters"), t.get("by_key")
+    strategies = t.column("strategy")
+    found: dict[int, list[tuple[int, str, tuple[int, ...], str]]] = {}
+    for n in t.dump.nodes():
+        if n.op != "MatMul" or t("phase", n) != "forward":
+            continue
+        for i, typ in enumerate(n.input_types[:2]):
+            name = _weight(n, by_key[n.graph], params, i)
+            layer = layer_index(name) if name is not None else None
+            split = _split(n, strategies) if layer is not None else None
+            full = _full(typ.shape, split[i]) if split is not None and len(split) > i else None
+            if layer is not None and full is not None and len(full) == 2 and \
+                    all(name != w[1] for w in found.get(layer, [])):
+                found.setdefault(layer, []).append((layer, name, full, f"{file}:{n.line}"))  # type: ignore[arg-type]
+    return tuple(found[min(found)]) if found else ()
+
+
+def ffn_size(hidden: int, weights: tuple[tuple[int, str, tuple[int, ...], str], ...]) -> Seen:
+    """The largest dimension beside `hidden` that is larger than it, of the layer's 2-D weights (`layer_weights`)."""
+    wide = [(d, w) for w in weights if hidden in w[2] for d in w[2] if d > hidden]
+    if not wide:
+        layer = f"layer {weights[0][0]}" if weights else "any layer"
+        return None, f"no 2-D MatMul weight of {layer} wider than the hidden size {hidden} (an MoE layer's experts are 3-D)"
+    d, (layer, name, shape, where) = max(wide, key=lambda x: x[0])
+    return d, f"{where} ({name} {_dims(shape)} whole: {d} beside the hidden size {hidden})"
+
+
+def _weight(n: Node, local: dict[str, Node], params: Any, index: int = 0) -> str | None:
+    """The parameter input `index` of `n` is the value of, through what passes a weight's value on (a Load, Cast,
+    Depend, the optimizer-parallel AllGather of its shard): the header name, or the name of the graph's own parameter
+    a call passes it in as (`▸CR_model.tok_embeddings.embedding_weight` in a cell-reuse graph)."""
     for _ in range(8):
         ins = n.inputs
-        ref = ins[0].ref if ins else None
+        ref = ins[index].ref if len(ins) > index else None
+        index = 0
         if ref is None:
             return None
         if ref.kind in ("param", "free"):
