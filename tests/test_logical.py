@@ -531,3 +531,13 @@ def test_the_feed_forward_size_from_the_layers_weights() -> None:
         assert (job.hidden_size.value, job.ffn_size.value) == (hidden, ffn), folder
     # a rank without the embedding does not know the hidden size, so neither this
     assert not job_of(Selection.of(str(LLAMA_OLD / "rank_4"))).ffn_size.known
+
+
+def test_the_attention_heads_from_the_scores_batchmatmul() -> None:
+    # rank 0's first BatchMatMul of layer 0 (`score = self.batch_matmul_q_k(query, key)`): Llama line 4677
+    # `(<Tensor[Float16], (1, 4, 512, 64)>` split `((2, 2, 1, 1), ...)`: 8 heads of 64 = 512 (make.py MFL_HEADS 8);
+    # hidden 1024: `(1, 4, 512, 128)`, 8 heads of 128; gpt_small line 584 `(2, 2, 64, 32)` split (2, 2, 1, 1): 4 of 32
+    # = 128 (GPT_HEADS 4); flash attention's fused operator is not read: unknown
+    for folder, n in (("mindformers_llama_dp2mp2pp2", 8), ("mindformers_llama_dp2mp2pp2_h1024", 8),
+                      ("gpt_small_dp2mp2pp2", 4), ("mindformers_llama_sp_fa_dp2mp2pp2", None)):
+        assert job_of(Selection.of(str(F / folder))).heads.value == n, folder

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .cost import ATTENTION, SEQUENCE_DIM, attention_layout
-from .model_dims import ModelDims, ffn_size, model_dims
+from .model_dims import ModelDims, ffn_size, heads, model_dims
 from .params import layer_index
 from .records import CommNode, ParallelFacts, _as_dict
 
@@ -248,6 +248,7 @@ class Job:
     num_layers: Evidence  # the layers of every stage, when every stage was read
     hidden_size: Evidence
     ffn_size: Evidence
+    heads: Evidence  # attention heads
     vocab_size: Evidence
     sequence_length: Evidence
     training: bool
@@ -316,6 +317,7 @@ class JobFold:
         self.dims: dict[str, Evidence] = {}  # ModelDims field -> the first rank's that knows it
         self.per_rank = False  # the data input printed is one data-parallel rank's
         self.layer_weights: tuple = ()  # the lowest layer's 2-D MatMul weights a rank read (`ModelDims.layer_weights`)
+        self.attention: tuple = ()  # the 4-D BatchMatMuls the ranks read (`ModelDims.attention`), each shape once
 
     def add(self, r: RankJob) -> None:
         self.first = self.first or r
@@ -354,9 +356,11 @@ class JobFold:
         for name, seen in vars(r.dims).items():
             if name == "per_rank":
                 self.per_rank |= seen
-            elif name == "layer_weights":
+            elif name == "layer_weights":  # the lowest layer's of every rank's
                 if seen and (not self.layer_weights or seen[0][0] < self.layer_weights[0][0]):
                     self.layer_weights = seen
+            elif name == "attention":
+                self.attention += tuple(a for a in seen if all(a[:2] != b[:2] for b in self.attention))
             elif name not in self.dims or (seen[0] is not None and not self.dims[name].known):
                 self.dims[name] = Evidence(*seen)
 
@@ -436,16 +440,17 @@ class JobFold:
                    gradient_accumulation=self.accumulation or (first.accumulation if first else _unknown("no rank read")),
                    global_batch=self._batch(dp, micro), num_layers=self._layer_count(stages, absent),
                    hidden_size=self._dim("hidden"), vocab_size=self._dim("vocab"), sequence_length=self._dim("sequence"),
-                   ffn_size=self._ffn(),
+                   ffn_size=self._with_hidden(ffn_size, self.layer_weights),
+                   heads=self._with_hidden(heads, self.attention),
                    training=self.training, notes=notes, micro_seen=sorted(self.micro))
 
     def _dim(self, name: str) -> Evidence:
         return self.dims.get(name) or _unknown("no rank read")
 
-    def _ffn(self) -> Evidence:
+    def _with_hidden(self, rule: Any, seen: tuple) -> Evidence:
+        """A size read beside the hidden size (`model_dims.ffn_size`, `model_dims.heads`)."""
         hidden = self._dim("hidden")
-        return Evidence(*ffn_size(hidden.value, self.layer_weights)) if hidden.known else \
-            _unknown("the hidden size unknown")
+        return Evidence(*rule(hidden.value, seen)) if hidden.known else _unknown("the hidden size unknown")
 
     def _batch(self, dp: Evidence, micro: Evidence) -> Evidence:
         """The global batch, and what it is made of: per data-parallel rank and micro batch x dp x micro batches."""
@@ -494,7 +499,7 @@ def job_of(ranks: Iterable[RankJob]) -> Job:
 # Fields whose change makes two compilations different parallel configurations of one network: the
 # diff then compares them as one logical graph (`irtool.parallel.logical`), not rank with rank.
 # The model's and the data's sizes: not the parallel layout, said before it (a FLOPs or weight ratio is theirs first).
-MODEL = ("global_batch", "num_layers", "hidden_size", "ffn_size", "vocab_size", "sequence_length")
+MODEL = ("global_batch", "num_layers", "hidden_size", "ffn_size", "heads", "vocab_size", "sequence_length")
 STRUCTURAL = frozenset({*MODEL, "world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "cp", "chunks",
                         "micro_batches", "stage_layers", "recompute_layers", "optimizer_shard"})
 # The compared fields, in the order they are said.

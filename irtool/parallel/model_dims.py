@@ -17,6 +17,10 @@ reads them from here once.
   the lowest layer read (`layer_weights`); the job takes the largest dimension beside its hidden size that is
   larger than it (Llama's w1 `(704, 512)` split `(2, 1)`: 1408 beside 512). An MoE layer's experts are batched
   3-D weights: no such MatMul, the size unknown.
+- The attention heads: the forward BatchMatMuls of 4-D operands (batch, heads, sequence, head size), each shape
+  once (`attention`); the job takes the first whose heads x head size, restored whole, is its hidden size
+  (Llama's query `(1, 4, 512, 64)` split `(2, 2, 1, 1)`: 8 heads of 64). Flash attention's fused operator is not
+  read for it.
 """
 from __future__ import annotations
 
@@ -41,13 +45,15 @@ class ModelDims:
     sequence: Seen
     # the lowest layer's 2-D MatMul weights, whole: (layer, name, shape, where)
     layer_weights: tuple[tuple[int, str, tuple[int, ...], str], ...] = ()
+    # the forward BatchMatMuls of 4-D operands, each (heads, head size) once, whole: (heads, head size, where)
+    attention: tuple[tuple[int, int, str], ...] = ()
 
 
 def model_dims(t: Any, dump: Dump, file: str) -> ModelDims:
     """The sizes `t` (the rank's fact table) and its dump show (call before the table is released)."""
     hidden, vocab, sequence = _embedding(t, file)
     return ModelDims(_global_batch(dump, file), not t.column("strategy"), hidden, vocab, sequence,
-                     _layer_weights(t, file))
+                     _layer_weights(t, file), _attention(t, file))
 
 
 def _global_batch(dump: Dump, file: str) -> Seen:
@@ -109,12 +115,35 @@ def _layer_weights(t: Any, file: str) -> tuple[tuple[int, str, tuple[int, ...], 
         for i, typ in enumerate(n.input_types[:2]):
             name = _weight(n, by_key[n.graph], params, i)
             layer = layer_index(name) if name is not None else None
-            split = _split(n, strategies) if layer is not None else None
+            if name is None or layer is None or any(name == w[1] for w in found.get(layer, [])):
+                continue
+            split = _split(n, strategies)
             full = _full(typ.shape, split[i]) if split is not None and len(split) > i else None
-            if layer is not None and full is not None and len(full) == 2 and \
-                    all(name != w[1] for w in found.get(layer, [])):
-                found.setdefault(layer, []).append((layer, name, full, f"{file}:{n.line}"))  # type: ignore[arg-type]
+            if full is not None and len(full) == 2:
+                found.setdefault(layer, []).append((layer, name, full, f"{file}:{n.line}"))
     return tuple(found[min(found)]) if found else ()
+
+
+def _attention(t: Any, file: str) -> tuple[tuple[int, int, str], ...]:
+    strategies = t.column("strategy")
+    found: dict[tuple[int, int], str] = {}
+    for n in t.dump.nodes():
+        if n.op != "BatchMatMul" or len(n.input_types) < 2 or t("phase", n) != "forward":
+            continue
+        split = _split(n, strategies)
+        full = _full(n.input_types[0].shape, split[0]) if split else None
+        if full is not None and len(full) == 4 and (full[1], full[3]) not in found:
+            found[(full[1], full[3])] = (f"{file}:{n.line} (BatchMatMul of {_dims(n.input_types[0].shape)} split "
+                                         f"{_dims(tuple(split[0]))})")
+    return tuple((n, d, where) for (n, d), where in found.items())
+
+
+def heads(hidden: int, attention: tuple[tuple[int, int, str], ...]) -> Seen:
+    """The heads of the first 4-D BatchMatMul (`attention`) whose heads x head size is `hidden`."""
+    for n, d, where in attention:
+        if n * d == hidden:
+            return n, f"{where}: {n} heads of {d}, {n} x {d} = the hidden size {hidden}"
+    return None, f"no 4-D BatchMatMul whose heads x head size is the hidden size {hidden}"
 
 
 def ffn_size(hidden: int, weights: tuple[tuple[int, str, tuple[int, ...], str], ...]) -> Seen:
