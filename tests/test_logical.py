@@ -483,6 +483,10 @@ def test_the_global_batch_from_the_inputs_whole_shape() -> None:
     for folder, batch in (("opt_parallel_8p", 64), ("semi_auto_8p", 512)):
         job = job_of(Selection.of(str(F / folder / "rank_0")))
         assert job.global_batch.value == batch, folder
+    # parallel_mode="data_parallel" (no operator has a strategy) prints the device's own input twice, `(16, 3, 32, 32)>
+    # : [16, 3, 32, 32]` (make.py: 16 per device on 8): not the global batch; times dp, unknown from these ranks
+    job = job_of(Selection.of(str(F / "data_parallel_8p")))
+    assert not job.global_batch.known and "one data-parallel rank's; dp unknown" in job.global_batch.where
 
 
 def test_a_larger_batch_is_said_first() -> None:

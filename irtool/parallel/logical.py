@@ -538,8 +538,8 @@ class LogicalDiff:
                 "old": self.old.as_dict(ops=False), "new": self.new.as_dict(ops=False)}
 
 
-# The degrees a strategy splits a dimension by: a strategy value that changes as one of them (or a product of
-# two) changes follows from the layout, not from the operator.
+# The degrees a strategy splits a dimension by: a strategy value that changes as one of them changes follows from
+# the layout, not from the operator.
 DEGREES = ("dp", "mp", "cp", "ep")
 
 
@@ -564,12 +564,12 @@ def _shape(v: Any) -> Any:
 
 def strategy_follows(a: LogicalOp, b: LogicalOp, degrees: dict[str, tuple[int, int]]) -> tuple[str, ...]:
     """The degrees whose change (`degrees`: name -> (old, new)) explains every strategy value of `a` that `b`
-    changes: each changed split `x → y` is one degree's `old → new` (or a product of two, a dimension split by
-    dp x mp); () when some value changes otherwise, or a strategy is not a nesting of whole numbers."""
+    changes: each changed split `x → y` is one degree's `old → new` (both, when two changed alike); () when some
+    value changes otherwise (a dimension split by dp x mp, say), or a strategy is not a nesting of whole numbers."""
     used: set[str] = set()
-    moves = {**{(o, n): (k,) for k, (o, n) in degrees.items()},
-             **{(o1 * o2, n1 * n2): (k1, k2) for k1, (o1, n1) in degrees.items()
-                for k2, (o2, n2) in degrees.items() if k1 < k2}}
+    moves: dict[tuple[int, int], set[str]] = {}
+    for k, move in degrees.items():
+        moves.setdefault(move, set()).add(k)
     for k in set(a.strategy) | set(b.strategy):
         x, y = a.strategy.get(k), b.strategy.get(k)
         if x == y:
