@@ -545,3 +545,13 @@ def test_the_attention_heads_from_the_scores_batchmatmul() -> None:
     for folder, n in (("mindformers_llama_dp2mp2pp2", 8), ("mindformers_llama_dp2mp2pp2_h1024", 8),
                       ("gpt_small_dp2mp2pp2", 4), ("mindformers_llama_sp_fa_dp2mp2pp2", None)):
         assert job_of(Selection.of(str(F / folder))).heads.value == n, folder
+
+
+def test_sizes_before_the_parallel_pass_are_whole() -> None:
+    # gpt_large_perf (make.py: GPT_HIDDEN 512, GPT_FFN 2048, GPT_HEADS 8, GPT_VOCAB 32000, GPT_SEQ 256): validate's
+    # embedding Gather reads `(16000, 512)` split `(2, 1)`; step_parallel_begin, before the parallel pass, the whole
+    # `(32000, 512)` with the same strategy attribute: not split again (it read 64000 and an FFN of 4096)
+    for name in ("step_parallel_begin_0018.ir.xz", VALIDATE):
+        job = job_of(Selection.of(str(F / "gpt_large_perf" / "rank_0" / name)))
+        assert (job.hidden_size.value, job.vocab_size.value, job.sequence_length.value, job.ffn_size.value,
+                job.heads.value) == (512, 32000, 256, 2048, 8), name

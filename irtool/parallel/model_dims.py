@@ -1,7 +1,7 @@
 """The sizes of the model and its data as one rank's dump shows them (docs/parallel.md §18): the global batch,
-the hidden size, the vocabulary and the sequence length. They change the work, the bytes and the communication
-as much as the parallel layout does, so `irtool diff` says them first; the job (`job.RankJob`, `job.JobFold`)
-reads them from here once.
+the hidden size, the feed-forward size, the attention heads, the vocabulary and the sequence length. They change
+the work, the bytes and the communication as much as the parallel layout does, so `irtool diff` says them first;
+the job (`job.RankJob`, `job.JobFold`) reads them from here once.
 
 - The global batch: the first data input of the graph (a header parameter without a default value) prints its
   shape on this rank and then its shape over all ranks (`%para1_inputs0: <Tensor[Float32], (8, 64)> : [64, 64]`
@@ -12,7 +12,8 @@ reads them from here once.
 - The vocabulary, hidden size and sequence length: the embedding, a `Gather` reading a weight of no layer with
   token indices. A rank holds slices: the full shape is the slice times the split its `in_strategy` gives each
   dimension (`(2048, 512)` split `(2, 1)`: a (4096, 512) table, vocabulary 4096, hidden size 512; indices
-  `(1, 512)` split `(2, 1)`: sequences of 512).
+  `(1, 512)` split `(2, 1)`: sequences of 512). Before the parallel pass (`whole`) shapes are not sliced yet, whatever
+  the strategies the user set.
 - The feed-forward size: the whole shapes (slice times split, as above) of the 2-D weights the forward MatMuls of
   the lowest layer read (`layer_weights`); the job takes the largest dimension beside its hidden size that is
   larger than it (Llama's w1 `(704, 512)` split `(2, 1)`: 1408 beside 512). An MoE layer's experts are batched
@@ -49,11 +50,13 @@ class ModelDims:
     attention: tuple[tuple[int, int, str], ...] = ()
 
 
-def model_dims(t: Any, dump: Dump, file: str) -> ModelDims:
-    """The sizes `t` (the rank's fact table) and its dump show (call before the table is released)."""
-    hidden, vocab, sequence = _embedding(t, file)
+def model_dims(t: Any, dump: Dump, file: str, whole: bool = False) -> ModelDims:
+    """The sizes `t` (the rank's fact table) and its dump show (call before the table is released); `whole`: a
+    pass before the parallel pass, whose shapes are not sliced."""
+    splits = {} if whole else t.column("strategy")
+    hidden, vocab, sequence = _embedding(t, file, splits)
     return ModelDims(_global_batch(dump, file), not t.column("strategy"), hidden, vocab, sequence,
-                     _layer_weights(t, file), _attention(t, file))
+                     _layer_weights(t, file, splits), _attention(t, file, splits))
 
 
 def _global_batch(dump: Dump, file: str) -> Seen:
@@ -78,10 +81,9 @@ def _full(shape: Any, split: Any) -> tuple[int, ...] | None:
     return tuple(a * b for a, b in zip(shape, split))
 
 
-def _embedding(t: Any, file: str) -> tuple[Seen, Seen, Seen]:
+def _embedding(t: Any, file: str, strategies: dict[Node, Any]) -> tuple[Seen, Seen, Seen]:
     why = "no embedding (a Gather of a weight of no layer by token indices)"
     params, by_key = t.get("parameters"), t.get("by_key")
-    strategies = t.column("strategy")
     for n in t.dump.nodes():
         if n.op not in _GATHER or len(n.input_types) < 2:
             continue
@@ -91,23 +93,21 @@ def _embedding(t: Any, file: str) -> tuple[Seen, Seen, Seen]:
         weight = _weight(n, by_key[n.graph], params)
         if weight is None or layer_index(weight) is not None:
             continue
-        weights = [weight]
         split = _split(n, strategies)
         if split is None:
             return ((None, f"{file}:{n.line}: the embedding's Gather has no in_strategy of whole numbers"),) * 3
         full_table, full_index = _full(table.shape, split[0]), _full(index.shape, split[1])
         if full_table is None:
             return ((None, f"{file}:{n.line}: the embedding's table and its split do not match"),) * 3
-        where = f"{file}:{n.line} (Gather of {weights[0]} {_dims(table.shape)} split {_dims(tuple(split[0]))}"
+        where = f"{file}:{n.line} (Gather of {weight} {_dims(table.shape)} split {_dims(tuple(split[0]))}"
         seq = (full_index[-1], f"{where}: token indices {_dims(index.shape)} split {_dims(tuple(split[1]))})") \
             if full_index is not None and len(full_index) == 2 else (None, f"{file}:{n.line}: indices not (batch, sequence)")
         return (full_table[1], where + f": {full_table[1]} wide)"), (full_table[0], where + f": {full_table[0]} rows)"), seq
     return (None, why), (None, why), (None, why)
 
 
-def _layer_weights(t: Any, file: str) -> tuple[tuple[int, str, tuple[int, ...], str], ...]:
+def _layer_weights(t: Any, file: str, strategies: dict[Node, Any]) -> tuple[tuple[int, str, tuple[int, ...], str], ...]:
     params, by_key = t.get("parameters"), t.get("by_key")
-    strategies = t.column("strategy")
     found: dict[int, list[tuple[int, str, tuple[int, ...], str]]] = {}
     for n in t.dump.nodes():
         if n.op != "MatMul" or t("phase", n) != "forward":
@@ -124,8 +124,7 @@ def _layer_weights(t: Any, file: str) -> tuple[tuple[int, str, tuple[int, ...], 
     return tuple(found[min(found)]) if found else ()
 
 
-def _attention(t: Any, file: str) -> tuple[tuple[int, int, str], ...]:
-    strategies = t.column("strategy")
+def _attention(t: Any, file: str, strategies: dict[Node, Any]) -> tuple[tuple[int, int, str], ...]:
     found: dict[tuple[int, int], str] = {}
     for n in t.dump.nodes():
         if n.op != "BatchMatMul" or len(n.input_types) < 2 or t("phase", n) != "forward":
@@ -176,8 +175,8 @@ def _weight(n: Node, local: dict[str, Node], params: Any, index: int = 0) -> str
 
 
 def _split(n: Node, strategies: dict[Node, Any]) -> list[Any] | None:
-    """The split of each input of `n` by its `in_strategy`; all 1 in a dump with no strategy at all (one device,
-    or a pass before the parallel pass: shapes are whole)."""
+    """The split of each input of `n` by its `in_strategy`; all 1 without any strategy (one device, data-parallel
+    mode, or a pass before the parallel pass: shapes are whole)."""
     s = strategies.get(n)
     if s is None:
         return None if strategies else [(1,) * len(x.shape) if isinstance(x.shape, tuple) else () for x in n.input_types]
