@@ -66,6 +66,16 @@ class Param:
     def has_default(self) -> bool:
         return "has_default" in self.rest
 
+    @property
+    def full_shape(self) -> tuple[int, ...] | None:
+        """A data input's shape over all ranks, printed after its own (`(8, 64)> : [64, 64]` under
+        `dataset_strategy="data_parallel"`; the same under `full_batch`); None when not printed."""
+        text = self.rest.strip().lstrip(":").strip()
+        if not (text.startswith("[") and text.endswith("]")):
+            return None
+        dims = [d.strip() for d in text[1:-1].split(",") if d.strip()]
+        return tuple(int(d) for d in dims) if all(d.lstrip("-").isdigit() for d in dims) else None
+
 
 class Node:
     """One CNode: `%N(name) = Op(args) {instance name: ...} primitive_attrs: {...} ...`.
