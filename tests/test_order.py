@@ -72,6 +72,41 @@ def test_four_stage_1f1b_later_stages(rank: int, work: str, in_flight: int) -> N
     assert o.schedule.startswith(f"1F1B: {in_flight} forward warm-up")
 
 
+UT = "ut_pipeline_split_32p/rank_16/19_validate_0078.ir.xz"
+
+
+def test_the_order_follows_data_flow_where_a_printed_micro_contradicts_it() -> None:
+    # MindSpore's own unit test (test_pipeline_split.py, stage 1 of 2, 4 micro batches). Each forward Receive k reads
+    # the backward Send of micro k - 1: line 327 `%18 = Receive(%17)` (sr_tag 1), line 324 `%17 = Depend(%para3_..,
+    # %16)`, line 318 `%16 = Send(%15)` (micro 0); the same at 459 <- 456 <- 450 and 591 <- 588 <- 582: F0 B0 F1 B1 ...
+    # PipelineCell adds each micro batch's output to the sum through a redistribution StridedSlice that prints
+    # `micro: I64(0)`: line 634 `%53 = StridedSlice(%52, ..)` where line 617 `%52 = MatMul(..)` prints `micro: I64(3)`,
+    # then line 637 `%54 = Add(%40, %53)` (`pipeline_end: I64(3)`, `micro: I64(0)`). Trusting the printed 0 put the
+    # slice in F0 after F3's MatMul: "F0 and F3 each depend on the other", the order not fixed.
+    assert "%18(equiv_46_CNode_827) = Receive(%17)" in _line(UT, 327) and "sr_tag: I64(1)" in _line(UT, 327)
+    assert "%17(ValueNode_884) = Depend(%para3_cell.block.1.param, %16)" in _line(UT, 324)
+    assert "%16(send_out) = Send(%15)" in _line(UT, 318) and "micro: I64(0)" in _line(UT, 318)
+    assert "= Receive(%32)" in _line(UT, 459) and "Depend(%para3_cell.block.1.param, %31)" in _line(UT, 456)
+    assert "%31(send_out) = Send(%30)" in _line(UT, 450)
+    assert "= Receive(%47)" in _line(UT, 591) and "Depend(%para3_cell.block.1.param, %46)" in _line(UT, 588)
+    assert "%46(send_out) = Send(%45)" in _line(UT, 582)
+    slice_, matmul, add = _line(UT, 634), _line(UT, 617), _line(UT, 637)
+    assert "%53(equiv_17_CNode_867) = PrimFunc_StridedSlice(%52," in slice_ and "micro: I64(0)" in slice_
+    assert "%52(equiv_9_out) = PrimFunc_MatMul(" in matmul and "micro: I64(3)" in matmul
+    assert "= PrimFunc_Add(%40, %53)" in add and "pipeline_end: I64(3)" in add and "micro: I64(0)" in add
+    o = _order(UT)
+    assert o.fixed and " ".join(o.work) == "F0 B0 F1 B1 F2 B2 F3 B3" and o.in_flight == 1
+    assert o.schedule == "1F1B: 1 forward warm-up, then one backward per forward"
+    t = analyze(irtool.load(fixture(UT))).table
+    at = {n.line: n for n in t.dump.nodes()}
+    # the slice runs for the micro batch it reads; the Add ending micro 3 (it reads micro 3's slice and the sum of
+    # micro 0-2 through line 522's Add ending micro 2) for micro 3; the sens slice of line 262
+    # (`StridedSliceGrad(Tensor(..))`, printed once, `micro: I64(0)`, read by every micro batch's backward) reads no
+    # micro batch's work: its print stands, and it tells its readers nothing (line 401's Depend prints micro 1)
+    assert "StridedSliceGrad(Tensor(shape=[8, 64]" in _line(UT, 262) and "micro: I64(1)" in _line(UT, 401)
+    assert [t("micro", at[n]) for n in (634, 637, 262, 401)] == [3, 3, 0, 1]
+
+
 def test_order_is_not_the_print_order(tmp_path: Path) -> None:
     # The point of this test is to detect one change: pipeline_4stage_8p rank_0 validate with the block of lines
     # 1766-2050 (the Receive of B0 and micro 0's backward, up to `%171`) printed before lines 1464-1765 (micro 3's
@@ -173,6 +208,28 @@ def test_inference_stage_1_is_not_ordered() -> None:
     o = _order("inference_pp_4p_m2/rank_0/19_validate_0082.ir.xz")  # stage 0 sends micro 1 after micro 0
     assert o.fixed and o.work == ["F0", "F1"] and o.schedule == "forward only (no backward: inference)"
     assert o.in_flight is None  # nothing is kept for a backward
+
+
+def test_inference_last_stage_joins_through_collectives_are_no_micro_batch() -> None:
+    # inference_pp_8p_m4 rank_4 validate, stage 1 of 2, 4 micro batches: the calls of lines 215, 227, 239, 251
+    # (micro 0-3), each read by a redistribution AllGather (`%2 = AllGather(%1)` line 218, %6 <- %5 line 230, %10 <-
+    # %9 line 242, %14 <- %13 line 254), all four packed by line 257 `%15(ret) = MakeTuple(%2, %6, %10, %14)` and
+    # joined by line 263 `%16 = PrimFunc_Concat(%15, I64(0))`, which prints `micro: I64(0)`. Each Receive reads the
+    # one before it only through a Depend on it (line 224 `Receive(%3)`, %3 = Depend(Tensor, %0 the first Receive)):
+    # nothing orders the calls. Taking the Concat for micro 0 (the AllGathers hid the join) made a path from each
+    # later call into "F0" and the order F1 F2 F3 F0; the direction of that path is what such an order would follow.
+    rel = "inference_pp_8p_m4/rank_4/19_validate_0082.ir.xz"
+    assert "%15(ret) = MakeTuple(%2, %6, %10, %14)" in _line(rel, 257)
+    assert "%16(CNode_463) = PrimFunc_Concat(%15, I64(0))" in _line(rel, 263) and "micro: I64(0)" in _line(rel, 263)
+    assert all(f"= AllGather(%{k})" in _line(rel, n) for k, n in ((1, 218), (5, 230), (9, 242), (13, 254)))
+    assert "= Receive(%3)" in _line(rel, 224)
+    t = analyze(irtool.load(fixture(rel))).table
+    concat = next(n for n in t.dump.nodes() if n.line == 263)
+    assert t("micro", concat) is None
+    o = stage_order(t)
+    assert [(u.label, u.nodes, u.line) for u in o.units] == [("F0", 1, 215), ("F1", 1, 227), ("F2", 1, 239),
+                                                             ("F3", 1, 251)]
+    assert not o.fixed and o.why == "no data, Depend or UpdateState path orders F0 and F1" and o.in_flight is None
 
 
 def test_step_parallel_end_does_not_fix_the_order() -> None:

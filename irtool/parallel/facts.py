@@ -15,8 +15,9 @@ Facts of a node (`table(fact, node)`):
             bprop closure a call runs (lazy-inline), else None
   category  (category, rule) of a communication node (rules R1-R13, §2), else None
   phase     forward | backward | recompute | optimizer (§3)
-  micro     the pipeline micro batch the node runs for (`micro`; a primitive `pipeline_end`/`pipeline_begin`; a bprop
-            call's forward call's), None when not one or when it reads the work of several
+  micro     the pipeline micro batch the node runs for: of the work it reads (data flow), else as printed (`micro`; a
+            primitive `pipeline_end`/`pipeline_begin`; a bprop call's forward call's), None when not one or when it
+            reads the work of several
   chunk     the model chunk of an interleaved pipeline (`chunk`), or the segment of a folded one (a bprop call:
             its forward call's)
   printed_chunk `chunk` as printed (§7)
@@ -307,59 +308,89 @@ def _phase(t: NodeFacts, n: Node) -> Phase:
 
 
 def _micro(t: NodeFacts) -> dict[Node, int]:
-    """`micro` of each node's cnode or primal attributes (they agree where both print it): asked of
-    every node (micro batches of the job, cost, the viewer), so read in one sweep. A `pipeline_end` /
-    `pipeline_begin` among the primitive attributes names the micro batch instead: PipelineCell's loss
-    accumulation `Add`s print `micro: I64(0)` for every micro batch and `pipeline_end: I64(k)` for the
-    one they add (pipeline_4stage_8p rank_6 validate line 1655: `pipeline_end: I64(1)`, `micro: I64(0)`)."""
-    out = {}
-    bprops = []
+    """The micro batch each node runs for, data flow deciding where a printed mark contradicts it.
+
+    MindSpore's pipeline pass prints `micro` on the nodes it copies per micro batch, and on nodes it
+    inserts after them (a redistribution's `StridedSlice`, PipelineCell's output accumulation `Add`s,
+    PipelineCellInference's `Concat`) a `micro` copied from elsewhere, often 0: a label, not the work.
+    So a node runs for the micro batch of the work it reads (data inputs, transitively; never an ordering
+    input: UpdateState, a monad, a Depend's second) when that work is of one micro batch, and for its
+    printed mark only where what it reads has none (a micro batch's first slice, work on weights or
+    constants alone). The data's micro batches start at the pipeline's Send/Receive (the micro batch a hop
+    carries is what pairs it with its peer's) and pass through every node; a mark only printed places its
+    node but tells its readers nothing (the sens slice `StridedSliceGrad(Tensor)` MindSpore prints once,
+    `micro: I64(0)`, for every micro batch's backward: ut_pipeline_split_32p rank_16 validate line 262).
+    A node reading the work of several micro batches joins them and runs for none, whatever it prints,
+    and so does a node reading it; except where a primitive `pipeline_end` / `pipeline_begin` names one
+    of those it reads (PipelineCell's accumulation `Add` ending micro batch k adds k's output to the sum of
+    those before). Only nodes printing a mark get one (and a bprop closure's call: its forward call's);
+    a Send/Receive keeps its own (its micro batch names the hop).
+    ut_pipeline_split_32p rank_16 validate line 634 `StridedSlice(%52)` prints `micro: I64(0)` and reads
+    micro 3's MatMul (line 617): micro 3. inference_pp_4p_m2 rank_2 line 233 `Concat(%5)` prints
+    `micro: I64(0)` and joins both micro batches' calls: none."""
+    marks: dict[Node, int] = {}
     for n in t.dump.nodes():
         v = _int_attr(n, "micro")
-        if v is not None and (n.mentions("pipeline_end") or n.mentions("pipeline_begin")):
-            pa = n.attr_group("primitive_attrs")
-            marked = pa.get("pipeline_end", pa.get("pipeline_begin"))
-            if isinstance(marked, int) and not isinstance(marked, bool):
-                v = marked
         if v is not None:
-            out[n] = v
-        elif n.op == "(call)" and n.callee[0] == "%":
-            bprops.append(n)
-    for n in bprops:  # a bprop closure's call runs for its forward call's micro batch (`_bprop_of`)
-        fwd = t("forward", n)
-        if fwd in out:
-            out[n] = out[fwd]
+            marks[n] = _pipeline_mark(n, v)
+        elif n.op == "(call)" and n.callee[0] == "%":  # a bprop closure's call: its forward call's micro batch
+            fwd = t("forward", n)
+            if fwd is not None and (m := _int_attr(fwd, "micro")) is not None:
+                marks[n] = m
     by_key = t.get("by_key")
-    joins = [n for n in out if t("kind", n) == "compute" and not n.mentions("pipeline_end")
-             and len(_input_micros(n, by_key[n.graph], out)) > 1]
-    for n in joins:
-        del out[n]
+    out: dict[Node, int] = {}
+    carries: dict[Node, frozenset[int]] = {}  # the micro batches a node's readers read through it
+    ins: dict[Node, list[Node]] = {}
+    for root in t.dump.nodes():
+        stack = [(root, False)]
+        while stack:
+            n, ready = stack.pop()
+            if n in carries:
+                continue
+            if not ready:
+                ins[n] = _data_inputs(n, by_key[n.graph])
+                stack.append((n, True))
+                stack.extend((p, False) for p in ins[n] if p not in carries)
+                continue
+            found = frozenset().union(*(carries.get(p, frozenset()) for p in ins.pop(n)))
+            m = _runs_for(n, marks.get(n), found)
+            if m is not None:
+                out[n] = m
+            # a mark only the print gives (nothing it reads says) places the node, its readers go by their own
+            carries[n] = frozenset((m,)) if m is not None and (found or n.op in _HOPS) else found
     return out
 
 
-_PACKING = frozenset({"MakeTuple", "TupleGetItem", "make_tuple", "tuple_getitem"})
+_HOPS = frozenset({"Send", "Receive"})
 
 
-def _input_micros(n: Node, local: dict[str, Node], micro: dict[Node, int]) -> set[int]:
-    """The micro batches of the work a node reads (through tuples): a node joining several micro
-    batches' work runs for none of them, whatever it prints (PipelineCellInference's `Concat` of every
-    micro batch's output prints `micro: I64(0)`: inference_pp_4p_m2 rank_2 validate line 233)."""
-    found: set[int] = set()
-    todo, seen = [n], {n}
-    while todo and len(found) < 2:  # two are a join: no need to know more
-        for ref in todo.pop().node_refs:
-            p = local.get(ref)
-            if p is None or p in seen:
-                continue
-            seen.add(p)
-            op = p.op
-            if op in _PACKING:
-                todo.append(p)
-            elif op == "(call)" or (op not in PLUMBING and op not in COMM_OPS):
-                m = micro.get(p)
-                if m is not None:
-                    found.add(m)
-    return found
+def _runs_for(n: Node, mark: int | None, found: frozenset[int]) -> int | None:
+    """`_micro`'s rule for one node printing `mark` and reading the work of micro batches `found`."""
+    if mark is None:
+        return None
+    if not found or n.op in _HOPS:
+        return mark
+    if len(found) == 1:
+        return next(iter(found))
+    return mark if mark in found and _pipeline_mark(n, None) == mark else None
+
+
+def _pipeline_mark(n: Node, default: int | None) -> int | None:
+    """The micro batch a primitive `pipeline_end` / `pipeline_begin` names, else `default`."""
+    if not (n.mentions("pipeline_end") or n.mentions("pipeline_begin")):
+        return default
+    pa = n.attr_group("primitive_attrs")
+    marked = pa.get("pipeline_end", pa.get("pipeline_begin"))
+    return marked if isinstance(marked, int) and not isinstance(marked, bool) else default
+
+
+def _data_inputs(n: Node, local: dict[str, Node]) -> list[Node]:
+    """The nodes of its subgraph whose values a node reads: not UpdateState (it only records what ran)
+    nor what it reads only to be ordered (a Depend's inputs after its first, a monad)."""
+    if n.op == "UpdateState":
+        return []
+    refs = (n.first_node_ref,) if n.op == "Depend" else n.node_refs
+    return [p for r in refs if r and (p := local.get(r)) is not None and p.op != "UpdateState"]
 
 
 def _int_attr(n: Node, key: str) -> int | None:
