@@ -83,3 +83,28 @@ def test_stage_line_says_why_pipeline_hops_give_no_stage() -> None:
     plain = CliRunner().invoke(main, ["summarize", fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")])
     assert plain.output.splitlines()[8] == "Pipeline stage: none (no pipeline Send/Receive)"
     assert plain.output.splitlines()[0] == "Rank 0, pipeline stage: none (no pipeline Send/Receive)"
+
+
+def test_an_inference_stage_holds_weights_not_hyperparameters() -> None:
+    # inference_pp_8p_m4 rank_4 validate header (lines 22-25): `%para2_network.blocks.2.w1` ... `%para5_network.blocks.
+    # 3.w2`, each `<Ref[Tensor[Float32]], (32, 32)>` with `has_default`: 4 x 32 x 32 x 4 B = 16,384 B. No node is
+    # backward and nothing updates a parameter (`grep -c -E 'Assign|Adam|Momentum'` finds none), and the MatMuls the
+    # two calls run read them: the model's weights, with no gradient and no optimizer state beside them.
+    rel = "inference_pp_8p_m4/rank_4/19_validate_0082.ir.xz"
+    import lzma
+
+    text = lzma.open(fixture(rel), "rt").read()
+    header = text.split("\n")[21:25]
+    assert [h.split(":")[0] for h in header] == ["%para2_network.blocks.2.w1", "%para3_network.blocks.2.w2",
+                                                 "%para4_network.blocks.3.w1", "%para5_network.blocks.3.w2"]
+    assert all("(32, 32)" in h and "Float32" in h and "has_default" in h for h in header)
+    assert not any(op in text for op in ("Assign", "Adam", "Momentum"))
+    facts = analyze(irtool.load(fixture(rel)))
+    roles = facts.table.get("param_roles")
+    assert {name: r.role for name, r in roles.items()} == dict.fromkeys(
+        ["network.blocks.2.w1", "network.blocks.2.w2", "network.blocks.3.w1", "network.blocks.3.w2"], "weight")
+    r = CliRunner().invoke(main, ["summarize", "--cost", str(FIXTURES / rel)])
+    lines = r.stdout.splitlines()
+    assert "  parameters (weights)                              16,384 (16.00 KiB)" in lines
+    assert "  other parameters (hyperparameters, counters)      0" in lines
+    assert "  gradients without a buffer *                      0" in lines

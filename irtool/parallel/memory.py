@@ -136,7 +136,7 @@ def compute_memory(t: NodeFacts, micro_batches: int | None = None) -> MemoryFact
     with_buffer = {r.of for r in rows if r.role == "accumulation" and r.of}
     grads, grads_layer = Bytes(), {}
     for r in rows:
-        if r.role == "weight" and r.name not in with_buffer:
+        if r.role == "weight" and r.name not in with_buffer and roles[r.name].updated:
             grads += r.bytes
             grads_layer[r.layer] = grads_layer.get(r.layer, Bytes()) + r.bytes
     if not any(r.role in ("weight", "unused") and r.of is None for r in rows):

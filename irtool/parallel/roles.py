@@ -7,7 +7,9 @@
   the updates of several weights (a learning rate, the beta powers, the step counter feeding the
   schedule) or a scalar one is a **hyperparameter**; an **accumulation** buffer is written by an
   `AssignAdd` outside the optimizer (pipeline and gradient accumulation); a weight no work of this
-  rank reads, its states and buffers are **unused** (held for nothing); the rest is **other**.
+  rank reads, its states and buffers are **unused** (held for nothing); in a step with no backward
+  work and no update (inference), a parameter forward work computes with is a **weight** (what the
+  model holds to run); the rest is **other**.
 - An update is either a fused primitive, whose signature says which input is the weight and which
   its states (`UPDATES`), or written out (MindFormers' AdamW, LazyAdam on dense gradients, Lamb):
   `Assign(param, value)` in the optimizer, the parameters the value is computed from (data edges,
@@ -57,6 +59,7 @@ class ParamRole:
     role: Role
     of: str | None
     why: str  # `file line N: Adam input 1 (its states by signature)`, ...
+    updated: bool = True  # a weight the step updates (so it has a gradient); False: an inference weight
 
 
 def param_of(node: Node, index: int, by_key: dict[str, Node], params: Params, depth: int = 0) -> str | None:
@@ -253,9 +256,13 @@ def param_roles(t: NodeFacts) -> dict[str, ParamRole]:
         of, how = (next(iter(served)), "read into its update") if len(served) == 1 else \
             (next((w for w in weights if b.endswith("." + w)), None), "by name")
         roles[b] = ParamRole("accumulation", of, why + (f"; serves {of} ({how})" if of else ""))
+    inference = not fused and not written and not accum and not any(t("phase", n) == "backward" for n in dump.nodes())
     for name in held:
         role = roles.get(name)
-        if role is None:
+        if role is None and inference and name in computed:
+            roles[name] = ParamRole("weight", None, "forward work computes with it, and nothing in this step is "
+                                    "backward or updates a parameter (inference)", updated=False)
+        elif role is None:
             roles[name] = ParamRole("other", None, "no optimizer update or accumulation writes it")
         elif role.of is not None and roles.get(role.of, role).role == "unused" and role.role != "hyperparameter":
             roles[name] = ParamRole("unused", role.of, role.why + f"; serves {role.of}, read by no work here")
