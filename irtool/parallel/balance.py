@@ -280,6 +280,7 @@ class Balance:
     time_ratio: float | None = None  # slowest / fastest seconds
     measure: str = MEASURE
     notes: list[str] = field(default_factory=list)
+    unknown_dominates: list[tuple[int, int, int]] = field(default_factory=list)  # (stage, unknown, all): no ratio
 
 
 def _ratio(a: int, b: int) -> float | None:
@@ -316,6 +317,11 @@ def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
         b.seconds = {f.stage: x.total().seconds for f, x in zip(figures, timed)}
         b.slowest, b.fastest = max(b.seconds, key=b.seconds.__getitem__), min(b.seconds, key=b.seconds.__getitem__)
         b.time_ratio = b.seconds[b.slowest] / b.seconds[b.fastest] if b.seconds[b.fastest] else None
+    # a stage whose operators are mostly of unknown cost: the known ones cannot say which stage is heavier
+    b.unknown_dominates = [(f.stage, c.compute_unknown, c.compute_unknown + c.compute_known) for f in figures
+                           if (c := f.cost.cost).compute_unknown > c.compute_known]
+    if b.unknown_dominates:
+        b.compute_ratio = b.forward_ratio = b.time_ratio = None
     return b
 
 

@@ -141,6 +141,7 @@ class CostFacts:
     moved_unknown: int = 0  # memory-bound operators of unknown size
     branch_ops: int = 0  # operators of a Switch branch, counted as if taken (`runs.Runs.branch`: at most these FLOPs)
     unknown_runs: int = 0  # operators whose runs per step are unknown (a loop body): in `unknown`, never counted once
+    known_by_phase: dict[str, int] = field(default_factory=dict)  # phase -> operators of known cost
 
     @property
     def total(self) -> int:
@@ -154,6 +155,11 @@ class CostFacts:
     @property
     def compute_unknown(self) -> int:
         return sum(self.unknown_by_phase[p] for p in COMPUTE_PHASES)
+
+    @property
+    def compute_known(self) -> int:
+        """Forward, backward and recompute operators of known cost."""
+        return sum(self.known_by_phase.get(p, 0) for p in COMPUTE_PHASES)
 
     def layer_compute(self) -> dict[int | None, tuple[int, int]]:
         """Per layer: (known forward+backward+recompute FLOPs, operators of unknown cost among them)."""
@@ -436,6 +442,7 @@ def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
     kind = t.get("file_kind")
     flops = dict.fromkeys(PHASES, 0)
     unknown_phase = dict.fromkeys(PHASES, 0)
+    known_phase = dict.fromkeys(PHASES, 0)
     by_layer: dict[int | None, dict[str, int]] = {}
     unknown_layer: dict[int | None, dict[str, int]] = {}
     by_family: Counter = Counter()
@@ -483,6 +490,7 @@ def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
                 dynamic_flops += f
                 dynamic_bound += bound * runs
             flops[ph] += f
+            known_phase[ph] += 1
             by_layer.setdefault(layer, dict.fromkeys(PHASES, 0))[ph] += f
             by_family[family] += f
             if family == "matmul" and ph == "forward":
@@ -494,4 +502,5 @@ def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
                      unknown_by_layer=unknown_layer, by_family=dict(by_family), matmul_forward=matmul_fwd,
                      matmul_forward_unknown=matmul_unknown, unknown=unknown, logical_ops=logical, ops=ops,
                      dynamic=dynamic, dynamic_flops=dynamic_flops, dynamic_bound=dynamic_bound,
-                     moved=moved_known, moved_unknown=moved_unknown, branch_ops=branch_ops, unknown_runs=unknown_runs)
+                     moved=moved_known, moved_unknown=moved_unknown, branch_ops=branch_ops, unknown_runs=unknown_runs,
+                     known_by_phase=known_phase)

@@ -68,6 +68,10 @@ def balance_sentence(b: Balance) -> str:
     unknown = (f"; known operators only: {b.unknown_ops} operator{'s' if b.unknown_ops != 1 else ''} of unknown cost "
                "not counted") if b.unknown_ops else ""
     absent = f"; stages {', '.join(map(str, b.absent))} not read" if b.absent else ""
+    if b.unknown_dominates:
+        return ("no ratio: most forward, backward and recompute operators are of unknown cost on "
+                + ", ".join(f"stage {s} ({u} of {n})" for s, u, n in b.unknown_dominates)
+                + f", and the known ones cannot say which stage is heavier{absent}")
     if b.compute_ratio is None:
         return f"stage {b.lightest} does no {b.measure} that this tool can count{unknown}{absent}"
     if b.time_ratio is not None and b.slowest is not None and b.fastest is not None:
