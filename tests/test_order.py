@@ -178,9 +178,14 @@ def test_interleaved_stage_0() -> None:
     assert o.fixed and o.chunks == [0, 1]
     assert " ".join(o.work[:13]) == "F0.c0 F1.c0 F2.c0 F3.c0 F0.c1 F1.c1 F2.c1 F3.c1 F4.c0 F5.c0 F6.c0 B0.c1 F7.c0"
     assert o.warmup == 11 and o.schedule.startswith("interleaved 1F1B, 2 chunks: 11 forward warm-up")
-    # 11 units of half a micro batch's activations each (a chunk holds half the stage's layers) at the peak
-    assert o.in_flight_units == 11 and o.in_flight == 5.5
+    # 11 units of half a micro batch's activations each (a chunk holds half the stage's layers) at the peak, before
+    # B0.c1: F0-F6 begun on chunk 0, F0-F3 on chunk 1. Said as whole micro batches per chunk, never "5.5"
+    assert o.in_flight_units == 11 and o.in_flight == 5.5 and o.in_flight_by_chunk == [(0, 7), (1, 4)]
     assert o.units[11].line == 705  # the backward call places B0.c1
+    text = CliRunner().invoke(main, ["summarize", "--cost", str(FIXTURES / rel)]).stdout
+    assert "  micro batches in flight: 7 on chunk 0, 4 on chunk 1 (the most micro batches begun" in text
+    assert "activations times micro batches in flight: 7 on chunk 0, 4 on chunk 1 *" in text
+    assert "5.5" not in text
 
 
 def test_folded_pipeline_runs_every_forward_first() -> None:

@@ -69,6 +69,7 @@ class InFlight:
 
     count: int | float | None  # an interleaved stage may hold a fraction (`order.StageOrder.in_flight`)
     how: str
+    by_chunk: tuple[tuple[int, int], ...] = ()  # with chunks: (chunk, whole micro batches in flight on it)
 
 
 def in_flight(order: StageOrder, stage: int | None, stages: Evidence, micros: Evidence) -> InFlight:
@@ -77,7 +78,9 @@ def in_flight(order: StageOrder, stage: int | None, stages: Evidence, micros: Ev
     min(S - s, m); else unknown."""
     if order.fixed and order.in_flight is not None:
         return InFlight(order.in_flight, "the most micro batches begun and not finished backward in the order "
-                                         "this dump fixes (" + " ".join(order.work) + ")")
+                                         "this dump fixes (" + " ".join(order.work) + ")"
+                        + (f"; a micro batch on one chunk holds 1/{len(order.chunks)} of its activations"
+                           if order.chunks else ""), tuple(order.in_flight_by_chunk or ()))
     s = stage or 0
     if stages.known and stages.value == 1:
         return InFlight(1, "no pipeline: each micro batch's backward runs before the next forward")

@@ -101,16 +101,34 @@ class StageOrder:
 
     @property
     def in_flight(self) -> int | float | None:
-        """Micro batches in flight: the most begun and not finished backward at once, in this order; a
-        stage of C chunks holds a C-th of a micro batch's activations per unit."""
+        """The micro batches' worth of activations held at the most: the units begun and not finished
+        backward at once, in this order; a stage of C chunks holds a C-th of a micro batch's activations per
+        unit (a multiplier, said as whole micro batches per chunk: `in_flight_by_chunk`)."""
         units = self.in_flight_units
         if units is None:
             return None
         n = max(1, len(self.chunks))
         return units // n if units % n == 0 else units / n
 
+    @property
+    def in_flight_by_chunk(self) -> list[tuple[int, int]] | None:
+        """With chunks, (chunk, micro batches begun on it and not finished backward) when the stage holds the
+        most units (`in_flight_units`); None with one chunk or when `in_flight` is None."""
+        if not self.chunks or self.in_flight_units is None:
+            return None
+        held = dict.fromkeys(self.chunks, 0)
+        best, peak = dict(held), 0
+        for u in self.units:
+            held[u.chunk or 0] += 1 if u.phase == "F" else -1
+            if sum(held.values()) > peak:
+                best, peak = dict(held), sum(held.values())
+        return sorted(best.items())
+
     def as_dict(self) -> dict[str, Any]:
-        return {"stage": self.stage, "fixed": self.fixed, "in_flight": self.in_flight, "schedule": self.schedule,
+        by_chunk = self.in_flight_by_chunk
+        return {"stage": self.stage, "fixed": self.fixed, "in_flight": self.in_flight,
+                "in_flight_by_chunk": None if by_chunk is None else {str(c): n for c, n in by_chunk},
+                "schedule": self.schedule,
                 "warmup": self.warmup, "order": self.work, "chunks": self.chunks, "why": self.why or None,
                 "kernel_graph": self.kernel_graph or None,
                 "units": [u.as_dict() for u in self.units],

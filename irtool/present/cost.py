@@ -3,6 +3,8 @@ with their unknowns, the balance sentence, whether the stages fit, the advice, a
 the YAML a MindFormers user pastes (docs/cost.md §3)."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..parallel.balance import Advice, Balance, InFlight, SplitEstimate
 from ..parallel.job import Job
 from ..parallel.records import Bytes
@@ -43,13 +45,22 @@ def ratio_text(r: float | None) -> str:
     return DASH if r is None else f"{r:.2f}x"
 
 
-def in_flight_count(count: int | float | None) -> str:
+def in_flight_words(count: int | float | None, by_chunk: Iterable[tuple[int, int]] = ()) -> str:
+    """`2`, or whole micro batches per chunk (`4 on chunk 0, 1 on chunk 1`): never a fraction of one."""
+    return ", ".join(f"{n} on chunk {c}" for c, n in by_chunk) or cell(count)
+
+
+def in_flight_figure(f: InFlight) -> str:
+    return in_flight_words(f.count, f.by_chunk)
+
+
+def in_flight_count(f: InFlight) -> str:
     """`micro batches in flight: 2`: said after the words, so that it never reads as the job's micro batches."""
-    return f"micro batches in flight: {cell(count)}"
+    return f"micro batches in flight: {in_flight_figure(f)}"
 
 
 def in_flight_text(f: InFlight) -> str:
-    return f"{in_flight_count(f.count)} ({f.how})"
+    return f"{in_flight_count(f)} ({f.how})"
 
 
 def _held(b: Balance, stage: int | None) -> str:

@@ -37,6 +37,7 @@ from ..present.cost import (
     flops_text,
     human,
     in_flight_count,
+    in_flight_figure,
     in_flight_text,
     memory_sentence,
     offset,
@@ -129,6 +130,7 @@ def _memory_json(m: MemoryFacts, sm: StageMemory, lt: Lifetimes | None = None) -
         "activations_for_recompute_tensors": acts.for_recompute if acts else 0,
         "activations_how": acts.how if acts else None,
         "micro_batches_in_flight": flight, "in_flight_how": sm.in_flight.how,
+        "micro_batches_in_flight_by_chunk": {str(c): n for c, n in sm.in_flight.by_chunk} or None,
         "activations_bytes": scaled(acts.per_micro, flight).total if acts and flight is not None else None,
         "total_bytes": sm.total.total, "total_unknown_tensors": sm.total.unknown,
         "total_lower_bound": sm.lower_bound or bool(sm.total.unknown),
@@ -284,7 +286,7 @@ def _memory_table(m: MemoryFacts, sm: StageMemory, title: str) -> Table:
         ["held but unused parameters", size_text(roles["unused"])],
         ["gradients without a buffer *", size_text(m.gradients)],
         [per_micro, size_text(acts.per_micro) if acts else cell(None)],
-        [f"activations times {in_flight_count(flight)} *",
+        [f"activations times {in_flight_count(sm.in_flight)} *",
          size_text(scaled(acts.per_micro, flight)) if acts and flight is not None else cell(None)],
         ["total *", size_text(sm.total, sm.lower_bound)]])
 
@@ -381,7 +383,7 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
                        + ("" if b.device_memory is None else
                                                               " fits" if fits else " DOES NOT FIT" if fits is False
                                                               else " may not fit"),
-                       cell(sm.in_flight.count),
+                       in_flight_figure(sm.in_flight),
                        cell(None) if f.cost.bytes_per_flop is None else f"{f.cost.bytes_per_flop:.4g}"])
     m = b.micro_batches
     how = (SIMULATED if b.step is not None and not b.step.cannot else

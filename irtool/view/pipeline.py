@@ -24,6 +24,7 @@ from ..parallel import CommNode, ParallelFacts
 from ..parallel.order import StageOrder, Unit, UnitKey, hop_unit, stage_order, unit_label, unit_nodes
 from ..parallel.pairs import pair_ranks
 from ..present import DASH, cell, rank_list, shape_text
+from ..present.cost import in_flight_words
 from ..present.palette import ORDER_EDGE_COLOR, P2P_BORDERS, P2P_COLORS, PAIR_EDGE_COLOR, UNIT_COLORS
 from ..selection import not_read
 from .graphs import MAX_CHILDREN, _kv, comm_attrs
@@ -232,7 +233,8 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[st
         held = unit_nodes(t)
         groups[r.group] = {"rank": str(r.rank), "stage": cell(r.facts.stage), "file": r.file, "schedule": o.schedule,
                            "order": "fixed by the dependencies" if o.fixed else f"not fixed: {o.why or o.schedule}",
-                           "units": str(len(o.units)), "micro batches in flight": cell(o.in_flight)}
+                           "units": str(len(o.units)),
+                           "micro batches in flight": in_flight_words(o.in_flight, o.in_flight_by_chunk or ())}
         hops: dict[UnitKey, list[CommNode]] = defaultdict(list)
         for c in o.hops:
             hops[hop_unit(c, o.chunks)].append(c)
