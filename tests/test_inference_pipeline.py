@@ -108,3 +108,19 @@ def test_an_inference_stage_holds_weights_not_hyperparameters() -> None:
     assert "  parameters (weights)                              16,384 (16.00 KiB)" in lines
     assert "  other parameters (hyperparameters, counters)      0" in lines
     assert "  gradients without a buffer *                      0" in lines
+
+
+def test_an_inference_stage_keeps_no_micro_batch_for_a_backward() -> None:
+    # inference_pp_4p_m2: no node of either stage's validate is backward (`grep -c -E 'Gradients|forward_unique_id'`
+    # finds none on rank 0 or rank 2): each stage runs its two calls forward only. Nothing is held for a backward, so
+    # no micro batch is in flight, whether the dependencies order the calls (stage 0) or not (stage 1); a 1F1B guess
+    # of stage s holding min(2 - s, 2) is a training schedule's.
+    import lzma
+
+    for r in (0, 2):
+        text = lzma.open(fixture(f"inference_pp_4p_m2/rank_{r}/19_validate_0082.ir.xz"), "rt").read()
+        assert "Gradients" not in text and "forward_unique_id" not in text
+    out = CliRunner().invoke(main, ["summarize", "--cost", str(FIXTURES / "inference_pp_4p_m2")]).stdout
+    for s in (0, 1):
+        assert f"  stage {s}: micro batches in flight: 0 (no backward work: no activations are kept for one " \
+               "(inference))" in out.splitlines()

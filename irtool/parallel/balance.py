@@ -72,10 +72,14 @@ class InFlight:
     by_chunk: tuple[tuple[int, int], ...] = ()  # with chunks: (chunk, whole micro batches in flight on it)
 
 
-def in_flight(order: StageOrder, stage: int | None, stages: Evidence, micros: Evidence) -> InFlight:
+def in_flight(order: StageOrder, stage: int | None, stages: Evidence, micros: Evidence,
+              training: bool = True) -> InFlight:
     """The one place the micro batches in flight are decided: the most begun forward and not finished
     backward in the order the dump's dependencies fix (`order.py`); else 1F1B, stage s of S holding
-    min(S - s, m); else unknown."""
+    min(S - s, m); else unknown. A stage of a job with no backward, optimizer or accumulation on any rank
+    (`training` False: inference) keeps nothing for a backward."""
+    if not training and order.units:
+        return InFlight(0, "no backward work: no activations are kept for one (inference)")
     if order.fixed and order.in_flight is not None:
         return InFlight(order.in_flight, "the most micro batches begun and not finished backward in the order "
                                          "this dump fixes (" + " ".join(order.work) + ")"
@@ -295,7 +299,7 @@ def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
     """The balance of one `StageCost` per stage under the folder's job (`selected`: the --stage shown)."""
     costs = sorted(costs, key=lambda c: c.stage or 0)
     figures = [StageFigures(c, stage_memory(c.memory, in_flight(c.order, c.stage, job.pipeline_stages,
-                                                                job.micro_batches), c.lifetimes),
+                                                                job.micro_batches, job.training), c.lifetimes),
                             job.stage_layers.get(c.stage or 0, c.layers)) for c in costs]
     compute = [f.cost.cost.compute for f in figures]
     heavy = max(range(len(figures)), key=lambda i: compute[i], default=None)

@@ -264,7 +264,7 @@ class _Stage:
         self.cost = stage_cost(facts, rank_job(facts, rank, dump.path or ""))  # the cost records of the stage
         job = build.job
         self.memory = stage_memory(self.cost.memory, in_flight(self.cost.order, self.cost.stage,
-                                                               job.pipeline_stages, job.micro_batches))
+                                                               job.pipeline_stages, job.micro_batches, job.training))
         self.stage = self.cost.stage or 0
         self.keys: dict[Node, OperatorKey] = self.t.column("operator")
         self.owners: dict[str, OperatorKey] = self.t.get("operator_params")

@@ -80,7 +80,7 @@ def rank_cost(dump: Dump, facts: ParallelFacts, job: Job, device_memory: int | N
               hardware: Profile | None = None, hardware_text: str = "") -> FileCost:
     """The cost of a single file (`job`: as much of the job as the file tells)."""
     sc = stage_cost(facts, rank_job(facts, job.ranks[0] if job.ranks else None, dump.path or ""), hardware=hardware)
-    flight = in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches)
+    flight = in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches, job.training)
     return FileCost(sc, stage_memory(sc.memory, flight, sc.lifetimes), device_memory, hardware_text)
 
 
