@@ -124,3 +124,14 @@ def test_an_inference_stage_keeps_no_micro_batch_for_a_backward() -> None:
     for s in (0, 1):
         assert f"  stage {s}: micro batches in flight: 0 (no backward work: no activations are kept for one " \
                "(inference))" in out.splitlines()
+
+
+def test_stages_that_tie_are_two_stages_in_the_balance() -> None:
+    # inference_pp_4p_m2 (make.py: 16 rows, 2 micro batches of 8, H 32, F 64, mp 2): a block's fc1 (8, 32) x (32, 32)
+    # = 2*8*32*32 = 16,384 FLOPs, its ReLU 8*32 = 256, fc2 (8, 32) x (32, 32) = 16,384: 33,024; two blocks per stage,
+    # each run for 2 micro batches: 132,096 on either stage. A tie compares stage 0 with stage 1, not with itself.
+    r = CliRunner().invoke(main, ["summarize", "--cost", str(FIXTURES / "inference_pp_4p_m2"), "--format", "json"])
+    cost = json.loads(r.stdout)["cost"]
+    assert [s["compute_flops"] for s in cost["stages"]] == [132_096, 132_096]
+    assert {cost["heaviest_stage"], cost["lightest_stage"]} == {0, 1} and cost["compute_ratio"] == 1.0
+    assert "FLOPs: stage 0 does 1.00x stage 1's" in cost["sentence"]

@@ -303,7 +303,8 @@ def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
                             job.stage_layers.get(c.stage or 0, c.layers)) for c in costs]
     compute = [f.cost.cost.compute for f in figures]
     heavy = max(range(len(figures)), key=lambda i: compute[i], default=None)
-    light = min(range(len(figures)), key=lambda i: compute[i], default=None)
+    light = min((i for i in range(len(figures)) if i != heavy or len(figures) == 1), key=lambda i: compute[i],
+                default=None)  # another stage than the heaviest, even when they tie
     m = job.micro_batches.value if job.micro_batches.known else None
     v = job.chunks.value if job.chunks.known else 1
     complete = not job.stages_absent and job.pipeline_stages.known and len(figures) == job.pipeline_stages.value
