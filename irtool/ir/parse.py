@@ -30,9 +30,10 @@ from lark.lexer import Lexer
 
 from ..errors import DumpError, show
 from . import kept
+from .failure import failure_of
 from .grammar import document_parser, grammar_text
 from .kept import Kept
-from .model import Dump, Node, Param, Subgraph, SymbolEngine, SymbolLine
+from .model import Dump, Marker, Node, Param, Subgraph, SymbolEngine, SymbolLine
 from .records import CALL, PRIMFUNC_PREFIX, DumpWarning
 from .source import NulAt, nul_error, read_chunks
 from .values import scan_args, terminal
@@ -58,6 +59,7 @@ LINE_NAMES = {
     "ORDER_HEAD_LINE": "'# Order:'", "ORDER_LINE": "an order line", "KV_LINE": "an attribute line 'key: value'",
     "GRAPH_SYMBOL_ENGINE_LINE": "'subgraph symbol engine: ...'", "SYMBOLS_HEAD_LINE": "'symbol engine details:'",
     "SYMBOL_ENGINE_OPEN_LINE": "'SymbolEngine_<graph> {'", "SYMBOL_LINE": "a symbol line 's1<...> = Op(...)'",
+    "FAILURE_BLOCK": "an analyze_fail banner '# ====...'", "MARKER_LINE": "a marker '#------------------------> N'",
     "UNKNOWN_LINE": "a line", "$END": "end of file",
 }
 
@@ -87,7 +89,7 @@ def _block_regex() -> re.Pattern[str]:
     `.*` are cut there in the lookahead: on one line `.*` always matches."""
     t = _line_terminals()
     free, plain = f"[^\"'\\n{_STRAY_CHARS}]*", r"[^\"'\\\n()\[\]{}]*"
-    head = (rf"  ({terminal('NODE_REF')})\(({terminal('DEBUG_NAME')})\) = (?:call )?"
+    head = (rf"  ({terminal('NODE_REF')})(?:\(({terminal('DEBUG_NAME')})\))? = (?:call )?"
             rf"({terminal('GRAPH_REF')}|{terminal('NODE_REF')}|{terminal('NAME')})\(")
     args = rf"({free}(?:(?:\"{plain}\"|'{plain}'){free})*)(?<=[)}}])\n"
     rest = "|".join(t[k] for k in ("SOURCE_LINE", "SIDE_EFFECT_LINE", "CANDIDATE_LINE"))
@@ -298,7 +300,7 @@ class LineLexer(Lexer):
                 scope = _scope_of(scope) if scope else None
                 sources, notes = (rest_runs.get(rest) or memo.rest_run(rest)) if rest else ((), ())
                 types = (type_runs.get(types) or memo.type_run(types)) if types else ()
-                run.append(Node("", int(ref[1:]), name, callee, op, chunk[pos + 2:end], start - pos - 2, number,
+                run.append(Node("", int(ref[1:]), name or "", callee, op, chunk[pos + 2:end], start - pos - 2, number,
                                 types, scope, sources, notes))
                 number += len(types) + (scope is not None) + len(sources) + len(notes)  # the lines under it
                 pos = after
@@ -341,6 +343,9 @@ class LineLexer(Lexer):
                 yield block
                 block = None
                 continue
+            if kind == "FAILURE_LINE":
+                yield _failure_block(text, number, data)
+                continue
             if kind in _BLOCK_OF:
                 block = BlockToken(_BLOCK_OF[kind], text, line=number, column=1)
                 block.sources, block.types, block.others, block.src = [], [], [], data
@@ -367,6 +372,26 @@ class LineLexer(Lexer):
             yield block
         if run:
             yield built
+
+
+# The lines that end a failure log (grammar: `failure_log`): the IR begins there.
+_IR_STARTS = frozenset({"ENTRY_LINE", "GRAPH_ATTR_HEAD_LINE", "GRAPH_INSTANCE_LINE", "GRAPH_OPEN_LINE"})
+
+
+def _failure_block(text: str, number: int, data: _Lines) -> LineToken:
+    """An analyze_fail.ir banner and the lines after it up to the IR (or the end of the file), as one
+    FAILURE_BLOCK token whose text is those lines joined by line breaks: the log quotes the user's code."""
+    match = _line_regex().fullmatch
+    parts = [text]
+    for _number, line in data.lines:
+        m = match(line)
+        if m is not None and m.lastgroup in _IR_STARTS:
+            data.cursor.unread()
+            break
+        parts.append(line)
+    tok = LineToken("FAILURE_BLOCK", "\n".join(parts).rstrip("\n"), line=number, column=1)
+    tok.src = data
+    return tok
 
 
 _Tok = TypeVar("_Tok", bound=LineToken)
@@ -438,7 +463,8 @@ class Builder(Transformer):
         return ("attrs", dict(i[1] for i in items[1:]))
 
     def total_params(self, items: list) -> tuple:
-        return ("declared_params", _int_after_colon(items[0]))
+        # before 2.3 the parameter lines follow `#Total params  : N` directly
+        return ("declared_params", _int_after_colon(items[0]), items[1:])
 
     def params(self, items: list) -> tuple:
         return ("params", items[1:])
@@ -499,19 +525,27 @@ class Builder(Transformer):
             self._bad(opener, 1, "'subgraph @name(%para...) {'", show(str(opener)), None)
             name, parent, params = str(opener)[len("subgraph @"):].split("(")[0].strip(), None, []
         g = Subgraph(name=name, line=opener.line, params=params, parent=parent)
+        marked: tuple[int, int] | None = None  # a marker waiting for the node printed after it
         for item in items[1:-1]:
-            if isinstance(item, Node):
-                item.graph = name
-                g.nodes.append(item)
-            elif isinstance(item, list):  # a run of nodes (BuiltToken)
-                for node in item:
+            if isinstance(item, (Node, list)):
+                run = [item] if isinstance(item, Node) else item  # a list: a run of nodes (BuiltToken)
+                for node in run:
                     node.graph = name
-                g.nodes.extend(item)
+                if marked is not None and run:
+                    g.markers.append(Marker(marked[0], marked[1], run[0]))
+                    marked = None
+                g.nodes.extend(run)
+            elif item is not None and item[0] == "marker":
+                if marked is not None:
+                    g.markers.append(Marker(marked[0], marked[1], None))
+                marked = item[1]
             elif item is not None:  # an unknown or `key: value` line among the nodes, kept raw
                 text = item[1] if item[0] == "raw" else f"{item[1][0]}: {item[1][1]}"
                 g.body_notes.append(text)
                 if item[0] == "kv":  # unknown lines were reported as they were read
                     _unknown(item[2].src, item[2].line, text)
+        if marked is not None:
+            g.markers.append(Marker(marked[0], marked[1], None))
         return g
 
     def node(self, items: list) -> Node | list[Node] | None:
@@ -536,7 +570,7 @@ class Builder(Transformer):
             if len(m.group(1)) > MAX_DIGITS + 1:
                 return self._bad(tok, 4, f"a node number of at most {MAX_DIGITS} digits",
                                  f"{len(m.group(1)) - 1} digits", None)
-            nid, name, callee = int(m.group(1)[1:]), m.group(2), m.group(3)
+            nid, name, callee = int(m.group(1)[1:]), m.group(2) or "", m.group(3)
             start = m.end()
             # A parameter printed with the function it holds (`Parameter_9[@FuncUnion(@a, @b)]`)
             # is called as a value, like a graph, node or free variable (`_op_of`). A function of
@@ -557,6 +591,18 @@ class Builder(Transformer):
             return self._bad(tok, col + 2, expected, found, None)  # col is 1-based in `text`
         return Node("", nid, name, callee, op, text, start, tok.line, tuple(tok.types), scope,
                     tuple(tok.sources), tuple(notes))
+
+    # --- analyze_fail.ir: the failure log, the stack markers
+    def failure_log(self, items: list) -> tuple:
+        return ("failure_log", (items[0].line, str(items[0])))
+
+    def marker(self, items: list) -> tuple:
+        tok = items[0]
+        digits = str(tok).rsplit(">", 1)[1].strip()
+        if len(digits) > MAX_DIGITS:
+            raise DumpError("", tok.line, len(str(tok)) - len(digits) + 1, f"a depth of at most {MAX_DIGITS} digits",
+                            f"{len(digits)} digits")
+        return ("marker", (int(digits), tok.line))
 
     # --- `symbol engine details:` (dynamic shapes): kept as data
     def symbol_line(self, items: list) -> SymbolLine:
@@ -594,8 +640,12 @@ class Builder(Transformer):
                 order.extend(item[1])
             elif item[0] == "symbol_engines":
                 header.setdefault("symbol_engines", []).extend(item[1])
+            elif item[0] == "failure_log":
+                header.setdefault("failure_logs", []).append(item[1])
             elif item[0] in _HEADER_KEYS:
                 header[item[0]] = item[1]
+                if item[0] == "declared_params" and item[2]:
+                    header["params"] = item[2]
             else:
                 pending.append(item)
         return header, graphs, pending, order
@@ -659,7 +709,7 @@ def _op_of(callee: str) -> str:
 
 def _scope_of(line: str) -> str:
     """The scope a `# Scope:` line names, without its brackets (not interned: a scope names one node)."""
-    inner = line.split(": ", 1)[1]
+    inner = line.split(": ", 1)[1].rstrip()
     return inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner
 
 
@@ -679,7 +729,7 @@ def _int_after_colon(tok: Token) -> int:
 @functools.cache
 def _head_regex() -> re.Pattern[str]:
     # The head of `node_stmt` in the grammar, built from its terminals.
-    return re.compile(rf"({terminal('NODE_REF')})\(({terminal('DEBUG_NAME')})\) = (?:call )?"
+    return re.compile(rf"({terminal('NODE_REF')})(?:\(({terminal('DEBUG_NAME')})\))? = (?:call )?"
                       rf"({terminal('GRAPH_REF')}|{terminal('NODE_REF')}|{terminal('FREE_VAR')}|{terminal('NAME')})")
 
 
@@ -960,6 +1010,14 @@ def _assemble(name: str, parsed: tuple, data: _Lines) -> Dump:
             dump.declared[key] = header[f"declared_{key}"]
     if trailing:
         data.warn(data.last_line, f"{len(trailing)} line(s) after the last subgraph kept as raw text")
+    if "failure_logs" in header:
+        dump.failure = failure_of(header["failure_logs"], [m for g in graphs for m in g.markers])
+        if not graphs:
+            data.warn(data.last_line, "an analyze_fail banner and log with no graph after them")
+    for g in graphs:
+        for m in g.markers:
+            if m.node is None:
+                data.warn(m.line, f"marker of stack frame {m.depth} is followed by no node")
     dump.warnings.extend(data.warnings)
     counts = dump.counts
     for key in ("subgraphs", "params", "cnodes"):

@@ -1,0 +1,170 @@
+"""Compile failures (issue 41): `analyze_fail.ir`, the file MindSpore writes when type or shape inference fails.
+Real files compiled here (fixtures/mindir/analyze_fail_*, MindSpore 2.7.1) and the ones MindSpore's own
+documentation publishes for 2.1, 2.3 and later (fixtures/published, see its README). Every number is read
+by hand from the file text (`grep -n '^#---' FILE`, `sed -n Lp FILE`), quoted in the comments."""
+from __future__ import annotations
+
+import json
+import lzma
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, fixture
+from hostile import assert_located_error, run_cli
+
+import irtool
+from irtool.parallel.failure import failure_record
+from irtool.render.graph import render_graph
+
+MATMUL = fixture("analyze_fail_matmul/rank_0/analyze_fail.ir.xz")
+PIPELINE = fixture("analyze_fail_pipeline_type/rank_1/analyze_fail.ir.xz")
+PUBLISHED = ROOT / "fixtures" / "published"
+
+
+def test_the_failing_node_of_a_matmul_shape_mismatch() -> None:
+    dump = irtool.load(MATMUL)
+    # grep -n '^#---': 52 `> 0`, 93 `> 1`, 129 `> 2`; each marks the node printed on the next line
+    assert [(m.depth, m.line, m.node.line) for m in dump.failure.markers] == [(0, 52, 53), (1, 93, 94), (2, 129, 130)]
+    r = failure_record(dump)
+    # line 130: `  %2(CNode_20) = %0(%para0_x, %1)` in `subgraph @__main___Block_construct_7(%para0_x)` (line 119)
+    assert (r.graph, r.node, r.line, r.marker_line, r.depth) == ("__main___Block_construct_7", "%2", 130, 129, 2)
+    assert r.statement == "%2(CNode_20) = %0(%para0_x, %1)"
+    # line 8: "For 'MatMul' the input dimensions must be equal, but got 'x1_col': 32 and 'x2_row': 48."
+    assert (r.operator, r.operator_from) == ("MatMul", "message")
+    assert r.message == ("For 'MatMul' the input dimensions must be equal, but got 'x1_col': 32 and 'x2_row': 48.",)
+    # line 133: `# In file /home/user/models/analyze_fail_matmul/make.py:21, 15~42/        return self.matmul(...)/`
+    assert (r.source.path, r.source.line, r.source.code) == (
+        "/home/user/models/analyze_fail_matmul/make.py", 21, "return self.matmul(x, self.weight)")
+    assert r.scope == "Default/fc2-Block"  # line 132 `      #scope: (Default/fc2-Block)`
+    # line 131: `: (<Tensor[Float32], (4, 32)>, <Ref[Tensor[Float32]], (48, 8)>) -> (<null>)`; %1 (line 124) is
+    # `resolve(NameSpace[ClassMember: ...], weight)`
+    assert [(i.text, i.what, i.dtype, i.shape) for i in r.inputs] == [
+        ("%para0_x", "x", "Float32", (4, 32)), ("%1", "weight", "Float32", (48, 8))]
+    assert r.output == "<null>"
+    # the stack: %1 line 53 calls %0 = resolve(..., __main__.Net.construct); %5 line 94 calls %0 = resolve(..., fc2);
+    # %2 line 130 calls %0 = resolve(..., matmul)
+    assert [(c.depth, c.graph, c.node, c.line, c.calls) for c in r.stack] == [
+        (0, "__main___Net_construct_6", "%1", 53, "__main__.Net.construct"),
+        (1, "__main___Net_construct_6", "%5", 94, "fc2"), (2, "__main___Block_construct_7", "%2", 130, "matmul")]
+    # lines 18-23: two frames of `- The Traceback of Net Construct Code:`; line 148: the stack's size
+    assert [(t.index, t.line, t.code) for t in r.traceback] == [
+        (0, 32, ("        return self.fc2(self.act(self.fc1(x)))",)),
+        (1, 21, ("        return self.matmul(x, self.weight)",))]
+    assert r.stack_note == "3/5 (Ignored 2 internal frames)" and r.form == "2.3"
+    # the entry graph `__main___Net_construct_6` is printed twice (lines 47 and 71): both kept
+    assert [g.name for g in dump.subgraphs] == ["__main___Net_construct_6", "__main___Net_construct_6",
+                                                "__main___Block_construct_7"]
+    assert dump.counts["cnodes"] == 14  # grep -cE '^  (%[0-9]+\(|Return\()'
+
+
+def test_the_deepest_marker_fails_not_the_last_printed_in_a_pipeline_stage() -> None:
+    dump = irtool.load(PIPELINE)
+    markers = dump.failure.markers
+    # grep -n '^#---': 20 markers; `> 20` at line 787 is printed before `> 19` at line 841 (16-18 not printed)
+    assert len(markers) == 20 and [m.depth for m in markers][-4:] == [20, 19, 21, 22]
+    assert [m.depth for m in dump.failure.stack][-5:] == [15, 19, 20, 21, 22]
+    r = failure_record(dump)
+    # line 905 `#------------------------> 22`, line 906 `  %2(CNode_184) = %0(%para0_x, %1)`
+    assert (r.graph, r.node, r.line, r.depth) == ("__main___Head_construct_51", "%2", 906, 22)
+    assert r.operator == "MatMul" and "Tensor[Int32]" in r.message[0]
+    assert r.scope == "Default/network-PipelineCell/network-WithLossCell/_backbone-Net/head-Head"
+    assert (r.source.line, r.source.code) == (48, "return self.mm(x, self.w)")
+    # line 907: `: (<Tensor[Float32], (4, 32)>, <Ref[Tensor[Int32]], (32, 16)>) -> (<null>)`
+    assert [(i.what, i.dtype, i.shape) for i in r.inputs] == [("x", "Float32", (4, 32)), ("w", "Int32", (32, 16))]
+    assert r.stack_note == "20/29 (Ignored 9 internal frames)" and len(r.traceback) == 13
+
+
+def test_a_marker_takes_the_next_node_whichever_way_the_block_is_read(tmp_path: Path) -> None:
+    # the marked node read through the fast block regex or line by line: the same node either way
+    text = lzma.open(MATMUL, "rt", encoding="utf-8").read()
+    lines = text.split("\n")
+    lines.insert(129, "")  # a blank line between the marker (line 129) and its node: the node goes line by line
+    path = tmp_path / "analyze_fail.ir"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    r = failure_record(irtool.load(path))
+    assert (r.node, r.line, r.marker_line) == ("%2", 131, 129)
+
+
+def test_summarize_says_first_what_failed() -> None:
+    proc = run_cli("summarize", str(MATMUL))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert out[0] == f"Compile failed at MatMul (%2 of @__main___Block_construct_7), {MATMUL}:130"
+    assert out[1] == "  For 'MatMul' the input dimensions must be equal, but got 'x1_col': 32 and 'x2_row': 48."
+    assert out[2] == "  source: /home/user/models/analyze_fail_matmul/make.py:21  return self.matmul(x, self.weight)"
+    row = next(line for line in out if line.split()[:2] == ["%1", "weight"])  # the inputs table, first
+    assert row.split()[2:] == ["<Ref[Tensor[Float32]],", "(48,", "8)>", "Float32", "(48,", "8)", "—"]
+    assert out.index(row) < out.index(next(line for line in out if line.startswith("Rank ")))
+    doc = json.loads(run_cli("summarize", "--format", "json", str(MATMUL)).stdout)
+    assert doc["failure"]["line"] == 130 and doc["failure"]["operator"] == "MatMul"
+    assert doc["failure"]["inputs"][1]["shape"] == [48, 8]
+
+
+def test_a_folder_holding_only_analyze_fail_is_summarized_as_the_failure() -> None:
+    # MindSpore writes rank_N/om/analyze_fail.ir and no validate pass: the folder's default pass is analyze_fail
+    folder = str(Path(PIPELINE).parents[1])
+    proc = run_cli("summarize", folder)
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first == f"Rank 1: Compile failed at MatMul (%2 of @__main___Head_construct_51), {PIPELINE}:906"
+    doc = json.loads(run_cli("summarize", "--format", "json", folder).stdout)
+    assert [r["failure"]["line"] for r in doc["ranks"]] == [906]
+
+
+def test_render_marks_the_failing_node_and_its_inputs() -> None:
+    dump = irtool.load(MATMUL)
+    g = render_graph(dump, irtool.analyze(dump), depth="all")
+    marked = {a["uid"]: (a["failure"], a["label"].split("\n")[0]) for _, a in g.nodes(data=True) if a.get("failure")}
+    # %2 fails; its input %1 (line 124, `resolve(..., weight)`) is a node; %para0_x is a parameter (not a box)
+    assert marked == {"__main___Block_construct_7/%2": ("failed", "FAILED HERE: MatMul"),
+                      "__main___Block_construct_7/%1": ("input", "input of the failing node")}
+
+
+@pytest.mark.parametrize(("name", "failing", "markers", "source"), [
+    # 2.1: `# 1.This file shows ...` banner, no `# IR entry`; line 19 marker, line 20 `%3([CNode]7) = call @func.21(...)`
+    ("ms21_analyze_fail.ir", ("%3", 20, "@func.21", "callee"), [(0, 19)], ("t2.py", 18)),
+    # 2.3: lines 23 and 71; line 72 `%7(CNode_19) = %6(%4, %4, %5)`, %6 (line 67) = resolve(..., func)
+    ("ms23_analyze_fail.ir", ("%7", 72, "func", "callee"), [(0, 23), (1, 71)], ("t2.py", 18)),
+    # master: lines 24, 68, 140; line 141 `%11(CNode_22) = %10(%para0_input_x, %para0_bias)`
+    ("ms2x_analyze_fail_bias_add.ir", ("%11", 141, None, "callee"), [(0, 24), (1, 68), (2, 140)],
+     ("/workspace/mindspore/build/package/mindspore/ops/function/nn_func.py", 6280)),
+])
+def test_published_analyze_fail_files_of_older_versions(name, failing, markers, source) -> None:
+    dump = irtool.load(PUBLISHED / name)
+    assert [(m.depth, m.line) for m in dump.failure.markers] == markers
+    r = failure_record(dump)
+    node, line, operator, how = failing
+    assert (r.node, r.line, r.operator_from) == (node, line, how)
+    assert operator is None or r.operator == operator
+    assert (r.source.path, r.source.line) == source
+    assert [w.message for w in dump.warnings if "subgraphs" not in w.message] == []  # only `# Total subgraphs: 0`
+
+
+def test_the_stack_note_of_2_1() -> None:
+    # lines 48-49: `#====...` / `# num of function graphs in stack: 1`
+    f = irtool.load(PUBLISHED / "ms21_analyze_fail.ir").failure
+    assert (f.form, f.stack_note, f.message) == ("2.0", "1", ())
+
+
+def test_a_marker_followed_by_no_node_is_a_located_warning(tmp_path: Path) -> None:
+    # the real file without lines 130-137 (the marked node and the Return block, 4 lines each): the marker
+    # (line 129) meets the graph's `}`
+    lines = lzma.open(MATMUL, "rt", encoding="utf-8").read().split("\n")
+    assert lines[137] == "}"
+    del lines[129:137]
+    path = tmp_path / "analyze_fail.ir"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    dump = irtool.load(path)
+    assert [(w.line, w.message) for w in dump.warnings if "marker" in w.message] == [
+        (129, "marker of stack frame 2 is followed by no node")]
+    r = failure_record(dump)
+    assert (r.node, r.depth) == ("%5", 1)  # the deepest marked node left: line 94
+
+
+def test_a_huge_marker_depth_is_a_located_error(tmp_path: Path) -> None:
+    lines = lzma.open(MATMUL, "rt", encoding="utf-8").read().split("\n")
+    lines[128] = "#------------------------> " + "9" * 30
+    path = tmp_path / "analyze_fail.ir"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    line = assert_located_error(run_cli("summarize", str(path)))
+    assert line == f"irtool: {path}:129:28: expected a depth of at most 18 digits, found 30 digits"
