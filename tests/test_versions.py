@@ -172,3 +172,15 @@ def test_a_1x_kernel_graph_full_name_line_is_the_scope() -> None:
     assert [t.shape for t in node.input_types] == [(32, 128, 13, 13), (192, 128, 3, 3)]
     assert node.output_type.shape == (32, 192, 13, 13)
     assert [(r.line, r.code) for r in node.source_refs] == [(58, "x = self.conv3(x)")]
+
+
+def test_a_primitive_printing_its_attributes_in_brackets_applies_it() -> None:
+    # 2.1 (ms21_analyze_fail.ir line 31): `  %6([CNode]9) = Depend[side_effect_propagate: I64(1)](None, %5)` applies
+    # Depend; `call @sub.19`, `@add.20`, `@func.21`, `@mul.22` (lines 10, 14, 20, 24) call graphs
+    dump = irtool.load(f"{PUBLISHED}/ms21_analyze_fail.ir")
+    assert dump.op_histogram() == Counter({"(call)": 4, "StopGradient": 1, "Depend": 1, "Return": 1})
+    depend = next(n for n in dump.nodes() if n.line == 31)
+    assert (depend.op, [i.text for i in depend.inputs]) == ("Depend", ["None", "%5"])
+    # a callee holding a value is still called as one (control_flow_cpu: `Parameter_9[@FuncUnion(@a, @b)](...)`)
+    from irtool.ir.parse import parse_node
+    assert parse_node("  %6(x) = Parameter_9[@FuncUnion(@a, @b)](%1)").op == "(call)"
