@@ -2,13 +2,18 @@
 the rest of the summary. The input is a real dump with two hand-made changes, made here."""
 from __future__ import annotations
 
+import json
 import lzma
+import re
 from collections import Counter
 
 import pytest
 from conftest import fixture
+from hostile import run_cli
 
 import irtool
+from irtool.ir.parse import parse_node
+from irtool.ir.values import parse_type, parse_type_sig
 from irtool.report.summary import summarize
 
 REAL = fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")
@@ -128,7 +133,6 @@ def test_nodes_printed_without_a_name_are_read() -> None:
 
 def test_an_unnamed_node_reads_the_same_both_ways(tmp_path) -> None:
     # the real mlp_cpu validate dump with every debug name removed (`  %1(equiv_9_x) = ` -> `  %1 = `)
-    import re
     text = open(fixture("mlp_cpu/rank_0/19_validate_0072.ir"), encoding="utf-8").read()
     path = tmp_path / "unnamed.ir"
     path.write_text(re.sub(r"(?m)^(  %\d+)\([^\s()]+\) = ", r"\1 = ", text), encoding="utf-8")
@@ -141,7 +145,6 @@ def test_an_unnamed_node_reads_the_same_both_ways(tmp_path) -> None:
 def test_kernel_graph_device_types_give_their_shape() -> None:
     # mlp_cpu_sorted graph_build_0_0090.ir line 48: `: (<Float32xDefaultFormat[const vector]{16, 32}>, <Float32x
     # DefaultFormat[const vector]{64, 32}>, <BoolxDefaultFormat[const vector]{}>, ...`
-    from irtool.ir.values import parse_type, parse_type_sig
     dump = irtool.load(fixture("mlp_cpu_sorted/rank_0/graph_build_0_0090.ir.xz"))
     mm = next(n for n in dump.nodes() if n.line == 46)
     device = parse_type_sig(mm.type_lines[1])[0]
@@ -158,7 +161,6 @@ def test_a_1x_kernel_graph_full_name_line_is_the_scope() -> None:
     # r1.2 dump_in_graph_mode.md (mindspore-ai/docs): a node of `ms_output_trace_code_graph_{graph_id}.ir` with its
     # two type lines, its full name `: (Default/.../Conv2D-op107)` and its source line; the statement's attribute
     # groups (wrapped by the page) left out
-    from irtool.ir.parse import parse_node
     node = parse_node("\n".join([
         "  %24(equivoutput) = Conv2D(%23, %21) {instance name: conv2d}",
         "       : (<Tensor[Float32]x[const vector][32, 128, 13, 13]>, <Tensor[Float16]x[const vector][192, 128, 3, 3]>)"
@@ -182,5 +184,32 @@ def test_a_primitive_printing_its_attributes_in_brackets_applies_it() -> None:
     depend = next(n for n in dump.nodes() if n.line == 31)
     assert (depend.op, [i.text for i in depend.inputs]) == ("Depend", ["None", "%5"])
     # a callee holding a value is still called as one (control_flow_cpu: `Parameter_9[@FuncUnion(@a, @b)](...)`)
-    from irtool.ir.parse import parse_node
     assert parse_node("  %6(x) = Parameter_9[@FuncUnion(@a, @b)](%1)").op == "(call)"
+
+
+@pytest.mark.parametrize("rel", ["mlp_cpu_ms290/rank_0/20_validate_0075.ir.xz",
+                                 "mlp_cpu_ms280/rank_0/20_validate_0074.ir.xz"])
+def test_mindspore_2_8_and_2_9_read_as_2_7(rel: str) -> None:
+    # mlp_cpu compiled with MindSpore 2.9.0 and 2.8.0: a `jit config` block, `Total number of cnodes: 67`,
+    # `# Total params: 24`; the same operators as 2.7.1's validate but one UpdateState fewer
+    # (`grep -c '= UpdateState('`: 12 against 13 in mlp_cpu/rank_0/19_validate_0072.ir)
+    new = irtool.load(fixture(rel))
+    old = irtool.load(fixture("mlp_cpu/rank_0/19_validate_0072.ir"))
+    assert new.warnings == [] and new.jit_config["exc_mode"] == "auto"
+    assert new.counts == {"subgraphs": 1, "params": 24, "cnodes": 67} == {k: new.declared[k] for k in new.counts}
+    assert new.op_histogram() == old.op_histogram() - Counter({"UpdateState": 1})
+
+
+def test_a_pipeline_compiled_with_mindspore_2_9_is_the_same_job() -> None:
+    # pipeline_2stage_2p_ms290: make.py of pipeline_2stage_2p (2 stages, one device each, micro_size 4) compiled with
+    # MindSpore 2.9.0; each rank's validate prints 4 Send and 4 Receive (`grep -c '= Send('`), each one micro batch of
+    # activations: 32 / 4 = 8 rows x 64 Float32 = 2,048 B
+    new, old = (json.loads(run_cli("summarize", "--format", "json", fixture(d)).stdout)
+                for d in ("pipeline_2stage_2p_ms290", "pipeline_2stage_2p"))
+    assert [(r["rank"], r["stage"], r["comm_totals"]["total"]) for r in new["ranks"]] == [
+        (0, 0, {"count": 8, "bytes": 8 * 2048, "bytes_unknown": 0}),
+        (1, 1, {"count": 8, "bytes": 8 * 2048, "bytes_unknown": 0})]
+    fields = ("world_size", "pipeline_stages", "dp", "mp", "micro_batches", "optimizer", "gradient_accumulation")
+    assert {k: new["job"][k]["value"] for k in fields} == {k: old["job"][k]["value"] for k in fields} == {
+        "world_size": 2, "pipeline_stages": 2, "dp": 1, "mp": 1, "micro_batches": 4, "optimizer": "Momentum",
+        "gradient_accumulation": True}
