@@ -168,3 +168,24 @@ def test_a_huge_marker_depth_is_a_located_error(tmp_path: Path) -> None:
     path.write_text("\n".join(lines), encoding="utf-8")
     line = assert_located_error(run_cli("summarize", str(path)))
     assert line == f"irtool: {path}:129:28: expected a depth of at most 18 digits, found 30 digits"
+
+
+def test_a_failing_primitive_node_gives_its_operator_and_its_inputs_strategies(tmp_path: Path) -> None:
+    # Inference failing in a pass that prints primitives (the form of semi_auto_8p's validate: `PrimFunc_MatMul(%1,
+    # %2, Bool(0), Bool(0)) {instance name: qkv} primitive_attrs: {in_strategy: ((2, 1), (1, 4)), ...}`): the real
+    # matmul file with its failing statement (line 130) printed so, and without the compiler's message (line 8)
+    lines = lzma.open(MATMUL, "rt", encoding="utf-8").read().split("\n")
+    assert lines[129] == "  %2(CNode_20) = %0(%para0_x, %1)" and lines[7].startswith("For 'MatMul'")
+    lines[129] = ("  %2(CNode_20) = PrimFunc_MatMul(%para0_x, %1, Bool(0), Bool(0)) {instance name: matmul} "
+                  "primitive_attrs: {in_strategy: ((2, 1), (1, 4))}")
+    lines[7] = "The input dimensions must be equal."
+    path = tmp_path / "analyze_fail.ir"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    r = failure_record(irtool.load(path))
+    assert (r.operator, r.operator_from) == ("MatMul", "node")
+    assert [(i.text, i.strategy) for i in r.inputs] == [("%para0_x", (2, 1)), ("%1", (1, 4)), ("Bool(0)", None),
+                                                        ("Bool(0)", None)]
+    out = run_cli("summarize", str(path)).stdout.splitlines()
+    assert out[0] == f"Compile failed at MatMul (%2 of @__main___Block_construct_7), {path}:130"
+    assert "  operator: the primitive the node applies" in out[:8]
+    assert next(line for line in out if line.split()[:2] == ["%1", "weight"]).split()[-1] == "(1,4)"
