@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import lzma
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,9 @@ def test_render_marks_the_failing_node_and_its_inputs() -> None:
 
 
 @pytest.mark.parametrize(("name", "failing", "markers", "source"), [
+    # before 2.1 (the r2.0 page): lines 14 and 44; line 45 `%3([CNode]5) = call @func.20(%1, %1, %2)`; signatures one
+    # parameter a line (lines 9-12), `DoSignaturePrimitive::S-Prim-Sub{prim_type=1}[...]`, `Primitive::Return{...}(%4)`
+    ("ms20_analyze_fail.ir", ("%3", 45, "@func.20", "callee"), [(0, 14), (1, 44)], ("testir1.py", 25)),
     # 2.1: `# 1.This file shows ...` banner, no `# IR entry`; line 19 marker, line 20 `%3([CNode]7) = call @func.21(...)`
     ("ms21_analyze_fail.ir", ("%3", 20, "@func.21", "callee"), [(0, 19)], ("t2.py", 18)),
     # 2.3: lines 23 and 71; line 72 `%7(CNode_19) = %6(%4, %4, %5)`, %6 (line 67) = resolve(..., func)
@@ -138,6 +142,20 @@ def test_published_analyze_fail_files_of_older_versions(name, failing, markers, 
     assert operator is None or r.operator == operator
     assert (r.source.path, r.source.line) == source
     assert dump.warnings == []  # `# Total subgraphs: 0` above the graphs is what analyze_fail.ir declares
+
+
+def test_the_ir_before_2_1() -> None:
+    # ms20_analyze_fail.ir: `subgraph @Default.7(` / `        %para3_x : <Tensor[Float32], ()>` / `        , %para4_y
+    # : <...>` / `    ) {` (lines 31-34); line 35 `%1(a) = DoSignaturePrimitive::S-Prim-Sub{prim_type=1}[output_names=
+    # ["output"], input_names=["x", "y"]](%para3_x, I64(1))`, `Add` (39), `Mul` (49); `Primitive::Return{prim_type=1}(%1)`
+    dump = irtool.load(PUBLISHED / "ms20_analyze_fail.ir")
+    assert [(g.name, g.line, g.params) for g in dump.subgraphs] == [
+        ("Default_wrapper.8", 9, ["%para1_x", "%para2_y"]), ("Default.7", 31, ["%para3_x", "%para4_y"])]
+    assert dump.op_histogram() == Counter({"(call)": 2, "Return": 2, "Sub": 1, "Add": 1, "Mul": 1})
+    sub = dump.subgraphs[1].nodes[0]
+    assert (sub.line, sub.op, [i.text for i in sub.inputs], sub.scope) == (35, "Sub", ["%para3_x", "I64(1)"], "Default")
+    assert [n.line for n in dump.subgraphs[0].nodes] == [15, 18]  # the node and `Primitive::Return{prim_type=1}(%1)`
+    assert dump.subgraphs[0].nodes[1].inputs[0].text == "%1"
 
 
 def test_the_stack_note_of_2_1() -> None:
@@ -189,3 +207,15 @@ def test_a_failing_primitive_node_gives_its_operator_and_its_inputs_strategies(t
     assert out[0] == f"Compile failed at MatMul (%2 of @__main___Block_construct_7), {path}:130"
     assert "  operator: the primitive the node applies" in out[:8]
     assert next(line for line in out if line.split()[:2] == ["%1", "weight"]).split()[-1] == "(1,4)"
+
+
+def test_a_signature_one_parameter_a_line_left_open_is_a_located_error(tmp_path: Path) -> None:
+    # ms20_analyze_fail.ir without line 12 `    ) {`: the signature opened at line 9 meets the marker (line 14)
+    lines = (PUBLISHED / "ms20_analyze_fail.ir").read_text(encoding="utf-8").split("\n")
+    assert lines[11] == "    ) {"
+    del lines[11]
+    path = tmp_path / "analyze_fail.ir"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    line = assert_located_error(run_cli("summarize", str(path)))
+    assert line.startswith(f"irtool: {path}:9:1: expected 'subgraph @name(%para...) {{', "
+                           "found 'subgraph @Default_wrapper.8(")

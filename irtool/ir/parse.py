@@ -201,7 +201,7 @@ _STOP_KINDS = frozenset({"NODE_LINE", "RETURN_LINE", "TYPE_LINE", "SCOPE_LINE", 
                          "ORDER_LINE"})
 # Inside a string only lines with MindSpore's own prefixes stop it (a string may hold a `}` line).
 _STOP_IN_STRING = frozenset({"NODE_LINE", "RETURN_LINE", "SCOPE_LINE", "SOURCE_LINE", "GRAPH_OPEN_LINE"})
-_RETURN_ARGS = len("  Return(")
+_STATEMENT_HEAD = re.compile(r"  %\d+(?:\([^\s()]*\))? = ")  # what precedes the callee (the debug name may hold `[`)
 # Line kinds besides statements whose text holds values, which go on over the following lines as a
 # statement's do when their brackets are left open: an `# Order:` entry prints the values of its
 # node's inputs (a wrapped tensor constant; a string, printed without quotes, with its line breaks),
@@ -358,6 +358,8 @@ class LineLexer(Lexer):
                 continue
             if kind == "GRAPH_OPEN_LINE":
                 data.open_graph = (text, number)
+                if text.rstrip().endswith("("):  # 2.0 and before: one parameter a line, then `    ) {`
+                    text = _signature_lines(text, data)
             elif kind == "CLOSE_LINE":
                 data.open_graph = None
             tok = LineToken(kind, text, line=number, column=1)
@@ -372,6 +374,26 @@ class LineLexer(Lexer):
             yield block
         if run:
             yield built
+
+
+_SIGNATURE_END = re.compile(r"\s*\) *\{ *")
+
+
+def _signature_lines(text: str, data: _Lines) -> str:
+    """A subgraph signature printed one parameter a line (`subgraph @g(` / `        %para1_x : <...>` /
+    `        , %para2_y : <...>` / `    ) {`), its lines joined by line breaks; it ends at the `) {` line or
+    before the first line of a known kind (then the signature is refused where it is read)."""
+    match = _line_regex().fullmatch
+    parts = [text]
+    for _number, line in data.lines:
+        m = match(line)
+        if m is not None and m.lastgroup != "UNKNOWN_LINE":
+            data.cursor.unread()
+            break
+        parts.append(line)
+        if _SIGNATURE_END.fullmatch(line):
+            break
+    return "\n".join(parts)
 
 
 # The lines that end a failure log (grammar: `failure_log`): the IR begins there.
@@ -520,7 +542,7 @@ class Builder(Transformer):
         m = _graph_regex().fullmatch(opener)
         if m:
             name, parent = m.group(1)[1:], (m.group(2)[1:] if m.group(2) else None)
-            params = [p.strip() for p in m.group(3).split(",") if p.strip()]
+            params = _param_ref_regex().findall(m.group(3))
         else:
             self._bad(opener, 1, "'subgraph @name(%para...) {'", show(str(opener)), None)
             name, parent, params = str(opener)[len("subgraph @"):].split("(")[0].strip(), None, []
@@ -561,8 +583,8 @@ class Builder(Transformer):
                 if kind == "UNKNOWN_LINE":
                     _unknown(tok.src, number, line)
                 notes.append(line.strip())
-        if tok.type == "RETURN_BLOCK":
-            nid, name, callee, op, start = None, "Return", "Return", "Return", len("Return(")
+        if tok.type == "RETURN_BLOCK":  # `Return(`; before 2.1 `Primitive::Return{prim_type=1}(`
+            nid, name, callee, op, start = None, "Return", "Return", "Return", text.index("(") + 1
         else:
             m = _head_regex().match(text)
             if not m:
@@ -580,7 +602,7 @@ class Builder(Transformer):
             # Before 2.3 a primitive prints its attributes in brackets after its name: `Depend[side_effect_propagate:
             # I64(1)](None, %5)` applies Depend (`_ATTRS_HELD`).
             held = text.startswith("[", start) and _ATTRS_HELD.match(text, start + 1) is None
-            if text.startswith("[", start) or text.startswith("{", start):
+            while text.startswith("[", start) or text.startswith("{", start):  # `{prim_type=1}[...]` before 2.1
                 start = scan_args(text, start + 1)[1]
             if not text.startswith("(", start):
                 return self._bad(tok, start + 3, "'(' opening the argument list",
@@ -700,7 +722,10 @@ def _attach(g: Subgraph, preamble: list[tuple[str, Any]]) -> None:
             g.preamble.append(value)
 
 
-_ATTRS_HELD = re.compile(r"[^\W\d][\w.]*: ")  # `name: ` opening a callee's brackets: its attributes, not a value
+# `name: ` or `name=` opening a callee's brackets: its attributes, not a value
+_ATTRS_HELD = re.compile(r"[^\W\d][\w.]*(?:: |=)")
+# `DoSignaturePrimitive::S-Prim-Sub`, `PrimitivePy::Sub` (before 2.1): the primitive after `::` and `S-Prim-`
+_CLASS_PRIM = re.compile(r"[A-Za-z]+::(?:S-Prim-)?")
 
 
 def _op_of(callee: str) -> str:
@@ -709,6 +734,8 @@ def _op_of(callee: str) -> str:
     (`$(@g:CNode_5)`)."""
     if callee[0] in "@%$":
         return CALL
+    if "::" in callee:
+        return _CLASS_PRIM.sub("", callee, count=1)
     return callee[len(PRIMFUNC_PREFIX):] if callee.startswith(PRIMFUNC_PREFIX) else callee
 
 
@@ -735,14 +762,22 @@ def _int_after_colon(tok: Token) -> int:
 def _head_regex() -> re.Pattern[str]:
     # The head of `node_stmt` in the grammar, built from its terminals.
     return re.compile(rf"({terminal('NODE_REF')})(?:\(({terminal('DEBUG_NAME')})\))? = (?:call )?"
-                      rf"({terminal('GRAPH_REF')}|{terminal('NODE_REF')}|{terminal('FREE_VAR')}|{terminal('NAME')})")
+                      rf"({terminal('GRAPH_REF')}|{terminal('NODE_REF')}|{terminal('FREE_VAR')}|{terminal('CLASS_CALLEE')}"
+                      rf"|{terminal('NAME')})")
 
 
 @functools.cache
 def _graph_regex() -> re.Pattern[str]:
     # `graph_sig` of the grammar, built from its terminals.
     g, p = terminal("GRAPH_REF"), terminal("PARAM_REF")
-    return re.compile(rf"subgraph ({g})(?: parent: \[subgraph ({g})\])? *\(((?:{p}(?:, *)?)*)\) *\{{ *")
+    # a parameter may carry its type and the list span lines (2.0 and before: `(\n  %para1_x : <...>\n  , ...\n) {`)
+    return re.compile(rf"subgraph ({g})(?: parent: \[subgraph ({g})\])? *\(((?:\s*,?\s*{p}(?:\s*:\s*<[^\n]*>)?)*)\s*\)"
+                      rf" *\{{ *")
+
+
+@functools.cache
+def _param_ref_regex() -> re.Pattern[str]:
+    return re.compile(terminal("PARAM_REF"))
 
 
 @functools.cache
@@ -797,7 +832,8 @@ class _Brackets:
     def after_head(cls, text: str, kind: str, number: int) -> _Brackets | None:
         """What a statement line leaves open after its head, or None when nothing is (a line with
         a mismatched bracket or a broken head is left to the Builder to report)."""
-        begin = _RETURN_ARGS - 1 if kind == "RETURN_LINE" else text.find(")", 2) + 1
+        head = _STATEMENT_HEAD.match(text)
+        begin = text.find("(") if kind == "RETURN_LINE" else (head.end() if head else 0)
         opened = cls()
         if begin <= 0 or opened.feed(text, number, begin):
             return None
