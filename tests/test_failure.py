@@ -14,7 +14,7 @@ from conftest import ROOT, fixture
 from hostile import assert_located_error, run_cli
 
 import irtool
-from irtool.parallel.failure import failure_record
+from irtool.parallel.failure import failure_record, strategy_misfits
 from irtool.render.graph import render_graph
 
 MATMUL = fixture("analyze_fail_matmul/rank_0/analyze_fail.ir.xz")
@@ -219,3 +219,21 @@ def test_a_signature_one_parameter_a_line_left_open_is_a_located_error(tmp_path:
     line = assert_located_error(run_cli("summarize", str(path)))
     assert line.startswith(f"irtool: {path}:9:1: expected 'subgraph @name(%para...) {{', "
                            "found 'subgraph @Default_wrapper.8(")
+
+
+def test_a_strategy_that_does_not_divide_a_shape_is_said_first() -> None:
+    # strategy_misfit_8p: MindSpore failed in its parallel pass (`... shape value 12 at dim index 0 cannot be divisible
+    # by strategy value 8`) and wrote no analyze_fail.ir; its last dump, step_parallel_begin: line 54 `%6(CNode_9) =
+    # PrimFunc_MatMul(%4, %5, ...) {instance name: fc2} primitive_attrs: {in_strategy: ((8, 1), (1, 1))}`, line 55
+    # `: (<Tensor[Float32], (12, 64)>, <Tensor[Float32], (64, 32)>, ...`; fc1 ((2, 1), (1, 4)) on (12, 64) and (64, 64)
+    # (line 40) and relu ((2, 4)) on (12, 64) (line 46) fit
+    path = fixture("strategy_misfit_8p/rank_0/step_parallel_begin_0017.ir.xz")
+    dump = irtool.load(path)
+    misfits = strategy_misfits(dump, irtool.analyze(dump).kind)
+    assert [(m.op, m.name, m.line, m.input, m.shape, m.strategy, m.dims) for m in misfits] == [
+        ("MatMul", "fc2", 54, 0, (12, 64), (8, 1), ((0, 12, 8),))]
+    out = run_cli("summarize", path).stdout.splitlines()
+    assert out[0] == ("Strategy does not divide its input: MatMul fc2 (line 54), input 0 (12, 64) split (8, 1): "
+                      "dimension 0 of 12 into 8")
+    doc = json.loads(run_cli("summarize", "--format", "json", path).stdout)
+    assert doc["strategy_misfits"][0]["dims"] == [[0, 12, 8]]

@@ -167,3 +167,54 @@ def _what(text: str, graph: Subgraph | None) -> str | None:
 
 def _item(strategy: Any, i: int) -> Any:
     return strategy[i] if isinstance(strategy, tuple) and i < len(strategy) else None
+
+
+@dataclass(frozen=True)
+class StrategyMisfit:
+    """An operator whose sharding strategy splits a dimension of an input's full shape into pieces that do not
+    divide it: MindSpore refuses such a strategy in its parallel pass (`... shape value 12 at dim index 0 cannot
+    be divisible by strategy value 8`, `operator MatMul init failed`) and writes no analyze_fail.ir; the last
+    pass it dumped (step_parallel_begin) shows the operator. `dims`: (dimension, size, pieces) of each misfit."""
+
+    node: str  # uid
+    op: str
+    name: str
+    line: int
+    scope: str
+    input: int
+    shape: tuple[int, ...]
+    strategy: tuple[int, ...]
+    dims: tuple[tuple[int, int, int], ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return _as_dict(self)
+
+
+def strategy_misfits(dump: Dump, kind: str) -> list[StrategyMisfit]:
+    """Every input of an operator with a strategy whose full shape the strategy does not divide. The full shapes
+    are the printed types in a pass before the parallel pass (`kind` `pre`, the `file_kind` fact), else the
+    `origin_input_shapes` the parallel pass records: from step_parallel_end on, the nodes it inserts print their
+    slices (MindFormers' embedding `Sub` of a lazy-inline layer: `(1, 512)` under `((2, 1), (1, 1))`)."""
+    out: list[StrategyMisfit] = []
+    for node in dump.nodes():
+        if not node.mentions("in_strategy") or node.op.startswith("_Virtual"):
+            continue
+        strategy = attr_value(node, "in_strategy")
+        if not isinstance(strategy, tuple):
+            continue
+        origin = node.attr_group("cnode_primal_attrs").get("origin_input_shapes")
+        if isinstance(origin, (tuple, list)):
+            shapes = [tuple(s) if isinstance(s, (tuple, list)) else None for s in origin]
+        elif kind == "pre":
+            shapes = [t.shape for t in node.input_types]
+        else:
+            continue
+        for i, (shape, split) in enumerate(zip(shapes, strategy)):
+            if not (isinstance(shape, tuple) and isinstance(split, tuple) and len(shape) == len(split)):
+                continue
+            dims = tuple((d, size, n) for d, (size, n) in enumerate(zip(shape, split))
+                         if isinstance(size, int) and isinstance(n, int) and size > 0 and n > 0 and size % n)
+            if dims:
+                out.append(StrategyMisfit(node.uid, node.op, node.instance_name or node.name, node.line,
+                                          node.scope or "", i, shape, split, dims))
+    return out

@@ -15,7 +15,7 @@ from ..dumpdir import RankFile
 from ..ir import Dump, DumpWarning, SymbolEngine, check
 from ..parallel import ParallelFacts, analyze
 from ..parallel.balance import StageCost, stage_cost
-from ..parallel.failure import FailureRecord, failure_record
+from ..parallel.failure import FailureRecord, StrategyMisfit, failure_record, strategy_misfits
 from ..parallel.job import Job, JobFold, RankJob, job_of, rank_job
 from ..parallel.layers import layer_comm
 from ..parallel.optimizer import optimizer_shards
@@ -66,6 +66,7 @@ class FileSummary:
     traffic: Traffic
     job: Job
     failure: FailureRecord | None = None  # analyze_fail.ir: what failed
+    misfits: list[StrategyMisfit] = field(default_factory=list)  # strategies that do not divide a shape
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON of schema `irtool.summary/2`."""
@@ -97,6 +98,7 @@ class FileSummary:
             **({"symbol_engines": [_symbol_engine(e) for e in d.symbol_engines]} if d.symbol_engines else {}),
             # analyze_fail.ir only: the failing node (docs/failure.md)
             **({"failure": self.failure.as_dict()} if self.failure is not None else {}),
+            **({"strategy_misfits": [m.as_dict() for m in self.misfits]} if self.misfits else {}),
         }
 
 
@@ -115,7 +117,8 @@ def file_summary(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[Dump
     return FileSummary(dump, facts, [*dump.warnings, *extra_warnings, *facts.warnings], depth, comm_totals(c),
                        send_receive(c), gradient_aggregation(c), scope_totals(c), optimizer_shards(c, g),
                        layer_comm(c, g, depth, facts.strategies, None if depth else comm_layers(facts)), traffic(c, g),
-                       job_of([rank_job(facts, rank, dump.path or "")]), failure_record(dump))
+                       job_of([rank_job(facts, rank, dump.path or "")]), failure_record(dump),
+                       strategy_misfits(dump, facts.kind))
 
 
 def comm_layers(facts: ParallelFacts) -> dict[str, int]:
@@ -157,6 +160,7 @@ class RankDigest:
     shards: list[OptimizerShard] = field(default_factory=list)
     kept: bool = False
     failure: FailureRecord | None = None  # its file is an analyze_fail.ir: what failed
+    misfits: list[StrategyMisfit] = field(default_factory=list)  # strategies that do not divide a shape
 
 
 def _first_of_stage(facts: ParallelFacts, rank: int | None) -> bool:
@@ -189,7 +193,7 @@ def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep:
                    stage_cost(facts, job) if cost and _first_of_stage(facts, rank.rank) else None)
     if keep:
         d.strategies, d.chains, d.shards, d.kept = facts.strategies, chains, shards, True
-    d.failure = failure_record(dump)
+    d.failure, d.misfits = failure_record(dump), strategy_misfits(dump, facts.kind)
     return d
 
 
@@ -240,7 +244,8 @@ class DirSummary:
             return {"rank": r.rank, "file": r.path, "stage": r.stage, "counts": r.counts,
                     "comm_totals": r.totals.as_dict(), "send_receive": [e.as_dict() for e in r.pairs],
                     "groups": r.groups, "warnings": [w.as_dict() for w in r.warnings],
-                    **({"failure": r.failure.as_dict()} if r.failure is not None else {})}
+                    **({"failure": r.failure.as_dict()} if r.failure is not None else {}),
+                    **({"strategy_misfits": [m.as_dict() for m in r.misfits]} if r.misfits else {})}
 
         ranks = Records(len(self.rows), lambda: map(row, self.rows))
         stages = [{"stage": s.stage, "ranks": s.ranks, "comm_totals": s.totals.as_dict(),
@@ -457,7 +462,7 @@ def summary_blocks(s: FileSummary, limit: int | None = DEFAULT_LIMIT) -> list[Bl
     failed = failure_blocks(s.failure) if s.failure is not None or d.failure is None else [
         "Compile failed: no node is marked (no `#------------------------> N` line before a node)",
         *[f"  {m}" for m in d.failure.message], ""]
-    blocks: list[Block] = [*failed, *file_headline(s, rank_of(d.path or "")), "", head,
+    blocks: list[Block] = [*failed, *misfit_lines(s.misfits), *file_headline(s, rank_of(d.path or "")), "", head,
                            _stage_line(f), job_table(s.job)]
     if s.warnings:
         blocks.append(f"{len(s.warnings)} warning(s)")
@@ -473,7 +478,8 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
     ranks = Table("Ranks", ["rank", "stage", "file", "comm nodes", "bytes"],
                   [[cell(r.rank), cell(r.stage), r.path, cell(r.totals.total.count),
                     bytes_text(r.totals.total.bytes)] for r in d.rows])
-    failed = [b for r in d.rows if r.failure is not None for b in failure_blocks(r.failure, f"Rank {cell(r.rank)}: ")]
+    failed = [b for r in d.rows for b in [*failure_blocks(r.failure, f"Rank {cell(r.rank)}: "),
+                                          *misfit_lines(r.misfits, f"Rank {cell(r.rank)}: ")]]
     blocks: list[Block] = [*failed, *dir_headline(d), "", d.path + (f"  stage {d.stage}" if d.stage is not None else ""),
                            job_table(d.job), ranks.limited(limit)]
     # every warning the headline counts, whatever the row limit (a single file's summary prints them all too)
@@ -530,6 +536,16 @@ def failure_blocks(r: FailureRecord | None, who: str = "") -> list[Block]:
                   [[str(c.depth), c.graph, c.node, str(c.line), c.calls, cell(c.source)] for c in r.stack])
     extra = [f"  marker at {u} is followed by no node" for u in r.unreached]
     return [*lines, *extra, inputs, stack, ""]
+
+
+def misfit_lines(misfits: list[StrategyMisfit], who: str = "") -> list[Block]:
+    """One line per input whose shape its operator's strategy does not divide (MindSpore refuses the strategy
+    in its parallel pass); nothing when every strategy fits."""
+    lines: list[Block] = [
+        f"{who}Strategy does not divide its input: {m.op} {m.name} (line {m.line}), input {m.input} {cell(m.shape)} split "
+        f"{cell(m.strategy)}: " + "; ".join(f"dimension {d} of {size} into {n}" for d, size, n in m.dims)
+        for m in misfits]
+    return [*lines, ""] if lines else []
 
 
 # --- the headline (six lines before the tables) ----------------------------------------------
