@@ -14,6 +14,7 @@ from hostile import run_cli
 import irtool
 from irtool.ir.parse import parse_node
 from irtool.ir.values import parse_type, parse_type_sig
+from irtool.parallel.chains import user_source
 from irtool.report.summary import summarize
 
 REAL = fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")
@@ -213,3 +214,11 @@ def test_a_pipeline_compiled_with_mindspore_2_9_is_the_same_job() -> None:
     assert {k: new["job"][k]["value"] for k in fields} == {k: old["job"][k]["value"] for k in fields} == {
         "world_size": 2, "pipeline_stages": 2, "dp": 1, "mp": 1, "micro_batches": 4, "optimizer": "Momentum",
         "gradient_accumulation": True}
+
+
+def test_the_user_line_of_a_node_in_every_source_form() -> None:
+    # the one reading of `# In file` lines (ir.source_ref) serves the analysis too: 2.0 `kldtest.py:20/...` (line 35 of
+    # ms20_sorted.ir), 1.x `train.py(34)/...` (line 15 of ms110_default.ir)
+    d20, d110 = irtool.load(f"{PUBLISHED}/ms20_sorted.ir"), irtool.load(f"{PUBLISHED}/ms110_default.ir")
+    assert user_source(next(n for n in d20.nodes() if n.line == 32)) == "kldtest.py:20 a = self.sub(x, 1)"
+    assert user_source(d110.subgraphs[0].nodes[0]) == "train.py:34 a = self.sub(x, 1)"
