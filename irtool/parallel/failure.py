@@ -20,6 +20,8 @@ from .strategies import attr_value
 # `For 'MatMul' the input ...`, `For 'BiasAdd', bias[0] ...`, `For primitive[MatMul], the input ...`
 _NAMED = re.compile(r"For (?:'(\w+)'|primitive\[(\w+)\])")
 _RESOLVERS = frozenset({"resolve", "getattr"})  # a callee computed from a name: the name it resolves
+# debug names the compiler makes up (`CNode_12`, `[CNode]7`, `equiv_9_x`); others are the user's variables (`a`, `x`)
+_GENERATED = re.compile(r"\[?CNode\]?_?\d+|equiv_\d+_.*|\d+")
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,11 @@ def _what(text: str, graph: Subgraph | None) -> str | None:
         return None
     if producer.op in _RESOLVERS and producer.inputs:
         return producer.inputs[-1].text.strip().strip('"')
-    return producer.op.removeprefix(PRIMFUNC_PREFIX) if producer.op != "(call)" else None
+    variable = producer.name if producer.name and not _GENERATED.fullmatch(producer.name) else None
+    if producer.op == "(call)":
+        return variable
+    op = producer.op.removeprefix(PRIMFUNC_PREFIX)
+    return f"{variable} ({op})" if variable else op
 
 
 def _item(strategy: Any, i: int) -> Any:

@@ -525,8 +525,8 @@ def failure_blocks(r: FailureRecord | None, who: str = "") -> list[Block]:
         f"  scope: {cell(r.scope)}",
         f"  statement: {r.statement}",
     ]
-    if r.operator_from != "message":
-        lines.append(f"  operator: the name its callee resolves ({r.operator_from})" if r.operator_from == "callee"
+    if r.operator_from != "message":  # the compiler's message names no primitive
+        lines.append("  operator: the name its callee resolves" if r.operator_from == "callee"
                      else "  operator: the primitive the node applies")
     inputs = Table("Inputs of the failing node", ["input", "is", "abstract value", "type", "shape", "strategy"],
                    [[i.text, cell(i.what), cell(i.abstract), cell(i.dtype), cell(i.shape),
