@@ -28,7 +28,6 @@ def failure_of(logs: list[tuple[int, str]], markers: list[Marker]) -> Failure:
     first_line, first = logs[0]
     form = "2.0" if first.startswith("# 1.") else "2.3"
     sections: dict[str, list[str]] = {}
-    frames: list[TraceFrame] = []
     note = None
     lines: list[str] = []
     for _line, text in logs:
@@ -48,12 +47,11 @@ def failure_of(logs: list[tuple[int, str]], markers: list[Marker]) -> Failure:
                 current = None if not _FRAME.match(raw) else current
             if current is not None:
                 current.append(raw)
-    for title, body in sections.items():
-        if title.startswith("The Traceback"):
-            frames = _frames(body)
-    return Failure(form, first_line, _trimmed(sections.get("Caught exception", [])),
-                   _trimmed(next((b for t, b in sections.items() if t.startswith("C++ Call Stack")), [])),
-                   tuple(frames), note, list(markers), tuple(lines))
+    def section(title: str) -> list[str]:
+        return next((body for t, body in sections.items() if t.startswith(title)), [])
+
+    return Failure(form, first_line, _trimmed(section("Caught exception")), _trimmed(section("C++ Call Stack")),
+                   tuple(_frames(section("The Traceback"))), note, list(markers), tuple(lines))
 
 
 def _trimmed(lines: list[str]) -> tuple[str, ...]:

@@ -366,10 +366,6 @@ class TraceFrame:
     columns: str  # `15~46`
     code: tuple[str, ...]  # the source lines printed under it, without the `^~~~` line
 
-    @property
-    def where(self) -> str:
-        return f"{self.path}:{self.line}" + (f"~{self.end_line}" if self.end_line is not None else "")
-
 
 @dataclass
 class Failure:
