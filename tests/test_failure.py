@@ -237,3 +237,18 @@ def test_a_strategy_that_does_not_divide_a_shape_is_said_first() -> None:
                       "dimension 0 of 12 into 8")
     doc = json.loads(run_cli("summarize", "--format", "json", path).stdout)
     assert doc["strategy_misfits"][0]["dims"] == [[0, 12, 8]]
+
+
+def test_after_the_parallel_pass_a_misfit_is_read_from_the_origin_shapes(tmp_path: Path) -> None:
+    # semi_auto_8p's validate prints slices; line 86, `%3(equiv_92_qkv) = PrimFunc_MatMul(%1, %2, ...)` with
+    # `in_strategy: ((2, 1), (1, 4))` and `origin_input_shapes: ((512, 64), (64, 192))`: it fits. The same file with
+    # that origin shape's 192 columns made 190 (not divisible by 4): the misfit is found from the origin shapes
+    lines = lzma.open(fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz"), "rt", encoding="utf-8").read().split("\n")
+    assert "origin_input_shapes: ((512, 64), (64, 192))" in lines[85]
+    lines[85] = lines[85].replace("origin_input_shapes: ((512, 64), (64, 192))",
+                                  "origin_input_shapes: ((512, 64), (64, 190))")
+    path = tmp_path / "19_validate_0078.ir"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    dump = irtool.load(path)
+    assert [(m.line, m.name, m.input, m.shape, m.strategy, m.dims) for m in strategy_misfits(dump, "post")] == [
+        (86, "qkv", 1, (64, 190), (1, 4), ((1, 190, 4),))]

@@ -208,7 +208,7 @@ def strategy_misfits(dump: Dump, kind: str) -> list[StrategyMisfit]:
         strategy = attr_value(node, "in_strategy")
         if not isinstance(strategy, tuple):
             continue
-        origin = node.attr_group("cnode_primal_attrs").get("origin_input_shapes")
+        origin = attr_value(node, "origin_input_shapes") if node.mentions("origin_input_shapes") else None
         if isinstance(origin, (tuple, list)):
             shapes = [tuple(s) if isinstance(s, (tuple, list)) else None for s in origin]
         elif kind == "pre":
