@@ -15,8 +15,8 @@ from ..dumpdir import RankFile, kernel_order
 from ..ir import Dump, DumpWarning, SymbolEngine, check
 from ..parallel import ParallelFacts, analyze
 from ..parallel.balance import StageCost, stage_cost
-from ..parallel.hardware import Profile
 from ..parallel.failure import FailureRecord, StrategyMisfit, failure_record, strategy_misfits
+from ..parallel.hardware import Profile
 from ..parallel.job import Job, JobFold, RankJob, job_of, rank_job
 from ..parallel.layers import layer_comm
 from ..parallel.optimizer import optimizer_shards
