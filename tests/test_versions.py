@@ -208,8 +208,8 @@ def test_a_pipeline_compiled_with_mindspore_2_9_is_the_same_job() -> None:
     new, old = (json.loads(run_cli("summarize", "--format", "json", fixture(d)).stdout)
                 for d in ("pipeline_2stage_2p_ms290", "pipeline_2stage_2p"))
     assert [(r["rank"], r["stage"], r["comm_totals"]["total"]) for r in new["ranks"]] == [
-        (0, 0, {"count": 8, "bytes": 8 * 2048, "bytes_unknown": 0}),
-        (1, 1, {"count": 8, "bytes": 8 * 2048, "bytes_unknown": 0})]
+        (0, 0, {"count": 8, "runs": 8, "bytes": 8 * 2048, "bytes_unknown": 0}),
+        (1, 1, {"count": 8, "runs": 8, "bytes": 8 * 2048, "bytes_unknown": 0})]
     fields = ("world_size", "pipeline_stages", "dp", "mp", "micro_batches", "optimizer", "gradient_accumulation")
     assert {k: new["job"][k]["value"] for k in fields} == {k: old["job"][k]["value"] for k in fields} == {
         "world_size": 2, "pipeline_stages": 2, "dp": 1, "mp": 1, "micro_batches": 4, "optimizer": "Momentum",
