@@ -129,6 +129,7 @@ def test_units_hold_every_second_of_compute_once() -> None:
     ("pipeline_unequal_8p", (0, 2, 4, 6), 4, 4, 1),              # 3/7
     ("pipeline_4stage_lazy_8p", (0, 2, 4, 6), 4, 8, 1),          # lazy inline: the units are call nodes
     ("pipeline_interleaved_4stage_8p", (0, 2, 4, 6), 4, 8, 2),   # interleaved: 3/19
+    ("mindformers_llama_pp4_interleaved", (0, 2, 4, 6), 4, 8, 2),  # MindFormers' pp_interleave_num 2: 3/19
     ("pipeline_segments_8p", (0, 4), 2, 4, 2),                   # 2 stages, 2 chunks, 4 micro batches: 1/9
 ])
 def test_balanced_orders_reproduce_the_closed_forms(folder: str, ranks: tuple[int, ...], p: int, m: int,
@@ -437,3 +438,13 @@ def test_the_uneven_mindformers_job_is_advised_back_to_even_by_time() -> None:
     assert cost["sentence"].startswith("stage 0 takes ") and "it holds layers 0-2, stage 3 holds layer 7" in cost["sentence"]
     code, text, _ = _run("summarize", folder, "--cost")
     assert "the step shortens by " in text.splitlines()[3]
+
+
+def test_interleaving_the_same_model_shortens_its_bubble() -> None:
+    # mindformers_llama_pp4 and its interleaved compile (the same Llama, 4 stages, 8 micro batches, 2 layers a stage):
+    # with 2 chunks the warm-up crosses the stages a chunk at a time
+    bubbles = []
+    for folder in ("mindformers_llama_pp4", "mindformers_llama_pp4_interleaved"):
+        code, out, _ = _run("summarize", str(FIXTURES / folder), "--cost", "--format", "json")
+        bubbles.append(json.loads(out)["cost"]["step"]["bubble"])
+    assert bubbles[1] < bubbles[0]
