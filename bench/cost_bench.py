@@ -7,8 +7,9 @@ same folder, fresh processes, alternating, REPEAT times each; the medians and th
 at most 1.5x). Wall seconds beside them.
 
 `--dump FILE`: the phases of `--cost` on one dump, each a ratio to reading it (`irtool.load`) in the
-same run: analysis, FLOPs (`compute_cost`), memory (`compute_memory`), order (`stage_order`), time on the
-default hardware profile (`timing.stage_timing`, FLOPs kept per operator as it needs them).
+same run: analysis, FLOPs (`compute_cost`), memory (`compute_memory`), order (`stage_order`), the peak of
+live tensors (the `lifetimes` fact: the step walked in execution order), time on the default hardware profile
+(`timing.stage_timing`, FLOPs kept per operator as it needs them).
 
 Usage: python bench/cost_bench.py [--repeat N] [--jobs J] [DIR]
        python bench/cost_bench.py --dump [FILE]   (default: the 68 MB gpt_large_perf validate dump)
@@ -77,6 +78,8 @@ def dump(path: str) -> int:
     marks.append(("memory", time.process_time()))
     order = stage_order(facts.table)
     marks.append(("order", time.process_time()))
+    facts.table.get("lifetimes")
+    marks.append(("lifetimes", time.process_time()))
     from irtool.parallel.hardware import load_profile
     from irtool.parallel.timing import stage_timing
 

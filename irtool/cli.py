@@ -427,13 +427,15 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: i
 @click.option("--depth", default=None, help="Fold by name scope to this depth; 'all' = no folding (default: auto).")
 @click.option("--pipeline", "pipeline", is_flag=True,
               help="Folder: every stage's Send/Receive in execution order side by side, each Send linked to its Receive.")
+@click.option("--memory", "memory", is_flag=True,
+              help="Live device memory by role over the step, per stage, the peak marked (SVG).")
 @click.option("--timeline", is_flag=True,
               help="Folder: the step played out on --hardware, one lane per stage, as SVG (docs/timing.md).")
 @click.option("--hardware", "hardware_spec", default=None, metavar="NAME|FILE",
               help="With --timeline: the hardware profile (910b, 910c, h100, h800 or a TOML file; default 910b).")
 def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pass_name: str | None, lenient: bool,
                subgraph: str | None, scope: str | None, comm_only: bool, hops: int, direction: str | None,
-               depth: str | None, pipeline: bool, timeline: bool, hardware_spec: str | None) -> None:
+               depth: str | None, pipeline: bool, memory: bool, timeline: bool, hardware_spec: str | None) -> None:
     """Draw a dump (file or rank_* folder) as DOT/SVG/PNG/PDF, folded by name scope."""
     from .render import export as export_mod
     from .render import graph as render_mod
@@ -441,6 +443,22 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
     def body() -> int:
         fmt_used = export_mod.format_for(out, fmt)
         sel = _select(input_path, stage, pass_name, Policy(lenient=lenient, loader=load_with_progress))
+        if memory:
+            from .atomic import atomic_write
+            from .errors import InputError
+            from .present.cost import human
+            from .render import memory as mem_mod
+
+            if fmt_used != "svg":
+                raise InputError(f"--memory draws SVG: {out} asks for {fmt_used}")
+            panels = mem_mod.panels(sel.per_stage(), input_path)
+            _notes(sel)
+            atomic_write(out, mem_mod.memory_svg(panels, f"{input_path}: device memory over the step").encode(),
+                         protect=tuple(sel.files.values()))
+            click.echo(f"{out}: {len(panels)} stage(s), peaks "
+                       + ", ".join(f"{human(p.walk.peak_bytes)}" for p in panels), err=True)
+            _warn_skips(sel)
+            return _skipped(sel)
         if timeline:
             from .atomic import atomic_write
             from .parallel.hardware import load_profile

@@ -132,3 +132,66 @@ def test_the_folder_tells_the_same_job_and_pairs_from_either_pass() -> None:
         out[p] = (next(x for x in lines if x.startswith("Job:")), lines[at:at + 7])
     assert out["validate"] == out["graph_build_0"]
     assert "dp 2 x mp 2 x pp 2" in out["validate"][0] and "stage 1: layers 2-3" in out["validate"][0]
+
+
+def test_the_viewer_says_where_a_kernel_runs() -> None:
+    # the viewer's side panel of the embedding's AllReduce (graph_build_0 line 183): the 13th of 2,807 kernels,
+    # on stream 3 (`stream_id: U64(3)`), a communication stream; validate's node has no such rows
+    from irtool.view.graphs import dump_graphs
+
+    def rows(path: str, line: int) -> dict[str, str]:
+        dump = load(fixture(path))
+        graphs = dump_graphs(dump, analyze(dump), part_size=10 ** 6)
+        node = next(n for g in graphs for n in g["nodes"] for a in n["attrs"]
+                    if a["key"] == "file" and a["value"].endswith(f":{line}"))
+        return {a["key"]: a["value"] for a in node["attrs"]}
+
+    kernel = rows(f"{DRY}/rank_0/graph_build_0_0154.ir.xz", 183)
+    assert kernel["execution order"] == "13 of 2,807" and kernel["stream"] == "3 (communication)"
+    front = rows(f"{DRY}/rank_0/19_validate_0089.ir.xz", 164)
+    assert "stream" not in front and "execution order" not in front
+
+
+def test_recomputed_communication_keeps_its_layer_in_the_kernel_graph() -> None:
+    # each layer recomputes its attention's `wo` AllReduce (Float16 (512, 512), 524,288 B) once per micro batch:
+    # 4 x 524,288 B a step in layer 0 and in layer 1, in validate (a copy in the bprop graph, 4 calls) and in the
+    # kernel graph (4 copies), whose copies read their weight through `Load(%563, %498)` — a Depend orders the
+    # Load there, not a monad — and through backward-marked Depends
+    from irtool.parallel.layers import layer_comm
+    from irtool.report.summary import comm_layers
+
+    for p in ("19_validate_0089", KERNEL_PASSES[0]):
+        facts = analyze(load(fixture(f"{DRY}/rank_0/{p}.ir.xz")))
+        rows = {r.index: r for r in layer_comm(facts.comm, facts.groups, strategies=facts.strategies,
+                                               layers=comm_layers(facts))}
+        assert (rows[0].by_phase["recompute"], rows[1].by_phase["recompute"]) == (4 * 524_288, 4 * 524_288), p
+
+
+def test_diff_of_validate_and_its_kernel_graph_moves_the_same_bytes() -> None:
+    # node by node the two passes differ (the kernel graph prints each micro batch's copy), but per step and
+    # category diff reads the same bytes on both sides, as summarize does
+    r = CliRunner().invoke(main, ["diff", fixture(f"{DRY}/rank_0/19_validate_0089.ir.xz"),
+                                  fixture(f"{DRY}/rank_0/{KERNEL_PASSES[0]}.ir.xz"), "--format", "json"])
+    rows = json.loads(r.stdout)["ranks"][0]["comm_bytes"]
+    assert {x["category"]: (x["old"], x["new"]) for x in rows} == {
+        "gradient-aggregation": (8192, 8192), "operator-forward": (29_360_128, 29_360_128),
+        "optimizer-parallel": (26_083_328, 26_083_328), "other": (8, 8), "pipeline": (4_194_304, 4_194_304)}
+
+
+def test_a_folder_with_kernel_graphs_reads_the_order_there() -> None:
+    # the dry-run folder holds validate and the kernel graphs of each rank: `summarize DIR --cost` (at validate)
+    # takes each stage's order from the rank's graph_build_0, the order the device runs: its units are placed
+    # by the kernel graph's lines (F0 from line 108 of rank 0's graph_build_0, not validate's 15150), and says so
+    r = CliRunner().invoke(main, ["summarize", fixture(DRY), "--cost", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    stages = json.loads(r.stdout)["cost"]["stages"]
+    for s, rank in zip(stages, (0, 4)):
+        kernel = analyze(load(fixture(f"{DRY}/rank_{rank}/{KERNEL_PASSES[0]}.ir.xz"))).table.get("order")
+        assert s["schedule"]["kernel_graph"].endswith(f"rank_{rank}/{KERNEL_PASSES[0]}.ir.xz")
+        assert [u["line"] for u in s["schedule"]["units"]] == [u.line for u in kernel.units]
+    assert stages[0]["schedule"]["units"][0]["line"] == 108
+    text = CliRunner().invoke(main, ["summarize", fixture(DRY), "--cost"]).stdout
+    assert "(the kernel graph's, " in text
+    # a folder without kernel graphs reads the order in its own dumps
+    r = CliRunner().invoke(main, ["summarize", fixture("pipeline_unequal_8p"), "--cost", "--format", "json"])
+    assert all(s["schedule"]["kernel_graph"] is None for s in json.loads(r.stdout)["cost"]["stages"])

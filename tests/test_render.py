@@ -246,3 +246,43 @@ def test_a_picture_graphviz_would_take_minutes_on_is_refused_before_it_runs(tmp_
     # the same selection as DOT text is written: no layout runs
     dot = tmp_path / "dp.dot"
     assert run_cli("render", str(dump), "-o", str(dot), "--depth", "7").returncode == 0 and dot.stat().st_size > 0
+
+
+def test_render_memory_svg_reads_back_the_dry_runs_peaks(tmp_path):
+    # `render DIR --memory`: a panel per stage, the peak marked; its figures read back from the SVG and held
+    # against the compiler's own (dryrun.json: the used peak of MindSpore's dry run, per rank)
+    folder = MINDIR / "dryrun_llama_dp2mp2pp2"
+    dry = json.loads((folder / "dryrun.json").read_text())
+    out = tmp_path / "memory.svg"
+    r = run_cli("render", str(folder), "--memory", "--pass", "graph_build", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    root = ET.fromstring(out.read_bytes())
+    stages = [g for g in root.iter(f"{SVG}g") if g.get("class") == "stage"]
+    assert [(g.get("data-stage"), g.get("data-rank")) for g in stages] == [("0", "0"), ("1", "4")]
+    peaks = [int(g.get("data-peak-bytes")) for g in stages]
+    used = [dry[r]["memory_block_csv_max_actual_used_B"] for r in ("0", "4")]
+    assert all(abs(p - u) <= 0.01 * u for p, u in zip(peaks, used)) and peaks[0] > peaks[1]
+    for g, peak in zip(stages, peaks):
+        roles = {p.get("data-role"): int(p.get("data-peak-bytes")) for p in g.iter(f"{SVG}path")
+                 if p.get("class") == "role"}
+        assert sum(roles.values()) == peak  # the areas stacked at the peak are the peak
+        # the parameters at the peak are the dry run's Weight blocks live then
+        params = sum(v for k, v in roles.items() if k in ("weight", "optimizer-state", "accumulation",
+                                                         "hyperparameter", "other", "unused"))
+        rank = g.get("data-rank")
+        assert params == dry[rank]["memory_block_csv_at_used_peak"]["live_bytes_by_type"]["Weight"]
+        label = next(t for t in g.iter(f"{SVG}text") if t.get("class") == "peak-label").text
+        assert label.startswith(f"peak {peak:,} (")
+        line = next(t for t in g.iter(f"{SVG}line") if t.get("class") == "peak")
+        assert 0 <= int(line.get("data-step")) < int(g.get("data-steps"))
+        units = [t.text for t in g.iter(f"{SVG}text") if t.get("class") == "unit"]
+        # the units of work where each begins, in the order the dump runs them (1F1B: stage 0 F0 F1 B0 F2 ...)
+        assert units[:4] == (["F0", "F1", "B0", "F2"] if rank == "0" else ["F0", "B0", "F1", "B1"])
+    # the loss's Neg of micro batch 1 is where the dry run peaks on rank 4 (memory_block.csv's row at the peak)
+    assert "at Neg, line 17592, F1" in label
+
+
+def test_render_memory_is_svg_only(tmp_path):
+    r = run_cli("render", str(MINDIR / "dryrun_mlp_8p"), "--memory", "-o", str(tmp_path / "m.png"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--memory draws SVG" in r.stderr
+    assert not list(tmp_path.iterdir())

@@ -121,3 +121,25 @@ def test_more_micro_batches_on_lazy_inline_move_more_per_step() -> None:
     per_stage = [sum(c["bytes"] for c in logical[side]["stages"][0]["comm_by_category"].values())
                  for side in ("old", "new")]
     assert per_stage == [four["bytes"], eight["bytes"]]
+
+
+def test_a_loop_runs_an_unknown_number_of_times_and_a_branch_at_most_once() -> None:
+    # control_flow_cpu validate: the while loop's header @471_..._↵ (line 67) is called by the entry (line 797) and by
+    # its body @473_..._↻ (line 266), which the header's Switch picks (line 101): a call cycle, whose trip count
+    # (`n_iter`) is a runtime value. Its graphs (lines 67-652) hold 18 arithmetic operators (`awk 'NR>=67 &&
+    # NR<653'`: MatMul 6, AddN 3, Add 2, BiasAdd 2, BiasAddGrad 2, Less, Tanh, TanhGrad): their FLOPs per step are
+    # unknown, never counted once. The `if` at line 769 picks @477_..._✓ or @483_..._✗: each counted as taken
+    t = analyze(load(fixture("control_flow_cpu/rank_0/19_validate_0075.ir.xz"))).table
+    runs = t.get("graph_runs")
+    header = next(g for g in runs if g.startswith("471_"))
+    body = next(g for g in runs if g.startswith("473_"))
+    assert runs[header].count is None and runs[body].count is None
+    assert "cycle" in runs[body].how or "cycle" in runs[header].how
+    taken = next(g for g in runs if g.startswith("477_"))
+    assert (runs[taken].count, runs[taken].branch) == (1, True)
+    from irtool.parallel.cost import compute_cost
+    cost = compute_cost(t)
+    assert cost.unknown_runs == 18 and sum(cost.unknown.values()) == 18
+    assert dict(cost.unknown) == {"MatMul": 6, "AddN": 3, "Add": 2, "BiasAdd": 2, "BiasAddGrad": 2, "Less": 1,
+                                  "Tanh": 1, "TanhGrad": 1}
+    assert cost.branch_ops > 0

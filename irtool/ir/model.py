@@ -66,6 +66,16 @@ class Param:
     def has_default(self) -> bool:
         return "has_default" in self.rest
 
+    @property
+    def full_shape(self) -> tuple[int, ...] | None:
+        """A data input's shape over all ranks, printed after its own (`(8, 64)> : [64, 64]` under
+        `dataset_strategy="data_parallel"`; the same under `full_batch`); None when not printed."""
+        text = self.rest.strip().lstrip(":").strip()
+        if not (text.startswith("[") and text.endswith("]")):
+            return None
+        dims = [d.strip() for d in text[1:-1].split(",") if d.strip()]
+        return tuple(int(d) for d in dims) if all(d.lstrip("-").isdigit() for d in dims) else None
+
 
 class Node:
     """One CNode: `%N(name) = Op(args) {instance name: ...} primitive_attrs: {...} ...`.
@@ -288,6 +298,15 @@ class Node:
             return None
         rest = self.text[m.end():m.end() + 1]
         return m.group() if rest in (",", ")") else None
+
+    @property
+    def first_param_ref(self) -> str | None:
+        """The parameter the first argument is, when it is exactly one parameter reference (`Load(%para3_w, U)`
+        -> `%para3_w`), without splitting the arguments."""
+        refs = self.param_refs
+        if not refs or not self.text.startswith(refs[0], self.args_start):
+            return None
+        return refs[0] if self.text[self.args_start + len(refs[0]):][:1] in (",", ")") else None
 
     @property
     def param_refs(self) -> list[str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from .cost import CostFacts, compute_cost
 from .hardware import Profile
 from .job import Evidence, Job, RankJob
+from .lifetime import Lifetimes
 from .memory import MemoryFacts, compute_memory, scaled
 from .order import StageOrder, stage_order
 from .records import Bytes, ParallelFacts
@@ -35,6 +36,7 @@ class StageCost:
     comm: Bytes  # the rank's communication bytes over one step (docs/parallel.md §5; each node times its runs)
     order: StageOrder
     layers: list[int]  # layers whose parameters its work reads (the job's rule)
+    lifetimes: Lifetimes | None = None  # the peak of live tensors (docs/cost.md §2.1)
     timing: StageTiming | None = None  # its times under a hardware profile (asked for)
 
     @property
@@ -42,22 +44,23 @@ class StageCost:
         return self.comm.total / self.cost.total if self.cost.total and not self.comm.unknown else None
 
 
-def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False,
-               hardware: Profile | None = None) -> StageCost:
+def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False, hardware: Profile | None = None,
+               order: StageOrder | None = None) -> StageCost:
     """The cost record of one analysed rank (`job`: what its dump shows of the job, `job.rank_job`); `keep_ops`
-    keeps each operator's FLOPs (`cost.compute_cost`); `hardware` adds its times (`timing.stage_timing`)."""
+    keeps each operator's FLOPs (`cost.compute_cost`); `hardware` adds its times (`timing.stage_timing`); `order`:
+    the rank's order read from its kernel graph (`dumpdir.kernel_order`), else its own dump's `order` fact."""
     comm = Bytes()
     for c in facts.comm:
         comm += c.step_bytes
     micros = job.micro.value if job.micro.known else None
     cost = compute_cost(facts.table, keep_ops or hardware is not None)
-    order = stage_order(facts.table)
+    order = order or stage_order(facts.table)
     timing = None if hardware is None else stage_timing(facts.table, cost, hardware, facts.groups, order)
     if timing is not None and not keep_ops:
         cost = replace(cost, ops=[])
     return StageCost(stage=facts.stage, rank=job.rank, file=job.file, cost=cost,
                      memory=compute_memory(facts.table, micros), comm=comm, order=order,
-                     layers=list(job.layers), timing=timing)
+                     layers=list(job.layers), lifetimes=facts.table.get("lifetimes"), timing=timing)
 
 
 @dataclass(frozen=True)
@@ -88,24 +91,39 @@ def in_flight(order: StageOrder, stage: int | None, stages: Evidence, micros: Ev
 
 @dataclass(frozen=True)
 class StageMemory:
-    """A stage's memory under the job: parameters + gradients + activations in flight."""
+    """A stage's memory under the job: the estimate (parameters + gradients + activations in flight) and,
+    where the step could be walked in execution order, the peak of live tensors, which `used` and `fits` take."""
 
     in_flight: InFlight
     total: Bytes  # with one micro batch of activations when `in_flight` is unknown (then a lower bound)
     lower_bound: bool  # in flight unknown: more micro batches may be held
+    peak: Bytes | None = None  # the lifetime walk's peak (None: the order of the step is not known)
+    margin: float = 0.0  # how far the peak may be below the compiler's (fits only with this much headroom)
+
+    @property
+    def used(self) -> Bytes:
+        """What the stage needs at once: the peak when known, else the estimate."""
+        return self.peak if self.peak is not None else self.total
+
+    @property
+    def used_lower_bound(self) -> bool:
+        return self.lower_bound if self.peak is None else False
 
     def fits(self, limit: int | None) -> bool | None:
         """True/False when it is known; None when unknown sizes or micro batches leave it open."""
         if limit is None:
             return None
-        if self.total.total > limit:
+        used = self.used
+        if used.total > limit:
             return False
-        return None if self.total.unknown or self.lower_bound else True
+        return None if used.unknown or self.used_lower_bound or used.total * (1 + self.margin) > limit else True
 
 
-def stage_memory(memory: MemoryFacts, flight: InFlight) -> StageMemory:
+def stage_memory(memory: MemoryFacts, flight: InFlight, lifetimes: Lifetimes | None = None) -> StageMemory:
     k = 1 if flight.count is None else flight.count
-    return StageMemory(flight, memory.total(k), flight.count is None and memory.activations is not None)
+    peak = lifetimes.peak if lifetimes is not None and lifetimes.complete else None
+    return StageMemory(flight, memory.total(k), flight.count is None and memory.activations is not None, peak,
+                       lifetimes.margin if peak is not None and lifetimes is not None else 0.0)
 
 
 @dataclass
@@ -273,7 +291,7 @@ def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
     """The balance of one `StageCost` per stage under the folder's job (`selected`: the --stage shown)."""
     costs = sorted(costs, key=lambda c: c.stage or 0)
     figures = [StageFigures(c, stage_memory(c.memory, in_flight(c.order, c.stage, job.pipeline_stages,
-                                                                job.micro_batches)),
+                                                                job.micro_batches), c.lifetimes),
                             job.stage_layers.get(c.stage or 0, c.layers)) for c in costs]
     compute = [f.cost.cost.compute for f in figures]
     heavy = max(range(len(figures)), key=lambda i: compute[i], default=None)
@@ -354,6 +372,8 @@ def split_model(figures: list[StageFigures], micros: int | None, device_memory: 
                 layer_act[k] = v
             else:
                 fixed_act += v
+        if f.memory.peak is not None:  # what the estimate misses of the walked peak stays with the stage
+            fixed_static += Bytes(f.memory.peak.total - f.memory.total.total)
         base_static.append(fixed_static)
         base_act.append(fixed_act)
     if unknown:

@@ -139,6 +139,8 @@ class CostFacts:
     dynamic_bound: int = 0  # their FLOPs if every row of the group came to this rank
     moved: int = 0  # bytes read and written by memory-bound operators (known sizes)
     moved_unknown: int = 0  # memory-bound operators of unknown size
+    branch_ops: int = 0  # operators of a Switch branch, counted as if taken (`runs.Runs.branch`: at most these FLOPs)
+    unknown_runs: int = 0  # operators whose runs per step are unknown (a loop body): in `unknown`, never counted once
 
     @property
     def total(self) -> int:
@@ -441,6 +443,8 @@ def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
     dynamic: Counter = Counter()
     ops: list[OpCost] = []
     logical = matmul_fwd = matmul_unknown = dynamic_flops = dynamic_bound = moved_known = moved_unknown = 0
+    branch_ops = unknown_runs = 0
+    graphs = t.get("graph_runs")
     for node in dump.nodes():
         if node.op in NO_ARITHMETIC:
             continue
@@ -453,6 +457,8 @@ def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
         ph = t("phase", node)
         layer = t("layer", node)
         runs = t("runs", node)  # a reused cell's operators run once per call of it; None: unknown
+        unknown_runs += runs is None
+        branch_ops += graphs[node.graph].branch
         if family == "memory-bound":
             moved = bytes_moved(node, kind)
             if moved is None:
@@ -488,4 +494,4 @@ def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
                      unknown_by_layer=unknown_layer, by_family=dict(by_family), matmul_forward=matmul_fwd,
                      matmul_forward_unknown=matmul_unknown, unknown=unknown, logical_ops=logical, ops=ops,
                      dynamic=dynamic, dynamic_flops=dynamic_flops, dynamic_bound=dynamic_bound,
-                     moved=moved_known, moved_unknown=moved_unknown)
+                     moved=moved_known, moved_unknown=moved_unknown, branch_ops=branch_ops, unknown_runs=unknown_runs)

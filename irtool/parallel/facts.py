@@ -43,6 +43,8 @@ of work in execution order, its schedule and micro batches in flight: `order.Sta
 parameters (which header parameter each reference names, who reads it: `params.Params`), layer_flow (the `layer`
 column and where each forward node of no layer is: `params.LayerFlow`),
 param_roles (weight, optimizer state, accumulation, ... of each parameter, by use: `roles.ParamRole`),
+lifetimes (the step walked in execution order keeping the live tensors: the peak and what is live there,
+`lifetime.Lifetimes`, docs/cost.md §2.1),
 param_shapes, node_index (nodes and users by key, each subgraph's users built when first asked),
 operator_params (header parameter -> the user operator reading it, §19).
 """
@@ -59,13 +61,14 @@ from .comm import comm_records, groups_of
 from .dynamic import rows
 from .flowrules import ALL_TO_ALL, all_to_all_purpose, sequence_parallel
 from .kernels import kernels, stream_of
+from .lifetime import lifetimes
 from .links import node_index
 from .operators import operator_keys, operator_params, placements
 from .order import build_order
 from .params import Params, layer_flow, param_shapes, parameters
 from .records import FileKind, Phase, Strategy
 from .roles import param_roles
-from .rules import COMM_OPS, borrowed_name, classify, file_kind, moves_no_data
+from .rules import COMM_OPS, KERNEL_PASSES, borrowed_name, classify, file_kind, moves_no_data
 from .runs import graph_runs, node_runs
 from .sizes import type_bytes
 from .stage import stage_info
@@ -87,14 +90,13 @@ def _file_kind(t: NodeFacts) -> FileKind:
 
 
 _KERNEL_GRAPH = re.compile(r"kernel_graph\d+$")
-_KERNEL_PASSES = ("graph_build", "hwopt_", "task_emit")
 
 
 def _kernel(t: NodeFacts) -> bool:
     """A kernel graph: what the backend compiled for the device (`graph_build_*`, `hwopt_*`, `task_emit`, an
     `*_execute` of kernel graphs), one flat `@kernel_graphN` with every micro batch's work inlined, in execution
     order. Told by the entry graph's name, else the pass's."""
-    return bool(_KERNEL_GRAPH.match(t.dump.entry or "")) or pass_name(t.dump.path or "").startswith(_KERNEL_PASSES)
+    return bool(_KERNEL_GRAPH.match(t.dump.entry or "")) or pass_name(t.dump.path or "").startswith(KERNEL_PASSES)
 
 
 def _kind(t: NodeFacts, n: Node) -> NodeKind:
@@ -476,6 +478,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("operator parameters", ("operator_params",), ("parameters", "by_key", "operator", "phase", "comm", "kind"),
          "dump", operator_params),
     Pass("placements", ("placement",), ("by_key", "operator_params", "operator", "kind", "comm"), "column", placements),
+    Pass("lifetimes", ("lifetimes",), ("by_key", "param_roles", "phase", "kind", "micro", "chunk", "order", "file_kind"),
+         "dump", lifetimes),
 )
 
 

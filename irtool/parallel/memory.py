@@ -168,8 +168,8 @@ def compute_memory(t: NodeFacts, micro_batches: int | None = None) -> MemoryFact
     chosen = [n for n in kept if weight[n] != 0]
     per_micro, by_layer, sizes = Bytes(), {}, {}
     for n in chosen:
-        size = type_bytes(n.output_type, tuple_sum=True)[2]
-        sizes[n.uid] = None if size is None else round(size * weight[n])
+        size, w = type_bytes(n.output_type, tuple_sum=True)[2], weight[n]
+        sizes[n.uid] = None if size is None or w is None else round(size * w)
         b = Bytes.of(sizes[n.uid])
         layer = t("layer", n)
         per_micro += b
@@ -178,13 +178,13 @@ def compute_memory(t: NodeFacts, micro_batches: int | None = None) -> MemoryFact
     return MemoryFacts(t.get("file_kind"), rows, grads, grads_layer, acts, notes, sizes)
 
 
-def _per_micro(t: NodeFacts, kept: list[Node], micro_batches: int | None) -> tuple[dict[Node, int | float], str]:
+def _per_micro(t: NodeFacts, kept: list[Node], micro_batches: int | None) -> tuple[dict[Node, int | float | None], str]:
     """How many copies of each kept tensor one micro batch holds, and how that is known. A tensor of
     a micro batch (`micro`) is held by the first micro batch's or not at all. A tensor of a graph
     called per micro batch (a lazy-inline or cell-reuse forward graph: its calls carry `micro`) is held
     once per run of its graph for that micro batch: each call keeps its own outputs for the backward (the
     `Partial` binding the call's bprop graph holds them). Any other is the step's (its `runs`) shared
-    evenly over the micro batches."""
+    evenly over the micro batches; of a loop body, whose runs are unknown, an unknown number (None)."""
     calls = t.get("calls").sites
     runs = t.get("graph_runs")
     first = min(t.column("micro").values(), default=None)
@@ -207,7 +207,7 @@ def _per_micro(t: NodeFacts, kept: list[Node], micro_batches: int | None) -> tup
         return total
 
     share = max(1, micro_batches or 1)
-    out: dict[Node, int | float] = {}
+    out: dict[Node, int | float | None] = {}
     shared = 0
     for n in kept:
         m = t("micro", n)
@@ -215,9 +215,9 @@ def _per_micro(t: NodeFacts, kept: list[Node], micro_batches: int | None) -> tup
             out[n] = 1 if m == first else 0
             continue
         k = of_micro(n.graph, frozenset())
-        if k is None:
+        if k is None:  # the step's runs shared; a tensor of a loop body (runs unknown) is of unknown size
             r = runs[n.graph].count
-            k = (r if r is not None else 1) / share
+            k = None if r is None else r / share
             shared += 1
         out[n] = k
     how = f"the tensors of micro batch {first}" if first is not None else "the tensors of one micro batch"

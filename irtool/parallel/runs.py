@@ -20,13 +20,14 @@ the entry.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from ..ir import Node
     from .table import NodeFacts
 
 
+_CYCLE = "in a call cycle (a loop: its trip count is not printed)"
 _SWITCHES = frozenset({"Switch", "SwitchLayer", "switch", "switch_layer"})
 
 
@@ -51,11 +52,11 @@ def graph_runs(t: NodeFacts) -> dict[str, Runs]:
         if graph == dump.entry:
             return Runs(1, "the entry graph: one run per step")
         if graph in path:
-            return Runs(None, "in a call cycle (a loop: its trip count is not printed)")
+            return Runs(None, _CYCLE)
         sites = calls.sites.get(graph, [])
         via = sites or calls.bound.get(graph, [])
         if not via:
-            found = Runs(None, "no node calls or binds it")
+            found = Runs(None, "no node calls it or takes it as an argument")
         else:
             found = _sum(via, lambda n: of(n.graph, path | {graph}), bool(sites))
         out[graph] = found
@@ -64,17 +65,18 @@ def graph_runs(t: NodeFacts) -> dict[str, Runs]:
     return {g.name: of(g.name, frozenset()) for g in dump.subgraphs}
 
 
-def _sum(via: list[Node], caller: object, called: bool) -> Runs:
-    """Runs over the call sites (`called`) or bindings of a graph: the sum of its callers' runs."""
+def _sum(via: list[Node], caller: Callable[[Node], Runs], called: bool) -> Runs:
+    """Runs over the call sites (`called`) or the nodes taking a graph as an argument: the sum of their
+    graphs' runs (`caller`)."""
     total = 0
     branch = False
     for n in via:
-        r = caller(n)  # type: ignore[operator]
+        r = caller(n)
         if r.count is None:
-            return Runs(None, f"called from @{n.graph}, whose runs are unknown")
+            return Runs(None, r.how if r.how == _CYCLE else f"called from @{n.graph}, whose runs are unknown")
         total += r.count
         branch |= r.branch or (len(n.called_graphs) > 1 if called else n.op in _SWITCHES)
-    what = "call" if called else "binding (`Partial`)"
+    what = "call" if called else "binding"  # `Partial(@g, ...)`, `J(@g)`, `Switch(c, @a, @b)`
     how = f"{len(via)} {what}{'s' if len(via) > 1 else ''}" + (", a branch counted as taken" if branch else "")
     return Runs(total, how, branch)
 

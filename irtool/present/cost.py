@@ -86,23 +86,25 @@ def memory_sentence(b: Balance) -> str:
     """Whether the stages fit (`--device-memory`), else the fullest stage."""
     if not b.stages:
         return "no stage read"
-    full = max(b.stages, key=lambda f: f.memory.total.total)
+    full = max(b.stages, key=lambda f: f.memory.used.total)
     limit = b.device_memory
+    kind = "peak of live tensors" if all(f.memory.peak is not None for f in b.stages) else "estimate"
     if limit is None:
-        return (f"stage {full.stage} holds the most, {size_text(full.memory.total, full.memory.lower_bound)} "
-                "(estimate; --device-memory SIZE says whether it fits)")
+        return (f"stage {full.stage} holds the most, {size_text(full.memory.used, full.memory.used_lower_bound)} "
+                f"({kind}; --device-memory SIZE says whether it fits)")
     verdicts = [(f, f.memory.fits(limit)) for f in b.stages]
     over = [f for f, ok in verdicts if ok is False]
     open_ = [f for f, ok in verdicts if ok is None]
     if over:
-        return "; ".join(f"stage {f.stage} does NOT fit in {human(limit)}: {human(f.memory.total.total - limit)} "
-                         f"over" + (" at least" if f.memory.total.unknown or f.memory.lower_bound else "")
+        return "; ".join(f"stage {f.stage} does NOT fit in {human(limit)}: {human(f.memory.used.total - limit)} "
+                         f"over" + (" at least" if f.memory.used.unknown or f.memory.used_lower_bound else "")
                          for f in over)
     if open_:
         return "; ".join(f"stage {f.stage} may not fit in {human(limit)}: "
-                         f"{size_text(f.memory.total, f.memory.lower_bound)}" for f in open_)
+                         f"{size_text(f.memory.used, f.memory.used_lower_bound)}" for f in open_)
     return (f"every stage fits in {human(limit)}; the fullest, stage {full.stage}, has "
-            f"{human(limit - full.memory.total.total)} headroom (estimate)")
+            f"{human(limit - full.memory.used.total)} headroom ({kind}; not counted: operator workspace, the "
+            "runtime's own reservations)")
 
 
 def split_groups(e: SplitEstimate) -> str:

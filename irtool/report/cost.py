@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..dumpdir import RankFile
+from ..dumpdir import RankFile, kernel_order
 from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts, analyze
@@ -25,6 +25,7 @@ from ..parallel.calibrate import calibrate as run_calibration
 from ..parallel.cost import CostFacts
 from ..parallel.hardware import Profile
 from ..parallel.job import Job, rank_job
+from ..parallel.lifetime import NOT_COUNTED, Lifetimes
 from ..parallel.memory import MemoryFacts, scaled
 from ..parallel.order import unit_label
 from ..parallel.roles import ROLES
@@ -61,7 +62,7 @@ def measure_rank(rank: RankFile, lenient: bool = False, hardware: Profile | None
     """One rank's cost record, read again (a stage whose cost the summary's worker pass did not measure)."""
     dump = rank.load(lenient)
     facts = analyze(dump, rank.rank)
-    return stage_cost(facts, rank_job(facts, rank.rank, rank.path), hardware=hardware)
+    return stage_cost(facts, rank_job(facts, rank.rank, rank.path), hardware=hardware, order=kernel_order(rank, lenient))
 
 
 @dataclass
@@ -79,7 +80,7 @@ def rank_cost(dump: Dump, facts: ParallelFacts, job: Job, device_memory: int | N
     """The cost of a single file (`job`: as much of the job as the file tells)."""
     sc = stage_cost(facts, rank_job(facts, job.ranks[0] if job.ranks else None, dump.path or ""), hardware=hardware)
     flight = in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches)
-    return FileCost(sc, stage_memory(sc.memory, flight), device_memory, hardware_text)
+    return FileCost(sc, stage_memory(sc.memory, flight, sc.lifetimes), device_memory, hardware_text)
 
 
 # --- JSON (docs/cost.md#json) ---------------------------------------------------------------------
@@ -98,11 +99,23 @@ def _compute_json(c: CostFacts) -> dict[str, Any]:
             "dynamic_ops": dict(sorted(c.dynamic.items(), key=lambda kv: (-kv[1], kv[0]))),
             "dynamic_flops": c.dynamic_flops, "dynamic_flops_bound": c.dynamic_bound,
             "memory_bound_bytes": c.moved, "memory_bound_unknown": c.moved_unknown,
+            "branch_ops": c.branch_ops, "unknown_runs_ops": c.unknown_runs,
             "shapes": "per device (printed sliced)" if c.kind != "spe" else
                       "step_parallel_end: logical per micro batch, sliced here by in_strategy"}
 
 
-def _memory_json(m: MemoryFacts, sm: StageMemory) -> dict[str, Any]:
+def _peak_json(lt: Lifetimes | None, sm: StageMemory) -> dict[str, Any] | None:
+    """The lifetime walk (docs/cost.md §2.1); null when the dump does not give the step's order."""
+    if lt is None or sm.peak is None:
+        return None
+    at = lt.at
+    return {"bytes": lt.peak.total, "unknown_tensors": lt.peak.unknown, "how": lt.how, "steps": lt.steps,
+            "at": None if at is None else {"node": at.node, "op": at.op, "line": at.line, "scope": at.scope,
+                                           "unit": at.unit, "micro": at.micro, "step": at.step},
+            "live_by_role": dict(lt.by_role), "not_counted": NOT_COUNTED, "notes": list(lt.notes)}
+
+
+def _memory_json(m: MemoryFacts, sm: StageMemory, lt: Lifetimes | None = None) -> dict[str, Any]:
     acts = m.activations
     roles = {r: m.role_bytes(r) for r in ROLES}
     flight = sm.in_flight.count
@@ -123,20 +136,21 @@ def _memory_json(m: MemoryFacts, sm: StageMemory) -> dict[str, Any]:
         "unused_params": [p.name for p in m.params if p.role == "unused"],
         "unknown_size_params": [p.name for p in m.params if p.bytes is None],
         "estimates": ["gradients_estimate_bytes", "activations_per_micro_bytes", "activations_bytes", "total_bytes"],
+        "peak": _peak_json(lt, sm),
         "notes": list(m.notes)}
 
 
 def _fits_json(sm: StageMemory, limit: int | None) -> dict[str, Any]:
     fits = sm.fits(limit)
     return {"device_memory_bytes": limit, "fits": fits,
-            "headroom_bytes": None if limit is None or fits is None else limit - sm.total.total}
+            "headroom_bytes": None if limit is None or fits is None else limit - sm.used.total}
 
 
 def file_json(fc: FileCost) -> dict[str, Any]:
     """The `cost` field of a single-file summary: the same figures as its stage's row of a folder."""
     sc = fc.cost
-    return {"schema": SCHEMA, "stage": sc.stage, "compute": _compute_json(sc.cost),
-            "memory": _memory_json(sc.memory, fc.memory), "comm_bytes": sc.comm.total,
+    return {"schema": SCHEMA, "stage": sc.stage, "peak_bytes": _peak_bytes(fc.memory), "compute": _compute_json(sc.cost),
+            "memory": _memory_json(sc.memory, fc.memory, sc.lifetimes), "comm_bytes": sc.comm.total,
             "comm_unknown": sc.comm.unknown, "bytes_per_flop": sc.bytes_per_flop, "schedule": sc.order.as_dict(),
             **_fits_json(fc.memory, fc.device_memory), "timing": _timing_json(sc, fc.hardware)}
 
@@ -169,6 +183,10 @@ def _step_json(b: Balance, hardware: str) -> dict[str, Any] | None:
                         "mfu": s.mfu(st.seconds)} for s in st.stages]}
 
 
+def _peak_bytes(sm: StageMemory) -> int | None:
+    return None if sm.peak is None else sm.peak.total
+
+
 def _split_json(a: Advice, e: SplitEstimate | None) -> dict[str, Any] | None:
     if e is None:
         return None
@@ -186,7 +204,8 @@ def dir_json(b: Balance, job: Job, hardware: str = "") -> dict[str, Any]:
     rows = []
     for f in b.stages:
         sc, sm = f.cost, f.memory
-        rows.append({"stage": f.stage, "rank": sc.rank, "layers": f.layers, "flops": dict(sc.cost.flops),
+        rows.append({"stage": f.stage, "peak_bytes": _peak_bytes(sm), "rank": sc.rank, "layers": f.layers,
+                     "flops": dict(sc.cost.flops),
                      "compute_flops": sc.cost.compute, "compute_unknown_ops": sc.cost.compute_unknown,
                      "matmul_forward_flops": sc.cost.matmul_forward,
                      "matmul_forward_unknown_ops": sc.cost.matmul_forward_unknown,
@@ -210,7 +229,7 @@ def dir_json(b: Balance, job: Job, hardware: str = "") -> dict[str, Any]:
                        "even": _split_json(a, a.even), "advised": _split_json(a, a.advised),
                        "mindformers_yaml": yaml},
             "device_memory_bytes": b.device_memory, "one_rank_per_stage": [f.cost.rank for f in b.stages],
-            "memory": {str(f.stage): _memory_json(f.cost.memory, f.memory) for f in b.stages}}
+            "memory": {str(f.stage): _memory_json(f.cost.memory, f.memory, f.cost.lifetimes) for f in b.stages}}
 
 
 def _bubble_how(b: Balance) -> str | None:
@@ -234,7 +253,8 @@ def file_headline(fc: FileCost) -> list[str]:
     busy = "" if sc.timing is None else \
         f" ({seconds_text(sc.timing.total().seconds)} of work on {fc.hardware or sc.timing.profile}, estimate)"
     line = (f"Cost: {flops_text(sc.cost.total, sum(sc.cost.unknown_by_phase.values()))} FLOPs per step{busy}; memory "
-            f"{size_text(sm.total, sm.lower_bound)} (estimate)")
+            + (f"peak {size_text(sm.peak)} (tensor lifetimes)" if sm.peak is not None else
+               f"{size_text(sm.total, sm.lower_bound)} (estimate)"))
     fits = sm.fits(fc.device_memory)
     if fc.device_memory is not None:
         line += (f"; fits in {human(fc.device_memory)}" if fits else
@@ -267,6 +287,20 @@ def _memory_table(m: MemoryFacts, sm: StageMemory, title: str) -> Table:
         ["total *", size_text(sm.total, sm.lower_bound)]])
 
 
+def peak_lines(lt: Lifetimes | None, sm: StageMemory, who: str = "") -> list[str]:
+    """The lifetime walk's peak, where it happens and what is live there (docs/cost.md §2.1)."""
+    if lt is None:
+        return []
+    if sm.peak is None:
+        return [f"  {who}peak of live tensors: not known ({'; '.join(lt.notes) or lt.how})"]
+    at = lt.at
+    where = "" if at is None else (f" at {at.op} (line {at.line}" + (f", {at.unit}" if at.unit else "")
+                                   + (f", micro batch {at.micro}" if at.micro is not None else "") + ")")
+    live = ", ".join(f"{role} {human(b)}" for role, b in sorted(lt.by_role.items(), key=lambda kv: -kv[1]))
+    return [f"  {who}peak of live tensors {size_text(lt.peak)}{where}, walking {lt.how}",
+            f"    live there: {live}", f"    not counted: {NOT_COUNTED}"]
+
+
 def rank_blocks(fc: FileCost, limit: int | None) -> list[Block]:
     """Text/Markdown of a single file's cost."""
     sc, sm = fc.cost, fc.memory
@@ -281,6 +315,10 @@ def rank_blocks(fc: FileCost, limit: int | None) -> list[Block]:
     if c.unknown:
         blocks.append(f"  {sum(c.unknown.values())} operator(s) of unknown cost, not counted: "
                       + ", ".join(f"{op} x{n}" for op, n in sorted(c.unknown.items(), key=lambda kv: (-kv[1], kv[0]))))
+    if c.unknown_runs:
+        blocks.append(f"  {c.unknown_runs} of them in a loop body: how many times it runs a step is not printed")
+    if c.branch_ops:
+        blocks.append(f"  {c.branch_ops} operator(s) in a Switch branch, counted as if taken (at most these FLOPs)")
     zero = dict.fromkeys(c.flops, 0)
     keys = sorted(set(c.by_layer) | set(c.unknown_by_layer), key=lambda k: -sum(c.by_layer.get(k, zero).values()))
     if c.dynamic:
@@ -301,6 +339,7 @@ def rank_blocks(fc: FileCost, limit: int | None) -> list[Block]:
     if sc.timing is not None and sc.timing.order:
         blocks.append(unit_table(sc.timing).limited(limit))
     blocks.append(f"  {in_flight_text(sm.in_flight)}")
+    blocks += peak_lines(sc.lifetimes, sm)
     fits = sm.fits(fc.device_memory)
     if fc.device_memory is not None:
         blocks.append(_fit_line("this rank", sm, fc.device_memory, fits))
@@ -312,17 +351,21 @@ def rank_blocks(fc: FileCost, limit: int | None) -> list[Block]:
 
 
 def _fit_line(who: str, sm: StageMemory, limit: int, fits: bool | None) -> str:
+    used = sm.used
+    basis = (f" (peak of live tensors, fits only with {sm.margin:.0%} headroom; not counted: operator workspace, "
+             "the runtime's own reservations)") if sm.peak is not None else " (estimate)"
     if fits:
-        return f"  {who} fits in {human(limit)}: headroom {human(limit - sm.total.total)}"
+        return f"  {who} fits in {human(limit)}: headroom {human(limit - used.total)}{basis}"
     if fits is False:
-        return f"  {who} does NOT fit in {human(limit)}: {human(sm.total.total - limit)} over" + \
-            (" at least" if sm.total.unknown or sm.lower_bound else "")
-    return f"  {who} may not fit in {human(limit)}: {size_text(sm.total, sm.lower_bound)}"
+        return f"  {who} does NOT fit in {human(limit)}: {human(used.total - limit)} over" + \
+            (" at least" if used.unknown or sm.used_lower_bound else "") + basis
+    return f"  {who} may not fit in {human(limit)}: {size_text(used, sm.used_lower_bound)}{basis}"
 
 
 def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
     """Text/Markdown of a folder's cost: per stage, the balance, the order, the advice and its YAML."""
-    t = Table(f"Cost per stage (one rank each; compute = {b.measure}; memory is an estimate)",
+    t = Table(f"Cost per stage (one rank each; compute = {b.measure}; memory = the peak of live tensors, "
+              "or * an estimate where the dump does not give the step's order)",
               ["stage", "rank", "layers", "compute FLOPs", "forward", "backward", "recompute", "optimizer",
                "memory", "in flight", "comm bytes/FLOP"], [])
     for f in b.stages:
@@ -332,7 +375,8 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
                        flops_text(c.compute, c.compute_unknown),
                        *(flops_text(c.flops[p], c.unknown_by_phase[p]) for p in ("forward", "backward", "recompute",
                                                                                  "optimizer")),
-                       size_text(sm.total, sm.lower_bound) + ("" if b.device_memory is None else
+                       size_text(sm.used, sm.used_lower_bound) + ("" if sm.peak is not None else " *")
+                       + ("" if b.device_memory is None else
                                                               " fits" if fits else " DOES NOT FIT" if fits is False
                                                               else " may not fit"),
                        cell(sm.in_flight.count),
@@ -354,10 +398,13 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
         blocks += [_fit_line(f"stage {f.stage} (rank {cell(f.cost.rank)})", f.memory, b.device_memory,
                              f.memory.fits(b.device_memory)) for f in b.stages]
     blocks += [f"  stage {f.stage}: {in_flight_text(f.memory.in_flight)}" for f in b.stages]
+    for f in b.stages:
+        blocks += peak_lines(f.cost.lifetimes, f.memory, f"stage {f.stage}: ")
     order = Table("Pipeline in execution order (units of work ordered by data, Depend and UpdateState edges)",
                   ["stage", "schedule", "order (F = forward, B = backward, micro batch)"],
-                  [[cell(f.stage), f.cost.order.schedule, " ".join(f.cost.order.work) or cell(None)]
-                   for f in b.stages])
+                  [[cell(f.stage), f.cost.order.schedule + (f" (the kernel graph's, {f.cost.order.kernel_graph})"
+                                                            if f.cost.order.kernel_graph else ""),
+                    " ".join(f.cost.order.work) or cell(None)] for f in b.stages])
     blocks.append(order.limited(limit))
     if b.selected is None:
         blocks += advice_sentences(b.advice)

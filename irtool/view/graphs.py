@@ -165,6 +165,11 @@ class _Context:
         self.micro: Micro = partial(facts.table, "micro")
         self.order_inputs: Callable[[Node], tuple[int, ...]] = partial(facts.table, "order_inputs")
         self.kind: Callable[[Node], str] = partial(facts.table, "kind")
+        # a kernel graph's kernels: their place in the order the device runs them, and their streams
+        kernels = facts.table.get("kernels")
+        self.stream: Callable[[Node], int | None] = partial(facts.table, "stream")
+        self.streams = {s.id: s.kind for s in kernels.streams} if kernels is not None else {}
+        self.executed = {n: i for i, n in enumerate(kernels.order, 1)} if kernels is not None else {}
         self.chain_of: dict[str, int] = {}
         for ch in facts.chains:
             graph = ch.comm[0].rpartition("/")[0] if ch.comm else ""
@@ -176,6 +181,11 @@ def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
     attrs = [{"key": "name", "value": node.name}, {"key": "file", "value": f"{ctx.file}:{node.line}"}]
     if node.scope:
         attrs.append({"key": "scope", "value": node.scope})
+    if node in ctx.executed:  # a kernel graph's kernel
+        stream = ctx.stream(node)
+        attrs.append(_kv("execution order", f"{ctx.executed[node]:,} of {len(ctx.executed):,}"))
+        if stream is not None:
+            attrs.append(_kv("stream", f"{stream} ({ctx.streams.get(stream, '—')})"))
     if node.is_call:
         attrs[:0] = [_kv("operator", node.op)]  # the box says `call @g`
         attrs.append(_kv("callee", node.callee))

@@ -1,0 +1,526 @@
+"""Peak device memory of one rank from tensor lifetimes (docs/cost.md §2.1): the step's work walked in
+execution order, keeping the set of live tensors.
+
+The order: the units of work (`F0 F1 B0 ...`) in the order the `order` fact fixes, and within that MindSpore's
+default kernel order (breadth first over the nodes whose inputs have run; what reads a communication node's
+result only once nothing else is ready), each node after what it reads. A kernel graph (`graph_build_0_*`,
+`hwopt_*`: one flat `kernel_graph` with every micro batch inlined) is walked so as it is; in a front-end pass
+(validate) a call runs its subgraph's nodes in place, once per call (a lazy-inline layer once per layer and
+micro batch; the bprop closure a forward call returns runs with the tensors its `Partial` holds).
+
+What is live: every parameter from the start (by its `param_roles` role; inputs without a default as
+`input`); each kernel's outputs from the kernel on, each a block of MindSpore's device pool (Ascend rounds a
+tensor's bytes up to 512 after adding 32: `((n + 31) // 512 + 1) * 512`), until the last kernel reading it
+has run. Values that are not kernels' outputs pass through: `Load`, `Depend` (its first input), the shape
+views MindSpore runs in place (`Reshape`, `ExpandDims`, `Squeeze`, `Flatten`: unless they read a constant
+only), in-place updates (`Assign`, `AssignAdd`, an operator marked `side_effect_mem`: `ApplyMomentum`,
+`Adam`: their first input), tuples (`MakeTuple`, `TupleGetItem`), closures (`Partial` holds what it binds
+until its call). A tensor constant whose values the dump does not print (`Tensor(shape=[512, 512],
+dtype=Float16, value=[...])`: a mask, a rotary table) is a block of its own for the whole step, once per
+place it is printed. Communication runs on streams of its own: a `Send`'s input and output stay until the
+next `Send` or `Receive` runs, a collective's inputs until the first kernel reading its result runs (the
+compute stream waits for it there).
+
+Not counted: scalar and small constants (MindSpore gives each a 512-byte block: 0.4 to 1.7 % of the dry
+run's peaks), operator workspace, what the runtime and HCCL reserve outside the pool, fragmentation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from heapq import heapify, heappop, heappush
+from typing import TYPE_CHECKING, Any, Union
+
+from ..ir import Node
+from ..ir.values import parse_value
+from .records import Bytes
+from .sizes import DTYPE_SIZE, elements, type_bytes
+
+if TYPE_CHECKING:
+    from .table import NodeFacts
+
+# roles of live memory, in the order pictures stack them (parameters first, then what a step makes)
+LIVE_ROLES = ("weight", "optimizer-state", "accumulation", "hyperparameter", "unused", "other", "input",
+              "constant", "activation", "recompute", "backward", "communication", "temporary")
+ROLE_MEANING = {
+    "input": "inputs of the step (data, parameters without a default)",
+    "constant": "tensor constants too large for the dump to print their values (masks, rotary tables)",
+    "activation": "forward outputs a backward or recomputed node reads later (kept per micro batch in flight)",
+    "recompute": "outputs of recomputed forward nodes",
+    "backward": "gradients and backward intermediates",
+    "communication": "outputs of communication nodes (gathered weights, reduced gradients, pipeline buffers)",
+    "temporary": "other kernel outputs (forward intermediates freed within the forward, optimizer work)",
+}
+# how far below the dry run's used peak the walk came (bench/memory_bench.py: at most 0.6 % on kernel graphs,
+# 0.9 % on validate), with room for what it does not count: "fits" is said only with this much headroom
+MARGIN = {"kernel": 0.01, "front-end": 0.03}
+NOT_COUNTED = ("operator workspace, scalar and small constants, what the runtime and HCCL reserve outside "
+               "MindSpore's memory pool, fragmentation")
+
+_THROUGH = frozenset({"Load", "Depend"})
+_VIEWS = frozenset({"Reshape", "ExpandDims", "Squeeze", "Flatten"})
+_IN_PLACE = frozenset({"Assign", "AssignAdd", "AssignSub", "_VirtualAssignAdd"})
+_NO_VALUE = frozenset({"UpdateState", "Return", "make_tuple"})
+_MAX_DEPTH = 64  # calls nested deeper (recursion) are counted as one kernel
+
+
+def block(nbytes: int) -> int:
+    """The block of MindSpore's Ascend pool a tensor of `nbytes` takes (8 MiB: 8,389,120 B; a scalar: 512 B)."""
+    return ((nbytes + 31) // 512 + 1) * 512
+
+
+@dataclass(frozen=True)
+class PeakAt:
+    """Where the peak happens: the kernel being run when the live bytes are highest."""
+
+    step: int  # position in the walk (kernels run, 0-based)
+    node: str  # `graph/%N`
+    op: str
+    line: int
+    scope: str | None
+    unit: str | None  # `B0`: the unit of work the node (or the call it runs under) belongs to
+    micro: int | None
+
+
+@dataclass
+class Lifetimes:
+    """The rank's peak of live tensors and what is live there (`walk`)."""
+
+    how: str  # which order was walked
+    peak: Bytes  # known bytes live at the peak, and how many live tensors are of unknown size
+    at: PeakAt | None
+    by_role: dict[str, int]  # live bytes at the peak by role (LIVE_ROLES)
+    steps: int  # kernels run in the walk
+    complete: bool  # the walk is the step: a pass after autodiff whose units of work the dump orders
+    margin: float  # how far below MindSpore's own peak the walk may be (MARGIN): "fits" keeps this much headroom
+    static: int  # bytes live all step: parameters (every role) and large constants, as blocks
+    notes: list[str] = field(default_factory=list)
+    curve: list[tuple[int, ...]] | None = None  # per step, live bytes per role (LIVE_ROLES order), when asked
+    units: list[tuple[int, str]] = field(default_factory=list)  # (step, unit label) where each unit begins
+
+    @property
+    def peak_bytes(self) -> int:
+        return self.peak.total
+
+
+# --- values: what a node's result is in the walk
+@dataclass(frozen=True)
+class _Seq:
+    items: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class _Closure:
+    graph: str
+    bound: tuple[Any, ...]
+
+
+_Value = Union[tuple, _Seq, _Closure, None]  # a tuple of block ids: a tensor (or an operator's outputs)
+
+
+def _blocks(v: _Value, out: list[int]) -> None:
+    if v is None:
+        return
+    if isinstance(v, tuple):
+        out.extend(v)
+    elif isinstance(v, _Seq):
+        for x in v.items:
+            _blocks(x, out)
+    else:
+        for x in v.bound:
+            _blocks(x, out)
+
+
+def _item(v: _Value, i: int | None) -> _Value:
+    if i is None:
+        return v
+    if isinstance(v, _Seq):
+        return v.items[i] if 0 <= i < len(v.items) else None
+    if isinstance(v, tuple) and len(v) > 1:
+        return (v[i],) if 0 <= i < len(v) else v
+    return v
+
+
+def _constant_bytes(text: str) -> int | None:
+    """Bytes of a tensor constant printed without its values (`Tensor(shape=[512, 64], dtype=Float32,
+    value=[...])`), None for any other constant."""
+    v = parse_value(text)
+    kw = getattr(v, "kwargs", {})
+    if kw.get("value") != ["..."] or not isinstance(kw.get("shape"), list) or kw.get("dtype") not in DTYPE_SIZE:
+        return None
+    n = elements(tuple(kw["shape"]))
+    return None if n is None else n * DTYPE_SIZE[kw["dtype"]]
+
+
+def _out_sizes(n: Node) -> list[int | None]:
+    """The bytes of each output of a kernel (a tuple: one per element), None when unknown."""
+    t = n.output_type
+    if t is None:
+        return [None]
+    if t.kind == "Tuple":
+        if not isinstance(t.shape, tuple) or t.dtype not in DTYPE_SIZE:
+            return [None]
+        return [None if (e := elements(s)) is None else e * DTYPE_SIZE[t.dtype] for s in t.shape]
+    if t.kind in ("UMonad", "IOMonad", "Func", "Problem"):
+        return []
+    return [type_bytes(t)[2]]
+
+
+class _Walk:
+    """One walk: the trace of kernels run (what each allocates and reads), then the sweep."""
+
+    def __init__(self, t: NodeFacts) -> None:
+        self.t = t
+        self.graphs = {g.name: g for g in t.dump.subgraphs}
+        self.by_key = t.get("by_key")
+        self.size: list[int | None] = []  # per block
+        self.role: list[str] = []
+        self.allocs: list[list[int]] = []  # per step
+        self.uses: list[list[int]] = []
+        self.where: list[tuple[Node, Node]] = []  # per step: the kernel, and the top-level node it runs under
+        self.params: dict[str, tuple[int, ...]] = {}
+        self.pending_send: list[int] = []  # blocks of the last Send, kept until the next
+        self.phase_of_block: list[str | None] = []
+        self.static = 0
+        self.waits: dict[int, list[int]] = {}  # a collective's first output -> its inputs, until read
+
+    def new_block(self, size: int | None, role: str, phase: str | None) -> int:
+        self.size.append(None if size is None else block(size))
+        self.role.append(role)
+        self.phase_of_block.append(phase)
+        return len(self.size) - 1
+
+    def header_params(self) -> None:
+        roles = self.t.get("param_roles")
+        for p in self.t.dump.params:
+            r = roles.get(p.name)
+            role = (r.role if r is not None else "other") if p.has_default else "input"
+            self.params[p.name] = (self.new_block(type_bytes(p.type)[2], role, None),)
+        for n in self.t.dump.nodes():
+            for i in n.inputs if "value=[...]" in n.text else ():
+                if i.ref is None and i.text.startswith("Tensor("):
+                    size = _constant_bytes(i.text)
+                    if size is not None:
+                        self.new_block(size, "constant", None)
+        self.static = len(self.size)  # blocks live all step: parameters, constants
+
+    def run_graph(self, name: str, args: tuple[_Value, ...], top: Node | None, depth: int,
+                  order: list[Node] | None = None) -> _Value:
+        g = self.graphs[name]
+        env: dict[str, _Value] = {}
+        for p, a in zip(g.params, args):
+            env[p] = a
+        result: _Value = None
+        for n in order if order is not None else g.nodes:
+            if n.op == "Return":
+                result = self.arg_values(n, env)[0] if n.inputs else None
+                continue
+            env[n.key] = self.run_node(n, env, top or n, depth)
+        return result
+
+    def arg_values(self, n: Node, env: dict[str, _Value]) -> list[_Value]:
+        out = []
+        for i in n.inputs:
+            r = i.ref
+            if r is None:
+                out.append(None)
+            elif r.kind == "node":
+                out.append(env.get(r.name))
+            elif r.kind == "param":
+                out.append(env.get(r.name, self.params.get(r.name)))
+            elif r.kind == "graph":
+                out.append(_Closure(r.name[1:], ()))
+            else:
+                out.append(None)
+        return out
+
+    def run_node(self, n: Node, env: dict[str, _Value], top: Node, depth: int) -> _Value:
+        op = n.op
+        if op in _NO_VALUE:
+            return None
+        if op in _THROUGH:
+            return self.first_value(n, env)
+        if op == "MakeTuple":
+            return _Seq(tuple(self.arg_values(n, env)))
+        if op == "TupleGetItem":
+            args = self.arg_values(n, env)
+            i = n.input_value(1)
+            return _item(args[0], i if isinstance(i, int) and not isinstance(i, bool) else None) if args else None
+        if op == "Partial":
+            args = self.arg_values(n, env)
+            g = args[0] if args else None
+            return _Closure(g.graph, tuple(args[1:])) if isinstance(g, _Closure) else None
+        if op == "(call)":
+            return self.call(n, env, top, depth)
+        # a kernel: what it reads, by reference (the regex over its text, not its parsed arguments: most nodes)
+        args = [env.get(r) for r in n.node_refs] + [env.get(r, self.params.get(r)) for r in n.param_refs]
+        in_place = op in _IN_PLACE or (n.mentions("side_effect_mem") and n.scalar_attr("side_effect_mem") is True)
+        if in_place or (op in _VIEWS and args):
+            first = self.first_value(n, env)
+            if in_place:
+                self.step(n, top, [], [a for a in args if a is not first])
+                return first
+            if first is not None:
+                return first
+        return self.kernel(n, top, args)
+
+    def first_value(self, n: Node, env: dict[str, _Value]) -> _Value:
+        """The value of the node's first argument (None for a constant)."""
+        ref = n.first_node_ref
+        if ref is not None:
+            return env.get(ref)
+        ref = n.first_param_ref
+        if ref is not None:
+            return env.get(ref, self.params.get(ref))
+        return self.arg_values(n, env)[0] if n.inputs else None
+
+    def call(self, n: Node, env: dict[str, _Value], top: Node, depth: int) -> _Value:
+        args = tuple(self.arg_values(n, env))
+        if n.callee[0] == "@":
+            graph, bound = n.callee[1:], ()
+        else:
+            target = env.get(n.callee)
+            graph, bound = (target.graph, target.bound) if isinstance(target, _Closure) else (None, ())
+        if graph is None or graph not in self.graphs or depth >= _MAX_DEPTH:
+            return self.kernel(n, top, list(args))
+        return self.run_graph(graph, bound + args, top, depth + 1)
+
+    def kernel(self, n: Node, top: Node, args: list[_Value]) -> _Value:
+        t = self.t
+        phase = t("phase", n)
+        role = "communication" if t("kind", n) == "communication" else {
+            "forward": "temporary", "recompute": "recompute", "backward": "backward"}.get(phase, "temporary")
+        out = tuple(self.new_block(s, role, phase) for s in _out_sizes(n))
+        self.step(n, top, list(out), args)
+        if role == "communication" and n.op not in ("Send", "Receive") and out:
+            # its inputs are released when the first kernel reading its result waits for it
+            held: list[int] = []
+            for a in args:
+                _blocks(a, held)
+            self.waits[out[0]] = held
+        if n.op in ("Send", "Receive"):  # a Send's buffers are kept until the next Send or Receive runs
+            if self.pending_send:
+                self.uses[-1].extend(self.pending_send)
+            held: list[int] = []
+            if n.op == "Send":
+                for a in args:
+                    _blocks(a, held)
+                held.extend(out)
+            self.pending_send = held
+        return out
+
+    def step(self, n: Node, top: Node, out: list[int], args: list[_Value]) -> None:
+        used: list[int] = []
+        for a in args:
+            _blocks(a, used)
+        if self.waits:
+            for b in [b for b in used if b in self.waits]:
+                used.extend(self.waits.pop(b))
+        self.allocs.append(out)
+        self.uses.append(used)
+        self.where.append((n, top))
+
+
+def _entry_order(t: NodeFacts, graph: str) -> tuple[list[Node] | None, str]:
+    """The graph's nodes in execution order (None: the dump does not fix it): units of work in the order of the
+    `order` fact, and within that MindSpore's default kernel order (`KernelGraph::SetExecOrderByDefault`):
+    breadth first over the nodes whose inputs have run, in the order they became ready, what reads a
+    communication node's result only once nothing else is ready. A node of no unit runs with the latest unit
+    it reads. The print order is not the launch order: it runs each parameter's optimizer update right after
+    its clipped gradient, where MindSpore clips every gradient first (dryrun_llama dp1 x mp4: 13 % below the
+    dry run's peak that way)."""
+    from .order import unit_nodes
+
+    order = t.get("order")
+    nodes = t.get("by_key")[graph]
+    if order.units and not order.fixed:
+        return None, "print order (this pass does not fix the order of the units of work)"
+    rank = {u.key: i for i, u in enumerate(order.units)}
+    of: dict[Node, int] = {}
+    for key, ns in unit_nodes(t).items():
+        for n in ns:
+            if n.graph == graph and key in rank:
+                of[n] = rank[key]
+    seq = list(nodes.values())
+    if rank:  # the optimizer runs after every unit (a node that reads nothing computed, m * beta1, too)
+        for n in seq:
+            if n not in of and t("phase", n) == "optimizer":
+                of[n] = len(rank)
+    preds = {n: [nodes[r] for r in n.node_refs if r in nodes] for n in seq}
+    users: dict[Node, list[Node]] = {n: [] for n in seq}
+    for n, ps in preds.items():
+        for p in dict.fromkeys(ps):
+            users[p].append(n)
+    waiting = {n: len(set(ps)) for n, ps in preds.items()}
+    comm = t.column("kind")
+    level: dict[Node, int] = {}
+    ready = 0
+    heap: list[tuple[int, int, Node]] = []
+    held: list[tuple[int, int, Node]] = []  # communication run, its users not yet released
+
+    def release(n: Node, lv: int) -> None:
+        nonlocal ready
+        for u in users[n]:
+            level[u] = max(level.get(u, 0), lv)
+            waiting[u] -= 1
+            if not waiting[u]:
+                level[u] = of.get(u, level[u])
+                ready += 1
+                heappush(heap, (level[u], ready, u))
+
+    for n in seq:
+        if not waiting[n]:
+            level[n] = of.get(n, 0)
+            ready += 1
+            heap.append((level[n], ready, n))
+    heapify(heap)
+    out: list[Node] = []
+    while heap or held:
+        if held and (not heap or heap[0][0] > held[0][0]):  # nothing else ready: what waits for communication
+            lv, _, n = heappop(held)
+            release(n, lv)
+            continue
+        lv, k, n = heappop(heap)
+        out.append(n)
+        if comm.get(n) == "communication":
+            heappush(held, (lv, k, n))
+        else:
+            release(n, lv)
+    if len(out) != len(seq):  # a cycle: keep print order
+        return None, "print order (the graph's dependencies form a cycle)"
+    units = f"the units of work in the order this dump fixes ({' '.join(order.work)}), " if order.units else ""
+    return out, units + "ready kernels breadth first, communication's readers last" + (", calls run in place"
+                                                                              if len(t.dump.subgraphs) > 1 else "")
+
+
+def walk(t: NodeFacts, curve: bool = False) -> Lifetimes:
+    """Walk the rank's step in execution order keeping the live tensors (module docstring); `curve` keeps
+    the live bytes by role after every kernel (for a picture)."""
+    dump = t.dump
+    w = _Walk(t)
+    w.header_params()
+    entry = dump.entry or (dump.subgraphs[0].name if dump.subgraphs else None)
+    notes: list[str] = []
+    if entry is None or entry not in w.graphs:
+        return Lifetimes("no graph", Bytes(), None, {}, 0, False, 0.0, 0, ["the dump holds no graph"])
+    kernel_graph = entry.startswith("kernel_graph")
+    complete = True
+    order, how = _entry_order(t, entry)
+    complete = order is not None
+    if t.get("file_kind") != "post":
+        complete = False
+        notes.append("a pass before autodiff has no backward yet: the walk is the forward only (read validate)")
+    elif not complete:
+        notes.append("this pass does not fix the order of the units of work: the walk is not the step")
+    result = w.run_graph(entry, (), None, 0, order)
+    tail: list[int] = list(w.pending_send)
+    _blocks(result, tail)
+    if tail:  # graph outputs and the last Send's buffers live to the end of the step
+        w.allocs.append([])
+        w.uses.append(tail)
+        w.where.append(w.where[-1] if w.where else (None, None))  # type: ignore[arg-type]
+    margin = MARGIN["kernel" if kernel_graph else "front-end"]
+    return _sweep(t, w, how, (complete, margin), notes, curve)
+
+
+def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes: list[str],
+           curve: bool) -> Lifetimes:
+    nsteps = len(w.allocs)
+    nparams = w.static
+    last = [-1] * len(w.size)
+    born = [-1] * len(w.size)
+    for s in range(nsteps):
+        for b in w.allocs[s]:
+            born[b] = s
+        for b in w.uses[s]:
+            last[b] = s
+    frees: list[list[int]] = [[] for _ in range(nsteps)]
+    role_index = {r: i for i, r in enumerate(LIVE_ROLES)}
+    backward_read: set[int] = set()
+    late = {"backward", "recompute"}
+    for s in range(nsteps):
+        n = w.where[s][0]
+        if n is not None and t("phase", n) in late:
+            backward_read.update(b for b in w.uses[s] if w.phase_of_block[b] == "forward")
+    for b in range(nparams, len(w.size)):
+        if w.role[b] == "temporary" and b in backward_read:
+            w.role[b] = "activation"
+        end = last[b] if last[b] >= born[b] else born[b]
+        frees[end].append(b)
+    live = [0] * len(LIVE_ROLES)
+    unknown = 0
+    for b in range(nparams):
+        size = w.size[b]
+        if size is None:
+            unknown += 1
+        else:
+            live[role_index[w.role[b]]] += size
+    params = sum(live)
+    peak, peak_unknown, at, at_live = sum(live), unknown, -1, list(live)
+    series: list[tuple[int, ...]] | None = [] if curve else None
+    for s in range(nsteps):
+        for b in w.allocs[s]:
+            size = w.size[b]
+            if size is None:
+                unknown += 1
+            else:
+                live[role_index[w.role[b]]] += size
+        total = sum(live)
+        if total > peak:
+            peak, peak_unknown, at, at_live = total, unknown, s, list(live)
+        if series is not None:
+            series.append(tuple(live))
+        for b in frees[s]:
+            size = w.size[b]
+            if size is None:
+                unknown -= 1
+            else:
+                live[role_index[w.role[b]]] -= size
+    where = None
+    if at >= 0:
+        n, top = w.where[at]
+        key = _unit(t, top)
+        where = PeakAt(at, n.uid, n.op, n.line, n.scope, key[0], key[1])
+    by_role = {r: at_live[i] for i, r in enumerate(LIVE_ROLES) if at_live[i]}
+    return Lifetimes(how, Bytes(peak, 1, peak_unknown), where, by_role, nsteps, *complete, params, notes, series,
+                     _unit_starts(t, w))
+
+
+def _unit(t: NodeFacts, n: Node, memo: dict[Node, tuple[str | None, int | None]] | None = None
+          ) -> tuple[str | None, int | None]:
+    if memo is not None:
+        if n not in memo:
+            memo[n] = _unit(t, n)
+        return memo[n]
+    return _unit_of(t, n)
+
+
+def _unit_of(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:
+    from .order import unit_label
+
+    micro = t("micro", n)
+    phase = t("phase", n)
+    if micro is None or phase == "optimizer":
+        return ("optimizer" if phase == "optimizer" else None), micro
+    return unit_label(("F" if phase == "forward" else "B", micro, t("chunk", n) if t.get("order").chunks else None)), micro
+
+
+def _unit_starts(t: NodeFacts, w: _Walk) -> list[tuple[int, str]]:
+    """Where each unit of work begins in the walk (for a picture): the first step of each run of one unit."""
+    out: list[tuple[int, str]] = []
+    last = None
+    memo: dict[Node, tuple[str | None, int | None]] = {}
+    prev = None
+    for s, (_, top) in enumerate(w.where):
+        if top is None or top is prev:
+            continue
+        prev = top
+        label = _unit(t, top, memo)[0]
+        if label is not None and label != last:
+            out.append((s, label))
+            last = label
+    return out
+
+
+def lifetimes(t: NodeFacts) -> Lifetimes:
+    """The `lifetimes` pass: the walk without the curve."""
+    return walk(t)
