@@ -214,7 +214,8 @@ def dir_json(b: Balance, job: Job, hardware: str = "") -> dict[str, Any]:
                      "micro_batches_in_flight": sm.in_flight.count, "in_flight_how": sm.in_flight.how,
                      "comm_bytes": sc.comm.total, "comm_unknown": sc.comm.unknown, "bytes_per_flop": sc.bytes_per_flop,
                      **_fits_json(sm, b.device_memory), "schedule": sc.order.as_dict(),
-                     "seconds": None if sc.timing is None else sc.timing.total().seconds})
+                     "seconds": None if sc.timing is None else sc.timing.total().seconds,
+                     "timing": _timing_json(sc, hardware)})
     a = b.advice
     yaml = advice_yaml(a, job)
     return {"schema": SCHEMA, "measure": b.measure, "stages": rows, "stage_count": b.stage_count.as_dict(),
