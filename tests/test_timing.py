@@ -180,7 +180,8 @@ def test_summarize_cost_plays_the_step_out_per_stage() -> None:
     assert code == 0
     cost = json.loads(out)["cost"]
     step = cost["step"]
-    assert step["hardware"] == "NVIDIA H100 SXM5 80GB" and step["cannot"] is None and step["seconds"] > 0
+    assert step["hardware"] == {"name": "NVIDIA H100 SXM5 80GB", "where": "h100", "default": False}
+    assert step["cannot"] is None and step["seconds"] > 0
     for s in step["stages"]:  # compute + exposed communication + idle is the step, on every stage
         assert s["compute_seconds"] + s["exposed_seconds"] + s["idle_seconds"] == pytest.approx(step["seconds"])
     assert cost["bubble"] == step["bubble"] and cost["bubble_how"].startswith("the step played out")
