@@ -9,6 +9,7 @@ import glob
 import json
 import lzma
 import math
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -236,6 +237,9 @@ def test_timeline_svg_has_a_lane_per_stage_a_box_per_unit_an_arrow_per_pair(tmp_
     ns = {"s": "http://www.w3.org/2000/svg"}
     lanes = svg.findall(".//s:g[@class='lane']", ns)
     assert [g.get("data-stage") for g in lanes] == [str(s) for s in range(len(ranks))]
+    # each lane's idle time shows: the lane is hatched under its boxes, its idle share written at its right
+    assert all(g.find("s:rect", ns).get("fill") == "url(#idle)" for g in lanes)
+    assert all(re.fullmatch(r"idle \d+%", g.findall("s:text", ns)[-1].text) for g in lanes)
     # a unit is the forward or the backward of one micro batch on one chunk: 2 x m x v per stage
     units = svg.findall(".//s:g[@class='unit']", ns)
     assert len(units) == len(ranks) * 2 * micros * chunks
