@@ -347,6 +347,7 @@ def rank_blocks(fc: FileCost, limit: int | None) -> list[Block]:
                       else f"  pipeline order: {sc.order.schedule}")
     if sc.timing is not None and sc.timing.order:
         blocks.append(unit_table(sc.timing).limited(limit))
+    blocks += [f"  timing: {note}" for note in (sc.timing.notes if sc.timing is not None else [])]
     blocks.append(f"  {in_flight_text(sm.in_flight)}")
     blocks += peak_lines(sc.lifetimes, sm)
     fits = sm.fits(fc.device_memory)
@@ -401,6 +402,7 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
     blocks: list[Block] = ["", "Balance: " + balance_sentence(b), t.limited(limit)]
     if b.step is not None and not b.step.cannot:
         blocks.append(step_table(b.step).limited(limit))
+    blocks += [f"  stage {f.stage}: {note}" for f in b.stages if f.cost.timing is not None for note in f.cost.timing.notes]
     if len(b.stages) > 1 or b.absent:
         blocks.append(bubble)
     if b.device_memory is not None:
