@@ -25,7 +25,7 @@ from irtool.parallel.balance import bubble, step_time
 from irtool.parallel.calibrate import read_trace
 from irtool.parallel.cost import compute_cost
 from irtool.parallel.hardware import builtin_names, load_profile
-from irtool.parallel.timing import comm_seconds, op_seconds, simulate, stage_timing
+from irtool.parallel.timing import StageTiming, TimedHop, UnitTime, comm_seconds, op_seconds, simulate, stage_timing
 
 
 @functools.cache
@@ -453,3 +453,17 @@ def test_interleaving_the_same_model_shortens_its_bubble() -> None:
         code, out, _ = _run("summarize", str(FIXTURES / folder), "--cost", "--format", "json")
         bubbles.append(json.loads(out)["cost"]["step"]["bubble"])
     assert bubbles[1] < bubbles[0]
+
+
+def test_orders_that_wait_on_each_other_are_said_never_played() -> None:
+    # records, not a dump: stage 1 runs B0 before F0, but its B0 waits for stage 0's B0, which runs after stage 0's
+    # F0, which waits for stage 1's F0
+    def stage(s: int, rank: int, order: list, hops: list) -> StageTiming:
+        return StageTiming(s, rank, "p", order, True, {k: UnitTime(forward=1.0) for k in order}, UnitTime(), hops, 0, 1.0)
+
+    f0, b0 = ("F", 0, None), ("B", 0, None)
+    s0 = stage(0, 0, [f0, b0], [TimedHop("receive", 2, 2, f0, 0.0), TimedHop("send", 2, 1, b0, 0.0)])
+    s1 = stage(1, 2, [b0, f0], [TimedHop("receive", 0, 1, b0, 0.0), TimedHop("send", 0, 2, f0, 0.0)])
+    step = simulate([s0, s1])
+    assert step.cannot is not None and step.cannot.startswith("the orders and Send -> Receive pairs wait on each other")
+    assert step.seconds == 0.0 and not step.boxes
