@@ -41,9 +41,10 @@ def test_every_fixture_is_bundled():
     # pipeline_3stage_24p_m5 6 (ranks 0, 8, 16 x validate, step_parallel_end). Issue 28 added semi_auto_8p_changed 1
     # (rank 0's validate). Issue 41 added two compile failures, one analyze_fail.ir each (analyze_fail_matmul,
     # analyze_fail_pipeline_type), two compiles with MindSpore 2.9.0 (mlp_cpu_ms290 4, pipeline_2stage_2p_ms290 4)
-    # and one with 2.8.0 (mlp_cpu_ms280 2); and a strategy that fails the parallel pass (strategy_misfit_8p 1).
-    assert len(DUMPS) == 191 + 153 + 144 + 6 + 1 + 2 + 8 + 2 + 1
-    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 15 + 16 + 1 + 1 + 2 + 2 + 1 + 1
+    # and one with 2.8.0 (mlp_cpu_ms280 2); a strategy that fails the parallel pass (strategy_misfit_8p 1); MindFormers
+    # 1.9.0 on 2.9.0 (mindformers_llama_dp2mp2pp2_mf190 2).
+    assert len(DUMPS) == 191 + 153 + 144 + 6 + 1 + 2 + 8 + 2 + 1 + 2
+    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 15 + 16 + 1 + 1 + 2 + 2 + 1 + 1 + 1
 
 
 def _comm_lines(path: Path) -> int:
