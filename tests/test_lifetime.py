@@ -63,6 +63,19 @@ def test_the_kernel_graph_peaks_where_the_dry_run_does() -> None:
     assert (lt.at.unit, lt.at.micro) == ("F1", 1)
 
 
+def test_without_optimizer_sharding_the_peak_is_in_the_optimizer() -> None:
+    # dp1 x mp4: nothing to shard; MindSpore clips every gradient before the first update, so the dry run peaks
+    # at AdamW's first Div with every clipped gradient live; the print order (each gradient clipped right before
+    # its update) would put the peak in the first backward, 13 % lower
+    folder = FIXTURES / "dryrun_llama_dp1mp4pp2"
+    for rank in (0, 4):
+        node = _dry(folder, rank)["memory_block_csv_at_used_peak"]["node_name"]
+        assert node == "Default/optimizer-AdamW/Div-op0"
+        for path in sorted((folder / f"rank_{rank}").glob("*.ir.xz")):
+            lt = _lifetimes(path, rank)
+            assert (lt.at.scope, lt.at.unit) == (node, "optimizer")
+
+
 def test_blocks_and_the_mlp_by_hand() -> None:
     # dryrun_mlp_8p: w1, w2 sliced to (1024, 2048) fp32 = 8,388,608 B, each a pool block 512 B larger (its README)
     assert block(8_388_608) == 8_389_120 and block(4) == 512 and block(2048) == 2560 and block(16_416) == 16_896
