@@ -8,7 +8,7 @@ import click
 
 from .errors import IrtoolError
 from .progress import Steps, load_with_progress
-from .selection import Policy, Selection
+from .selection import Policy, Selection, not_in_folder
 
 _opened: list[Selection] = []  # the selections of the command running (`_select`), for `_run`'s errors
 _told: set[str] = set()  # what `_said` has put on stderr for the command running
@@ -124,12 +124,13 @@ def _skipped(*sels: Selection) -> int:
     return 2 if any(sel.unreadable for sel in sels) else 0
 
 
-def _unreadable(sel: Selection, head: str, says: str) -> list:
-    """The head of a folder's report followed by `says` and how many ranks were not read, a section
-    listing them and one listing the dump files ignored; the head alone when every rank was read and
-    none was ignored."""
+def _unreadable(sel: Selection, head: str, says: str, absent: str = "") -> list:
+    """The head of a folder's report followed by the ranks not in the folder (`absent`), `says` and how many
+    ranks were not read, a section listing them and one listing the dump files ignored; the head alone when
+    every rank was read and none was ignored."""
     from .present import DASH, Table
 
+    head = f"{head}; {absent}" if absent else head
     out = [head]
     if sel.unreadable:
         n = len(sel.unreadable)
@@ -251,7 +252,8 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             def blocks() -> list:
                 shown = summary_mod.dir_blocks(folder, limit)
                 # the headline's first line says how many ranks were not read; their list follows the folder's line
-                head, *table = _unreadable(sel, str(shown[0]), "the tables are of the other ranks")
+                absent = not_in_folder(folder.job.world_size.value, folder.job.ranks, sel.unreadable)
+                head, *table = _unreadable(sel, str(shown[0]), "the tables are of the other ranks", absent)
                 i = next(k for k, b in enumerate(shown) if isinstance(b, str) and b.startswith(path))
                 shown[0:1], shown[i + 1:i + 1] = [head], table
                 if cost is None:

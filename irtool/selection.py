@@ -82,6 +82,16 @@ def not_read(rank: int, unreadable: Iterable[Unreadable]) -> str:
     return "not in the folder" if error is None else f"unreadable ({error})"
 
 
+def not_in_folder(world: int | None, read: Iterable[int | None], unreadable: Iterable[Unreadable]) -> str:
+    """`ranks 1-3, 5-7 of world 8 not in the folder`: the ranks of a known world size the folder holds no
+    `rank_N` of (an unreadable rank is in the folder: said apart); '' when none, or the world is unknown."""
+    if world is None:
+        return ""
+    held = {r for r in read if r is not None} | {u.rank for u in unreadable if u.rank is not None}
+    absent = [r for r in range(world) if r not in held]
+    return f"{_ranks_text(absent)} of world {world} not in the folder" if absent else ""
+
+
 # --- reading ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -191,14 +191,15 @@ def test_llama_backward_model_parallel_allreduce_by_data_flow() -> None:
     # printed under `layers-CellList/0-LLamaDecodeLayer/feed_forward-LlamaFeedForward/w2-Linear/Grad_AllReduce`
     # (lines 10159, 11055, 15244, 16140), but the first two are the gradients of layer 1 (their forward counterparts
     # are layer 1's w2 AllReduces, line 7981): 2 x 524,288 B each way. Per layer: forward wo and w2 (2 x 524,288),
-    # the recomputed wo (524,288) and the two backward ones: 5 x 524,288 of operator-forward bytes
+    # the recomputed wo (524,288) and the two backward ones: 5 x 524,288 of operator-forward bytes a call of the
+    # lazy-inline graphs, which run once per micro batch (4 calls each, lines 239-395 and 310-449): 4 x that a step
     facts = analyze(load(shared_fixture("mindformers_llama_dp2mp2pp2/rank_0/19_validate_0089.ir.xz")))
     layers = comm_layers(facts)
     backward = {c.line: layers.get(c.node) for c in facts.comm if c.category == "operator-forward"
                 and c.phase == "backward" and "w2-Linear/Grad_AllReduce" in c.scope}
     assert backward == {10159: 1, 11055: 1, 15244: 0, 16140: 0}
     rows = {r.layer: r for r in layer_comm(facts.comm, facts.groups, strategies=facts.strategies, layers=layers)}
-    assert rows["layer 1"].by_category["operator-forward"] == 5 * 524_288
+    assert rows["layer 1"].by_category["operator-forward"] == 4 * 5 * 524_288
 
 
 def test_parameter_cell_rule() -> None:

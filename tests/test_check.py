@@ -488,3 +488,16 @@ def test_staged_findings_come_out_in_key_order() -> None:
     staged.add((0, 1), 0)
     staged.add((3,), 1)
     assert staged.drain(lambda key: key[0] != 0) == [1]
+
+
+def test_summarize_says_in_text_that_ranks_disagree_on_micro_batches() -> None:
+    # make.py: rank 5 compiled with micro_size 2, every other rank with 4. Rank 5's largest `micro: I64(1)` (none of
+    # micro 2 or 3); rank 0's line 2570 `micro: I64(3)`. The text must not print one count where the JSON says two.
+    r = CliRunner().invoke(main, ["summarize", str(FIXTURES / "check_micro_mismatch_8p")])
+    assert r.exit_code == 0, r.output
+    job = r.output.splitlines()[1]
+    assert "micro batches: ranks disagree (2 or 4)" in job and "4 micro batches" not in job
+    row = next(x for x in r.output.splitlines() if x.strip().startswith("micro batches"))
+    assert "2 or 4: ranks disagree" in row
+    note = next(x for x in r.output.splitlines() if x.strip().startswith("note"))
+    assert "rank_5/19_validate_0078.ir.xz:1259 (micro 1, Receive)" in note and "rank_0/19_validate_0078.ir.xz:2570" in note

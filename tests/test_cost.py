@@ -454,3 +454,51 @@ def test_advice_with_a_stage_not_read_names_it(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["summarize", str(tmp_path), "--cost"])
     assert r.exit_code == 0, r.output
     assert "Advice: cannot advise: stage 1 not read" in r.stdout.splitlines()  # not "one stage"
+
+
+_PARAM = re.compile(r"^%para\d+_(\S+): <Ref\[Tensor\[(\w+)\]\], \(([\d, ]*)\).*has_default", re.M)
+_SIZE = {"Float32": 4, "Float16": 2, "Int32": 4}
+
+
+@pytest.mark.parametrize("name", ["gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz",
+                                  "gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz"])
+def test_parameter_roles_through_cell_reuse(name: str) -> None:
+    # `grep has_default` on the `# Params` lines, by their names (the tool goes by the operators instead): weights
+    # `0.*`, `1.*`, `embedding.*`; AdamWeightDecay's `adam_m.*`/`adam_v.*`; `accu_grads.*`. The lazy-inline
+    # compile passes them into reused cells (`call @g(%para7_...)`, `Partial(@g, ...)`): same answer.
+    text = lzma.open(fixture(name), "rt").read()
+    by_prefix: dict[str, int] = {}
+    for pname, dtype, dims in _PARAM.findall(text):
+        n = 1
+        for d in (int(x) for x in dims.split(",") if x.strip()):
+            n *= d
+        prefix = pname.split(".")[0]
+        key = {"accu_grads": "accumulation", "adam_m": "optimizer-state", "adam_v": "optimizer-state"}.get(
+            prefix, "weight" if prefix in ("0", "1", "embedding") else "other")
+        by_prefix[key] = by_prefix.get(key, 0) + n * _SIZE[dtype]
+    m = compute_memory(analyze(load(fixture(name))).table, 2)
+    assert m.role_bytes("weight").total == by_prefix["weight"] == 1_091_072
+    assert m.role_bytes("optimizer-state").total == by_prefix["optimizer-state"] == 2 * 1_091_072
+    assert m.role_bytes("accumulation").total == by_prefix["accumulation"] and not m.role_bytes("unused").known
+
+
+def test_reused_cell_flops_count_every_call_site() -> None:
+    # lazy inline prints the decoder layer's subgraph once and calls it per layer and micro batch: counted per
+    # call (the `runs` fact), stage 0's forward MatMul FLOPs equal the plain compile's, which the grep of its
+    # MatMul lines gives
+    plain = lzma.open(fixture("gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz"), "rt").read()
+    by_grep = _forward_matmul_flops_by_grep(plain)
+    lazy = compute_cost(analyze(load(fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz"))).table)
+    assert lazy.matmul_forward == by_grep
+
+
+def test_file_and_folder_give_the_same_stage_memory() -> None:
+    # one question, one answer: rank 2's file alone and stage 1's row of the folder summary (its order
+    # `F0 F1 F2 B0 ...` holds 3 micro batches: 3 x 16,512 activation bytes in both)
+    f = CliRunner().invoke(main, ["summarize", fixture("pipeline_unequal_8p/rank_2/19_validate_0078.ir.xz"),
+                                  "--cost", "--format", "json"])
+    d = CliRunner().invoke(main, ["summarize", str(SCEN), "--cost", "--format", "json"])
+    file_cost, dir_cost = json.loads(f.stdout)["cost"], json.loads(d.stdout)["cost"]
+    assert file_cost["memory"]["activations_bytes"] == 3 * 16512
+    assert file_cost["memory"]["total_bytes"] == dir_cost["stages"][1]["memory_bytes"]
+    assert file_cost["compute"]["compute_flops"] == dir_cost["stages"][1]["compute_flops"]

@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from click.testing import CliRunner
 from conftest import FIXTURES
 
 import irtool
+from irtool.cli import main
 from irtool.parallel import analyze
 
 FILES = [(folder, r, p.name) for folder in ("pipeline_folded_8p", "pipeline_segments_8p") for r in range(8)
@@ -50,3 +52,16 @@ def test_manifest_records_stage_and_peers(folder: str) -> None:
     assert m["stage_of_rank"] == {str(r): r // 4 for r in range(8)}
     assert {r: v["peer_global_ranks"] for r, v in m["peers_of_rank"].items()} == {
         str(r): [r + 4 if r < 4 else r - 4] for r in range(8)}
+
+
+@pytest.mark.parametrize(("folder", "said"), [
+    # rank 0 validate: `Send(...)` with `cnode_primal_attrs: {..., segment: I64(0), ..., dest_rank: I64(1), ...}` and
+    # no `chunk` (make.py: pipeline_segments=2): a folded pipeline's segments
+    ("pipeline_folded_8p", "2 segments (folded) per stage"),
+    # `Send(...)` with `{..., chunk: I64(0), ...}` (the pipeline_interleave config, lazy_inline): interleaved chunks
+    ("pipeline_segments_8p", "2 chunks per stage"),
+])
+def test_folded_segments_are_said_as_segments(folder: str, said: str) -> None:
+    out = CliRunner().invoke(main, ["summarize", str(FIXTURES / folder)]).output
+    assert said in out.splitlines()[1]
+    assert ("segments per stage" in out) == (folder == "pipeline_folded_8p")

@@ -168,6 +168,20 @@ def test_sequence_parallel_gather_and_scatter_pair() -> None:
     assert comm[3559].node in {u for ch in facts.chains for u in ch.comm}
 
 
+def test_a_collective_on_a_one_rank_group_moves_nothing() -> None:
+    # SP0 line 7619 `AllGather(%3) {instance name: recompute_slice_allgather} primitive_attrs: {..., group:
+    # "1-2297668033614959926", ..., rank_list: (0), group_ranks: "0", group_rank_ids: (0), rank_size: I64(1), ...}`
+    # of (1, 256, 512) fp16 (262,144 B): a group of one rank gathers nothing, so it is no communication node and
+    # its bytes are counted nowhere; it is listed apart with the gathers of an empty group.
+    facts = _facts(SP0)
+    assert 7619 not in {c.line for c in facts.comm}
+    assert [(c.line, c.op) for c in facts.no_op_gathers] == [(7619, "AllGather")]
+    assert "1-2297668033614959926" not in facts.groups
+    r = CliRunner().invoke(main, ["summarize", fixture(SP0), "--all"])
+    assert r.exit_code == 0, r.output
+    assert "Communication that moves no data" in r.output
+
+
 def test_borrowed_instance_name_of_2d_tensor_parallel() -> None:
     # two_d_tp_8p rank 4 validate line 59 `AllGather(%0) {instance name: grad5466641153713975880ReduceScatter8}
     # primitive_attrs: {comm_reuse: Bool(1), ...} cnode_primal_attrs: {unique_id: "15809", ...}`, scope

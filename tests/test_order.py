@@ -16,6 +16,7 @@ from conftest import FIXTURES, fixture
 import irtool
 from irtool.cli import main
 from irtool.parallel import analyze
+from irtool.parallel.job import rank_job
 from irtool.parallel.order import classify, stage_order
 
 P4 = "pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz"
@@ -52,9 +53,12 @@ def test_four_stage_1f1b_stage_0_runs_f3_before_b0() -> None:
     assert " ".join(o.work) == "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7"  # not `F0 F1 F2 B0 F3 ...`
     assert o.warmup == 4 and o.schedule == "1F1B: 4 forward warm-up, then one backward per forward"
     assert o.in_flight == 4  # F0-F3 begun before B0 finishes one: 4, not 3
-    # the stage's Send/Receive follow their units: F3's Send (line 1775) before B0's Receive (line 1766)
+    # the stage's Send/Receive follow their units, but never before what they read: F3's Send (line 1775,
+    # `Send(%149)`) reads `%149 = Depend(%146, %148)` (line 1772), %148 the Receive of B0 (line 1766): B0's gradient
+    # is received before F3's output is sent (1F1B's send-forward-receive-backward), though F3 runs before B0
+    assert "%149(ValueNode_3323) = Depend(%146, %148)" in _line(P4, 1772)
     hops = [(c.op, c.phase, c.micro, c.line) for c in o.hops]
-    assert hops.index(("Send", "forward", 3, 1775)) < hops.index(("Receive", "backward", 0, 1766))
+    assert hops.index(("Receive", "backward", 0, 1766)) < hops.index(("Send", "forward", 3, 1775))
 
 
 @pytest.mark.parametrize(("rank", "work", "in_flight"), [
@@ -237,3 +241,47 @@ def test_three_stages_job_from_the_dump() -> None:
     assert job["stage_ranks"] == {"0": [0], "1": [8], "2": [16]}
     c = json.loads(CliRunner().invoke(main, ["check", str(FIXTURES / P3), "--format", "json"]).stdout)
     assert c["coverage"]["pairs"] == {"compared": 20, "present": 20}
+
+
+def test_ranks_per_stage_from_a_pipeline_peer_not_the_largest_group() -> None:
+    # inference_pp_8p_m4 (make.py: 8 devices, 2 stages, MatMuls sharded ((DP, 1), (1, MP)) with DP = MP = 2), rank 0
+    # read alone: an inference stage has no gradient reduction, so its largest group is the tensor-parallel (0, 1);
+    # line 259 `Send(%7) {...} primitive_attrs: {..., dest_rank: I64(4), group: "nccl_world_group", group_rank_ids:
+    # (0, 1, 2, 3, 4, 5, 6, 7), ...}`: MindSpore numbers ranks stage by stage, so a stage holds 4 - 0 = 4 ranks, and 8 /
+    # 4 = 2 stages (the largest group read 8 / 2 = 4 stages, dp 1).
+    path = str(FIXTURES / "inference_pp_8p_m4/rank_0/19_validate_0082.ir.xz")
+    r = rank_job(analyze(irtool.load(path)), 0, path)
+    assert max(r.stage_sizes) == 2 and r.span.value == 4 and r.span.where.endswith(":259 (Send with rank 4 on stage 1)")
+    out = CliRunner().invoke(main, ["summarize", path, "--format", "json"])
+    job = json.loads(out.stdout)["job"]
+    assert [job[k]["value"] for k in ("world_size", "pipeline_stages", "dp", "mp")] == [8, 2, 2, 2]
+
+
+@pytest.mark.parametrize(("folder", "line", "world"), [
+    # make.py device_num 4, pipeline_stages 2: rank 0 line 1021 `Send(%8) {...} primitive_attrs: {...,
+    # dst_global_rank: I64(2), ...}`: 2 ranks per stage x 2 stages; no node names the world group
+    ("dynamic_shape_pp_4p", 1021, 4),
+    # device_num 8, pipeline_stages 4 (2 chunks each): rank 0 line 459 `Send(%3)` with `dst_global_rank: I64(2)`
+    ("pipeline_interleaved_4stage_8p", 459, 8),
+])
+def test_world_from_ranks_per_stage_when_no_node_names_the_world_group(folder: str, line: int, world: int) -> None:
+    r = CliRunner().invoke(main, ["summarize", str(FIXTURES / folder), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    job = json.loads(r.stdout)["job"]
+    assert job["world_size"]["value"] == world
+    assert f"rank_0/19_validate_0087.ir.xz:{line} (Send with rank 2 on stage 1)" in job["world_size"]["evidence"]
+
+
+def test_a_send_is_placed_after_the_receive_it_depends_on() -> None:
+    # pipeline_unequal_8p rank 2 (stage 1 of 4, order F0 F1 F2 B0 F3 B1 B2 B3): line 671 `%40(dx) = Receive(%39)` (the
+    # gradient of micro 0 from rank 4, scope Gradients/.../Grad_Send), line 677 `%41 = Depend(%38, %40)`, line 680
+    # `%42 = Send(%41) {...} primitive_attrs: {..., dest_rank: I64(4), ...}` (micro 2's forward output): the forward
+    # Send of F2 waits for the backward Receive of B0, so the stage receives B0's gradient before it sends F2's output
+    # (in unit order alone, F2's Send came first: a wait the graph does not have). The same at 982 -> 991 for F3.
+    rel = "pipeline_unequal_8p/rank_2/19_validate_0078.ir.xz"
+    text = _line(rel, 680) + _line(rel, 677) + _line(rel, 671)
+    assert "= Send(%41)" in text and "= Depend(%38, %40)" in text and "%40(dx) = Receive(%39)" in text
+    o = _order(rel)
+    assert " ".join(o.work) == "F0 F1 F2 B0 F3 B1 B2 B3"
+    lines = [c.line for c in o.hops]
+    assert lines.index(671) < lines.index(680) and lines.index(982) < lines.index(991)

@@ -298,3 +298,16 @@ def test_a_rank_unreadable_in_a_folder_out_of_rank_order(tmp_path: Path) -> None
     sel = Selection.of(str(tmp_path), partial=True)
     assert [(p.rank, p.stage) for p in sel.per_stage()] == [(2, 0), (0, 1)]
     assert [u.error for u in sel.unreadable] == [f"{tmp_path}/rank_1/19_validate_0078.ir:{GARBAGE_AT}"]
+
+
+def test_summarize_names_the_ranks_not_in_the_folder_apart_from_the_unreadable(tmp_path: Path) -> None:
+    # pipeline_2stage_8p without rank_2 and rank_3 (world 8: rank 0's Send on `nccl_world_group` with
+    # `group_rank_ids: (0, 1, ..., 7)`), rank 5 cut in the middle of a line (unreadable, in the folder)
+    _, new, _ = _truncated_copy(tmp_path)
+    for r in (2, 3):
+        shutil.rmtree(new / f"rank_{r}")
+    res = _cli("summarize", new)
+    assert res.exit_code == 2
+    head = res.stdout.splitlines()[0]
+    assert head.startswith("5 ranks, 2 pipeline stages (stage 0: ranks 0, 1; stage 1: ranks 4, 6, 7); "
+                           "ranks 2, 3 of world 8 not in the folder; 1 rank not read (below)"), head

@@ -535,7 +535,7 @@ def _comm_bytes(old: list[CommFact], new: list[CommFact]) -> list[CommBytes]:
     table: dict[tuple, list[Bytes]] = defaultdict(lambda: [Bytes(), Bytes()])
     for side, facts in ((0, old), (1, new)):
         for c in facts:
-            table[(c.stage, c.category)][side] += c.comm.bytes
+            table[(c.stage, c.category)][side] += c.comm.step_bytes
     return [CommBytes(s, cat, a, b)
             for (s, cat), (a, b) in sorted(table.items(), key=lambda kv: (_sort_stage(kv[0][0]), kv[0][1]))]
 

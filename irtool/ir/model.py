@@ -314,6 +314,14 @@ class Node:
         return ref.name[1:] if ref is not None and ref.kind == "graph" else None
 
     @property
+    def graph_args(self) -> tuple[str, ...]:
+        """The graphs among the node's arguments (names without `@`): `Partial(@g, ...)`, `J(@g)`,
+        `Switch(%c, @a, @b)` take a graph without calling it."""
+        if "@" not in self.text[self.args_start:]:  # most nodes: no argument parsed
+            return ()
+        return tuple(i.ref.name[1:] for i in self.inputs if i.ref is not None and i.ref.kind == "graph")
+
+    @property
     def signature(self) -> tuple[list[TypeInfo], list[TypeInfo]] | None:
         """(input types, output types) from the first type line, if the dump printed one."""
         if not self.type_lines:

@@ -30,7 +30,7 @@ class StageCost:
     file: str
     cost: CostFacts
     memory: MemoryFacts
-    comm: Bytes  # the rank's communication bytes (docs/parallel.md §5)
+    comm: Bytes  # the rank's communication bytes over one step (docs/parallel.md §5; each node times its runs)
     order: StageOrder
     layers: list[int]  # layers whose parameters its work reads (the job's rule)
     lifetimes: Lifetimes | None = None  # the peak of live tensors (docs/cost.md §2.1)
@@ -45,7 +45,7 @@ def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False) -> St
     keeps each operator's FLOPs (`cost.compute_cost`)."""
     comm = Bytes()
     for c in facts.comm:
-        comm += c.bytes
+        comm += c.step_bytes
     micros = job.micro.value if job.micro.known else None
     return StageCost(stage=facts.stage, rank=job.rank, file=job.file, cost=compute_cost(facts.table, keep_ops),
                      memory=compute_memory(facts.table, micros), comm=comm, order=stage_order(facts.table),

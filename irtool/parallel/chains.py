@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..ir import Node
 from .links import NodeIndex
-from .records import ChainEnd, CommNode, Group, Phase, RedistributionChain, Strategy, total_bytes
+from .records import Bytes, ChainEnd, CommNode, Group, Phase, RedistributionChain, Strategy, per_step
 from .rules import COMM_OPS
 from .sizes import input_type
 from .strategies import attr_value
@@ -232,8 +232,10 @@ def _chain(t: NodeFacts, cid: int, nodes: list[Node], graph: _Graph, comm_by_uid
     keys = {n.key for n in nodes}
     comms = [comm_by_uid[n.uid] for n in nodes if n.uid in comm_by_uid]
     phase: Phase = comms[0].phase if comms else t("phase", nodes[0])
-    tensor = total_bytes(c.bytes for c in comms)
-    wire = total_bytes(node_wire_bytes(c, groups) for c in comms)
+    tensor, wire = Bytes(), Bytes()  # over one step: each run of a node counted
+    for c in comms:
+        tensor += c.step_bytes
+        wire += per_step(node_wire_bytes(c, groups), c.runs)
     group_names: list[str] = []
     ranks: list[Any] = []
     for c in comms:

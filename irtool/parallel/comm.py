@@ -69,7 +69,7 @@ def _record(t: NodeFacts, node: Node, groups: dict[str, Group], kind: FileKind, 
     group = group_name(pa)
     c = CommNode(op=node.op, category=category, phase=t("phase", node), group=group,
                  group_ranks=groups[group].ranks if group in groups else None,
-                 shape=shape, dtype=dtype, bytes=nbytes, micro=t("micro", node),
+                 shape=shape, dtype=dtype, bytes=nbytes, micro=t("micro", node), runs=t("runs", node),
                  bytes_bound=_bound(t, node, dtype) if nbytes is None and kind == "post" else None,
                  reduce_op=pa["op"] if isinstance(pa.get("op"), str) else None,
                  scope=node.scope or "", rule=rule, instance=inst or None, node=node.uid, line=node.line,

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..ir import Dump, Node, TypeInfo
+from ..ir import Node, TypeInfo
 from .records import PHASES, Phase
 from .rules import COMM_OPS
 from .sizes import DTYPE_SIZE, elements
@@ -139,6 +139,8 @@ class CostFacts:
     dynamic_bound: int = 0  # their FLOPs if every row of the group came to this rank
     moved: int = 0  # bytes read and written by memory-bound operators (known sizes)
     moved_unknown: int = 0  # memory-bound operators of unknown size
+    branch_ops: int = 0  # operators of a Switch branch, counted as if taken (`runs.Runs.branch`: at most these FLOPs)
+    unknown_runs: int = 0  # operators whose runs per step are unknown (a loop body): in `unknown`, never counted once
 
     @property
     def total(self) -> int:
@@ -423,34 +425,11 @@ def bytes_moved(node: Node, kind: str, rows: int | None = None) -> int | None:
     return total
 
 
-def call_counts(dump: Dump) -> dict[str, int]:
-    """How many times each subgraph runs per step: the entry graph once, any other graph the sum
-    of its callers' counts over its call sites (`call @g`, `@g(...)`, `Partial(@g, ...)`); a graph
-    no printed node calls (or one in a call cycle) once."""
-    sites: dict[str, list[str]] = {}
-    for g in dump.subgraphs:
-        for n in g.nodes:
-            if n.callee.startswith("@"):
-                sites.setdefault(n.callee[1:], []).append(g.name)
-            elif n.op == "Partial" and n.inputs and n.inputs[0].ref is not None and n.inputs[0].ref.kind == "graph":
-                sites.setdefault(n.inputs[0].ref.name[1:], []).append(g.name)
-    memo: dict[str, int] = {}
-
-    def count(name: str, path: frozenset[str]) -> int:
-        if name in memo:
-            return memo[name]
-        callers = sites.get(name)
-        if name == dump.entry or not callers or name in path:
-            return 1
-        memo[name] = total = sum(count(c, path | {name}) for c in callers)
-        return total
-
-    return {g.name: count(g.name, frozenset()) for g in dump.subgraphs}
-
-
 def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
-    """The FLOPs of every operator of the dump of fact table `t`, summed by phase, layer and family
-    (docs/cost.md §1); phase, micro batch, layer and the rows behind `-1` dimensions are the table's.
+    """The FLOPs of every operator of the dump of fact table `t` over one step (each operator's FLOPs
+    times its runs, the `runs` fact: a reused cell's operators once per call; unknown runs make its
+    FLOPs unknown), summed by phase, layer and family (docs/cost.md §1); phase, micro batch, layer and
+    the rows behind `-1` dimensions are the table's.
     An operator whose shapes hold token rows the dump leaves open (`-1` after an expert-parallel
     all-to-all) counts at the rows of the group's mean, and its FLOPs at their bound are kept apart."""
     dump = t.dump
@@ -464,7 +443,8 @@ def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
     dynamic: Counter = Counter()
     ops: list[OpCost] = []
     logical = matmul_fwd = matmul_unknown = dynamic_flops = dynamic_bound = moved_known = moved_unknown = 0
-    times = call_counts(dump)
+    branch_ops = unknown_runs = 0
+    graphs = t.get("graph_runs")
     for node in dump.nodes():
         if node.op in NO_ARITHMETIC:
             continue
@@ -476,17 +456,20 @@ def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
             bound = op_flops(node, kind, rows.bound)[0] if f is not None else None
         ph = t("phase", node)
         layer = t("layer", node)
-        runs = times.get(node.graph, 1)  # a reused cell's subgraph runs once per call site
+        runs = t("runs", node)  # a reused cell's operators run once per call of it; None: unknown
+        unknown_runs += runs is None
+        branch_ops += graphs[node.graph].branch
         if family == "memory-bound":
             moved = bytes_moved(node, kind)
             if moved is None:
                 rows = t("rows", node)
                 moved = bytes_moved(node, kind, rows.mean) if rows is not None else None
-            if moved is None:
+            if moved is None or runs is None:
                 moved_unknown += 1
             else:
                 moved_known += moved * runs
-        if f is None:
+        if f is None or runs is None:
+            f = None
             unknown[node.op] += 1
             unknown_phase[ph] += 1
             unknown_layer.setdefault(layer, dict.fromkeys(PHASES, 0))[ph] += 1
@@ -506,9 +489,9 @@ def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
                 matmul_fwd += f
         if keep_ops:
             ops.append(OpCost(node.uid, node.op, ph, layer, t("micro", node), f, family, per_device,
-                              None if bound is None else bound * runs))
+                              None if bound is None or runs is None else bound * runs))
     return CostFacts(kind=kind, flops=flops, unknown_by_phase=unknown_phase, by_layer=by_layer,
                      unknown_by_layer=unknown_layer, by_family=dict(by_family), matmul_forward=matmul_fwd,
                      matmul_forward_unknown=matmul_unknown, unknown=unknown, logical_ops=logical, ops=ops,
                      dynamic=dynamic, dynamic_flops=dynamic_flops, dynamic_bound=dynamic_bound,
-                     moved=moved_known, moved_unknown=moved_unknown)
+                     moved=moved_known, moved_unknown=moved_unknown, branch_ops=branch_ops, unknown_runs=unknown_runs)

@@ -22,6 +22,10 @@ Facts of a node (`table(fact, node)`):
   printed_chunk `chunk` as printed (§7)
   layer     the repeated layer (index) whose parameters or activations the node reads (data flow), None for
             work of no layer (embedding, head, loss, optimizer bookkeeping)
+  stream    the stream a kernel graph's kernel is launched on (`stream_id`), None when it prints none
+  runs      how many times the node runs in one training step: its graph's runs, the sum over the calls of it
+            (a reused cell's graph once per layer, micro batch and chunk; a kernel graph's nodes once), None
+            when unknown (`runs.py`)
   out_bytes bytes of the node's outputs as printed (a tuple summed), None when unknown
   order_inputs the positions of the inputs that only order the node (monads, `Depend`'s second, ...)
   comm      the `CommNode` record of a communication node (§2-§8), None otherwise
@@ -31,7 +35,9 @@ Facts of a node (`table(fact, node)`):
   operator  the user operator (`operators.OperatorKey`: cell, op, layer, occurrence) a compute node is work of,
             its recomputed copies and backward counterparts folded into it (§19), None for no user operator's
   placement the user operator a communication node is inserted around (§19), None when it serves none
-Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, copies, graph_phases, comm_nodes,
+Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, graph_runs (graph -> `runs.Runs`),
+copies, graph_phases, comm_nodes, kernel (the dump is a kernel graph), kernels (a kernel graph's kernels in
+execution order and its streams: `kernels.Kernels`, None for other dumps),
 silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units
 of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
 parameters (which header parameter each reference names, who reads it: `params.Params`), layer_flow (the `layer`
@@ -54,6 +60,7 @@ from ..ir.kept import Kept
 from .comm import comm_records, groups_of
 from .dynamic import rows
 from .flowrules import ALL_TO_ALL, all_to_all_purpose, sequence_parallel
+from .kernels import kernels, stream_of
 from .lifetime import lifetimes
 from .links import node_index
 from .operators import operator_keys, operator_params, placements
@@ -62,6 +69,7 @@ from .params import Params, layer_flow, param_shapes, parameters
 from .records import FileKind, Phase, Strategy
 from .roles import param_roles
 from .rules import COMM_OPS, borrowed_name, classify, file_kind, moves_no_data
+from .runs import graph_runs, node_runs
 from .sizes import type_bytes
 from .stage import stage_info
 from .strategies import strategy_records
@@ -79,6 +87,17 @@ PLUMBING = frozenset({
 
 def _file_kind(t: NodeFacts) -> FileKind:
     return file_kind(pass_name(t.dump.path or ""))
+
+
+_KERNEL_GRAPH = re.compile(r"kernel_graph\d+$")
+_KERNEL_PASSES = ("graph_build", "hwopt_", "task_emit")
+
+
+def _kernel(t: NodeFacts) -> bool:
+    """A kernel graph: what the backend compiled for the device (`graph_build_*`, `hwopt_*`, `task_emit`, an
+    `*_execute` of kernel graphs), one flat `@kernel_graphN` with every micro batch's work inlined, in execution
+    order. Told by the entry graph's name, else the pass's."""
+    return bool(_KERNEL_GRAPH.match(t.dump.entry or "")) or pass_name(t.dump.path or "").startswith(_KERNEL_PASSES)
 
 
 def _kind(t: NodeFacts, n: Node) -> NodeKind:
@@ -169,7 +188,8 @@ def _bprop_of(t: NodeFacts, n: Node) -> Node | None:
 @dataclass
 class Calls:
     """Who calls each subgraph: `sites` (nodes calling it: `call @g`, `%35[@Partial(@g)](...)`) and
-    `bound` (nodes binding it: `Partial(@g, ...)`), by graph name."""
+    `bound` (nodes taking it as an argument without calling it: `Partial(@g, ...)`, `J(@g)`, `Switch(c, @a, @b)`),
+    by graph name."""
 
     sites: dict[str, list[Node]]
     bound: dict[str, list[Node]]
@@ -185,9 +205,8 @@ def _calls(t: NodeFacts) -> Calls:
         if n.op == "(call)":
             for g in n.called_graphs:
                 sites[g].append(n)
-        elif n.op == "Partial":
-            g = n.bound_graph
-            if g is not None:
+        else:
+            for g in n.graph_args:
                 bound[g].append(n)
     return Calls(dict(sites), dict(bound))
 
@@ -199,12 +218,13 @@ def _category(t: NodeFacts, n: Node) -> tuple[str, str] | None:
     p2p counterpart contradicts itself)."""
     if t("kind", n) != "communication":
         return None
-    category, rule = classify(n, n.instance_name or "", n.primitive_attrs, n.primal_attrs)
-    if rule in ("R6", "R10") and n.op in ALL_TO_ALL and own_phase(n, None, False) != "backward":
+    category, rule = classify(n, n.instance_name or "", n.primitive_attrs, n.primal_attrs, t.get("kernel"))
+    if rule in ("R6", "R6k", "R10") and n.op in ALL_TO_ALL and own_phase(n, None, False) != "backward":
         found = all_to_all_purpose(n, t.get("node_index"), lambda m: _three_d_weight(t, m))
         if found is not None:
             category, rule = found
-    elif n.op in ("AllGather", "ReduceScatter") and rule in ("R6", "R7") and own_phase(n, None, False) != "backward":
+    elif n.op in ("AllGather", "ReduceScatter") and rule in ("R6", "R6k", "R7", "R7k") and \
+            own_phase(n, None, False) != "backward":
         seq = sequence_parallel(n, rule, t.get("node_index"))
         if seq is not None:
             category, rule = "sequence-parallel", seq
@@ -245,8 +265,8 @@ def own_phase(n: Node, category: tuple[str, str] | None, copy: bool, bprop: bool
             return "forward"
     scope = n.scope or ""
     if (scope.startswith("Gradients/") or n.mentions("forward_unique_id") or n.mentions("forward_node_name")
-            or ((n.instance_name or "").startswith("grad") and not borrowed_name(n)) or n.scalar_attr("is_bp") is True
-            or bprop):
+            or ((n.instance_name or "").startswith("grad") and not borrowed_name(n))
+            or (n.scalar_attr("is_bp") is True and not copy) or bprop):  # a copy runs in the backward: `is_bp` on it
         return "backward"
     if copy:
         return "recompute"
@@ -414,6 +434,7 @@ def _layer(t: NodeFacts) -> dict[Node, int]:
 
 PASSES: tuple[Pass, ...] = (
     Pass("file kind", ("file_kind",), (), "dump", _file_kind),
+    Pass("kernel graph", ("kernel",), (), "dump", _kernel),
     Pass("nodes by key", ("by_key",), (), "dump", _by_key),
     Pass("kinds", ("kind",), (), "node", _kind),
     Pass("copies", ("copy",), (), "node", _copy),
@@ -421,11 +442,14 @@ PASSES: tuple[Pass, ...] = (
     Pass("unique ids", ("unique_ids",), ("copy",), "dump", _unique_ids),
     Pass("counterparts", ("forward",), ("unique_ids", "by_key"), "node", _forward),
     Pass("calls", ("calls",), (), "dump", _calls),
+    Pass("graph runs", ("graph_runs",), ("calls",), "dump", graph_runs),
+    Pass("runs", ("runs",), ("graph_runs",), "node", node_runs),
     Pass("parameters", ("parameters",), (), "dump", _parameters),
     Pass("parameter shapes", ("param_shapes",), (), "dump", param_shapes),
     Pass("communication nodes", ("comm_nodes",), ("kind",), "dump", _comm_nodes),
     Pass("node index", ("node_index",), ("by_key",), "dump", node_index),
-    Pass("categories", ("category",), ("kind", "forward", "node_index", "parameters", "param_shapes", "by_key"),
+    Pass("categories", ("category",), ("kernel", "kind", "forward", "node_index", "parameters", "param_shapes",
+                                       "by_key"),
          "node", _category),
     Pass("graph phases", ("graph_phases",), ("category", "copy", "calls", "forward"), "dump", _graph_phases),
     Pass("phases", ("phase",), ("category", "copy", "forward", "graph_phases"), "node", _phase),
@@ -439,10 +463,14 @@ PASSES: tuple[Pass, ...] = (
     Pass("groups", ("groups",), ("comm_nodes", "silent"), "dump", groups_of),
     Pass("dynamic rows", ("rows",), ("by_key", "groups"), "node", rows),
     Pass("communication", ("comm",), ("file_kind", "kind", "comm_nodes", "forward", "category", "phase", "micro", "chunk",
-                                      "printed_chunk", "silent", "groups", "strategy", "rows", "node_index", "by_key"),
+                                      "runs", "printed_chunk", "silent", "groups", "strategy", "rows", "node_index",
+                                      "by_key"),
          "column", comm_records),
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
-    Pass("order", ("order",), ("by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump", build_order),
+    Pass("streams", ("stream",), (), "node", stream_of),
+    Pass("kernels", ("kernels",), ("kernel", "kind", "stream", "micro", "phase"), "dump", kernels),
+    Pass("order", ("order",), ("kernel", "by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump",
+         build_order),
     Pass("layer flow", ("layer_flow",), ("parameters", "phase", "forward"), "dump", layer_flow),
     Pass("layers", ("layer",), ("layer_flow",), "column", _layer),
     Pass("parameter roles", ("param_roles",), ("parameters", "by_key", "phase"), "dump", param_roles),

@@ -132,7 +132,7 @@ def sequence_parallel(n: Node, rule: str, index: NodeIndex) -> str | None:
     if n.op == "ReduceScatter" and rule.startswith("R7"):
         consumer = _near_strategy(n, _users(index))
         return "R12-scatter" if consumer is not None and _split_sequence(consumer, size) else None
-    if n.op == "AllGather" and rule == "R6":
+    if n.op == "AllGather" and rule in ("R6", "R6k"):
         producer = _near_strategy(n, _producers(index))
         return "R12-gather" if producer is not None and _split_sequence(producer, size) else None
     return None

@@ -66,12 +66,14 @@ class RankJob:
     stage: int | None
     stage_sizes: Sizes  # collective groups within its stage (the largest spans it: dp x mp)
     world: Evidence
+    span: Evidence  # ranks per stage from a pipeline peer's rank and stage (`stage_span`)
     mp: Sizes  # operator-forward (tensor-parallel) groups
     ep: Sizes  # expert-parallel (all-to-all dispatch and combine) groups
     sp: Sizes  # sequence-parallel (gather/scatter of sequence-split activations) groups
     cp: Sizes  # context-parallel (ring attention exchange, Ulysses all-to-all) groups
     micro: Evidence  # number of micro batches
     chunks: list[int]  # pipeline chunks / segments this rank's pipeline hops carry
+    folded: bool  # they are a folded pipeline's segments (`segment` printed, no `chunk`), not interleaved chunks
     layers: list[int]  # layers whose parameters the rank's work reads
     layers_where: str
     recompute: list[int]  # layers with recomputed work
@@ -84,6 +86,20 @@ class RankJob:
     backward: bool = False  # the dump has backward work (recomputed copies come with it: before, recompute is unknown)
     parallel: bool = True  # the parallel pass has inserted its communication (no group degree is known before)
     recompute_where: str = ""  # the first recomputed copy, `file:line (op)`
+
+
+def stage_span(comm: list[CommNode], rank: int | None, stage: int | None, name: str) -> Evidence:
+    """Ranks per stage from a pipeline peer: MindSpore numbers the ranks stage by stage (stage s holds ranks
+    s*n to s*n+n-1), so a Send/Receive of rank r on stage s with rank p on stage t says n = (p - r) / (t - s).
+    A group of the stage cannot say it: its largest may be a loss mean over the data-parallel ranks alone."""
+    if rank is None or stage is None:
+        return _unknown("the rank or its stage unknown")
+    for c in comm:
+        if c.category == "pipeline" and c.peer_rank is not None and c.peer_stage not in (None, stage):
+            n, rest = divmod(c.peer_rank - rank, c.peer_stage - stage)
+            if rest == 0 and n > 0:
+                return Evidence(n, _at(name, c, f"{c.op} with rank {c.peer_rank} on stage {c.peer_stage}"))
+    return _unknown("no pipeline peer of known rank and stage")
 
 
 def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
@@ -110,6 +126,7 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
         world = Evidence(1, f"{name}: no communication after the parallel pass: one device")
     else:
         world = _unknown("no node of this rank uses the world group")
+    span = stage_span(comm, rank, facts.stage, name)
     stage_sizes = sizes([c for c in collectives if c.category in ("gradient-aggregation", "operator-forward",
                                                                    "optimizer-parallel", "redistribution")
                          and not (c.group or "").endswith(_WORLD)], "within the stage")
@@ -162,7 +179,7 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
     hops = [c for c in comm if c.category == "pipeline" and c.direction]
     forward_hops = [c for c in hops if c.phase == "forward"]
     return RankJob(
-        rank=rank, file=name, stage=facts.stage, stage_sizes=stage_sizes, world=world,
+        rank=rank, file=name, stage=facts.stage, stage_sizes=stage_sizes, world=world, span=span,
         mp=sizes([c for c in collectives if c.category in ("operator-forward", "sequence-parallel")
                   and c.op not in ("AlltoAll", "AllToAll") and not (c.group or "").endswith(_WORLD)], "tensor parallel"),
         ep=sizes([c for c in collectives if c.category == "expert-parallel"], "expert-parallel all-to-all"),
@@ -171,6 +188,7 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
                   and not (c.group or "").endswith(_WORLD)], "context-parallel") or _sequence_split(t, name, comm),
         micro=micro,
         chunks=sorted({c.segment for c in comm if c.category == "pipeline" and c.segment is not None}),
+        folded=any(c.category == "pipeline" and c.segment is not None and c.chunk is None for c in comm),
         layers=sorted(layers), layers_where=where, recompute=sorted(recompute), optimizer=optimizer,
         opt_shard=sizes([c for c in comm if c.category == "optimizer-parallel"], "optimizer shard"),
         accumulation=accumulation, training=optimizer.known or accumulation.known or backward,
@@ -216,6 +234,7 @@ class Job:
     cp: Evidence
     micro_batches: Evidence
     chunks: Evidence  # model chunks per stage (interleaved) or pipeline segments (folded); 1 without either
+    folded: bool  # `chunks` are a folded pipeline's segments (`pipeline_segments`), not interleaved model chunks
     stage_ranks: dict[int, list[int | None]]
     stage_layers: dict[int, list[int]]
     stage_layers_where: dict[int, str]
@@ -226,9 +245,10 @@ class Job:
     gradient_accumulation: Evidence
     training: bool
     notes: list[str] = field(default_factory=list)
+    micro_seen: list[int] = field(default_factory=list)  # every count of micro batches a rank read says (JSON: notes)
 
     def as_dict(self) -> dict[str, Any]:
-        d = _as_dict(self)
+        d = _as_dict(self, skip=("micro_seen",))
         for k, v in vars(self).items():
             if isinstance(v, Evidence):
                 d[k] = v.as_dict()
@@ -263,6 +283,7 @@ class JobFold:
     def __init__(self) -> None:
         self.ranks: list[int | None] = []
         self.world: Evidence | None = None
+        self.span: Evidence | None = None
         self.top_rank: int | None = None
         self.stage_sizes: Sizes = {}
         self.mp: Sizes = {}
@@ -272,6 +293,7 @@ class JobFold:
         self.opt_shard: Sizes = {}
         self.micro: dict[int, Evidence] = {}
         self.chunks: set[int] = set()
+        self.folded = False
         self.stage_ranks: dict[int, list[int | None]] = {}
         self.stage_layers: dict[int, set[int]] = {}
         self.where: dict[int, str] = {}
@@ -293,12 +315,15 @@ class JobFold:
             self.top_rank = max(r.rank, self.top_rank or 0)
         if self.world is None and r.world.known:
             self.world = r.world
+        if self.span is None and r.span.known:
+            self.span = r.span
         for mine, theirs in ((self.stage_sizes, r.stage_sizes), (self.mp, r.mp), (self.ep, r.ep), (self.sp, r.sp),
                              (self.cp, r.cp), (self.opt_shard, r.opt_shard)):
             _add(mine, theirs)
         if r.micro.known:
             self.micro.setdefault(r.micro.value, r.micro)
         self.chunks.update(r.chunks)
+        self.folded |= r.folded
         self.staged |= r.stage is not None or bool(r.chunks) or r.hops > 0
         if r.last and r.stage is not None and self.last is None:
             self.last = Evidence(r.stage + 1, f"rank {r.rank} is on the last stage, {r.stage}: it sends no forward work "
@@ -323,8 +348,9 @@ class JobFold:
         notes: list[str] = []
         world = self.world or _unknown("no node uses the world group" + (
             f"; at least {self.top_rank + 1} (rank {self.top_rank} read)" if self.top_rank is not None else ""))
-        top = max(self.stage_sizes, default=None)  # the largest group within a stage spans it
-        stage_size = Evidence(top, self.stage_sizes[top][1]) if top is not None else _unknown("no collective group")
+        top = max(self.stage_sizes, default=None)  # without a pipeline peer, the largest group within a stage
+        stage_size = self.span or (Evidence(top, self.stage_sizes[top][1]) if top is not None
+                                   else _unknown("no collective group"))
         read_per_stage = max((len(v) for v in self.stage_ranks.values()), default=0)
         if stage_size.known and read_per_stage > stage_size.value:  # the folder shows more ranks on a stage
             stage_size = Evidence(read_per_stage, f"{read_per_stage} ranks read on one stage")
@@ -344,6 +370,9 @@ class JobFold:
         if stages.known and world.known and stages.value and world.value % stages.value == 0 and \
                 (not stage_size.known or stage_size.value * stages.value != world.value):
             stage_size = Evidence(world.value // stages.value, f"world size {world.value} / {stages.value} stages")
+        elif not world.known and self.staged and stages.known and stage_size.known:
+            world = Evidence(stage_size.value * stages.value,
+                             f"{stage_size.value} ranks per stage x {stages.value} stages; {stage_size.where}")
         # before the parallel pass no group is inserted yet: a degree is unknown, not 1
         one = 1 if self.parallel else None
 
@@ -363,11 +392,13 @@ class JobFold:
         else:
             dp = _unknown("the ranks per stage, mp or cp unknown")
         if len(self.micro) > 1:
-            notes.append(f"ranks disagree on the number of micro batches: {', '.join(map(str, sorted(self.micro)))}")
+            notes.append("ranks disagree on the number of micro batches: " + "; ".join(
+                f"{m} ({e.where})" for m, e in sorted(self.micro.items())))
         micro = self.micro[max(self.micro)] if self.micro else \
             Evidence(1, "no pipeline and no node carries a micro batch (`micro`): the batch at once") \
             if not self.staged else _unknown("no node carries a micro batch (`micro`)")
-        chunks = Evidence(len(self.chunks), f"pipeline Send/Receive of chunks {', '.join(map(str, sorted(self.chunks)))}") \
+        kind = "segments" if self.folded else "chunks"
+        chunks = Evidence(len(self.chunks), f"pipeline Send/Receive of {kind} {', '.join(map(str, sorted(self.chunks)))}") \
             if self.chunks else Evidence(1, "no chunk or segment on pipeline Send/Receive" if self.staged else "no pipeline")
         absent = [s for s in range(stages.value) if s not in self.stage_ranks] if stages.known else []
         first = self.first
@@ -380,7 +411,8 @@ class JobFold:
                    ep=_one(self.ep, "expert-parallel", one, why("no expert-parallel all-to-all")),
                    sp=_one(self.sp, "sequence-parallel", one, why("no sequence-parallel gather or scatter")),
                    cp=cp,
-                   micro_batches=micro, chunks=chunks, stage_ranks=dict(sorted(self.stage_ranks.items())),
+                   micro_batches=micro, chunks=chunks, folded=self.folded,
+                   stage_ranks=dict(sorted(self.stage_ranks.items())),
                    stage_layers={s: sorted(v) for s, v in sorted(self.stage_layers.items())},
                    stage_layers_where=dict(sorted(self.where.items())),
                    recompute={s: sorted(v) for s, v in sorted(self.recompute.items())}, recompute_layers=recompute,
@@ -388,7 +420,7 @@ class JobFold:
                    optimizer_shard=_one(self.opt_shard, "optimizer-parallel", one,
                                         why("no optimizer-parallel communication")),
                    gradient_accumulation=self.accumulation or (first.accumulation if first else _unknown("no rank read")),
-                   training=self.training, notes=notes)
+                   training=self.training, notes=notes, micro_seen=sorted(self.micro))
 
 
 def job_of(ranks: Iterable[RankJob]) -> Job:

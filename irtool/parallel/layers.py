@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from .records import CATEGORIES, PHASES, CommNode, Group, LayerComm, Strategy
+from .records import CATEGORIES, PHASES, CommNode, Group, LayerComm, Strategy, per_step
 from .scope import cell_parts as _cell_parts
 from .traffic import node_wire_bytes
 
@@ -112,15 +112,16 @@ def layer_comm(comm: list[CommNode], groups: dict[str, Group], depth: int | None
                                       by_phase={p: 0 for p in PHASES}, by_category={k: 0 for k in CATEGORIES},
                                       index=at)
         r.count += 1
-        wire = node_wire_bytes(c, groups)
-        if wire is None:  # an unknown wire size is counted, never added as 0
+        wire = per_step(node_wire_bytes(c, groups), c.runs)  # bytes over the step: each run counted
+        if wire.unknown:  # an unknown wire size is counted, never added as 0
             r.wire_unknown += 1
         else:
-            r.wire_bytes += wire
-        if c.bytes is None:
+            r.wire_bytes += wire.total
+        b = c.step_bytes
+        if b.unknown:
             r.bytes_unknown += 1
             continue
-        r.bytes += c.bytes
-        r.by_phase[c.phase] = r.by_phase.get(c.phase, 0) + c.bytes
-        r.by_category[c.category] = r.by_category.get(c.category, 0) + c.bytes
+        r.bytes += b.total
+        r.by_phase[c.phase] = r.by_phase.get(c.phase, 0) + b.total
+        r.by_category[c.category] = r.by_category.get(c.category, 0) + b.total
     return sorted(rows.values(), key=lambda r: (-r.bytes, -r.count, r.layer))

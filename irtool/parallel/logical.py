@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from ..ir import Dump, Node
 from .balance import Balance, StageCost, balance, in_flight, stage_cost, stage_memory
 from .chains import user_source
-from .cost import call_counts, compute_cost
+from .cost import compute_cost
 from .job import Job, JobChange, job_changes, rank_job
 from .operators import OperatorKey
 from .params import data_refs, layer_index
@@ -45,7 +45,7 @@ class CommUse:
     op: str
     category: str
     phase: str
-    count: int = 0
+    count: int | None = 0  # runs over the step; None when a node's runs are unknown
     bytes: Bytes = field(default_factory=Bytes)
     group_sizes: tuple[int, ...] = ()  # distinct sizes, ascending; () when unknown
 
@@ -53,9 +53,9 @@ class CommUse:
     def kind(self) -> tuple[str, str, str]:
         return (self.op, self.category, self.phase)
 
-    def add(self, c: CommNode, size: int | None, times: int) -> None:
-        self.count += times
-        self.bytes += Bytes(c.bytes * times, times, 0) if c.bytes is not None else Bytes(0, 0, times)
+    def add(self, c: CommNode, size: int | None) -> None:
+        self.count = None if self.count is None or c.runs is None else self.count + c.runs
+        self.bytes += c.step_bytes
         if size is not None and size not in self.group_sizes:
             self.group_sizes = tuple(sorted((*self.group_sizes, size)))
 
@@ -64,11 +64,11 @@ class CommUse:
                 **_bytes(self.bytes), "group_sizes": list(self.group_sizes)}
 
 
-def _tally(uses: dict[tuple[str, str, str], CommUse], c: CommNode, size: int | None, times: int) -> None:
+def _tally(uses: dict[tuple[str, str, str], CommUse], c: CommNode, size: int | None) -> None:
     key = (c.op, c.category, c.phase)
     if key not in uses:
         uses[key] = CommUse(c.op, c.category, c.phase)
-    uses[key].add(c, size, times)
+    uses[key].add(c, size)
 
 
 def _after_layer(key: OperatorKey, layer: int | None) -> int | None:
@@ -147,7 +147,7 @@ class Figures:
         out: dict[str, CommUse] = {}
         for u in self.comm.values():
             cat = out.setdefault(u.category, CommUse("", u.category, ""))
-            cat.count += u.count
+            cat.count = None if cat.count is None or u.count is None else cat.count + u.count
             cat.bytes += u.bytes
             cat.group_sizes = tuple(sorted(set(cat.group_sizes) | set(u.group_sizes)))
         return dict(sorted(out.items()))
@@ -383,22 +383,21 @@ class _Stage:
         """Each communication node around its operator, in that operator's layer (else the node's own);
         the stage's total."""
         placed: dict[Node, OperatorKey] = self.t.column("placement")
-        times = call_counts(self.dump)
         total: dict[tuple[str, str, str], CommUse] = {}
         for c in self.facts.comm:
             n = self.by_uid.get(c.node)
             if n is None:
                 continue
-            size, k = _group_size(c, self.facts), times.get(n.graph, 1)
+            size = _group_size(c, self.facts)
             o = self.mine.get(placed[n]) if n in placed else None
             if o is not None:
-                _tally(o.comm, c, size, k)
+                _tally(o.comm, c, size)
                 layer = o.layer
             else:
-                _tally(self.build.unplaced, c, size, k)
+                _tally(self.build.unplaced, c, size)
                 layer = self.t("layer", n)
-            _tally(self.layer_row(layer).comm, c, size, k)
-            _tally(total, c, size, k)
+            _tally(self.layer_row(layer).comm, c, size)
+            _tally(total, c, size)
         return total
 
 

@@ -164,30 +164,66 @@ def compute_memory(t: NodeFacts, micro_batches: int | None = None) -> MemoryFact
         notes.append("no backward operators in this pass (step_parallel_end has not differentiated yet): "
                      "activations are read from validate")
         return MemoryFacts(t.get("file_kind"), rows, grads, grads_layer, None, notes)
-    marked = [n for n in kept if t("micro", n) is not None]
-    if marked:
-        first = min(t("micro", n) for n in marked)
-        chosen, share, how = [n for n in marked if t("micro", n) == first], 1, f"the tensors of micro batch {first}"
-    else:  # no micro batch marks on what is kept (cell reuse): the step's total shared evenly
-        share = max(1, micro_batches or 1)
-        chosen = list(kept)
-        how = (f"the step's kept tensors / {share} micro batches (they carry no micro batch mark)" if share > 1 else
-               "the step's kept tensors")
+    weight, how = _per_micro(t, list(kept), micro_batches)
+    chosen = [n for n in kept if weight[n] != 0]
     per_micro, by_layer, sizes = Bytes(), {}, {}
     for n in chosen:
-        size = sizes[n.uid] = type_bytes(n.output_type, tuple_sum=True)[2]
-        b = Bytes.of(size)
+        size, w = type_bytes(n.output_type, tuple_sum=True)[2], weight[n]
+        sizes[n.uid] = None if size is None or w is None else round(size * w)
+        b = Bytes.of(sizes[n.uid])
         layer = t("layer", n)
         per_micro += b
         by_layer[layer] = by_layer.get(layer, Bytes()) + b
-    if share > 1:
-        per_micro = _share(per_micro, share)
-        by_layer = {k: _share(v, share) for k, v in by_layer.items()}
-        sizes = {u: None if b is None else b // share for u, b in sizes.items()}
     acts = Activations(per_micro, by_layer, sum(1 for n in chosen if n in for_recompute), how)
     return MemoryFacts(t.get("file_kind"), rows, grads, grads_layer, acts, notes, sizes)
 
 
-def _share(b: Bytes, n: int) -> Bytes:
-    """One micro batch's share of the step's kept tensors (an unknown one stays counted: rounded up)."""
-    return Bytes(b.total // n, -(-b.known // n), -(-b.unknown // n))
+def _per_micro(t: NodeFacts, kept: list[Node], micro_batches: int | None) -> tuple[dict[Node, int | float | None], str]:
+    """How many copies of each kept tensor one micro batch holds, and how that is known. A tensor of
+    a micro batch (`micro`) is held by the first micro batch's or not at all. A tensor of a graph
+    called per micro batch (a lazy-inline or cell-reuse forward graph: its calls carry `micro`) is held
+    once per run of its graph for that micro batch: each call keeps its own outputs for the backward (the
+    `Partial` binding the call's bprop graph holds them). Any other is the step's (its `runs`) shared
+    evenly over the micro batches; of a loop body, whose runs are unknown, an unknown number (None)."""
+    calls = t.get("calls").sites
+    runs = t.get("graph_runs")
+    first = min(t.column("micro").values(), default=None)
+    memo: dict[str, int | None] = {}
+
+    def of_micro(graph: str, path: frozenset[str]) -> int | None:
+        """Runs of `graph` for the first micro batch (None: no call of it carries a micro batch)."""
+        if graph in memo:
+            return memo[graph]
+        total: int | None = None
+        for site in calls.get(graph, []):
+            m = t("micro", site)
+            if m is None:
+                k = None if site.graph in path else of_micro(site.graph, path | {graph})
+            else:
+                k = runs[site.graph].count if m == first else 0
+            if k is not None:
+                total = (total or 0) + k
+        memo[graph] = total
+        return total
+
+    share = max(1, micro_batches or 1)
+    out: dict[Node, int | float | None] = {}
+    shared = 0
+    for n in kept:
+        m = t("micro", n)
+        if m is not None:
+            out[n] = 1 if m == first else 0
+            continue
+        k = of_micro(n.graph, frozenset())
+        if k is None:  # the step's runs shared; a tensor of a loop body (runs unknown) is of unknown size
+            r = runs[n.graph].count
+            k = None if r is None else r / share
+            shared += 1
+        out[n] = k
+    how = f"the tensors of micro batch {first}" if first is not None else "the tensors of one micro batch"
+    if any(t("micro", n) is None and of_micro(n.graph, frozenset()) for n in kept):
+        how += ", a reused graph's once per call for it"
+    if shared:
+        how += (f"; {shared} of no micro batch: the step's / {share} micro batches" if share > 1 else
+                f"; {shared} of no micro batch: the step's")
+    return out, how

@@ -2,13 +2,17 @@
 backward reduce-scatter side by side, from the classified communication nodes."""
 from __future__ import annotations
 
-from .records import CommNode, Group, OptimizerShard, total_bytes
+from .records import Bytes, CommNode, Group, OptimizerShard, per_step
 from .rules import GATHERS
 from .traffic import group_size, node_wire_bytes
 
 
-def _sum(values: list[int | None]) -> int | None:
-    return total_bytes(values).exact  # None when one is unknown or there is none
+def _sum(nodes: list[CommNode], values: list[int | None]) -> int | None:
+    """The nodes' bytes over one step (each run counted); None when one is unknown or there is none."""
+    total = Bytes()
+    for c, v in zip(nodes, values):
+        total += per_step(v, c.runs)
+    return total.exact
 
 
 def optimizer_shards(comm: list[CommNode], groups: dict[str, Group]) -> list[OptimizerShard]:
@@ -33,7 +37,7 @@ def optimizer_shards(comm: list[CommNode], groups: dict[str, Group]) -> list[Opt
             parameter=name, forward_ops=[c.op for c in fwd], backward_ops=[c.op for c in bwd], groups=names,
             group_ranks=next((c.group_ranks for c in nodes if c.group_ranks), None), full_shape=full,
             slice_shape=piece, dtype=next((c.dtype for c in fwd + bwd if c.dtype), None),
-            forward_bytes=_sum([c.bytes for c in fwd]), backward_bytes=_sum([c.bytes for c in bwd]),
-            wire_bytes=_sum(wires), nodes=[c.node for c in nodes],
+            forward_bytes=_sum(fwd, [c.bytes for c in fwd]), backward_bytes=_sum(bwd, [c.bytes for c in bwd]),
+            wire_bytes=_sum(nodes, wires), nodes=[c.node for c in nodes],
             backward_dtype=next((c.dtype for c in bwd if c.dtype), None)))
     return out

@@ -12,10 +12,12 @@ that unit. Unit A runs before unit B when a path of data, Depend or UpdateState 
 order is fixed when those paths order every unit; it is never taken from where nodes or
 Send/Receive are printed: on stage 0 of a 1F1B pipeline MindSpore prints the Receive of B0 before
 the Send of F3, yet that Receive depends on the last Add of F3 (pipeline_4stage_8p rank_0 validate
-lines 1729, 1766).
+lines 1729, 1766). A kernel graph (`kernel` fact) is the exception: the backend prints its kernels in the
+order the device runs them, which orders the units the dependencies leave unordered (by their first kernels).
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from functools import reduce
 from graphlib import TopologicalSorter
@@ -178,7 +180,8 @@ def build_order(t: NodeFacts) -> StageOrder:
     """The `order` pass (see the module docstring)."""
     info = t.get("stage_info")
     found, chunks = _units(t)
-    hops = [c for c in t.column("comm").values() if c.category == "pipeline" and c.direction]
+    hop_nodes = {n: c for n, c in t.column("comm").items() if c.category == "pipeline" and c.direction}
+    hops = _after_what_they_read(t, hop_nodes)
     units = {k: Unit(cast(Literal["F", "B"], k[0]), k[1], k[2], len(ns), min(n.line for n in ns)) for k, ns in found.items()}
     canonical = sorted(units, key=lambda k: (k[0] != "F", k[2] or 0, k[1]))
     if not units:
@@ -196,6 +199,8 @@ def build_order(t: NodeFacts) -> StageOrder:
             why = f"{units[a].label} and {units[b].label} each depend on the other"
         if why:
             break
+    if why and t.get("kernel"):  # a kernel graph prints its kernels in the order the device runs them
+        ranked, why = sorted(found, key=lambda k: units[k].line), ""
     order = [units[k] for k in (canonical if why else ranked)]
     placed = _place(hops, [] if why else [u.key for u in order], chunks)
     if why:
@@ -205,10 +210,19 @@ def build_order(t: NodeFacts) -> StageOrder:
     return StageOrder(info.stage, order, True, schedule, warmup, chunks, placed)
 
 
-def _place(hops: list[CommNode], order: list[UnitKey], chunks: list[int]) -> list[CommNode]:
+def _after_what_they_read(t: NodeFacts, hops: dict[Node, CommNode]) -> list[tuple[CommNode, int]]:
+    """Each pipeline Send/Receive with the bit set of the others it depends on (a path of data, Depend or
+    UpdateState edges: a 1F1B stage's forward Send reads a `Depend` on the backward Receive of an earlier
+    micro batch, pipeline_unequal_8p rank 2 validate lines 671-680)."""
+    nodes = list(hops)
+    reach = _reach(t, {i: [n] for i, n in enumerate(nodes)})
+    return [(hops[n], reach[i] & ~(1 << i)) for i, n in enumerate(nodes)]
+
+
+def _place(hops: list[tuple[CommNode, int]], order: list[UnitKey], chunks: list[int]) -> list[CommNode]:
     """The pipeline Send/Receive in the order of their units (a unit's Receive before its Send: it
-    receives its input, computes, sends its output); hops of no placed unit after them, forward
-    before backward, by chunk and micro batch."""
+    receives its input, computes, sends its output), never before one they depend on; hops of no placed
+    unit after them, forward before backward, by chunk and micro batch."""
     at: dict[tuple, int] = {k: i for i, k in enumerate(order)}
 
     def key(c: CommNode) -> tuple:
@@ -216,7 +230,27 @@ def _place(hops: list[CommNode], order: list[UnitKey], chunks: list[int]) -> lis
         return (at.get(unit, len(at)), unit[0] != "F", unit[2] or 0, -1 if c.micro is None else c.micro,
                 c.op != "Receive")
 
-    return sorted(hops, key=key)
+    # Kahn's algorithm over the dependencies, the unit order choosing among the hops that are free to go
+    ranked = sorted(range(len(hops)), key=lambda i: key(hops[i][0]))
+    waiting = {i: bin(deps).count("1") for i, (_, deps) in enumerate(hops)}
+    users: list[list[int]] = [[] for _ in hops]
+    for i, (_, deps) in enumerate(hops):
+        while deps:
+            low = deps & -deps
+            users[low.bit_length() - 1].append(i)
+            deps ^= low
+    rank = {i: r for r, i in enumerate(ranked)}
+    ready = [(rank[i], i) for i in ranked if waiting[i] == 0]
+    heapq.heapify(ready)
+    out: list[CommNode] = []
+    while ready:
+        _, i = heapq.heappop(ready)
+        out.append(hops[i][0])
+        for j in users[i]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                heapq.heappush(ready, (rank[j], j))
+    return out if len(out) == len(hops) else [hops[i][0] for i in ranked]  # a cycle: a malformed graph
 
 
 def classify(phases: list[str], chunks: list[int]) -> tuple[str, int | None]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 from typing import TYPE_CHECKING, Sequence
 
-from ..ir import Dump, Node
+from ..ir import Dump, Node, Ref
 
 if TYPE_CHECKING:
     from .table import NodeFacts
@@ -30,6 +30,24 @@ _LAYER = re.compile(r"(?:^|\.)(\d+)\.")
 _THROUGH = frozenset({"Load", "Depend", "TensorMove", "Cast"})  # pass a parameter's value on
 # ... and the optimizer-parallel gathers of a sharded weight: what a weight's value is still the weight after
 _WEIGHT_VALUE = _THROUGH | frozenset({"AllGather", "_MicroStepAllGather", "_MiniStepAllGather"})
+
+
+_PICK = frozenset({"TupleGetItem", "tuple_getitem"})
+_PACK = frozenset({"MakeTuple", "make_tuple"})
+
+
+def picked(n: Node, local: dict[str, Node]) -> Ref | None:
+    """The element `TupleGetItem(%t, I64(i))` takes of a `MakeTuple` `%t` of its graph (`local`: nodes by
+    key): input i's reference, a node or a parameter; None for any other node."""
+    if n.op not in _PICK:
+        return None
+    refs = n.node_refs
+    tup = local.get(refs[0]) if refs else None
+    if tup is None or tup.op not in _PACK:
+        return None
+    i = n.input_value(1)
+    ins = tup.inputs
+    return ins[i].ref if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(ins) else None
 
 
 def layer_index(name: str) -> int | None:
@@ -55,14 +73,23 @@ class Params:
     def name_of(self, ref: str) -> str | None:
         return self.names.get(_key(ref))
 
-    def reached_by(self, node: Node, local: dict[str, Node], depth: int = 3) -> list[str]:
+    def reached_by(self, node: Node, local: dict[str, Node], depth: int = 6) -> list[str]:
         """The header parameters `node` reads directly or through nodes passing a parameter's value on
-        (`Load`, `Cast`, `Depend`, ...) of its subgraph `local` (nodes by key)."""
+        (`Load`, `Cast`, `Depend`, an optimizer-parallel gather, one element of a tuple: a kernel graph
+        packs what a call passed into a `MakeTuple` and reads it back with `TupleGetItem`) of its
+        subgraph `local` (nodes by key)."""
+        element = picked(node, local)
+        if element is not None:  # one element of a tuple, not every one
+            if element.kind != "node":
+                name = self.name_of(element.name)
+                return [name] if name is not None else []
+            srcs = [local.get(element.name)]
+        else:
+            srcs = [local.get(ref) for ref in node.node_refs]
         out = self.read_by(node)
         if depth:
-            for ref in node.node_refs:
-                src = local.get(ref)
-                if src is not None and src.op in _THROUGH:
+            for src in srcs:
+                if src is not None and (src.op in _WEIGHT_VALUE or src.op in _PICK):
                     out += [p for p in self.reached_by(src, local, depth - 1) if p not in out]
         return out
 
@@ -132,11 +159,12 @@ def param_shapes(t: NodeFacts) -> dict[str, tuple]:
     return {p.name: p.type.shape for p in t.dump.params if p.type is not None and isinstance(p.type.shape, tuple)}
 
 
-# Inputs that only order execution: the later inputs of Depend, every input of UpdateState.
+# Inputs that only order execution: the later inputs of Depend and Load (`Load(%para, U)`: a kernel graph
+# orders it by a `Depend` where the front end prints a monad), every input of UpdateState.
 def data_refs(n: Node) -> Sequence[str]:
     if n.op == "UpdateState":
         return []
-    if n.op == "Depend":
+    if n.op in ("Depend", "Load"):
         first = n.first_node_ref
         return [first] if first is not None else []
     return n.node_refs
@@ -217,6 +245,19 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
     for g in ordered:
         local = {n.key: n for n in g.nodes}
         deps = {n: [local[r] for r in data_refs(n) if r in local] for n in g.nodes}
+        for n in g.nodes:  # one element of a tuple of this graph is that element, not the whole tuple
+            element = picked(n, local) if n.op in _PICK else None
+            if element is None:
+                continue
+            if element.kind == "node":
+                deps[n] = [local[element.name]] if element.name in local else []
+            elif (name := params.name_of(element.name)) is not None:  # a parameter: read, as its readers are
+                index = layer_index(name)
+                if index is not None:
+                    owns.setdefault(n, set()).add(index)
+                elif name in no_layer:
+                    outside.add(n)
+                deps[n] = []
         order = list(g.nodes)
         seen: set[Node] = set()
         for n in order:  # MindSpore prints producers first: then print order is a dependency order already
@@ -237,9 +278,9 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
             if n not in outside and ((weights and not weights.isdisjoint(deps[n])) or (
                     passed and any(_key(r) in passed for r in n.param_refs))):
                 outside.add(n)
-            if n in outside and n.op in _WEIGHT_VALUE:
+            if n in outside and (n.op in _WEIGHT_VALUE or n.op in _PICK):
                 weights.add(n)
-            if phase[n] == "backward":
+            if phase[n] in ("backward", "recompute"):  # a copy reads backward plumbing (a kernel graph's Depend)
                 deferred.append((n, deps[n]))
                 continue
             found = [out[d] for d in deps[n] if d in out] + _carried(n, carried)

@@ -116,6 +116,16 @@ class Bytes:
         return self.total if self.known and not self.unknown else None
 
 
+def per_step(nbytes: int | None, runs: int | None, bound: int | None = None) -> Bytes:
+    """A node's bytes over one step: its size times how many times it runs (the `runs` fact), each run
+    counted; unknown (one node of unknown size, no bound) when its runs are."""
+    if runs is None:
+        return Bytes(0, 0, 1, None)
+    if nbytes is None:
+        return Bytes(0, 0, runs, None if bound is None else bound * runs)
+    return Bytes(nbytes * runs, runs, 0)
+
+
 def total_bytes(values: Iterable[int | None]) -> Bytes:
     """The `Bytes` of some sizes (None = unknown)."""
     out = Bytes()
@@ -152,6 +162,7 @@ class CommNode:
     serves_strategy: Any = None  # `in_strategy` (else `in_layout`) of the `serves` operator
     segment: int | None = None  # pipeline segment of a Send/Receive (`pr.segment`, folded pipelines)
     chunk: int | None = None  # `pr.chunk` as printed (MindSpore 2.7 prints the segment, or the interleave chunk, so)
+    runs: int | None = None  # how many times the node runs in one step (the `runs` fact); None: unknown
     # the scope the node is attributed to: `scope`, except a backward node printed under another
     # cell than its forward counterpart's (docs/parallel.md §8)
     cell_scope: str = ""
@@ -162,6 +173,11 @@ class CommNode:
 
     def as_dict(self) -> dict[str, Any]:
         return _as_dict(self, ("rank_attrs",))
+
+    @property
+    def step_bytes(self) -> Bytes:
+        """Its bytes over one step: `bytes` times `runs` (`per_step`)."""
+        return per_step(self.bytes, self.runs, self.bytes_bound)
 
     @property
     def redistributes(self) -> bool:

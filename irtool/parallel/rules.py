@@ -51,17 +51,20 @@ def borrowed_name(node: Node) -> bool:
 
 
 def moves_no_data(node: Node, inst: str, pa: dict) -> bool:
-    """An optimizer-parallel gather that communicates nothing (docs/parallel.md §2, R2): MindSpore
-    inserts `_MicroStepAllGather`/`_MiniStepAllGather` for every parameter under pipeline or gradient
-    accumulation, with an empty group when the parameter is not sharded (norms, biases, small
-    embeddings); its bprop skips the reduction for `group == ""`. A group of one rank gathers nothing either."""
+    """A collective that communicates nothing (docs/parallel.md §2, R2). MindSpore inserts
+    `_MicroStepAllGather`/`_MiniStepAllGather` for every parameter under pipeline or gradient accumulation,
+    with an empty group when the parameter is not sharded (norms, biases, small embeddings); its bprop skips
+    the reduction for `group == ""`. Any collective on a group of one rank moves nothing either (a sequence-
+    parallel recompute gather of `rank_size 1` where the model-parallel group has one rank on that axis)."""
+    if node.op in P2P or node.op in EXCHANGES:
+        return False
+    ranks = ranks_of(pa)
+    if as_int(pa.get("rank_size")) == 1 or (ranks is not None and len(ranks) == 1):
+        return True
     if node.op not in STEP_GATHERS and not (node.op in GATHERS and "parallel_optimizer" in inst):
         return False
     group = pa.get("group")
-    if not isinstance(group, str) or not group:
-        return True
-    ranks = ranks_of(pa)
-    return as_int(pa.get("rank_size")) == 1 or (ranks is not None and len(ranks) == 1)
+    return not isinstance(group, str) or not group
 
 
 def file_kind(pass_name: str) -> FileKind:
@@ -73,9 +76,14 @@ def file_kind(pass_name: str) -> FileKind:
     return "post"
 
 
-def classify(node: Node, inst: str, pa: dict, pr: dict) -> tuple[Category, str]:
+# Collectives that reduce: in the forward, only a sharded operator's partial results are reduced (R7k).
+REDUCING = frozenset({"AllReduce", "ReduceScatter", "ReduceScatterV", "Reduce", "InnerCommAllReduce",
+                      "InnerCommReduceScatter"})
+
+
+def classify(node: Node, inst: str, pa: dict, pr: dict, kernel: bool = False) -> tuple[Category, str]:
     """(category, rule) from the node's own evidence: instance name `inst`, primitive attributes
-    `pa` and primal attributes `pr`."""
+    `pa` and primal attributes `pr`; `kernel`: the dump is a kernel graph (the `kernel` fact)."""
     op, scope = node.op, node.scope or ""
     fwd_name = str(pr.get("forward_node_name", ""))
     if op in MIRRORS:
@@ -90,6 +98,12 @@ def classify(node: Node, inst: str, pa: dict, pr: dict) -> tuple[Category, str]:
         return "context-parallel", "R9"
     if op in P2P:
         return ("pipeline", "R5") if PIPE_KEYS & set(pr) else ("other", "R5b")
+    if kernel and not inst and "forward_comm_node_unique_id" in pr:
+        # a kernel graph drops the instance names (`forward_op_*`, `redistribution_op_*`) of the collectives the
+        # parallel pass put in the forward graph, which MindSpore marks `forward_comm_node_unique_id` before autodiff
+        # (set_forward_comm_id_for_comm_node.cc): a reduction there sums a sharded operator's partial results, a
+        # gather or all-to-all converts a layout (R11/R12 may tell an expert or sequence exchange after)
+        return ("operator-forward", "R7k") if op in REDUCING else ("redistribution", "R6k")
     core = re.sub(r"^grad_?", "", inst)
     if core.startswith("redistribution_op"):
         return "redistribution", "R6"

@@ -2,31 +2,40 @@
 Send/Receive grouped by peer, gradient aggregation per parameter, scopes, wire traffic and the
 stage x stage Send matrix of a folder. Typed records; their JSON is made at output (`as_dict`).
 
-Every byte sum is a `Bytes`: an unknown size is counted as unknown, never added as 0.
+Every byte sum is over one step: each node's bytes times its runs (`CommNode.step_bytes`, the `runs`
+fact), a `Bytes`: an unknown size or run count is counted as unknown, never added as 0.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .records import Bytes, CommNode, Group, ParallelFacts
+from .records import Bytes, CommNode, Group, ParallelFacts, per_step
 from .scope import Scope
 from .traffic import FORMULAS, node_wire_bytes
 
 
 @dataclass
 class Tally:
-    """Nodes counted and their bytes."""
+    """Nodes counted, how many times they run in a step (the `runs` fact; None: some unknown) and
+    their bytes over the step (each node's size times its runs)."""
 
     count: int = 0
     bytes: Bytes = field(default_factory=Bytes)
+    runs: int | None = 0
 
-    def add(self, nbytes: int | None, bound: int | None = None) -> None:
+    def add(self, c: CommNode) -> None:
         self.count += 1
-        self.bytes += Bytes.of(nbytes, bound)
+        self.runs = None if self.runs is None or c.runs is None else self.runs + c.runs
+        self.bytes += c.step_bytes
+
+    def merge(self, other: Tally) -> None:
+        self.count += other.count
+        self.runs = None if self.runs is None or other.runs is None else self.runs + other.runs
+        self.bytes += other.bytes
 
     def as_dict(self) -> dict[str, Any]:
-        return {"count": self.count, "bytes": self.bytes.total, "bytes_unknown": self.bytes.unknown}
+        return {"count": self.count, "runs": self.runs, "bytes": self.bytes.total, "bytes_unknown": self.bytes.unknown}
 
 
 def _sorted(rows: dict[str, Any]) -> dict[str, Any]:
@@ -52,10 +61,10 @@ class CommTotals:
 def comm_totals(comm: Iterable[CommNode]) -> CommTotals:
     out = CommTotals()
     for c in comm:
-        out.by_category.setdefault(c.category, Tally()).add(c.bytes, c.bytes_bound)
-        out.by_op.setdefault(c.op, Tally()).add(c.bytes, c.bytes_bound)
-        out.by_category_phase.setdefault(f"{c.category}/{c.phase}", Tally()).add(c.bytes, c.bytes_bound)
-        out.total.add(c.bytes, c.bytes_bound)
+        out.by_category.setdefault(c.category, Tally()).add(c)
+        out.by_op.setdefault(c.op, Tally()).add(c)
+        out.by_category_phase.setdefault(f"{c.category}/{c.phase}", Tally()).add(c)
+        out.total.add(c)
     out.by_category, out.by_op = _sorted(out.by_category), _sorted(out.by_op)
     out.by_category_phase = _sorted(out.by_category_phase)
     return out
@@ -120,7 +129,7 @@ def gradient_aggregation(comm: Iterable[CommNode]) -> list[GradientAggregation]:
             continue
         name = c.parameter or c.node
         e = grads.setdefault(name, GradientAggregation(name))
-        e.tally.add(c.bytes)
+        e.tally.add(c)
         if c.op not in e.ops:
             e.ops.append(c.op)
         if c.group not in e.groups:
@@ -144,7 +153,7 @@ def scope_totals(comm: Iterable[CommNode]) -> list[ScopeTotal]:
     scopes: dict[str, ScopeTotal] = {}
     for c in comm:
         cell = Scope(c.cell_scope or c.scope).cell
-        scopes.setdefault(cell, ScopeTotal(cell)).tally.add(c.bytes)
+        scopes.setdefault(cell, ScopeTotal(cell)).tally.add(c)
     return sorted(scopes.values(), key=lambda e: (-e.tally.bytes.total, -e.tally.count, e.scope))
 
 
@@ -177,11 +186,11 @@ class Traffic:
 def traffic(comm: Iterable[CommNode], groups: dict[str, Group]) -> Traffic:
     out = Traffic()
     for c in comm:
-        wire = node_wire_bytes(c, groups)
+        wire = per_step(node_wire_bytes(c, groups), c.runs)
         for e in (out.by_op.setdefault(c.op, TrafficRow()), out.by_category.setdefault(c.category, TrafficRow()),
                   out.total):
             e.count += 1
-            e.bytes += c.bytes
+            e.bytes += c.step_bytes
             e.wire += wire
     out.by_op, out.by_category = _sorted(out.by_op), _sorted(out.by_category)
     return out
@@ -207,5 +216,5 @@ def stage_matrix(ranks: Iterable[ParallelFacts]) -> list[StageLink]:
         for c in facts.comm:
             if c.op != "Send" or own is None or c.peer_stage is None:
                 continue
-            cells.setdefault((own, c.peer_stage), StageLink(own, c.peer_stage)).tally.add(c.bytes)
+            cells.setdefault((own, c.peer_stage), StageLink(own, c.peer_stage)).tally.add(c)
     return [cells[k] for k in sorted(cells)]

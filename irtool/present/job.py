@@ -38,9 +38,10 @@ def job_line(job: Job) -> str:
                                     if e.known and e.value != 1)
     parts = [f"world {_value(job.world_size)}", layout]
     if job.chunks.known and job.chunks.value > 1:
-        parts.append(f"{job.chunks.value} chunks per stage")
+        parts.append(f"{job.chunks.value} {'segments (folded)' if job.folded else 'chunks'} per stage")
     m = job.micro_batches
-    parts.append(f"{_value(m)} micro batch{'' if m.value == 1 else 'es'}")
+    parts.append(f"micro batches: ranks disagree ({' or '.join(map(str, job.micro_seen))})" if len(job.micro_seen) > 1
+                 else f"{_value(m)} micro batch{'' if m.value == 1 else 'es'}")
     opt = _value(job.optimizer)
     if job.optimizer_shard.known and job.optimizer_shard.value > 1:
         opt += f" sharded over {job.optimizer_shard.value} ranks"
@@ -59,9 +60,12 @@ def job_table(job: Job) -> Table:
     rows = []
     for label, e in (("world size", job.world_size), ("pipeline stages", job.pipeline_stages), ("dp", job.dp),
                      ("mp", job.mp), ("ep", job.ep), ("sp", job.sp), ("cp", job.cp), ("micro batches", job.micro_batches),
-                     ("chunks per stage", job.chunks), ("optimizer", job.optimizer),
+                     ("segments per stage" if job.folded else "chunks per stage", job.chunks),
+                     ("optimizer", job.optimizer),
                      ("optimizer sharding", job.optimizer_shard), ("gradient accumulation", job.gradient_accumulation)):
-        rows.append([label, _value(e), e.where if e.known else f"unknown: {e.where}"])
+        value = f"{' or '.join(map(str, job.micro_seen))}: ranks disagree" \
+            if e is job.micro_batches and len(job.micro_seen) > 1 else _value(e)
+        rows.append([label, value, e.where if e.known else f"unknown: {e.where}"])
     for s, ranks in job.stage_ranks.items():
         held = job.stage_layers.get(s, [])
         rows.append([f"stage {s}", f"{layer_ranges(held)}; ranks {', '.join(DASH if r is None else str(r) for r in ranks)}",
@@ -70,6 +74,7 @@ def job_table(job: Job) -> Table:
         rows.append([f"stage {s}", DASH, "no rank read is on it"])
     for s, layers in job.recompute.items():
         rows.append([f"recompute, stage {s}", layer_ranges(layers), "recomputed copies (`duplicated`) read their weights"])
+    rows += [["note", *n.split(": ", 1)] for n in job.notes]
     return Table("Job (each value and where the dump shows it)", ["field", "value", "evidence"], rows)
 
 

@@ -91,6 +91,7 @@ def _compute_json(c: CostFacts) -> dict[str, Any]:
             "dynamic_ops": dict(sorted(c.dynamic.items(), key=lambda kv: (-kv[1], kv[0]))),
             "dynamic_flops": c.dynamic_flops, "dynamic_flops_bound": c.dynamic_bound,
             "memory_bound_bytes": c.moved, "memory_bound_unknown": c.moved_unknown,
+            "branch_ops": c.branch_ops, "unknown_runs_ops": c.unknown_runs,
             "shapes": "per device (printed sliced)" if c.kind != "spe" else
                       "step_parallel_end: logical per micro batch, sliced here by in_strategy"}
 
@@ -266,6 +267,10 @@ def rank_blocks(fc: FileCost, limit: int | None) -> list[Block]:
     if c.unknown:
         blocks.append(f"  {sum(c.unknown.values())} operator(s) of unknown cost, not counted: "
                       + ", ".join(f"{op} x{n}" for op, n in sorted(c.unknown.items(), key=lambda kv: (-kv[1], kv[0]))))
+    if c.unknown_runs:
+        blocks.append(f"  {c.unknown_runs} of them in a loop body: how many times it runs a step is not printed")
+    if c.branch_ops:
+        blocks.append(f"  {c.branch_ops} operator(s) in a Switch branch, counted as if taken (at most these FLOPs)")
     zero = dict.fromkeys(c.flops, 0)
     keys = sorted(set(c.by_layer) | set(c.unknown_by_layer), key=lambda k: -sum(c.by_layer.get(k, zero).values()))
     if c.dynamic:

@@ -5,6 +5,7 @@ the tables (`summary.py` puts them together)."""
 from __future__ import annotations
 
 from ..parallel import Bytes
+from ..parallel.kernels import Kernels, Stream
 from ..parallel.pairs import Unpaired
 from ..parallel.records import OptimizerShard, RedistributionChain
 from ..parallel.totals import CommTotals
@@ -26,8 +27,21 @@ def communication_line(totals: CommTotals, biggest: str) -> str:
     t = totals.total
     if not t.count:
         return "Communication: none"
-    return (f"Communication: {t.count:,} nodes, {bytes_text(t.bytes)} B: {_categories(totals)}"
+    runs = "" if t.runs == t.count else f" run {cell(t.runs)} times a step"  # a reused cell's nodes run once per call
+    return (f"Communication: {t.count:,} nodes{runs}, {bytes_text(t.bytes)} B: {_categories(totals)}"
             + (f"; most in {biggest}" if biggest else ""))
+
+
+def kernels_line(k: Kernels) -> str:
+    """`Kernels: 2,807 in execution order; compute stream 0 (2,715); communication streams 2 (AllGather 15, ...)`."""
+    def one(s: Stream) -> str:
+        ops = ", ".join(f"{op} {n:,}" for op, n in s.ops.most_common()) if s.kind == "communication" else ""
+        return f"{s.id} ({ops or plural(s.kernels, 'kernel')})"
+
+    parts = [f"{kind} stream{'s' if len(mine) > 1 else ''} " + ", ".join(one(s) for s in mine)
+             for kind in ("compute", "communication") if (mine := [s for s in k.streams if s.kind == kind])]
+    none = f"; {plural(k.no_stream, 'kernel')} with no stream" if k.no_stream else ""
+    return f"Kernels: {len(k.order):,} in execution order; " + "; ".join(parts) + none
 
 
 def redistributions_text(chains: list[RedistributionChain]) -> str:

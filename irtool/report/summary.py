@@ -42,7 +42,15 @@ from ..present.job import job_line, job_table
 from ..selection import selected_stage
 from ..spill import Spill
 from .answers import answer_blocks, dir_answer_blocks, folder_answer_tables, strategies_table
-from .headline import communication_line, plural, redistributions_text, sharding_text, unknowns_line, unpaired_text
+from .headline import (
+    communication_line,
+    kernels_line,
+    plural,
+    redistributions_text,
+    sharding_text,
+    unknowns_line,
+    unpaired_text,
+)
 
 SCHEMA = "irtool.summary/2"
 TOP_SCOPES = 10  # `top_scopes` keeps the cells that move the most bytes (the text title says of how many)
@@ -91,6 +99,8 @@ class FileSummary:
             "optimizer_sharding": [o.as_dict() for o in self.shards],
             "layers": {"by_scope_depth": self.depth, "rows": [r.as_dict() for r in self.layers]},
             "traffic": self.traffic.as_dict(),
+            # kernel graphs only: the device's execution order, streams and communication kernels
+            **({"kernels": k.as_dict()} if (k := f.table.get("kernels")) is not None else {}),
             # dynamic-shape dumps only: their `symbol engine details:` blocks
             **({"symbol_engines": [_symbol_engine(e) for e in d.symbol_engines]} if d.symbol_engines else {}),
         }
@@ -246,17 +256,14 @@ class DirSummary:
 
 def _add_tallies(into: dict[str, Tally], rows: dict[str, Tally]) -> None:
     for k, v in rows.items():
-        t = into.setdefault(k, Tally())
-        t.count += v.count
-        t.bytes += v.bytes
+        into.setdefault(k, Tally()).merge(v)
 
 
 def _add_totals(out: CommTotals, p: CommTotals) -> None:
     _add_tallies(out.by_category, p.by_category)
     _add_tallies(out.by_op, p.by_op)
     _add_tallies(out.by_category_phase, p.by_category_phase)
-    out.total.count += p.total.count
-    out.total.bytes += p.total.bytes
+    out.total.merge(p.total)
 
 
 def _sorted_totals(out: CommTotals) -> CommTotals:
@@ -286,9 +293,7 @@ def _sorted_traffic(out: Traffic) -> Traffic:
 
 def _add_links(cells: dict[tuple[int, int], StageLink], links: list[StageLink]) -> None:
     for e in links:
-        t = cells.setdefault((e.from_stage, e.to_stage), StageLink(e.from_stage, e.to_stage)).tally
-        t.count += e.tally.count
-        t.bytes += e.tally.bytes
+        cells.setdefault((e.from_stage, e.to_stage), StageLink(e.from_stage, e.to_stage)).tally.merge(e.tally)
 
 
 Fetch = Callable[[list[RankFile]], list[RankDigest]]  # the kept digests of some ranks (`rank_digest(keep=True)`)
@@ -442,7 +447,7 @@ def summary_blocks(s: FileSummary, limit: int | None = DEFAULT_LIMIT) -> list[Bl
         Table("Symbol engines (dynamic shapes)", ["engine of graph", "line", "symbol lines", "operations"],
               [[e["graph"], str(e["line"]), cell(e["symbols"]), ", ".join(f"{op} {n}" for op, n in e["ops"].items())]
                for e in engines]),
-        Table("Optimizer gathers that move no data (empty or one-rank group; not counted above)",
+        Table("Communication that moves no data (an empty or one-rank group; not counted above)",
               ["parameter", "op", "line", "scope"],
               [[cell(g.parameter), g.op, str(g.line), g.scope] for g in f.no_op_gathers]),
     ]
@@ -508,6 +513,7 @@ def file_headline(s: FileSummary, rank: int | None) -> list[str]:
             communication_line(s.totals, biggest),
             f"Redistributions: {redistributions_text(f.chains)}",
             f"Optimizer sharding: {sharding_text(s.shards)}",
+            *([kernels_line(k)] if (k := f.table.get("kernels")) is not None else []),
             unknowns_line(s.totals.total.bytes.unknown, other, sum(1 for c in f.comm if c.direction and c.peer_rank is None),
                       "", len(s.warnings), "stage votes disagree" if info.stage is None and info.votes else "")]
 
@@ -522,11 +528,8 @@ def dir_headline(d: DirSummary) -> list[str]:
     total = CommTotals()
     for r in d.rows:
         for k, t in r.totals.by_category.items():
-            e = total.by_category.setdefault(k, Tally())
-            e.count += t.count
-            e.bytes += t.bytes
-        total.total.count += r.totals.total.count
-        total.total.bytes += r.totals.total.bytes
+            total.by_category.setdefault(k, Tally()).merge(t)
+        total.total.merge(r.totals.total)
     top = max(d.rows, key=lambda r: (r.totals.total.bytes.total, -(r.rank or 0)), default=None)
     biggest = f"rank {cell(top.rank)} ({bytes_text(top.totals.total.bytes)} B)" if top and top.totals.total.count else ""
 

@@ -135,7 +135,8 @@ def comm_attrs(c: CommNode, graph: str | None = None) -> list[dict[str, str]]:
     rows = [("category", c.category), ("phase", c.phase), ("rule", c.rule), ("group", c.group),
             ("group ranks", rank_list(c.group_ranks) if c.group_ranks else None),
             ("shape", shape_text(c.shape) if c.shape is not None else None),
-            ("dtype", c.dtype), ("bytes", cell(c.bytes) if c.bytes is not None else None), ("micro", c.micro),
+            ("dtype", c.dtype), ("bytes", cell(c.bytes) if c.bytes is not None else None),
+            ("runs a step", cell(c.runs)), ("micro", c.micro),
             ("peer rank", c.peer_rank), ("peer stage", c.peer_stage), ("segment", c.segment),
             ("serves", serves),
             ("serves op", c.serves_op), ("serves strategy", strategy_text(c.serves_strategy) if c.serves_strategy
@@ -164,6 +165,11 @@ class _Context:
         self.micro: Micro = partial(facts.table, "micro")
         self.order_inputs: Callable[[Node], tuple[int, ...]] = partial(facts.table, "order_inputs")
         self.kind: Callable[[Node], str] = partial(facts.table, "kind")
+        # a kernel graph's kernels: their place in the order the device runs them, and their streams
+        kernels = facts.table.get("kernels")
+        self.stream: Callable[[Node], int | None] = partial(facts.table, "stream")
+        self.streams = {s.id: s.kind for s in kernels.streams} if kernels is not None else {}
+        self.executed = {n: i for i, n in enumerate(kernels.order, 1)} if kernels is not None else {}
         self.chain_of: dict[str, int] = {}
         for ch in facts.chains:
             graph = ch.comm[0].rpartition("/")[0] if ch.comm else ""
@@ -175,6 +181,11 @@ def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
     attrs = [{"key": "name", "value": node.name}, {"key": "file", "value": f"{ctx.file}:{node.line}"}]
     if node.scope:
         attrs.append({"key": "scope", "value": node.scope})
+    if node in ctx.executed:  # a kernel graph's kernel
+        stream = ctx.stream(node)
+        attrs.append(_kv("execution order", f"{ctx.executed[node]:,} of {len(ctx.executed):,}"))
+        if stream is not None:
+            attrs.append(_kv("stream", f"{stream} ({ctx.streams.get(stream, '—')})"))
     if node.is_call:
         attrs[:0] = [_kv("operator", node.op)]  # the box says `call @g`
         attrs.append(_kv("callee", node.callee))
@@ -751,11 +762,13 @@ BYTES_THRESHOLDS = [{"value": 64 * 1024, "bgColor": "#c8e6c9"}, {"value": 1024 *
 
 
 def bytes_node_data(graphs: Iterable[tuple[str, ParallelFacts, str]]) -> dict[str, Any]:
-    """Model Explorer node data: bytes of each communication node whose size the dump gives,
-    coloured green (< 64 KiB), yellow (< 1 MiB), orange (< 16 MiB), red."""
+    """Model Explorer node data: bytes each communication node moves in a step (its size times its runs, as
+    summarize and diff count them) where both are known, coloured green (< 64 KiB), yellow (< 1 MiB),
+    orange (< 16 MiB), red."""
     out = {}
     for graph_id, facts, subgraph in graphs:
-        res = {key: {"value": c.bytes} for c, key in _in_subgraph(facts, subgraph) if c.bytes is not None}
+        res = {key: {"value": c.step_bytes.total} for c, key in _in_subgraph(facts, subgraph)
+               if not c.step_bytes.unknown}
         out[graph_id] = _node_data("comm bytes", res, BYTES_THRESHOLDS)
     return out
 

@@ -1,0 +1,178 @@
+"""Kernel graphs (`graph_build_*`, `hwopt_*`: the `kernel` fact) read as what they are: the same job as the
+front-end pass of the same compile, and what only they show. dryrun_llama_dp2mp2pp2: MindSpore's own dry run
+of the MindFormers Llama (dp 2 x mp 2 x pp 2, 4 micro batches, full recompute, lazy inline), ranks 0 and 4."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import fixture
+
+from irtool import load
+from irtool.cli import main
+from irtool.parallel import analyze
+from irtool.parallel.cost import compute_cost
+
+DRY = "dryrun_llama_dp2mp2pp2"
+KERNEL_PASSES = ["graph_build_0_0154", "hwopt_d_end_acl_graph_final_0_0150"]
+
+
+def _summary(rank: int, name: str, *more: str) -> CliRunner:
+    r = CliRunner().invoke(main, ["summarize", fixture(f"{DRY}/rank_{rank}/{name}.ir.xz"), *more])
+    assert r.exit_code == 0, r.output
+    return r
+
+
+def _job_line(rank: int, name: str) -> str:
+    return next(line for line in _summary(rank, name).stdout.splitlines() if line.startswith("Job:"))
+
+
+@pytest.mark.parametrize("rank", [0, 4])
+@pytest.mark.parametrize("kernel", KERNEL_PASSES)
+def test_the_kernel_graph_tells_the_job_of_the_front_end(rank: int, kernel: str) -> None:
+    # validate says dp 2 x mp 2, 4 micro batches, recompute of the stage's two layers (`duplicated` copies); the
+    # kernel graph of the same process must say the same (it said dp 4 x mp 1 and recompute `layer 0`: its
+    # tensor-parallel AllReduces print no `forward_op_*` name, its copies read weights through MakeTuple packing)
+    line = _job_line(rank, kernel)
+    assert line == _job_line(rank, "19_validate_0089")
+    assert "dp 2 x mp 2" in line and "4 micro batches" in line
+    assert ("layers 0-1" if rank == 0 else "layers 2-3") in line
+
+
+@pytest.mark.parametrize("rank", [0, 4])
+def test_kernel_graph_communication_per_step_equals_the_front_end(rank: int) -> None:
+    # the kernel graph prints every micro batch's nodes (each runs once); validate prints the lazy-inline graphs once
+    # and calls them 4 times: per step, category by category, the same bytes, and validate's runs are the
+    # kernel graph's nodes (rank 0: 48 operator-forward AllReduces = 12 x 4; 92 in all)
+    front = json.loads(_summary(rank, "19_validate_0089", "--format", "json").stdout)["comm_totals"]
+    kernel = json.loads(_summary(rank, KERNEL_PASSES[0], "--format", "json").stdout)["comm_totals"]
+    assert {k: (v["runs"], v["bytes"]) for k, v in front["by_category"].items()} == \
+        {k: (v["count"], v["bytes"]) for k, v in kernel["by_category"].items()}
+    assert kernel["total"]["count"] == kernel["total"]["runs"] == front["total"]["runs"]
+    if rank == 0:
+        assert kernel["by_category"]["operator-forward"]["count"] == 48
+        assert front["by_category"]["operator-forward"]["count"] == 12
+        assert kernel["total"]["bytes"] == front["total"]["bytes"] == 59_645_960
+
+
+def test_a_kernel_graph_tensor_parallel_allreduce_by_its_forward_mark() -> None:
+    # graph_build_0 line 183: `AllReduce(%12)` of the embedding, no instance name (validate line 164 names it
+    # `5323172883814874878AllReduce11`), `forward_comm_node_unique_id: "137902"`: an operator's forward reduction
+    t = analyze(load(fixture(f"{DRY}/rank_0/graph_build_0_0154.ir.xz"))).table
+    assert t.get("kernel")
+    node = next(n for n in t.dump.nodes() if n.line == 183)
+    assert node.instance_name is None and t("category", node) == ("operator-forward", "R7k")
+    assert t("runs", node) == 1
+    front = analyze(load(fixture(f"{DRY}/rank_0/19_validate_0089.ir.xz"))).table
+    assert not front.get("kernel")
+
+
+def test_kernels_in_execution_order_on_their_streams() -> None:
+    # `grep -c '^  %.*stream_id: ' graph_build_0`: 2,807 kernels, each printing its stream: I32(0) 2,715 (every
+    # compute kernel), U64(2) 30 (the optimizer shards' AllGather/ReduceScatter), U64(3) 48 (tensor-parallel
+    # AllReduce), U64(4) 8 (Send/Receive), U64(5) 5 and U64(6) 1 (AllReduce); the embedding's AllReduce at line 183 is
+    # the 13th node line with a stream (`awk 'NR<=183 && /^  %/ && /stream_id: /'`)
+    path = f"{DRY}/rank_0/graph_build_0_0154.ir.xz"
+    t = analyze(load(fixture(path))).table
+    k = t.get("kernels")
+    assert len(k.order) == 2807 and k.no_stream == 0
+    assert [(s.id, s.kind, s.kernels) for s in k.streams] == [
+        (0, "compute", 2715), (2, "communication", 30), (3, "communication", 48), (4, "communication", 8),
+        (5, "communication", 5), (6, "communication", 1)]
+    embedding = next(c for c in k.communication if c.line == 183)
+    assert (embedding.index, embedding.stream, embedding.micro, embedding.phase) == (13, 3, 0, "forward")
+    assert embedding.scope.endswith("tok_embeddings-LlamaEmbedding/AllReduce-op0")
+    text = _summary(0, "graph_build_0_0154").stdout
+    assert "Kernels: 2,807 in execution order; compute stream 0 (2,715 kernels); communication streams 2 " \
+           "(AllGather 15, ReduceScatter 15), 3 (AllReduce 48)" in text
+    # a front-end pass has no kernels, and says nothing of them
+    assert analyze(load(fixture(f"{DRY}/rank_0/19_validate_0089.ir.xz"))).table.get("kernels") is None
+    assert "Kernels:" not in _summary(0, "19_validate_0089").stdout
+
+
+@pytest.mark.parametrize("rank", [0, 4])
+def test_flops_per_step_of_the_lazy_inline_graphs_equal_the_kernel_graphs(rank: int) -> None:
+    # two rules that must agree: validate's operators times their graph's runs (the lazy-inline forward and
+    # bprop graphs called once per micro batch, 4 times) and the kernel graph's, each printed once per micro batch
+    # and run once. Rank 0 agrees phase by phase (a recomputed copy prints `is_bp: Bool(1)` in the kernel graph:
+    # still recompute); rank 4's loss and accumulation (32,778,240 FLOPs) are forward in validate's entry graph,
+    # which marks them nowhere, and `is_bp` backward in the kernel graph
+    costs = [compute_cost(analyze(load(fixture(f"{DRY}/rank_{rank}/{p}.ir.xz"))).table)
+             for p in ("19_validate_0089", KERNEL_PASSES[0])]
+    assert costs[0].total == costs[1].total == {0: 54_305_191_967, 4: 67_261_443_125}[rank]
+    assert costs[0].matmul_forward == costs[1].matmul_forward
+    assert costs[0].flops["recompute"] == costs[1].flops["recompute"] > 0
+    if rank == 0:
+        assert costs[0].flops == costs[1].flops
+
+
+@pytest.mark.parametrize("rank", [0, 4])
+def test_the_kernel_print_order_is_the_dependency_order(rank: int) -> None:
+    # the order pass takes a kernel graph's print order where the dependencies leave two units unordered; here
+    # they order every unit, and the first kernels of the units are printed in that same order (rank 0: 1F1B,
+    # F0 F1 B0 F2 B1 F3 B2 B3; rank 4, the last stage: F0 B0 F1 B1 ...), as validate's dependencies say
+    t = analyze(load(fixture(f"{DRY}/rank_{rank}/{KERNEL_PASSES[0]}.ir.xz"))).table
+    order = t.get("order")
+    front = analyze(load(fixture(f"{DRY}/rank_{rank}/19_validate_0089.ir.xz"))).table.get("order")
+    assert order.fixed and order.work == front.work
+    assert [u.label for u in sorted(order.units, key=lambda u: u.line)] == order.work
+    assert order.work[:3] == (["F0", "F1", "B0"] if rank == 0 else ["F0", "B0", "F1"])
+
+
+def test_the_folder_tells_the_same_job_and_pairs_from_either_pass() -> None:
+    # the folder read at its kernel graphs (`--pass graph_build_0`) and at validate: one job (dp 2 x mp 2 x pp 2,
+    # recompute stage 0 layers 0-1, stage 1 layers 2-3) and the same Send/Receive per rank (4 each way, micro 0-3)
+    out = {}
+    for p in ("validate", "graph_build_0"):
+        r = CliRunner().invoke(main, ["summarize", fixture(DRY), "--pass", p])
+        assert r.exit_code == 0, r.output
+        lines = r.stdout.splitlines()
+        at = lines.index("Send/Receive per rank")
+        out[p] = (next(x for x in lines if x.startswith("Job:")), lines[at:at + 7])
+    assert out["validate"] == out["graph_build_0"]
+    assert "dp 2 x mp 2 x pp 2" in out["validate"][0] and "stage 1: layers 2-3" in out["validate"][0]
+
+
+def test_the_viewer_says_where_a_kernel_runs() -> None:
+    # the viewer's side panel of the embedding's AllReduce (graph_build_0 line 183): the 13th of 2,807 kernels,
+    # on stream 3 (`stream_id: U64(3)`), a communication stream; validate's node has no such rows
+    from irtool.view.graphs import dump_graphs
+
+    def rows(path: str, line: int) -> dict[str, str]:
+        dump = load(fixture(path))
+        graphs = dump_graphs(dump, analyze(dump), part_size=10 ** 6)
+        node = next(n for g in graphs for n in g["nodes"] for a in n["attrs"]
+                    if a["key"] == "file" and a["value"].endswith(f":{line}"))
+        return {a["key"]: a["value"] for a in node["attrs"]}
+
+    kernel = rows(f"{DRY}/rank_0/graph_build_0_0154.ir.xz", 183)
+    assert kernel["execution order"] == "13 of 2,807" and kernel["stream"] == "3 (communication)"
+    front = rows(f"{DRY}/rank_0/19_validate_0089.ir.xz", 164)
+    assert "stream" not in front and "execution order" not in front
+
+
+def test_recomputed_communication_keeps_its_layer_in_the_kernel_graph() -> None:
+    # each layer recomputes its attention's `wo` AllReduce (Float16 (512, 512), 524,288 B) once per micro batch:
+    # 4 x 524,288 B a step in layer 0 and in layer 1, in validate (a copy in the bprop graph, 4 calls) and in the
+    # kernel graph (4 copies), whose copies read their weight through `Load(%563, %498)` — a Depend orders the
+    # Load there, not a monad — and through backward-marked Depends
+    from irtool.parallel.layers import layer_comm
+    from irtool.report.summary import comm_layers
+
+    for p in ("19_validate_0089", KERNEL_PASSES[0]):
+        facts = analyze(load(fixture(f"{DRY}/rank_0/{p}.ir.xz")))
+        rows = {r.index: r for r in layer_comm(facts.comm, facts.groups, strategies=facts.strategies,
+                                               layers=comm_layers(facts))}
+        assert (rows[0].by_phase["recompute"], rows[1].by_phase["recompute"]) == (4 * 524_288, 4 * 524_288), p
+
+
+def test_diff_of_validate_and_its_kernel_graph_moves_the_same_bytes() -> None:
+    # node by node the two passes differ (the kernel graph prints each micro batch's copy), but per step and
+    # category diff reads the same bytes on both sides, as summarize does
+    r = CliRunner().invoke(main, ["diff", fixture(f"{DRY}/rank_0/19_validate_0089.ir.xz"),
+                                  fixture(f"{DRY}/rank_0/{KERNEL_PASSES[0]}.ir.xz"), "--format", "json"])
+    rows = json.loads(r.stdout)["ranks"][0]["comm_bytes"]
+    assert {x["category"]: (x["old"], x["new"]) for x in rows} == {
+        "gradient-aggregation": (8192, 8192), "operator-forward": (29_360_128, 29_360_128),
+        "optimizer-parallel": (26_083_328, 26_083_328), "other": (8, 8), "pipeline": (4_194_304, 4_194_304)}
