@@ -32,7 +32,7 @@ def _lifetimes(path: Path, rank: int):
 def test_peak_per_rank_within_the_stated_margin_of_the_dry_run(folder: Path, rank: int, path: Path) -> None:
     used = _dry(folder, rank)["memory_block_csv_max_actual_used_B"]
     lt = _lifetimes(path, rank)
-    kernel = path.name.startswith("graph_build")
+    kernel = path.name.startswith(("graph_build", "hwopt"))
     assert lt.complete and lt.margin == MARGIN["kernel" if kernel else "front-end"]
     assert abs(lt.peak_bytes - used) <= lt.margin * used, (lt.peak_bytes, used)
     # the parameters are the pool's Weight blocks to the byte, with the step's input (a Kernel block there,
@@ -126,3 +126,23 @@ def test_step_parallel_end_gives_no_peak() -> None:
     # before autodiff there is no backward to walk: the figure stays the estimate, said so
     lt = _lifetimes(FIXTURES / "pipeline_unequal_8p/rank_2/step_parallel_end_0019.ir.xz", 2)
     assert not lt.complete and "before autodiff" in lt.notes[0]
+
+
+@pytest.mark.parametrize("rel", ["dryrun_llama_dp2mp2pp2/rank_0/19_validate_0089.ir.xz",
+                                 "pipeline_interleaved_4stage_8p/rank_0/19_validate_0087.ir.xz",
+                                 "control_flow_cpu/rank_0/19_validate_0075.ir.xz"])
+def test_the_walk_runs_each_node_as_often_as_the_runs_fact_says(rel: str) -> None:
+    # one answer to "how often does a node run in a step": the walk (calls run in place, each lazy-inline layer
+    # once per layer and micro batch, each bprop closure once per call) agrees with the `runs` pass node by node
+    from collections import Counter
+
+    from irtool.parallel import lifetime
+
+    t = node_facts(load(str(FIXTURES / rel)), 0)
+    w = lifetime._Walk(t)
+    w.header_params()
+    entry = t.dump.entry
+    w.run_graph(entry, (), None, 0, lifetime._entry_order(t, entry)[0])
+    ran = Counter(n for n, _ in w.where)
+    assert ran and all(ran[n] == t("runs", n) for n in ran if t("runs", n) is not None)
+    assert max(ran.values()) > 1 or "control_flow" in rel
