@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 # roles of live memory, in the order pictures stack them (parameters first, then what a step makes)
 LIVE_ROLES = ("weight", "optimizer-state", "accumulation", "hyperparameter", "unused", "other", "input",
-              "constant", "activation", "recompute", "backward", "communication", "temporary")
+              "constant", "activation", "recompute", "backward", "communication", "optimizer", "temporary")
 ROLE_MEANING = {
     "input": "inputs of the step (data, parameters without a default)",
     "constant": "tensor constants too large for the dump to print their values (masks, rotary tables)",
@@ -48,7 +48,8 @@ ROLE_MEANING = {
     "recompute": "outputs of recomputed forward nodes",
     "backward": "gradients and backward intermediates",
     "communication": "outputs of communication nodes (gathered weights, reduced gradients, pipeline buffers)",
-    "temporary": "other kernel outputs (forward intermediates freed within the forward, optimizer work)",
+    "optimizer": "outputs of the optimizer's kernels (clipped gradients, update terms)",
+    "temporary": "other kernel outputs (forward intermediates freed within the forward)",
 }
 # how far below the dry run's used peak the walk came (bench/memory_bench.py: at most 0.6 % on kernel graphs,
 # 0.9 % on validate), with room for what it does not count: "fits" is said only with this much headroom
@@ -60,6 +61,7 @@ _THROUGH = frozenset({"Load", "Depend"})
 _VIEWS = frozenset({"Reshape", "ExpandDims", "Squeeze", "Flatten"})
 _IN_PLACE = frozenset({"Assign", "AssignAdd", "AssignSub", "_VirtualAssignAdd"})
 _NO_VALUE = frozenset({"UpdateState", "Return", "make_tuple"})
+_PHASE_ROLE = {"recompute": "recompute", "backward": "backward", "optimizer": "optimizer"}  # forward: decided later
 _MAX_DEPTH = 64  # calls nested deeper (recursion) are counted as one kernel
 
 
@@ -287,8 +289,7 @@ class _Walk:
     def kernel(self, n: Node, top: Node, args: list[_Value]) -> _Value:
         t = self.t
         phase = t("phase", n)
-        role = "communication" if t("kind", n) == "communication" else {
-            "forward": "temporary", "recompute": "recompute", "backward": "backward"}.get(phase, "temporary")
+        role = "communication" if t("kind", n) == "communication" else _PHASE_ROLE.get(phase, "temporary")
         out = tuple(self.new_block(s, role, phase) for s in _out_sizes(n))
         self.step(n, top, list(out), args)
         if role == "communication" and n.op not in ("Send", "Receive") and out:
