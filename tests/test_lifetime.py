@@ -3,6 +3,7 @@ asserted here is the compiler's (`dryrun.json`: the largest `actual_used_memory`
 "Used peak memory usage" line in bytes; the pool's blocks at that peak) or counted by hand from the dump text."""
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -24,7 +25,9 @@ def _dry(folder: Path, rank: int) -> dict:
     return json.loads((folder / "dryrun.json").read_text())[str(rank)]
 
 
+@functools.cache
 def _lifetimes(path: Path, rank: int):
+    """The walk's record (kept: it holds no dump), read once per test process."""
     return node_facts(load(str(path)), rank).get("lifetimes")
 
 
