@@ -47,14 +47,18 @@ def test_peak_per_rank_within_the_stated_margin_of_the_dry_run(folder: Path, ran
 
 
 def test_the_fuller_stage_is_the_dry_runs() -> None:
+    fullers = set()
     for folder in DRY:
         dry = json.loads((folder / "dryrun.json").read_text())
         if len(dry) < 2:
             continue
         fuller = max(dry, key=lambda r: dry[r]["memory_block_csv_max_actual_used_B"])
+        fullers.add(fuller)
         for name in ("19_validate_*", "graph_build_0_*"):
             ours = {r: _lifetimes(next((folder / f"rank_{r}").glob(name)), int(r)).peak_bytes for r in dry}
-            assert max(ours, key=ours.get) == fuller == "0", (folder.name, name, ours)
+            assert max(ours, key=ours.get) == fuller, (folder.name, name, ours)
+    # stage 0 (more micro batches in flight under 1F1B) is the fuller one but on the MoE (rank 4, the last stage)
+    assert fullers == {"0", "4"}
 
 
 def test_the_kernel_graph_peaks_where_the_dry_run_does() -> None:
