@@ -28,10 +28,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Iterable, Union
 
 from ..ir import Node
 from ..ir.values import parse_value
+from .order import unit_label, unit_nodes
 from .records import Bytes
 from .sizes import DTYPE_SIZE, elements, type_bytes
 
@@ -329,8 +330,6 @@ def _entry_order(t: NodeFacts, graph: str) -> tuple[list[Node] | None, str]:
     it reads. The print order is not the launch order: it runs each parameter's optimizer update right after
     its clipped gradient, where MindSpore clips every gradient first (dryrun_llama dp1 x mp4: 13 % below the
     dry run's peak that way)."""
-    from .order import unit_nodes
-
     order = t.get("order")
     nodes = t.get("by_key")[graph]
     if order.units and not order.fixed:
@@ -449,33 +448,28 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
         frees[end].append(b)
     live = [0] * len(LIVE_ROLES)
     unknown = 0
-    for b in range(nparams):
-        size = w.size[b]
-        if size is None:
-            unknown += 1
-        else:
-            live[role_index[w.role[b]]] += size
+
+    def add(blocks: Iterable[int], sign: int) -> None:
+        nonlocal unknown
+        for b in blocks:
+            size = w.size[b]
+            if size is None:
+                unknown += sign
+            else:
+                live[role_index[w.role[b]]] += sign * size
+
+    add(range(nparams), 1)
     params = sum(live)
     peak, peak_unknown, at, at_live = sum(live), unknown, -1, list(live)
     series: list[tuple[int, ...]] | None = [] if curve else None
     for s in range(nsteps):
-        for b in w.allocs[s]:
-            size = w.size[b]
-            if size is None:
-                unknown += 1
-            else:
-                live[role_index[w.role[b]]] += size
+        add(w.allocs[s], 1)
         total = sum(live)
         if total > peak:
             peak, peak_unknown, at, at_live = total, unknown, s, list(live)
         if series is not None:
             series.append(tuple(live))
-        for b in frees[s]:
-            size = w.size[b]
-            if size is None:
-                unknown -= 1
-            else:
-                live[role_index[w.role[b]]] -= size
+        add(frees[s], -1)
     where = None
     if at >= 0:
         n, top = w.where[at]
@@ -486,18 +480,7 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
                      _unit_starts(t, w))
 
 
-def _unit(t: NodeFacts, n: Node, memo: dict[Node, tuple[str | None, int | None]] | None = None
-          ) -> tuple[str | None, int | None]:
-    if memo is not None:
-        if n not in memo:
-            memo[n] = _unit(t, n)
-        return memo[n]
-    return _unit_of(t, n)
-
-
-def _unit_of(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:
-    from .order import unit_label
-
+def _unit(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:
     micro = t("micro", n)
     phase = t("phase", n)
     if micro is None or phase == "optimizer":
@@ -506,7 +489,8 @@ def _unit_of(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:
 
 
 def _unit_starts(t: NodeFacts, w: _Walk) -> list[tuple[int, str]]:
-    """Where each unit of work begins in the walk (for a picture): the first step of each run of one unit."""
+    """Where each unit of work begins in the walk (for a picture): the first step of each run of one unit (a
+    node's unit looked up once: the nodes of a call share the calling node's)."""
     out: list[tuple[int, str]] = []
     last = None
     memo: dict[Node, tuple[str | None, int | None]] = {}
@@ -515,7 +499,9 @@ def _unit_starts(t: NodeFacts, w: _Walk) -> list[tuple[int, str]]:
         if top is None or top is prev:
             continue
         prev = top
-        label = _unit(t, top, memo)[0]
+        if top not in memo:
+            memo[top] = _unit(t, top)
+        label = memo[top][0]
         if label is not None and label != last:
             out.append((s, label))
             last = label
