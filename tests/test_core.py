@@ -42,9 +42,9 @@ def test_every_fixture_is_bundled():
     # graphs graph_build_0 and hwopt_d_end_acl_graph_final_0), dryrun_llama_recompute_off 4 (ranks 0, 4 x validate,
     # graph_build_0), dryrun_mlp_8p 2 (rank 0), dryrun_llama_micro8 4, dryrun_llama_dp1mp4pp2 4; and
     # mindformers_llama_dp2mp2pp2_m8 1 (rank 0's validate); then dryrun_llama_pp4 8 (ranks 0, 2, 4, 6),
-    # dryrun_llama_moe_ep2 4.
-    assert len(DUMPS) == 191 + 153 + 144 + 6 + 1 + 6 + 14 + 1 + 8 + 4
-    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 15 + 16 + 1 + 1 + 1 + 4 + 1 + 1 + 1
+    # dryrun_llama_moe_ep2 4, dryrun_llama_fa 4.
+    assert len(DUMPS) == 191 + 153 + 144 + 6 + 1 + 6 + 14 + 1 + 8 + 4 + 4
+    assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == 18 + 15 + 16 + 1 + 1 + 1 + 4 + 1 + 1 + 1 + 1
 
 
 def _comm_lines(path: Path) -> int:

@@ -57,7 +57,7 @@ def test_the_fuller_stage_is_the_dry_runs() -> None:
         for name in ("19_validate_*", "graph_build_0_*"):
             ours = {r: _lifetimes(next((folder / f"rank_{r}").glob(name)), int(r)).peak_bytes for r in dry}
             assert max(ours, key=ours.get) == fuller, (folder.name, name, ours)
-    # stage 0 (more micro batches in flight under 1F1B) is the fuller one but on the MoE (rank 4, the last stage)
+    # stage 0 (more micro batches in flight under 1F1B) is the fuller one but on the MoE and with flash attention
     assert fullers == {"0", "4"}
 
 
