@@ -8,7 +8,8 @@ at most 1.5x). Wall seconds beside them.
 
 `--dump FILE`: the phases of `--cost` on one dump, each a ratio to reading it (`irtool.load`) in the
 same run: analysis, FLOPs (`compute_cost`), memory (`compute_memory`), order (`stage_order`), the peak of
-live tensors (the `lifetimes` fact: the step walked in execution order).
+live tensors (the `lifetimes` fact: the step walked in execution order), time on the default hardware profile
+(`timing.stage_timing`, FLOPs kept per operator as it needs them).
 
 Usage: python bench/cost_bench.py [--repeat N] [--jobs J] [DIR]
        python bench/cost_bench.py --dump [FILE]   (default: the 68 MB gpt_large_perf validate dump)
@@ -75,10 +76,15 @@ def dump(path: str) -> int:
     marks.append(("cost", time.process_time()))
     compute_memory(facts.table)
     marks.append(("memory", time.process_time()))
-    stage_order(facts.table)
+    order = stage_order(facts.table)
     marks.append(("order", time.process_time()))
     facts.table.get("lifetimes")
     marks.append(("lifetimes", time.process_time()))
+    from irtool.parallel.hardware import load_profile
+    from irtool.parallel.timing import stage_timing
+
+    stage_timing(facts.table, compute_cost(facts.table, keep_ops=True), load_profile(None), facts.groups, order)
+    marks.append(("time", time.process_time()))
     base = marks[1][1] - marks[0][1]
     for (_, t0), (name, t1) in zip(marks, marks[1:]):
         print(f"{name:9s} {t1 - t0:6.2f} s CPU  {(t1 - t0) / base:4.2f}x load")

@@ -187,9 +187,15 @@ def main() -> None:
               help="Also FLOPs and memory per rank, and for a folder the stages' balance (docs/cost.md).")
 @click.option("--device-memory", default=None, metavar="SIZE",
               help="With --cost (implied): say whether each rank fits in SIZE (64GiB, 80GB) and the headroom.")
+@click.option("--hardware", "hardware_spec", default=None, metavar="NAME|FILE",
+              help="With --cost (implied): time on this profile (910b, 910c, h100, h800, or a TOML file; "
+                   "default 910b; none: FLOPs only; a profile named sets --device-memory too; docs/timing.md).")
+@click.option("--calibrate", "trace", default=None, metavar="FILE",
+              help="With --cost (implied): fit the profile to a profiled run's msprof-analyze cluster_step_trace_time.csv "
+                   "or step_trace_time.csv and say the fitted figures (docs/timing.md).")
 def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None, pass_name: str | None,
               jobs: int | None, scheduler: str | None, show_all: bool, depth: int | None, with_cost: bool,
-              device_memory: str | None) -> None:
+              device_memory: str | None, hardware_spec: str | None, trace: str | None) -> None:
     """Summarize a dump file or rank_* folder: counts, operators, communication, stages, strategies."""
     from .present import DEFAULT_LIMIT, json_pieces, to_markdown, to_text
     from .report import summary as summary_mod
@@ -197,11 +203,18 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     limit = None if show_all else DEFAULT_LIMIT
 
     def body() -> int:
-        want_cost = with_cost or device_memory is not None
+        want_cost = with_cost or device_memory is not None or hardware_spec is not None or trace is not None
         if want_cost:  # the cost model's modules are loaded only when asked for
+            from .parallel.hardware import load_profile
+            from .present.timing import calibration_blocks, profile_text
             from .report import cost as cost_mod
-        limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else None
-        cost = None
+
+            # `none`: FLOPs only, no time
+            hardware = None if (hardware_spec or "").lower() == "none" else load_profile(hardware_spec)
+            named = "" if hardware is None else profile_text(hardware, hardware_spec is None)
+        limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else \
+            (hardware.memory_bytes if hardware_spec and hardware is not None else None)  # the profile's, named
+        cost = calibration = None
         sel = _select(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress))
         if sel.is_file:
             from .ir import check
@@ -209,8 +222,12 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             one = sel.first()
             result = summary_mod.file_summary(one.dump, one.facts, check(one.dump) if deep else (), depth=depth)
             if want_cost:
-                one_cost = cost_mod.rank_cost(one.dump, one.facts, result.job, limit_bytes)
+                one_cost = cost_mod.rank_cost(one.dump, one.facts, result.job, limit_bytes, hardware, named,
+                                              hardware_spec is None)
                 cost = cost_mod.file_json(one_cost)
+                if trace is not None:
+                    calibration = cost_mod.calibrate(trace, [one_cost.cost.timing], result.job, hardware)
+                    cost["calibration"] = cost_mod.calibration_json(calibration)
 
             def data() -> dict:
                 return result.as_dict()
@@ -219,7 +236,8 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                 shown = summary_mod.summary_blocks(result, limit)
                 if cost is None:
                     return shown
-                return cost_mod.file_headline(one_cost) + shown + cost_mod.rank_blocks(one_cost, limit)
+                more = [] if calibration is None else calibration_blocks(calibration, hardware)
+                return cost_mod.file_headline(one_cost) + shown + cost_mod.rank_blocks(one_cost, limit) + more
         else:
             from functools import partial as bind
 
@@ -232,18 +250,23 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             with Steps("ranks") as progress:  # each rank folded as it arrives: none held
                 # every rank: the job is the folder's; the tables keep those of the selected stage;
                 # with --cost the first rank of each stage measures its cost there too
-                ranks = sel.stream(progress, of=bind(summary_mod.rank_digest, cost=want_cost), every_stage=True)
+                ranks = sel.stream(progress, of=bind(summary_mod.rank_digest, cost=want_cost,
+                                                     hardware=hardware if want_cost else None), every_stage=True)
                 folder = summary_mod.dir_summary(path, ranks, sel.stage, fetch=fetch)
             if want_cost:
                 costs = dict(folder.costs)
                 missing = {s: f for s, f in sorted(folder.first_ranks.items()) if s not in costs}
                 if missing:  # no rank of these stages could tell it was their first: measured here
                     with Steps("cost") as progress:
-                        measure = bind(cost_mod.measure_rank, lenient=lenient)
+                        measure = bind(cost_mod.measure_rank, lenient=lenient, hardware=hardware)
                         costs.update(zip(missing, map_ranks(measure, list(missing.values()), jobs, progress,
                                                             scheduler)))
                 balance = cost_mod.dir_cost(costs, folder.job, sel.stage, limit_bytes)
-                cost = cost_mod.dir_json(balance, folder.job)
+                cost = cost_mod.dir_json(balance, folder.job, cost_mod.hardware_json(hardware, hardware_spec is None))
+                if trace is not None:
+                    calibration = cost_mod.calibrate(trace, [f.cost.timing for f in balance.stages], folder.job,
+                                                     hardware)
+                    cost["calibration"] = cost_mod.calibration_json(calibration)
 
             def data() -> dict:
                 return {**folder.as_dict(), "unreadable": [u.as_dict() for u in sel.unreadable],
@@ -258,7 +281,8 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                 shown[0:1], shown[i + 1:i + 1] = [head], table
                 if cost is None:
                     return shown
-                return cost_mod.headline(balance) + shown + cost_mod.dir_blocks(balance, folder.job, limit)
+                more = [] if calibration is None else calibration_blocks(calibration, hardware)
+                return cost_mod.headline(balance, named) + shown + cost_mod.dir_blocks(balance, folder.job, limit) + more
 
         def doc() -> dict:
             d = data()
@@ -406,9 +430,13 @@ def check_cmd(path: str, pass_name: str | None, fmt: str, lenient: bool, jobs: i
               help="Folder: every stage's Send/Receive in execution order side by side, each Send linked to its Receive.")
 @click.option("--memory", "memory", is_flag=True,
               help="Live device memory by role over the step, per stage, the peak marked (SVG).")
+@click.option("--timeline", is_flag=True,
+              help="Folder: the step played out on --hardware, one lane per stage, as SVG (docs/timing.md).")
+@click.option("--hardware", "hardware_spec", default=None, metavar="NAME|FILE",
+              help="With --timeline: the hardware profile (910b, 910c, h100, h800 or a TOML file; default 910b).")
 def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pass_name: str | None, lenient: bool,
                subgraph: str | None, scope: str | None, comm_only: bool, hops: int, direction: str | None,
-               depth: str | None, pipeline: bool, memory: bool) -> None:
+               depth: str | None, pipeline: bool, memory: bool, timeline: bool, hardware_spec: str | None) -> None:
     """Draw a dump (file or rank_* folder) as DOT/SVG/PNG/PDF, folded by name scope."""
     from .render import export as export_mod
     from .render import graph as render_mod
@@ -432,6 +460,23 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
                          protect=tuple(sel.files.values()))
             click.echo(f"{out}: {len(panels)} stage(s), peaks "
                        + ", ".join(f"{human(p.walk.peak_bytes)}" for p in panels), err=True)
+            _warn_skips(sel)
+            return _skipped(sel)
+        if timeline:
+            from .atomic import atomic_write
+            from .parallel.hardware import load_profile
+            from .render import timeline as timeline_mod
+
+            if fmt_used != "svg":
+                from .errors import InputError
+
+                raise InputError(f"--timeline writes SVG, not {fmt_used}: name the output .svg (or --format svg)")
+            tl = timeline_mod.folder_timeline(sel.per_stage(), input_path, load_profile(hardware_spec))
+            _notes(sel)
+            text = timeline_mod.timeline_svg(tl, f"{input_path}: the step, stage by stage")
+            atomic_write(out, text.encode("utf-8"), protect=tuple(sel.files.values()))
+            click.echo(f"{out}: {len(tl.ranks)} stages, {len(tl.step.boxes)} units of work, "
+                       f"{len(tl.step.arrows)} Send -> Receive", err=True)
             _warn_skips(sel)
             return _skipped(sel)
         if pipeline:

@@ -12,14 +12,16 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TypeVar
 
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, DumpWarning, check, load, pass_name
 from .parallel import ParallelFacts, analyze
+from .parallel.order import StageOrder
 from .parallel.peer import rank_of
+from .parallel.rules import KERNEL_PASSES
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 _RANK_DIR = re.compile(r"^rank_(\d+)$")
 _DUMP = re.compile(r"\.ir(\.(xz|gz|bz2))?$")
 DEFAULT_PASS = "validate"  # the last frontend pass: what the compiled job runs
+FAILED_PASS = "analyze_fail"  # what MindSpore writes when inference fails: the default where no validate is
 
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (done, total)
@@ -50,13 +53,16 @@ def _dumps(folder: str) -> dict[str, str]:
 
 def resolve_pass(where: str, passes: Iterable[str], want: str | None) -> str:
     """The pass `--pass want` names among `passes`: the pass of that exact name, else the one pass whose
-    name contains it (default `validate`, the last frontend pass). Several such passes, or none, is a
+    name contains it (default `validate`, the last frontend pass; `analyze_fail` where no pass is validate:
+    the compile failed). Several such passes, or none, is a
     SelectionError listing the candidates, or every pass that exists."""
     want = want or DEFAULT_PASS
     passes = sorted(set(passes))
     if want in passes:
         return want
     hits = [p for p in passes if want in p]
+    if not hits and want == DEFAULT_PASS and FAILED_PASS in passes:  # the compile failed before validate
+        return FAILED_PASS
     if len(hits) == 1:
         return hits[0]
     if hits:
@@ -151,6 +157,31 @@ class RankFile:
 def load_dir(path: str, pass_name: str | None = None) -> list[RankFile]:
     """The dump of each rank for a pass, sorted by rank, loaded on demand."""
     return [RankFile(rank, f) for rank, f in rank_files(path, pass_name).items()]
+
+
+def kernel_file(rank: RankFile) -> RankFile | None:
+    """The kernel graph beside a rank's front-end dump in its folder (`graph_build_*` first): the order the
+    device runs the rank's work in; None when the rank was read at a kernel graph or has none."""
+    if pass_name(rank.path).startswith(KERNEL_PASSES):
+        return None
+    folder = os.path.dirname(os.path.join(rank.root, rank.path))
+    dumps = _dumps(folder)
+    for prefix in KERNEL_PASSES:
+        found = sorted(p for p in dumps if p.startswith(prefix))
+        if found:
+            path = dumps[found[0]]
+            return RankFile(rank.rank, os.path.relpath(path, rank.root) if rank.root else path, rank.root)
+    return None
+
+
+def kernel_order(rank: RankFile, lenient: bool = False) -> StageOrder | None:
+    """A folder's order of one rank's work: its kernel graph's (`kernel_file`, the order the device runs),
+    which says where the file came from (`kernel_graph`); None without a kernel graph beside the dump."""
+    kernel = kernel_file(rank)
+    if kernel is None:
+        return None
+    order = analyze(kernel.load(lenient), rank.rank).table.get("order")
+    return replace(order, kernel_graph=kernel.path)
 
 
 @dataclass

@@ -176,3 +176,22 @@ def test_diff_of_validate_and_its_kernel_graph_moves_the_same_bytes() -> None:
     assert {x["category"]: (x["old"], x["new"]) for x in rows} == {
         "gradient-aggregation": (8192, 8192), "operator-forward": (29_360_128, 29_360_128),
         "optimizer-parallel": (26_083_328, 26_083_328), "other": (8, 8), "pipeline": (4_194_304, 4_194_304)}
+
+
+def test_a_folder_with_kernel_graphs_reads_the_order_there() -> None:
+    # the dry-run folder holds validate and the kernel graphs of each rank: `summarize DIR --cost` (at validate)
+    # takes each stage's order from the rank's graph_build_0, the order the device runs: its units are placed
+    # by the kernel graph's lines (F0 from line 108 of rank 0's graph_build_0, not validate's 15150), and says so
+    r = CliRunner().invoke(main, ["summarize", fixture(DRY), "--cost", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    stages = json.loads(r.stdout)["cost"]["stages"]
+    for s, rank in zip(stages, (0, 4)):
+        kernel = analyze(load(fixture(f"{DRY}/rank_{rank}/{KERNEL_PASSES[0]}.ir.xz"))).table.get("order")
+        assert s["schedule"]["kernel_graph"].endswith(f"rank_{rank}/{KERNEL_PASSES[0]}.ir.xz")
+        assert [u["line"] for u in s["schedule"]["units"]] == [u.line for u in kernel.units]
+    assert stages[0]["schedule"]["units"][0]["line"] == 108
+    text = CliRunner().invoke(main, ["summarize", fixture(DRY), "--cost"]).stdout
+    assert "(the kernel graph's, " in text
+    # a folder without kernel graphs reads the order in its own dumps
+    r = CliRunner().invoke(main, ["summarize", fixture("pipeline_unequal_8p"), "--cost", "--format", "json"])
+    assert all(s["schedule"]["kernel_graph"] is None for s in json.loads(r.stdout)["cost"]["stages"])

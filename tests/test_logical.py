@@ -21,10 +21,11 @@ from irtool import analyze, load
 from irtool.cli import main
 from irtool.diff import diff, diff_dirs
 from irtool.diff.report import MARKDOWN_LIMIT, to_json, to_markdown, to_text
+from irtool.parallel.logical import strategy_follows
 from irtool.parallel.operators import OperatorKey
 from irtool.parallel.scope import user_cell
 from irtool.present.job import change_text
-from irtool.selection import Selection, logical_of
+from irtool.selection import Selection, job_of, logical_of
 
 F = Path(__file__).resolve().parent.parent / "fixtures" / "mindir"
 OLD, NEW = F / "pipeline_unequal_sgd_8p", F / "pipeline_even_adamw_8p"
@@ -244,18 +245,38 @@ def test_tensor_parallel_2_against_4() -> None:
     mm = next(p for p in d.ops
               if p.key.cell.endswith("0-DecoderLayer/attention-Attention/wq-Linear") and p.key.op == "MatMul")
     assert (mm.old.strategy["in_strategy"], mm.new.strategy["in_strategy"]) == (((2, 1), (2, 1)), ((1, 1), (4, 1)))
-    assert "(2,1)(2,1) → (1,1)(4,1)" in to_text(result)
+    # its 2 -> 1 is dp's change, its 2 -> 4 mp's: it follows from the layout, so it is one of the operators the
+    # grouped line counts, and its row is printed only with --all (limit None)
+    assert mm.follows == ("dp", "mp")
+    text, every = to_text(result), to_text(result, limit=None)
+    n = sum("mp" in p.follows for p in d.ops)
+    assert f"mp 2 → 4: {n} operators' strategies change accordingly (their model-parallel dimension 2 → 4)" in text
+    assert "(2,1)(2,1) → (1,1)(4,1)" not in text and "(2,1)(2,1) → (1,1)(4,1)" in every
+    # with mp's change alone, its 2 -> 1 follows from nothing: listed
+    assert strategy_follows(mm.old, mm.new, {"mp": (2, 4)}) == ()
+    assert strategy_follows(mm.old, mm.new, {"dp": (2, 1), "mp": (2, 4)}) == ("dp", "mp")
 
 
 def test_two_micro_batches_against_eight() -> None:
     result = gpt_pair("gpt_small_dp2mp2pp2_m8")
-    # `grep -o 'micro: I64([0-9]*)' | sort -u`: 0-1 against 0-7; nothing else differs
-    assert [change_text(c) for c in result.config] == ["micro batches 2 → 8"]
+    # `grep -o 'micro: I64([0-9]*)' | sort -u`: 0-1 against 0-7; and the global batch, said first as it is not the
+    # layout: `%para1_inputs0: <Tensor[Int32], (8, 64)> : [8, 64]` against `(16, 64)> : [16, 64]` (line 22 of each;
+    # make.py's GPT_BATCH 8 -> 16)
+    assert [change_text(c) for c in result.config] == ["global batch 8 → 16", "micro batches 2 → 8"]
+    assert [c.model for c in result.config] == [True, False]
+    text = to_text(result).splitlines()
+    assert text[1:5] == ["Model and data changed (old → new), not the parallel layout: the figures below change with it:",
+                         "  global batch 8 → 16",
+                         "Configuration changed (old → new), so the two are compared as one logical graph (--by-rank: "
+                         "rank with rank):", "  micro batches 2 → 8"]
+    # 8 = 2 per data-parallel rank and micro batch x dp 2 x 2 micro batches; 16 = 1 x 2 x 8
+    assert result.old_job.global_batch.where.endswith("2 per data-parallel rank and micro batch x dp 2 x 2 micro batches")
+    assert result.new_job.global_batch.where.endswith("1 per data-parallel rank and micro batch x dp 2 x 8 micro batches")
     d = result.logical
     assert not [p for p in d.ops if p.change in ("added", "removed")] and not [p for p in d.ops if "strategy" in p.fields]
     # block 0's tensor-parallel AllReduces (as above): 10 of (128, 128) Float16 = 32,768 bytes against 4 times as
-    # many of (64, 128) = 16,384 bytes (the global batch goes 8 -> 16: 2 samples per micro batch, 1 per dp rank,
-    # against 4 and 2): 40, 655,360 bytes
+    # many of (64, 128) = 16,384 bytes (the global batch goes 8 -> 16: 4 samples per micro batch, 2 per dp rank,
+    # against 2 and 1): 40, 655,360 bytes
     layer0 = next(p for p in d.layers if p.layer == 0)
     old, new = layer0.old.by_category()["operator-forward"], layer0.new.by_category()["operator-forward"]
     assert (old.count, old.bytes.exact) == (10, 327680) and (new.count, new.bytes.exact) == (40, 655360)
@@ -382,3 +403,155 @@ def test_llama_markdown_and_json() -> None:
     lm_head = next(o for o in doc["logical"]["ops"]
                    if o["cell"] == "LlamaForCausalLM/lm_head-Linear" and o["op"] == "MatMul")
     assert (lm_head["layer"], lm_head["after_layer"]) == (None, 3)
+
+
+def test_an_moe_layers_expert_weights_are_in_its_weights() -> None:
+    # mindformers_moe_dp2mp2pp2_ep2 rank 0 `# Params` lines 27-35, Float32: the two norms (512) 2,048 each, wq
+    # (128, 512) 262,144, wk and wv (64, 512) 131,072 each, wo (256, 256) 262,144, router_dense (4, 512) 8,192, the
+    # experts' ffn.w1 (1, 512, 2816) 5,767,168 and ffn.w2 (1, 1408, 512) 2,883,584: 9,449,472 for layer 0 and alike
+    # for layer 1 (lines 36-44). ffn.w1 is read by a Cast passed into the experts' call (line 191), by no user
+    # operator first: it was left out (3,682,304)
+    g = logical_of(Selection.of(str(F / "mindformers_moe_dp2mp2pp2_ep2")))
+    rows = {x.label: x.weights.exact for x in g.layers}
+    assert rows["layer 0"] == rows["layer 1"] == 9449472
+    # moe_8p rank 0: moe.0.router.w_gate (64, 8) 2,048, moe.0.w1 (1, 64, 128) and moe.0.w2 (1, 128, 64) 32,768 each
+    g = logical_of(Selection.of(str(F / "moe_8p")))
+    assert {x.label: x.weights.exact for x in g.layers}["layer 0"] == 67584
+
+
+# --- the model's and data's sizes, said before the layout (issue 37): the MindFormers Llama above compiled again with
+# one size changed (`make.py` of each: the MFL_* default that differs), ranks 0 and 4, validate (19_validate_0089)
+
+LLAMA_L8, LLAMA_H1024 = F / "mindformers_llama_dp2mp2pp2_l8", F / "mindformers_llama_dp2mp2pp2_h1024"
+
+
+def test_a_wider_model_is_said_first_not_as_the_layouts_doing() -> None:
+    result = diff_dirs(str(LLAMA_OLD), str(LLAMA_H1024))
+    # the embedding's Gather, rank 0 line 3279 on both, reading `Load(%para117_▸CR_model.tok_embeddings.embedding_weight`
+    # (the cell-reuse graph's parameter): `in_strategy: ((2, 1), (2, 1))` over
+    # `(<Tensor[Float32], (2048, 512)>, <Tensor[Int32], (1, 512)>` against `(2048, 1024)`: a (4096, 512) table against
+    # (4096, 1024), sequences of 512 on both; line 23 `%para1_inputs0: <Tensor[Int32], (8, 513)> : [8, 513]` on both
+    assert [change_text(c) for c in result.config] == ["hidden size 512 → 1024"]
+    assert result.mode == "logical" and result.config[0].model
+    # the feed-forward size: w3 `(704, 512)` -> `(704, 1024)` split `((2, 1), (2, 1))` (line 5513): 1408 on both
+    for job, hidden in ((result.old_job, 512), (result.new_job, 1024)):
+        assert (job.hidden_size.value, job.vocab_size.value, job.sequence_length.value) == (hidden, 4096, 512)
+        assert job.ffn_size.value == 1408 and job.ffn_size.where.endswith(
+            f":5513 (▸CR_model.layers.0.feed_forward.w3.weight (1408, {hidden}) whole: 1408 beside the hidden "
+            f"size {hidden})")
+        assert job.global_batch.value == 8 and job.hidden_size.where.endswith(
+            f"19_validate_0089.ir.xz:3279 (Gather of ▸CR_model.tok_embeddings.embedding_weight (2048, {hidden}) "
+            f"split (2, 1): {hidden} wide)")
+    lines = to_text(result).splitlines()
+    assert lines[1:3] == ["Model and data changed (old → new), not the parallel layout: the figures below change with it, "
+                          "so the two are compared as one logical graph (--by-rank: rank with rank):",
+                          "  hidden size 512 → 1024"]
+    # layer 0's weights on rank 0 (`# Params` lines 27-35), Float32: norms (512) -> (1024) 2 x 2,048 -> 2 x 4,096; wq
+    # (128, 512) -> (256, 1024) 262,144 -> 1,048,576; wk, wv (64, 512) -> (128, 1024) 2 x 131,072 -> 2 x 524,288; wo
+    # (256, 256) -> (512, 512) 262,144 -> 1,048,576; w1, w3 (352, 512) -> (352, 1024) and w2 (256, 704) -> (512, 704)
+    # 3 x 720,896 -> 3 x 1,441,792: 2,953,216 -> 7,479,296 (x2.53), the hidden size's doing
+    layer0 = next(p for p in result.logical.layers if p.label == "layer 0")
+    assert (layer0.old.weights.exact, layer0.new.weights.exact) == (2953216, 7479296)
+    md = to_markdown(result)
+    assert "| hidden size | 512 | 1024 |" in md
+
+
+def test_more_layers_and_the_recompute_of_the_new_ones() -> None:
+    result = diff_dirs(str(LLAMA_OLD), str(LLAMA_L8))
+    # `# Params` `%paraN_model.layers.K.*`: rank 0 layers 0-1 -> 0-3, rank 4 2-3 -> 4-7 (both stages read on both
+    # sides: 4 -> 8 layers); `grep -A2 'duplicated: Bool(1)'` scopes: 82 under each of `layers-CellList/0-` .. `3-`
+    # (old) and `0-` .. `7-` (new): layers 0-7 recomputed, 4-7 only in the new job, once left out ("0-3 → 0-3": no change)
+    assert [change_text(c) for c in result.config] == [
+        "layers 4 → 8", "stage 0 layers 0-1 → 0-3", "stage 1 layers 2-3 → 4-7", "recompute layers 0-3 → layers 0-7"]
+    assert [c.model for c in result.config] == [True, False, False, False]
+    lines = to_text(result).splitlines()
+    assert lines[1:4] == ["Model and data changed (old → new), not the parallel layout: the figures below change with it:",
+                          "  layers 4 → 8",
+                          "Configuration changed (old → new), so the two are compared as one logical graph (--by-rank: "
+                          "rank with rank):"]
+    assert result.new_job.recompute == {0: [0, 1, 2, 3], 1: [4, 5, 6, 7]}
+    # one stage read on the new side: its layers 4-7 may be more, the count unknown; recompute is compared on the
+    # layers both sides know, 4-7 (the old job read every stage: it has none of them)
+    one = diff_dirs(str(LLAMA_OLD), str(LLAMA_L8 / "rank_4"))
+    assert not one.new_job.num_layers.known and one.new_job.num_layers.where == "layers 4-7 read; stage 0 not read"
+    assert [change_text(c) for c in one.config if c.field == "recompute_layers"] == ["recompute none → layers 4-7"]
+
+
+def test_the_global_batch_from_the_inputs_whole_shape() -> None:
+    # opt_parallel_8p (`dataset_strategy="data_parallel"`, 8 samples per device): line 21
+    # `%para1_inputs0: <Tensor[Float32], (8, 64)> : [64, 64]`; semi_auto_8p (full batch): `(512, 64)> : [512, 64]`
+    for folder, batch in (("opt_parallel_8p", 64), ("semi_auto_8p", 512)):
+        job = job_of(Selection.of(str(F / folder / "rank_0")))
+        assert job.global_batch.value == batch, folder
+    # parallel_mode="data_parallel" (no operator has a strategy) prints the device's own input twice, `(16, 3, 32, 32)>
+    # : [16, 3, 32, 32]` (make.py: 16 per device on 8): not the global batch; times dp, unknown from these ranks
+    job = job_of(Selection.of(str(F / "data_parallel_8p")))
+    assert not job.global_batch.known and "one data-parallel rank's; dp unknown" in job.global_batch.where
+
+
+def test_a_larger_batch_is_said_first() -> None:
+    # line 23: `%para1_inputs0: <Tensor[Int32], (8, 513)> : [8, 513]` against `(16, 513)> : [16, 513]`; dp 2 and 4
+    # micro batches on both (make.py's MFL_BATCH 1 -> 2)
+    result = diff_dirs(str(LLAMA_OLD), str(F / "mindformers_llama_dp2mp2pp2_b2"))
+    assert [change_text(c) for c in result.config] == ["global batch 8 → 16"]
+    assert result.old_job.global_batch.where.endswith(
+        "(%para1_inputs0 (8, 513) on this rank, whole shape (8, 513)): 1 per data-parallel rank and micro batch x dp 2 "
+        "x 4 micro batches")
+    assert result.new_job.global_batch.where.endswith(": 2 per data-parallel rank and micro batch x dp 2 x 4 micro batches")
+    assert result.failures()[0] == "configuration: global batch 8 → 16"
+    # layer 0's FLOPs double with it: wq's MatMul (rank 0) reads (512, 512) x (256, 512)^T against (1024, 512): the
+    # rows are batch x sequence, 1 x 512 -> 2 x 512 per rank and micro batch
+    mm = next(p for p in result.logical.ops if p.key == OperatorKey(
+        "LlamaForCausalLM/model-LlamaModel/layers-CellList/0-LLamaDecodeLayer/attention-LLamaAttention/wq-Linear",
+        "MatMul", 0, 0))
+    assert (mm.old.flops["forward"], mm.new.flops["forward"]) == (4 * 134217728, 4 * 2 * 134217728)
+
+
+def test_markdown_puts_the_stages_and_cost_before_the_operators() -> None:
+    code, md = run(LLAMA_OLD, LLAMA_NEW, "--format", "markdown", "--cost")
+    assert code == 1 and len(md) <= MARKDOWN_LIMIT
+    order = ["**Configuration changed (old → new)**", "**Old configuration per stage", "**New configuration per stage",
+             "Stage balance, old: ", "Stage balance, new: ", "**Stage cost and memory, old -> new",
+             "**Per layer, per rank holding it", "mp 2 → 4: ", "**Communication around user operators"]
+    at = [md.index(x) for x in order]
+    assert at == sorted(at)
+    # every strategy row (each 2 -> 1 is dp's, each 2 -> 4 mp's: wq's MatMul `((2, 1), (2, 1))` -> `((1, 1), (4, 1))`)
+    # is in the two lines; --all lists them again, one row each
+    assert "(2,1)(2,1) → (1,1)(4,1)" not in md and "Strategies that changed" not in md
+    code, every = run(LLAMA_OLD, LLAMA_NEW, "--all")
+    assert "(2,1)(2,1) → (1,1)(4,1)" in every
+    doc = json.loads(run(LLAMA_OLD, LLAMA_NEW, "--format", "json")[1])
+    follows = [o["strategy_follows"] for o in doc["logical"]["ops"] if "strategy" in o["fields"]]
+    assert follows and all(f in (["dp"], ["dp", "mp"]) for f in follows)
+
+
+
+def test_the_feed_forward_size_from_the_layers_weights() -> None:
+    # make.py of each: gpt_small_dp2mp2pp2 GPT_HIDDEN 128, GPT_FFN 512 (w1 `(256, 128)` split (2, 1) at rank 0);
+    # pipeline_2stage_8p H 64, F 256 (`w1` (H, F) unsplit); the MoE's experts are 3-D `ffn.w1 (1, 512, 2816)`
+    for folder, hidden, ffn in (("gpt_small_dp2mp2pp2", 128, 512), ("pipeline_2stage_8p", 64, 256),
+                                ("mindformers_moe_dp2mp2pp2_ep2", 512, None)):
+        job = job_of(Selection.of(str(F / folder)))
+        assert (job.hidden_size.value, job.ffn_size.value) == (hidden, ffn), folder
+    # a rank without the embedding does not know the hidden size, so neither this
+    assert not job_of(Selection.of(str(LLAMA_OLD / "rank_4"))).ffn_size.known
+
+
+def test_the_attention_heads_from_the_scores_batchmatmul() -> None:
+    # rank 0's first BatchMatMul of layer 0 (`score = self.batch_matmul_q_k(query, key)`): Llama line 4677
+    # `(<Tensor[Float16], (1, 4, 512, 64)>` split `((2, 2, 1, 1), ...)`: 8 heads of 64 = 512 (make.py MFL_HEADS 8);
+    # hidden 1024: `(1, 4, 512, 128)`, 8 heads of 128; gpt_small line 584 `(2, 2, 64, 32)` split (2, 2, 1, 1): 4 of 32
+    # = 128 (GPT_HEADS 4); flash attention's fused operator is not read: unknown
+    for folder, n in (("mindformers_llama_dp2mp2pp2", 8), ("mindformers_llama_dp2mp2pp2_h1024", 8),
+                      ("gpt_small_dp2mp2pp2", 4), ("mindformers_llama_sp_fa_dp2mp2pp2", None)):
+        assert job_of(Selection.of(str(F / folder))).heads.value == n, folder
+
+
+def test_sizes_before_the_parallel_pass_are_whole() -> None:
+    # gpt_large_perf (make.py: GPT_HIDDEN 512, GPT_FFN 2048, GPT_HEADS 8, GPT_VOCAB 32000, GPT_SEQ 256): validate's
+    # embedding Gather reads `(16000, 512)` split `(2, 1)`; step_parallel_begin, before the parallel pass, the whole
+    # `(32000, 512)` with the same strategy attribute: not split again (it read 64000 and an FFN of 4096)
+    for name in ("step_parallel_begin_0018.ir.xz", VALIDATE):
+        job = job_of(Selection.of(str(F / "gpt_large_perf" / "rank_0" / name)))
+        assert (job.hidden_size.value, job.vocab_size.value, job.sequence_length.value, job.ffn_size.value,
+                job.heads.value) == (512, 32000, 256, 2048, 8), name

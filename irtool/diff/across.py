@@ -78,10 +78,32 @@ def _name(o: OperatorPair) -> str:
         (f" (layer {layer})" if layer is not None else "")
 
 
-def strategy_table(d: LogicalDiff) -> Table:
+_DEGREE_NAMES = {"dp": "data-parallel", "mp": "model-parallel", "cp": "context-parallel", "ep": "expert-parallel"}
+
+
+def strategy_groups(d: LogicalDiff) -> list[str]:
+    """One line per degree that changed: the user operators whose strategy changes follow from it
+    (`OperatorPair.follows`): `mp 2 → 4: 150 operators' strategies change accordingly (their
+    model-parallel dimension 2 → 4)`. An operator split by two changed degrees counts in both."""
+    out = []
+    for c in d.changes:
+        n = sum(c.field in p.follows for p in d.ops)
+        if n:
+            out.append(f"{c.field} {c.old} → {c.new}: {n} operator{'s' if n > 1 else ''}' strategies change "
+                       f"accordingly (their {_DEGREE_NAMES[c.field]} dimension {c.old} → {c.new})")
+    return out
+
+
+def strategy_table(d: LogicalDiff, every: bool = False) -> Table:
+    """The strategy changes, one row per field; those that follow from a degree's change (`strategy_groups`)
+    only with `every`."""
     rows = []
+    grouped = False
     for p in d.ops:
         if "strategy" not in p.fields:
+            continue
+        if p.follows and not every:
+            grouped = True
             continue
         assert p.old is not None and p.new is not None
         for k in sorted(set(p.old.strategy) | set(p.new.strategy)):
@@ -89,8 +111,9 @@ def strategy_table(d: LogicalDiff) -> Table:
             if a != b:
                 rows.append([_name(p), k, f"{strategy_text(a) or DASH} → {strategy_text(b) or DASH}",
                              p.side.source or DASH])
-    return Table("Strategies that changed (user operator; old → new)", ["operator", "field", "strategy", "source"],
-                 rows)
+    title = "Strategies that changed and do not follow from the layout's change (--all: every one)" if grouped \
+        else "Strategies that changed"
+    return Table(f"{title} (user operator; old → new)", ["operator", "field", "strategy", "source"], rows)
 
 
 def comm_table(d: LogicalDiff) -> Table:
@@ -155,8 +178,19 @@ def balance_lines(d: LogicalDiff) -> list[str]:
     return [f"Stage balance, old: {text(d.old)}", f"Stage balance, new: {text(d.new)}"]
 
 
-def blocks(d: LogicalDiff) -> list[Block]:
-    """Every table of a logical comparison, the layers first (all rows: shortened when written)."""
-    return [summary(d), layer_table(d), layer_comm_table(d), strategy_table(d), comm_table(d), one_sided_table(d),
-            stage_table(d.old, "old"), stage_table(d.new, "new"), stage_comm_table(d), *balance_lines(d)]
+def stage_blocks(d: LogicalDiff) -> list[Block]:
+    """What a reviewer reads first: the summary, each side per stage (memory, FLOPs) and its balance."""
+    return [summary(d), stage_table(d.old, "old"), stage_table(d.new, "new"), *balance_lines(d)]
+
+
+def detail_blocks(d: LogicalDiff, every: bool = False) -> list[Block]:
+    """Then per layer and per operator (all rows: shortened when written); strategy changes that follow from a
+    degree's change are one line each (`strategy_groups`), listed only with `every`."""
+    return [layer_table(d), layer_comm_table(d), stage_comm_table(d), *strategy_groups(d), strategy_table(d, every),
+            comm_table(d), one_sided_table(d)]
+
+
+def blocks(d: LogicalDiff, every: bool = False) -> list[Block]:
+    """Every block of a logical comparison: the stages first, then the layers and the operators."""
+    return [*stage_blocks(d), *detail_blocks(d, every)]
 

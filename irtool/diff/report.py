@@ -216,10 +216,16 @@ def _config_lines(result: DiffResult) -> list[Block]:
     """The configuration change, one line each (`  micro batches 8 → 4`), under a line saying how the
     two are compared; then what either job says of itself."""
     lines: list[Block] = []
-    if result.config:
-        how = ("so the two are compared as one logical graph (--by-rank: rank with rank)"
-               if result.logical is not None else "compared rank with rank")
-        lines += [f"Configuration changed (old → new), {how}:", *(f"  {change_text(c)}" for c in result.config)]
+    how = ("so the two are compared as one logical graph (--by-rank: rank with rank)"
+           if result.logical is not None else "compared rank with rank")
+    model = [c for c in result.config if c.model]
+    layout = [c for c in result.config if not c.model]
+    if model:  # said first: a FLOPs or weight ratio below is theirs before it is the layout's
+        lines += [f"Model and data changed (old → new), not the parallel layout: the figures below change with "
+                  f"{'them' if len(model) > 1 else 'it'}" + ("" if layout else f", {how}") + ":",
+                  *(f"  {change_text(c)}" for c in model)]
+    if layout:
+        lines += [f"Configuration changed (old → new), {how}:", *(f"  {change_text(c)}" for c in layout)]
     return lines + _job_notes(result)
 
 
@@ -227,7 +233,7 @@ def _details(result: DiffResult, limit: int | None) -> list[list[Block]]:
     """The sections after the headline, each a list of blocks: across configurations the logical
     tables; else one section per group of rank pairs with the same differences."""
     if result.logical is not None:
-        return [[b.limited(limit) if isinstance(b, Table) else b] for b in across.blocks(result.logical)]
+        return [[_limited(b, limit)] for b in across.blocks(result.logical, every=limit is None)]
     out = []
     for r, tables, same in _grouped(result):
         blocks: list[Block] = [f"== {_title(r)}", f"   old: {r.old_path}", f"   new: {r.new_path}"]
@@ -236,6 +242,15 @@ def _details(result: DiffResult, limit: int | None) -> list[list[Block]]:
             blocks.append(f"== {_same(r, same)}")
         out.append(blocks)
     return out
+
+
+def _limited(b: Block, limit: int | None) -> Block:
+    return b.limited(limit) if isinstance(b, Table) else b
+
+
+def _section(b: Block, limit: int | None) -> tuple[str, list[Block]]:
+    """A block as a section of a Markdown answer: (its title, [it])."""
+    return (b.title if isinstance(b, Table) else b), [_limited(b, limit)]
 
 
 def to_text(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
@@ -259,9 +274,10 @@ def to_text(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
 def to_markdown(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
                 max_comm_bytes_increase: str | None = None, limit: int | None = DIFF_LIMIT,
                 room: int = MARKDOWN_LIMIT, gates: Iterable[str] = (), more: Iterable[Block] = ()) -> str:
-    """Markdown fit for a pull-request comment: verdict first, the configuration change, `more` (another
-    gate's tables), then the details (one collapsible block per rank, or the logical tables) as far as
-    `room` characters allow; what did not fit is named at the end with the command that prints it.
+    """Markdown fit for a pull-request comment: verdict first, the configuration change, then across
+    configurations each side per stage and its balance; `more` (another gate's tables: `--cost`'s stage
+    memory and FLOPs), then the details (one collapsible block per rank, or per layer and per operator) as
+    far as `room` characters allow; what did not fit is named at the end with the command that prints it.
     `gates` as `document`."""
     reasons = result.failures(fail_on, max_comm_bytes_increase) + list(gates)
     icon = ":x:" if reasons or result.unreadable else (":white_check_mark:" if result.identical
@@ -280,12 +296,13 @@ def to_markdown(result: DiffResult, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
                  "<details><summary>where each side shows it</summary>", table, "</details>"]
     head += _unreadable_table(result)
     extra = list(more)
-    sections: list[tuple[str, list[Block]]] = [(next((b.title for b in extra if isinstance(b, Table)), ""), extra)] \
-        if extra else []
+    sections: list[tuple[str, list[Block]]] = []
+    if result.logical is not None:  # the stages (memory, FLOPs, balance) before any per-layer or per-operator row
+        sections += [_section(b, limit) for b in across.stage_blocks(result.logical)]
+    if extra:
+        sections.append((next((b.title for b in extra if isinstance(b, Table)), ""), extra))
     if result.logical is not None:
-        for blocks in _details(result, limit):
-            b = blocks[0]
-            sections.append((b.title if isinstance(b, Table) else b, blocks))
+        sections += [_section(b, limit) for b in across.detail_blocks(result.logical, every=limit is None)]
     else:
         for r, tables, same in _grouped(result):
             counts = ", ".join(f"{v} {k}" for k, v in r.counts().items() if v) or "no differences"

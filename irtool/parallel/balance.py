@@ -9,16 +9,19 @@ even split by that function. Text of these records is presentation's (`irtool.pr
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .cost import CostFacts, compute_cost
+from .hardware import Profile
 from .job import Evidence, Job, RankJob
 from .lifetime import Lifetimes
 from .memory import MemoryFacts, compute_memory, scaled
 from .order import StageOrder, stage_order
 from .records import Bytes, ParallelFacts
+from .timing import StageTiming, Step, simulate, stage_timing
 
 MEASURE = "forward+backward+recompute FLOPs"
+NOISE = 0.01  # by time, a split must shorten the slowest stage by more than this to be advised over the current
 
 
 @dataclass
@@ -34,22 +37,30 @@ class StageCost:
     order: StageOrder
     layers: list[int]  # layers whose parameters its work reads (the job's rule)
     lifetimes: Lifetimes | None = None  # the peak of live tensors (docs/cost.md §2.1)
+    timing: StageTiming | None = None  # its times under a hardware profile (asked for)
 
     @property
     def bytes_per_flop(self) -> float | None:
         return self.comm.total / self.cost.total if self.cost.total and not self.comm.unknown else None
 
 
-def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False) -> StageCost:
+def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False, hardware: Profile | None = None,
+               order: StageOrder | None = None) -> StageCost:
     """The cost record of one analysed rank (`job`: what its dump shows of the job, `job.rank_job`); `keep_ops`
-    keeps each operator's FLOPs (`cost.compute_cost`)."""
+    keeps each operator's FLOPs (`cost.compute_cost`); `hardware` adds its times (`timing.stage_timing`); `order`:
+    the rank's order read from its kernel graph (`dumpdir.kernel_order`), else its own dump's `order` fact."""
     comm = Bytes()
     for c in facts.comm:
         comm += c.step_bytes
     micros = job.micro.value if job.micro.known else None
-    return StageCost(stage=facts.stage, rank=job.rank, file=job.file, cost=compute_cost(facts.table, keep_ops),
-                     memory=compute_memory(facts.table, micros), comm=comm, order=stage_order(facts.table),
-                     layers=list(job.layers), lifetimes=facts.table.get("lifetimes"))
+    cost = compute_cost(facts.table, keep_ops or hardware is not None)
+    order = order or stage_order(facts.table)
+    timing = None if hardware is None else stage_timing(facts.table, cost, hardware, facts.groups, order)
+    if timing is not None and not keep_ops:
+        cost = replace(cost, ops=[])
+    return StageCost(stage=facts.stage, rank=job.rank, file=job.file, cost=cost,
+                     memory=compute_memory(facts.table, micros), comm=comm, order=order,
+                     layers=list(job.layers), lifetimes=facts.table.get("lifetimes"), timing=timing)
 
 
 @dataclass(frozen=True)
@@ -139,6 +150,8 @@ class SplitEstimate:
     lower_bound: list[bool]  # per stage: its in-flight micro batches unknown
     bubble: float | None
     fits: bool | None
+    seconds: list[float] | None = None  # per stage under the hardware profile (`SplitModel.layer_time`)
+    step: float | None = None  # the step those times give (`step_time`)
 
     @property
     def heaviest(self) -> int:
@@ -178,6 +191,9 @@ class SplitModel:
     flight_known: list[bool]
     micro_batches: int | None
     device_memory: int | None
+    chunks: int = 1
+    base_time: list[float] | None = None  # seconds per stage that no split moves (tail and exposed included)
+    layer_time: dict[int, float] | None = None  # seconds per layer (`StageTiming.layer_time`: what moves with it)
 
 
 def estimate(model: SplitModel, groups: list[list[int]], stage_of: list[int]) -> SplitEstimate:
@@ -198,20 +214,33 @@ def estimate(model: SplitModel, groups: list[list[int]], stage_of: list[int]) ->
     if model.device_memory is not None:
         over = any(m.total > model.device_memory for m in memory)
         fits = False if over else (None if any(m.unknown for m in memory) or any(lower) else True)
-    m = model.micro_batches
+    m, v = model.micro_batches, model.chunks
+    seconds = None
+    if model.base_time is not None and model.layer_time is not None:
+        seconds = list(model.base_time)
+        for g, s in zip(groups, stage_of):
+            for i in g:
+                seconds[s] += model.layer_time[i]
+    weights = seconds if seconds is not None else loads
     return SplitEstimate(groups, stage_of, loads, memory, lower,
-                         None if m is None else bubble([x / m for x in loads], m), fits)
+                         None if m is None else bubble([x / m for x in weights], m, v), fits, seconds,
+                         None if m is None or seconds is None else step_time([x / m for x in seconds], m, v))
 
 
-def bubble(times: list[float], micros: int) -> float:
-    """Idle share of a pipeline of per-micro-batch stage times `times` and `micros` micro batches:
-    step T = sum(t) + (m - 1) * max(t); bubble = 1 - m * sum(t) / (S * T) (equal stages:
-    (S - 1) / (S + m - 1))."""
+def step_time(times: list[float], micros: int, chunks: int = 1) -> float:
+    """Step of a pipeline of per-micro-batch stage times `times` (all chunks of a stage), `micros` micro
+    batches and `chunks` model chunks per stage: (sum(t) + (v*m - 1) * max(t)) / v (the first micro batch
+    crosses every stage, a chunk at a time, then the slowest stage runs the rest)."""
+    v, m = max(1, chunks), max(1, micros)
+    return (sum(times) + (v * m - 1) * max(times, default=0.0)) / v
+
+
+def bubble(times: list[float], micros: int, chunks: int = 1) -> float:
+    """Idle share of `step_time`: 1 - m * sum(t) / (S * T); equal stages give (S - 1) / (v*m + S - 1)
+    (1F1B: (S - 1) / (m + S - 1))."""
     if not times or not any(times):
         return 0.0
-    s, m = len(times), max(1, micros)
-    step = sum(times) + (m - 1) * max(times)
-    return 1.0 - m * sum(times) / (s * step)
+    return 1.0 - max(1, micros) * sum(times) / (len(times) * step_time(times, micros, chunks))
 
 
 @dataclass
@@ -244,6 +273,11 @@ class Balance:
     bubble: float | None
     device_memory: int | None
     advice: Advice
+    step: Step | None = None  # the step played out under the hardware profile (every stage timed)
+    seconds: dict[int, float] = field(default_factory=dict)  # stage -> compute + exposed seconds, when all timed
+    slowest: int | None = None  # by `seconds`
+    fastest: int | None = None
+    time_ratio: float | None = None  # slowest / fastest seconds
     measure: str = MEASURE
     notes: list[str] = field(default_factory=list)
 
@@ -263,7 +297,10 @@ def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
     heavy = max(range(len(figures)), key=lambda i: compute[i], default=None)
     light = min(range(len(figures)), key=lambda i: compute[i], default=None)
     m = job.micro_batches.value if job.micro_batches.known else None
+    v = job.chunks.value if job.chunks.known else 1
     complete = not job.stages_absent and job.pipeline_stages.known and len(figures) == job.pipeline_stages.value
+    timed = [f.cost.timing for f in figures if f.cost.timing is not None]
+    step = simulate(timed) if complete and timed and len(timed) == len(figures) else None
     b = Balance(
         stages=figures, stage_count=job.pipeline_stages, micro_batches=job.micro_batches,
         absent=list(job.stages_absent), selected=selected,
@@ -272,8 +309,13 @@ def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
         forward_ratio=None if heavy is None else _ratio(figures[heavy].cost.cost.flops["forward"],
                                                          figures[light].cost.cost.flops["forward"]),
         unknown_ops=sum(f.cost.cost.compute_unknown for f in figures),
-        bubble=bubble([c / m for c in compute], m) if complete and m else None,
-        device_memory=device_memory, advice=advise(figures, job, device_memory))
+        bubble=(step.bubble if step is not None and not step.cannot else
+                bubble([c / m for c in compute], m, v) if complete and m else None),
+        device_memory=device_memory, advice=advise(figures, job, device_memory), step=step)
+    if timed and len(timed) == len(figures) > 1:
+        b.seconds = {f.stage: x.total().seconds for f, x in zip(figures, timed)}
+        b.slowest, b.fastest = max(b.seconds, key=b.seconds.__getitem__), min(b.seconds, key=b.seconds.__getitem__)
+        b.time_ratio = b.seconds[b.slowest] / b.seconds[b.fastest] if b.seconds[b.fastest] else None
     return b
 
 
@@ -288,7 +330,8 @@ def _runs(layers: list[int]) -> list[list[int]]:
     return out
 
 
-def split_model(figures: list[StageFigures], micros: int | None, device_memory: int | None) -> SplitModel | str:
+def split_model(figures: list[StageFigures], micros: int | None, device_memory: int | None,
+                chunks: int = 1) -> SplitModel | str:
     """The per-layer costs and per-stage fixed work of the current split, or why they cannot be had."""
     held: dict[int, int] = {}
     for f in figures:
@@ -336,8 +379,15 @@ def split_model(figures: list[StageFigures], micros: int | None, device_memory: 
     if unknown:
         return "operators of unknown cost in the layers (" + "; ".join(unknown) + "): their FLOPs are not known"
     flights = [f.memory.in_flight.count for f in figures]
-    return SplitModel(base, layer_cost, base_static, layer_static, base_act, layer_act,
-                      [1 if c is None else c for c in flights], [c is not None for c in flights], micros, device_memory)
+    model = SplitModel(base, layer_cost, base_static, layer_static, base_act, layer_act,
+                       [1 if c is None else c for c in flights], [c is not None for c in flights], micros,
+                       device_memory, chunks)
+    timed = [f.cost.timing for f in figures]
+    if all(x is not None for x in timed):  # rank by time (FLOPs beside it)
+        layer_time = {i: x.layer_time(i) for f, x in zip(figures, timed) for i in f.layers}
+        base_time = [x.total().seconds - sum(layer_time[i] for i in f.layers) for f, x in zip(figures, timed)]
+        model = replace(model, base_time=base_time, layer_time=layer_time)
+    return model
 
 
 def advise(figures: list[StageFigures], job: Job, device_memory: int | None) -> Advice:
@@ -362,7 +412,7 @@ def advise(figures: list[StageFigures], job: Job, device_memory: int | None) -> 
         none.cannot = f"{len(figures)} stages read of {of}"
         return none
     micros = job.micro_batches.value if job.micro_batches.known else None
-    model = split_model(figures, micros, device_memory)
+    model = split_model(figures, micros, device_memory, chunks)
     if isinstance(model, str):
         none.cannot = model
         return none
@@ -379,10 +429,19 @@ def advise(figures: list[StageFigures], job: Job, device_memory: int | None) -> 
                       n_layers, chunks, recomputed)
     if n_layers < s:
         return Advice(current, even, None, f"{n_layers} layers for {s} stages", n_layers, chunks, recomputed)
-    best = _search(model, n_layers, device_memory)
+    timed = model.layer_time is not None and model.base_time is not None
+    # by time when timed: the search runs on seconds (as its loads), then the split is estimated on both
+    best = _search(replace(model, base=model.base_time, layer_cost=model.layer_time) if timed else model,  # type: ignore[arg-type]
+                   n_layers, device_memory)
+    if best is not None and timed:
+        best = estimate(model, best.groups, best.stage_of)
     candidates = [e for e in (best, even, current) if e is not None]
     fits_first = (lambda e: e.fits is False) if device_memory is not None else (lambda e: False)
-    advised = min(candidates, key=lambda e: (fits_first(e), e.heaviest, -e.lightest))
+    heaviest = (lambda e: (max(e.seconds), -min(e.seconds))) if timed else (lambda e: (e.heaviest, -e.lightest))
+    advised = min(candidates, key=lambda e: (fits_first(e), *heaviest(e)))
+    if timed and advised.seconds and current.seconds and fits_first(current) == fits_first(advised) and \
+            max(current.seconds) <= max(advised.seconds) * (1 + NOISE):
+        advised = current  # a gain the estimate cannot tell from its own error is no advice
     return Advice(current, even, advised, None, n_layers, chunks, recomputed)
 
 

@@ -68,7 +68,7 @@ from .order import build_order
 from .params import Params, layer_flow, param_shapes, parameters
 from .records import FileKind, Phase, Strategy
 from .roles import param_roles
-from .rules import COMM_OPS, borrowed_name, classify, file_kind, moves_no_data
+from .rules import COMM_OPS, KERNEL_PASSES, borrowed_name, classify, file_kind, moves_no_data
 from .runs import graph_runs, node_runs
 from .sizes import type_bytes
 from .stage import stage_info
@@ -90,14 +90,13 @@ def _file_kind(t: NodeFacts) -> FileKind:
 
 
 _KERNEL_GRAPH = re.compile(r"kernel_graph\d+$")
-_KERNEL_PASSES = ("graph_build", "hwopt_", "task_emit")
 
 
 def _kernel(t: NodeFacts) -> bool:
     """A kernel graph: what the backend compiled for the device (`graph_build_*`, `hwopt_*`, `task_emit`, an
     `*_execute` of kernel graphs), one flat `@kernel_graphN` with every micro batch's work inlined, in execution
     order. Told by the entry graph's name, else the pass's."""
-    return bool(_KERNEL_GRAPH.match(t.dump.entry or "")) or pass_name(t.dump.path or "").startswith(_KERNEL_PASSES)
+    return bool(_KERNEL_GRAPH.match(t.dump.entry or "")) or pass_name(t.dump.path or "").startswith(KERNEL_PASSES)
 
 
 def _kind(t: NodeFacts, n: Node) -> NodeKind:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .cost import ATTENTION, SEQUENCE_DIM, attention_layout
+from .model_dims import ModelDims, ffn_size, heads, model_dims
 from .params import layer_index
 from .records import CommNode, ParallelFacts, _as_dict
 
@@ -77,6 +78,7 @@ class RankJob:
     layers: list[int]  # layers whose parameters the rank's work reads
     layers_where: str
     recompute: list[int]  # layers with recomputed work
+    dims: ModelDims  # the model's and the data's sizes (`model_dims`)
     optimizer: Evidence
     opt_shard: Sizes  # optimizer-parallel groups
     accumulation: Evidence  # gradient accumulation buffers (`accu_grads.*`) or micro-step mirrors
@@ -122,7 +124,7 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
              [c for c in comm if (c.group or "").endswith(_WORLD) and c.group_ranks]
     if worlds:
         world = Evidence(len(worlds[0].group_ranks), _at(name, worlds[0], f"{worlds[0].op} on {worlds[0].group}"))
-    elif not comm and not facts.no_op_gathers and facts.kind != "pre":
+    elif not comm and not facts.no_op_gathers and facts.kind != "pre" and not rank:
         world = Evidence(1, f"{name}: no communication after the parallel pass: one device")
     else:
         world = _unknown("no node of this rank uses the world group")
@@ -189,7 +191,8 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
         micro=micro,
         chunks=sorted({c.segment for c in comm if c.category == "pipeline" and c.segment is not None}),
         folded=any(c.category == "pipeline" and c.segment is not None and c.chunk is None for c in comm),
-        layers=sorted(layers), layers_where=where, recompute=sorted(recompute), optimizer=optimizer,
+        layers=sorted(layers), layers_where=where, recompute=sorted(recompute),
+        dims=model_dims(t, t.dump, name, whole=facts.kind == "pre"), optimizer=optimizer,
         opt_shard=sizes([c for c in comm if c.category == "optimizer-parallel"], "optimizer shard"),
         accumulation=accumulation, training=optimizer.known or accumulation.known or backward,
         backward=backward, parallel=facts.kind != "pre",
@@ -243,6 +246,14 @@ class Job:
     optimizer: Evidence
     optimizer_shard: Evidence  # group size of the optimizer-parallel shards (1: not sharded)
     gradient_accumulation: Evidence
+    # the model's and the data's sizes (`model_dims`): what changes the work besides the parallel layout
+    global_batch: Evidence  # samples per training step, every micro batch and data-parallel rank
+    num_layers: Evidence  # the layers of every stage, when every stage was read
+    hidden_size: Evidence
+    ffn_size: Evidence
+    heads: Evidence  # attention heads
+    vocab_size: Evidence
+    sequence_length: Evidence
     training: bool
     notes: list[str] = field(default_factory=list)
     micro_seen: list[int] = field(default_factory=list)  # every count of micro batches a rank read says (JSON: notes)
@@ -307,6 +318,10 @@ class JobFold:
         self.parallel = False
         self.recompute_where = ""
         self.last: Evidence | None = None  # the stage count a rank of the last stage tells
+        self.dims: dict[str, Evidence] = {}  # ModelDims field -> the first rank's that knows it
+        self.per_rank = False  # the data input printed is one data-parallel rank's
+        self.layer_weights: tuple = ()  # the lowest layer's 2-D MatMul weights a rank read (`ModelDims.layer_weights`)
+        self.attention: tuple = ()  # the 4-D BatchMatMuls the ranks read (`ModelDims.attention`), each shape once
 
     def add(self, r: RankJob) -> None:
         self.first = self.first or r
@@ -343,6 +358,16 @@ class JobFold:
         self.backward |= r.backward
         self.parallel |= r.parallel
         self.recompute_where = self.recompute_where or r.recompute_where
+        for name, seen in vars(r.dims).items():
+            if name == "per_rank":
+                self.per_rank |= seen
+            elif name == "layer_weights":  # the lowest layer's of every rank's
+                if seen and (not self.layer_weights or seen[0][0] < self.layer_weights[0][0]):
+                    self.layer_weights = seen
+            elif name == "attention":
+                self.attention += tuple(a for a in seen if all(a[:2] != b[:2] for b in self.attention))
+            elif name not in self.dims or (seen[0] is not None and not self.dims[name].known):
+                self.dims[name] = Evidence(*seen)
 
     def job(self) -> Job:
         notes: list[str] = []
@@ -420,7 +445,52 @@ class JobFold:
                    optimizer_shard=_one(self.opt_shard, "optimizer-parallel", one,
                                         why("no optimizer-parallel communication")),
                    gradient_accumulation=self.accumulation or (first.accumulation if first else _unknown("no rank read")),
+                   global_batch=self._batch(dp, micro), num_layers=self._layer_count(stages, absent),
+                   hidden_size=self._dim("hidden"), vocab_size=self._dim("vocab"), sequence_length=self._dim("sequence"),
+                   ffn_size=self._with_hidden(ffn_size, self.layer_weights),
+                   heads=self._with_hidden(heads, self.attention),
                    training=self.training, notes=notes, micro_seen=sorted(self.micro))
+
+    def _dim(self, name: str) -> Evidence:
+        return self.dims.get(name) or _unknown("no rank read")
+
+    def _with_hidden(self, rule: Any, seen: tuple) -> Evidence:
+        """A size read beside the hidden size (`model_dims.ffn_size`, `model_dims.heads`)."""
+        hidden = self._dim("hidden")
+        return Evidence(*rule(hidden.value, seen)) if hidden.known else _unknown("the hidden size unknown")
+
+    def _batch(self, dp: Evidence, micro: Evidence) -> Evidence:
+        """The global batch, and what it is made of: per data-parallel rank and micro batch x dp x micro batches."""
+        e = self._dim("global_batch")
+        if e.known and self.per_rank:
+            e = Evidence(e.value * dp.value, f"{e.where}: one data-parallel rank's, x dp {dp.value}") if dp.known else \
+                _unknown(f"{e.where}: one data-parallel rank's; dp unknown")
+        if e.known and dp.known and micro.known and e.value % (dp.value * micro.value) == 0:
+            return Evidence(e.value, f"{e.where}: {e.value // (dp.value * micro.value)} per data-parallel rank and "
+                                     f"micro batch x dp {dp.value} x {micro.value} micro batches")
+        return e
+
+    def _layer_count(self, stages: Evidence, absent: list[int]) -> Evidence:
+        held = sorted(set().union(*self.stage_layers.values()))
+        if not held:
+            return _unknown("no parameter of a numbered layer read")
+        if not stages.known or absent:
+            why = f"stage{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} not read" if absent \
+                else "the stage count unknown"
+            return _unknown(f"layers {_ranges(held)} read; {why}")
+        first = self.where[min(self.where)]
+        return Evidence(len(held), f"layers {_ranges(held)} on the {stages.value} stage(s) read ({first})")
+
+
+def _ranges(indices: list[int]) -> str:
+    """[0, 1, 2, 4] -> `0-2, 4`."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def job_of(ranks: Iterable[RankJob]) -> Job:
@@ -435,11 +505,13 @@ def job_of(ranks: Iterable[RankJob]) -> Job:
 
 # Fields whose change makes two compilations different parallel configurations of one network: the
 # diff then compares them as one logical graph (`irtool.parallel.logical`), not rank with rank.
-STRUCTURAL = frozenset({"world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "cp", "chunks", "micro_batches",
-                        "stage_layers", "recompute_layers", "optimizer_shard"})
+# The model's and the data's sizes: not the parallel layout, said before it (a FLOPs or weight ratio is theirs first).
+MODEL = ("global_batch", "num_layers", "hidden_size", "ffn_size", "heads", "vocab_size", "sequence_length")
+STRUCTURAL = frozenset({*MODEL, "world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "cp", "chunks",
+                        "micro_batches", "stage_layers", "recompute_layers", "optimizer_shard"})
 # The compared fields, in the order they are said.
-_COMPARED = ("world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "cp", "chunks", "micro_batches", "stage_layers",
-             "recompute_layers", "optimizer", "optimizer_shard", "gradient_accumulation")
+_COMPARED = (*MODEL, "world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "cp", "chunks", "micro_batches",
+             "stage_layers", "recompute_layers", "optimizer", "optimizer_shard", "gradient_accumulation")
 
 
 @dataclass(frozen=True)
@@ -459,9 +531,15 @@ class JobChange:
     def structural(self) -> bool:
         return self.field in STRUCTURAL
 
+    @property
+    def model(self) -> bool:
+        """A size of the model or its data (`MODEL`), not of the parallel layout."""
+        return self.field in MODEL
+
     def as_dict(self) -> dict[str, Any]:
         return {"field": self.field, "stage": self.stage, "old": self.old, "new": self.new,
-                "old_evidence": self.old_where, "new_evidence": self.new_where, "structural": self.structural}
+                "old_evidence": self.old_where, "new_evidence": self.new_where, "structural": self.structural,
+                "model": self.model}
 
 
 def _stage_value(job: Job, stage: int) -> tuple[bool, list[int] | None, str]:
@@ -472,6 +550,13 @@ def _stage_value(job: Job, stage: int) -> tuple[bool, list[int] | None, str]:
     if job.pipeline_stages.known and stage >= job.pipeline_stages.value:
         return True, None, f"{job.pipeline_stages.value} pipeline stages ({job.pipeline_stages.where})"
     return False, None, ""
+
+
+def _layers_known(job: Job) -> set[int] | None:
+    """The layers whose recompute the job knows: those of the stages read; None (all) when every stage was read."""
+    if job.pipeline_stages.known and not job.stages_absent:
+        return None
+    return set().union(*job.stage_layers.values())
 
 
 def job_changes(old: Job, new: Job) -> list[JobChange]:
@@ -489,9 +574,11 @@ def job_changes(old: Job, new: Job) -> list[JobChange]:
         ea, eb = getattr(old, name), getattr(new, name)
         a, b = ea.value, eb.value
         if name == "recompute_layers" and ea.known and eb.known:
-            # a layer's recompute is known where a stage holding it was read: compare the layers read on both sides
-            both = set().union(*old.stage_layers.values()) & set().union(*new.stage_layers.values())
-            a, b = sorted(set(a) & both), sorted(set(b) & both)
+            # a layer's recompute is known where a stage holding it was read, or where every stage was read (a layer
+            # the job does not have is not recomputed): the layers only one side's unread stages may hold are left out
+            ka, kb = _layers_known(old), _layers_known(new)
+            a = sorted(i for i in a if kb is None or i in kb)
+            b = sorted(i for i in b if ka is None or i in ka)
         if ea.known and eb.known and a != b:
             out.append(JobChange(name, a, b, ea.where, eb.where))
     return out

@@ -338,17 +338,19 @@ class _Stage:
 
     def _held(self) -> tuple[Bytes, Bytes]:
         """Weights and optimizer states as the memory records size them: a weight is a parameter a user
-        operator reads (placed with it); its states are those the memory records find for it. Where
-        those records take a weight for something else (an optimizer they do not recognise), the states
-        are unknown, never 0."""
+        operator reads (placed with it) or one the memory records call a weight (in its layer); its states
+        are those the memory records find for it. Where those records take a weight for something else (an
+        optimizer they do not recognise), the states are unknown, never 0."""
         mem = self.cost.memory
         weights, states = Bytes(), Bytes()
         known = all(p.role in ("weight", "unused") for p in mem.params if p.name in self.owners)
         for p in mem.params:
-            if p.name in self.owners:
+            # a weight no user operator is found to read first (an MoE layer's expert weights, passed to the
+            # experts' call) is still held in its layer
+            if p.name in self.owners or (known and p.role == "weight"):
                 self.layer_row(layer_index(p.name)).weights += p.bytes
                 weights += p.bytes
-                owner = self.mine.get(self.owners[p.name])
+                owner = self.mine.get(self.owners[p.name]) if p.name in self.owners else None
                 if owner is not None:
                     owner.weights += p.bytes
                     owner.params.append(Held(p.name, p.shape, p.dtype, p.bytes))
@@ -461,6 +463,8 @@ class OperatorPair:
     old: LogicalOp | None
     new: LogicalOp | None
     fields: tuple[str, ...] = ()  # OP_FIELDS that differ
+    # the degrees (`DEGREES`) whose change every changed strategy value follows from; () when some value does not
+    follows: tuple[str, ...] = ()
 
     @property
     def change(self) -> str:
@@ -497,7 +501,8 @@ class OperatorPair:
         return {**self.key.as_dict(), "text": self.key.text, "source": self.side.source,
                 "layer": self.side.layer, "after_layer": _after_layer(self.key, self.side.layer),
                 "change": self.change, "changed": self.changed, "fields": list(self.fields),
-                "old": self.old.as_dict() if self.old else None, "new": self.new.as_dict() if self.new else None}
+                "strategy_follows": list(self.follows), "old": self.old.as_dict() if self.old else None,
+                "new": self.new.as_dict() if self.new else None}
 
 
 @dataclass
@@ -532,16 +537,67 @@ class LogicalDiff:
                 "old": self.old.as_dict(ops=False), "new": self.new.as_dict(ops=False)}
 
 
+# The degrees a strategy splits a dimension by: a strategy value that changes as one of them changes follows from
+# the layout, not from the operator.
+DEGREES = ("dp", "mp", "cp", "ep")
+
+
+def _ints(v: Any) -> list[int] | None:
+    """The whole numbers of a strategy (`((2, 1), (1, 2))` -> [2, 1, 1, 2]); None for anything else (a layout)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return [v]
+    if isinstance(v, (tuple, list)):
+        out: list[int] = []
+        for x in v:
+            inner = _ints(x)
+            if inner is None:
+                return None
+            out += inner
+        return out
+    return None
+
+
+def _shape(v: Any) -> Any:
+    return tuple(_shape(x) for x in v) if isinstance(v, (tuple, list)) else None
+
+
+def strategy_follows(a: LogicalOp, b: LogicalOp, degrees: dict[str, tuple[int, int]]) -> tuple[str, ...]:
+    """The degrees whose change (`degrees`: name -> (old, new)) explains every strategy value of `a` that `b`
+    changes: each changed split `x → y` is one degree's `old → new` (both, when two changed alike); () when some
+    value changes otherwise (a dimension split by dp x mp, say), or a strategy is not a nesting of whole numbers."""
+    used: set[str] = set()
+    moves: dict[tuple[int, int], set[str]] = {}
+    for k, move in degrees.items():
+        moves.setdefault(move, set()).add(k)
+    for k in set(a.strategy) | set(b.strategy):
+        x, y = a.strategy.get(k), b.strategy.get(k)
+        if x == y:
+            continue
+        xs, ys = _ints(x), _ints(y)
+        if xs is None or ys is None or _shape(x) != _shape(y):
+            return ()
+        for i, j in zip(xs, ys):
+            if i != j:
+                if (i, j) not in moves:
+                    return ()
+                used.update(moves[(i, j)])
+    return tuple(d for d in DEGREES if d in used)
+
+
 def compare_logical(old: LogicalGraph, new: LogicalGraph) -> LogicalDiff:
     """Pair two logical graphs by operator key and by layer label (module docstring)."""
     a, b = {o.key: o for o in old.ops}, {o.key: o for o in new.ops}
+    changes = job_changes(old.job, new.job)
+    degrees = {c.field: (c.old, c.new) for c in changes if c.field in DEGREES}
     pairs = []
     for key in [*a, *(k for k in b if k not in a)]:
         x, y = a.get(key), b.get(key)
-        pairs.append(OperatorPair(key, x, y, _fields(x, y) if x and y else ()))
+        fields = _fields(x, y) if x and y else ()
+        follows = strategy_follows(x, y, degrees) if x and y and "strategy" in fields and degrees else ()
+        pairs.append(OperatorPair(key, x, y, fields, follows))
     pairs.sort(key=lambda p: (p.side.layer is None, p.side.layer or 0, p.key))
     la, lb = {x.label: x for x in old.layers}, {x.label: x for x in new.layers}
     layer_pairs = [LayerPair(label, (la.get(label) or lb[label]).layer, la.get(label), lb.get(label))
                    for label in [*la, *(k for k in lb if k not in la)]]
     layer_pairs.sort(key=lambda p: (p.layer is None, p.layer or 0, p.label))
-    return LogicalDiff(old, new, job_changes(old.job, new.job), pairs, layer_pairs)
+    return LogicalDiff(old, new, changes, pairs, layer_pairs)

@@ -80,6 +80,7 @@ class StageOrder:
     chunks: list[int]  # the chunks (segments) this stage runs, [] with one
     hops: list[CommNode] = field(default_factory=list)  # pipeline Send/Receive, placed by their unit
     why: str = ""  # the first two units the dependencies leave unordered, when not fixed
+    kernel_graph: str = ""  # the kernel graph beside the dump it came from, when a folder read it there
 
     @property
     def work(self) -> list[str]:
@@ -111,6 +112,7 @@ class StageOrder:
     def as_dict(self) -> dict[str, Any]:
         return {"stage": self.stage, "fixed": self.fixed, "in_flight": self.in_flight, "schedule": self.schedule,
                 "warmup": self.warmup, "order": self.work, "chunks": self.chunks, "why": self.why or None,
+                "kernel_graph": self.kernel_graph or None,
                 "units": [u.as_dict() for u in self.units],
                 "events": [{"op": c.op, "phase": c.phase, "micro": c.micro, "chunk": c.segment, "sr_tag": c.sr_tag,
                             "peer_rank": c.peer_rank, "peer_stage": c.peer_stage, "node": c.node, "line": c.line}

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 _LAYER = re.compile(r"(?:^|\.)(\d+)\.")
 _THROUGH = frozenset({"Load", "Depend", "TensorMove", "Cast"})  # pass a parameter's value on
 # ... and the optimizer-parallel gathers of a sharded weight: what a weight's value is still the weight after
-_WEIGHT_VALUE = _THROUGH | frozenset({"AllGather", "_MicroStepAllGather", "_MiniStepAllGather"})
+WEIGHT_VALUE = _THROUGH | frozenset({"AllGather", "_MicroStepAllGather", "_MiniStepAllGather"})
 
 
 _PICK = frozenset({"TupleGetItem", "tuple_getitem"})
@@ -63,6 +63,12 @@ def _key(ref: str) -> str:
     return ref
 
 
+def param_name(ref: str) -> str:
+    """The name a parameter reference carries: `%para13_w`, `$(@g:para13_w)` -> `w`."""
+    key = _key(ref)
+    return key[key.index("_") + 1 :]
+
+
 @dataclass
 class Params:
     """Header parameters by every reference that names one, and the nodes reading each."""
@@ -89,7 +95,7 @@ class Params:
         out = self.read_by(node)
         if depth:
             for src in srcs:
-                if src is not None and (src.op in _WEIGHT_VALUE or src.op in _PICK):
+                if src is not None and (src.op in WEIGHT_VALUE or src.op in _PICK):
                     out += [p for p in self.reached_by(src, local, depth - 1) if p not in out]
         return out
 
@@ -278,7 +284,7 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
             if n not in outside and ((weights and not weights.isdisjoint(deps[n])) or (
                     passed and any(_key(r) in passed for r in n.param_refs))):
                 outside.add(n)
-            if n in outside and (n.op in _WEIGHT_VALUE or n.op in _PICK):
+            if n in outside and (n.op in WEIGHT_VALUE or n.op in _PICK):
                 weights.add(n)
             if phase[n] in ("backward", "recompute"):  # a copy reads backward plumbing (a kernel graph's Depend)
                 deferred.append((n, deps[n]))

@@ -36,6 +36,8 @@ SP_KEYS = frozenset({"FLASH_SP_COMM_TYPE", "FLASH_INDEX", "RING_ATTENTION_INDEX"
 # Passes before step_parallel_end: types are logical or stale (docs/parallel.md §1).
 PRE_SHARDING_PASSES = ("bootstrap", "pipeline_split", "merge_send_receive", "step_parallel_begin")
 STEP_PARALLEL_END = "step_parallel_end"
+# Kernel-graph passes (the backend's one flat `@kernel_graphN`), graph_build first (`dumpdir.kernel_file`).
+KERNEL_PASSES = ("graph_build", "hwopt_d_end_acl_graph_final", "hwopt_", "task_emit")
 _REPLACE_GRAPH = re.compile(r"^\d+[A-Za-z]+\d+$")
 _NAMED_OP = re.compile(r"(AllGather|ReduceScatter|AllReduce|AlltoAll|Broadcast|Send|Receive)_?\d*$")
 

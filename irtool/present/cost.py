@@ -8,6 +8,7 @@ from ..parallel.job import Job
 from ..parallel.records import Bytes
 from .job import layer_ranges
 from .text import DASH, bytes_text, cell
+from .timing import seconds_text
 
 
 def human(n: int | None) -> str:
@@ -69,6 +70,13 @@ def balance_sentence(b: Balance) -> str:
     absent = f"; stages {', '.join(map(str, b.absent))} not read" if b.absent else ""
     if b.compute_ratio is None:
         return f"stage {b.lightest} does no {b.measure} that this tool can count{unknown}{absent}"
+    if b.time_ratio is not None and b.slowest is not None and b.fastest is not None:
+        secs = b.seconds
+        return (f"stage {b.slowest} takes {b.time_ratio:.2f}x the time of stage {b.fastest} "
+                f"({seconds_text(secs[b.slowest])} vs {seconds_text(secs[b.fastest])} of compute and exposed "
+                f"communication per step; {b.measure}: stage {b.heaviest} does {ratio_text(b.compute_ratio)} stage "
+                f"{b.lightest}'s): it holds {_held(b, b.slowest)}, stage {b.fastest} holds {_held(b, b.fastest)}"
+                f"{unknown}{absent}")
     return (f"stage {b.heaviest} does {b.compute_ratio:.2f}x the compute ({b.measure}) of stage "
             f"{b.lightest}: it holds {_held(b, b.heaviest)}, stage {b.lightest} holds {_held(b, b.lightest)} "
             f"(forward alone: {ratio_text(b.forward_ratio)}){unknown}{absent}")
@@ -117,7 +125,11 @@ def offset(a: Advice, e: SplitEstimate) -> list[int] | list[list[int]]:
 
 
 def _estimate_text(e: SplitEstimate) -> str:
-    return (f"heaviest/lightest {ratio_text(e.ratio)}, bubble {DASH if e.bubble is None else f'{e.bubble:.1%}'}"
+    timed = "" if e.seconds is None or not min(e.seconds) else \
+        f"slowest/fastest {ratio_text(max(e.seconds) / min(e.seconds))} by time (FLOPs: {ratio_text(e.ratio)}), " \
+        f"step {seconds_text(e.step)}, "
+    return ((timed or f"heaviest/lightest {ratio_text(e.ratio)}, ")
+            + f"bubble {DASH if e.bubble is None else f'{e.bubble:.1%}'}"
             + ("" if e.fits is None else ("; every stage fits" if e.fits else "; a stage does NOT fit")))
 
 
@@ -127,8 +139,12 @@ def advice_sentences(a: Advice) -> list[str]:
     if a.advised is not None:
         same = a.current is not None and a.advised.groups == a.current.groups
         head = ("the current split is already the best found: " if same else "") + split_groups(a.advised)
+        shorter = ""
+        if not same and a.current is not None and a.current.step and a.advised.step is not None:
+            shorter = (f"; the step shortens by {1 - a.advised.step / a.current.step:.1%} (by the stages' times "
+                       f"per micro batch: {seconds_text(a.current.step)} -> {seconds_text(a.advised.step)})")
         out.append(f"Advice (estimate from this compilation): {head} (offset {offset(a, a.advised)}): "
-                   f"{_estimate_text(a.advised)}")
+                   f"{_estimate_text(a.advised)}{shorter}")
     else:
         out.append(f"Advice: cannot advise: {a.cannot}")
     for name, e in (("now", a.current), ("even split", a.even)):

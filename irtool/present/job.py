@@ -62,7 +62,10 @@ def job_table(job: Job) -> Table:
                      ("mp", job.mp), ("ep", job.ep), ("sp", job.sp), ("cp", job.cp), ("micro batches", job.micro_batches),
                      ("segments per stage" if job.folded else "chunks per stage", job.chunks),
                      ("optimizer", job.optimizer),
-                     ("optimizer sharding", job.optimizer_shard), ("gradient accumulation", job.gradient_accumulation)):
+                     ("optimizer sharding", job.optimizer_shard), ("gradient accumulation", job.gradient_accumulation),
+                     ("global batch", job.global_batch), ("layers", job.num_layers), ("hidden size", job.hidden_size),
+                     ("feed-forward size", job.ffn_size), ("attention heads", job.heads),
+                     ("vocabulary", job.vocab_size), ("sequence length", job.sequence_length)):
         value = f"{' or '.join(map(str, job.micro_seen))}: ranks disagree" \
             if e is job.micro_batches and len(job.micro_seen) > 1 else _value(e)
         rows.append([label, value, e.where if e.known else f"unknown: {e.where}"])
@@ -78,7 +81,10 @@ def job_table(job: Job) -> Table:
     return Table("Job (each value and where the dump shows it)", ["field", "value", "evidence"], rows)
 
 
-_LABELS = {"world_size": "world size", "dp": "dp", "mp": "mp", "pipeline_stages": "pipeline stages", "ep": "ep",
+_LABELS = {"global_batch": "global batch", "num_layers": "layers", "hidden_size": "hidden size",
+           "ffn_size": "feed-forward size", "heads": "attention heads",
+           "vocab_size": "vocabulary", "sequence_length": "sequence length", "world_size": "world size", "dp": "dp",
+           "mp": "mp", "pipeline_stages": "pipeline stages", "ep": "ep",
            "sp": "sp", "chunks": "chunks per stage", "micro_batches": "micro batches",
            "recompute_layers": "recompute", "optimizer": "optimizer", "optimizer_shard": "optimizer sharding",
            "gradient_accumulation": "gradient accumulation"}

@@ -1,12 +1,12 @@
 """Cost in `summarize --cost`: FLOPs and memory of a rank, and the balance of a folder's stages
-(docs/cost.md). JSON field `cost` (schema `irtool.cost/3`), made once here from the records of
+(docs/cost.md, docs/timing.md). JSON field `cost` (schema `irtool.cost/3`), made once here from the records of
 `irtool.parallel.balance`; text and Markdown from `irtool.present.cost`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from ..dumpdir import RankFile
+from ..dumpdir import RankFile, kernel_order
 from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts, analyze
@@ -20,10 +20,14 @@ from ..parallel.balance import (
     stage_cost,
     stage_memory,
 )
+from ..parallel.calibrate import Calibration
+from ..parallel.calibrate import calibrate as run_calibration
 from ..parallel.cost import CostFacts
+from ..parallel.hardware import Profile
 from ..parallel.job import Job, rank_job
 from ..parallel.lifetime import NOT_COUNTED, Lifetimes
 from ..parallel.memory import MemoryFacts, scaled
+from ..parallel.order import unit_label
 from ..parallel.roles import ROLES
 from ..present import Block, Code, Table, cell, parse_bytes
 from ..present.cost import (
@@ -39,9 +43,11 @@ from ..present.cost import (
     size_text,
 )
 from ..present.job import layer_ranges
+from ..present.timing import seconds_text, step_line, step_table, unit_table
 
 SCHEMA = "irtool.cost/3"
-BUBBLE_FORMULA = "1 - m*sum(t)/(S*(sum(t) + (m-1)*max(t)))"
+BUBBLE_FORMULA = "1 - m*sum(t)/(S*T), T = (sum(t) + (v*m-1)*max(t))/v"
+SIMULATED = "the step played out over the stages' unit orders and Send -> Receive pairs (docs/timing.md §3)"
 
 
 def parse_memory(text: str) -> int:
@@ -52,11 +58,11 @@ def parse_memory(text: str) -> int:
     return int(size)
 
 
-def measure_rank(rank: RankFile, lenient: bool = False) -> StageCost:
+def measure_rank(rank: RankFile, lenient: bool = False, hardware: Profile | None = None) -> StageCost:
     """One rank's cost record, read again (a stage whose cost the summary's worker pass did not measure)."""
     dump = rank.load(lenient)
     facts = analyze(dump, rank.rank)
-    return stage_cost(facts, rank_job(facts, rank.rank, rank.path))
+    return stage_cost(facts, rank_job(facts, rank.rank, rank.path), hardware=hardware, order=kernel_order(rank, lenient))
 
 
 @dataclass
@@ -66,13 +72,17 @@ class FileCost:
     cost: StageCost
     memory: StageMemory
     device_memory: int | None
+    hardware: str = ""  # the profile as the text names it
+    hardware_json: dict[str, Any] | None = None  # and as JSON (`hardware_json`)
 
 
-def rank_cost(dump: Dump, facts: ParallelFacts, job: Job, device_memory: int | None = None) -> FileCost:
+def rank_cost(dump: Dump, facts: ParallelFacts, job: Job, device_memory: int | None = None,
+              hardware: Profile | None = None, hardware_text: str = "", default: bool = False) -> FileCost:
     """The cost of a single file (`job`: as much of the job as the file tells)."""
-    sc = stage_cost(facts, rank_job(facts, job.ranks[0] if job.ranks else None, dump.path or ""))
+    sc = stage_cost(facts, rank_job(facts, job.ranks[0] if job.ranks else None, dump.path or ""), hardware=hardware)
     flight = in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches)
-    return FileCost(sc, stage_memory(sc.memory, flight, sc.lifetimes), device_memory)
+    return FileCost(sc, stage_memory(sc.memory, flight, sc.lifetimes), device_memory, hardware_text,
+                    hardware_json(hardware, default))
 
 
 # --- JSON (docs/cost.md#json) ---------------------------------------------------------------------
@@ -144,7 +154,41 @@ def file_json(fc: FileCost) -> dict[str, Any]:
     return {"schema": SCHEMA, "stage": sc.stage, "peak_bytes": _peak_bytes(fc.memory), "compute": _compute_json(sc.cost),
             "memory": _memory_json(sc.memory, fc.memory, sc.lifetimes), "comm_bytes": sc.comm.total,
             "comm_unknown": sc.comm.unknown, "bytes_per_flop": sc.bytes_per_flop, "schedule": sc.order.as_dict(),
-            **_fits_json(fc.memory, fc.device_memory)}
+            **_fits_json(fc.memory, fc.device_memory), "timing": _timing_json(sc, fc.hardware_json)}
+
+
+def hardware_json(p: Profile | None, default: bool) -> dict[str, Any] | None:
+    """The profile timed on: `name`, `where` (the built-in name, or the file over its base), `default` (not
+    asked for: the default profile)."""
+    return None if p is None else {"name": p.name, "where": p.where, "default": default}
+
+
+def _unit_json(u: Any) -> dict[str, float]:
+    return {"forward_seconds": u.forward, "backward_seconds": u.backward, "recompute_seconds": u.recompute,
+            "optimizer_seconds": u.optimizer, "comm_seconds": u.comm, "exposed_seconds": u.exposed,
+            "seconds": u.seconds}
+
+
+def _timing_json(sc: StageCost, hardware: dict[str, Any] | None) -> dict[str, Any] | None:
+    t = sc.timing
+    if t is None:
+        return None
+    return {"hardware": hardware, "units": [{"unit": unit_label(k), **_unit_json(t.units[k])}
+                                                          for k in t.order],
+            "tail": _unit_json(t.tail), "total": _unit_json(t.total()), "unknown_ops": t.unknown_ops,
+            "unknown_comm": t.unknown_comm, "model_flops": t.model_flops, "peak_flops_per_second": t.peak,
+            "notes": t.notes}
+
+
+def _step_json(b: Balance, hardware: dict[str, Any] | None) -> dict[str, Any] | None:
+    st = b.step
+    if st is None:
+        return None
+    return {"hardware": hardware, "cannot": st.cannot, "seconds": st.seconds if not st.cannot else None,
+            "bubble": round(st.bubble, 4) if not st.cannot else None, "mfu": st.mfu if not st.cannot else None,
+            "stages": [{"stage": s.stage, "rank": s.rank, "compute_seconds": s.busy, "exposed_seconds": s.exposed,
+                        "idle_seconds": s.idle, "bubble": round(s.share(st.seconds), 4),
+                        "mfu": s.mfu(st.seconds)} for s in st.stages]}
 
 
 def _peak_bytes(sm: StageMemory) -> int | None:
@@ -159,10 +203,11 @@ def _split_json(a: Advice, e: SplitEstimate | None) -> dict[str, Any] | None:
             "lightest_stage_flops": e.lightest, "ratio": e.ratio,
             "bubble": None if e.bubble is None else round(e.bubble, 4),
             "memory_bytes": [m.total for m in e.memory], "memory_unknown_tensors": [m.unknown for m in e.memory],
-            "memory_lower_bound": e.lower_bound, "fits": e.fits, "estimate": True}
+            "memory_lower_bound": e.lower_bound, "fits": e.fits, "seconds": e.seconds, "step_seconds": e.step,
+            "estimate": True}
 
 
-def dir_json(b: Balance, job: Job) -> dict[str, Any]:
+def dir_json(b: Balance, job: Job, hardware: dict[str, Any] | None = None) -> dict[str, Any]:
     """The `cost` field of a folder summary."""
     rows = []
     for f in b.stages:
@@ -176,7 +221,9 @@ def dir_json(b: Balance, job: Job) -> dict[str, Any]:
                      "memory_unknown_tensors": sm.total.unknown, "memory_lower_bound": sm.lower_bound,
                      "micro_batches_in_flight": sm.in_flight.count, "in_flight_how": sm.in_flight.how,
                      "comm_bytes": sc.comm.total, "comm_unknown": sc.comm.unknown, "bytes_per_flop": sc.bytes_per_flop,
-                     **_fits_json(sm, b.device_memory), "schedule": sc.order.as_dict()})
+                     **_fits_json(sm, b.device_memory), "schedule": sc.order.as_dict(),
+                     "seconds": None if sc.timing is None else sc.timing.total().seconds,
+                     "timing": _timing_json(sc, hardware)})
     a = b.advice
     yaml = advice_yaml(a, job)
     return {"schema": SCHEMA, "measure": b.measure, "stages": rows, "stage_count": b.stage_count.as_dict(),
@@ -185,6 +232,7 @@ def dir_json(b: Balance, job: Job) -> dict[str, Any]:
             "forward_ratio": b.forward_ratio, "unknown_ops": b.unknown_ops, "sentence": balance_sentence(b),
             "memory_sentence": memory_sentence(b),
             "bubble": None if b.bubble is None else round(b.bubble, 4), "bubble_formula": BUBBLE_FORMULA,
+            "bubble_how": _bubble_how(b), "step": _step_json(b, hardware),
             "advice": {"cannot": a.cannot, "num_layers": a.num_layers, "chunks": a.chunks,
                        "recomputed_layers": a.recomputed, "current": _split_json(a, a.current),
                        "even": _split_json(a, a.even), "advised": _split_json(a, a.advised),
@@ -193,18 +241,27 @@ def dir_json(b: Balance, job: Job) -> dict[str, Any]:
             "memory": {str(f.stage): _memory_json(f.cost.memory, f.memory, f.cost.lifetimes) for f in b.stages}}
 
 
+def _bubble_how(b: Balance) -> str | None:
+    if b.bubble is None:
+        return None
+    return SIMULATED if b.step is not None and not b.step.cannot else BUBBLE_FORMULA
+
+
 # --- text and Markdown ----------------------------------------------------------------------------
 
-def headline(b: Balance) -> list[str]:
-    """The first lines of `summarize DIR --cost`: balance, memory and fit, the advice."""
+def headline(b: Balance, hardware: str = "") -> list[str]:
+    """The first lines of `summarize DIR --cost`: step time, balance, memory and fit, the advice."""
     a = advice_sentences(b.advice)[0]
-    return [f"Balance: {balance_sentence(b)}", f"Memory: {memory_sentence(b)}",
+    step = [step_line(b.step, hardware or b.step.profile)] if b.step is not None else []
+    return [*step, f"Balance: {balance_sentence(b)}", f"Memory: {memory_sentence(b)}",
             a if b.selected is None else "Advice: summarize without --stage for the advice (it moves layers between stages)"]
 
 
 def file_headline(fc: FileCost) -> list[str]:
     sc, sm = fc.cost, fc.memory
-    line = (f"Cost: {flops_text(sc.cost.total, sum(sc.cost.unknown_by_phase.values()))} FLOPs per step; memory "
+    busy = "" if sc.timing is None else \
+        f" ({seconds_text(sc.timing.total().seconds)} of work on {fc.hardware or sc.timing.profile}, estimate)"
+    line = (f"Cost: {flops_text(sc.cost.total, sum(sc.cost.unknown_by_phase.values()))} FLOPs per step{busy}; memory "
             + (f"peak {size_text(sm.peak)} (tensor lifetimes)" if sm.peak is not None else
                f"{size_text(sm.total, sm.lower_bound)} (estimate)"))
     fits = sm.fits(fc.device_memory)
@@ -288,6 +345,9 @@ def rank_blocks(fc: FileCost, limit: int | None) -> list[Block]:
     if sc.order.hops:
         blocks.append(f"  pipeline order: {' '.join(sc.order.work)} ({sc.order.schedule})" if sc.order.fixed
                       else f"  pipeline order: {sc.order.schedule}")
+    if sc.timing is not None and sc.timing.order:
+        blocks.append(unit_table(sc.timing).limited(limit))
+    blocks += [f"  timing: {note}" for note in (sc.timing.notes if sc.timing is not None else [])]
     blocks.append(f"  {in_flight_text(sm.in_flight)}")
     blocks += peak_lines(sc.lifetimes, sm)
     fits = sm.fits(fc.device_memory)
@@ -332,12 +392,17 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
                        cell(sm.in_flight.count),
                        cell(None) if f.cost.bytes_per_flop is None else f"{f.cost.bytes_per_flop:.4g}"])
     m = b.micro_batches
+    how = (SIMULATED if b.step is not None and not b.step.cannot else
+           f"{BUBBLE_FORMULA}, t = a stage's {b.measure} per micro batch, v = chunks")
     bubble = (f"  estimated bubble {b.bubble:.1%} with {m.value} micro batches and {b.stage_count.value} stages "
-              f"({BUBBLE_FORMULA}, t = a stage's {b.measure} per micro batch)" if b.bubble is not None else
+              f"({how})" if b.bubble is not None else
               "  estimated bubble: unknown (" + ("stages not read" if b.absent else
                                                  "micro batches unknown: " + m.where if not m.known else
                                                  "the stage count unknown") + ")")
     blocks: list[Block] = ["", "Balance: " + balance_sentence(b), t.limited(limit)]
+    if b.step is not None and not b.step.cannot:
+        blocks.append(step_table(b.step).limited(limit))
+    blocks += [f"  stage {f.stage}: {note}" for f in b.stages if f.cost.timing is not None for note in f.cost.timing.notes]
     if len(b.stages) > 1 or b.absent:
         blocks.append(bubble)
     if b.device_memory is not None:
@@ -348,8 +413,9 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
         blocks += peak_lines(f.cost.lifetimes, f.memory, f"stage {f.stage}: ")
     order = Table("Pipeline in execution order (units of work ordered by data, Depend and UpdateState edges)",
                   ["stage", "schedule", "order (F = forward, B = backward, micro batch)"],
-                  [[cell(f.stage), f.cost.order.schedule, " ".join(f.cost.order.work) or cell(None)]
-                   for f in b.stages])
+                  [[cell(f.stage), f.cost.order.schedule + (f" (the kernel graph's, {f.cost.order.kernel_graph})"
+                                                            if f.cost.order.kernel_graph else ""),
+                    " ".join(f.cost.order.work) or cell(None)] for f in b.stages])
     blocks.append(order.limited(limit))
     if b.selected is None:
         blocks += advice_sentences(b.advice)
@@ -366,3 +432,33 @@ def dir_cost(costs: dict[int, StageCost], job: Job, selected: int | None = None,
 
     picked = [c for s, c in sorted(costs.items()) if selected is None or s == selected]
     return balance(picked, job, device_memory, selected)
+
+
+def calibration_json(c: Calibration) -> dict[str, Any]:
+    """`cost.calibration` (docs/timing.md §5)."""
+    f = c.fit
+    return {"file": c.file, "steps": c.steps,
+            "stages": [{"stage": m.stage, "measured": {"computing_seconds": m.computing,
+                                                      "communication_seconds": m.communication,
+                                                      "not_overlapped_seconds": m.not_overlapped,
+                                                      "overlapped_seconds": m.overlapped, "free_seconds": m.free,
+                                                      "bubble_seconds": m.bubble},
+                        "estimated": None if m.stage not in c.predicted else
+                        {"computing_seconds": c.predicted[m.stage].compute,
+                         "communication_seconds": c.predicted[m.stage].comm,
+                         "not_overlapped_seconds": c.predicted[m.stage].exposed}} for m in c.measured],
+            "fitted": {"compute_efficiency_scale": f.compute_efficiency, "link_efficiency_scale": f.link_efficiency,
+                       "overlap": f.overlap, "overlap_was": f.overlap_was, "stages": f.stages},
+            "step_seconds": c.step_before, "fitted_step_seconds": c.step_after,
+            "measured_step_seconds": c.measured_step}
+
+
+def calibrate(path: str, timings: list, job: Job, hardware: Profile) -> Calibration:
+    """`--calibrate FILE` against the stages' times (each rank's stage from the job)."""
+    if not timings or any(t is None for t in timings):
+        raise InputError("--calibrate needs the stages' times: give --hardware NAME|FILE, not none")
+    rank_stage = {r: s for s, rs in job.stage_ranks.items() for r in rs if r is not None}
+    for t in timings:
+        if t.rank is not None:
+            rank_stage.setdefault(t.rank, t.stage or 0)
+    return run_calibration(path, timings, rank_stage, hardware.overlap)

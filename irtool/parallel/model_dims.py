@@ -1,0 +1,186 @@
+"""The sizes of the model and its data as one rank's dump shows them (docs/parallel.md §18): the global batch,
+the hidden size, the feed-forward size, the attention heads, the vocabulary and the sequence length. They change
+the work, the bytes and the communication as much as the parallel layout does, so `irtool diff` says them first;
+the job (`job.RankJob`, `job.JobFold`) reads them from here once.
+
+- The global batch: the first data input of the graph (a header parameter without a default value) prints its
+  shape on this rank and then its shape over all ranks (`%para1_inputs0: <Tensor[Float32], (8, 64)> : [64, 64]`
+  under `dataset_strategy="data_parallel"`, `(8, 513)> : [8, 513]` under `full_batch`): the latter's first
+  dimension is the batch of one training step, every micro batch and data-parallel rank included. Where no operator
+  has a strategy (`parallel_mode="data_parallel"`: data_parallel_8p prints `(16, 3, 32, 32)> : [16, 3, 32, 32]`
+  for its 16 samples per device) both are the rank's own: the job multiplies by dp (`per_rank`).
+- The vocabulary, hidden size and sequence length: the embedding, a `Gather` reading a weight of no layer with
+  token indices. A rank holds slices: the full shape is the slice times the split its `in_strategy` gives each
+  dimension (`(2048, 512)` split `(2, 1)`: a (4096, 512) table, vocabulary 4096, hidden size 512; indices
+  `(1, 512)` split `(2, 1)`: sequences of 512). Before the parallel pass (`whole`) shapes are not sliced yet, whatever
+  the strategies the user set.
+- The feed-forward size: the whole shapes (slice times split, as above) of the 2-D weights the forward MatMuls of
+  the lowest layer read (`layer_weights`); the job takes the largest dimension beside its hidden size that is
+  larger than it (Llama's w1 `(704, 512)` split `(2, 1)`: 1408 beside 512). An MoE layer's experts are batched
+  3-D weights: no such MatMul, the size unknown.
+- The attention heads: the forward BatchMatMuls of 4-D operands (batch, heads, sequence, head size), each shape
+  once (`attention`); the job takes the first whose heads x head size, restored whole, is its hidden size
+  (Llama's query `(1, 4, 512, 64)` split `(2, 2, 1, 1)`: 8 heads of 64). Flash attention's fused operator is not
+  read for it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir import Dump, Node
+from .params import WEIGHT_VALUE, layer_index, param_name
+
+Seen = tuple[int | None, str]  # a value and where the dump shows it, or None and why it is unknown
+_GATHER = ("Gather", "GatherV2", "SparseGatherV2")
+
+
+@dataclass(frozen=True)
+class ModelDims:
+    """What one rank's dump shows of the model's sizes (picklable)."""
+
+    global_batch: Seen
+    per_rank: bool  # the batch printed is one data-parallel rank's (no strategy: data-parallel mode)
+    hidden: Seen
+    vocab: Seen
+    sequence: Seen
+    # the lowest layer's 2-D MatMul weights, whole: (layer, name, shape, where)
+    layer_weights: tuple[tuple[int, str, tuple[int, ...], str], ...] = ()
+    # the forward BatchMatMuls of 4-D operands, each (heads, head size) once, whole: (heads, head size, where)
+    attention: tuple[tuple[int, int, str], ...] = ()
+
+
+def model_dims(t: Any, dump: Dump, file: str, whole: bool = False) -> ModelDims:
+    """The sizes `t` (the rank's fact table) and its dump show (call before the table is released); `whole`: a
+    pass before the parallel pass, whose shapes are not sliced."""
+    splits = {} if whole else t.column("strategy")
+    hidden, vocab, sequence = _embedding(t, file, splits)
+    return ModelDims(_global_batch(dump, file), not t.column("strategy"), hidden, vocab, sequence,
+                     _layer_weights(t, file, splits), _attention(t, file, splits))
+
+
+def _global_batch(dump: Dump, file: str) -> Seen:
+    for p in dump.params:
+        if p.has_default or p.type is None or p.type.kind != "Tensor":
+            continue
+        full, mine = p.full_shape, p.type.shape
+        if full:
+            return full[0], f"{file}:{p.line} ({p.ref} {_dims(mine)} on this rank, whole shape {_dims(full)})"
+    return None, "no data input prints its shape over all ranks"
+
+
+def _dims(shape: Any) -> str:
+    return "(" + ", ".join(map(str, shape)) + ")" if isinstance(shape, tuple) else str(shape)
+
+
+def _full(shape: Any, split: Any) -> tuple[int, ...] | None:
+    """A slice's shape times its split per dimension (None when either is not a list of whole numbers)."""
+    if not isinstance(shape, tuple) or not isinstance(split, (tuple, list)) or len(shape) != len(split) or \
+            not all(isinstance(x, int) and x > 0 for x in (*shape, *split)):
+        return None
+    return tuple(a * b for a, b in zip(shape, split))
+
+
+def _embedding(t: Any, file: str, strategies: dict[Node, Any]) -> tuple[Seen, Seen, Seen]:
+    why = "no embedding (a Gather of a weight of no layer by token indices)"
+    params, by_key = t.get("parameters"), t.get("by_key")
+    for n in t.dump.nodes():
+        if n.op not in _GATHER or len(n.input_types) < 2:
+            continue
+        table, index = n.input_types[0], n.input_types[1]
+        if table.shape is None or len(table.shape) != 2 or not (index.dtype or "").startswith(("Int", "UInt")):
+            continue
+        weight = _weight(n, by_key[n.graph], params)
+        if weight is None or layer_index(weight) is not None:
+            continue
+        split = _split(n, strategies)
+        if split is None:
+            return ((None, f"{file}:{n.line}: the embedding's Gather has no in_strategy of whole numbers"),) * 3
+        full_table, full_index = _full(table.shape, split[0]), _full(index.shape, split[1])
+        if full_table is None:
+            return ((None, f"{file}:{n.line}: the embedding's table and its split do not match"),) * 3
+        where = f"{file}:{n.line} (Gather of {weight} {_dims(table.shape)} split {_dims(tuple(split[0]))}"
+        seq = (full_index[-1], f"{where}: token indices {_dims(index.shape)} split {_dims(tuple(split[1]))})") \
+            if full_index is not None and len(full_index) == 2 else (None, f"{file}:{n.line}: indices not (batch, sequence)")
+        return (full_table[1], where + f": {full_table[1]} wide)"), (full_table[0], where + f": {full_table[0]} rows)"), seq
+    return (None, why), (None, why), (None, why)
+
+
+def _layer_weights(t: Any, file: str, strategies: dict[Node, Any]) -> tuple[tuple[int, str, tuple[int, ...], str], ...]:
+    params, by_key = t.get("parameters"), t.get("by_key")
+    found: dict[int, list[tuple[int, str, tuple[int, ...], str]]] = {}
+    for n in t.dump.nodes():
+        if n.op != "MatMul" or t("phase", n) != "forward":
+            continue
+        for i, typ in enumerate(n.input_types[:2]):
+            name = _weight(n, by_key[n.graph], params, i)
+            layer = layer_index(name) if name is not None else None
+            if name is None or layer is None or any(name == w[1] for w in found.get(layer, [])):
+                continue
+            split = _split(n, strategies)
+            full = _full(typ.shape, split[i]) if split is not None and len(split) > i else None
+            if full is not None and len(full) == 2:
+                found.setdefault(layer, []).append((layer, name, full, f"{file}:{n.line}"))
+    return tuple(found[min(found)]) if found else ()
+
+
+def _attention(t: Any, file: str, strategies: dict[Node, Any]) -> tuple[tuple[int, int, str], ...]:
+    found: dict[tuple[int, int], str] = {}
+    for n in t.dump.nodes():
+        if n.op != "BatchMatMul" or len(n.input_types) < 2 or t("phase", n) != "forward":
+            continue
+        split = _split(n, strategies)
+        full = _full(n.input_types[0].shape, split[0]) if split else None
+        if full is not None and len(full) == 4 and (full[1], full[3]) not in found:
+            found[(full[1], full[3])] = (f"{file}:{n.line} (BatchMatMul of {_dims(n.input_types[0].shape)} split "
+                                         f"{_dims(tuple(split[0]))})")
+    return tuple((n, d, where) for (n, d), where in found.items())
+
+
+def heads(hidden: int, attention: tuple[tuple[int, int, str], ...]) -> Seen:
+    """The heads of the first 4-D BatchMatMul (`attention`) whose heads x head size is `hidden`."""
+    for n, d, where in attention:
+        if n * d == hidden:
+            return n, f"{where}: {n} heads of {d}, {n} x {d} = the hidden size {hidden}"
+    return None, f"no 4-D BatchMatMul whose heads x head size is the hidden size {hidden}"
+
+
+def ffn_size(hidden: int, weights: tuple[tuple[int, str, tuple[int, ...], str], ...]) -> Seen:
+    """The largest dimension beside `hidden` that is larger than it, of the layer's 2-D weights (`layer_weights`)."""
+    wide = [(d, w) for w in weights if hidden in w[2] for d in w[2] if d > hidden]
+    if not wide:
+        layer = f"layer {weights[0][0]}" if weights else "any layer"
+        return None, f"no 2-D MatMul weight of {layer} wider than the hidden size {hidden} (an MoE layer's experts are 3-D)"
+    d, (layer, name, shape, where) = max(wide, key=lambda x: x[0])
+    return d, f"{where} ({name} {_dims(shape)} whole: {d} beside the hidden size {hidden})"
+
+
+def _weight(n: Node, local: dict[str, Node], params: Any, index: int = 0) -> str | None:
+    """The parameter input `index` of `n` is the value of, through what passes a weight's value on (a Load, Cast,
+    Depend, the optimizer-parallel AllGather of its shard): the header name, or the name of the graph's own parameter
+    a call passes it in as (`▸CR_model.tok_embeddings.embedding_weight` in a cell-reuse graph)."""
+    for _ in range(8):
+        ins = n.inputs
+        ref = ins[index].ref if len(ins) > index else None
+        index = 0
+        if ref is None:
+            return None
+        if ref.kind in ("param", "free"):
+            return params.name_of(ref.name) or param_name(ref.name)
+        src = local.get(ref.name) if ref.kind == "node" else None
+        if src is None or src.op not in WEIGHT_VALUE:
+            return None
+        n = src
+    return None
+
+
+def _split(n: Node, strategies: dict[Node, Any]) -> list[Any] | None:
+    """The split of each input of `n` by its `in_strategy`; all 1 without any strategy (one device, data-parallel
+    mode, or a pass before the parallel pass: shapes are whole)."""
+    s = strategies.get(n)
+    if s is None:
+        return None if strategies else [(1,) * len(x.shape) if isinstance(x.shape, tuple) else () for x in n.input_types]
+    value = s.in_strategy
+    if not isinstance(value, (tuple, list)) or len(value) < 2:
+        return None
+    return list(value)

@@ -1,0 +1,467 @@
+"""Time from a hardware profile (docs/timing.md §2-§3): each operator's and collective's time on one rank,
+each unit of work's (forward, backward with its recompute) with the communication it cannot hide, and the
+step played out over the stages' unit orders and their Send -> Receive dependencies.
+
+Operator: roofline, max(FLOPs / (rate x efficiency(FLOPs)), bytes / (HBM bandwidth x efficiency)), the
+matrix unit's rate for matrix families (MatMul, grouped MatMul, attention, convolution), else the vector
+unit's, by the dtype of its first input. Collective: latency x algorithm steps + ring wire bytes x algorithm
+factor / (bandwidth x efficiency) of the tier its group spans (intra-node when every member rank is on one
+node of `devices_per_node`). Within a unit, operators run in dependency order on their stream (the kernel
+graph's `stream_id`; else compute on one stream, communication on another): a collective hides under the
+compute that does not depend on it, and what it does not hide is its exposed part (times the profile's
+`overlap` share). Work printed once for every micro batch (a lazy-inline cell's body, run per call) is
+spread evenly over the units of its phase; the optimizer and the gradient aggregation after the last
+micro batch run after the stage's last unit (`tail`).
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from .cost import ATTENTION, CONVS, GROUPED_MATMULS, MATMULS, CostFacts, bytes_moved
+from .hardware import Profile, Tier
+from .order import StageOrder, UnitKey, hop_unit
+from .pairs import pair_ranks
+from .records import Group
+from .traffic import group_size, wire_bytes
+
+if TYPE_CHECKING:
+    from ..ir import Node
+    from .table import NodeFacts
+
+MATRIX = MATMULS | GROUPED_MATMULS | CONVS | ATTENTION
+# operators of no arithmetic that still run a kernel moving their tensors through HBM
+MOVES = frozenset({"Transpose", "Cast", "Concat", "Gather", "GatherV2", "GatherD", "StridedSlice", "Slice", "Split",
+                   "SplitV", "Tile", "BroadcastTo", "StridedSliceGrad", "Pad", "ReverseV2", "TensorMove",
+                   "SplitWithSize", "Contiguous", "InplaceCopy"})
+
+
+def collective_of(op: str) -> str:
+    """The profile's collective for a communication operator (`_MirrorOperator` -> AllReduce, ...)."""
+    for key, names in (("AllGather", "AllGather"), ("ReduceScatter", "ReduceScatter"), ("AlltoAll", "toAll"),
+                       ("AlltoAll", "ToAll")):
+        if names in op:
+            return key
+    return "Send" if op in ("Send", "Receive", "InnerCommIsend", "InnerCommIrecv") or "Neighbor" in op else "AllReduce"
+
+
+def comm_seconds(p: Profile, op: str, nbytes: int | None, n: int | None, tier: Tier) -> float | None:
+    """Seconds of one collective or Send/Receive of `nbytes` in a group of `n` on `tier`; None when unknown."""
+    wire = wire_bytes(op, nbytes, n)
+    if wire is None:
+        return None
+    kind = collective_of(op)
+    steps = 1 if kind == "Send" else (2 if kind == "AllReduce" else 1) * max(0, (n or 1) - 1)
+    return steps * tier.latency + wire * p.algorithm[kind] / (tier.bandwidth * tier.efficiency)
+
+
+def op_seconds(p: Profile, op: str, flops: int | None, dtype: str | None, nbytes: int | None) -> float:
+    """Roofline seconds of one operator (0 for what is unknown: counted apart by the caller)."""
+    matrix = op in MATRIX
+    compute = flops / (p.rate(matrix, dtype) * p.efficiency(matrix, flops)) if flops else 0.0
+    memory = nbytes / (p.hbm_bandwidth * p.hbm_efficiency) if nbytes else 0.0
+    return max(compute, memory)
+
+
+@dataclass
+class UnitTime:
+    """Seconds of one unit of work (or of the tail) on its rank."""
+
+    forward: float = 0.0
+    backward: float = 0.0
+    recompute: float = 0.0
+    optimizer: float = 0.0  # the tail's
+    comm: float = 0.0  # every collective of the unit
+    exposed: float = 0.0  # of it, what compute does not hide
+    hideable: float = 0.0  # of it, what the dependencies let run under compute (hidden at the profile's overlap)
+
+    @property
+    def compute(self) -> float:
+        return self.forward + self.backward + self.recompute + self.optimizer
+
+    @property
+    def seconds(self) -> float:
+        return self.compute + self.exposed
+
+    def add(self, o: UnitTime, k: float = 1.0) -> None:
+        self.forward += o.forward * k
+        self.backward += o.backward * k
+        self.recompute += o.recompute * k
+        self.optimizer += o.optimizer * k
+        self.comm += o.comm * k
+        self.exposed += o.exposed * k
+        self.hideable += o.hideable * k
+
+
+@dataclass(frozen=True)
+class TimedHop:
+    """A pipeline Send/Receive as the step simulation reads it (pairs like `pairs.P2P`)."""
+
+    direction: str | None
+    peer_rank: int | None
+    sr_tag: int | None
+    unit: UnitKey
+    seconds: float  # the transfer
+
+
+@dataclass
+class StageTiming:
+    """One rank's times under a profile: per unit in execution order, the tail, the pipeline hops."""
+
+    stage: int | None
+    rank: int | None
+    profile: str
+    order: list[UnitKey]
+    fixed: bool
+    units: dict[UnitKey, UnitTime]
+    tail: UnitTime
+    hops: list[TimedHop]
+    model_flops: int  # forward + backward FLOPs (MFU counts no recompute)
+    peak: float  # the matrix rate of the dtype most matrix FLOPs run in
+    unknown_ops: int = 0  # operators of unknown cost: not timed
+    unknown_comm: int = 0  # collectives of unknown size or group: not timed
+    notes: list[str] = field(default_factory=list)
+    layer_seconds: dict[int | None, float] = field(default_factory=dict)  # compute seconds per layer (None: no layer)
+    # its collectives' seconds at the units' exposed share (what moves with a layer to another stage)
+    layer_exposed: dict[int | None, float] = field(default_factory=dict)
+
+    def layer_time(self, layer: int | None) -> float:
+        return self.layer_seconds.get(layer, 0.0) + self.layer_exposed.get(layer, 0.0)
+
+    def total(self) -> UnitTime:
+        out = UnitTime()
+        for u in self.units.values():
+            out.add(u)
+        out.add(self.tail)
+        return out
+
+
+def _bucket(t: NodeFacts, n: Node, chunks: list[int], micro_chunks: dict) -> tuple | None:
+    """The unit a node's time goes to: its own (micro batch known), a spread bucket (printed once for every
+    micro batch: `("each", F|B, chunk)`), or the tail (`("tail",)`). A step of no units (no pipeline: no
+    node carries a micro batch) is one tail, on one clock: its gradient AllReduce hides under the backward."""
+    phase = t("phase", n)
+    if phase == "optimizer" or not micro_chunks.get("units"):
+        return ("tail",)
+    letter = "F" if phase == "forward" else "B"
+    micro, chunk = t("micro", n), t("chunk", n)
+    if micro is None:
+        c = t("comm", n)
+        if c is not None and c.category == "gradient-aggregation":
+            return ("tail",)
+        return ("each", letter, chunk if chunks else None)
+    if not chunks:
+        return (letter, micro, None)
+    if chunk is None:
+        own = micro_chunks.get((letter, micro), set())
+        return (letter, micro, next(iter(own))) if len(own) == 1 else ("each", letter, None)
+    return (letter, micro, chunk)
+
+
+def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Group],
+                 order: StageOrder) -> StageTiming:
+    """The times of one rank (`cost`: `compute_cost(t, keep_ops=True)`, each operator's FLOPs)."""
+    dump, kind = t.dump, t.get("file_kind")
+    runs = t.get("graph_runs")
+    flops = {o.node: o for o in cost.ops}
+    chunks = order.chunks
+    micro_chunks: dict = {"units": bool(order.units)}  # (F|B, micro) -> its chunks; "units": the stage has any
+    for n, micro in t.column("micro").items():
+        c = t("chunk", n)
+        if c is not None and t("phase", n) != "optimizer":
+            micro_chunks.setdefault(("F" if t("phase", n) == "forward" else "B", micro), set()).add(c)
+    rank = t.rank
+    buckets: dict[tuple, UnitTime] = {}
+    counts = {"ops": 0, "comm": 0}
+    matrix_by_dtype: dict[str, int] = {}
+    by_key = t.get("by_key")
+    hops: list[TimedHop] = []
+    layer_seconds: dict[int | None, float] = {}
+    layer_comm: dict[int | None, float] = {}  # collective seconds by layer (moved with it, at the exposed share)
+    untimed: list[str] = []
+    for graph in dump.subgraphs:
+        local = by_key[graph.name]
+        preds = {n: [local[r] for r in n.node_refs if r in local] for n in local.values()}
+        k_runs = runs[graph.name].count
+        if k_runs is None:  # a loop body, a graph nothing calls: its per-step time is not known
+            n_ops = sum(1 for n in local.values() if t("kind", n) == "compute")
+            n_comm = sum(1 for n in local.values() if t("kind", n) == "communication")
+            counts["ops"] += n_ops
+            counts["comm"] += n_comm
+            if n_ops or n_comm:
+                untimed.append(f"@{graph.name} runs an unknown number of times ({runs[graph.name].how}): its "
+                              f"{n_ops + n_comm} operators not timed")
+            continue
+        finish: dict[Node, tuple[tuple | None, float]] = {}  # node -> (its bucket, when it ends on that clock)
+        cursor: dict[tuple, float] = {}  # (bucket, stream) -> when the stream is free
+        here: dict[tuple, UnitTime] = {}
+        span: dict[tuple, float] = {}
+        ordered = _topological(preds)
+        if len(ordered) < len(preds):
+            untimed.append(f"{len(preds) - len(ordered)} nodes of {graph.name} read each other in a cycle: not timed")
+        for n in ordered:
+            b = _bucket(t, n, chunks, micro_chunks)
+            ready = max((f for tag, f in (finish[x] for x in preds[n]) if tag == b), default=0.0)
+            dur, is_comm = _duration(t, n, p, groups, rank, chunks, flops, k_runs, kind, hops, matrix_by_dtype,
+                                     counts)
+            if b is None or dur == 0.0:
+                finish[n] = (b, ready)
+                continue
+            sid = t("stream", n)
+            stream = (b, sid if sid is not None else ("comm" if is_comm else "compute"))
+            end = max(ready, cursor.get(stream, 0.0)) + dur
+            finish[n] = (b, end)
+            cursor[stream] = end
+            span[b] = max(span.get(b, 0.0), end)
+            ut = here.setdefault(b, UnitTime())
+            if is_comm:
+                ut.comm += dur
+                if b[0] != "tail":
+                    layer = t("layer", n)
+                    layer_comm[layer] = layer_comm.get(layer, 0.0) + dur * k_runs
+            else:
+                ph = t("phase", n)
+                if ph in ("forward", "backward", "recompute"):
+                    layer = t("layer", n)
+                    layer_seconds[layer] = layer_seconds.get(layer, 0.0) + dur * k_runs
+                ph = ph if ph in ("forward", "backward", "recompute", "optimizer") else "backward"
+                setattr(ut, ph, getattr(ut, ph) + dur)
+        for b, ut in here.items():
+            ut.exposed = max(0.0, span[b] - ut.compute) if ut.comm else 0.0
+            buckets.setdefault((b, k_runs), UnitTime()).add(ut)
+    out = _fold(t.get("stage_info").stage, rank, p, order, buckets, hops, cost, matrix_by_dtype,
+                counts["ops"], counts["comm"])
+    comm = sum(u.comm for u in out.units.values())
+    share = sum(u.exposed for u in out.units.values()) / comm if comm else 0.0
+    out.notes += untimed
+    out.layer_seconds = layer_seconds
+    out.layer_exposed = {layer: secs * share for layer, secs in layer_comm.items()}
+    return out
+
+
+def _topological(preds: dict[Node, list[Node]]) -> list[Node]:
+    """The nodes in an order where each comes after what it reads (Kahn's: linear; a cycle, which a graph's
+    references cannot form, would leave its nodes out)."""
+    waiting = {n: len(ps) for n, ps in preds.items()}
+    readers: dict[Node, list[Node]] = {}
+    for n, ps in preds.items():
+        for x in ps:
+            readers.setdefault(x, []).append(n)
+    out = [n for n, w in waiting.items() if w == 0]
+    for n in out:
+        for r in readers.get(n, ()):
+            waiting[r] -= 1
+            if waiting[r] == 0:
+                out.append(r)
+    return out
+
+
+def _duration(t: NodeFacts, n: Node, p: Profile, groups: dict[str, Group], rank: int | None, chunks: list[int],
+              flops: dict, k_runs: int, kind: str, hops: list[TimedHop], matrix_by_dtype: dict[str, int],
+              counts: dict[str, int]) -> tuple[float, bool]:
+    """Seconds of one run of a node, and whether it is a collective; a pipeline Send/Receive is kept as a hop
+    (no time in its unit: the step simulation waits for it)."""
+    nk = t("kind", n)
+    if nk == "communication":
+        c = t("comm", n)
+        if c is None:
+            return 0.0, False
+        if c.category == "pipeline" and c.direction:
+            peer = (rank, c.peer_rank) if rank is not None and c.peer_rank is not None else None
+            secs = comm_seconds(p, c.op, c.bytes, 2, p.tier(peer, 2)[0])
+            hops.append(TimedHop(c.direction, c.peer_rank, c.sr_tag, hop_unit(c, chunks), secs or 0.0))
+            return 0.0, False
+        size = group_size(c, groups)
+        members = c.group_ranks or (groups[c.group].ranks if c.group in groups else None)
+        secs = comm_seconds(p, c.op, c.bytes, size, p.tier(members, size)[0])
+        if secs is None:
+            counts["comm"] += 1
+        return secs or 0.0, True
+    if nk != "compute":
+        return 0.0, False
+    o = flops.get(n.uid)
+    if o is not None and o.flops is None:
+        counts["ops"] += 1
+        return 0.0, False
+    if o is None and n.op not in MOVES:
+        return 0.0, False
+    per_run = (o.flops // k_runs) if o is not None and o.flops and k_runs else 0
+    dtype = next((x.dtype for x in n.input_types if x is not None and x.dtype), None)
+    moved = None if o is not None and n.op in MATRIX else bytes_moved(n, kind)
+    if o is not None and n.op in MATRIX and o.flops and o.phase != "optimizer":
+        matrix_by_dtype[dtype or ""] = matrix_by_dtype.get(dtype or "", 0) + o.flops
+    return op_seconds(p, n.op, per_run, dtype, moved), False
+
+
+def _fold(stage: int | None, rank: int | None, p: Profile, order: StageOrder, buckets: dict[tuple, UnitTime],
+          hops: list[TimedHop], cost: CostFacts, matrix_by_dtype: dict[str, int], unknown_ops: int,
+          unknown_comm: int) -> StageTiming:
+    """Buckets -> units: a unit's own, plus its share of the spread buckets (times the runs of their graph);
+    the exposed share scaled by the profile's overlap."""
+    keys = [u.key for u in order.units]
+    units = {k: UnitTime() for k in keys}
+    tail = UnitTime()
+    notes = []
+    for (b, k_runs), ut in buckets.items():
+        ut.hideable = ut.comm - ut.exposed
+        ut.exposed += ut.hideable * (1 - p.overlap)
+        if b[0] == "tail":
+            tail.add(ut, k_runs)
+        elif b[0] == "each":
+            targets = [k for k in keys if k[0] == b[1] and (b[2] is None or k[2] == b[2])]
+            if not targets:
+                tail.add(ut, k_runs)
+                notes.append(f"{b[1]} work of no micro batch and no unit of its phase: timed after the last unit")
+                continue
+            for k in targets:
+                units[k].add(ut, k_runs / len(targets))
+        elif b in units:
+            units[b].add(ut, k_runs)
+        else:
+            tail.add(ut, k_runs)
+    dtype = max(matrix_by_dtype, key=lambda d: matrix_by_dtype[d], default="")
+    return StageTiming(stage, rank, p.name, keys, order.fixed, units, tail, hops,
+                       cost.flops["forward"] + cost.flops["backward"], p.rate(True, dtype or "BFloat16"),
+                       unknown_ops, unknown_comm, notes)
+
+
+# --- the step -------------------------------------------------------------------------------------------
+
+@dataclass
+class Box:
+    """One unit as played out: on which stage, when."""
+
+    stage: int
+    unit: UnitKey
+    start: float
+    end: float
+    time: UnitTime
+
+
+@dataclass
+class Arrow:
+    """A Send -> Receive dependency as played out: from the end of the sending unit to the receiving one."""
+
+    src: Box
+    dst: Box
+    seconds: float
+
+
+@dataclass
+class StageStep:
+    stage: int
+    rank: int | None
+    busy: float  # compute (forward + backward + recompute, tail included)
+    exposed: float  # communication not hidden
+    idle: float  # bubble: step - busy - exposed
+    model_flops: int
+    peak: float
+
+    def share(self, step: float) -> float:
+        return self.idle / step if step else 0.0
+
+    def mfu(self, step: float) -> float | None:
+        """Its forward + backward FLOPs per second of the step over the peak."""
+        return self.model_flops / self.peak / step if step else None
+
+
+@dataclass
+class Step:
+    """The step played out: its time, each stage's busy / exposed / idle seconds, the boxes and arrows."""
+
+    seconds: float
+    stages: list[StageStep]
+    boxes: list[Box]
+    arrows: list[Arrow]
+    profile: str
+    cannot: str | None = None  # why the step could not be played out (then seconds is 0)
+    unknown_ops: int = 0  # operators of unknown cost over the stages: not timed (the step is a lower bound)
+    unknown_comm: int = 0  # collectives of unknown size or group: not timed
+
+    @property
+    def bubble(self) -> float:
+        """The idle share of the stages' time (mean over stages)."""
+        return sum(s.idle for s in self.stages) / (len(self.stages) * self.seconds) if self.seconds else 0.0
+
+    @property
+    def exposed_share(self) -> float:
+        """The exposed communication's share of the stages' time (mean over stages)."""
+        return sum(s.exposed for s in self.stages) / (len(self.stages) * self.seconds) if self.seconds else 0.0
+
+    @property
+    def mfu(self) -> float | None:
+        """Model FLOPs (forward + backward) per second over the peak, over the stages' ranks."""
+        if not self.seconds or not self.stages:
+            return None
+        return sum(s.model_flops / s.peak for s in self.stages) / (len(self.stages) * self.seconds)
+
+
+def simulate(timings: Iterable[StageTiming], time_of: Callable[[int, UnitKey], float] | None = None,
+             hop_time: Callable[[TimedHop], float] | None = None) -> Step:
+    """Play the stages' units out in time: each unit starts when the previous unit of its stage has ended and
+    every unit sending it a Receive has ended plus the transfer; the stage's tail follows its last unit.
+    `time_of(stage, unit)` and `hop_time(hop)` replace the profile's times (a balanced case, a test).
+    Linear in units and hops (one pass in dependency order)."""
+    ts = sorted(timings, key=lambda s: s.stage or 0)
+    if not ts:
+        return Step(0.0, [], [], [], "", "no stage")
+    profile = ts[0].profile
+    unfixed = [s.stage for s in ts if s.order and not s.fixed]  # a stage of no units (no pipeline) is its tail
+    if unfixed:
+        return Step(0.0, [], [], [], profile, f"the dump does not fix the order of stage {unfixed[0]}")
+    dur = {(s.stage or 0, k): (time_of(s.stage or 0, k) if time_of else s.units[k].seconds)
+           for s in ts for k in s.order}
+    preds: dict[tuple[int, UnitKey], list[tuple[tuple[int, UnitKey], float, TimedHop | None]]] = {n: [] for n in dur}
+    for s in ts:
+        for a, b in zip(s.order, s.order[1:]):
+            preds[(s.stage or 0, b)].append(((s.stage or 0, a), 0.0, None))
+    stage_of = {s.rank: s.stage or 0 for s in ts}
+    pairs = pair_ranks({s.rank: s.hops for s in ts if s.rank is not None})
+    for lp in pairs.links:
+        src_rank, dst_rank = lp.link
+        for send, recv in lp.pairs:
+            a, b = (stage_of[src_rank], send.unit), (stage_of[dst_rank], recv.unit)
+            if a in dur and b in dur and a != b:
+                preds[b].append((a, hop_time(send) if hop_time else send.seconds, send))
+    succ: dict[tuple[int, UnitKey], list[tuple[int, UnitKey]]] = {n: [] for n in dur}
+    for b, ps in preds.items():
+        for a, _, _ in ps:
+            succ[a].append(b)
+    waiting = {n: len(ps) for n, ps in preds.items()}
+    queue = deque(n for n, w in waiting.items() if w == 0)
+    end: dict[tuple[int, UnitKey], float] = {}
+    boxes: dict[tuple[int, UnitKey], Box] = {}
+    by_stage = {s.stage or 0: s for s in ts}
+    while queue:
+        n = queue.popleft()
+        start = max((end[a] + d for a, d, _ in preds[n]), default=0.0)
+        end[n] = start + dur[n]
+        boxes[n] = Box(n[0], n[1], start, end[n], by_stage[n[0]].units[n[1]])
+        for m in succ[n]:
+            waiting[m] -= 1
+            if waiting[m] == 0:
+                queue.append(m)
+    if len(end) < len(dur):
+        stuck = next(n for n in dur if n not in end)
+        return Step(0.0, [], [], [], profile, f"the orders and Send -> Receive pairs wait on each other in a cycle "
+                                              f"(stage {stuck[0]} waits at {stuck[1]})")
+    finish = {s.stage or 0: max((end[(s.stage or 0, k)] for k in s.order), default=0.0)
+              + (0.0 if time_of else s.tail.seconds) for s in ts}
+    step = max(finish.values(), default=0.0)
+    rows = []
+    for s in ts:
+        st = s.stage or 0
+        work = UnitTime()
+        if time_of:
+            work.forward = sum(dur[(st, k)] for k in s.order)
+        else:
+            for k in s.order:
+                work.add(s.units[k])
+            work.add(s.tail)
+        idle = step - work.compute - work.exposed
+        rows.append(StageStep(st, s.rank, work.compute, work.exposed, idle if idle > step * 1e-9 else 0.0,
+                              s.model_flops, s.peak))  # a residue of rounding is no idle time
+    arrows = [Arrow(boxes[a], boxes[b], d) for b, ps in preds.items() for a, d, h in ps if h is not None]
+    return Step(step, rows, sorted(boxes.values(), key=lambda x: (x.stage, x.start)), arrows, profile, None,
+                sum(s.unknown_ops for s in ts), sum(s.unknown_comm for s in ts))
