@@ -174,7 +174,6 @@ class _Walk:
     def __init__(self, t: NodeFacts) -> None:
         self.t = t
         self.graphs = {g.name: g for g in t.dump.subgraphs}
-        self.by_key = t.get("by_key")
         self.size: list[int | None] = []  # per block
         self.role: list[str] = []
         self.allocs: list[list[int]] = []  # per step
