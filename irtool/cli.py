@@ -452,6 +452,8 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
 
             if fmt_used != "svg":
                 raise InputError(f"--memory draws SVG: {out} asks for {fmt_used}")
+            if pipeline:
+                raise InputError("--memory and --pipeline are two pictures: ask for one")
             panels = mem_mod.panels(sel.per_stage(), input_path)
             _notes(sel)
             atomic_write(out, mem_mod.memory_svg(panels, f"{input_path}: device memory over the step").encode(),
