@@ -339,40 +339,46 @@ def _micro(t: NodeFacts) -> dict[Node, int]:
                 marks[n] = m
     by_key = t.get("by_key")
     out: dict[Node, int] = {}
-    carries: dict[Node, frozenset[int]] = {}  # the micro batches a node's readers read through it
-    ins: dict[Node, list[Node]] = {}
-    for root in t.dump.nodes():
-        stack = [(root, False)]
+    carries: dict[Node, int] = {}  # bit k: micro batch k's work reaches the node's readers through it
+    expanding: set[Node] = set()
+    for root in t.dump.nodes():  # print order: a node's inputs are mostly done before it
+        stack: list[tuple[Node, list[Node] | None]] = [(root, None)]
         while stack:
-            n, ready = stack.pop()
-            if n in carries:
+            n, ins = stack.pop()
+            if n in carries or (ins is None and n in expanding):  # done, or a cycle (a malformed graph)
                 continue
-            if not ready:
-                ins[n] = _data_inputs(n, by_key[n.graph])
-                stack.append((n, True))
-                stack.extend((p, False) for p in ins[n] if p not in carries)
-                continue
-            found = frozenset().union(*(carries.get(p, frozenset()) for p in ins.pop(n)))
+            if ins is None:
+                ins = _data_inputs(n, by_key[n.graph])
+                pending = [(p, None) for p in ins if p not in carries]
+                if pending:
+                    expanding.add(n)
+                    stack.append((n, ins))
+                    stack.extend(pending)
+                    continue
+            found = 0
+            for p in ins:
+                found |= carries.get(p, 0)
             m = _runs_for(n, marks.get(n), found)
             if m is not None:
                 out[n] = m
             # a mark only the print gives (nothing it reads says) places the node, its readers go by their own
-            carries[n] = frozenset((m,)) if m is not None and (found or n.op in _HOPS) else found
+            carries[n] = 1 << m if m is not None and (found or n.op in _HOPS) else found
     return out
 
 
 _HOPS = frozenset({"Send", "Receive"})
 
 
-def _runs_for(n: Node, mark: int | None, found: frozenset[int]) -> int | None:
-    """`_micro`'s rule for one node printing `mark` and reading the work of micro batches `found`."""
+def _runs_for(n: Node, mark: int | None, found: int) -> int | None:
+    """`_micro`'s rule for one node printing `mark` and reading the work of the micro batches whose bits
+    `found` sets."""
     if mark is None:
         return None
     if not found or n.op in _HOPS:
         return mark
-    if len(found) == 1:
-        return next(iter(found))
-    return mark if mark in found and _pipeline_mark(n, None) == mark else None
+    if found & (found - 1) == 0:  # one micro batch
+        return found.bit_length() - 1
+    return mark if found >> mark & 1 and _pipeline_mark(n, None) == mark else None
 
 
 def _pipeline_mark(n: Node, default: int | None) -> int | None:
