@@ -107,6 +107,31 @@ def test_the_order_follows_data_flow_where_a_printed_micro_contradicts_it() -> N
     assert [t("micro", at[n]) for n in (634, 637, 262, 401)] == [3, 3, 0, 1]
 
 
+SHARED = "ut_pipeline_split_shared_32p/rank_16/19_validate_0078.ir.xz"
+
+
+def test_a_shared_parameter_hop_serves_every_micro_batch() -> None:
+    # the same unit test with a parameter both stages share (test_pipeline_split_shared_parameter_stage1): line 57
+    # `%0 = Receive(%para3_cell.block.0.param)` prints `pipeline_param: I64(0)` and `micro: I64(0)`: stage 0 sends the
+    # parameter once, and every micro batch's backward MatMul reads it (line 418 `%30 = PrimFunc_MatMul(%29, %0, ..)`,
+    # %29 micro 1's dx, line 412). Taken for micro 0's work it put B1-B3's MatMuls in B0 ("B3 and B0 each depend on
+    # the other"). The activations still fix F0 B0 F1 B1 ...: line 317 `%19 = Receive(%18)`, line 314 `%18 =
+    # Depend(%para4_cell.block.1.param1, %17)`, line 308 `%17 = Send(%16)` (micro 0).
+    first = _line(SHARED, 57)
+    assert "= Receive(%para3_cell.block.0.param)" in first and "pipeline_param: I64(0)" in first
+    assert "micro: I64(0)" in first
+    assert "%30(CNode_887) = PrimFunc_MatMul(%29, %0," in _line(SHARED, 418) and "%29(dx) = " in _line(SHARED, 412)
+    assert "micro: I64(1)" in _line(SHARED, 412)
+    assert "%19(equiv_44_CNode_828) = Receive(%18)" in _line(SHARED, 317)
+    assert "%18(ValueNode_883) = Depend(%para4_cell.block.1.param1, %17)" in _line(SHARED, 314)
+    assert "%17(send_out) = Send(%16)" in _line(SHARED, 308) and "micro: I64(0)" in _line(SHARED, 308)
+    t = analyze(irtool.load(fixture(SHARED))).table
+    at = {n.line: n for n in t.dump.nodes()}
+    assert [t("micro", at[n]) for n in (57, 412, 418)] == [0, 1, 1]
+    o = stage_order(t)
+    assert o.fixed and " ".join(o.work) == "F0 B0 F1 B1 F2 B2 F3 B3" and o.in_flight == 1
+
+
 def test_order_is_not_the_print_order(tmp_path: Path) -> None:
     # The point of this test is to detect one change: pipeline_4stage_8p rank_0 validate with the block of lines
     # 1766-2050 (the Receive of B0 and micro 0's backward, up to `%171`) printed before lines 1464-1765 (micro 3's

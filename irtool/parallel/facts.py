@@ -317,8 +317,10 @@ def _micro(t: NodeFacts) -> dict[Node, int]:
     input: UpdateState, a monad, a Depend's second) when that work is of one micro batch, and for its
     printed mark only where what it reads has none (a micro batch's first slice, work on weights or
     constants alone). The data's micro batches start at the pipeline's Send/Receive (the micro batch a hop
-    carries is what pairs it with its peer's) and pass through every node; a mark only printed places its
-    node but tells its readers nothing (the sens slice `StridedSliceGrad(Tensor)` MindSpore prints once,
+    carries is what pairs it with its peer's; not a hop of a parameter shared between stages, marked
+    `pipeline_param`, which every micro batch reads though it prints `micro: I64(0)`: ut_pipeline_split_shared_32p
+    rank 16 validate line 57) and pass through every node; a mark only printed places its node but tells its
+    readers nothing (the sens slice `StridedSliceGrad(Tensor)` MindSpore prints once,
     `micro: I64(0)`, for every micro batch's backward: ut_pipeline_split_32p rank_16 validate line 262).
     A node reading the work of several micro batches joins them and runs for none, whatever it prints,
     and so does a node reading it; except where a primitive `pipeline_end` / `pipeline_begin` names one
@@ -361,8 +363,10 @@ def _micro(t: NodeFacts) -> dict[Node, int]:
             m = _runs_for(n, marks.get(n), found)
             if m is not None:
                 out[n] = m
-            # a mark only the print gives (nothing it reads says) places the node, its readers go by their own
-            carries[n] = 1 << m if m is not None and (found or n.op in _HOPS) else found
+            # a mark only the print gives (nothing it reads says) places the node, its readers go by their own;
+            # a Send/Receive's names its hop's micro batch, unless it carries a shared parameter (`pipeline_param`)
+            seeds = n.op in _HOPS and not n.mentions("pipeline_param")
+            carries[n] = 1 << m if m is not None and (found or seeds) else found
     return out
 
 
