@@ -260,6 +260,20 @@ def test_inference_last_stage_joins_through_collectives_are_no_micro_batch() -> 
     assert [(u.label, u.nodes, u.line) for u in o.units] == [("F0", 1, 215), ("F1", 1, 227), ("F2", 1, 239),
                                                              ("F3", 1, 251)]
     assert not o.fixed and o.why == "no data, Depend or UpdateState path orders F0 and F1" and o.in_flight is None
+    # stage 0 (rank 0) is ordered, one way: line 244 `%9 = call ..(.., %2, %8)` (micro 1) reads line 241 `%8 =
+    # UpdateState(UMonad[U], %7)`, %7 the call of micro 0 (line 238); %11 (line 250, micro 2) reads %10 =
+    # UpdateState(%8, %9) (247), %13 (256, micro 3) reads %12 = UpdateState(%10, %11) (253): F0 F1 F2 F3, not F3 F2 F1 F0
+    rel0 = "inference_pp_8p_m4/rank_0/19_validate_0082.ir.xz"
+    assert _line(rel0, 244).rstrip().endswith("%2, %8) cnode_primal_attrs: {micro: I64(1)}")
+    assert "%8(ValueNode_454) = UpdateState(UMonad[U], %7)" in _line(rel0, 241)
+    assert "%7(CNode_452) = call" in _line(rel0, 238) and "micro: I64(0)" in _line(rel0, 238)
+    assert "%10(ValueNode_456) = UpdateState(%8, %9)" in _line(rel0, 247) and "%4, %10)" in _line(rel0, 250)
+    assert "%12(ValueNode_458) = UpdateState(%10, %11)" in _line(rel0, 253) and "%6, %12)" in _line(rel0, 256)
+    o = _order(rel0)
+    # each unit: its slice of the batch (lines 193, 205, 217, 229: `%0 = StridedSlice(%para1_x, (I64(0)), (I64(4))`, ...)
+    # and its call (lines 238, 244, 250, 256)
+    assert o.fixed and o.work == ["F0", "F1", "F2", "F3"]
+    assert [(u.nodes, u.line) for u in o.units] == [(2, 193), (2, 205), (2, 217), (2, 229)]
 
 
 def test_step_parallel_end_does_not_fix_the_order() -> None:
