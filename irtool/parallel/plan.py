@@ -1,0 +1,554 @@
+"""Configurations planned from one compile (docs/plan.md): other dp x mp x pp, micro batches, recompute and
+optimizer sharding predicted per stage from the facts of the job as compiled.
+
+What one compile tells (`Basis`, read once from one rank per stage): each parameter's whole shape (its slice
+times the split of the operator reading it, `model_dims.weight_splits`; an optimizer-sharded one's slice is
+what its gather gives, `optimizer.optimizer_shards`), its role, its layer and its states and buffers (the
+memory records); per layer the FLOPs and communication per step (the logical graph's layer rows); per stage
+the peak of live tensors by role in the compute phase and in the optimizer (the lifetime walk's curve) and
+the time per layer (`timing.stage_timing`). Every figure of a candidate (`predict`) is either **re-derived**
+(the parameters' whole shapes split by the new strategy: weights, optimizer states, accumulation buffers and
+the optimizer-parallel traffic) or **scaled** from the compile's, and each says how (`Figure.how`). Nothing
+here reads the dump: it reads the records the other passes decided.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..ir import Dump
+from .balance import bubble, in_flight, stage_cost, step_time
+from .hardware import Profile
+from .job import Job, rank_job
+from .lifetime import LIVE_ROLES, block, walk
+from .logical import LogicalGraph
+from .model_dims import weight_splits
+from .optimizer import optimizer_shards
+from .records import ParallelFacts
+from .sizes import DTYPE_SIZE
+
+SCHEMA = "irtool.plan/1"
+PARAM_ROLES = ("weight", "optimizer-state", "accumulation", "hyperparameter", "unused", "other")
+_CR = re.compile(r"^▸?CR_")
+# MindSpore's parallel_optimizer_threshold default (KB): smaller parameters are not sharded
+THRESHOLD = 64 * 1024
+
+
+def _name(n: str) -> str:
+    return _CR.sub("", n)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of the compile, as a plan re-derives it."""
+
+    name: str
+    role: str
+    layer: int | None
+    place: str  # `layer`, `first` (the embedding's stage), `last` (head, loss), `every` (held on each stage)
+    itemsize: int
+    held: int  # elements this rank holds in the compile
+    nbytes: int
+    whole: tuple[int, ...] | None  # a weight's whole shape (None: not re-derivable, kept as compiled)
+    split: tuple[int, ...] | None  # the compile's split of each dimension
+    shard: int  # the compile's optimizer-shard group (1: none)
+    of: str | None  # the weight a state or buffer serves
+
+
+@dataclass
+class StageBasis:
+    """What the compile's rank of one stage tells the plan."""
+
+    stage: int
+    rank: int | None
+    layers: list[int]
+    params: list[Param]
+    compute_peak: dict[str, int]  # live bytes by role at the largest point before the optimizer
+    optimizer_peak: dict[str, int]  # ... and in the optimizer
+    recompute_set: int  # the largest live bytes of recomputed copies (one layer's recompute working set)
+    in_flight: float  # micro batches in flight in the compile
+    layer_flops: dict[int | None, dict[str, int]]  # per step, by phase
+    layer_comm: dict[int | None, dict[str, int]]  # per step, bytes by category
+    layer_seconds: dict[int | None, float]  # per step: compute and exposed communication
+    tail_seconds: float  # the optimizer and aggregation after the last micro batch
+    gather_fwd: float | None  # optimizer-parallel bytes per element gathered forward / reduced backward
+    gather_bwd: float | None
+
+
+@dataclass
+class Basis:
+    """The compiled job the plan starts from."""
+
+    path: str
+    job: Job
+    stages: list[StageBasis]
+    dp: int
+    mp: int
+    pp: int
+    micro: int
+    global_batch: int
+    recompute: bool
+    opt_shard: bool
+    hardware: str | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def layers(self) -> int:
+        return sum(len(s.layers) for s in self.stages)
+
+    @property
+    def devices(self) -> int:
+        return self.dp * self.mp * self.pp
+
+    @property
+    def micro_size(self) -> int:
+        return self.global_batch // (self.dp * self.micro)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A configuration to predict."""
+
+    dp: int
+    mp: int
+    pp: int
+    micro: int
+    recompute: bool
+    opt_shard: bool
+    global_batch: int
+    offset: tuple[int, ...] | None = None  # per stage, MindFormers' `offset` (None: the even split)
+
+    def label(self) -> str:
+        return (f"dp{self.dp} mp{self.mp} pp{self.pp} m{self.micro} "
+                f"{'recompute' if self.recompute else 'no recompute'}{' opt-shard' if self.opt_shard else ''}")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One predicted figure and how it was obtained."""
+
+    value: float | int | None
+    how: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "how": self.how}
+
+
+@dataclass
+class StagePlan:
+    stage: int
+    layers: list[int]
+    figures: dict[str, Figure]  # `summarize --cost` names: weight, optimizer-state, accumulation, peak_bytes, ...
+    comm_by_category: dict[str, int]
+    group_sizes: dict[str, list[int]]
+
+
+@dataclass
+class Plan:
+    """A candidate predicted, or refused with the reasons."""
+
+    candidate: Candidate
+    current: bool
+    refused: list[str]
+    stages: list[StagePlan] = field(default_factory=list)
+    step_seconds: float | None = None
+    bubble: float | None = None
+    fits: bool | None = None
+
+    @property
+    def peak_bytes(self) -> int | None:
+        peaks = [s.figures["peak_bytes"].value for s in self.stages]
+        return int(max(peaks)) if peaks and None not in peaks else None  # type: ignore[type-var]
+
+    @property
+    def offset(self) -> list[int]:
+        return offsets(self.candidate, len({x for s in self.stages for x in s.layers}))
+
+
+# --- the basis: read once from one rank per stage
+
+
+def basis(stages: Iterable[tuple[int | None, Dump, ParallelFacts]], job: Job, graph: LogicalGraph,
+          hardware: Profile | None, path: str = "") -> Basis:
+    """The compile as the plan reads it (`stages`: one analysed rank per stage, facts not released; `graph`:
+    the folder's logical graph, for the per-layer rows)."""
+    def val(e: Any, what: str) -> int:
+        if not e.known:
+            raise ValueError(f"the compile's {what} is unknown: {e.unknown if hasattr(e, 'unknown') else ''}")
+        return int(e.value)
+
+    out = [_stage_basis(rank, dump, facts, job, graph, hardware) for rank, dump, facts in stages]
+    out.sort(key=lambda s: s.stage)
+    pp = val(job.pipeline_stages, "pipeline stage count")
+    if len(out) != pp:
+        raise ValueError(f"every stage must be read to plan: {len(out)} of {pp} read")
+    return Basis(path, job, out, val(job.dp, "dp"), val(job.mp, "mp"), pp, val(job.micro_batches, "micro batch count"),
+                 val(job.global_batch, "global batch"), bool(job.recompute_layers.value),
+                 job.optimizer_shard.known and (job.optimizer_shard.value or 1) > 1,
+                 hardware.name if hardware is not None else None)
+
+
+def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, graph: LogicalGraph,
+                 hardware: Profile | None) -> StageBasis:
+    t = facts.table
+    cost = stage_cost(facts, rank_job(facts, rank, dump.path or ""), hardware=hardware)
+    stage = cost.stage or 0
+    last = stage == (job.pipeline_stages.value or 1) - 1
+    splits = {_name(k): v for k, v in weight_splits(t).items()}
+    shards = {_name(s.parameter): s for s in optimizer_shards(facts.comm, facts.groups)}
+    params = [_param(p, splits, shards, stage, last) for p in cost.memory.params]
+    fwd, bwd, elems = 0, 0, 0
+    for s in shards.values():
+        if s.full_shape and s.forward_bytes is not None and s.backward_bytes is not None:
+            fwd, bwd, elems = fwd + s.forward_bytes, bwd + s.backward_bytes, elems + math.prod(s.full_shape)
+    lt = walk(t, curve=True)
+    curve = lt.curve or []
+    start = next((s for s, u in lt.units if u == "optimizer"), len(curve))
+    flight = in_flight(cost.order, stage, job.pipeline_stages, job.micro_batches).count or 1
+    rows = [r for r in graph.layers if r.stage == stage]
+    timing = cost.timing
+    return StageBasis(
+        stage, rank, job.stage_layers.get(stage, []), params, _roles(curve[:start]), _roles(curve[start:]),
+        max((c[LIVE_ROLES.index("recompute")] for c in curve), default=0), flight,
+        {r.layer: dict(r.flops) for r in rows},
+        {r.layer: {k: u.bytes.total for k, u in r.by_category().items()} for r in rows},
+        {} if timing is None else {k: timing.layer_time(k) for k in set(timing.layer_seconds) | set(timing.layer_exposed)},
+        0.0 if timing is None else timing.tail.seconds,
+        fwd / elems if elems else None, bwd / elems if elems else None)
+
+
+def _roles(curve: list[tuple[int, ...]]) -> dict[str, int]:
+    if not curve:
+        return {}
+    top = max(curve, key=sum)
+    return {r: v for r, v in zip(LIVE_ROLES, top) if v}
+
+
+def _param(p: Any, splits: dict, shards: dict, stage: int, last: bool) -> Param:
+    size = DTYPE_SIZE.get(p.dtype or "", 0) or (p.bytes // max(1, math.prod(p.shape or (1,))) if p.bytes else 4)
+    held = math.prod(p.shape) if isinstance(p.shape, tuple) else 0
+    name = _name(p.name)
+    weight = p.of and _name(p.of) or name
+    place = "layer" if p.layer is not None else ("every" if p.role in ("hyperparameter", "other") else
+                                                 "first" if stage == 0 else "last" if last else "every")
+    whole = split = None
+    shard = 1
+    if p.role in ("weight", "unused") and name in splits:
+        sp, _ = splits[name]
+        sl = shards[name].full_shape if name in shards else p.shape
+        if isinstance(sl, tuple) and len(sl) == len(sp):
+            whole, split = tuple(a * b for a, b in zip(sl, sp)), tuple(sp)
+        shard = held and math.prod(sl) // held if name in shards and isinstance(sl, tuple) else 1
+    return Param(name, p.role, p.layer, place, int(size), held, p.bytes or 0, whole, split, shard or 1,
+                 None if weight == name else weight)
+
+
+# --- candidates
+
+
+def offsets(c: Candidate, layers: int) -> list[int]:
+    """MindFormers' `offset`: each stage's layers beyond `num_layers // pipeline_stage`; by default the first
+    `layers % pp` stages take one more."""
+    if c.offset is not None:
+        return list(c.offset)
+    return [1 if s < layers % c.pp else 0 for s in range(c.pp)]
+
+
+def stage_layers(c: Candidate, layers: int) -> list[list[int]]:
+    base, out, i = layers // c.pp, [], 0
+    for o in offsets(c, layers):
+        out.append(list(range(i, i + base + o)))
+        i += base + o
+    return out
+
+
+def refusals(b: Basis, c: Candidate, devices: int) -> list[str]:
+    """Why the network cannot run `c` (empty: it can)."""
+    why = []
+    job = b.job
+    if c.dp * c.mp * c.pp != devices:
+        why.append(f"dp x mp x pp = {c.dp * c.mp * c.pp}, not the {devices} devices")
+    for what, e in (("attention heads", job.heads), ("vocabulary", job.vocab_size), ("FFN size", job.ffn_size)):
+        if e.known and e.value % c.mp:
+            why.append(f"{what} {e.value} not divisible by mp {c.mp}")
+    if b.layers < c.pp:
+        why.append(f"{b.layers} layers, fewer than {c.pp} stages")
+    if c.micro < c.pp:
+        why.append(f"{c.micro} micro batches, fewer than {c.pp} stages")
+    if c.global_batch % (c.dp * c.micro):
+        why.append(f"global batch {c.global_batch} not divisible by dp x micro batches = {c.dp * c.micro}")
+    if c.offset is not None and (len(c.offset) != c.pp or any(len(g) < 1 for g in stage_layers(c, b.layers))
+                                 or sum(len(g) for g in stage_layers(c, b.layers)) != b.layers):
+        why.append(f"offset {list(c.offset)} does not give each of {c.pp} stages a layer of {b.layers}")
+    if c.recompute and not b.recompute:
+        why.append("recompute on from a compile without recompute: the checkpoints are not predicted")
+    for p in _weights(b):
+        for d, (w, s) in enumerate(zip(p.whole or (), p.split or ())):
+            if s > 1 and (s * c.mp) % b.mp == 0 and w % (s * c.mp // b.mp):
+                why.append(f"{p.name} {p.whole}: dimension {d} ({w}) not divisible by mp {c.mp}")
+                return why
+    return why
+
+
+def _weights(b: Basis) -> Iterable[Param]:
+    for s in b.stages:
+        yield from (p for p in s.params if p.whole is not None)
+
+
+def candidates(b: Basis, devices: int | None = None, global_batch: int | None = None,
+               micro: Iterable[int] = (), max_pp: int | None = None) -> list[Candidate]:
+    """dp x mp x pp over the devices, micro batches (the compile's, and 1, 2, 4 times the stages), recompute
+    on and off, optimizer sharding on and off where dp > 1."""
+    n = devices or b.devices
+    gb = global_batch or b.global_batch
+    out = []
+    for pp in _divisors(n):
+        if max_pp is not None and pp > max_pp:
+            continue
+        for mp in _divisors(n // pp):
+            dp = n // pp // mp
+            micros = sorted({b.micro, *micro} | ({pp, 2 * pp, 4 * pp} if pp > 1 else {1}))
+            for m in micros:
+                for rc in (True, False):
+                    for os_ in ((True, False) if dp > 1 else (False,)):
+                        out.append(Candidate(dp, mp, pp, m, rc, os_, gb))
+    return out
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def current(b: Basis) -> Candidate:
+    return Candidate(b.dp, b.mp, b.pp, b.micro, b.recompute, b.opt_shard, b.global_batch)
+
+
+# --- prediction
+
+
+def plan(b: Basis, cands: Iterable[Candidate], devices: int | None = None, device_memory: int | None = None
+         ) -> list[Plan]:
+    """Each candidate predicted (or refused), the ones that fit fastest first, then the rest, then the refused."""
+    now = current(b)
+    out = []
+    for c in cands:
+        why = refusals(b, c, devices or b.devices)
+        p = Plan(c, _same(c, now), why)
+        if not why:
+            _predict(b, c, p, device_memory)
+        out.append(p)
+    return sorted(out, key=lambda p: (bool(p.refused), p.fits is False, p.step_seconds or math.inf, p.peak_bytes or 0))
+
+
+def _same(c: Candidate, now: Candidate) -> bool:
+    return (c.dp, c.mp, c.pp, c.micro, c.recompute, c.opt_shard, c.global_batch) == \
+        (now.dp, now.mp, now.pp, now.micro, now.recompute, now.opt_shard, now.global_batch)
+
+
+def _source(b: Basis, s: int, pp: int) -> list[StageBasis]:
+    """The compile's stages whose dynamic memory a new stage `s` of `pp` is scaled from: the first stage's
+    (the embedding's), the last's (head and loss), a middle stage the first's; one stage: both (the larger)."""
+    first, last = b.stages[0], b.stages[-1]
+    if pp == 1:
+        return [first, last] if first is not last else [first]
+    return [last] if s == pp - 1 else [first]
+
+
+def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None:
+    groups = stage_layers(c, b.layers)
+    sb = (c.global_batch / (c.dp * c.micro)) / b.micro_size  # micro-batch size, new / compiled
+    sw = sb * b.mp / c.mp  # tensors split by mp: working sets, FLOPs
+    times: list[float] = []
+    tails: list[float] = []
+    for s, layers in enumerate(groups):
+        params = _stage_params(b, s, c.pp, layers)
+        held = {r: 0 for r in PARAM_ROLES}
+        blocks = 0
+        gathered = 0
+        slices = {}
+        for q in params:
+            n = _held(q, c, b, slices)
+            held[q.role] = held.get(q.role, 0) + n * q.itemsize
+            blocks += block(n * q.itemsize)
+        figures: dict[str, Figure] = {}
+        exact = "re-derived: each parameter's whole shape split by the new strategy"
+        for r in ("weight", "optimizer-state", "accumulation"):
+            figures[r] = Figure(held[r], exact + {"weight": " (mp, then the optimizer shard over identical copies)",
+                                                  "optimizer-state": " (shaped as its weight's shard)",
+                                                  "accumulation": " (as in the compile: the mp slice, or the shard)"}[r])
+        flight = min(c.pp - s, c.micro)
+        peak = 0
+        for src in _source(b, s, c.pp):
+            gathered = sum(n for (name, _), n in slices.items() if name == "gathered")
+            peak = max(peak, _peak(b, src, c, blocks, len(layers), flight, sb, sw, gathered, params))
+        figures["peak_bytes"] = Figure(peak, "scaled: parameters re-derived (as pool blocks); the compile's live set "
+                                             "at its peaks before and in the optimizer: kept activations x micro-batch "
+                                             "size x micro batches in flight x layers, working sets x micro-batch size "
+                                             "/ (new mp / compiled mp), gathered weights as re-derived, optimizer "
+                                             "temporaries x the weights' shards")
+        figures["micro_batches_in_flight"] = Figure(flight, "1F1B: stage s of pp holds min(pp - s, micro batches)")
+        flops = _flops(b, c, s, layers, sw)
+        figures["flops"] = Figure(sum(flops.values()), "scaled: the compile's per layer x micro batches x micro-batch "
+                                                       "size / (new mp / compiled mp); recompute's dropped when off")
+        comm, sizes = _comm(b, c, s, layers, sb, slices)
+        figures["comm_bytes"] = Figure(sum(comm.values()), "per category: tensor-parallel x micro batches x micro-batch "
+                                                           "size; pipeline per stage boundary and micro batch; "
+                                                           "optimizer-parallel re-derived from the shards")
+        t = _seconds(b, c, s, layers, sw, sb)
+        times.append(t / c.micro)
+        tails.append(_tail(b, s, c.pp) * (held["weight"] / max(1, _held_base(b, s, c.pp))))
+        p.stages.append(StagePlan(s, layers, figures, comm, sizes))
+    if all(times):
+        p.step_seconds = step_time(times, c.micro) + max(tails, default=0.0)
+        p.bubble = bubble(times, c.micro)
+    peak = p.peak_bytes
+    p.fits = None if device_memory is None or peak is None else peak <= device_memory
+
+
+def _stage_params(b: Basis, s: int, pp: int, layers: list[int]) -> list[Param]:
+    want = set(layers)
+    out = [q for st in b.stages for q in st.params if q.place == "layer" and q.layer in want]
+    out += [q for q in b.stages[0].params if q.place == "first" and s == 0]
+    out += [q for q in b.stages[-1].params if q.place == "last" and s == pp - 1]
+    out += [q for q in b.stages[0 if s < pp - 1 else -1].params if q.place == "every"]
+    return out
+
+
+def _held(q: Param, c: Candidate, b: Basis, slices: dict) -> int:
+    """Elements a rank of `c` holds of `q` (re-derived for weights and what is shaped like them)."""
+    w = _find(b, q.of) if q.of else q
+    if w is None or w.whole is None or w.split is None:
+        return q.held
+    split = [s * c.mp // b.mp if s > 1 else 1 for s in w.split]
+    piece = [d // s for d, s in zip(w.whole, split)]
+    sl = math.prod(piece)
+    copies = c.dp * c.mp // math.prod(split)
+    shard = copies if (c.opt_shard and copies > 1 and sl * w.itemsize >= THRESHOLD and piece[0] % copies == 0) else 1
+    if q is w:
+        slices[("slice", w.name)] = sl
+        if shard > 1:
+            slices[("gathered", w.name)] = sl * w.itemsize
+            slices[("shard", w.name)] = shard
+    if q.role == "accumulation" and q.held == w.held * w.shard:
+        return sl  # the compile's buffer is the mp slice, not the shard: so it stays
+    return q.held * (sl // shard) // max(1, w.held) if q is not w else sl // shard
+
+
+def _find(b: Basis, name: str | None) -> Param | None:
+    for st in b.stages:
+        for q in st.params:
+            if q.name == name:
+                return q
+    return None
+
+
+def _held_base(b: Basis, s: int, pp: int) -> int:
+    src = _source(b, s, pp)[0]
+    return sum(q.nbytes for q in src.params if q.role == "weight")
+
+
+def _peak(b: Basis, src: StageBasis, c: Candidate, blocks: int, n_layers: int, flight: int, sb: float, sw: float,
+          gathered: int, params: list[Param]) -> int:
+    base_layers = max(1, len(src.layers))
+    lk = n_layers / base_layers
+    cp, op = src.compute_peak, src.optimizer_peak
+    fixed = blocks + cp.get("constant", 0) + round(cp.get("input", 0) * c.global_batch / b.global_batch)
+    act = cp.get("activation", 0) * sb * flight / src.in_flight * lk
+    rec = cp.get("recompute", 0) * sw
+    if b.recompute and not c.recompute:
+        act += flight * n_layers * src.recompute_set * sw
+        rec = 0
+    base_gathered = sum(q.held * q.shard * q.itemsize for q in src.params if q.shard > 1 and q.role == "weight")
+    comm = cp.get("communication", 0) * (gathered / base_gathered if base_gathered else sb)
+    work = (cp.get("backward", 0) + cp.get("temporary", 0)) * sw
+    compute = fixed + act + rec + comm + work
+    base_w = sum(q.nbytes for q in src.params if q.role == "weight") or 1
+    new_w = sum(_held(q, c, b, {}) * q.itemsize for q in params if q.role == "weight")
+    dyn_opt = sum(v for r, v in op.items() if r not in PARAM_ROLES and r not in ("constant", "input"))
+    optim = fixed + dyn_opt * new_w / base_w
+    return round(max(compute, optim))
+
+
+def _scale_layers(src: dict[int | None, Any], layers: list[int]) -> list[Any]:
+    """The compile's rows for `layers` (a layer the compile's rows lack: the mean layer's)."""
+    have = [k for k in src if k is not None]
+    return [src[x] if x in src else src[have[0]] for x in layers] if have else []
+
+
+def _rows(b: Basis, s: int, pp: int, attr: str) -> tuple[dict[int | None, Any], list[Any]]:
+    merged: dict[int | None, Any] = {}
+    for st in b.stages:
+        merged.update({k: v for k, v in getattr(st, attr).items() if k is not None})
+    extra = []
+    for src in _source(b, s, pp):
+        if (s == 0 and src is b.stages[0]) or (s == pp - 1 and src is b.stages[-1]):
+            if None in getattr(src, attr):
+                extra.append(getattr(src, attr)[None])
+    return merged, extra
+
+
+def _flops(b: Basis, c: Candidate, s: int, layers: list[int], sw: float) -> dict[str, float]:
+    merged, extra = _rows(b, s, c.pp, "layer_flops")
+    k = sw * c.micro / b.micro
+    out: dict[str, float] = {}
+    for row in _scale_layers(merged, layers) + extra:
+        for ph, f in row.items():
+            if ph == "recompute" and not c.recompute:
+                continue
+            out[ph] = out.get(ph, 0) + f * (k if ph != "optimizer" else 1)
+    return out
+
+
+def _comm(b: Basis, c: Candidate, s: int, layers: list[int], sb: float, slices: dict
+          ) -> tuple[dict[str, int], dict[str, list[int]]]:
+    merged, extra = _rows(b, s, c.pp, "layer_comm")
+    k = sb * c.micro / b.micro
+    out: dict[str, float] = {}
+    for row in _scale_layers(merged, layers) + extra:
+        for cat, v in row.items():
+            if cat in ("optimizer-parallel", "gradient-aggregation", "pipeline"):
+                continue
+            if cat == "operator-forward" and c.mp == 1:
+                continue
+            out[cat] = out.get(cat, 0) + v * k
+    src = _source(b, s, c.pp)[0]
+    base_pipe = sum(row.get("pipeline", 0) for row in src.layer_comm.values())
+    ends = lambda st, n: 0 if n == 1 else (1 if st in (0, n - 1) else 2)  # noqa: E731
+    if c.pp > 1 and base_pipe and ends(src.stage, b.pp):
+        out["pipeline"] = base_pipe / ends(src.stage, b.pp) * ends(s, c.pp) * k
+    gathered = sum(n for (kind, _), n in slices.items() if kind == "gathered")
+    st = _stage_of(b, s, c.pp)
+    if gathered and st.gather_fwd is not None and st.gather_bwd is not None:
+        elems = sum(slices[("slice", name)] for (kind, name) in list(slices) if kind == "gathered")
+        out["optimizer-parallel"] = elems * (st.gather_fwd + st.gather_bwd)
+    base_ga = sum(row.get("gradient-aggregation", 0) for row in src.layer_comm.values())
+    if c.dp > 1 and base_ga:
+        out["gradient-aggregation"] = base_ga
+    sizes = {"operator-forward": [c.mp], "pipeline": [2], "gradient-aggregation": [c.dp],
+             "optimizer-parallel": sorted({slices[k] for k in slices if k[0] == "shard"})}
+    return {k: round(v) for k, v in sorted(out.items()) if v}, {k: v for k, v in sizes.items() if k in out}
+
+
+def _stage_of(b: Basis, s: int, pp: int) -> StageBasis:
+    return _source(b, s, pp)[0]
+
+
+def _seconds(b: Basis, c: Candidate, s: int, layers: list[int], sw: float, sb: float) -> float:
+    merged, extra = _rows(b, s, c.pp, "layer_seconds")
+    fl, _ = _rows(b, s, c.pp, "layer_flops")
+    k = sw * c.micro / b.micro
+    total = 0.0
+    for x in layers:
+        sec = merged.get(x, next(iter(merged.values()), 0.0))
+        f = fl.get(x, next(iter(fl.values()), {}))
+        if b.recompute and not c.recompute and f:
+            work = sum(v for ph, v in f.items() if ph != "optimizer")
+            sec *= 1 - f.get("recompute", 0) / work if work else 1
+        total += sec * k
+    return total + sum(extra) * k
+
+
+def _tail(b: Basis, s: int, pp: int) -> float:
+    return _source(b, s, pp)[0].tail_seconds
