@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 _RANK_DIR = re.compile(r"^rank_(\d+)$")
 _DUMP = re.compile(r"\.ir(\.(xz|gz|bz2))?$")
 DEFAULT_PASS = "validate"  # the last frontend pass: what the compiled job runs
+FAILED_PASS = "analyze_fail"  # what MindSpore writes when inference fails: the default where no validate is
 
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (done, total)
@@ -52,13 +53,16 @@ def _dumps(folder: str) -> dict[str, str]:
 
 def resolve_pass(where: str, passes: Iterable[str], want: str | None) -> str:
     """The pass `--pass want` names among `passes`: the pass of that exact name, else the one pass whose
-    name contains it (default `validate`, the last frontend pass). Several such passes, or none, is a
+    name contains it (default `validate`, the last frontend pass; `analyze_fail` where no pass is validate:
+    the compile failed). Several such passes, or none, is a
     SelectionError listing the candidates, or every pass that exists."""
     want = want or DEFAULT_PASS
     passes = sorted(set(passes))
     if want in passes:
         return want
     hits = [p for p in passes if want in p]
+    if not hits and want == DEFAULT_PASS and FAILED_PASS in passes:  # the compile failed before validate
+        return FAILED_PASS
     if len(hits) == 1:
         return hits[0]
     if hits:

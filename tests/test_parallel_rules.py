@@ -191,9 +191,10 @@ EARLY_COMM: dict[str, dict[tuple[str, str], int]] = {
 
 
 def test_early_pass_table_covers_every_early_file() -> None:
-    # 69 early files at rank_0 (ls */rank_0/ | grep -E 'pipeline_split|merge_send_receive|step_parallel_begin',
-    # gpt_large's left out): 39 with communication in the table, 30 without
-    assert len(EARLY) == 69 and set(EARLY_COMM) <= set(EARLY) and len(EARLY_COMM) == 39
+    # 71 early files at rank_0 (ls */rank_0/ | grep -E 'pipeline_split|merge_send_receive|step_parallel_begin',
+    # gpt_large's left out): 39 with communication in the table, 32 without (issue 41 added mlp_cpu_ms290's
+    # pipeline_split and strategy_misfit_8p's step_parallel_begin, a compile that failed before any was inserted)
+    assert len(EARLY) == 71 and set(EARLY_COMM) <= set(EARLY) and len(EARLY_COMM) == 39
 
 
 @pytest.mark.parametrize("rel", EARLY)

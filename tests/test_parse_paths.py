@@ -21,7 +21,11 @@ from irtool.ir import parse, source
 FILES = ["mlp_cpu/rank_0/19_validate_0072.ir", "mlp_cpu_sorted/rank_0/19_validate_0072.ir.xz",
          "control_flow_cpu/rank_0/19_validate_0075.ir.xz", "const_wrap_cpu/rank_0/19_validate_0072.ir.xz",
          "dynamic_shape_pp_4p/rank_0/19_validate_0087.ir.xz", "semi_auto_8p/rank_0/step_parallel_begin_0018.ir.xz",
-         "micro_interleaved_8p/rank_0/opt_pass_2_opt_a_0021.ir.xz"]
+         "micro_interleaved_8p/rank_0/opt_pass_2_opt_a_0021.ir.xz",
+         # issue 41: a compile failure's log and stack markers; the forms of 1.x-2.1 (published, fixtures/published)
+         "analyze_fail_pipeline_type/rank_1/analyze_fail.ir.xz", "../published/ms110_default.ir",
+         "../published/ms20_sorted.ir", "../published/ms21_analyze_fail.ir", "../published/ms2x_side_effect_unnamed.ir",
+         "../published/ms20_analyze_fail.ir"]
 NODE_SLOTS = ("graph", "id", "name", "callee", "op", "text", "args_start", "line", "type_lines", "scope",
               "sources", "notes")
 
@@ -31,7 +35,10 @@ def _model(d: irtool.Dump) -> list[Any]:
     out: list[Any] = [d.entry, d.declared, d.attrs, d.jit_config, d.order, d.sorted_order, d.size,
                       [(w.line, w.message) for w in d.warnings],
                       [(p.ref, p.line, p.type_text, p.rest) for p in d.params],
-                      [(e.name, e.line, [(s.line, s.text) for s in e.symbols], e.notes) for e in d.symbol_engines]]
+                      [(e.name, e.line, [(s.line, s.text) for s in e.symbols], e.notes) for e in d.symbol_engines],
+                      d.failure and (d.failure.form, d.failure.line, d.failure.message, d.failure.traceback,
+                                     d.failure.stack_note, d.failure.log,
+                                     [(m.depth, m.line, m.node and m.node.uid) for m in d.failure.markers])]
     for g in d.subgraphs:
         out.append((g.name, g.line, g.params, g.parent, g.attrs, g.instance, g.symbol_engine, g.preamble,
                     g.body_notes))

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .records import CALL, DumpWarning, Input, TypeInfo, Unreadable, param_number
+from .records import CALL, DumpWarning, Input, SourceRef, TypeInfo, Unreadable, param_number, source_ref
 from .values import (
     _group_ends,
     param_refs,
@@ -135,6 +135,11 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.key}({self.name}) = {self.callee} line {self.line}>"
+
+    @property
+    def source_refs(self) -> tuple[SourceRef, ...]:
+        """Its `# In file` lines read (path, line, code), in print order; lines of another form left out."""
+        return tuple(r for r in map(source_ref, self.sources) if r is not None)
 
     # --- lazily parsed parts
     @property
@@ -367,6 +372,55 @@ class Node:
         return sig[1][0] if sig[1] else None
 
 
+@dataclass(frozen=True)
+class Marker:
+    """`#------------------------> N`: frame N of the evaluation stack was evaluating `node` (the node
+    printed after the marker; None when no node follows it, which is reported)."""
+
+    depth: int
+    line: int
+    node: Node | None
+
+
+@dataclass(frozen=True)
+class TraceFrame:
+    """One frame of `- The Traceback of Net Construct Code:`: the user's source place and its code."""
+
+    index: int
+    path: str
+    line: int
+    end_line: int | None
+    columns: str  # `15~46`
+    code: tuple[str, ...]  # the source lines printed under it, without the `^~~~` line
+
+
+@dataclass
+class Failure:
+    """The failure an `analyze_fail.ir` reports. `form` names the banner: `2.3` (the `# ====` log with
+    the compiler's message) or `2.0` (`# 1.This file shows the parsed IR info ...`, no log)."""
+
+    form: str
+    line: int  # of the first banner
+    message: tuple[str, ...] = ()  # `- Caught exception:`, as printed
+    cpp_stack: tuple[str, ...] = ()
+    traceback: tuple[TraceFrame, ...] = ()
+    stack_note: str | None = None  # `3/5 (Ignored 2 internal frames)`
+    markers: list[Marker] = field(default_factory=list)  # in print order
+    log: tuple[str, ...] = ()  # every line of the banners and the log, as printed
+
+    @property
+    def failing(self) -> Marker | None:
+        """The marker of the deepest frame: the node whose evaluation failed (the markers are not
+        always printed in the order of their depth)."""
+        marked = [m for m in self.markers if m.node is not None]
+        return max(marked, key=lambda m: m.depth) if marked else None
+
+    @property
+    def stack(self) -> list[Marker]:
+        """The markers by depth, outermost first: the calls that led to the failing node."""
+        return sorted(self.markers, key=lambda m: m.depth)
+
+
 @dataclass
 class SymbolLine:
     """One operation of a symbol engine: `s25<[8,inf]|8N|=s1> = ScalarMul(s24<[4,inf]|4N|=s1/2>, 2)`."""
@@ -421,6 +475,7 @@ class Subgraph:
     preamble: list[str] = field(default_factory=list)  # other lines printed before it, raw
     nodes: list[Node] = field(default_factory=list)
     body_notes: list[str] = field(default_factory=list)  # unknown lines among its nodes, raw
+    markers: list[Marker] = field(default_factory=list)  # analyze_fail.ir: `#------------------------> N` lines
 
     @property
     def cell(self) -> tuple[str, str | None] | None:
@@ -446,6 +501,7 @@ class Dump:
     sorted_order: bool = False  # printed with MS_DEV_SAVE_GRAPHS_SORT_MODE=1
     warnings: list[DumpWarning] = field(default_factory=list)  # found while reading
     size: int = 0  # bytes of the file read, after decompression (its text may hold multi-byte characters)
+    failure: Failure | None = None  # analyze_fail.ir: the failure log and the marked nodes
 
     # --- navigation
     def nodes(self) -> Iterator[Node]:

@@ -30,9 +30,10 @@ from lark.lexer import Lexer
 
 from ..errors import DumpError, show
 from . import kept
+from .failure import failure_of
 from .grammar import document_parser, grammar_text
 from .kept import Kept
-from .model import Dump, Node, Param, Subgraph, SymbolEngine, SymbolLine
+from .model import Dump, Marker, Node, Param, Subgraph, SymbolEngine, SymbolLine
 from .records import CALL, PRIMFUNC_PREFIX, DumpWarning
 from .source import NulAt, nul_error, read_chunks
 from .values import scan_args, terminal
@@ -58,6 +59,7 @@ LINE_NAMES = {
     "ORDER_HEAD_LINE": "'# Order:'", "ORDER_LINE": "an order line", "KV_LINE": "an attribute line 'key: value'",
     "GRAPH_SYMBOL_ENGINE_LINE": "'subgraph symbol engine: ...'", "SYMBOLS_HEAD_LINE": "'symbol engine details:'",
     "SYMBOL_ENGINE_OPEN_LINE": "'SymbolEngine_<graph> {'", "SYMBOL_LINE": "a symbol line 's1<...> = Op(...)'",
+    "FAILURE_BLOCK": "an analyze_fail banner '# ====...'", "MARKER_LINE": "a marker '#------------------------> N'",
     "UNKNOWN_LINE": "a line", "$END": "end of file",
 }
 
@@ -87,7 +89,7 @@ def _block_regex() -> re.Pattern[str]:
     `.*` are cut there in the lookahead: on one line `.*` always matches."""
     t = _line_terminals()
     free, plain = f"[^\"'\\n{_STRAY_CHARS}]*", r"[^\"'\\\n()\[\]{}]*"
-    head = (rf"  ({terminal('NODE_REF')})\(({terminal('DEBUG_NAME')})\) = (?:call )?"
+    head = (rf"  ({terminal('NODE_REF')})(?:\(({terminal('DEBUG_NAME')})\))? = (?:call )?"
             rf"({terminal('GRAPH_REF')}|{terminal('NODE_REF')}|{terminal('NAME')})\(")
     args = rf"({free}(?:(?:\"{plain}\"|'{plain}'){free})*)(?<=[)}}])\n"
     rest = "|".join(t[k] for k in ("SOURCE_LINE", "SIDE_EFFECT_LINE", "CANDIDATE_LINE"))
@@ -199,7 +201,7 @@ _STOP_KINDS = frozenset({"NODE_LINE", "RETURN_LINE", "TYPE_LINE", "SCOPE_LINE", 
                          "ORDER_LINE"})
 # Inside a string only lines with MindSpore's own prefixes stop it (a string may hold a `}` line).
 _STOP_IN_STRING = frozenset({"NODE_LINE", "RETURN_LINE", "SCOPE_LINE", "SOURCE_LINE", "GRAPH_OPEN_LINE"})
-_RETURN_ARGS = len("  Return(")
+_STATEMENT_HEAD = re.compile(r"  %\d+(?:\([^\s()]*\))? = ")  # what precedes the callee (the debug name may hold `[`)
 # Line kinds besides statements whose text holds values, which go on over the following lines as a
 # statement's do when their brackets are left open: an `# Order:` entry prints the values of its
 # node's inputs (a wrapped tensor constant; a string, printed without quotes, with its line breaks),
@@ -298,7 +300,7 @@ class LineLexer(Lexer):
                 scope = _scope_of(scope) if scope else None
                 sources, notes = (rest_runs.get(rest) or memo.rest_run(rest)) if rest else ((), ())
                 types = (type_runs.get(types) or memo.type_run(types)) if types else ()
-                run.append(Node("", int(ref[1:]), name, callee, op, chunk[pos + 2:end], start - pos - 2, number,
+                run.append(Node("", int(ref[1:]), name or "", callee, op, chunk[pos + 2:end], start - pos - 2, number,
                                 types, scope, sources, notes))
                 number += len(types) + (scope is not None) + len(sources) + len(notes)  # the lines under it
                 pos = after
@@ -341,6 +343,9 @@ class LineLexer(Lexer):
                 yield block
                 block = None
                 continue
+            if kind == "FAILURE_LINE":
+                yield _failure_block(text, number, data)
+                continue
             if kind in _BLOCK_OF:
                 block = BlockToken(_BLOCK_OF[kind], text, line=number, column=1)
                 block.sources, block.types, block.others, block.src = [], [], [], data
@@ -353,6 +358,8 @@ class LineLexer(Lexer):
                 continue
             if kind == "GRAPH_OPEN_LINE":
                 data.open_graph = (text, number)
+                if text.rstrip().endswith("("):  # 2.0 and before: one parameter a line, then `    ) {`
+                    text = _signature_lines(text, data)
             elif kind == "CLOSE_LINE":
                 data.open_graph = None
             tok = LineToken(kind, text, line=number, column=1)
@@ -367,6 +374,46 @@ class LineLexer(Lexer):
             yield block
         if run:
             yield built
+
+
+_SIGNATURE_END = re.compile(r"\s*\) *\{ *")
+
+
+def _signature_lines(text: str, data: _Lines) -> str:
+    """A subgraph signature printed one parameter a line (`subgraph @g(` / `        %para1_x : <...>` /
+    `        , %para2_y : <...>` / `    ) {`), its lines joined by line breaks; it ends at the `) {` line or
+    before the first line of a known kind (then the signature is refused where it is read)."""
+    match = _line_regex().fullmatch
+    parts = [text]
+    for _number, line in data.lines:
+        m = match(line)
+        if m is not None and m.lastgroup != "UNKNOWN_LINE":
+            data.cursor.unread()
+            break
+        parts.append(line)
+        if _SIGNATURE_END.fullmatch(line):
+            break
+    return "\n".join(parts)
+
+
+# The lines that end a failure log (grammar: `failure_log`): the IR begins there.
+_IR_STARTS = frozenset({"ENTRY_LINE", "GRAPH_ATTR_HEAD_LINE", "GRAPH_INSTANCE_LINE", "GRAPH_OPEN_LINE"})
+
+
+def _failure_block(text: str, number: int, data: _Lines) -> LineToken:
+    """An analyze_fail.ir banner and the lines after it up to the IR (or the end of the file), as one
+    FAILURE_BLOCK token whose text is those lines joined by line breaks: the log quotes the user's code."""
+    match = _line_regex().fullmatch
+    parts = [text]
+    for _number, line in data.lines:
+        m = match(line)
+        if m is not None and m.lastgroup in _IR_STARTS:
+            data.cursor.unread()
+            break
+        parts.append(line)
+    tok = LineToken("FAILURE_BLOCK", "\n".join(parts).rstrip("\n"), line=number, column=1)
+    tok.src = data
+    return tok
 
 
 _Tok = TypeVar("_Tok", bound=LineToken)
@@ -438,7 +485,8 @@ class Builder(Transformer):
         return ("attrs", dict(i[1] for i in items[1:]))
 
     def total_params(self, items: list) -> tuple:
-        return ("declared_params", _int_after_colon(items[0]))
+        # before 2.3 the parameter lines follow `#Total params  : N` directly
+        return ("declared_params", _int_after_colon(items[0]), items[1:])
 
     def params(self, items: list) -> tuple:
         return ("params", items[1:])
@@ -494,24 +542,32 @@ class Builder(Transformer):
         m = _graph_regex().fullmatch(opener)
         if m:
             name, parent = m.group(1)[1:], (m.group(2)[1:] if m.group(2) else None)
-            params = [p.strip() for p in m.group(3).split(",") if p.strip()]
+            params = _param_ref_regex().findall(m.group(3))
         else:
             self._bad(opener, 1, "'subgraph @name(%para...) {'", show(str(opener)), None)
             name, parent, params = str(opener)[len("subgraph @"):].split("(")[0].strip(), None, []
         g = Subgraph(name=name, line=opener.line, params=params, parent=parent)
+        marked: tuple[int, int] | None = None  # a marker waiting for the node printed after it
         for item in items[1:-1]:
-            if isinstance(item, Node):
-                item.graph = name
-                g.nodes.append(item)
-            elif isinstance(item, list):  # a run of nodes (BuiltToken)
-                for node in item:
+            if isinstance(item, (Node, list)):
+                run = [item] if isinstance(item, Node) else item  # a list: a run of nodes (BuiltToken)
+                for node in run:
                     node.graph = name
-                g.nodes.extend(item)
+                if marked is not None and run:
+                    g.markers.append(Marker(marked[0], marked[1], run[0]))
+                    marked = None
+                g.nodes.extend(run)
+            elif item is not None and item[0] == "marker":
+                if marked is not None:
+                    g.markers.append(Marker(marked[0], marked[1], None))
+                marked = item[1]
             elif item is not None:  # an unknown or `key: value` line among the nodes, kept raw
                 text = item[1] if item[0] == "raw" else f"{item[1][0]}: {item[1][1]}"
                 g.body_notes.append(text)
                 if item[0] == "kv":  # unknown lines were reported as they were read
                     _unknown(item[2].src, item[2].line, text)
+        if marked is not None:
+            g.markers.append(Marker(marked[0], marked[1], None))
         return g
 
     def node(self, items: list) -> Node | list[Node] | None:
@@ -527,8 +583,8 @@ class Builder(Transformer):
                 if kind == "UNKNOWN_LINE":
                     _unknown(tok.src, number, line)
                 notes.append(line.strip())
-        if tok.type == "RETURN_BLOCK":
-            nid, name, callee, op, start = None, "Return", "Return", "Return", len("Return(")
+        if tok.type == "RETURN_BLOCK":  # `Return(`; before 2.1 `Primitive::Return{prim_type=1}(`
+            nid, name, callee, op, start = None, "Return", "Return", "Return", text.index("(") + 1
         else:
             m = _head_regex().match(text)
             if not m:
@@ -536,15 +592,17 @@ class Builder(Transformer):
             if len(m.group(1)) > MAX_DIGITS + 1:
                 return self._bad(tok, 4, f"a node number of at most {MAX_DIGITS} digits",
                                  f"{len(m.group(1)) - 1} digits", None)
-            nid, name, callee = int(m.group(1)[1:]), m.group(2), m.group(3)
+            nid, name, callee = int(m.group(1)[1:]), m.group(2) or "", m.group(3)
             start = m.end()
             # A parameter printed with the function it holds (`Parameter_9[@FuncUnion(@a, @b)]`)
             # is called as a value, like a graph, node or free variable (`_op_of`). A function of
             # several signatures not yet resolved to one prints its signature set (`signature_set`
             # of the grammar: `MultitypeFuncGraph_lazy_adam_opt{(Func, Bool, ...), (...)}`); its
             # operator is its name (`Node.signature_set` reads the set).
-            held = text.startswith("[", start)
-            if held or text.startswith("{", start):
+            # Before 2.3 a primitive prints its attributes in brackets after its name: `Depend[side_effect_propagate:
+            # I64(1)](None, %5)` applies Depend (`_ATTRS_HELD`).
+            held = text.startswith("[", start) and _ATTRS_HELD.match(text, start + 1) is None
+            while text.startswith("[", start) or text.startswith("{", start):  # `{prim_type=1}[...]` before 2.1
                 start = scan_args(text, start + 1)[1]
             if not text.startswith("(", start):
                 return self._bad(tok, start + 3, "'(' opening the argument list",
@@ -557,6 +615,18 @@ class Builder(Transformer):
             return self._bad(tok, col + 2, expected, found, None)  # col is 1-based in `text`
         return Node("", nid, name, callee, op, text, start, tok.line, tuple(tok.types), scope,
                     tuple(tok.sources), tuple(notes))
+
+    # --- analyze_fail.ir: the failure log, the stack markers
+    def failure_log(self, items: list) -> tuple:
+        return ("failure_log", (items[0].line, str(items[0])))
+
+    def marker(self, items: list) -> tuple:
+        tok = items[0]
+        digits = str(tok).rsplit(">", 1)[1].strip()
+        if len(digits) > MAX_DIGITS:
+            raise DumpError("", tok.line, len(str(tok)) - len(digits) + 1, f"a depth of at most {MAX_DIGITS} digits",
+                            f"{len(digits)} digits")
+        return ("marker", (int(digits), tok.line))
 
     # --- `symbol engine details:` (dynamic shapes): kept as data
     def symbol_line(self, items: list) -> SymbolLine:
@@ -594,8 +664,12 @@ class Builder(Transformer):
                 order.extend(item[1])
             elif item[0] == "symbol_engines":
                 header.setdefault("symbol_engines", []).extend(item[1])
+            elif item[0] == "failure_log":
+                header.setdefault("failure_logs", []).append(item[1])
             elif item[0] in _HEADER_KEYS:
                 header[item[0]] = item[1]
+                if item[0] == "declared_params" and item[2]:
+                    header["params"] = item[2]
             else:
                 pending.append(item)
         return header, graphs, pending, order
@@ -648,18 +722,26 @@ def _attach(g: Subgraph, preamble: list[tuple[str, Any]]) -> None:
             g.preamble.append(value)
 
 
+# `name: ` or `name=` opening a callee's brackets: its attributes, not a value
+_ATTRS_HELD = re.compile(r"[^\W\d][\w.]*(?:: |=)")
+# `DoSignaturePrimitive::S-Prim-Sub`, `PrimitivePy::Sub` (before 2.1): the primitive after `::` and `S-Prim-`
+_CLASS_PRIM = re.compile(r"[A-Za-z]+::(?:S-Prim-)?")
+
+
 def _op_of(callee: str) -> str:
     """The operator a callee names: the primitive without `PrimFunc_`, or "(call)" for a callee that
     is a value rather than a primitive: a graph (`call @g`), another node (`%3`), a free variable
     (`$(@g:CNode_5)`)."""
     if callee[0] in "@%$":
         return CALL
+    if "::" in callee:
+        return _CLASS_PRIM.sub("", callee, count=1)
     return callee[len(PRIMFUNC_PREFIX):] if callee.startswith(PRIMFUNC_PREFIX) else callee
 
 
 def _scope_of(line: str) -> str:
     """The scope a `# Scope:` line names, without its brackets (not interned: a scope names one node)."""
-    inner = line.split(": ", 1)[1]
+    inner = line.split(": ", 1)[1].rstrip()
     return inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner
 
 
@@ -679,15 +761,23 @@ def _int_after_colon(tok: Token) -> int:
 @functools.cache
 def _head_regex() -> re.Pattern[str]:
     # The head of `node_stmt` in the grammar, built from its terminals.
-    return re.compile(rf"({terminal('NODE_REF')})\(({terminal('DEBUG_NAME')})\) = (?:call )?"
-                      rf"({terminal('GRAPH_REF')}|{terminal('NODE_REF')}|{terminal('FREE_VAR')}|{terminal('NAME')})")
+    return re.compile(rf"({terminal('NODE_REF')})(?:\(({terminal('DEBUG_NAME')})\))? = (?:call )?"
+                      rf"({terminal('GRAPH_REF')}|{terminal('NODE_REF')}|{terminal('FREE_VAR')}|{terminal('CLASS_CALLEE')}"
+                      rf"|{terminal('NAME')})")
 
 
 @functools.cache
 def _graph_regex() -> re.Pattern[str]:
     # `graph_sig` of the grammar, built from its terminals.
     g, p = terminal("GRAPH_REF"), terminal("PARAM_REF")
-    return re.compile(rf"subgraph ({g})(?: parent: \[subgraph ({g})\])? *\(((?:{p}(?:, *)?)*)\) *\{{ *")
+    # a parameter may carry its type and the list span lines (2.0 and before: `(\n  %para1_x : <...>\n  , ...\n) {`)
+    return re.compile(rf"subgraph ({g})(?: parent: \[subgraph ({g})\])? *\(((?:\s*,?\s*{p}(?:\s*:\s*<[^\n]*>)?)*)\s*\)"
+                      rf" *\{{ *")
+
+
+@functools.cache
+def _param_ref_regex() -> re.Pattern[str]:
+    return re.compile(terminal("PARAM_REF"))
 
 
 @functools.cache
@@ -742,7 +832,8 @@ class _Brackets:
     def after_head(cls, text: str, kind: str, number: int) -> _Brackets | None:
         """What a statement line leaves open after its head, or None when nothing is (a line with
         a mismatched bracket or a broken head is left to the Builder to report)."""
-        begin = _RETURN_ARGS - 1 if kind == "RETURN_LINE" else text.find(")", 2) + 1
+        head = _STATEMENT_HEAD.match(text)
+        begin = text.find("(") if kind == "RETURN_LINE" else (head.end() if head else 0)
         opened = cls()
         if begin <= 0 or opened.feed(text, number, begin):
             return None
@@ -960,9 +1051,19 @@ def _assemble(name: str, parsed: tuple, data: _Lines) -> Dump:
             dump.declared[key] = header[f"declared_{key}"]
     if trailing:
         data.warn(data.last_line, f"{len(trailing)} line(s) after the last subgraph kept as raw text")
+    if "failure_logs" in header:
+        dump.failure = failure_of(header["failure_logs"], [m for g in graphs for m in g.markers])
+        if not graphs:
+            data.warn(data.last_line, "an analyze_fail banner and log with no graph after them")
+    for g in graphs:
+        for m in g.markers:
+            if m.node is None:
+                data.warn(m.line, f"marker of stack frame {m.depth} is followed by no node")
     dump.warnings.extend(data.warnings)
     counts = dump.counts
     for key in ("subgraphs", "params", "cnodes"):
+        if key == "subgraphs" and dump.failure is not None and dump.declared.get(key) == 0:
+            continue  # analyze_fail.ir declares `# Total subgraphs: 0` above the graphs of the stack it prints
         if key in dump.declared and dump.declared[key] != counts[key]:
             dump.warnings.append(DumpWarning(0, f"header declares {dump.declared[key]} {key}, parsed {counts[key]}"))
     return dump

@@ -4,6 +4,7 @@ They import nothing of irtool, so every other module of the format layer can use
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -73,3 +74,33 @@ class TypeInfo:
     # a tuple's elements, each its tensor's element type (`Float32`) or its kind (`Int64`, `Tuple`):
     # `Tuple[Tensor[Float32]*2]` -> ("Float32", "Float32"); None for other kinds or when not read
     elements: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """A `# In file` line read: where the user's code is and the line as printed. Its forms: 2.3 and
+    later `# In file /x/train.py:21, 15~42/    code/` (`:31~32, 4~46` for lines 31 to 32), 2.0-2.2
+    `# In file train.py:20/    code/`, 1.x `# In file ./train.py(175)/    code/`."""
+
+    path: str
+    line: int
+    end_line: int | None
+    columns: str | None  # `15~42`
+    code: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}" + (f"~{self.end_line}" if self.end_line is not None else "")
+
+
+_SOURCE_REF = re.compile(r"# In file (.+?)(?::(\d+)(?:~(\d+))?(?:, ([\d~]+))?|\((\d+)\))/(.*)/\s*")
+
+
+def source_ref(text: str) -> SourceRef | None:
+    """The place a `# In file ...` line names (indentation allowed); None for another line."""
+    m = _SOURCE_REF.fullmatch(text.strip())
+    if m is None:
+        return None
+    path, line, end, cols, old, code = m.groups()
+    return SourceRef(path, int(line if line is not None else old), int(end) if end is not None else None, cols,
+                     code.strip())

@@ -613,7 +613,27 @@ def _shape(atom: Any) -> Any:
     return None
 
 
-_BACKEND_KIND = re.compile(r"((?:Float|BFloat|Int|UInt|Complex)\d+|Bool|String)x[A-Za-z][A-Za-z0-9_]*")
+_BACKEND_KIND = re.compile(r"((?:Float|BFloat|Int|UInt|Complex)\d+|Bool|String|Unknown)x[A-Za-z][A-Za-z0-9_]*")
+
+
+def _dims(atom: Any) -> tuple[int, ...] | None:
+    """`(16, 32)`, `[16, 32]` or `{16, 32}` of numbers only -> (16, 32); else None."""
+    if not (isinstance(atom, tuple) and atom[0] in ("()", "[]", "{}")):
+        return None
+    dims = [p[1][0] for p in atom[1] if p[0] == "part" and len(p[1]) == 1 and isinstance(p[1][0], int)]
+    return tuple(dims) if len(dims) == len(atom[1]) else None
+
+
+def _device_shape(atoms: list) -> tuple[int, ...] | None:
+    """The shape of a kernel graph's one-part type, printed after its data type and an `x`, and after
+    `[const vector]` from 1.x on: `Tensor[Float16]x[const vector][32, 192]`, `Float16xDefaultFormat[const
+    vector]{1, 512}`, `Tensor[Float32]x()` (1.x)."""
+    if len(atoms) < 2:
+        return None
+    before = atoms[-2]
+    marked = before == "x" or (isinstance(before, tuple) and before[0] == "[]" and len(before[1]) == 1
+                               and before[1][0] == ("part", ["const", "vector"]))
+    return _dims(atoms[-1]) if marked else None
 
 
 def _type_info(parts: list) -> TypeInfo:
@@ -631,8 +651,8 @@ def _type_info(parts: list) -> TypeInfo:
         if atoms and isinstance(atoms[0], str):
             dtype = atoms[0]
     if backend:  # backend: `Float32xDefaultFormat[const vector]{16, 32}`, dtype x device format
-        dtype = backend.group(1)
-    shape = None
+        dtype = None if backend.group(1) == "Unknown" else backend.group(1)
+    shape = _device_shape(first) if len(parts) == 1 else None
     if len(parts) > 1 and parts[1][0] == "part":
         atoms = parts[1][1]
         if len(atoms) == 1:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..ir import Node
+from ..ir import Node, source_ref
 from .links import NodeIndex
 from .records import Bytes, ChainEnd, CommNode, Group, Phase, RedistributionChain, Strategy, per_step
 from .rules import COMM_OPS
@@ -31,7 +31,6 @@ FC = "forward_comm_node_unique_id"
 _TUPLE_OPS = frozenset({"TupleGetItem", "MakeTuple"})
 # Looking for a producer or consumer, walk through these: they do not change a layout.
 _THROUGH = frozenset({"TupleGetItem", "Depend", "Load", "MakeTuple", "UpdateState"})
-_SOURCE = re.compile(r"^# In file (.+?):(\d+)(?:~\d+)?, [\d~]+/(.*)/\s*$")
 
 
 def inserted(instance: str | None) -> bool:
@@ -47,11 +46,11 @@ def user_source(node: Node | None) -> str | None:
         return None
     last = None
     for text in reversed(node.sources):  # from the end: the last user frame is usually near it
-        m = _SOURCE.match(text) if text.startswith("# In file ") else None
-        if not m:
+        m = source_ref(text)
+        if m is None:
             continue
-        entry = f"{m.group(1)}:{m.group(2)} {m.group(3).strip()}"
-        if "site-packages" not in m.group(1):
+        entry = f"{m.path}:{m.line} {m.code}"
+        if "site-packages" not in m.path:
             return entry if "site-packages" not in entry else _user_source_all(node.sources)
         last = last or entry
     return last
@@ -61,11 +60,11 @@ def _user_source_all(sources: tuple[str, ...]) -> str | None:
     """user_source reading every line: a user frame whose code mentions site-packages."""
     found = None
     for text in sources:
-        m = _SOURCE.match(text)
-        if not m:
+        m = source_ref(text)
+        if m is None:
             continue
-        entry = f"{m.group(1)}:{m.group(2)} {m.group(3).strip()}"
-        if "site-packages" not in m.group(1):
+        entry = f"{m.path}:{m.line} {m.code}"
+        if "site-packages" not in m.path:
             found = entry
         elif found is None or "site-packages" in found:
             found = entry

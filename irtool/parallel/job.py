@@ -124,7 +124,7 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
              [c for c in comm if (c.group or "").endswith(_WORLD) and c.group_ranks]
     if worlds:
         world = Evidence(len(worlds[0].group_ranks), _at(name, worlds[0], f"{worlds[0].op} on {worlds[0].group}"))
-    elif not comm and not facts.no_op_gathers and facts.kind != "pre":
+    elif not comm and not facts.no_op_gathers and facts.kind != "pre" and not rank:
         world = Evidence(1, f"{name}: no communication after the parallel pass: one device")
     else:
         world = _unknown("no node of this rank uses the world group")

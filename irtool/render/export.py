@@ -7,7 +7,8 @@ Visual language (also drawn as a legend cluster in every picture):
   border coloured like the dominant communication category inside;
 - communication: filled with its category colour (`irtool.present.palette`, the same as
   `irtool view`'s), one shape per category; Send and Receive are
-  arrows (`rarrow`/`larrow`) naming the peer stage.
+  arrows (`rarrow`/`larrow`) naming the peer stage;
+- analyze_fail.ir: the failing node red and bold, the nodes its inputs are outlined red and dashed.
 Every text from the dump is escaped so the output is inert; files are written atomically.
 """
 from __future__ import annotations
@@ -44,7 +45,17 @@ def escape(text: str, tooltip: bool = False) -> str:
     return f'"{text}"'
 
 
+FAILED_BORDER, FAILED_FILL = "#cc0000", "#f8d0d0"  # analyze_fail.ir: the failing node and its inputs
+
+
 def _node_style(a: dict) -> dict[str, str]:
+    failure = a.get("failure")
+    if failure == "failed":
+        return {"shape": "box3d" if a["folded"] else "box", "style": "filled,bold", "fillcolor": FAILED_FILL,
+                "color": FAILED_BORDER, "penwidth": "4"}
+    if failure == "input":
+        return {"shape": "box3d" if a["folded"] else "box", "style": "rounded,dashed", "color": FAILED_BORDER,
+                "penwidth": "2"}
     if a["folded"]:
         cats = a["comm"]
         colour = CATEGORY_COLORS.get(cats.most_common(1)[0][0], CATEGORY_COLORS["other"]) if cats else FOLD_BORDER
@@ -60,7 +71,7 @@ def _node_style(a: dict) -> dict[str, str]:
     return {"shape": "box", "style": "rounded", "color": "#555555"}
 
 
-def _legend() -> pydot.Cluster:
+def _legend(failed: bool = False) -> pydot.Cluster:
     c = pydot.Cluster("legend", label=escape("legend"), style="dashed", fontsize="12")
     items = [("legend_op", "operator", {"shape": "box", "style": "rounded"}),
              ("legend_strategy", "operator with strategy\n(2,1)(1,4)",
@@ -74,6 +85,11 @@ def _legend() -> pydot.Cluster:
                                                        "fillcolor": CATEGORY_COLORS["pipeline"]}))
     items.append(("legend_receive", "Receive\nfrom stage N", {"shape": "larrow", "style": "filled",
                                                                "fillcolor": CATEGORY_COLORS["pipeline"]}))
+    if failed:
+        items.append(("legend_failed", "failing node\n(analyze_fail.ir)", {"shape": "box", "style": "filled,bold",
+                      "fillcolor": FAILED_FILL, "color": FAILED_BORDER, "penwidth": "4"}))
+        items.append(("legend_failed_input", "input of the\nfailing node", {"shape": "box", "style": "rounded,dashed",
+                      "color": FAILED_BORDER, "penwidth": "2"}))
     rows = [items[i:i + 4] for i in range(0, len(items), 4)]
     for r, row in enumerate(rows):
         same = pydot.Subgraph(f"legend_row{r}", rank="same")
@@ -108,7 +124,7 @@ def to_pydot(graph: nx.DiGraph, legend: bool = True, title: str | None = None) -
             attrs["penwidth"] = str(min(1 + e["count"] / 4, 5))
         dot.add_edge(pydot.Edge(u, v, **attrs))
     if legend:
-        dot.add_subgraph(_legend())
+        dot.add_subgraph(_legend(any(a.get("failure") for _, a in graph.nodes(data=True))))
     return dot
 
 

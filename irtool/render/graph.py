@@ -20,6 +20,7 @@ from ..errors import SelectionError
 from ..ir import Dump, Node, TypeInfo, build_graph, data_graph
 from ..ir.values import parse_type_sig
 from ..parallel import CATEGORIES, ParallelFacts
+from ..parallel.failure import failure_record
 from ..parallel.scope import Scope
 from ..present import strategy_text
 from ..selection import Selection as RankSelection
@@ -282,7 +283,8 @@ def tooltip(node: Node) -> str:
     return text if len(text) <= 3000 else text[:3000] + "..."
 
 
-def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, depth: Depth = None) -> nx.DiGraph:
+def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, depth: Depth = None,
+         marks: dict[str, str] | None = None) -> nx.DiGraph:
     """Fold the selected nodes by name scope into boxes; returns a DiGraph ready for export.
 
     Boxes are keyed `b0, b1, ...` (also their DOT ids and SVG titles). Every box has `key` (scope
@@ -290,6 +292,8 @@ def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, d
     `gradient`, `send`, `receive`, `comm` (Counter of categories). Unfolded boxes also have `op`,
     `name`, `scope`, `category` (or None), `strategy_text`, `peer_stage`, `tooltip`. Edges carry
     `count` and `shapes` (Counter of the producer's output shape) and a `label`.
+    `marks` (uid -> `failed:<operator>` or `input`, `failure_marks`) set a box's `failure`: `failed` (and
+    `failed_op`) when it holds the node whose evaluation failed, else `input` when it holds one of its inputs.
     Graph attributes: `depth` (int or None for unfolded), `notes`.
     Raises SelectionError when more than MAX_BOXES boxes would be drawn.
     """
@@ -319,6 +323,11 @@ def fold(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, selection: Selection, d
         a = out.nodes[bid]
         a["count"] += 1
         a["ops"][n.op] += 1
+        mark = (marks or {}).get(n.uid)
+        if mark is not None and a.get("failure") != "failed":
+            a["failure"], _, op = mark.partition(":")
+            if op:
+                a["failed_op"] = op
         cat = sem.category.get(n.uid)
         if n.uid in sem.strategy:
             a["strategy"] += 1
@@ -360,6 +369,9 @@ def box_label(a: dict) -> str:
     """The visible text of a box (plain text; the exporter escapes it)."""
     if not a["folded"]:
         lines = [a["op"], a["name"]]
+        if a.get("failure"):
+            lines.insert(0, f"FAILED HERE: {a.get('failed_op', '')}" if a["failure"] == "failed"
+                         else "input of the failing node")
         if a.get("strategy_text"):
             lines.append(a["strategy_text"])
         if a["op"] in P2P_OPS:
@@ -369,6 +381,8 @@ def box_label(a: dict) -> str:
             lines.append(f"[{a['category']}]")
         return "\n".join(lines)
     lines = [box_name(a["key"]), f"{a['count']} ops"]
+    if a.get("failure"):
+        lines.append("holds the failing node" if a["failure"] == "failed" else "holds an input of the failing node")
     marks = []
     for label, k in (("strategy", "strategy"), ("redist", "redistribution"), ("grad-agg", "gradient"),
                      ("Send", "send"), ("Recv", "receive")):
@@ -398,6 +412,17 @@ def render_graph(dump: Dump, facts: ParallelFacts, *, stage: int | None = None, 
     g = build_graph(dump)
     sel = select(dump, g, sem, stage=stage, subgraph=subgraph, scope=scope, comm_only=comm_only,
                  hops=hops, direction=direction)
-    out = fold(dump, g, sem, sel, depth)
+    out = fold(dump, g, sem, sel, depth, failure_marks(dump))
     out.graph["title"] = os.path.basename(dump.path) + (f" stage {sem.stage}" if sem.stage is not None else "")
     return out
+
+
+def failure_marks(dump: Dump) -> dict[str, str]:
+    """analyze_fail.ir: the uid of the node whose evaluation failed (`failed`) and of the nodes its
+    inputs are (`input`); empty for any other dump."""
+    r = failure_record(dump)
+    if r is None:
+        return {}
+    marks = {f"{r.graph}/{i.text}": "input" for i in r.inputs if i.text[:1] == "%" and i.text[1:].isdigit()}
+    marks[f"{r.graph}/{r.node}"] = f"failed:{r.operator}"
+    return marks

@@ -15,6 +15,7 @@ from ..dumpdir import RankFile, kernel_order
 from ..ir import Dump, DumpWarning, SymbolEngine, check
 from ..parallel import ParallelFacts, analyze
 from ..parallel.balance import StageCost, stage_cost
+from ..parallel.failure import FailureRecord, StrategyMisfit, failure_record, strategy_misfits
 from ..parallel.hardware import Profile
 from ..parallel.job import Job, JobFold, RankJob, job_of, rank_job
 from ..parallel.layers import layer_comm
@@ -38,7 +39,7 @@ from ..parallel.totals import (
     stage_matrix,
     traffic,
 )
-from ..present import DEFAULT_LIMIT, Block, Records, Table, bytes_text, cell, rank_list
+from ..present import DEFAULT_LIMIT, Block, Records, Table, bytes_text, cell, rank_list, strategy_text
 from ..present.job import job_line, job_table
 from ..selection import selected_stage
 from ..spill import Spill
@@ -73,6 +74,8 @@ class FileSummary:
     layers: list[LayerComm]
     traffic: Traffic
     job: Job
+    failure: FailureRecord | None = None  # analyze_fail.ir: what failed
+    misfits: list[StrategyMisfit] = field(default_factory=list)  # strategies that do not divide a shape
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON of schema `irtool.summary/2`."""
@@ -104,6 +107,9 @@ class FileSummary:
             **({"kernels": k.as_dict()} if (k := f.table.get("kernels")) is not None else {}),
             # dynamic-shape dumps only: their `symbol engine details:` blocks
             **({"symbol_engines": [_symbol_engine(e) for e in d.symbol_engines]} if d.symbol_engines else {}),
+            # analyze_fail.ir only: the failing node (docs/failure.md)
+            **({"failure": self.failure.as_dict()} if self.failure is not None else {}),
+            **({"strategy_misfits": [m.as_dict() for m in self.misfits]} if self.misfits else {}),
         }
 
 
@@ -122,7 +128,8 @@ def file_summary(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[Dump
     return FileSummary(dump, facts, [*dump.warnings, *extra_warnings, *facts.warnings], depth, comm_totals(c),
                        send_receive(c), gradient_aggregation(c), scope_totals(c), optimizer_shards(c, g),
                        layer_comm(c, g, depth, facts.strategies, None if depth else comm_layers(facts)), traffic(c, g),
-                       job_of([rank_job(facts, rank, dump.path or "")]))
+                       job_of([rank_job(facts, rank, dump.path or "")]), failure_record(dump),
+                       strategy_misfits(dump, facts.kind))
 
 
 def comm_layers(facts: ParallelFacts) -> dict[str, int]:
@@ -163,6 +170,8 @@ class RankDigest:
     chains: list[RedistributionChain] = field(default_factory=list)
     shards: list[OptimizerShard] = field(default_factory=list)
     kept: bool = False
+    failure: FailureRecord | None = None  # its file is an analyze_fail.ir: what failed
+    misfits: list[StrategyMisfit] = field(default_factory=list)  # strategies that do not divide a shape
 
 
 def _first_of_stage(facts: ParallelFacts, rank: int | None) -> bool:
@@ -196,6 +205,7 @@ def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep:
                    if cost and _first_of_stage(facts, rank.rank) else None)
     if keep:
         d.strategies, d.chains, d.shards, d.kept = facts.strategies, chains, shards, True
+    d.failure, d.misfits = failure_record(dump), strategy_misfits(dump, facts.kind)
     return d
 
 
@@ -245,7 +255,9 @@ class DirSummary:
         def row(r: RankDigest) -> dict[str, Any]:
             return {"rank": r.rank, "file": r.path, "stage": r.stage, "counts": r.counts,
                     "comm_totals": r.totals.as_dict(), "send_receive": [e.as_dict() for e in r.pairs],
-                    "groups": r.groups, "warnings": [w.as_dict() for w in r.warnings]}
+                    "groups": r.groups, "warnings": [w.as_dict() for w in r.warnings],
+                    **({"failure": r.failure.as_dict()} if r.failure is not None else {}),
+                    **({"strategy_misfits": [m.as_dict() for m in r.misfits]} if r.misfits else {})}
 
         ranks = Records(len(self.rows), lambda: map(row, self.rows))
         stages = [{"stage": s.stage, "ranks": s.ranks, "comm_totals": s.totals.as_dict(),
@@ -454,7 +466,11 @@ def summary_blocks(s: FileSummary, limit: int | None = DEFAULT_LIMIT) -> list[Bl
               [[cell(g.parameter), g.op, str(g.line), g.scope] for g in f.no_op_gathers]),
     ]
     head = f"{d.path}  entry @{d.entry}" + ("  (sorted print order)" if d.sorted_order else "")
-    blocks: list[Block] = [*file_headline(s, rank_of(d.path or "")), "", head, _stage_line(f), job_table(s.job)]
+    failed = failure_blocks(s.failure) if s.failure is not None or d.failure is None else [
+        "Compile failed: no node is marked (no `#------------------------> N` line before a node)",
+        *[f"  {m}" for m in d.failure.message], ""]
+    blocks: list[Block] = [*failed, *misfit_lines(s.misfits), *file_headline(s, rank_of(d.path or "")), "", head,
+                           _stage_line(f), job_table(s.job)]
     if s.warnings:
         blocks.append(f"{len(s.warnings)} warning(s)")
         blocks += [f"  line {w.line}: {w.message}" for w in s.warnings]
@@ -469,7 +485,9 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
     ranks = Table("Ranks", ["rank", "stage", "file", "comm nodes", "bytes"],
                   [[cell(r.rank), cell(r.stage), r.path, cell(r.totals.total.count),
                     bytes_text(r.totals.total.bytes)] for r in d.rows])
-    blocks: list[Block] = [*dir_headline(d), "", d.path + (f"  stage {d.stage}" if d.stage is not None else ""),
+    failed = [b for r in d.rows for b in [*failure_blocks(r.failure, f"Rank {cell(r.rank)}: "),
+                                          *misfit_lines(r.misfits, f"Rank {cell(r.rank)}: ")]]
+    blocks: list[Block] = [*failed, *dir_headline(d), "", d.path + (f"  stage {d.stage}" if d.stage is not None else ""),
                            job_table(d.job), ranks.limited(limit)]
     # every warning the headline counts, whatever the row limit (a single file's summary prints them all too)
     warnings = [[cell(r.rank), f"{r.path}:{w.line}" if w.line else r.path, w.message] for r in d.rows for w in r.warnings]
@@ -497,6 +515,44 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
                                 for r in d.rows for p in r.pairs])
     return blocks + [send_receive_table.limited(limit)] + dir_answer_blocks(
         [(st.stage, st.traffic) for st in d.stages], d.matrix, limit)
+
+
+# --- a failed compile (analyze_fail.ir): what failed, before anything else -------------------
+
+def failure_blocks(r: FailureRecord | None, who: str = "") -> list[Block]:
+    """The failing node, its message, source line, inputs and the calls that led to it; nothing when
+    the dump is not a failure's."""
+    if r is None:
+        return []
+    src = r.source
+    lines: list[Block] = [
+        f"{who}Compile failed at {r.operator} ({r.node} of @{r.graph}), {r.where}",
+        *[f"  {m}" for m in r.message],
+        f"  source: {src.where}  {src.code}" if src is not None else f"  source: {cell(None)} (no `# In file` line)",
+        f"  scope: {cell(r.scope)}",
+        f"  statement: {r.statement}",
+    ]
+    if r.operator_from != "message":  # the compiler's message names no primitive
+        lines.append("  operator: the name its callee resolves" if r.operator_from == "callee"
+                     else "  operator: the primitive the node applies")
+    inputs = Table("Inputs of the failing node", ["input", "is", "abstract value", "type", "shape", "strategy"],
+                   [[i.text, cell(i.what), cell(i.abstract), cell(i.dtype), cell(i.shape),
+                     strategy_text(i.strategy) if i.strategy is not None else cell(None)] for i in r.inputs])
+    stack = Table(f"Evaluation stack ({len(r.stack)} frames marked" + (f"; MindSpore counts {r.stack_note}" if
+                  r.stack_note else "") + ")", ["depth", "graph", "node", "line", "calls", "source"],
+                  [[str(c.depth), c.graph, c.node, str(c.line), c.calls, cell(c.source)] for c in r.stack])
+    extra = [f"  marker at {u} is followed by no node" for u in r.unreached]
+    return [*lines, *extra, inputs, stack, ""]
+
+
+def misfit_lines(misfits: list[StrategyMisfit], who: str = "") -> list[Block]:
+    """One line per input whose shape its operator's strategy does not divide (MindSpore refuses the strategy
+    in its parallel pass); nothing when every strategy fits."""
+    lines: list[Block] = [
+        f"{who}Strategy does not divide its input: {m.op} {m.name} (line {m.line}), input {m.input} {cell(m.shape)} split "
+        f"{cell(m.strategy)}: " + "; ".join(f"dimension {d} of {size} into {n}" for d, size, n in m.dims)
+        for m in misfits]
+    return [*lines, ""] if lines else []
 
 
 # --- the headline (six lines before the tables) ----------------------------------------------
