@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ..errors import InputError
 from ..ir import Dump
 from .balance import bubble, in_flight, stage_cost, step_time
 from .hardware import Profile
@@ -69,8 +70,9 @@ class StageBasis:
     optimizer_peak: dict[str, int]  # ... and in the optimizer
     recompute_set: int  # the largest live bytes of recomputed copies (one layer's recompute working set)
     in_flight: float  # micro batches in flight in the compile
+    kept_per_micro: int  # activations kept for the backward, one micro batch (the memory records)
     layer_flops: dict[int | None, dict[str, int]]  # per step, by phase
-    layer_comm: dict[int | None, dict[str, int]]  # per step, bytes by category
+    layer_comm: dict[int | None, dict[tuple[str, str], int]]  # per step, bytes by (category, phase)
     layer_seconds: dict[int | None, float]  # per step: compute and exposed communication
     tail_seconds: float  # the optimizer and aggregation after the last micro batch
     gather_fwd: float | None  # optimizer-parallel bytes per element gathered forward / reduced backward
@@ -141,6 +143,7 @@ class StagePlan:
     stage: int
     layers: list[int]
     figures: dict[str, Figure]  # `summarize --cost` names: weight, optimizer-state, accumulation, peak_bytes, ...
+    flops: dict[str, int]  # per step by phase, as `summarize --cost`'s `flops`
     comm_by_category: dict[str, int]
     group_sizes: dict[str, list[int]]
 
@@ -176,14 +179,14 @@ def basis(stages: Iterable[tuple[int | None, Dump, ParallelFacts]], job: Job, gr
     the folder's logical graph, for the per-layer rows)."""
     def val(e: Any, what: str) -> int:
         if not e.known:
-            raise ValueError(f"the compile's {what} is unknown: {e.unknown if hasattr(e, 'unknown') else ''}")
+            raise InputError(f"{path}: cannot plan: the compile's {what} is unknown ({e.unknown})")
         return int(e.value)
 
     out = [_stage_basis(rank, dump, facts, job, graph, hardware) for rank, dump, facts in stages]
     out.sort(key=lambda s: s.stage)
     pp = val(job.pipeline_stages, "pipeline stage count")
     if len(out) != pp:
-        raise ValueError(f"every stage must be read to plan: {len(out)} of {pp} read")
+        raise InputError(f"{path}: cannot plan: every stage must be read, {len(out)} of {pp} are")
     return Basis(path, job, out, val(job.dp, "dp"), val(job.mp, "mp"), pp, val(job.micro_batches, "micro batch count"),
                  val(job.global_batch, "global batch"), bool(job.recompute_layers.value),
                  job.optimizer_shard.known and (job.optimizer_shard.value or 1) > 1,
@@ -212,11 +215,19 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
     return StageBasis(
         stage, rank, job.stage_layers.get(stage, []), params, _roles(curve[:start]), _roles(curve[start:]),
         max((c[LIVE_ROLES.index("recompute")] for c in curve), default=0), flight,
+        cost.memory.activations.per_micro.total if cost.memory.activations else 0,
         {r.layer: dict(r.flops) for r in rows},
-        {r.layer: {k: u.bytes.total for k, u in r.by_category().items()} for r in rows},
+        {r.layer: _by_category_phase(r.comm.values()) for r in rows},
         {} if timing is None else {k: timing.layer_time(k) for k in set(timing.layer_seconds) | set(timing.layer_exposed)},
         0.0 if timing is None else timing.tail.seconds,
         fwd / elems if elems else None, bwd / elems if elems else None)
+
+
+def _by_category_phase(uses: Iterable[Any]) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for u in uses:
+        out[(u.category, u.phase)] = out.get((u.category, u.phase), 0) + u.bytes.total
+    return out
 
 
 def _roles(curve: list[tuple[int, ...]]) -> dict[str, int]:
@@ -389,9 +400,18 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
                                              "/ (new mp / compiled mp), gathered weights as re-derived, optimizer "
                                              "temporaries x the weights' shards")
         figures["micro_batches_in_flight"] = Figure(flight, "1F1B: stage s of pp holds min(pp - s, micro batches)")
+        src = _source(b, s, c.pp)[0]
+        kept = src.kept_per_micro * sb * len(layers) / max(1, len(src.layers))
+        if b.recompute and not c.recompute:
+            kept += len(layers) * src.recompute_set * sw
+        figures["activations_per_micro_bytes"] = Figure(round(kept), "scaled: the compile's kept tensors x micro-batch "
+                                                        "size x layers; recompute off adds each layer's recompute "
+                                                        "working set / (new mp / compiled mp)")
+        figures["activations_bytes"] = Figure(round(kept * flight), "activations per micro batch x in flight")
         flops = _flops(b, c, s, layers, sw)
-        figures["flops"] = Figure(sum(flops.values()), "scaled: the compile's per layer x micro batches x micro-batch "
-                                                       "size / (new mp / compiled mp); recompute's dropped when off")
+        figures["compute_flops"] = Figure(round(sum(v for k, v in flops.items() if k != "optimizer")),
+                                          "scaled: the compile's per layer x micro batches x micro-batch size / (new "
+                                          "mp / compiled mp); recompute's dropped when off")
         comm, sizes = _comm(b, c, s, layers, sb, slices)
         figures["comm_bytes"] = Figure(sum(comm.values()), "per category: tensor-parallel x micro batches x micro-batch "
                                                            "size; pipeline per stage boundary and micro batch; "
@@ -399,7 +419,7 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
         t = _seconds(b, c, s, layers, sw, sb)
         times.append(t / c.micro)
         tails.append(_tail(b, s, c.pp) * (held["weight"] / max(1, _held_base(b, s, c.pp))))
-        p.stages.append(StagePlan(s, layers, figures, comm, sizes))
+        p.stages.append(StagePlan(s, layers, figures, {k: round(v) for k, v in flops.items()}, comm, sizes))
     if all(times):
         p.step_seconds = step_time(times, c.micro) + max(tails, default=0.0)
         p.bubble = bubble(times, c.micro)
@@ -507,14 +527,16 @@ def _comm(b: Basis, c: Candidate, s: int, layers: list[int], sb: float, slices: 
     k = sb * c.micro / b.micro
     out: dict[str, float] = {}
     for row in _scale_layers(merged, layers) + extra:
-        for cat, v in row.items():
-            if cat in ("optimizer-parallel", "gradient-aggregation", "pipeline"):
+        for (cat, phase), v in row.items():
+            if cat in ("optimizer-parallel", "gradient-aggregation", "pipeline") or \
+                    (cat == "operator-forward" and c.mp == 1):
                 continue
-            if cat == "operator-forward" and c.mp == 1:
+            if phase == "recompute" and not c.recompute:  # a recomputed copy's collectives run again with it
                 continue
             out[cat] = out.get(cat, 0) + v * k
     src = _source(b, s, c.pp)[0]
-    base_pipe = sum(row.get("pipeline", 0) for row in src.layer_comm.values())
+    cats = lambda st, cat: sum(v for row in st.layer_comm.values() for (x, _), v in row.items() if x == cat)  # noqa: E731
+    base_pipe = cats(src, "pipeline")
     ends = lambda st, n: 0 if n == 1 else (1 if st in (0, n - 1) else 2)  # noqa: E731
     if c.pp > 1 and base_pipe and ends(src.stage, b.pp):
         out["pipeline"] = base_pipe / ends(src.stage, b.pp) * ends(s, c.pp) * k
@@ -523,7 +545,7 @@ def _comm(b: Basis, c: Candidate, s: int, layers: list[int], sb: float, slices: 
     if gathered and st.gather_fwd is not None and st.gather_bwd is not None:
         elems = sum(slices[("slice", name)] for (kind, name) in list(slices) if kind == "gathered")
         out["optimizer-parallel"] = elems * (st.gather_fwd + st.gather_bwd)
-    base_ga = sum(row.get("gradient-aggregation", 0) for row in src.layer_comm.values())
+    base_ga = cats(src, "gradient-aggregation")
     if c.dp > 1 and base_ga:
         out["gradient-aggregation"] = base_ga
     sizes = {"operator-forward": [c.mp], "pipeline": [2], "gradient-aggregation": [c.dp],

@@ -1,0 +1,88 @@
+"""The plan as text, Markdown and JSON (`irtool.plan/1`, docs/plan.md)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..parallel.plan import SCHEMA, Basis, Plan
+from ..present import Block, Code, Table, bytes_text
+from ..present.timing import seconds_text
+
+_FIGURES = ("weight", "optimizer-state", "accumulation", "activations_bytes", "peak_bytes", "micro_batches_in_flight",
+            "compute_flops", "comm_bytes")
+
+
+def mindformers_yaml(p: Plan, layers: int) -> str:
+    """The MindFormers YAML to run a candidate: `parallel_config`, `offset`, `recompute_config`."""
+    c = p.candidate
+    return "\n".join([
+        f"# irtool plan: {c.label()}", "parallel:", f"  enable_parallel_optimizer: {c.opt_shard}",
+        "parallel_config:", f"  data_parallel: {c.dp}", f"  model_parallel: {c.mp}",
+        f"  pipeline_stage: {c.pp}", f"  micro_batch_num: {c.micro}",
+        "runner_config:", f"  batch_size: {c.global_batch // (c.dp * c.micro)}",
+        "model:", "  model_config:", f"    num_layers: {layers}", f"    offset: {p.offset}",
+        "recompute_config:", f"  recompute: {c.recompute}"]) + "\n"
+
+
+def _mib(n: float | int | None) -> str:
+    return "unknown" if n is None else f"{n / 2**20:.2f} MiB"
+
+
+def _row(p: Plan) -> list[str]:
+    c = p.candidate
+    return [("* " if p.current else "") + str(c.dp), str(c.mp), str(c.pp), str(c.micro),
+            "on" if c.recompute else "off", "on" if c.opt_shard else "off",
+            _mib(p.peak_bytes), "unknown" if p.step_seconds is None else seconds_text(p.step_seconds),
+            "unknown" if p.bubble is None else f"{p.bubble * 100:.1f}%",
+            {True: "yes", False: "no", None: "not asked"}[p.fits]]
+
+
+def blocks(b: Basis, plans: list[Plan], limit: int | None = 25) -> list[Block]:
+    ok = [p for p in plans if not p.refused]
+    fit = [p for p in ok if p.fits is not False]
+    head = (f"Plan for {b.path}: compiled dp {b.dp} x mp {b.mp} x pp {b.pp}, {b.micro} micro batches, global batch "
+            f"{b.global_batch}, {b.layers} layers; {len(plans)} candidates: {len(fit)} fit, "
+            f"{len(ok) - len(fit)} do not, {len(plans) - len(ok)} refused (estimates on "
+            f"{b.hardware or 'no hardware profile'}; * the compiled configuration)")
+    cols = ["dp", "mp", "pp", "micro", "recompute", "opt shard", "peak", "step", "bubble", "fits"]
+    out: list[Block] = [head, Table("Candidates that fit, fastest first", cols, [_row(p) for p in fit]).limited(limit)]
+    if len(ok) > len(fit):
+        out.append(Table("Candidates that do not fit", cols, [_row(p) for p in ok if p not in fit]).limited(limit))
+    if len(plans) > len(ok):
+        out.append(Table("Refused", ["candidate", "why"],
+                         [[p.candidate.label(), "; ".join(p.refused)] for p in plans if p.refused]).limited(limit))
+    if fit:
+        best = fit[0]
+        out.append(Table(f"Best: {best.candidate.label()}, per stage", ["stage", "layers", *(_FIGURES[:-2]),
+                                                                        "compute FLOPs", "communication"],
+                         [[str(s.stage), f"{s.layers[0]}-{s.layers[-1]}",
+                           *(bytes_text(int(s.figures[k].value)) if k != "micro_batches_in_flight"
+                             else str(s.figures[k].value) for k in _FIGURES[:-2]),
+                           f"{int(s.figures['compute_flops'].value):,}",
+                           ", ".join(f"{k} {v:,} B (groups of {'/'.join(map(str, s.group_sizes.get(k, []))) or '?'})"
+                                     for k, v in s.comm_by_category.items())] for s in best.stages]))
+        out.append(Table("How each figure is obtained", ["figure", "how"],
+                         [[k, v.how] for k, v in best.stages[0].figures.items()]))
+        out.append(Code("yaml", mindformers_yaml(best, b.layers)))
+    out += [f"note: {n}" for n in b.notes]
+    return out
+
+
+def as_dict(b: Basis, plans: list[Plan]) -> dict[str, Any]:
+    """`irtool.plan/1`."""
+    return {"schema": SCHEMA, "path": b.path,
+            "compiled": {"dp": b.dp, "mp": b.mp, "pp": b.pp, "micro_batches": b.micro, "global_batch": b.global_batch,
+                         "recompute": b.recompute, "optimizer_shard": b.opt_shard, "num_layers": b.layers},
+            "hardware": b.hardware, "candidates": [_candidate(b, p) for p in plans], "notes": b.notes}
+
+
+def _candidate(b: Basis, p: Plan) -> dict[str, Any]:
+    c = p.candidate
+    return {"dp": c.dp, "mp": c.mp, "pp": c.pp, "micro_batches": c.micro, "recompute": c.recompute,
+            "optimizer_shard": c.opt_shard, "global_batch": c.global_batch, "current": p.current,
+            "refused": p.refused, "offset": p.offset if not p.refused else None,
+            "peak_bytes": p.peak_bytes, "step_seconds": p.step_seconds, "bubble": p.bubble, "fits": p.fits,
+            "stages": [{"stage": s.stage, "layers": s.layers,
+                        **{k: v.value for k, v in s.figures.items()}, "flops": s.flops,
+                        "comm_by_category": s.comm_by_category, "group_sizes": s.group_sizes,
+                        "how": {k: v.how for k, v in s.figures.items()}} for s in p.stages],
+            "mindformers_yaml": None if p.refused else mindformers_yaml(p, b.layers)}
