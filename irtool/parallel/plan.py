@@ -121,10 +121,25 @@ class Candidate:
     opt_shard: bool
     global_batch: int
     offset: tuple[int, ...] | None = None  # per stage, MindFormers' `offset` (None: the even split)
+    # per stage, how many of its first layers are recomputed (MindFormers' list form); None: `recompute` for all
+    recompute_counts: tuple[int, ...] | None = None
 
     def label(self) -> str:
-        return (f"dp{self.dp} mp{self.mp} pp{self.pp} m{self.micro} "
-                f"{'recompute' if self.recompute else 'no recompute'}{' opt-shard' if self.opt_shard else ''}")
+        rc = (f"recompute {list(self.recompute_counts)}" if self.recompute_counts is not None else
+              "recompute" if self.recompute else "no recompute")
+        return (f"dp{self.dp} mp{self.mp} pp{self.pp} m{self.micro} {rc}{' opt-shard' if self.opt_shard else ''}"
+                + (f" offset {list(self.offset)}" if self.offset is not None else ""))
+
+    def recomputed(self, stage: int, layers: list[int]) -> list[bool]:
+        """Whether each of a stage's layers is recomputed."""
+        if self.recompute_counts is None:
+            return [self.recompute] * len(layers)
+        n = self.recompute_counts[stage] if stage < len(self.recompute_counts) else 0
+        return [i < n for i in range(len(layers))]
+
+    @property
+    def any_recompute(self) -> bool:
+        return any(self.recompute_counts) if self.recompute_counts is not None else self.recompute
 
 
 @dataclass(frozen=True)
@@ -293,7 +308,9 @@ def refusals(b: Basis, c: Candidate, devices: int) -> list[str]:
     if c.offset is not None and (len(c.offset) != c.pp or any(len(g) < 1 for g in stage_layers(c, b.layers))
                                  or sum(len(g) for g in stage_layers(c, b.layers)) != b.layers):
         why.append(f"offset {list(c.offset)} does not give each of {c.pp} stages a layer of {b.layers}")
-    if c.recompute and not b.recompute:
+    if c.recompute_counts is not None and len(c.recompute_counts) != c.pp:
+        why.append(f"recompute {list(c.recompute_counts)} does not name each of {c.pp} stages")
+    if c.any_recompute and not b.recompute:
         why.append("recompute on from a compile without recompute: the checkpoints are not predicted")
     for p in _weights(b):
         for d, (w, s) in enumerate(zip(p.whole or (), p.split or ())):
@@ -322,9 +339,38 @@ def candidates(b: Basis, devices: int | None = None, global_batch: int | None = 
             dp = n // pp // mp
             micros = sorted({b.micro, *micro} | ({pp, 2 * pp, 4 * pp} if pp > 1 else {1}))
             for m in micros:
-                for rc in (True, False):
-                    for os_ in ((True, False) if dp > 1 else (False,)):
-                        out.append(Candidate(dp, mp, pp, m, rc, os_, gb))
+                for os_ in ((True, False) if dp > 1 else (False,)):
+                    for off in _offsets(b.layers, pp):
+                        for rc in _recomputes(b.layers, pp, off, b.recompute):
+                            out.append(Candidate(dp, mp, pp, m, bool(rc) if isinstance(rc, bool) else any(rc), os_,
+                                                 gb, off, None if isinstance(rc, bool) else rc))
+    return out
+
+
+def _offsets(layers: int, pp: int) -> list[tuple[int, ...] | None]:
+    """The even split (None), and each split moving one layer between neighbouring stages of it."""
+    if pp == 1 or layers < pp:
+        return [None]
+    even = offsets(Candidate(1, 1, pp, pp, False, False, 1), layers)
+    out: list[tuple[int, ...] | None] = [None]
+    base = layers // pp
+    for s in range(pp - 1):
+        for give, take in ((s, s + 1), (s + 1, s)):
+            o = list(even)
+            o[give] -= 1
+            o[take] += 1
+            if base + o[give] >= 1:
+                out.append(tuple(o))
+    return out
+
+
+def _recomputes(layers: int, pp: int, offset: tuple[int, ...] | None, compiled: bool) -> list[bool | tuple[int, ...]]:
+    """All, none, and (with a compile that recomputes) the first k layers of every stage, k below the smallest
+    stage's layers."""
+    out: list[bool | tuple[int, ...]] = [True, False] if compiled else [False]
+    if compiled:
+        counts = [len(g) for g in stage_layers(Candidate(1, 1, pp, pp, False, False, 1, offset), layers)]
+        out += [tuple(min(k, n) for n in counts) for k in range(1, max(counts))]
     return out
 
 
@@ -334,6 +380,10 @@ def _divisors(n: int) -> list[int]:
 
 def current(b: Basis) -> Candidate:
     return Candidate(b.dp, b.mp, b.pp, b.micro, b.recompute, b.opt_shard, b.global_batch)
+
+
+def _recompute_key(c: Candidate, layers: int) -> tuple[int, ...]:
+    return tuple(sum(c.recomputed(s, g)) for s, g in enumerate(stage_layers(c, layers)))
 
 
 # --- prediction
@@ -346,16 +396,18 @@ def plan(b: Basis, cands: Iterable[Candidate], devices: int | None = None, devic
     out = []
     for c in cands:
         why = refusals(b, c, devices or b.devices)
-        p = Plan(c, _same(c, now), why)
+        p = Plan(c, not why and _same(b, c, now), why)
         if not why:
             _predict(b, c, p, device_memory)
         out.append(p)
     return sorted(out, key=lambda p: (bool(p.refused), p.fits is False, p.step_seconds or math.inf, p.peak_bytes or 0))
 
 
-def _same(c: Candidate, now: Candidate) -> bool:
-    return (c.dp, c.mp, c.pp, c.micro, c.recompute, c.opt_shard, c.global_batch) == \
-        (now.dp, now.mp, now.pp, now.micro, now.recompute, now.opt_shard, now.global_batch)
+def _same(b: Basis, c: Candidate, now: Candidate) -> bool:
+    key = lambda x: (x.dp, x.mp, x.pp, x.micro, x.opt_shard, x.global_batch, tuple(offsets(x, b.layers)),  # noqa: E731
+                     _recompute_key(x, b.layers))
+    compiled = [len(s.layers) - b.layers // b.pp for s in b.stages]
+    return key(c) == key(now) and offsets(c, b.layers) == compiled
 
 
 def _source(b: Basis, s: int, pp: int) -> list[StageBasis]:
@@ -390,10 +442,12 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
                                                   "optimizer-state": " (shaped as its weight's shard)",
                                                   "accumulation": " (as in the compile: the mp slice, or the shard)"}[r])
         flight = min(c.pp - s, c.micro)
+        rc = c.recomputed(s, layers)
+        full = rc.count(False) if b.recompute else 0  # layers whose whole forward is kept
         peak = 0
         for src in _source(b, s, c.pp):
             gathered = sum(n for (name, _), n in slices.items() if name == "gathered")
-            peak = max(peak, _peak(b, src, c, blocks, len(layers), flight, sb, sw, gathered, params))
+            peak = max(peak, _peak(b, src, c, blocks, (len(layers), full), flight, (sb, sw), gathered, params))
         figures["peak_bytes"] = Figure(peak, "scaled: parameters re-derived (as pool blocks); the compile's live set "
                                              "at its peaks before and in the optimizer: kept activations x micro-batch "
                                              "size x micro batches in flight x layers, working sets x micro-batch size "
@@ -402,21 +456,20 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
         figures["micro_batches_in_flight"] = Figure(flight, "1F1B: stage s of pp holds min(pp - s, micro batches)")
         src = _source(b, s, c.pp)[0]
         kept = src.kept_per_micro * sb * len(layers) / max(1, len(src.layers))
-        if b.recompute and not c.recompute:
-            kept += len(layers) * src.recompute_set * sw
+        kept += full * src.recompute_set * sw
         figures["activations_per_micro_bytes"] = Figure(round(kept), "scaled: the compile's kept tensors x micro-batch "
                                                         "size x layers; recompute off adds each layer's recompute "
                                                         "working set / (new mp / compiled mp)")
         figures["activations_bytes"] = Figure(round(kept * flight), "activations per micro batch x in flight")
-        flops = _flops(b, c, s, layers, sw)
+        flops = _flops(b, c, s, layers, rc, sw)
         figures["compute_flops"] = Figure(round(sum(v for k, v in flops.items() if k != "optimizer")),
                                           "scaled: the compile's per layer x micro batches x micro-batch size / (new "
                                           "mp / compiled mp); recompute's dropped when off")
-        comm, sizes = _comm(b, c, s, layers, sb, slices)
+        comm, sizes = _comm(b, c, s, (layers, rc), sb, slices)
         figures["comm_bytes"] = Figure(sum(comm.values()), "per category: tensor-parallel x micro batches x micro-batch "
                                                            "size; pipeline per stage boundary and micro batch; "
                                                            "optimizer-parallel re-derived from the shards")
-        t = _seconds(b, c, s, layers, sw, sb)
+        t = _seconds(b, c, s, (layers, rc), sw)
         times.append(t / c.micro)
         tails.append(_tail(b, s, c.pp) * (held["weight"] / max(1, _held_base(b, s, c.pp))))
         p.stages.append(StagePlan(s, layers, figures, {k: round(v) for k, v in flops.items()}, comm, sizes))
@@ -469,17 +522,16 @@ def _held_base(b: Basis, s: int, pp: int) -> int:
     return sum(q.nbytes for q in src.params if q.role == "weight")
 
 
-def _peak(b: Basis, src: StageBasis, c: Candidate, blocks: int, n_layers: int, flight: int, sb: float, sw: float,
-          gathered: int, params: list[Param]) -> int:
+def _peak(b: Basis, src: StageBasis, c: Candidate, blocks: int, counts: tuple[int, int], flight: int,
+          scale: tuple[float, float], gathered: int, params: list[Param]) -> int:
+    (n_layers, full), (sb, sw) = counts, scale
     base_layers = max(1, len(src.layers))
     lk = n_layers / base_layers
     cp, op = src.compute_peak, src.optimizer_peak
     fixed = blocks + cp.get("constant", 0) + round(cp.get("input", 0) * c.global_batch / b.global_batch)
     act = cp.get("activation", 0) * sb * flight / src.in_flight * lk
-    rec = cp.get("recompute", 0) * sw
-    if b.recompute and not c.recompute:
-        act += flight * n_layers * src.recompute_set * sw
-        rec = 0
+    rec = cp.get("recompute", 0) * sw if full < n_layers else 0
+    act += flight * full * src.recompute_set * sw
     base_gathered = sum(q.held * q.shard * q.itemsize for q in src.params if q.shard > 1 and q.role == "weight")
     comm = cp.get("communication", 0) * (gathered / base_gathered if base_gathered else sb)
     work = (cp.get("backward", 0) + cp.get("temporary", 0)) * sw
@@ -509,29 +561,30 @@ def _rows(b: Basis, s: int, pp: int, attr: str) -> tuple[dict[int | None, Any], 
     return merged, extra
 
 
-def _flops(b: Basis, c: Candidate, s: int, layers: list[int], sw: float) -> dict[str, float]:
+def _flops(b: Basis, c: Candidate, s: int, layers: list[int], rc: list[bool], sw: float) -> dict[str, float]:
     merged, extra = _rows(b, s, c.pp, "layer_flops")
     k = sw * c.micro / b.micro
     out: dict[str, float] = {}
-    for row in _scale_layers(merged, layers) + extra:
+    for row, on in zip(_scale_layers(merged, layers) + extra, rc + [any(rc)] * len(extra)):
         for ph, f in row.items():
-            if ph == "recompute" and not c.recompute:
+            if ph == "recompute" and not on:
                 continue
             out[ph] = out.get(ph, 0) + f * (k if ph != "optimizer" else 1)
     return out
 
 
-def _comm(b: Basis, c: Candidate, s: int, layers: list[int], sb: float, slices: dict
+def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], sb: float, slices: dict
           ) -> tuple[dict[str, int], dict[str, list[int]]]:
+    layers, rc = which
     merged, extra = _rows(b, s, c.pp, "layer_comm")
     k = sb * c.micro / b.micro
     out: dict[str, float] = {}
-    for row in _scale_layers(merged, layers) + extra:
+    for row, on in zip(_scale_layers(merged, layers) + extra, rc + [any(rc)] * len(extra)):
         for (cat, phase), v in row.items():
             if cat in ("optimizer-parallel", "gradient-aggregation", "pipeline") or \
                     (cat == "operator-forward" and c.mp == 1):
                 continue
-            if phase == "recompute" and not c.recompute:  # a recomputed copy's collectives run again with it
+            if phase == "recompute" and not on:  # a recomputed copy's collectives run again with it
                 continue
             out[cat] = out.get(cat, 0) + v * k
     src = _source(b, s, c.pp)[0]
@@ -557,15 +610,16 @@ def _stage_of(b: Basis, s: int, pp: int) -> StageBasis:
     return _source(b, s, pp)[0]
 
 
-def _seconds(b: Basis, c: Candidate, s: int, layers: list[int], sw: float, sb: float) -> float:
+def _seconds(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], sw: float) -> float:
+    layers, rc = which
     merged, extra = _rows(b, s, c.pp, "layer_seconds")
     fl, _ = _rows(b, s, c.pp, "layer_flops")
     k = sw * c.micro / b.micro
     total = 0.0
-    for x in layers:
+    for x, on in zip(layers, rc):
         sec = merged.get(x, next(iter(merged.values()), 0.0))
         f = fl.get(x, next(iter(fl.values()), {}))
-        if b.recompute and not c.recompute and f:
+        if b.recompute and not on and f:
             work = sum(v for ph, v in f.items() if ph != "optimizer")
             sec *= 1 - f.get("recompute", 0) / work if work else 1
         total += sec * k

@@ -5,6 +5,7 @@ from typing import Any
 
 from ..parallel.plan import SCHEMA, Basis, Plan
 from ..present import Block, Code, Table, bytes_text
+from ..present.job import layer_ranges
 from ..present.timing import seconds_text
 
 _FIGURES = ("weight", "optimizer-state", "accumulation", "activations_bytes", "peak_bytes", "micro_batches_in_flight",
@@ -14,13 +15,21 @@ _FIGURES = ("weight", "optimizer-state", "accumulation", "activations_bytes", "p
 def mindformers_yaml(p: Plan, layers: int) -> str:
     """The MindFormers YAML to run a candidate: `parallel_config`, `offset`, `recompute_config`."""
     c = p.candidate
+    # without a pipeline MindFormers accumulates gradients over the micro batches instead
+    micro = [f"  micro_batch_num: {c.micro}"] if c.pp > 1 else []
+    accumulate = [f"  gradient_accumulation_steps: {c.micro}"] if c.pp == 1 and c.micro > 1 else []
     return "\n".join([
         f"# irtool plan: {c.label()}", "parallel:", f"  enable_parallel_optimizer: {c.opt_shard}",
         "parallel_config:", f"  data_parallel: {c.dp}", f"  model_parallel: {c.mp}",
-        f"  pipeline_stage: {c.pp}", f"  micro_batch_num: {c.micro}",
-        "runner_config:", f"  batch_size: {c.global_batch // (c.dp * c.micro)}",
+        f"  pipeline_stage: {c.pp}", *micro,
+        "runner_config:", f"  batch_size: {c.global_batch // (c.dp * c.micro)}", *accumulate,
         "model:", "  model_config:", f"    num_layers: {layers}", f"    offset: {p.offset}",
-        "recompute_config:", f"  recompute: {c.recompute}"]) + "\n"
+        "recompute_config:", f"  recompute: {_recompute(p)}"]) + "\n"
+
+
+def _recompute(p: Plan) -> str:
+    c = p.candidate
+    return str(list(c.recompute_counts)) if c.recompute_counts is not None else str(c.recompute)
 
 
 def _mib(n: float | int | None) -> str:
@@ -29,8 +38,8 @@ def _mib(n: float | int | None) -> str:
 
 def _row(p: Plan) -> list[str]:
     c = p.candidate
-    return [("* " if p.current else "") + str(c.dp), str(c.mp), str(c.pp), str(c.micro),
-            "on" if c.recompute else "off", "on" if c.opt_shard else "off",
+    return [("* " if p.current else "") + str(c.dp), str(c.mp), str(c.pp), str(c.micro), str(p.offset),
+            {"True": "all", "False": "none"}.get(_recompute(p), _recompute(p)), "on" if c.opt_shard else "off",
             _mib(p.peak_bytes), "unknown" if p.step_seconds is None else seconds_text(p.step_seconds),
             "unknown" if p.bubble is None else f"{p.bubble * 100:.1f}%",
             {True: "yes", False: "no", None: "not asked"}[p.fits]]
@@ -43,18 +52,24 @@ def blocks(b: Basis, plans: list[Plan], limit: int | None = 25) -> list[Block]:
             f"{b.global_batch}, {b.layers} layers; {len(plans)} candidates: {len(fit)} fit, "
             f"{len(ok) - len(fit)} do not, {len(plans) - len(ok)} refused (estimates on "
             f"{b.hardware or 'no hardware profile'}; * the compiled configuration)")
-    cols = ["dp", "mp", "pp", "micro", "recompute", "opt shard", "peak", "step", "bubble", "fits"]
+    cols = ["dp", "mp", "pp", "micro", "offset", "recompute", "opt shard", "peak", "step", "bubble", "fits"]
     out: list[Block] = [head, Table("Candidates that fit, fastest first", cols, [_row(p) for p in fit]).limited(limit)]
     if len(ok) > len(fit):
         out.append(Table("Candidates that do not fit", cols, [_row(p) for p in ok if p not in fit]).limited(limit))
     if len(plans) > len(ok):
-        out.append(Table("Refused", ["candidate", "why"],
-                         [[p.candidate.label(), "; ".join(p.refused)] for p in plans if p.refused]).limited(limit))
+        why: dict[tuple[str, str], int] = {}
+        for p in plans:
+            if p.refused:
+                c = p.candidate
+                key = (f"dp{c.dp} mp{c.mp} pp{c.pp} m{c.micro}", "; ".join(p.refused))
+                why[key] = why.get(key, 0) + 1
+        out.append(Table("Refused (each with its recompute, sharding and offset variants)", ["candidate", "variants", "why"],
+                         [[k, str(n), w] for (k, w), n in why.items()]).limited(limit))
     if fit:
         best = fit[0]
         out.append(Table(f"Best: {best.candidate.label()}, per stage", ["stage", "layers", *(_FIGURES[:-2]),
                                                                         "compute FLOPs", "communication"],
-                         [[str(s.stage), f"{s.layers[0]}-{s.layers[-1]}",
+                         [[str(s.stage), layer_ranges(s.layers),
                            *(bytes_text(int(s.figures[k].value)) if k != "micro_batches_in_flight"
                              else str(s.figures[k].value) for k in _FIGURES[:-2]),
                            f"{int(s.figures['compute_flops'].value):,}",
