@@ -304,7 +304,8 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
 @click.option("--devices", type=click.IntRange(min=1), default=None, help="Devices to plan for (default: the compile's).")
 @click.option("--device-memory", default=None, metavar="SIZE", help="Only candidates whose peak fits in SIZE are ranked.")
 @click.option("--hardware", "hardware_spec", default=None, metavar="NAME|FILE",
-              help="Time on this profile (910b, 910c, h100, h800 or a TOML file; default 910b; docs/timing.md).")
+              help="Time on this profile (910b, 910c, h100, h800 or a TOML file; default 910b; none: no time; "
+                   "a profile named sets --device-memory too; docs/timing.md).")
 @click.option("--global-batch", type=click.IntRange(min=1), default=None, help="Samples per step (default: the compile's).")
 @click.option("--micro", "micros", type=click.IntRange(min=1), multiple=True, help="Also these micro batch counts.")
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 25).")
@@ -320,8 +321,9 @@ def plan_cmd(path: str, fmt: str, pass_name: str | None, devices: int | None, de
         from .present import json_pieces, to_markdown, to_text
         from .report.cost import parse_memory
 
-        hardware = load_profile(hardware_spec)
-        limit = parse_memory(device_memory) if device_memory else (hardware.memory_bytes if hardware_spec else None)
+        hardware = None if (hardware_spec or "").lower() == "none" else load_profile(hardware_spec)
+        limit = parse_memory(device_memory) if device_memory else \
+            (hardware.memory_bytes if hardware_spec and hardware is not None else None)
         sel = _select(path, None, pass_name, Policy())
         b = read_basis(sel, hardware)
         n = devices or b.devices

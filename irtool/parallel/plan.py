@@ -77,6 +77,7 @@ class StageBasis:
     tail_seconds: float  # the optimizer and aggregation after the last micro batch
     gather_fwd: float | None  # optimizer-parallel bytes per element gathered forward / reduced backward
     gather_bwd: float | None
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -194,18 +195,19 @@ def basis(stages: Iterable[tuple[int | None, Dump, ParallelFacts]], job: Job, gr
     the folder's logical graph, for the per-layer rows)."""
     def val(e: Any, what: str) -> int:
         if not e.known:
-            raise InputError(f"{path}: cannot plan: the compile's {what} is unknown ({e.unknown})")
+            raise InputError(f"{path}: cannot plan: the compile's {what} is unknown ({e.where})")
         return int(e.value)
 
     out = [_stage_basis(rank, dump, facts, job, graph, hardware) for rank, dump, facts in stages]
     out.sort(key=lambda s: s.stage)
+    notes = [n for s in out for n in s.notes]
     pp = val(job.pipeline_stages, "pipeline stage count")
     if len(out) != pp:
         raise InputError(f"{path}: cannot plan: every stage must be read, {len(out)} of {pp} are")
     return Basis(path, job, out, val(job.dp, "dp"), val(job.mp, "mp"), pp, val(job.micro_batches, "micro batch count"),
                  val(job.global_batch, "global batch"), bool(job.recompute_layers.value),
                  job.optimizer_shard.known and (job.optimizer_shard.value or 1) > 1,
-                 hardware.name if hardware is not None else None)
+                 hardware.name if hardware is not None else None, notes)
 
 
 def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, graph: LogicalGraph,
@@ -235,7 +237,9 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
         {r.layer: _by_category_phase(r.comm.values()) for r in rows},
         {} if timing is None else {k: timing.layer_time(k) for k in set(timing.layer_seconds) | set(timing.layer_exposed)},
         0.0 if timing is None else timing.tail.seconds,
-        fwd / elems if elems else None, bwd / elems if elems else None)
+        fwd / elems if elems else None, bwd / elems if elems else None,
+        [f"stage {stage}: {n} parameter(s) of unknown size, not counted in any candidate's figures"
+         for n in [sum(1 for p in cost.memory.params if p.bytes is None)] if n])
 
 
 def _by_category_phase(uses: Iterable[Any]) -> dict[tuple[str, str], int]:
@@ -424,6 +428,7 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
     sb = (c.global_batch / (c.dp * c.micro)) / b.micro_size  # micro-batch size, new / compiled
     sw = sb * b.mp / c.mp  # tensors split by mp: working sets, FLOPs
     times: list[float] = []
+    work: list[float] = []  # compute FLOPs per micro batch: the bubble without a profile
     tails: list[float] = []
     for s, layers in enumerate(groups):
         params = _stage_params(b, s, c.pp, layers)
@@ -471,11 +476,12 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
                                                            "optimizer-parallel re-derived from the shards")
         t = _seconds(b, c, s, (layers, rc), sw)
         times.append(t / c.micro)
+        work.append(figures["compute_flops"].value / c.micro)  # type: ignore[operator]
         tails.append(_tail(b, s, c.pp) * (held["weight"] / max(1, _held_base(b, s, c.pp))))
         p.stages.append(StagePlan(s, layers, figures, {k: round(v) for k, v in flops.items()}, comm, sizes))
     if all(times):
         p.step_seconds = step_time(times, c.micro) + max(tails, default=0.0)
-        p.bubble = bubble(times, c.micro)
+    p.bubble = bubble(times if all(times) else work, c.micro)
     peak = p.peak_bytes
     p.fits = None if device_memory is None or peak is None else peak <= device_memory
 

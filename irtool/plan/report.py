@@ -49,11 +49,14 @@ def blocks(b: Basis, plans: list[Plan], limit: int | None = 25) -> list[Block]:
     ok = [p for p in plans if not p.refused]
     fit = [p for p in ok if p.fits is not False]
     head = (f"Plan for {b.path}: compiled dp {b.dp} x mp {b.mp} x pp {b.pp}, {b.micro} micro batches, global batch "
-            f"{b.global_batch}, {b.layers} layers; {len(plans)} candidates: {len(fit)} fit, "
-            f"{len(ok) - len(fit)} do not, {len(plans) - len(ok)} refused (estimates on "
+            f"{b.global_batch}, {b.layers} layers; {len(plans)} candidates: "
+            + (f"{len(fit)} fit, {len(ok) - len(fit)} do not" if any(p.fits is not None for p in ok) else
+               f"{len(ok)} predicted") + f", {len(plans) - len(ok)} refused (estimates on "
             f"{b.hardware or 'no hardware profile'}; * the compiled configuration)")
     cols = ["dp", "mp", "pp", "micro", "offset", "recompute", "opt shard", "peak", "step", "bubble", "fits"]
-    out: list[Block] = [head, Table("Candidates that fit, fastest first", cols, [_row(p) for p in fit]).limited(limit)]
+    title = "Candidates that fit, fastest first" if any(p.fits is not None for p in ok) else \
+        "Candidates, fastest first (--device-memory SIZE or --hardware NAME to keep those that fit)"
+    out: list[Block] = [head, Table(title, cols, [_row(p) for p in fit]).limited(limit)]
     if len(ok) > len(fit):
         out.append(Table("Candidates that do not fit", cols, [_row(p) for p in ok if p not in fit]).limited(limit))
     if len(plans) > len(ok):
