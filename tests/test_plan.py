@@ -119,6 +119,10 @@ def test_cli_json_fields() -> None:
 
 def test_cli_text_and_bad_input(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["plan", str(BASE)])
-    assert r.exit_code == 0 and "Candidates that fit, fastest first" in r.output and "parallel_config:" in r.output
+    assert r.exit_code == 0 and "Candidates, fastest first" in r.output and "parallel_config:" in r.output
+    r = CliRunner().invoke(main, ["plan", str(BASE), "--hardware", "h100"])  # its 80 GB: every candidate fits
+    assert r.exit_code == 0 and "Candidates that fit, fastest first" in r.output
     r = CliRunner().invoke(main, ["plan", str(tmp_path)])
     assert r.exit_code == 2 and "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["plan", str(BASE / "rank_0")])  # one stage of two: nothing to plan from
+    assert r.exit_code == 2 and "cannot plan" in r.output and "Traceback" not in r.output
