@@ -71,6 +71,7 @@ class StageBasis:
     recompute_set: int  # the largest live bytes of recomputed copies (one layer's recompute working set)
     in_flight: float  # micro batches in flight in the compile
     kept_per_micro: int  # activations kept for the backward, one micro batch (the memory records)
+    kept_layer_share: float  # the part of them produced by a layer's nodes (the rest: the stage's own, fixed)
     layer_flops: dict[int | None, dict[str, int]]  # per step, by phase
     layer_comm: dict[int | None, dict[tuple[str, str], int]]  # per step, bytes by (category, phase)
     layer_seconds: dict[int | None, float]  # per step: compute and exposed communication
@@ -232,7 +233,7 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
     return StageBasis(
         stage, rank, job.stage_layers.get(stage, []), params, _roles(curve[:start]), _roles(curve[start:]),
         max((c[LIVE_ROLES.index("recompute")] for c in curve), default=0), flight,
-        cost.memory.activations.per_micro.total if cost.memory.activations else 0,
+        cost.memory.activations.per_micro.total if cost.memory.activations else 0, _layer_share(cost.memory),
         {r.layer: dict(r.flops) for r in rows},
         {r.layer: _by_category_phase(r.comm.values()) for r in rows},
         {} if timing is None else {k: timing.layer_time(k) for k in set(timing.layer_seconds) | set(timing.layer_exposed)},
@@ -240,6 +241,13 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
         fwd / elems if elems else None, bwd / elems if elems else None,
         [f"stage {stage}: {n} parameter(s) of unknown size, not counted in any candidate's figures"
          for n in [sum(1 for p in cost.memory.params if p.bytes is None)] if n])
+
+
+def _layer_share(memory: Any) -> float:
+    acts = memory.activations
+    if acts is None or not acts.per_micro.total:
+        return 1.0
+    return sum(b.total for k, b in acts.by_layer.items() if k is not None) / acts.per_micro.total
 
 
 def _by_category_phase(uses: Iterable[Any]) -> dict[tuple[str, str], int]:
@@ -460,7 +468,7 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
                                              "temporaries x the weights' shards")
         figures["micro_batches_in_flight"] = Figure(flight, "1F1B: stage s of pp holds min(pp - s, micro batches)")
         src = _source(b, s, c.pp)[0]
-        kept = src.kept_per_micro * sb * len(layers) / max(1, len(src.layers))
+        kept = src.kept_per_micro * sb * _layers_factor(src, len(layers))
         kept += full * src.recompute_set * sw
         figures["activations_per_micro_bytes"] = Figure(round(kept), "scaled: the compile's kept tensors x micro-batch "
                                                         "size x layers; recompute off adds each layer's recompute "
@@ -531,8 +539,7 @@ def _held_base(b: Basis, s: int, pp: int) -> int:
 def _peak(b: Basis, src: StageBasis, c: Candidate, blocks: int, counts: tuple[int, int], flight: int,
           scale: tuple[float, float], gathered: int, params: list[Param]) -> int:
     (n_layers, full), (sb, sw) = counts, scale
-    base_layers = max(1, len(src.layers))
-    lk = n_layers / base_layers
+    lk = _layers_factor(src, n_layers)
     cp, op = src.compute_peak, src.optimizer_peak
     fixed = blocks + cp.get("constant", 0) + round(cp.get("input", 0) * c.global_batch / b.global_batch)
     act = cp.get("activation", 0) * sb * flight / src.in_flight * lk
@@ -547,6 +554,12 @@ def _peak(b: Basis, src: StageBasis, c: Candidate, blocks: int, counts: tuple[in
     dyn_opt = sum(v for r, v in op.items() if r not in PARAM_ROLES and r not in ("constant", "input"))
     optim = fixed + dyn_opt * new_w / base_w
     return round(max(compute, optim))
+
+
+def _layers_factor(src: StageBasis, n_layers: int) -> float:
+    """Kept activations for `n_layers` against the compile's stage: its layers' share scales, the rest stays."""
+    share = src.kept_layer_share
+    return 1 - share + share * n_layers / max(1, len(src.layers))
 
 
 def _scale_layers(src: dict[int | None, Any], layers: list[int]) -> list[Any]:
