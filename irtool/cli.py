@@ -308,9 +308,12 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                    "a profile named sets --device-memory too; docs/timing.md).")
 @click.option("--global-batch", type=click.IntRange(min=1), default=None, help="Samples per step (default: the compile's).")
 @click.option("--micro", "micros", type=click.IntRange(min=1), multiple=True, help="Also these micro batch counts.")
+@click.option("--layers", "num_layers", type=click.IntRange(min=1), default=None,
+              help="Plan the model with this many layers (the compiled layers as the template).")
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 25).")
 def plan_cmd(path: str, fmt: str, pass_name: str | None, devices: int | None, device_memory: str | None,
-             hardware_spec: str | None, global_batch: int | None, micros: tuple[int, ...], show_all: bool) -> None:
+             hardware_spec: str | None, global_batch: int | None, micros: tuple[int, ...], num_layers: int | None,
+             show_all: bool) -> None:
     """Predict other dp x mp x pp, micro batch, recompute and optimizer-sharding configurations from one
     compiled folder, ranked by step time among those that fit (docs/plan.md)."""
     def body() -> None:
@@ -327,7 +330,7 @@ def plan_cmd(path: str, fmt: str, pass_name: str | None, devices: int | None, de
         sel = _select(path, None, pass_name, Policy())
         b = read_basis(sel, hardware)
         n = devices or b.devices
-        plans = plan_mod.plan(b, plan_mod.candidates(b, n, global_batch, micros), n, limit)
+        plans = plan_mod.plan(b, plan_mod.candidates(b, n, global_batch, micros, num_layers=num_layers), n, limit)
         rows = None if show_all else 25
         _emit(fmt, {"text": lambda: to_text(blocks(b, plans, rows)), "markdown": lambda: to_markdown(blocks(b, plans, rows)),
                     "json": lambda: json_pieces(as_dict(b, plans))})

@@ -125,12 +125,17 @@ class Candidate:
     offset: tuple[int, ...] | None = None  # per stage, MindFormers' `offset` (None: the even split)
     # per stage, how many of its first layers are recomputed (MindFormers' list form); None: `recompute` for all
     recompute_counts: tuple[int, ...] | None = None
+    num_layers: int | None = None  # another layer count than the compile's (its layers as the template)
 
     def label(self) -> str:
         rc = (f"recompute {list(self.recompute_counts)}" if self.recompute_counts is not None else
               "recompute" if self.recompute else "no recompute")
         return (f"dp{self.dp} mp{self.mp} pp{self.pp} m{self.micro} {rc}{' opt-shard' if self.opt_shard else ''}"
-                + (f" offset {list(self.offset)}" if self.offset is not None else ""))
+                + (f" offset {list(self.offset)}" if self.offset is not None else "")
+                + (f" {self.num_layers} layers" if self.num_layers is not None else ""))
+
+    def layers(self, compiled: int) -> int:
+        return self.num_layers or compiled
 
     def recomputed(self, stage: int, layers: list[int]) -> list[bool]:
         """Whether each of a stage's layers is recomputed."""
@@ -311,15 +316,16 @@ def refusals(b: Basis, c: Candidate, devices: int) -> list[str]:
     for what, e in (("attention heads", job.heads), ("vocabulary", job.vocab_size), ("FFN size", job.ffn_size)):
         if e.known and e.value % c.mp:
             why.append(f"{what} {e.value} not divisible by mp {c.mp}")
-    if b.layers < c.pp:
-        why.append(f"{b.layers} layers, fewer than {c.pp} stages")
+    n = c.layers(b.layers)
+    if n < c.pp:
+        why.append(f"{n} layers, fewer than {c.pp} stages")
     if c.micro < c.pp:
         why.append(f"{c.micro} micro batches, fewer than {c.pp} stages")
     if c.global_batch % (c.dp * c.micro):
         why.append(f"global batch {c.global_batch} not divisible by dp x micro batches = {c.dp * c.micro}")
-    if c.offset is not None and (len(c.offset) != c.pp or any(len(g) < 1 for g in stage_layers(c, b.layers))
-                                 or sum(len(g) for g in stage_layers(c, b.layers)) != b.layers):
-        why.append(f"offset {list(c.offset)} does not give each of {c.pp} stages a layer of {b.layers}")
+    if c.offset is not None and (len(c.offset) != c.pp or any(len(g) < 1 for g in stage_layers(c, n))
+                                 or sum(len(g) for g in stage_layers(c, n)) != n):
+        why.append(f"offset {list(c.offset)} does not give each of {c.pp} stages a layer of {n}")
     if c.recompute_counts is not None and len(c.recompute_counts) != c.pp:
         why.append(f"recompute {list(c.recompute_counts)} does not name each of {c.pp} stages")
     if c.any_recompute and not b.recompute:
@@ -338,7 +344,7 @@ def _weights(b: Basis) -> Iterable[Param]:
 
 
 def candidates(b: Basis, devices: int | None = None, global_batch: int | None = None,
-               micro: Iterable[int] = (), max_pp: int | None = None) -> list[Candidate]:
+               micro: Iterable[int] = (), max_pp: int | None = None, num_layers: int | None = None) -> list[Candidate]:
     """dp x mp x pp over the devices, micro batches (the compile's, and 1, 2, 4 times the stages), recompute
     on and off, optimizer sharding on and off where dp > 1."""
     n = devices or b.devices
@@ -352,10 +358,10 @@ def candidates(b: Basis, devices: int | None = None, global_batch: int | None = 
             micros = sorted({b.micro, *micro} | ({pp, 2 * pp, 4 * pp} if pp > 1 else {1}))
             for m in micros:
                 for os_ in ((True, False) if dp > 1 else (False,)):
-                    for off in _offsets(b.layers, pp):
-                        for rc in _recomputes(b.layers, pp, off, b.recompute):
+                    for off in _offsets(num_layers or b.layers, pp):
+                        for rc in _recomputes(num_layers or b.layers, pp, off, b.recompute):
                             out.append(Candidate(dp, mp, pp, m, bool(rc) if isinstance(rc, bool) else any(rc), os_,
-                                                 gb, off, None if isinstance(rc, bool) else rc))
+                                                 gb, off, None if isinstance(rc, bool) else rc, num_layers))
     return out
 
 
@@ -416,8 +422,8 @@ def plan(b: Basis, cands: Iterable[Candidate], devices: int | None = None, devic
 
 
 def _same(b: Basis, c: Candidate, now: Candidate) -> bool:
-    key = lambda x: (x.dp, x.mp, x.pp, x.micro, x.opt_shard, x.global_batch, tuple(offsets(x, b.layers)),  # noqa: E731
-                     _recompute_key(x, b.layers))
+    key = lambda x: (x.dp, x.mp, x.pp, x.micro, x.opt_shard, x.global_batch, x.layers(b.layers),  # noqa: E731
+                     tuple(offsets(x, b.layers)), _recompute_key(x, b.layers))
     compiled = [len(s.layers) - b.layers // b.pp for s in b.stages]
     return key(c) == key(now) and offsets(c, b.layers) == compiled
 
@@ -432,20 +438,20 @@ def _source(b: Basis, s: int, pp: int) -> list[StageBasis]:
 
 
 def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None:
-    groups = stage_layers(c, b.layers)
+    groups = stage_layers(c, c.layers(b.layers))
     sb = (c.global_batch / (c.dp * c.micro)) / b.micro_size  # micro-batch size, new / compiled
     sw = sb * b.mp / c.mp  # tensors split by mp: working sets, FLOPs
     times: list[float] = []
     work: list[float] = []  # compute FLOPs per micro batch: the bubble without a profile
     tails: list[float] = []
     for s, layers in enumerate(groups):
-        params = _stage_params(b, s, c.pp, layers)
+        params = _stage_params(b, s, c.pp, layers, b.layers)
         held = {r: 0 for r in PARAM_ROLES}
         blocks = 0
         gathered = 0
-        slices = {}
-        for q in params:
-            n = _held(q, c, b, slices)
+        slices: dict[tuple[str, str, int | None], int] = {}
+        for q, copy in params:
+            n = _held(q, c, b, slices, copy)
             held[q.role] = held.get(q.role, 0) + n * q.itemsize
             blocks += block(n * q.itemsize)
         figures: dict[str, Figure] = {}
@@ -459,7 +465,7 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
         full = rc.count(False) if b.recompute else 0  # layers whose whole forward is kept
         peak = 0
         for src in _source(b, s, c.pp):
-            gathered = sum(n for (name, _), n in slices.items() if name == "gathered")
+            gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
             peak = max(peak, _peak(b, src, c, blocks, (len(layers), full), flight, (sb, sw), gathered, params))
         figures["peak_bytes"] = Figure(peak, "scaled: parameters re-derived (as pool blocks); the compile's live set "
                                              "at its peaks before and in the optimizer: kept activations x micro-batch "
@@ -494,16 +500,22 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
     p.fits = None if device_memory is None or peak is None else peak <= device_memory
 
 
-def _stage_params(b: Basis, s: int, pp: int, layers: list[int]) -> list[Param]:
-    want = set(layers)
-    out = [q for st in b.stages for q in st.params if q.place == "layer" and q.layer in want]
-    out += [q for q in b.stages[0].params if q.place == "first" and s == 0]
-    out += [q for q in b.stages[-1].params if q.place == "last" and s == pp - 1]
-    out += [q for q in b.stages[0 if s < pp - 1 else -1].params if q.place == "every"]
+def _stage_params(b: Basis, s: int, pp: int, layers: list[int], compiled: int) -> list[tuple[Param, int | None]]:
+    """A new stage's parameters, each with the layer it is held for (a layer beyond the compile's takes the
+    parameters of compiled layer `x % compiled`: the layers of one model have the same shapes)."""
+    by_layer: dict[int, list[Param]] = {}
+    for st in b.stages:
+        for q in st.params:
+            if q.place == "layer" and q.layer is not None:
+                by_layer.setdefault(q.layer, []).append(q)
+    out: list[tuple[Param, int | None]] = [(q, x) for x in layers for q in by_layer.get(x % compiled, [])]
+    out += [(q, None) for q in b.stages[0].params if q.place == "first" and s == 0]
+    out += [(q, None) for q in b.stages[-1].params if q.place == "last" and s == pp - 1]
+    out += [(q, None) for q in b.stages[0 if s < pp - 1 else -1].params if q.place == "every"]
     return out
 
 
-def _held(q: Param, c: Candidate, b: Basis, slices: dict) -> int:
+def _held(q: Param, c: Candidate, b: Basis, slices: dict, copy: int | None = None) -> int:
     """Elements a rank of `c` holds of `q` (re-derived for weights and what is shaped like them)."""
     w = _find(b, q.of) if q.of else q
     if w is None or w.whole is None or w.split is None:
@@ -514,10 +526,10 @@ def _held(q: Param, c: Candidate, b: Basis, slices: dict) -> int:
     copies = c.dp * c.mp // math.prod(split)
     shard = copies if (c.opt_shard and copies > 1 and sl * w.itemsize >= THRESHOLD and piece[0] % copies == 0) else 1
     if q is w:
-        slices[("slice", w.name)] = sl
+        slices[("slice", w.name, copy)] = sl
         if shard > 1:
-            slices[("gathered", w.name)] = sl * w.itemsize
-            slices[("shard", w.name)] = shard
+            slices[("gathered", w.name, copy)] = sl * w.itemsize
+            slices[("shard", w.name, copy)] = shard
     if q.role == "accumulation" and q.held == w.held * w.shard:
         return sl  # the compile's buffer is the mp slice, not the shard: so it stays
     return q.held * (sl // shard) // max(1, w.held) if q is not w else sl // shard
@@ -537,7 +549,7 @@ def _held_base(b: Basis, s: int, pp: int) -> int:
 
 
 def _peak(b: Basis, src: StageBasis, c: Candidate, blocks: int, counts: tuple[int, int], flight: int,
-          scale: tuple[float, float], gathered: int, params: list[Param]) -> int:
+          scale: tuple[float, float], gathered: int, params: list[tuple[Param, int | None]]) -> int:
     (n_layers, full), (sb, sw) = counts, scale
     lk = _layers_factor(src, n_layers)
     cp, op = src.compute_peak, src.optimizer_peak
@@ -550,7 +562,7 @@ def _peak(b: Basis, src: StageBasis, c: Candidate, blocks: int, counts: tuple[in
     work = (cp.get("backward", 0) + cp.get("temporary", 0)) * sw
     compute = fixed + act + rec + comm + work
     base_w = sum(q.nbytes for q in src.params if q.role == "weight") or 1
-    new_w = sum(_held(q, c, b, {}) * q.itemsize for q in params if q.role == "weight")
+    new_w = sum(_held(q, c, b, {}) * q.itemsize for q, _ in params if q.role == "weight")
     dyn_opt = sum(v for r, v in op.items() if r not in PARAM_ROLES and r not in ("constant", "input"))
     optim = fixed + dyn_opt * new_w / base_w
     return round(max(compute, optim))
@@ -565,7 +577,7 @@ def _layers_factor(src: StageBasis, n_layers: int) -> float:
 def _scale_layers(src: dict[int | None, Any], layers: list[int]) -> list[Any]:
     """The compile's rows for `layers` (a layer the compile's rows lack: the mean layer's)."""
     have = [k for k in src if k is not None]
-    return [src[x] if x in src else src[have[0]] for x in layers] if have else []
+    return [src[x] if x in src else src[have[x % len(have)]] for x in layers] if have else []
 
 
 def _rows(b: Basis, s: int, pp: int, attr: str) -> tuple[dict[int | None, Any], list[Any]]:
@@ -612,10 +624,10 @@ def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], s
     ends = lambda st, n: 0 if n == 1 else (1 if st in (0, n - 1) else 2)  # noqa: E731
     if c.pp > 1 and base_pipe and ends(src.stage, b.pp):
         out["pipeline"] = base_pipe / ends(src.stage, b.pp) * ends(s, c.pp) * k
-    gathered = sum(n for (kind, _), n in slices.items() if kind == "gathered")
+    gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
     st = _stage_of(b, s, c.pp)
     if gathered and st.gather_fwd is not None and st.gather_bwd is not None:
-        elems = sum(slices[("slice", name)] for (kind, name) in list(slices) if kind == "gathered")
+        elems = sum(slices[("slice", *rest)] for (kind, *rest) in list(slices) if kind == "gathered")
         out["optimizer-parallel"] = elems * (st.gather_fwd + st.gather_bwd)
     base_ga = cats(src, "gradient-aggregation")
     if c.dp > 1 and base_ga:
@@ -636,8 +648,8 @@ def _seconds(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]]
     k = sw * c.micro / b.micro
     total = 0.0
     for x, on in zip(layers, rc):
-        sec = merged.get(x, next(iter(merged.values()), 0.0))
-        f = fl.get(x, next(iter(fl.values()), {}))
+        sec = _scale_layers(merged, [x])[0] if merged else 0.0
+        f = _scale_layers(fl, [x])[0] if fl else {}
         if b.recompute and not on and f:
             work = sum(v for ph, v in f.items() if ph != "optimizer")
             sec *= 1 - f.get("recompute", 0) / work if work else 1

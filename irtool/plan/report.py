@@ -80,7 +80,7 @@ def blocks(b: Basis, plans: list[Plan], limit: int | None = 25) -> list[Block]:
                                      for k, v in s.comm_by_category.items())] for s in best.stages]))
         out.append(Table("How each figure is obtained", ["figure", "how"],
                          [[k, v.how] for k, v in best.stages[0].figures.items()]))
-        out.append(Code("yaml", mindformers_yaml(best, b.layers)))
+        out.append(Code("yaml", mindformers_yaml(best, best.candidate.layers(b.layers))))
     out += [f"note: {n}" for n in b.notes]
     return out
 
@@ -103,4 +103,5 @@ def _candidate(b: Basis, p: Plan) -> dict[str, Any]:
                         **{k: v.value for k, v in s.figures.items()}, "flops": s.flops,
                         "comm_by_category": s.comm_by_category, "group_sizes": s.group_sizes,
                         "how": {k: v.how for k, v in s.figures.items()}} for s in p.stages],
-            "mindformers_yaml": None if p.refused else mindformers_yaml(p, b.layers)}
+            "num_layers": c.layers(b.layers),
+            "mindformers_yaml": None if p.refused else mindformers_yaml(p, c.layers(b.layers))}
