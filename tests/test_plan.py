@@ -54,6 +54,26 @@ def test_base_parameters_exact(basis: P.Basis) -> None:
     assert f["accumulation"].value == (split + 2 * NORMS) * 4
 
 
+def test_pp4_with_8_layers_parameters_exact(basis: P.Basis) -> None:
+    """dp1 x mp2 x pp4 with 8 layers (mindformers_llama_pp4's configuration), from the 4-layer pp2 compile: two
+    layers a stage, the embedding on the first, the final norm and the head on the last; no optimizer shard at dp 1."""
+    p = P.plan(basis, [P.Candidate(1, 2, 4, 8, True, True, 8, num_layers=8)])[0]
+    assert not p.refused and [s.layers for s in p.stages] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    two = 2 * (LAYER_SPLIT // 2 + NORMS)
+    assert [s.figures["weight"].value for s in p.stages] == \
+        [(V * H // 2 + two) * 4, two * 4, two * 4, (two + H + V * H // 2) * 4] == \
+        [15_998_976, 11_804_672, 11_804_672, 16_001_024]
+    assert all(s.figures["accumulation"].value == s.figures["weight"].value for s in p.stages)
+
+
+def test_pipeline_traffic_per_boundary(basis: P.Basis) -> None:
+    """A middle stage of pp4 sends and receives at two boundaries: twice an end stage's pipeline bytes; each
+    boundary one (1, 512, 512) float16 activation per micro batch each way (8 micro batches)."""
+    p = P.plan(basis, [P.Candidate(1, 2, 4, 8, True, True, 8, num_layers=8)])[0]
+    pipe = [s.comm_by_category["pipeline"] for s in p.stages]
+    assert pipe == [2 * 8 * 524_288, 4 * 8 * 524_288, 4 * 8 * 524_288, 2 * 8 * 524_288]
+
+
 @pytest.mark.parametrize("folder,cand", [
     ("dryrun_llama_dp2mp2pp2", P.Candidate(2, 2, 2, 4, True, True, 8)),
     ("dryrun_llama_dp1mp4pp2", P.Candidate(1, 4, 2, 4, True, True, 4)),
