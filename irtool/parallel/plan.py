@@ -466,7 +466,7 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
         peak = 0
         for src in _source(b, s, c.pp):
             gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
-            peak = max(peak, _peak(b, src, c, blocks, (len(layers), full), flight, (sb, sw), gathered, params))
+            peak = max(peak, _peak(b, src, c, blocks, (len(layers), full, s), flight, (sb, sw), gathered, params))
         figures["peak_bytes"] = Figure(peak, "scaled: parameters re-derived (as pool blocks); the compile's live set "
                                              "at its peaks before and in the optimizer: kept activations x micro-batch "
                                              "size x micro batches in flight x layers, working sets x micro-batch size "
@@ -548,17 +548,36 @@ def _held_base(b: Basis, s: int, pp: int) -> int:
     return sum(q.nbytes for q in src.params if q.role == "weight")
 
 
-def _peak(b: Basis, src: StageBasis, c: Candidate, blocks: int, counts: tuple[int, int], flight: int,
+def _ends(stage: int, pp: int) -> int:
+    """Pipeline boundaries a stage sends and receives across."""
+    return 0 if pp == 1 else (1 if stage in (0, pp - 1) else 2)
+
+
+def _transfer(b: Basis, src: StageBasis) -> int:
+    """One pipeline transfer of the compile (one micro batch, one boundary, one way), from its stage's traffic."""
+    pipe = sum(v for row in src.layer_comm.values() for (cat, _), v in row.items() if cat == "pipeline")
+    ends = _ends(src.stage, b.pp)
+    return pipe // (2 * ends * b.micro) if ends else 0
+
+
+def _peak(b: Basis, src: StageBasis, c: Candidate, blocks: int, counts: tuple[int, int, int], flight: int,
           scale: tuple[float, float], gathered: int, params: list[tuple[Param, int | None]]) -> int:
-    (n_layers, full), (sb, sw) = counts, scale
+    (n_layers, full, c_stage), (sb, sw) = counts, scale
     lk = _layers_factor(src, n_layers)
     cp, op = src.compute_peak, src.optimizer_peak
     fixed = blocks + cp.get("constant", 0) + round(cp.get("input", 0) * c.global_batch / b.global_batch)
     act = cp.get("activation", 0) * sb * flight / src.in_flight * lk
     rec = cp.get("recompute", 0) * sw if full < n_layers else 0
     act += flight * full * src.recompute_set * sw
+    # communication buffers live at the peak: the pipeline's (a transfer's block for each boundary, and two more:
+    # fitted on the dry runs, 3 on an end stage and 4 on a middle one of dp1 x mp2 x pp4) and the weights the
+    # optimizer shard gathered (the rest, as re-derived)
+    transfer = block(round(_transfer(b, src) * sb)) if _transfer(b, src) else 0
+    pipe_base = block(_transfer(b, src)) * (2 + _ends(src.stage, b.pp)) if _transfer(b, src) else 0
+    pipe = transfer * (2 + _ends(c_stage, c.pp)) if c.pp > 1 else 0
     base_gathered = sum(q.held * q.shard * q.itemsize for q in src.params if q.shard > 1 and q.role == "weight")
-    comm = cp.get("communication", 0) * (gathered / base_gathered if base_gathered else sb)
+    rest = max(0, cp.get("communication", 0) - pipe_base)
+    comm = pipe + rest * (gathered / base_gathered if base_gathered else sb)
     work = (cp.get("backward", 0) + cp.get("temporary", 0)) * sw
     compute = fixed + act + rec + comm + work
     base_w = sum(q.nbytes for q in src.params if q.role == "weight") or 1
@@ -621,7 +640,7 @@ def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], s
     src = _source(b, s, c.pp)[0]
     cats = lambda st, cat: sum(v for row in st.layer_comm.values() for (x, _), v in row.items() if x == cat)  # noqa: E731
     base_pipe = cats(src, "pipeline")
-    ends = lambda st, n: 0 if n == 1 else (1 if st in (0, n - 1) else 2)  # noqa: E731
+    ends = _ends
     if c.pp > 1 and base_pipe and ends(src.stage, b.pp):
         out["pipeline"] = base_pipe / ends(src.stage, b.pp) * ends(s, c.pp) * k
     gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
