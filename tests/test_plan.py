@@ -105,6 +105,27 @@ def test_recompute_off_drops_recomputed_collectives(basis: P.Basis) -> None:
     assert on - off == 2 * 4 * 524_288
 
 
+def test_the_compiled_configuration_gives_back_the_compile(basis: P.Basis) -> None:
+    """Planned as compiled, every figure is the compile's own: its peak of live tensors (docs/cost.md §2.1, the walk
+    the other predictions scale) and its communication per step."""
+    from irtool.parallel.balance import stage_cost
+    from irtool.parallel.job import rank_job
+
+    p = P.plan(basis, [P.current(basis)])[0]
+    sel = Selection.of(str(BASE))
+    for stage, rank in ((0, 0), (1, 4)):
+        got = sel.read(rank)
+        cost = stage_cost(got.facts, rank_job(got.facts, rank, got.file))
+        assert p.stages[stage].figures["peak_bytes"].value == cost.lifetimes.peak_bytes
+        assert p.stages[stage].figures["comm_bytes"].value == cost.comm.total
+
+
+def test_a_layout_it_does_not_plan_is_refused_in_one_line() -> None:
+    """An interleaved pipeline (2 chunks a stage): its chunks' layout is not re-derived, so no plan is made."""
+    r = CliRunner().invoke(main, ["plan", str(FIX / "pipeline_interleaved_4stage_8p")])
+    assert r.exit_code == 2 and "cannot plan: model chunks per stage 2" in r.output
+
+
 def test_refusals(basis: P.Basis) -> None:
     why = {c: P.refusals(basis, c, 8) for c in (
         P.Candidate(2, 2, 2, 4, True, True, 8, offset=None),

@@ -204,6 +204,11 @@ def basis(stages: Iterable[tuple[int | None, Dump, ParallelFacts]], job: Job, gr
             raise InputError(f"{path}: cannot plan: the compile's {what} is unknown ({e.where})")
         return int(e.value)
 
+    for what, e in (("model chunks per stage", job.chunks), ("expert parallel", job.ep), ("sequence parallel", job.sp),
+                    ("context parallel", job.cp)):
+        if e.known and e.value > 1:  # their layouts are not re-derived: refused rather than mispredicted
+            raise InputError(f"{path}: cannot plan: {what} {e.value} (only dp x mp x pp, micro batches, recompute "
+                             "and optimizer sharding are planned)")
     out = [_stage_basis(rank, dump, facts, job, graph, hardware) for rank, dump, facts in stages]
     out.sort(key=lambda s: s.stage)
     notes = [n for s in out for n in s.notes]
