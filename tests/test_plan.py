@@ -169,3 +169,25 @@ def test_cli_text_and_bad_input(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "Traceback" not in r.output
     r = CliRunner().invoke(main, ["plan", str(BASE / "rank_0")])  # one stage of two: nothing to plan from
     assert r.exit_code == 2 and "cannot plan" in r.output and "Traceback" not in r.output
+
+
+def test_an_uneven_pp4_compile_planned_as_compiled_gives_it_back() -> None:
+    """mindformers_llama_pp4_uneven (offset [1, 0, 0, -1]): its own configuration is the current one (offset and
+    recompute read from the job), each stage scaled from itself; peaks, communication and weights are the compile's
+    (the memory records' and the walk's figures of each stage, read here independently)."""
+    from irtool.parallel.balance import stage_cost
+    from irtool.parallel.job import rank_job
+
+    folder = FIX / "mindformers_llama_pp4_uneven"
+    b = read_basis(Selection.of(str(folder)), None)
+    now = P.plan(b, P.candidates(b))[0:]
+    cur = [p for p in now if p.current]
+    assert len(cur) == 1 and cur[0].offset == [1, 0, 0, -1]
+    sel = Selection.of(str(folder))
+    for rank in sel.files:
+        got = sel.read(rank)
+        cost = stage_cost(got.facts, rank_job(got.facts, rank, got.file))
+        st = cur[0].stages[got.stage]
+        assert st.figures["peak_bytes"].value == cost.lifetimes.peak_bytes
+        assert st.figures["comm_bytes"].value == cost.comm.total
+        assert st.figures["weight"].value == cost.memory.role_bytes("weight").total

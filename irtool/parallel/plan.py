@@ -78,6 +78,7 @@ class StageBasis:
     tail_seconds: float  # the optimizer and aggregation after the last micro batch
     gather_fwd: float | None  # optimizer-parallel bytes per element gathered forward / reduced backward
     gather_bwd: float | None
+    reduce: float | None  # gradient-aggregation bytes per element of the weights reduced unsharded over copies
     notes: list[str] = field(default_factory=list)
 
 
@@ -249,8 +250,18 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
         {} if timing is None else {k: timing.layer_time(k) for k in set(timing.layer_seconds) | set(timing.layer_exposed)},
         0.0 if timing is None else timing.tail.seconds,
         fwd / elems if elems else None, bwd / elems if elems else None,
+        _reduce_per_element(params, rows, (job.dp.value or 1) * (job.mp.value or 1)),
         [f"stage {stage}: {n} parameter(s) of unknown size, not counted in any candidate's figures"
          for n in [sum(1 for p in cost.memory.params if p.bytes is None)] if n])
+
+
+def _reduce_per_element(params: list[Param], rows: list[Any], ranks: int) -> float | None:
+    """The compile's gradient-aggregation bytes over the elements of the weights it reduces: each unsharded weight
+    held by more than one rank of the stage (a weight mp does not split is reduced over dp x mp copies)."""
+    elems = sum(q.held for q in params if q.role == "weight" and q.split and q.shard == 1
+                and ranks // math.prod(q.split) > 1)
+    reduced = sum(u.bytes.total for r in rows for u in r.comm.values() if u.category == "gradient-aggregation")
+    return reduced / elems if elems else None
 
 
 def _layer_share(memory: Any) -> float:
@@ -349,15 +360,15 @@ def _weights(b: Basis) -> Iterable[Param]:
 
 
 def candidates(b: Basis, devices: int | None = None, global_batch: int | None = None,
-               micro: Iterable[int] = (), max_pp: int | None = None, num_layers: int | None = None) -> list[Candidate]:
-    """dp x mp x pp over the devices, micro batches (the compile's, and 1, 2, 4 times the stages), recompute
-    on and off, optimizer sharding on and off where dp > 1."""
+               micro: Iterable[int] = (), num_layers: int | None = None) -> list[Candidate]:
+    """dp x mp x pp over the devices, micro batches (the compile's, `micro`, and 1, 2, 4 times the stages),
+    recompute (`_recomputes`), offsets (`_offsets`), optimizer sharding on and off where dp > 1; the compiled
+    configuration first when it is one of them."""
     n = devices or b.devices
     gb = global_batch or b.global_batch
-    out = []
+    now = current(b)
+    out = [now] if (n, gb, num_layers or b.layers) == (b.devices, b.global_batch, b.layers) else []
     for pp in _divisors(n):
-        if max_pp is not None and pp > max_pp:
-            continue
         for mp in _divisors(n // pp):
             dp = n // pp // mp
             micros = sorted({b.micro, *micro} | ({pp, 2 * pp, 4 * pp} if pp > 1 else {1}))
@@ -365,8 +376,10 @@ def candidates(b: Basis, devices: int | None = None, global_batch: int | None = 
                 for os_ in ((True, False) if dp > 1 else (False,)):
                     for off in _offsets(num_layers or b.layers, pp):
                         for rc in _recomputes(num_layers or b.layers, pp, off, b.recompute):
-                            out.append(Candidate(dp, mp, pp, m, bool(rc) if isinstance(rc, bool) else any(rc), os_,
-                                                 gb, off, None if isinstance(rc, bool) else rc, num_layers))
+                            c = Candidate(dp, mp, pp, m, bool(rc) if isinstance(rc, bool) else any(rc), os_,
+                                          gb, off, None if isinstance(rc, bool) else rc, num_layers)
+                            if not out or not _same(b, c, now):
+                                out.append(c)
     return out
 
 
@@ -402,7 +415,13 @@ def _divisors(n: int) -> list[int]:
 
 
 def current(b: Basis) -> Candidate:
-    return Candidate(b.dp, b.mp, b.pp, b.micro, b.recompute, b.opt_shard, b.global_batch)
+    """The compiled configuration: its offsets and, per stage, its recomputed layers (as a count of first layers)."""
+    counts = [len(s.layers) - b.layers // b.pp for s in b.stages]
+    rc = tuple(len(b.job.recompute.get(s.stage, [])) for s in b.stages)
+    whole = all(n == len(s.layers) for n, s in zip(rc, b.stages)) or not any(rc)
+    return Candidate(b.dp, b.mp, b.pp, b.micro, b.recompute, b.opt_shard, b.global_batch,
+                     None if counts == [1 if i < b.layers % b.pp else 0 for i in range(b.pp)] else tuple(counts),
+                     None if whole else rc)
 
 
 def _recompute_key(c: Candidate, layers: int) -> tuple[int, ...]:
@@ -428,18 +447,22 @@ def plan(b: Basis, cands: Iterable[Candidate], devices: int | None = None, devic
 
 def _same(b: Basis, c: Candidate, now: Candidate) -> bool:
     key = lambda x: (x.dp, x.mp, x.pp, x.micro, x.opt_shard, x.global_batch, x.layers(b.layers),  # noqa: E731
-                     tuple(offsets(x, b.layers)), _recompute_key(x, b.layers))
-    compiled = [len(s.layers) - b.layers // b.pp for s in b.stages]
-    return key(c) == key(now) and offsets(c, b.layers) == compiled
+                     tuple(offsets(x, x.layers(b.layers))), _recompute_key(x, x.layers(b.layers)))
+    return key(c) == key(now)
 
 
 def _source(b: Basis, s: int, pp: int) -> list[StageBasis]:
-    """The compile's stages whose dynamic memory a new stage `s` of `pp` is scaled from: the first stage's
-    (the embedding's), the last's (head and loss), a middle stage the first's; one stage: both (the larger)."""
+    """The compile's stages whose dynamic memory a new stage `s` of `pp` is scaled from: the same stage under the
+    same stage count; else the first stage's (the embedding's), the last's (head and loss), a middle stage a middle
+    one's (the first's when the compile has none); one stage: both (the larger)."""
     first, last = b.stages[0], b.stages[-1]
+    if pp == b.pp:
+        return [b.stages[s]]
     if pp == 1:
         return [first, last] if first is not last else [first]
-    return [last] if s == pp - 1 else [first]
+    if s in (0, pp - 1):
+        return [first if s == 0 else last]
+    return [b.stages[min(b.pp - 2, max(1, round(s * (b.pp - 1) / (pp - 1))))] if b.pp > 2 else first]
 
 
 def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None:
@@ -535,6 +558,9 @@ def _held(q: Param, c: Candidate, b: Basis, slices: dict, copy: int | None = Non
         if shard > 1:
             slices[("gathered", w.name, copy)] = sl * w.itemsize
             slices[("shard", w.name, copy)] = shard
+        elif copies > 1:
+            slices[("reduced", w.name, copy)] = sl
+            slices[("copies", w.name, copy)] = copies
     if q.role == "accumulation" and q.held == w.held * w.shard:
         return sl  # the compile's buffer is the mp slice, not the shard: so it stays
     return q.held * (sl // shard) // max(1, w.held) if q is not w else sl // shard
@@ -581,8 +607,9 @@ def _peak(b: Basis, src: StageBasis, c: Candidate, blocks: int, counts: tuple[in
     pipe_base = block(_transfer(b, src)) * (2 + _ends(src.stage, b.pp)) if _transfer(b, src) else 0
     pipe = transfer * (2 + _ends(c_stage, c.pp)) if c.pp > 1 else 0
     base_gathered = sum(q.held * q.shard * q.itemsize for q in src.params if q.shard > 1 and q.role == "weight")
-    rest = max(0, cp.get("communication", 0) - pipe_base)
-    comm = pipe + rest * (gathered / base_gathered if base_gathered else sb)
+    live = cp.get("communication", 0)
+    rest = max(0, live - pipe_base)
+    comm = max(0.0, live + pipe - pipe_base + rest * ((gathered / base_gathered if base_gathered else sb) - 1))
     work = (cp.get("backward", 0) + cp.get("temporary", 0)) * sw
     compute = fixed + act + rec + comm + work
     base_w = sum(q.nbytes for q in src.params if q.role == "weight") or 1
@@ -610,7 +637,7 @@ def _rows(b: Basis, s: int, pp: int, attr: str) -> tuple[dict[int | None, Any], 
         merged.update({k: v for k, v in getattr(st, attr).items() if k is not None})
     extra = []
     for src in _source(b, s, pp):
-        if (s == 0 and src is b.stages[0]) or (s == pp - 1 and src is b.stages[-1]):
+        if pp == b.pp or (s == 0 and src is b.stages[0]) or (s == pp - 1 and src is b.stages[-1]):
             if None in getattr(src, attr):
                 extra.append(getattr(src, attr)[None])
     return merged, extra
@@ -643,8 +670,7 @@ def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], s
                 continue
             out[cat] = out.get(cat, 0) + v * k
     src = _source(b, s, c.pp)[0]
-    cats = lambda st, cat: sum(v for row in st.layer_comm.values() for (x, _), v in row.items() if x == cat)  # noqa: E731
-    base_pipe = cats(src, "pipeline")
+    base_pipe = sum(v for row in src.layer_comm.values() for (x, _), v in row.items() if x == "pipeline")
     ends = _ends
     if c.pp > 1 and base_pipe and ends(src.stage, b.pp):
         out["pipeline"] = base_pipe / ends(src.stage, b.pp) * ends(s, c.pp) * k
@@ -653,10 +679,11 @@ def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], s
     if gathered and st.gather_fwd is not None and st.gather_bwd is not None:
         elems = sum(slices[("slice", *rest)] for (kind, *rest) in list(slices) if kind == "gathered")
         out["optimizer-parallel"] = elems * (st.gather_fwd + st.gather_bwd)
-    base_ga = cats(src, "gradient-aggregation")
-    if c.dp > 1 and base_ga:
-        out["gradient-aggregation"] = base_ga
-    sizes = {"operator-forward": [c.mp], "pipeline": [2], "gradient-aggregation": [c.dp],
+    reduced = sum(n for (kind, *_), n in slices.items() if kind == "reduced")
+    if reduced and st.reduce is not None:
+        out["gradient-aggregation"] = reduced * st.reduce
+    sizes = {"operator-forward": [c.mp], "pipeline": [2],
+             "gradient-aggregation": sorted({slices[k] for k in slices if k[0] == "copies"}),
              "optimizer-parallel": sorted({slices[k] for k in slices if k[0] == "shard"})}
     return {k: round(v) for k, v in sorted(out.items()) if v}, {k: v for k, v in sizes.items() if k in out}
 
