@@ -497,16 +497,17 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
             peak = max(peak, _peak(b, src, c, blocks, (len(layers), full, s), flight, (sb, sw), gathered, params))
         figures["peak_bytes"] = Figure(peak, "scaled: parameters re-derived (as pool blocks); the compile's live set "
                                              "at its peaks before and in the optimizer: kept activations x micro-batch "
-                                             "size x micro batches in flight x layers, working sets x micro-batch size "
-                                             "/ (new mp / compiled mp), gathered weights as re-derived, optimizer "
-                                             "temporaries x the weights' shards")
+                                             "size x micro batches in flight (their layers' share x layers), working "
+                                             "sets x micro-batch size / (new mp / compiled mp), pipeline buffers per "
+                                             "boundary, gathered weights as re-derived, optimizer temporaries x the "
+                                             "weights' shards")
         figures["micro_batches_in_flight"] = Figure(flight, "1F1B: stage s of pp holds min(pp - s, micro batches)")
         src = _source(b, s, c.pp)[0]
         kept = src.kept_per_micro * sb * _layers_factor(src, len(layers))
         kept += full * src.recompute_set * sw
         figures["activations_per_micro_bytes"] = Figure(round(kept), "scaled: the compile's kept tensors x micro-batch "
-                                                        "size x layers; recompute off adds each layer's recompute "
-                                                        "working set / (new mp / compiled mp)")
+                                                        "size (their layers' share x layers); a layer not recomputed "
+                                                        "adds its recompute working set / (new mp / compiled mp)")
         figures["activations_bytes"] = Figure(round(kept * flight), "activations per micro batch x in flight")
         flops = _flops(b, c, s, layers, rc, sw)
         figures["compute_flops"] = Figure(round(sum(v for k, v in flops.items() if k != "optimizer")),
@@ -515,7 +516,8 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
         comm, sizes = _comm(b, c, s, (layers, rc), sb, slices)
         figures["comm_bytes"] = Figure(sum(comm.values()), "per category: tensor-parallel x micro batches x micro-batch "
                                                            "size; pipeline per stage boundary and micro batch; "
-                                                           "optimizer-parallel re-derived from the shards")
+                                                           "optimizer-parallel and gradient aggregation re-derived "
+                                                           "from the weights' shards and copies")
         t = _seconds(b, c, s, (layers, rc), sw)
         times.append(t / c.micro)
         work.append(figures["compute_flops"].value / c.micro)  # type: ignore[operator]

@@ -76,7 +76,8 @@ def blocks(b: Basis, plans: list[Plan], limit: int | None = 25) -> list[Block]:
                            *(bytes_text(int(s.figures[k].value)) if k != "micro_batches_in_flight"
                              else str(s.figures[k].value) for k in _FIGURES[:-2]),
                            f"{int(s.figures['compute_flops'].value):,}",
-                           ", ".join(f"{k} {v:,} B (groups of {'/'.join(map(str, s.group_sizes.get(k, []))) or '?'})"
+                           ", ".join(f"{k} {v:,} B" + (f" (groups of {'/'.join(map(str, s.group_sizes[k]))})"
+                                                         if s.group_sizes.get(k) else "")
                                      for k, v in s.comm_by_category.items())] for s in best.stages]))
         out.append(Table("How each figure is obtained", ["figure", "how"],
                          [[k, v.how] for k, v in best.stages[0].figures.items()]))
