@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable
 
 from ..errors import InputError
@@ -102,6 +103,10 @@ class Basis:
     @property
     def layers(self) -> int:
         return sum(len(s.layers) for s in self.stages)
+
+    @cached_property
+    def by_name(self) -> dict[str, Param]:
+        return {q.name: q for s in self.stages for q in s.params}
 
     @property
     def devices(self) -> int:
@@ -466,68 +471,77 @@ def _source(b: Basis, s: int, pp: int) -> list[StageBasis]:
 
 
 def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None:
-    groups = stage_layers(c, c.layers(b.layers))
     sb = (c.global_batch / (c.dp * c.micro)) / b.micro_size  # micro-batch size, new / compiled
     sw = sb * b.mp / c.mp  # tensors split by mp: working sets, FLOPs
-    times: list[float] = []
+    times: list[float] = []  # per micro batch
     work: list[float] = []  # compute FLOPs per micro batch: the bubble without a profile
     tails: list[float] = []
-    for s, layers in enumerate(groups):
-        params = _stage_params(b, s, c.pp, layers, b.layers)
-        held = {r: 0 for r in PARAM_ROLES}
-        blocks = 0
-        gathered = 0
-        slices: dict[tuple[str, str, int | None], int] = {}
-        for q, copy in params:
-            n = _held(q, c, b, slices, copy)
-            held[q.role] = held.get(q.role, 0) + n * q.itemsize
-            blocks += block(n * q.itemsize)
-        figures: dict[str, Figure] = {}
-        exact = "re-derived: each parameter's whole shape split by the new strategy"
-        for r in ("weight", "optimizer-state", "accumulation"):
-            figures[r] = Figure(held[r], exact + {"weight": " (mp, then the optimizer shard over identical copies)",
-                                                  "optimizer-state": " (shaped as its weight's shard)",
-                                                  "accumulation": " (as in the compile: the mp slice, or the shard)"}[r])
-        flight = min(c.pp - s, c.micro)
-        rc = c.recomputed(s, layers)
-        full = rc.count(False) if b.recompute else 0  # layers whose whole forward is kept
-        peak = 0
-        for src in _source(b, s, c.pp):
-            gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
-            peak = max(peak, _peak(b, src, c, blocks, (len(layers), full, s), flight, (sb, sw), gathered, params))
-        figures["peak_bytes"] = Figure(peak, "scaled: parameters re-derived (as pool blocks); the compile's live set "
-                                             "at its peaks before and in the optimizer: kept activations x micro-batch "
-                                             "size x micro batches in flight (their layers' share x layers), working "
-                                             "sets x micro-batch size / (new mp / compiled mp), pipeline buffers per "
-                                             "boundary, gathered weights as re-derived, optimizer temporaries x the "
-                                             "weights' shards")
-        figures["micro_batches_in_flight"] = Figure(flight, "1F1B: stage s of pp holds min(pp - s, micro batches)")
-        src = _source(b, s, c.pp)[0]
-        kept = src.kept_per_micro * sb * _layers_factor(src, len(layers))
-        kept += full * src.recompute_set * sw
-        figures["activations_per_micro_bytes"] = Figure(round(kept), "scaled: the compile's kept tensors x micro-batch "
-                                                        "size (their layers' share x layers); a layer not recomputed "
-                                                        "adds its recompute working set / (new mp / compiled mp)")
-        figures["activations_bytes"] = Figure(round(kept * flight), "activations per micro batch x in flight")
-        flops = _flops(b, c, s, layers, rc, sw)
-        figures["compute_flops"] = Figure(round(sum(v for k, v in flops.items() if k != "optimizer")),
-                                          "scaled: the compile's per layer x micro batches x micro-batch size / (new "
-                                          "mp / compiled mp); recompute's dropped when off")
-        comm, sizes = _comm(b, c, s, (layers, rc), sb, slices)
-        figures["comm_bytes"] = Figure(sum(comm.values()), "per category: tensor-parallel x micro batches x micro-batch "
-                                                           "size; pipeline per stage boundary and micro batch; "
-                                                           "optimizer-parallel and gradient aggregation re-derived "
-                                                           "from the weights' shards and copies")
-        t = _seconds(b, c, s, (layers, rc), sw)
-        times.append(t / c.micro)
-        work.append(figures["compute_flops"].value / c.micro)  # type: ignore[operator]
-        tails.append(_tail(b, s, c.pp) * (held["weight"] / max(1, _held_base(b, s, c.pp))))
-        p.stages.append(StagePlan(s, layers, figures, {k: round(v) for k, v in flops.items()}, comm, sizes))
+    for s, layers in enumerate(stage_layers(c, c.layers(b.layers))):
+        st, seconds, tail = _stage_plan(b, c, s, layers, (sb, sw))
+        p.stages.append(st)
+        times.append(seconds / c.micro)
+        work.append(st.figures["compute_flops"].value / c.micro)  # type: ignore[operator]
+        tails.append(tail)
     if all(times):
         p.step_seconds = step_time(times, c.micro) + max(tails, default=0.0)
     p.bubble = bubble(times if all(times) else work, c.micro)
     peak = p.peak_bytes
     p.fits = None if device_memory is None or peak is None else peak <= device_memory
+
+
+_EXACT = "re-derived: each parameter's whole shape split by the new strategy"
+_HOW = {
+    "weight": _EXACT + " (mp, then the optimizer shard over identical copies)",
+    "optimizer-state": _EXACT + " (shaped as its weight's shard)",
+    "accumulation": _EXACT + " (as in the compile: the mp slice, or the shard)",
+    "peak_bytes": "scaled: parameters re-derived (as pool blocks); the compile's live set at its peaks before and in "
+                  "the optimizer: kept activations x micro-batch size x micro batches in flight (their layers' share "
+                  "x layers), working sets x micro-batch size / (new mp / compiled mp), pipeline buffers per "
+                  "boundary, gathered weights as re-derived, optimizer temporaries x the weights' shards",
+    "micro_batches_in_flight": "1F1B: stage s of pp holds min(pp - s, micro batches)",
+    "activations_per_micro_bytes": "scaled: the compile's kept tensors x micro-batch size (their layers' share x "
+                                   "layers); a layer not recomputed adds its recompute working set / (new mp / "
+                                   "compiled mp)",
+    "activations_bytes": "activations per micro batch x in flight",
+    "compute_flops": "scaled: the compile's per layer x micro batches x micro-batch size / (new mp / compiled mp); "
+                     "recompute's dropped where off",
+    "comm_bytes": "per category: tensor-parallel x micro batches x micro-batch size; pipeline per stage boundary and "
+                  "micro batch; optimizer-parallel and gradient aggregation re-derived from the weights' shards and "
+                  "copies",
+}
+
+
+def _stage_plan(b: Basis, c: Candidate, s: int, layers: list[int], scale: tuple[float, float]
+                ) -> tuple[StagePlan, float, float]:
+    """Stage `s` of `c` holding `layers`: its figures, its seconds per step and its optimizer tail."""
+    sb, sw = scale
+    params = _stage_params(b, s, c.pp, layers, b.layers)
+    held = {r: 0 for r in PARAM_ROLES}
+    blocks = 0
+    slices: dict[tuple[str, str, int | None], int] = {}
+    for q, copy in params:
+        n = _held(q, c, b, slices, copy) * q.itemsize
+        held[q.role] = held.get(q.role, 0) + n
+        blocks += block(n)
+    flight = min(c.pp - s, c.micro)
+    rc = c.recomputed(s, layers)
+    full = rc.count(False) if b.recompute else 0  # layers whose whole forward is kept
+    gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
+    src = _source(b, s, c.pp)
+    peak = max(_peak(b, x, c, blocks, (len(layers), full, s), flight, scale, gathered, params) for x in src)
+    kept = src[0].kept_per_micro * sb * _layers_factor(src[0], len(layers)) + full * src[0].recompute_set * sw
+    flops = _flops(b, c, s, layers, rc, sw)
+    comm, sizes = _comm(b, c, s, (layers, rc), sb, slices)
+    values: dict[str, float | int] = {
+        "weight": held["weight"], "optimizer-state": held["optimizer-state"], "accumulation": held["accumulation"],
+        "peak_bytes": peak, "micro_batches_in_flight": flight, "activations_per_micro_bytes": round(kept),
+        "activations_bytes": round(kept * flight),
+        "compute_flops": round(sum(v for k, v in flops.items() if k != "optimizer")), "comm_bytes": sum(comm.values())}
+    base_weights = sum(q.nbytes for q in src[0].params if q.role == "weight")
+    tail = src[0].tail_seconds * held["weight"] / max(1, base_weights)
+    return (StagePlan(s, layers, {k: Figure(v, _HOW[k]) for k, v in values.items()},
+                      {k: round(v) for k, v in flops.items()}, comm, sizes),
+            _seconds(b, c, s, (layers, rc), sw), tail)
 
 
 def _stage_params(b: Basis, s: int, pp: int, layers: list[int], compiled: int) -> list[tuple[Param, int | None]]:
@@ -547,7 +561,7 @@ def _stage_params(b: Basis, s: int, pp: int, layers: list[int], compiled: int) -
 
 def _held(q: Param, c: Candidate, b: Basis, slices: dict, copy: int | None = None) -> int:
     """Elements a rank of `c` holds of `q` (re-derived for weights and what is shaped like them)."""
-    w = _find(b, q.of) if q.of else q
+    w = b.by_name.get(q.of) if q.of else q
     if w is None or w.whole is None or w.split is None:
         return q.held
     split = [s * c.mp // b.mp if s > 1 else 1 for s in w.split]
@@ -566,19 +580,6 @@ def _held(q: Param, c: Candidate, b: Basis, slices: dict, copy: int | None = Non
     if q.role == "accumulation" and q.held == w.held * w.shard:
         return sl  # the compile's buffer is the mp slice, not the shard: so it stays
     return q.held * (sl // shard) // max(1, w.held) if q is not w else sl // shard
-
-
-def _find(b: Basis, name: str | None) -> Param | None:
-    for st in b.stages:
-        for q in st.params:
-            if q.name == name:
-                return q
-    return None
-
-
-def _held_base(b: Basis, s: int, pp: int) -> int:
-    src = _source(b, s, pp)[0]
-    return sum(q.nbytes for q in src.params if q.role == "weight")
 
 
 def _ends(stage: int, pp: int) -> int:
@@ -677,7 +678,7 @@ def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], s
     if c.pp > 1 and base_pipe and ends(src.stage, b.pp):
         out["pipeline"] = base_pipe / ends(src.stage, b.pp) * ends(s, c.pp) * k
     gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
-    st = _stage_of(b, s, c.pp)
+    st = src
     if gathered and st.gather_fwd is not None and st.gather_bwd is not None:
         elems = sum(slices[("slice", *rest)] for (kind, *rest) in list(slices) if kind == "gathered")
         out["optimizer-parallel"] = elems * (st.gather_fwd + st.gather_bwd)
@@ -688,10 +689,6 @@ def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], s
              "gradient-aggregation": sorted({slices[k] for k in slices if k[0] == "copies"}),
              "optimizer-parallel": sorted({slices[k] for k in slices if k[0] == "shard"})}
     return {k: round(v) for k, v in sorted(out.items()) if v}, {k: v for k, v in sizes.items() if k in out}
-
-
-def _stage_of(b: Basis, s: int, pp: int) -> StageBasis:
-    return _source(b, s, pp)[0]
 
 
 def _seconds(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], sw: float) -> float:
@@ -708,7 +705,3 @@ def _seconds(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]]
             sec *= 1 - f.get("recompute", 0) / work if work else 1
         total += sec * k
     return total + sum(extra) * k
-
-
-def _tail(b: Basis, s: int, pp: int) -> float:
-    return _source(b, s, pp)[0].tail_seconds
