@@ -528,7 +528,7 @@ def _stage_plan(b: Basis, c: Candidate, s: int, layers: list[int], scale: tuple[
     full = rc.count(False) if b.recompute else 0  # layers whose whole forward is kept
     gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
     src = _source(b, s, c.pp)
-    peak = max(_peak(b, x, c, blocks, (len(layers), full, s), flight, scale, gathered, params) for x in src)
+    peak = max(_peak(b, x, c, (blocks, gathered, held["weight"]), (len(layers), full, s), flight, scale) for x in src)
     kept = src[0].kept_per_micro * sb * _layers_factor(src[0], len(layers)) + full * src[0].recompute_set * sw
     flops = _flops(b, c, s, layers, rc, sw)
     comm, sizes = _comm(b, c, s, (layers, rc), sb, slices)
@@ -594,9 +594,12 @@ def _transfer(b: Basis, src: StageBasis) -> int:
     return pipe // (2 * ends * b.micro) if ends else 0
 
 
-def _peak(b: Basis, src: StageBasis, c: Candidate, blocks: int, counts: tuple[int, int, int], flight: int,
-          scale: tuple[float, float], gathered: int, params: list[tuple[Param, int | None]]) -> int:
-    (n_layers, full, c_stage), (sb, sw) = counts, scale
+def _peak(b: Basis, src: StageBasis, c: Candidate, held: tuple[int, int, int], counts: tuple[int, int, int],
+          flight: int, scale: tuple[float, float]) -> int:
+    """A new stage's peak from the compile's stage `src`: the larger of its compute-phase and optimizer peaks, each
+    the compile's live set with the parameters re-derived (`held`: their pool blocks, the gathered weights' bytes,
+    the weights' bytes) and what a step makes scaled (`_HOW["peak_bytes"]`)."""
+    (blocks, gathered, new_w), (n_layers, full, c_stage), (sb, sw) = held, counts, scale
     lk = _layers_factor(src, n_layers)
     cp, op = src.compute_peak, src.optimizer_peak
     fixed = blocks + cp.get("constant", 0) + round(cp.get("input", 0) * c.global_batch / b.global_batch)
@@ -606,9 +609,9 @@ def _peak(b: Basis, src: StageBasis, c: Candidate, blocks: int, counts: tuple[in
     # communication buffers live at the peak: the pipeline's (a transfer's block for each boundary, and two more:
     # fitted on the dry runs, 3 on an end stage and 4 on a middle one of dp1 x mp2 x pp4) and the weights the
     # optimizer shard gathered (the rest, as re-derived)
-    transfer = block(round(_transfer(b, src) * sb)) if _transfer(b, src) else 0
-    pipe_base = block(_transfer(b, src)) * (2 + _ends(src.stage, b.pp)) if _transfer(b, src) else 0
-    pipe = transfer * (2 + _ends(c_stage, c.pp)) if c.pp > 1 else 0
+    one = _transfer(b, src)
+    pipe_base = block(one) * (2 + _ends(src.stage, b.pp)) if one else 0
+    pipe = block(round(one * sb)) * (2 + _ends(c_stage, c.pp)) if one and c.pp > 1 else 0
     base_gathered = sum(q.held * q.shard * q.itemsize for q in src.params if q.shard > 1 and q.role == "weight")
     live = cp.get("communication", 0)
     rest = max(0, live - pipe_base)
@@ -616,7 +619,6 @@ def _peak(b: Basis, src: StageBasis, c: Candidate, blocks: int, counts: tuple[in
     work = (cp.get("backward", 0) + cp.get("temporary", 0)) * sw
     compute = fixed + act + rec + comm + work
     base_w = sum(q.nbytes for q in src.params if q.role == "weight") or 1
-    new_w = sum(_held(q, c, b, {}) * q.itemsize for q, _ in params if q.role == "weight")
     dyn_opt = sum(v for r, v in op.items() if r not in PARAM_ROLES and r not in ("constant", "input"))
     optim = fixed + dyn_opt * new_w / base_w
     return round(max(compute, optim))
@@ -629,7 +631,7 @@ def _layers_factor(src: StageBasis, n_layers: int) -> float:
 
 
 def _scale_layers(src: dict[int | None, Any], layers: list[int]) -> list[Any]:
-    """The compile's rows for `layers` (a layer the compile's rows lack: the mean layer's)."""
+    """The compile's rows for `layers` (a layer beyond the compile's: compiled layer `x % layers`'s row)."""
     have = [k for k in src if k is not None]
     return [src[x] if x in src else src[have[x % len(have)]] for x in layers] if have else []
 
