@@ -327,8 +327,9 @@ def plan_cmd(path: str, fmt: str, pass_name: str | None, devices: int | None, de
         hardware = None if (hardware_spec or "").lower() == "none" else load_profile(hardware_spec)
         limit = parse_memory(device_memory) if device_memory else \
             (hardware.memory_bytes if hardware_spec and hardware is not None else None)
-        sel = _select(path, None, pass_name, Policy())
-        b = read_basis(sel, hardware)
+        sel = _select(path, None, pass_name, Policy(loader=load_with_progress))
+        with Steps("ranks") as progress:
+            b = read_basis(sel, hardware, progress)
         n = devices or b.devices
         plans = plan_mod.plan(b, plan_mod.candidates(b, n, global_batch, micros, num_layers=num_layers), n, limit)
         rows = None if show_all else 25
