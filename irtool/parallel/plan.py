@@ -57,6 +57,7 @@ class Param:
     split: tuple[int, ...] | None  # the compile's split of each dimension
     shard: int  # the compile's optimizer-shard group (1: none)
     of: str | None  # the weight a state or buffer serves
+    traffic: float | None = None  # its optimizer-parallel bytes per step per element gathered (None: not sharded)
 
 
 @dataclass
@@ -77,8 +78,7 @@ class StageBasis:
     layer_comm: dict[int | None, dict[tuple[str, str], int]]  # per step, bytes by (category, phase)
     layer_seconds: dict[int | None, float]  # per step: compute and exposed communication
     tail_seconds: float  # the optimizer and aggregation after the last micro batch
-    gather_fwd: float | None  # optimizer-parallel bytes per element gathered forward / reduced backward
-    gather_bwd: float | None
+    gather: float | None  # optimizer-parallel bytes per element gathered, the stage's mean (a weight sharded anew)
     reduce: float | None  # gradient-aggregation bytes per element of the weights reduced unsharded over copies
     notes: list[str] = field(default_factory=list)
 
@@ -254,7 +254,7 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
         {r.layer: _by_category_phase(r.comm.values()) for r in rows},
         {} if timing is None else {k: timing.layer_time(k) for k in set(timing.layer_seconds) | set(timing.layer_exposed)},
         0.0 if timing is None else timing.tail.seconds,
-        fwd / elems if elems else None, bwd / elems if elems else None,
+        (fwd + bwd) / elems if elems else None,
         _reduce_per_element(params, rows, (job.dp.value or 1) * (job.mp.value or 1)),
         [f"stage {stage}: {n} parameter(s) of unknown size, not counted in any candidate's figures"
          for n in [sum(1 for p in cost.memory.params if p.bytes is None)] if n])
@@ -306,7 +306,14 @@ def _param(p: Any, splits: dict, shards: dict, stage: int, last: bool) -> Param:
             whole, split = tuple(a * b for a, b in zip(sl, sp)), tuple(sp)
         shard = held and math.prod(sl) // held if name in shards and isinstance(sl, tuple) else 1
     return Param(name, p.role, p.layer, place, int(size), held, p.bytes or 0, whole, split, shard or 1,
-                 None if weight == name else weight)
+                 None if weight == name else weight, _traffic(shards.get(name)))
+
+
+def _traffic(s: Any) -> float | None:
+    """An optimizer-sharded weight's gather and reduce-scatter bytes per step per element of its gathered shape."""
+    if s is None or not s.full_shape or s.forward_bytes is None or s.backward_bytes is None:
+        return None
+    return (s.forward_bytes + s.backward_bytes) / math.prod(s.full_shape)
 
 
 # --- candidates
@@ -518,7 +525,7 @@ def _stage_plan(b: Basis, c: Candidate, s: int, layers: list[int], scale: tuple[
     params = _stage_params(b, s, c.pp, layers, b.layers)
     held = {r: 0 for r in PARAM_ROLES}
     blocks = 0
-    slices: dict[tuple[str, str, int | None], int] = {}
+    slices: dict[tuple[str, str, int | None], float] = {}
     for q, copy in params:
         n = _held(q, c, b, slices, copy) * q.itemsize
         held[q.role] = held.get(q.role, 0) + n
@@ -574,6 +581,10 @@ def _held(q: Param, c: Candidate, b: Basis, slices: dict, copy: int | None = Non
         if shard > 1:
             slices[("gathered", w.name, copy)] = sl * w.itemsize
             slices[("shard", w.name, copy)] = shard
+            if w.traffic is not None:
+                slices[("traffic", w.name, copy)] = sl * w.traffic
+            else:  # sharded anew: at the stage's mean bytes per element
+                slices[("sharded anew", w.name, copy)] = sl
         elif copies > 1:
             slices[("reduced", w.name, copy)] = sl
             slices[("copies", w.name, copy)] = copies
@@ -679,14 +690,13 @@ def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], s
     ends = _ends
     if c.pp > 1 and base_pipe and ends(src.stage, b.pp):
         out["pipeline"] = base_pipe / ends(src.stage, b.pp) * ends(s, c.pp) * k
-    gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
-    st = src
-    if gathered and st.gather_fwd is not None and st.gather_bwd is not None:
-        elems = sum(slices[("slice", *rest)] for (kind, *rest) in list(slices) if kind == "gathered")
-        out["optimizer-parallel"] = elems * (st.gather_fwd + st.gather_bwd)
+    traffic = sum(n for (kind, *_), n in slices.items() if kind == "traffic")
+    anew = sum(n for (kind, *_), n in slices.items() if kind == "sharded anew")
+    if traffic or (anew and src.gather is not None):
+        out["optimizer-parallel"] = traffic + anew * (src.gather or 0.0)
     reduced = sum(n for (kind, *_), n in slices.items() if kind == "reduced")
-    if reduced and st.reduce is not None:
-        out["gradient-aggregation"] = reduced * st.reduce
+    if reduced and src.reduce is not None:
+        out["gradient-aggregation"] = reduced * src.reduce
     sizes = {"operator-forward": [c.mp], "pipeline": [2],
              "gradient-aggregation": sorted({slices[k] for k in slices if k[0] == "copies"}),
              "optimizer-parallel": sorted({slices[k] for k in slices if k[0] == "shard"})}
