@@ -43,7 +43,7 @@ def rows(folder: Path) -> list[dict]:
             role = lt.by_role
             out.append({
                 "folder": folder.name, "rank": int(rank), "stage": t.get("stage_info").stage, "file": f.name,
-                "kernel": f.name.startswith("graph_build"), "ours": lt.peak_bytes, "theirs": theirs,
+                "kernel": f.name.startswith(("graph_build", "hwopt")), "ours": lt.peak_bytes, "theirs": theirs,
                 "error": (lt.peak_bytes - theirs) / theirs, "at": lt.at, "cpu": cpu,
                 # ours at our peak / the dry run's at its peak, by what the pool calls them
                 "weight": (sum(v for k, v in role.items() if k in PARAMS) + role.get("input", 0),

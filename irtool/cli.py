@@ -222,7 +222,8 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
             one = sel.first()
             result = summary_mod.file_summary(one.dump, one.facts, check(one.dump) if deep else (), depth=depth)
             if want_cost:
-                one_cost = cost_mod.rank_cost(one.dump, one.facts, result.job, limit_bytes, hardware, named)
+                one_cost = cost_mod.rank_cost(one.dump, one.facts, result.job, limit_bytes, hardware, named,
+                                              hardware_spec is None)
                 cost = cost_mod.file_json(one_cost)
                 if trace is not None:
                     calibration = cost_mod.calibrate(trace, [one_cost.cost.timing], result.job, hardware)
@@ -261,7 +262,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                         costs.update(zip(missing, map_ranks(measure, list(missing.values()), jobs, progress,
                                                             scheduler)))
                 balance = cost_mod.dir_cost(costs, folder.job, sel.stage, limit_bytes)
-                cost = cost_mod.dir_json(balance, folder.job, named)
+                cost = cost_mod.dir_json(balance, folder.job, cost_mod.hardware_json(hardware, hardware_spec is None))
                 if trace is not None:
                     calibration = cost_mod.calibrate(trace, [f.cost.timing for f in balance.stages], folder.job,
                                                      hardware)
@@ -492,6 +493,8 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
 
             if fmt_used != "svg":
                 raise InputError(f"--memory draws SVG: {out} asks for {fmt_used}")
+            if pipeline:
+                raise InputError("--memory and --pipeline are two pictures: ask for one")
             panels = mem_mod.panels(sel.per_stage(), input_path)
             _notes(sel)
             atomic_write(out, mem_mod.memory_svg(panels, f"{input_path}: device memory over the step").encode(),

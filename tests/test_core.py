@@ -42,16 +42,18 @@ def test_every_fixture_is_bundled():
     # (rank 0's validate). Issue 36 added the dry runs: dryrun_llama_dp2mp2pp2 6 (ranks 0, 4 x validate, the kernel
     # graphs graph_build_0 and hwopt_d_end_acl_graph_final_0), dryrun_llama_recompute_off 4 (ranks 0, 4 x validate,
     # graph_build_0), dryrun_mlp_8p 2 (rank 0), dryrun_llama_micro8 4, dryrun_llama_dp1mp4pp2 4; and
-    # mindformers_llama_dp2mp2pp2_m8 1 (rank 0's validate). Issue 38 added mindformers_llama_pp4_uneven 4 (ranks 0, 2,
-    # 4, 6 x validate). Issue 37 added mindformers_llama_dp2mp2pp2_l8, _h1024 and _b2, 2 each (ranks 0, 4 x validate).
+    # mindformers_llama_dp2mp2pp2_m8 1 (rank 0's validate); then dryrun_llama_pp4 8 (ranks 0, 2, 4, 6),
+    # dryrun_llama_moe_ep2 4, dryrun_llama_fa 4. Issue 38 added mindformers_llama_pp4_uneven 4 and
+    # mindformers_llama_pp4_interleaved 4 (ranks 0, 2, 4, 6 x validate). Issue 37 added mindformers_llama_dp2mp2pp2_l8,
+    # _h1024 and _b2, 2 each (ranks 0, 4 x validate).
     # Issue 41 added two compile failures, one analyze_fail.ir each (analyze_fail_matmul, analyze_fail_pipeline_type),
     # two compiles with MindSpore 2.9.0 (mlp_cpu_ms290 4, pipeline_2stage_2p_ms290 4) and one with 2.8.0 (mlp_cpu_ms280
-    # 2); and a strategy that fails the parallel pass (strategy_misfit_8p 1). Issue 39 added the dry run
-    # dryrun_llama_dp1mp2pp4 8 (ranks 0, 2, 4, 6 x validate, graph_build_0) and dryrun_llama_dp4mp1pp2 4,
-    # dryrun_llama_dp2mp2pp2_l8 4.
-    assert len(DUMPS) == 191 + 153 + 144 + 6 + 1 + 6 + 14 + 1 + 4 + 6 + 2 + 8 + 2 + 1 + 8 + 4 + 4
+    # 2); a strategy that fails the parallel pass (strategy_misfit_8p 1); MindFormers 1.9.0 on 2.9.0
+    # (mindformers_llama_dp2mp2pp2_mf190 2). Issue 39 added the dry runs dryrun_llama_dp4mp1pp2 4 and
+    # dryrun_llama_dp2mp2pp2_l8 4 (ranks 0, 4 x validate, graph_build_0).
+    assert len(DUMPS) == 191 + 153 + 144 + 6 + 1 + 6 + 14 + 1 + 8 + 4 + 4 + 4 + 4 + 6 + 2 + 8 + 2 + 1 + 2 + 4 + 4
     assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == \
-        18 + 15 + 16 + 1 + 1 + 1 + 4 + 1 + 1 + 3 + 2 + 2 + 1 + 1 + 1 + 1 + 1
+        18 + 15 + 16 + 1 + 1 + 1 + 4 + 1 + 3 + 2 + 3 + 2 + 2 + 1 + 1 + 1 + 2
 
 
 def _comm_lines(path: Path) -> int:

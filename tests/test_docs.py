@@ -121,7 +121,7 @@ def _keys(module: str, *functions: str) -> set[str]:
 
 JSON_DOCS = [
     ("report/cost.py", ("_compute_json", "_memory_json", "_fits_json", "file_json", "_split_json", "dir_json",
-                        "_unit_json", "_timing_json", "_step_json", "calibration_json"),
+                        "_unit_json", "_timing_json", "_step_json", "calibration_json", "hardware_json"),
      lambda: _section(_doc("cost.md"), "JSON")),
     ("parallel/order.py", ("Unit.as_dict", "StageOrder.as_dict"), lambda: _section(_doc("cost.md"), "JSON")),
     ("diff/cost.py", ("StageFigures.as_dict", "CostDiff.as_dict"), lambda: _section(_doc("cost.md"), "5.")),

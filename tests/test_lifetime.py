@@ -3,6 +3,7 @@ asserted here is the compiler's (`dryrun.json`: the largest `actual_used_memory`
 "Used peak memory usage" line in bytes; the pool's blocks at that peak) or counted by hand from the dump text."""
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -24,7 +25,9 @@ def _dry(folder: Path, rank: int) -> dict:
     return json.loads((folder / "dryrun.json").read_text())[str(rank)]
 
 
+@functools.cache
 def _lifetimes(path: Path, rank: int):
+    """The walk's record (kept: it holds no dump), read once per test process."""
     return node_facts(load(str(path)), rank).get("lifetimes")
 
 
@@ -44,15 +47,19 @@ def test_peak_per_rank_within_the_stated_margin_of_the_dry_run(folder: Path, ran
 
 
 def test_the_fuller_stage_is_the_dry_runs() -> None:
+    fullers = set()
     for folder in DRY:
         dry = json.loads((folder / "dryrun.json").read_text())
         used = sorted((v["memory_block_csv_max_actual_used_B"] for v in dry.values()), reverse=True)
         if len(dry) < 2 or used[0] - used[1] < MARGIN["kernel"] * used[0]:
             continue  # one rank, or two within the walk's margin (dryrun_llama_dp4mp1pp2: 0.07 % apart): no fuller one
         fuller = max(dry, key=lambda r: dry[r]["memory_block_csv_max_actual_used_B"])
+        fullers.add(fuller)
         for name in ("19_validate_*", "graph_build_0_*"):
             ours = {r: _lifetimes(next((folder / f"rank_{r}").glob(name)), int(r)).peak_bytes for r in dry}
-            assert max(ours, key=ours.get) == fuller == "0", (folder.name, name, ours)
+            assert max(ours, key=ours.get) == fuller, (folder.name, name, ours)
+    # stage 0 (more micro batches in flight under 1F1B) is the fuller one but on the MoE and with flash attention
+    assert fullers == {"0", "4"}
 
 
 def test_the_kernel_graph_peaks_where_the_dry_run_does() -> None:
@@ -62,6 +69,19 @@ def test_the_kernel_graph_peaks_where_the_dry_run_does() -> None:
     lt = _lifetimes(folder / "rank_4" / "graph_build_0_0154.ir.xz", 4)
     assert lt.at.scope == _dry(folder, 4)["memory_block_csv_at_used_peak"]["node_name"]
     assert (lt.at.unit, lt.at.micro) == ("F1", 1)
+
+
+def test_without_optimizer_sharding_the_peak_is_in_the_optimizer() -> None:
+    # dp1 x mp4: nothing to shard; MindSpore clips every gradient before the first update, so the dry run peaks
+    # at AdamW's first Div with every clipped gradient live; the print order (each gradient clipped right before
+    # its update) would put the peak in the first backward, 13 % lower
+    folder = FIXTURES / "dryrun_llama_dp1mp4pp2"
+    for rank in (0, 4):
+        node = _dry(folder, rank)["memory_block_csv_at_used_peak"]["node_name"]
+        assert node == "Default/optimizer-AdamW/Div-op0"
+        for path in sorted((folder / f"rank_{rank}").glob("*.ir.xz")):
+            lt = _lifetimes(path, rank)
+            assert (lt.at.scope, lt.at.unit) == (node, "optimizer")
 
 
 def test_blocks_and_the_mlp_by_hand() -> None:
@@ -115,3 +135,23 @@ def test_step_parallel_end_gives_no_peak() -> None:
     # before autodiff there is no backward to walk: the figure stays the estimate, said so
     lt = _lifetimes(FIXTURES / "pipeline_unequal_8p/rank_2/step_parallel_end_0019.ir.xz", 2)
     assert not lt.complete and "before autodiff" in lt.notes[0]
+
+
+@pytest.mark.parametrize("rel", ["dryrun_llama_dp2mp2pp2/rank_0/19_validate_0089.ir.xz",
+                                 "pipeline_interleaved_4stage_8p/rank_0/19_validate_0087.ir.xz",
+                                 "control_flow_cpu/rank_0/19_validate_0075.ir.xz"])
+def test_the_walk_runs_each_node_as_often_as_the_runs_fact_says(rel: str) -> None:
+    # one answer to "how often does a node run in a step": the walk (calls run in place, each lazy-inline layer
+    # once per layer and micro batch, each bprop closure once per call) agrees with the `runs` pass node by node
+    from collections import Counter
+
+    from irtool.parallel import lifetime
+
+    t = node_facts(load(str(FIXTURES / rel)), 0)
+    w = lifetime._Walk(t)
+    w.header_params()
+    entry = t.dump.entry
+    w.run_graph(entry, (), None, 0, lifetime._entry_order(t, entry)[0])
+    ran = Counter(n for n, _ in w.where)
+    assert ran and all(ran[n] == t("runs", n) for n in ran if t("runs", n) is not None)
+    assert max(ran.values()) > 1 or "control_flow" in rel

@@ -285,4 +285,6 @@ def test_render_memory_svg_reads_back_the_dry_runs_peaks(tmp_path):
 def test_render_memory_is_svg_only(tmp_path):
     r = run_cli("render", str(MINDIR / "dryrun_mlp_8p"), "--memory", "-o", str(tmp_path / "m.png"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--memory draws SVG" in r.stderr
+    r = run_cli("render", str(MINDIR / "dryrun_mlp_8p"), "--memory", "--pipeline", "-o", str(tmp_path / "m.svg"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "ask for one" in r.stderr
     assert not list(tmp_path.iterdir())

@@ -9,6 +9,7 @@ import glob
 import json
 import lzma
 import math
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from irtool.parallel.balance import bubble, step_time
 from irtool.parallel.calibrate import read_trace
 from irtool.parallel.cost import compute_cost
 from irtool.parallel.hardware import builtin_names, load_profile
-from irtool.parallel.timing import comm_seconds, op_seconds, simulate, stage_timing
+from irtool.parallel.timing import StageTiming, TimedHop, UnitTime, comm_seconds, op_seconds, simulate, stage_timing
 
 
 @functools.cache
@@ -129,6 +130,7 @@ def test_units_hold_every_second_of_compute_once() -> None:
     ("pipeline_unequal_8p", (0, 2, 4, 6), 4, 4, 1),              # 3/7
     ("pipeline_4stage_lazy_8p", (0, 2, 4, 6), 4, 8, 1),          # lazy inline: the units are call nodes
     ("pipeline_interleaved_4stage_8p", (0, 2, 4, 6), 4, 8, 2),   # interleaved: 3/19
+    ("mindformers_llama_pp4_interleaved", (0, 2, 4, 6), 4, 8, 2),  # MindFormers' pp_interleave_num 2: 3/19
     ("pipeline_segments_8p", (0, 4), 2, 4, 2),                   # 2 stages, 2 chunks, 4 micro batches: 1/9
 ])
 def test_balanced_orders_reproduce_the_closed_forms(folder: str, ranks: tuple[int, ...], p: int, m: int,
@@ -179,7 +181,8 @@ def test_summarize_cost_plays_the_step_out_per_stage() -> None:
     assert code == 0
     cost = json.loads(out)["cost"]
     step = cost["step"]
-    assert step["hardware"] == "NVIDIA H100 SXM5 80GB" and step["cannot"] is None and step["seconds"] > 0
+    assert step["hardware"] == {"name": "NVIDIA H100 SXM5 80GB", "where": "h100", "default": False}
+    assert step["cannot"] is None and step["seconds"] > 0
     for s in step["stages"]:  # compute + exposed communication + idle is the step, on every stage
         assert s["compute_seconds"] + s["exposed_seconds"] + s["idle_seconds"] == pytest.approx(step["seconds"])
     assert cost["bubble"] == step["bubble"] and cost["bubble_how"].startswith("the step played out")
@@ -234,6 +237,9 @@ def test_timeline_svg_has_a_lane_per_stage_a_box_per_unit_an_arrow_per_pair(tmp_
     ns = {"s": "http://www.w3.org/2000/svg"}
     lanes = svg.findall(".//s:g[@class='lane']", ns)
     assert [g.get("data-stage") for g in lanes] == [str(s) for s in range(len(ranks))]
+    # each lane's idle time shows: the lane is hatched under its boxes, its idle share written at its right
+    assert all(g.find("s:rect", ns).get("fill") == "url(#idle)" for g in lanes)
+    assert all(re.fullmatch(r"idle \d+%", g.findall("s:text", ns)[-1].text) for g in lanes)
     # a unit is the forward or the backward of one micro batch on one chunk: 2 x m x v per stage
     units = svg.findall(".//s:g[@class='unit']", ns)
     assert len(units) == len(ranks) * 2 * micros * chunks
@@ -437,3 +443,27 @@ def test_the_uneven_mindformers_job_is_advised_back_to_even_by_time() -> None:
     assert cost["sentence"].startswith("stage 0 takes ") and "it holds layers 0-2, stage 3 holds layer 7" in cost["sentence"]
     code, text, _ = _run("summarize", folder, "--cost")
     assert "the step shortens by " in text.splitlines()[3]
+
+
+def test_interleaving_the_same_model_shortens_its_bubble() -> None:
+    # mindformers_llama_pp4 and its interleaved compile (the same Llama, 4 stages, 8 micro batches, 2 layers a stage):
+    # with 2 chunks the warm-up crosses the stages a chunk at a time
+    bubbles = []
+    for folder in ("mindformers_llama_pp4", "mindformers_llama_pp4_interleaved"):
+        code, out, _ = _run("summarize", str(FIXTURES / folder), "--cost", "--format", "json")
+        bubbles.append(json.loads(out)["cost"]["step"]["bubble"])
+    assert bubbles[1] < bubbles[0]
+
+
+def test_orders_that_wait_on_each_other_are_said_never_played() -> None:
+    # records, not a dump: stage 1 runs B0 before F0, but its B0 waits for stage 0's B0, which runs after stage 0's
+    # F0, which waits for stage 1's F0
+    def stage(s: int, rank: int, order: list, hops: list) -> StageTiming:
+        return StageTiming(s, rank, "p", order, True, {k: UnitTime(forward=1.0) for k in order}, UnitTime(), hops, 0, 1.0)
+
+    f0, b0 = ("F", 0, None), ("B", 0, None)
+    s0 = stage(0, 0, [f0, b0], [TimedHop("receive", 2, 2, f0, 0.0), TimedHop("send", 2, 1, b0, 0.0)])
+    s1 = stage(1, 2, [b0, f0], [TimedHop("receive", 0, 1, b0, 0.0), TimedHop("send", 0, 2, f0, 0.0)])
+    step = simulate([s0, s1])
+    assert step.cannot is not None and step.cannot.startswith("the orders and Send -> Receive pairs wait on each other")
+    assert step.seconds == 0.0 and not step.boxes

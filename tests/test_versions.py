@@ -222,3 +222,19 @@ def test_the_user_line_of_a_node_in_every_source_form() -> None:
     d20, d110 = irtool.load(f"{PUBLISHED}/ms20_sorted.ir"), irtool.load(f"{PUBLISHED}/ms110_default.ir")
     assert user_source(next(n for n in d20.nodes() if n.line == 32)) == "kldtest.py:20 a = self.sub(x, 1)"
     assert user_source(d110.subgraphs[0].nodes[0]) == "train.py:34 a = self.sub(x, 1)"
+
+
+def test_mindformers_1_9_on_mindspore_2_9_compiles_the_same_job() -> None:
+    # mindformers_llama_dp2mp2pp2's make.py compiled with MindFormers 1.9.0 on MindSpore 2.9.0 (fixture _mf190): each
+    # rank's validate prints 4 Send and 4 Receive (`grep -c '= Send('`), 19 / 21 AllReduce, 15 / 17 AllGather, 15 / 16
+    # ReduceScatter (ranks 0 / 4), as the 1.7.0 compile does; the job and every category's bytes are the same
+    new, old = (json.loads(run_cli("summarize", "--format", "json", fixture(d)).stdout)
+                for d in ("mindformers_llama_dp2mp2pp2_mf190", "mindformers_llama_dp2mp2pp2"))
+    fields = ("world_size", "pipeline_stages", "dp", "mp", "micro_batches", "optimizer", "optimizer_shard",
+              "gradient_accumulation", "recompute_layers")
+    assert {k: new["job"][k]["value"] for k in fields} == {k: old["job"][k]["value"] for k in fields}
+    assert (new["job"]["dp"]["value"], new["job"]["mp"]["value"], new["job"]["pipeline_stages"]["value"]) == (2, 2, 2)
+    for a, b in zip(new["ranks"], old["ranks"]):
+        assert (a["rank"], a["stage"], a["comm_totals"]) == (b["rank"], b["stage"], b["comm_totals"])
+    ops = [{k: v for k, v in r["comm_totals"]["by_op"].items() if k in ("Send", "Receive")} for r in new["ranks"]]
+    assert [{k: v["count"] for k, v in o.items()} for o in ops] == [{"Send": 4, "Receive": 4}] * 2

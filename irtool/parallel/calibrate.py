@@ -66,6 +66,9 @@ def read_trace(path: str, rank_stage: dict[int, int]) -> tuple[list[Measured], i
         raise InputError(f"{path}:1:1: expected the column {missing[0]} (msprof-analyze cluster_step_trace_time.csv or "
                          f"step_trace_time.csv), found {', '.join(head) or 'no column'}")
     col = {h: i for i, h in enumerate(head)}
+    if "Type" in col and "Index" not in col:
+        raise InputError(f"{path}:1:1: expected the column Index beside Type (cluster_step_trace_time.csv), found "
+                         f"{', '.join(head)}")
     own_rank = None
     if "Type" not in col:
         m = re.search(r"rank[_-]?(\d+)", str(p))

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Iterable, Union
 
 from ..ir import Node
 from ..ir.values import parse_value
+from .order import unit_label, unit_nodes
 from .records import Bytes
 from .sizes import DTYPE_SIZE, elements, type_bytes
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
 # roles of live memory, in the order pictures stack them (parameters first, then what a step makes)
 LIVE_ROLES = ("weight", "optimizer-state", "accumulation", "hyperparameter", "unused", "other", "input",
-              "constant", "activation", "recompute", "backward", "communication", "temporary")
+              "constant", "activation", "recompute", "backward", "communication", "optimizer", "temporary")
 ROLE_MEANING = {
     "input": "inputs of the step (data, parameters without a default)",
     "constant": "tensor constants too large for the dump to print their values (masks, rotary tables)",
@@ -48,10 +49,11 @@ ROLE_MEANING = {
     "recompute": "outputs of recomputed forward nodes",
     "backward": "gradients and backward intermediates",
     "communication": "outputs of communication nodes (gathered weights, reduced gradients, pipeline buffers)",
-    "temporary": "other kernel outputs (forward intermediates freed within the forward, optimizer work)",
+    "optimizer": "outputs of the optimizer's kernels (clipped gradients, update terms)",
+    "temporary": "other kernel outputs (forward intermediates freed within the forward)",
 }
-# how far below the dry run's used peak the walk came (bench/memory_bench.py: at most 0.6 % on kernel graphs,
-# 0.9 % on validate), with room for what it does not count: "fits" is said only with this much headroom
+# how far below the dry run's used peak the walk came (bench/memory_bench.py: at most 0.72 % on kernel graphs,
+# 1.03 % on validate), with room for what it does not count: "fits" is said only with this much headroom
 MARGIN = {"kernel": 0.01, "front-end": 0.03}
 NOT_COUNTED = ("operator workspace, scalar and small constants, what the runtime and HCCL reserve outside "
                "MindSpore's memory pool, fragmentation")
@@ -60,6 +62,7 @@ _THROUGH = frozenset({"Load", "Depend"})
 _VIEWS = frozenset({"Reshape", "ExpandDims", "Squeeze", "Flatten"})
 _IN_PLACE = frozenset({"Assign", "AssignAdd", "AssignSub", "_VirtualAssignAdd"})
 _NO_VALUE = frozenset({"UpdateState", "Return", "make_tuple"})
+_PHASE_ROLE = {"recompute": "recompute", "backward": "backward", "optimizer": "optimizer"}  # forward: decided later
 _MAX_DEPTH = 64  # calls nested deeper (recursion) are counted as one kernel
 
 
@@ -171,7 +174,6 @@ class _Walk:
     def __init__(self, t: NodeFacts) -> None:
         self.t = t
         self.graphs = {g.name: g for g in t.dump.subgraphs}
-        self.by_key = t.get("by_key")
         self.size: list[int | None] = []  # per block
         self.role: list[str] = []
         self.allocs: list[list[int]] = []  # per step
@@ -287,8 +289,7 @@ class _Walk:
     def kernel(self, n: Node, top: Node, args: list[_Value]) -> _Value:
         t = self.t
         phase = t("phase", n)
-        role = "communication" if t("kind", n) == "communication" else {
-            "forward": "temporary", "recompute": "recompute", "backward": "backward"}.get(phase, "temporary")
+        role = "communication" if t("kind", n) == "communication" else _PHASE_ROLE.get(phase, "temporary")
         out = tuple(self.new_block(s, role, phase) for s in _out_sizes(n))
         self.step(n, top, list(out), args)
         if role == "communication" and n.op not in ("Send", "Receive") and out:
@@ -328,8 +329,6 @@ def _entry_order(t: NodeFacts, graph: str) -> tuple[list[Node] | None, str]:
     it reads. The print order is not the launch order: it runs each parameter's optimizer update right after
     its clipped gradient, where MindSpore clips every gradient first (dryrun_llama dp1 x mp4: 13 % below the
     dry run's peak that way)."""
-    from .order import unit_nodes
-
     order = t.get("order")
     nodes = t.get("by_key")[graph]
     if order.units and not order.fixed:
@@ -448,33 +447,28 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
         frees[end].append(b)
     live = [0] * len(LIVE_ROLES)
     unknown = 0
-    for b in range(nparams):
-        size = w.size[b]
-        if size is None:
-            unknown += 1
-        else:
-            live[role_index[w.role[b]]] += size
+
+    def add(blocks: Iterable[int], sign: int) -> None:
+        nonlocal unknown
+        for b in blocks:
+            size = w.size[b]
+            if size is None:
+                unknown += sign
+            else:
+                live[role_index[w.role[b]]] += sign * size
+
+    add(range(nparams), 1)
     params = sum(live)
     peak, peak_unknown, at, at_live = sum(live), unknown, -1, list(live)
     series: list[tuple[int, ...]] | None = [] if curve else None
     for s in range(nsteps):
-        for b in w.allocs[s]:
-            size = w.size[b]
-            if size is None:
-                unknown += 1
-            else:
-                live[role_index[w.role[b]]] += size
+        add(w.allocs[s], 1)
         total = sum(live)
         if total > peak:
             peak, peak_unknown, at, at_live = total, unknown, s, list(live)
         if series is not None:
             series.append(tuple(live))
-        for b in frees[s]:
-            size = w.size[b]
-            if size is None:
-                unknown -= 1
-            else:
-                live[role_index[w.role[b]]] -= size
+        add(frees[s], -1)
     where = None
     if at >= 0:
         n, top = w.where[at]
@@ -485,18 +479,7 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
                      _unit_starts(t, w))
 
 
-def _unit(t: NodeFacts, n: Node, memo: dict[Node, tuple[str | None, int | None]] | None = None
-          ) -> tuple[str | None, int | None]:
-    if memo is not None:
-        if n not in memo:
-            memo[n] = _unit(t, n)
-        return memo[n]
-    return _unit_of(t, n)
-
-
-def _unit_of(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:
-    from .order import unit_label
-
+def _unit(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:
     micro = t("micro", n)
     phase = t("phase", n)
     if micro is None or phase == "optimizer":
@@ -505,7 +488,8 @@ def _unit_of(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:
 
 
 def _unit_starts(t: NodeFacts, w: _Walk) -> list[tuple[int, str]]:
-    """Where each unit of work begins in the walk (for a picture): the first step of each run of one unit."""
+    """Where each unit of work begins in the walk (for a picture): the first step of each run of one unit (a
+    node's unit looked up once: the nodes of a call share the calling node's)."""
     out: list[tuple[int, str]] = []
     last = None
     memo: dict[Node, tuple[str | None, int | None]] = {}
@@ -514,7 +498,9 @@ def _unit_starts(t: NodeFacts, w: _Walk) -> list[tuple[int, str]]:
         if top is None or top is prev:
             continue
         prev = top
-        label = _unit(t, top, memo)[0]
+        if top not in memo:
+            memo[top] = _unit(t, top)
+        label = memo[top][0]
         if label is not None and label != last:
             out.append((s, label))
             last = label

@@ -22,7 +22,7 @@ ROLE_COLORS = {
     "weight": "#1f77b4", "optimizer-state": "#6baed6", "accumulation": "#9ecae1", "hyperparameter": "#c6dbef",
     "unused": "#bdbdbd", "other": "#d9d9d9", "input": "#a1d99b", "constant": "#74c476",
     "activation": "#fd8d3c", "recompute": "#fdae6b", "backward": "#e6550d", "communication": "#9e9ac8",
-    "temporary": "#fdd0a2",
+    "optimizer": "#fdd0a2", "temporary": "#fee6ce",
 }
 WIDTH, PANEL_H, LEFT, RIGHT, TOP = 1100, 300, 90, 230, 60
 MAX_POINTS = 600  # columns drawn per stage: each the step of most live bytes among the steps it stands for
@@ -90,8 +90,9 @@ def _panel(p: Panel, y0: int, top_bytes: int) -> list[str]:
     out = [f'<g class="stage" data-stage={quoteattr(stage)} data-rank={quoteattr(str(p.rank))} '
            f'data-peak-bytes="{lt.peak_bytes}" data-steps="{lt.steps}">',
            f'<text x="{LEFT}" y="{y0 + 22}" class="title">stage {escape(stage)} (rank {p.rank}): peak '
-           f'{escape(human(lt.peak_bytes))}<title>{escape(p.file)}</title></text>',
-           f'<text x="{LEFT}" y="{y0 + 36}" class="small">{escape(p.file)}: walking {escape(lt.how)}</text>']
+           f'{escape(human(lt.peak_bytes))}<title>walking {escape(lt.how)}</title></text>',
+           f'<text x="{LEFT}" y="{y0 + 36}" class="small">{escape(p.file)}<title>walking {escape(lt.how)}</title>'
+           '</text>']
     tick = _nice_step(top_bytes / mib) * mib
     v = 0.0
     while v <= top_bytes + 1:
@@ -129,7 +130,7 @@ def _panel(p: Panel, y0: int, top_bytes: int) -> list[str]:
     out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{base}" y2="{base}" class="axisline"/>'
                f'<text x="{LEFT + plot_w / 2:.0f}" y="{base + 26}" class="axis" text-anchor="middle">kernels run, '
                f'in execution order (0 to {lt.steps})</text>')
-    ly = y0 + 50
+    ly = y0 + 62
     lx = LEFT + plot_w + 16
     out.append(f'<text x="{lx}" y="{ly - 8}" class="small">live at the peak</text>')
     for role in reversed(LIVE_ROLES):

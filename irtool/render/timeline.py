@@ -41,8 +41,9 @@ def folder_timeline(picked: list[Loaded], path: str, hardware: Profile) -> Timel
             continue
         timings.append(stage_cost(p.facts, rank_job(p.facts, p.rank, p.file), hardware=hardware).timing)
     if len(timings) < 2:
-        raise SelectionError(f"{path}: --timeline needs a folder of ranks on two or more pipeline stages "
-                             f"(found {len(timings)})")
+        found = "no pipeline stage" if not timings else "one stage"
+        raise SelectionError(f"{path}: --timeline needs a folder of ranks on two or more pipeline stages (found "
+                             f"{found}; summarize --cost says a single stage's time)")
     step = simulate(timings)
     if step.cannot:
         raise SelectionError(f"{path}: --timeline: {step.cannot}")

@@ -72,15 +72,17 @@ class FileCost:
     cost: StageCost
     memory: StageMemory
     device_memory: int | None
-    hardware: str = ""  # the profile as the output names it
+    hardware: str = ""  # the profile as the text names it
+    hardware_json: dict[str, Any] | None = None  # and as JSON (`hardware_json`)
 
 
 def rank_cost(dump: Dump, facts: ParallelFacts, job: Job, device_memory: int | None = None,
-              hardware: Profile | None = None, hardware_text: str = "") -> FileCost:
+              hardware: Profile | None = None, hardware_text: str = "", default: bool = False) -> FileCost:
     """The cost of a single file (`job`: as much of the job as the file tells)."""
     sc = stage_cost(facts, rank_job(facts, job.ranks[0] if job.ranks else None, dump.path or ""), hardware=hardware)
     flight = in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches)
-    return FileCost(sc, stage_memory(sc.memory, flight, sc.lifetimes), device_memory, hardware_text)
+    return FileCost(sc, stage_memory(sc.memory, flight, sc.lifetimes), device_memory, hardware_text,
+                    hardware_json(hardware, default))
 
 
 # --- JSON (docs/cost.md#json) ---------------------------------------------------------------------
@@ -152,7 +154,13 @@ def file_json(fc: FileCost) -> dict[str, Any]:
     return {"schema": SCHEMA, "stage": sc.stage, "peak_bytes": _peak_bytes(fc.memory), "compute": _compute_json(sc.cost),
             "memory": _memory_json(sc.memory, fc.memory, sc.lifetimes), "comm_bytes": sc.comm.total,
             "comm_unknown": sc.comm.unknown, "bytes_per_flop": sc.bytes_per_flop, "schedule": sc.order.as_dict(),
-            **_fits_json(fc.memory, fc.device_memory), "timing": _timing_json(sc, fc.hardware)}
+            **_fits_json(fc.memory, fc.device_memory), "timing": _timing_json(sc, fc.hardware_json)}
+
+
+def hardware_json(p: Profile | None, default: bool) -> dict[str, Any] | None:
+    """The profile timed on: `name`, `where` (the built-in name, or the file over its base), `default` (not
+    asked for: the default profile)."""
+    return None if p is None else {"name": p.name, "where": p.where, "default": default}
 
 
 def _unit_json(u: Any) -> dict[str, float]:
@@ -161,22 +169,22 @@ def _unit_json(u: Any) -> dict[str, float]:
             "seconds": u.seconds}
 
 
-def _timing_json(sc: StageCost, hardware: str) -> dict[str, Any] | None:
+def _timing_json(sc: StageCost, hardware: dict[str, Any] | None) -> dict[str, Any] | None:
     t = sc.timing
     if t is None:
         return None
-    return {"hardware": hardware or t.profile, "units": [{"unit": unit_label(k), **_unit_json(t.units[k])}
+    return {"hardware": hardware, "units": [{"unit": unit_label(k), **_unit_json(t.units[k])}
                                                           for k in t.order],
             "tail": _unit_json(t.tail), "total": _unit_json(t.total()), "unknown_ops": t.unknown_ops,
             "unknown_comm": t.unknown_comm, "model_flops": t.model_flops, "peak_flops_per_second": t.peak,
             "notes": t.notes}
 
 
-def _step_json(b: Balance, hardware: str) -> dict[str, Any] | None:
+def _step_json(b: Balance, hardware: dict[str, Any] | None) -> dict[str, Any] | None:
     st = b.step
     if st is None:
         return None
-    return {"hardware": hardware or st.profile, "cannot": st.cannot, "seconds": st.seconds if not st.cannot else None,
+    return {"hardware": hardware, "cannot": st.cannot, "seconds": st.seconds if not st.cannot else None,
             "bubble": round(st.bubble, 4) if not st.cannot else None, "mfu": st.mfu if not st.cannot else None,
             "stages": [{"stage": s.stage, "rank": s.rank, "compute_seconds": s.busy, "exposed_seconds": s.exposed,
                         "idle_seconds": s.idle, "bubble": round(s.share(st.seconds), 4),
@@ -199,7 +207,7 @@ def _split_json(a: Advice, e: SplitEstimate | None) -> dict[str, Any] | None:
             "estimate": True}
 
 
-def dir_json(b: Balance, job: Job, hardware: str = "") -> dict[str, Any]:
+def dir_json(b: Balance, job: Job, hardware: dict[str, Any] | None = None) -> dict[str, Any]:
     """The `cost` field of a folder summary."""
     rows = []
     for f in b.stages:
@@ -214,7 +222,8 @@ def dir_json(b: Balance, job: Job, hardware: str = "") -> dict[str, Any]:
                      "micro_batches_in_flight": sm.in_flight.count, "in_flight_how": sm.in_flight.how,
                      "comm_bytes": sc.comm.total, "comm_unknown": sc.comm.unknown, "bytes_per_flop": sc.bytes_per_flop,
                      **_fits_json(sm, b.device_memory), "schedule": sc.order.as_dict(),
-                     "seconds": None if sc.timing is None else sc.timing.total().seconds})
+                     "seconds": None if sc.timing is None else sc.timing.total().seconds,
+                     "timing": _timing_json(sc, hardware)})
     a = b.advice
     yaml = advice_yaml(a, job)
     return {"schema": SCHEMA, "measure": b.measure, "stages": rows, "stage_count": b.stage_count.as_dict(),
@@ -338,6 +347,7 @@ def rank_blocks(fc: FileCost, limit: int | None) -> list[Block]:
                       else f"  pipeline order: {sc.order.schedule}")
     if sc.timing is not None and sc.timing.order:
         blocks.append(unit_table(sc.timing).limited(limit))
+    blocks += [f"  timing: {note}" for note in (sc.timing.notes if sc.timing is not None else [])]
     blocks.append(f"  {in_flight_text(sm.in_flight)}")
     blocks += peak_lines(sc.lifetimes, sm)
     fits = sm.fits(fc.device_memory)
@@ -392,6 +402,7 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
     blocks: list[Block] = ["", "Balance: " + balance_sentence(b), t.limited(limit)]
     if b.step is not None and not b.step.cannot:
         blocks.append(step_table(b.step).limited(limit))
+    blocks += [f"  stage {f.stage}: {note}" for f in b.stages if f.cost.timing is not None for note in f.cost.timing.notes]
     if len(b.stages) > 1 or b.absent:
         blocks.append(bubble)
     if b.device_memory is not None:
