@@ -114,6 +114,12 @@ def test_the_compiled_configuration_gives_back_the_compile(basis: P.Basis) -> No
     from irtool.parallel.job import rank_job
 
     p = P.plan(basis, [P.current(basis)])[0]
+    # one step, one answer: the plan's step and bubble of the compiled configuration are summarize's played ones
+    from irtool.parallel.timing import simulate
+
+    played = simulate([s.timing for s in basis.stages])
+    assert p.step_seconds == pytest.approx(played.seconds, rel=1e-9)
+    assert p.bubble == pytest.approx(played.bubble, rel=1e-9)
     sel = Selection.of(str(BASE))
     for stage, rank in ((0, 0), (1, 4)):
         got = sel.read(rank)

@@ -30,6 +30,7 @@ from .model_dims import weight_splits
 from .optimizer import optimizer_shards
 from .records import ParallelFacts
 from .sizes import DTYPE_SIZE
+from .timing import StageTiming, simulate
 
 SCHEMA = "irtool.plan/1"
 PARAM_ROLES = ("weight", "optimizer-state", "accumulation", "hyperparameter", "unused", "other")
@@ -80,6 +81,7 @@ class StageBasis:
     tail_seconds: float  # the optimizer and aggregation after the last micro batch
     gather: float | None  # optimizer-parallel bytes per element gathered, the stage's mean (a weight sharded anew)
     reduce: float | None  # gradient-aggregation bytes per element of the weights reduced unsharded over copies
+    timing: StageTiming | None  # its times on the profile (the step is played from these)
     notes: list[str] = field(default_factory=list)
 
 
@@ -99,6 +101,11 @@ class Basis:
     opt_shard: bool
     hardware: str | None
     notes: list[str] = field(default_factory=list)
+    # the compile's played step (docs/timing.md §3) over the 1F1B formula of its own figures: what a candidate's
+    # formula step is multiplied by (the waits the formula does not see), so that the compiled configuration's
+    # step is summarize's
+    step_ratio: float = 1.0
+    busy_ratio: float = 1.0  # ... and the played step's busy share over the formula's (the bubble likewise)
 
     @property
     def layers(self) -> int:
@@ -221,10 +228,17 @@ def basis(stages: Iterable[tuple[int | None, Dump, ParallelFacts]], job: Job, gr
     pp = val(job.pipeline_stages, "pipeline stage count")
     if len(out) != pp:
         raise InputError(f"{path}: cannot plan: every stage must be read, {len(out)} of {pp} are")
-    return Basis(path, job, out, val(job.dp, "dp"), val(job.mp, "mp"), pp, val(job.micro_batches, "micro batch count"),
-                 val(job.global_batch, "global batch"), bool(job.recompute_layers.value),
-                 job.optimizer_shard.known and (job.optimizer_shard.value or 1) > 1,
-                 hardware.name if hardware is not None else None, notes)
+    b = Basis(path, job, out, val(job.dp, "dp"), val(job.mp, "mp"), pp, val(job.micro_batches, "micro batch count"),
+              val(job.global_batch, "global batch"), bool(job.recompute_layers.value),
+              job.optimizer_shard.known and (job.optimizer_shard.value or 1) > 1,
+              hardware.name if hardware is not None else None, notes)
+    timings = [s.timing for s in out if s.timing is not None]
+    played = simulate(timings) if len(timings) == len(out) else None
+    mine = plan(b, [current(b)])[0]
+    if played is not None and not played.cannot and played.seconds and mine.step_seconds and mine.bubble is not None:
+        b.step_ratio = played.seconds / mine.step_seconds
+        b.busy_ratio = (1 - played.bubble) / (1 - mine.bubble) if mine.bubble < 1 else 1.0
+    return b
 
 
 def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, graph: LogicalGraph,
@@ -255,7 +269,7 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
         {} if timing is None else {k: timing.layer_time(k) for k in set(timing.layer_seconds) | set(timing.layer_exposed)},
         0.0 if timing is None else timing.tail.seconds,
         (fwd + bwd) / elems if elems else None,
-        _reduce_per_element(params, rows, (job.dp.value or 1) * (job.mp.value or 1)),
+        _reduce_per_element(params, rows, (job.dp.value or 1) * (job.mp.value or 1)), timing,
         [f"stage {stage}: {n} parameter(s) of unknown size, not counted in any candidate's figures"
          for n in [sum(1 for p in cost.memory.params if p.bytes is None)] if n])
 
@@ -490,8 +504,8 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
         work.append(st.figures["compute_flops"].value / c.micro)  # type: ignore[operator]
         tails.append(tail)
     if all(times):
-        p.step_seconds = step_time(times, c.micro) + max(tails, default=0.0)
-    p.bubble = bubble(times if all(times) else work, c.micro)
+        p.step_seconds = (step_time(times, c.micro) + max(tails, default=0.0)) * b.step_ratio
+    p.bubble = min(1.0, max(0.0, 1 - (1 - bubble(times if all(times) else work, c.micro)) * b.busy_ratio))
     peak = p.peak_bytes
     p.fits = None if device_memory is None or peak is None else peak <= device_memory
 
