@@ -173,6 +173,9 @@ def test_cli_text_and_bad_input(tmp_path: Path) -> None:
     assert r.exit_code == 0 and "Candidates, fastest first" in r.output and "parallel_config:" in r.output
     r = CliRunner().invoke(main, ["plan", str(BASE), "--hardware", "h100"])  # its 80 GB: every candidate fits
     assert r.exit_code == 0 and "Candidates that fit, fastest first" in r.output
+    assert r.output.startswith("Fastest that fits: ")  # the answer first
+    r = CliRunner().invoke(main, ["plan", str(BASE), "--device-memory", "1MiB"])
+    assert r.exit_code == 0 and r.output.startswith("No candidate fits (the compiled configuration: ")
     r = CliRunner().invoke(main, ["plan", str(tmp_path)])
     assert r.exit_code == 2 and "Traceback" not in r.output
     r = CliRunner().invoke(main, ["plan", str(BASE / "rank_0")])  # one stage of two: nothing to plan from

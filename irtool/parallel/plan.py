@@ -503,9 +503,11 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
         times.append(seconds / c.micro)
         work.append(st.figures["compute_flops"].value / c.micro)  # type: ignore[operator]
         tails.append(tail)
+    # the pipeline's waits the formula does not see, as the compile's played step shows them (none without one)
+    step_ratio, busy_ratio = (b.step_ratio, b.busy_ratio) if c.pp > 1 else (1.0, 1.0)
     if all(times):
-        p.step_seconds = (step_time(times, c.micro) + max(tails, default=0.0)) * b.step_ratio
-    p.bubble = min(1.0, max(0.0, 1 - (1 - bubble(times if all(times) else work, c.micro)) * b.busy_ratio))
+        p.step_seconds = (step_time(times, c.micro) + max(tails, default=0.0)) * step_ratio
+    p.bubble = min(1.0, max(0.0, 1 - (1 - bubble(times if all(times) else work, c.micro)) * busy_ratio))
     peak = p.peak_bytes
     p.fits = None if device_memory is None or peak is None else peak <= device_memory
 

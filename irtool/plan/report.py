@@ -45,6 +45,24 @@ def _row(p: Plan) -> list[str]:
             {True: "yes", False: "no", None: "not asked"}[p.fits]]
 
 
+def _figures(p: Plan) -> str:
+    step = "" if p.step_seconds is None else f"step {seconds_text(p.step_seconds)}, "
+    return step + f"peak {_mib(p.peak_bytes)}" + ("" if p.bubble is None else f", bubble {p.bubble * 100:.1f}%")
+
+
+def _answer(plans: list[Plan], fit: list[Plan]) -> str:
+    """The answer first: the fastest candidate that fits, beside the compiled configuration."""
+    now = next((p for p in plans if p.current), None)
+    if not fit:
+        return "No candidate fits" + (f" (the compiled configuration: {_figures(now)})" if now else "") + \
+            " (estimates)"
+    best = fit[0]
+    if best.current:
+        return f"The compiled configuration is the fastest that fits: {_figures(best)} (estimates)"
+    return (f"Fastest that fits: {best.candidate.label()}: {_figures(best)}"
+            + (f"; compiled: {_figures(now)}" if now else "") + " (estimates)")
+
+
 def blocks(b: Basis, plans: list[Plan], limit: int | None = 25) -> list[Block]:
     ok = [p for p in plans if not p.refused]
     fit = [p for p in ok if p.fits is not False]
@@ -53,10 +71,11 @@ def blocks(b: Basis, plans: list[Plan], limit: int | None = 25) -> list[Block]:
             + (f"{len(fit)} fit, {len(ok) - len(fit)} do not" if any(p.fits is not None for p in ok) else
                f"{len(ok)} predicted") + f", {len(plans) - len(ok)} refused (estimates on "
             f"{b.hardware or 'no hardware profile'}; * the compiled configuration)")
+    out: list[Block] = [_answer(plans, fit)]
     cols = ["dp", "mp", "pp", "micro", "offset", "recompute", "opt shard", "peak", "step", "bubble", "fits"]
     title = "Candidates that fit, fastest first" if any(p.fits is not None for p in ok) else \
         "Candidates, fastest first (--device-memory SIZE or --hardware NAME to keep those that fit)"
-    out: list[Block] = [head, Table(title, cols, [_row(p) for p in fit]).limited(limit)]
+    out += [head, Table(title, cols, [_row(p) for p in fit]).limited(limit)]
     if len(ok) > len(fit):
         out.append(Table("Candidates that do not fit", cols, [_row(p) for p in ok if p not in fit]).limited(limit))
     if len(plans) > len(ok):
