@@ -516,7 +516,8 @@ _EXACT = "re-derived: each parameter's whole shape split by the new strategy"
 _HOW = {
     "weight": _EXACT + " (mp, then the optimizer shard over identical copies)",
     "optimizer-state": _EXACT + " (shaped as its weight's shard)",
-    "accumulation": _EXACT + " (as in the compile: the mp slice, or the shard)",
+    "accumulation": _EXACT + " (as in the compile: the mp slice, or the shard; none without a pipeline and one "
+                             "micro batch)",
     "peak_bytes": "scaled: parameters re-derived (as pool blocks); the compile's live set at its peaks before and in "
                   "the optimizer: kept activations x micro-batch size x micro batches in flight (their layers' share "
                   "x layers), working sets x micro-batch size / (new mp / compiled mp), pipeline buffers per "
@@ -539,6 +540,8 @@ def _stage_plan(b: Basis, c: Candidate, s: int, layers: list[int], scale: tuple[
     """Stage `s` of `c` holding `layers`: its figures, its seconds per step and its optimizer tail."""
     sb, sw = scale
     params = _stage_params(b, s, c.pp, layers, b.layers)
+    if c.pp == 1 and c.micro == 1:  # neither a pipeline nor gradient accumulation: no accumulation buffers
+        params = [(q, x) for q, x in params if q.role != "accumulation"]
     held = {r: 0 for r in PARAM_ROLES}
     blocks = 0
     slices: dict[tuple[str, str, int | None], float] = {}
