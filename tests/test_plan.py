@@ -202,3 +202,20 @@ def test_an_uneven_pp4_compile_planned_as_compiled_gives_it_back() -> None:
         assert st.figures["peak_bytes"].value == cost.lifetimes.peak_bytes
         assert st.figures["comm_bytes"].value == cost.comm.total
         assert st.figures["weight"].value == cost.memory.role_bytes("weight").total
+
+
+def test_recompute_per_stage(basis: P.Basis) -> None:
+    """MindFormers' list form: the first layer of each stage recomputed. Its layers are the same network's, so the
+    recompute work is half the full recompute's, the step between none and all, and the YAML says the list."""
+    from irtool.plan.report import mindformers_yaml
+
+    cands = [P.current(basis), P.Candidate(2, 2, 2, 4, True, True, 8, recompute_counts=(1, 1)),
+             P.Candidate(2, 2, 2, 4, False, True, 8)]
+    full, half, none = (P.plan(basis, [c])[0] for c in cands)
+    for s in range(2):
+        assert half.stages[s].flops["recompute"] * 2 == pytest.approx(full.stages[s].flops["recompute"], rel=0.01)
+        assert "recompute" not in none.stages[s].flops
+        assert none.stages[s].figures["peak_bytes"].value > half.stages[s].figures["peak_bytes"].value \
+            > full.stages[s].figures["peak_bytes"].value
+    assert none.step_seconds < half.step_seconds < full.step_seconds
+    assert "  recompute: [1, 1]" in mindformers_yaml(half, 4)
