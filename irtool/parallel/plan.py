@@ -271,7 +271,10 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
         (fwd + bwd) / elems if elems else None,
         _reduce_per_element(params, rows, (job.dp.value or 1) * (job.mp.value or 1)), timing,
         [f"stage {stage}: {n} parameter(s) of unknown size, not counted in any candidate's figures"
-         for n in [sum(1 for p in cost.memory.params if p.bytes is None)] if n])
+         for n in [sum(1 for p in cost.memory.params if p.bytes is None)] if n]
+        + [f"stage {stage}: {n} weight(s) no operator with a strategy reads (their whole shape unknown): held as "
+           "compiled in every candidate" for n in [sum(1 for q in params if q.role == "weight" and q.whole is None)]
+           if n])
 
 
 def _reduce_per_element(params: list[Param], rows: list[Any], ranks: int) -> float | None:
