@@ -6,7 +6,7 @@ times the split of the operator reading it, `model_dims.weight_splits`; an optim
 what its gather gives, `optimizer.optimizer_shards`), its role, its layer and its states and buffers (the
 memory records); per layer the FLOPs and communication per step (the logical graph's layer rows); per stage
 the peak of live tensors by role in the compute phase and in the optimizer (the lifetime walk's curve) and
-the time per layer (`timing.stage_timing`). Every figure of a candidate (`predict`) is either **re-derived**
+the time per layer (`timing.stage_timing`). Every figure of a candidate (`plan`) is either **re-derived**
 (the parameters' whole shapes split by the new strategy: weights, optimizer states, accumulation buffers and
 the optimizer-parallel traffic) or **scaled** from the compile's, and each says how (`Figure.how`). Nothing
 here reads the dump: it reads the records the other passes decided.
@@ -169,12 +169,11 @@ class Figure:
     value: float | int | None
     how: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "how": self.how}
-
 
 @dataclass
 class StagePlan:
+    """One stage of a candidate: its layers and figures (per rank, per step)."""
+
     stage: int
     layers: list[int]
     figures: dict[str, Figure]  # `summarize --cost` names: weight, optimizer-state, accumulation, peak_bytes, ...
