@@ -162,6 +162,8 @@ def test_cli_json_fields() -> None:
     for k in ("stage", "weight", "optimizer-state", "accumulation", "peak_bytes", "activations_bytes",
               "activations_per_micro_bytes", "micro_batches_in_flight", "flops", "compute_flops", "comm_bytes"):
         assert k in st
+    assert set(st["bytes_by_role"]) == {"weight", "optimizer-state", "accumulation", "hyperparameter", "unused",
+                                        "other"} and st["bytes_by_role"]["weight"] == st["weight"]
     assert "pipeline_stage: 2" in cur[0]["mindformers_yaml"] and "offset: [0, 0]" in cur[0]["mindformers_yaml"]
     fit = [c for c in doc["candidates"] if not c["refused"] and c["fits"]]
     assert [c["step_seconds"] for c in fit] == sorted(c["step_seconds"] for c in fit)

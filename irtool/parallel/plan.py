@@ -180,6 +180,7 @@ class StagePlan:
     flops: dict[str, int]  # per step by phase, as `summarize --cost`'s `flops`
     comm_by_category: dict[str, int]
     group_sizes: dict[str, list[int]]
+    bytes_by_role: dict[str, int] = field(default_factory=dict)  # every parameter role, as `summarize --cost`
 
 
 @dataclass
@@ -568,7 +569,7 @@ def _stage_plan(b: Basis, c: Candidate, s: int, layers: list[int], scale: tuple[
     base_weights = sum(q.nbytes for q in src[0].params if q.role == "weight")
     tail = src[0].tail_seconds * held["weight"] / max(1, base_weights)
     return (StagePlan(s, layers, {k: Figure(v, _HOW[k]) for k, v in values.items()},
-                      {k: round(v) for k, v in flops.items()}, comm, sizes),
+                      {k: round(v) for k, v in flops.items()}, comm, sizes, held),
             _seconds(b, c, s, (layers, rc), sw), tail)
 
 
