@@ -317,7 +317,7 @@ def plan_cmd(path: str, fmt: str, pass_name: str | None, devices: int | None, de
              show_all: bool) -> None:
     """Predict other dp x mp x pp, micro batch, recompute and optimizer-sharding configurations from one
     compiled folder, ranked by step time among those that fit (docs/plan.md)."""
-    def body() -> None:
+    def body() -> int:
         from .parallel import plan as plan_mod
         from .parallel.hardware import load_profile
         from .plan import read_basis
@@ -336,6 +336,7 @@ def plan_cmd(path: str, fmt: str, pass_name: str | None, devices: int | None, de
         rows = None if show_all else 25
         _emit(fmt, {"text": lambda: to_text(blocks(b, plans, rows)), "markdown": lambda: to_markdown(blocks(b, plans, rows)),
                     "json": lambda: json_pieces(as_dict(b, plans))})
+        return _skipped(sel)  # the ranks not read, with their errors, and exit 2 (as every folder command)
     _run(body)
 
 

@@ -222,3 +222,19 @@ def test_recompute_per_stage(basis: P.Basis) -> None:
             > full.stages[s].figures["peak_bytes"].value
     assert none.step_seconds < half.step_seconds < full.step_seconds
     assert "  recompute: [1, 1]" in mindformers_yaml(half, 4)
+
+
+def test_a_rank_that_cannot_be_read_is_said_beside_the_plan(tmp_path: Path) -> None:
+    """A folder whose rank_5 is cut short (rank 4's validate, truncated): the plan is made from ranks 0 and 4, the
+    cut rank's located error is said, exit 2 (as every folder command, issue 18)."""
+    import lzma
+    import shutil
+
+    for r in (0, 4):
+        shutil.copytree(BASE / f"rank_{r}", tmp_path / f"rank_{r}")
+    (tmp_path / "rank_5").mkdir()
+    text = lzma.open(BASE / "rank_4" / "19_validate_0089.ir.xz", "rt").read()
+    (tmp_path / "rank_5" / "19_validate_0089.ir").write_text(text[:200_000])
+    r = CliRunner().invoke(main, ["plan", str(tmp_path), "--hardware", "none"])
+    assert r.exit_code == 2
+    assert "Smallest peak" in r.output and "rank_5/19_validate_0089.ir:" in r.output and "expected '}'" in r.output

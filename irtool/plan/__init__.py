@@ -15,4 +15,5 @@ def read_basis(sel: Selection, hardware: Profile | None, progress: Progress | No
     job = job_of(sel, progress)
     every = Selection(sel.path, dict(sel.files), sel.pass_name, None, sel.policy, partial=sel.partial)
     stages = [(p.rank, p.dump, p.facts) for p in every.per_stage()]
+    sel.unreadable += [u for u in every.unreadable if u not in sel.unreadable]
     return basis(stages, job, logical_graph(stages, job, sel.path), hardware, sel.path)

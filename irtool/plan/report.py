@@ -57,9 +57,11 @@ def _answer(plans: list[Plan], fit: list[Plan]) -> str:
         return "No candidate fits" + (f" (the compiled configuration: {_figures(now)})" if now else "") + \
             " (estimates)"
     best = fit[0]
+    what = ("fastest" if best.step_seconds is not None else "smallest peak (no step time without a profile)") + \
+        (" that fits" if best.fits else "")
     if best.current:
-        return f"The compiled configuration is the fastest that fits: {_figures(best)} (estimates)"
-    return (f"Fastest that fits: {best.candidate.label()}: {_figures(best)}"
+        return f"The compiled configuration is the {what}: {_figures(best)} (estimates)"
+    return (f"{what[0].upper()}{what[1:]}: {best.candidate.label()}: {_figures(best)}"
             + (f"; compiled: {_figures(now)}" if now else "") + " (estimates)")
 
 
