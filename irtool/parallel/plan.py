@@ -317,7 +317,7 @@ def _param(p: Any, splits: dict, shards: dict, stage: int, last: bool) -> Param:
     whole = split = None
     shard = 1
     if p.role in ("weight", "unused") and name in splits:
-        sp, _ = splits[name]
+        sp = splits[name]
         sl = shards[name].full_shape if name in shards else p.shape
         if isinstance(sl, tuple) and len(sl) == len(sp):
             whole, split = tuple(a * b for a, b in zip(sl, sp)), tuple(sp)
