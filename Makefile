@@ -48,7 +48,7 @@ fidelity: install
 
 ## Speed and memory on the large dump (needs ../shared).
 bench: install
-	$(BIN)/python bench/parse_bench.py --raw
+	$(BIN)/python bench/parse_bench.py
 
 ## Coverage-guided fuzzing for a set time.
 fuzz: install

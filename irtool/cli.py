@@ -298,6 +298,48 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     _run(body)
 
 
+@main.command("plan")
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@_format_option("docs/plan.md")
+@_pass_option()
+@click.option("--devices", type=click.IntRange(min=1), default=None, help="Devices to plan for (default: the compile's).")
+@click.option("--device-memory", default=None, metavar="SIZE", help="Only candidates whose peak fits in SIZE are ranked.")
+@click.option("--hardware", "hardware_spec", default=None, metavar="NAME|FILE",
+              help="Time on this profile (910b, 910c, h100, h800 or a TOML file; default 910b; none: no time; "
+                   "a profile named sets --device-memory too; docs/timing.md).")
+@click.option("--global-batch", type=click.IntRange(min=1), default=None, help="Samples per step (default: the compile's).")
+@click.option("--micro", "micros", type=click.IntRange(min=1), multiple=True, help="Also these micro batch counts.")
+@click.option("--layers", "num_layers", type=click.IntRange(min=1), default=None,
+              help="Plan the model with this many layers (the compiled layers as the template).")
+@click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 25).")
+def plan_cmd(path: str, fmt: str, pass_name: str | None, devices: int | None, device_memory: str | None,
+             hardware_spec: str | None, global_batch: int | None, micros: tuple[int, ...], num_layers: int | None,
+             show_all: bool) -> None:
+    """Predict other dp x mp x pp, micro batch, recompute and optimizer-sharding configurations from one
+    compiled folder, ranked by step time among those that fit (docs/plan.md)."""
+    def body() -> int:
+        from .parallel import plan as plan_mod
+        from .parallel.hardware import load_profile
+        from .plan import read_basis
+        from .plan.report import as_dict, blocks
+        from .present import json_pieces, to_markdown, to_text
+        from .report.cost import parse_memory
+
+        hardware = None if (hardware_spec or "").lower() == "none" else load_profile(hardware_spec)
+        limit = parse_memory(device_memory) if device_memory else \
+            (hardware.memory_bytes if hardware_spec and hardware is not None else None)
+        sel = _select(path, None, pass_name, Policy(loader=load_with_progress))
+        with Steps("ranks") as progress:
+            b = read_basis(sel, hardware, progress)
+        n = devices or b.devices
+        plans = plan_mod.plan(b, plan_mod.candidates(b, n, global_batch, micros, num_layers=num_layers), n, limit)
+        rows = None if show_all else 25
+        _emit(fmt, {"text": lambda: to_text(blocks(b, plans, rows)), "markdown": lambda: to_markdown(blocks(b, plans, rows)),
+                    "json": lambda: json_pieces(as_dict(b, plans))})
+        return _skipped(sel)  # the ranks not read, with their errors, and exit 2 (as every folder command)
+    _run(body)
+
+
 @main.command("diff")
 @click.argument("old")
 @click.argument("new")

@@ -25,8 +25,8 @@ PACKAGE = Path(irtool.__file__).resolve().parent
 
 # Layer of each top-level part of the package; a module may import only its own layer or lower.
 LAYERS = {"errors": 0, "atomic": 0, "spill": 0, "ir": 1, "parallel": 2, "present": 3, "dumpdir": 3, "selection": 3,
-          "report": 4, "render": 4, "diff": 4, "consistency": 4, "view": 4, "progress": 5, "cli": 6}
-COMMANDS = {"report", "render", "diff", "consistency", "view"}  # side by side: none imports another
+          "report": 4, "render": 4, "diff": 4, "consistency": 4, "view": 4, "plan": 4, "progress": 5, "cli": 6}
+COMMANDS = {"report", "render", "diff", "consistency", "view", "plan"}  # side by side: none imports another
 TERMINAL = {"click", "rich"}  # only the CLI (and its progress module) may import these
 
 

@@ -50,8 +50,9 @@ def test_the_fuller_stage_is_the_dry_runs() -> None:
     fullers = set()
     for folder in DRY:
         dry = json.loads((folder / "dryrun.json").read_text())
-        if len(dry) < 2:
-            continue
+        used = sorted((v["memory_block_csv_max_actual_used_B"] for v in dry.values()), reverse=True)
+        if len(dry) < 2 or used[0] - used[1] < MARGIN["kernel"] * used[0]:
+            continue  # one rank, or two within the walk's margin (dryrun_llama_dp4mp1pp2: 0.07 % apart): no fuller one
         fuller = max(dry, key=lambda r: dry[r]["memory_block_csv_max_actual_used_B"])
         fullers.add(fuller)
         for name in ("19_validate_*", "graph_build_0_*"):

@@ -174,6 +174,24 @@ def _weight(n: Node, local: dict[str, Node], params: Any, index: int = 0) -> str
     return None
 
 
+def weight_splits(t: Any) -> dict[str, tuple[int, ...]]:
+    """Each parameter a forward operator with a strategy reads (through what passes a weight's value on): its
+    split per dimension (that input's `in_strategy`) at the first such reader; names as `_weight` gives them (a
+    cell-reuse graph's `▸CR_` name for a parameter passed in). The whole shape is the slice times the split."""
+    strategies, params, by_key = t.column("strategy"), t.get("parameters"), t.get("by_key")
+    found: dict[str, tuple[int, ...]] = {}
+    for n in t.dump.nodes():
+        if n not in strategies or t("phase", n) != "forward":
+            continue
+        split = _split(n, strategies)
+        for i in range(len(n.input_types)):
+            name = _weight(n, by_key[n.graph], params, i)
+            if name is not None and name not in found and split is not None and len(split) > i \
+                    and isinstance(split[i], (tuple, list)):
+                found[name] = tuple(split[i])
+    return found
+
+
 def _split(n: Node, strategies: dict[Node, Any]) -> list[Any] | None:
     """The split of each input of `n` by its `in_strategy`; all 1 without any strategy (one device, data-parallel
     mode, or a pass before the parallel pass: shapes are whole)."""

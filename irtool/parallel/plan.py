@@ -1,0 +1,741 @@
+"""Configurations planned from one compile (docs/plan.md): other dp x mp x pp, micro batches, recompute and
+optimizer sharding predicted per stage from the facts of the job as compiled.
+
+What one compile tells (`Basis`, read once from one rank per stage): each parameter's whole shape (its slice
+times the split of the operator reading it, `model_dims.weight_splits`; an optimizer-sharded one's slice is
+what its gather gives, `optimizer.optimizer_shards`), its role, its layer and its states and buffers (the
+memory records); per layer the FLOPs and communication per step (the logical graph's layer rows); per stage
+the peak of live tensors by role in the compute phase and in the optimizer (the lifetime walk's curve) and
+the time per layer (`timing.stage_timing`). Every figure of a candidate (`plan`) is either **re-derived**
+(the parameters' whole shapes split by the new strategy: weights, optimizer states, accumulation buffers and
+the optimizer-parallel traffic) or **scaled** from the compile's, and each says how (`Figure.how`). Nothing
+here reads the dump: it reads the records the other passes decided.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Iterable
+
+from ..errors import InputError
+from ..ir import Dump
+from .balance import bubble, in_flight, stage_cost, step_time
+from .hardware import Profile
+from .job import Job, rank_job
+from .lifetime import LIVE_ROLES, block, walk
+from .logical import LogicalGraph
+from .model_dims import weight_splits
+from .optimizer import optimizer_shards
+from .records import ParallelFacts
+from .sizes import DTYPE_SIZE
+from .timing import StageTiming, simulate
+
+SCHEMA = "irtool.plan/1"
+PARAM_ROLES = ("weight", "optimizer-state", "accumulation", "hyperparameter", "unused", "other")
+_CR = re.compile(r"^▸?CR_")
+# MindSpore's parallel_optimizer_threshold default (KB): smaller parameters are not sharded
+THRESHOLD = 64 * 1024
+
+
+def _name(n: str) -> str:
+    return _CR.sub("", n)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of the compile, as a plan re-derives it."""
+
+    name: str
+    role: str
+    layer: int | None
+    place: str  # `layer`, `first` (the embedding's stage), `last` (head, loss), `every` (held on each stage)
+    itemsize: int
+    held: int  # elements this rank holds in the compile
+    nbytes: int
+    whole: tuple[int, ...] | None  # a weight's whole shape (None: not re-derivable, kept as compiled)
+    split: tuple[int, ...] | None  # the compile's split of each dimension
+    shard: int  # the compile's optimizer-shard group (1: none)
+    of: str | None  # the weight a state or buffer serves
+    traffic: float | None = None  # its optimizer-parallel bytes per step per element gathered (None: not sharded)
+
+
+@dataclass
+class StageBasis:
+    """What the compile's rank of one stage tells the plan."""
+
+    stage: int
+    rank: int | None
+    layers: list[int]
+    params: list[Param]
+    compute_peak: dict[str, int]  # live bytes by role at the largest point before the optimizer
+    optimizer_peak: dict[str, int]  # ... and in the optimizer
+    recompute_set: int  # the largest live bytes of recomputed copies (one layer's recompute working set)
+    in_flight: float  # micro batches in flight in the compile
+    kept_per_micro: int  # activations kept for the backward, one micro batch (the memory records)
+    kept_layer_share: float  # the part of them produced by a layer's nodes (the rest: the stage's own, fixed)
+    layer_flops: dict[int | None, dict[str, int]]  # per step, by phase
+    layer_comm: dict[int | None, dict[tuple[str, str], int]]  # per step, bytes by (category, phase)
+    layer_seconds: dict[int | None, float]  # per step: compute and exposed communication
+    tail_seconds: float  # the optimizer and aggregation after the last micro batch
+    gather: float | None  # optimizer-parallel bytes per element gathered, the stage's mean (a weight sharded anew)
+    reduce: float | None  # gradient-aggregation bytes per element of the weights reduced unsharded over copies
+    timing: StageTiming | None  # its times on the profile (the step is played from these)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Basis:
+    """The compiled job the plan starts from."""
+
+    path: str
+    job: Job
+    stages: list[StageBasis]
+    dp: int
+    mp: int
+    pp: int
+    micro: int
+    global_batch: int
+    recompute: bool
+    opt_shard: bool
+    hardware: str | None
+    notes: list[str] = field(default_factory=list)
+    # the compile's played step (docs/timing.md §3) over the 1F1B formula of its own figures: what a candidate's
+    # formula step is multiplied by (the waits the formula does not see), so that the compiled configuration's
+    # step is summarize's
+    step_ratio: float = 1.0
+    busy_ratio: float = 1.0  # ... and the played step's busy share over the formula's (the bubble likewise)
+
+    @property
+    def layers(self) -> int:
+        return sum(len(s.layers) for s in self.stages)
+
+    @cached_property
+    def by_name(self) -> dict[str, Param]:
+        return {q.name: q for s in self.stages for q in s.params}
+
+    @property
+    def devices(self) -> int:
+        return self.dp * self.mp * self.pp
+
+    @property
+    def micro_size(self) -> int:
+        return self.global_batch // (self.dp * self.micro)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A configuration to predict."""
+
+    dp: int
+    mp: int
+    pp: int
+    micro: int
+    recompute: bool
+    opt_shard: bool
+    global_batch: int
+    offset: tuple[int, ...] | None = None  # per stage, MindFormers' `offset` (None: the even split)
+    # per stage, how many of its first layers are recomputed (MindFormers' list form); None: `recompute` for all
+    recompute_counts: tuple[int, ...] | None = None
+    num_layers: int | None = None  # another layer count than the compile's (its layers as the template)
+
+    def label(self) -> str:
+        rc = (f"recompute {list(self.recompute_counts)}" if self.recompute_counts is not None else
+              "recompute" if self.recompute else "no recompute")
+        return (f"dp{self.dp} mp{self.mp} pp{self.pp} m{self.micro} {rc}{' opt-shard' if self.opt_shard else ''}"
+                + (f" offset {list(self.offset)}" if self.offset is not None else "")
+                + (f" {self.num_layers} layers" if self.num_layers is not None else ""))
+
+    def layers(self, compiled: int) -> int:
+        return self.num_layers or compiled
+
+    def recomputed(self, stage: int, layers: list[int]) -> list[bool]:
+        """Whether each of a stage's layers is recomputed."""
+        if self.recompute_counts is None:
+            return [self.recompute] * len(layers)
+        n = self.recompute_counts[stage] if stage < len(self.recompute_counts) else 0
+        return [i < n for i in range(len(layers))]
+
+    @property
+    def any_recompute(self) -> bool:
+        return any(self.recompute_counts) if self.recompute_counts is not None else self.recompute
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One predicted figure and how it was obtained."""
+
+    value: float | int | None
+    how: str
+
+
+@dataclass
+class StagePlan:
+    """One stage of a candidate: its layers and figures (per rank, per step)."""
+
+    stage: int
+    layers: list[int]
+    figures: dict[str, Figure]  # `summarize --cost` names: weight, optimizer-state, accumulation, peak_bytes, ...
+    flops: dict[str, int]  # per step by phase, as `summarize --cost`'s `flops`
+    comm_by_category: dict[str, int]
+    group_sizes: dict[str, list[int]]
+    bytes_by_role: dict[str, int] = field(default_factory=dict)  # every parameter role, as `summarize --cost`
+
+
+@dataclass
+class Plan:
+    """A candidate predicted, or refused with the reasons."""
+
+    candidate: Candidate
+    current: bool
+    refused: list[str]
+    stages: list[StagePlan] = field(default_factory=list)
+    step_seconds: float | None = None
+    bubble: float | None = None
+    fits: bool | None = None
+
+    @property
+    def peak_bytes(self) -> int | None:
+        peaks = [s.figures["peak_bytes"].value for s in self.stages]
+        return int(max(peaks)) if peaks and None not in peaks else None  # type: ignore[type-var]
+
+    @property
+    def offset(self) -> list[int]:
+        return offsets(self.candidate, len({x for s in self.stages for x in s.layers}))
+
+
+# --- the basis: read once from one rank per stage
+
+
+def basis(stages: Iterable[tuple[int | None, Dump, ParallelFacts]], job: Job, graph: LogicalGraph,
+          hardware: Profile | None, path: str = "") -> Basis:
+    """The compile as the plan reads it (`stages`: one analysed rank per stage, facts not released; `graph`:
+    the folder's logical graph, for the per-layer rows)."""
+    def val(e: Any, what: str) -> int:
+        if not e.known:
+            raise InputError(f"{path}: cannot plan: the compile's {what} is unknown ({e.where})")
+        return int(e.value)
+
+    for what, e in (("model chunks per stage", job.chunks), ("expert parallel", job.ep), ("sequence parallel", job.sp),
+                    ("context parallel", job.cp)):
+        if e.known and e.value > 1:  # their layouts are not re-derived: refused rather than mispredicted
+            raise InputError(f"{path}: cannot plan: {what} {e.value} (only dp x mp x pp, micro batches, recompute "
+                             "and optimizer sharding are planned)")
+    out = [_stage_basis(rank, dump, facts, job, graph, hardware) for rank, dump, facts in stages]
+    out.sort(key=lambda s: s.stage)
+    notes = [n for s in out for n in s.notes]
+    pp = val(job.pipeline_stages, "pipeline stage count")
+    if len(out) != pp:
+        raise InputError(f"{path}: cannot plan: every stage must be read, {len(out)} of {pp} are")
+    b = Basis(path, job, out, val(job.dp, "dp"), val(job.mp, "mp"), pp, val(job.micro_batches, "micro batch count"),
+              val(job.global_batch, "global batch"), bool(job.recompute_layers.value),
+              job.optimizer_shard.known and (job.optimizer_shard.value or 1) > 1,
+              hardware.name if hardware is not None else None, notes)
+    timings = [s.timing for s in out if s.timing is not None]
+    played = simulate(timings) if len(timings) == len(out) else None
+    mine = plan(b, [current(b)])[0]
+    if played is not None and not played.cannot and played.seconds and mine.step_seconds and mine.bubble is not None:
+        b.step_ratio = played.seconds / mine.step_seconds
+        b.busy_ratio = (1 - played.bubble) / (1 - mine.bubble) if mine.bubble < 1 else 1.0
+    return b
+
+
+def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, graph: LogicalGraph,
+                 hardware: Profile | None) -> StageBasis:
+    t = facts.table
+    cost = stage_cost(facts, rank_job(facts, rank, dump.path or ""), hardware=hardware)
+    stage = cost.stage or 0
+    last = stage == (job.pipeline_stages.value or 1) - 1
+    splits = {_name(k): v for k, v in weight_splits(t).items()}
+    shards = {_name(s.parameter): s for s in optimizer_shards(facts.comm, facts.groups)}
+    params = [_param(p, splits, shards, stage, last) for p in cost.memory.params]
+    fwd, bwd, elems = 0, 0, 0
+    for s in shards.values():
+        if s.full_shape and s.forward_bytes is not None and s.backward_bytes is not None:
+            fwd, bwd, elems = fwd + s.forward_bytes, bwd + s.backward_bytes, elems + math.prod(s.full_shape)
+    lt = walk(t, curve=True)
+    curve = lt.curve or []
+    start = next((s for s, u in lt.units if u == "optimizer"), len(curve))
+    flight = in_flight(cost.order, stage, job.pipeline_stages, job.micro_batches).count or 1
+    rows = [r for r in graph.layers if r.stage == stage]
+    timing = cost.timing
+    return StageBasis(
+        stage, rank, job.stage_layers.get(stage, []), params, _roles(curve[:start]), _roles(curve[start:]),
+        max((c[LIVE_ROLES.index("recompute")] for c in curve), default=0), flight,
+        cost.memory.activations.per_micro.total if cost.memory.activations else 0, _layer_share(cost.memory),
+        {r.layer: dict(r.flops) for r in rows},
+        {r.layer: _by_category_phase(r.comm.values()) for r in rows},
+        {} if timing is None else {k: timing.layer_time(k) for k in set(timing.layer_seconds) | set(timing.layer_exposed)},
+        0.0 if timing is None else timing.tail.seconds,
+        (fwd + bwd) / elems if elems else None,
+        _reduce_per_element(params, rows, (job.dp.value or 1) * (job.mp.value or 1)), timing,
+        [f"stage {stage}: {n} parameter(s) of unknown size, not counted in any candidate's figures"
+         for n in [sum(1 for p in cost.memory.params if p.bytes is None)] if n]
+        + [f"stage {stage}: {n} weight(s) no operator with a strategy reads (their whole shape unknown): held as "
+           "compiled in every candidate" for n in [sum(1 for q in params if q.role == "weight" and q.whole is None)]
+           if n])
+
+
+def _reduce_per_element(params: list[Param], rows: list[Any], ranks: int) -> float | None:
+    """The compile's gradient-aggregation bytes over the elements of the weights it reduces: each unsharded weight
+    held by more than one rank of the stage (a weight mp does not split is reduced over dp x mp copies)."""
+    elems = sum(q.held for q in params if q.role == "weight" and q.split and q.shard == 1
+                and ranks // math.prod(q.split) > 1)
+    reduced = sum(u.bytes.total for r in rows for u in r.comm.values() if u.category == "gradient-aggregation")
+    return reduced / elems if elems else None
+
+
+def _layer_share(memory: Any) -> float:
+    acts = memory.activations
+    if acts is None or not acts.per_micro.total:
+        return 1.0
+    return sum(b.total for k, b in acts.by_layer.items() if k is not None) / acts.per_micro.total
+
+
+def _by_category_phase(uses: Iterable[Any]) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for u in uses:
+        out[(u.category, u.phase)] = out.get((u.category, u.phase), 0) + u.bytes.total
+    return out
+
+
+def _roles(curve: list[tuple[int, ...]]) -> dict[str, int]:
+    if not curve:
+        return {}
+    top = max(curve, key=sum)
+    return {r: v for r, v in zip(LIVE_ROLES, top) if v}
+
+
+def _param(p: Any, splits: dict, shards: dict, stage: int, last: bool) -> Param:
+    size = DTYPE_SIZE.get(p.dtype or "", 0) or (p.bytes // max(1, math.prod(p.shape or (1,))) if p.bytes else 4)
+    held = math.prod(p.shape) if isinstance(p.shape, tuple) else 0
+    name = _name(p.name)
+    weight = p.of and _name(p.of) or name
+    place = "layer" if p.layer is not None else ("every" if p.role in ("hyperparameter", "other") else
+                                                 "first" if stage == 0 else "last" if last else "every")
+    whole = split = None
+    shard = 1
+    if p.role in ("weight", "unused") and name in splits:
+        sp = splits[name]
+        sl = shards[name].full_shape if name in shards else p.shape
+        if isinstance(sl, tuple) and len(sl) == len(sp):
+            whole, split = tuple(a * b for a, b in zip(sl, sp)), tuple(sp)
+        shard = held and math.prod(sl) // held if name in shards and isinstance(sl, tuple) else 1
+    return Param(name, p.role, p.layer, place, int(size), held, p.bytes or 0, whole, split, shard or 1,
+                 None if weight == name else weight, _traffic(shards.get(name)))
+
+
+def _traffic(s: Any) -> float | None:
+    """An optimizer-sharded weight's gather and reduce-scatter bytes per step per element of its gathered shape."""
+    if s is None or not s.full_shape or s.forward_bytes is None or s.backward_bytes is None:
+        return None
+    return (s.forward_bytes + s.backward_bytes) / math.prod(s.full_shape)
+
+
+# --- candidates
+
+
+def offsets(c: Candidate, layers: int) -> list[int]:
+    """MindFormers' `offset`: each stage's layers beyond `num_layers // pipeline_stage`; by default the first
+    `layers % pp` stages take one more."""
+    if c.offset is not None:
+        return list(c.offset)
+    return [1 if s < layers % c.pp else 0 for s in range(c.pp)]
+
+
+def stage_layers(c: Candidate, layers: int) -> list[list[int]]:
+    base, out, i = layers // c.pp, [], 0
+    for o in offsets(c, layers):
+        out.append(list(range(i, i + base + o)))
+        i += base + o
+    return out
+
+
+def refusals(b: Basis, c: Candidate, devices: int) -> list[str]:
+    """Why the network cannot run `c` (empty: it can)."""
+    why = []
+    job = b.job
+    if c.dp * c.mp * c.pp != devices:
+        why.append(f"dp x mp x pp = {c.dp * c.mp * c.pp}, not the {devices} devices")
+    for what, e in (("attention heads", job.heads), ("vocabulary", job.vocab_size), ("FFN size", job.ffn_size)):
+        if e.known and e.value % c.mp:
+            why.append(f"{what} {e.value} not divisible by mp {c.mp}")
+    n = c.layers(b.layers)
+    if n < c.pp:
+        why.append(f"{n} layers, fewer than {c.pp} stages")
+    if c.micro < c.pp:
+        why.append(f"{c.micro} micro batches, fewer than {c.pp} stages")
+    if c.global_batch % (c.dp * c.micro):
+        why.append(f"global batch {c.global_batch} not divisible by dp x micro batches = {c.dp * c.micro}")
+    if c.offset is not None and (len(c.offset) != c.pp or any(len(g) < 1 for g in stage_layers(c, n))
+                                 or sum(len(g) for g in stage_layers(c, n)) != n):
+        why.append(f"offset {list(c.offset)} does not give each of {c.pp} stages a layer of {n}")
+    if c.recompute_counts is not None and len(c.recompute_counts) != c.pp:
+        why.append(f"recompute {list(c.recompute_counts)} does not name each of {c.pp} stages")
+    if c.any_recompute and not b.recompute:
+        why.append("recompute on from a compile without recompute: the checkpoints are not predicted")
+    for p in _weights(b):
+        for d, (w, s) in enumerate(zip(p.whole or (), p.split or ())):
+            if s > 1 and (s * c.mp) % b.mp == 0 and w % (s * c.mp // b.mp):
+                why.append(f"{p.name} {p.whole}: dimension {d} ({w}) not divisible by mp {c.mp}")
+                return why
+    return why
+
+
+def _weights(b: Basis) -> Iterable[Param]:
+    for s in b.stages:
+        yield from (p for p in s.params if p.whole is not None)
+
+
+def candidates(b: Basis, devices: int | None = None, global_batch: int | None = None,
+               micro: Iterable[int] = (), num_layers: int | None = None) -> list[Candidate]:
+    """dp x mp x pp over the devices, micro batches (the compile's, `micro`, and 1, 2, 4 times the stages),
+    recompute (`_recomputes`), offsets (`_offsets`), optimizer sharding on and off where dp > 1; the compiled
+    configuration first when it is one of them."""
+    n = devices or b.devices
+    gb = global_batch or b.global_batch
+    now = current(b)
+    out = [now] if (n, gb, num_layers or b.layers) == (b.devices, b.global_batch, b.layers) else []
+    for pp in _divisors(n):
+        for mp in _divisors(n // pp):
+            dp = n // pp // mp
+            micros = sorted({b.micro, *micro} | ({pp, 2 * pp, 4 * pp} if pp > 1 else {1}))
+            for m in micros:
+                for os_ in ((True, False) if dp > 1 else (False,)):
+                    for off in _offsets(num_layers or b.layers, pp):
+                        for rc in _recomputes(num_layers or b.layers, pp, off, b.recompute):
+                            c = Candidate(dp, mp, pp, m, bool(rc) if isinstance(rc, bool) else any(rc), os_,
+                                          gb, off, None if isinstance(rc, bool) else rc, num_layers)
+                            if not out or not _same(b, c, now):
+                                out.append(c)
+    return out
+
+
+def _offsets(layers: int, pp: int) -> list[tuple[int, ...] | None]:
+    """The even split (None), and each split moving one layer between neighbouring stages of it."""
+    if pp == 1 or layers < pp:
+        return [None]
+    even = offsets(Candidate(1, 1, pp, pp, False, False, 1), layers)
+    out: list[tuple[int, ...] | None] = [None]
+    base = layers // pp
+    for s in range(pp - 1):
+        for give, take in ((s, s + 1), (s + 1, s)):
+            o = list(even)
+            o[give] -= 1
+            o[take] += 1
+            if base + o[give] >= 1:
+                out.append(tuple(o))
+    return out
+
+
+def _recomputes(layers: int, pp: int, offset: tuple[int, ...] | None, compiled: bool) -> list[bool | tuple[int, ...]]:
+    """All, none, and (with a compile that recomputes) the first k layers of every stage, k below the smallest
+    stage's layers."""
+    out: list[bool | tuple[int, ...]] = [True, False] if compiled else [False]
+    if compiled:
+        counts = [len(g) for g in stage_layers(Candidate(1, 1, pp, pp, False, False, 1, offset), layers)]
+        out += [tuple(min(k, n) for n in counts) for k in range(1, max(counts))]
+    return out
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def current(b: Basis) -> Candidate:
+    """The compiled configuration: its offsets and, per stage, its recomputed layers (as a count of first layers)."""
+    counts = [len(s.layers) - b.layers // b.pp for s in b.stages]
+    rc = tuple(len(b.job.recompute.get(s.stage, [])) for s in b.stages)
+    whole = all(n == len(s.layers) for n, s in zip(rc, b.stages)) or not any(rc)
+    return Candidate(b.dp, b.mp, b.pp, b.micro, b.recompute, b.opt_shard, b.global_batch,
+                     None if counts == [1 if i < b.layers % b.pp else 0 for i in range(b.pp)] else tuple(counts),
+                     None if whole else rc)
+
+
+def _recompute_key(c: Candidate, layers: int) -> tuple[int, ...]:
+    return tuple(sum(c.recomputed(s, g)) for s, g in enumerate(stage_layers(c, layers)))
+
+
+# --- prediction
+
+
+def plan(b: Basis, cands: Iterable[Candidate], devices: int | None = None, device_memory: int | None = None
+         ) -> list[Plan]:
+    """Each candidate predicted (or refused), the ones that fit fastest first, then the rest, then the refused."""
+    now = current(b)
+    out = []
+    for c in cands:
+        why = refusals(b, c, devices or b.devices)
+        p = Plan(c, not why and _same(b, c, now), why)
+        if not why:
+            _predict(b, c, p, device_memory)
+        out.append(p)
+    return sorted(out, key=lambda p: (bool(p.refused), p.fits is False, p.step_seconds or math.inf, p.peak_bytes or 0))
+
+
+def _same(b: Basis, c: Candidate, now: Candidate) -> bool:
+    key = lambda x: (x.dp, x.mp, x.pp, x.micro, x.opt_shard, x.global_batch, x.layers(b.layers),  # noqa: E731
+                     tuple(offsets(x, x.layers(b.layers))), _recompute_key(x, x.layers(b.layers)))
+    return key(c) == key(now)
+
+
+def _source(b: Basis, s: int, pp: int) -> list[StageBasis]:
+    """The compile's stages whose dynamic memory a new stage `s` of `pp` is scaled from: the same stage under the
+    same stage count; else the first stage's (the embedding's), the last's (head and loss), a middle stage a middle
+    one's (the first's when the compile has none); one stage: both (the larger)."""
+    first, last = b.stages[0], b.stages[-1]
+    if pp == b.pp:
+        return [b.stages[s]]
+    if pp == 1:
+        return [first, last] if first is not last else [first]
+    if s in (0, pp - 1):
+        return [first if s == 0 else last]
+    return [b.stages[min(b.pp - 2, max(1, round(s * (b.pp - 1) / (pp - 1))))] if b.pp > 2 else first]
+
+
+def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None:
+    sb = (c.global_batch / (c.dp * c.micro)) / b.micro_size  # micro-batch size, new / compiled
+    sw = sb * b.mp / c.mp  # tensors split by mp: working sets, FLOPs
+    times: list[float] = []  # per micro batch
+    work: list[float] = []  # compute FLOPs per micro batch: the bubble without a profile
+    tails: list[float] = []
+    for s, layers in enumerate(stage_layers(c, c.layers(b.layers))):
+        st, seconds, tail = _stage_plan(b, c, s, layers, (sb, sw))
+        p.stages.append(st)
+        times.append(seconds / c.micro)
+        work.append(st.figures["compute_flops"].value / c.micro)  # type: ignore[operator]
+        tails.append(tail)
+    # the pipeline's waits the formula does not see, as the compile's played step shows them (none without one)
+    step_ratio, busy_ratio = (b.step_ratio, b.busy_ratio) if c.pp > 1 else (1.0, 1.0)
+    if all(times):
+        p.step_seconds = (step_time(times, c.micro) + max(tails, default=0.0)) * step_ratio
+    p.bubble = min(1.0, max(0.0, 1 - (1 - bubble(times if all(times) else work, c.micro)) * busy_ratio))
+    peak = p.peak_bytes
+    p.fits = None if device_memory is None or peak is None else peak <= device_memory
+
+
+_EXACT = "re-derived: each parameter's whole shape split by the new strategy"
+_HOW = {
+    "weight": _EXACT + " (mp, then the optimizer shard over identical copies)",
+    "optimizer-state": _EXACT + " (shaped as its weight's shard)",
+    "accumulation": _EXACT + " (as in the compile: the mp slice, or the shard; none without a pipeline and one "
+                             "micro batch)",
+    "peak_bytes": "scaled: parameters re-derived (as pool blocks); the compile's live set at its peaks before and in "
+                  "the optimizer: kept activations x micro-batch size x micro batches in flight (their layers' share "
+                  "x layers), working sets x micro-batch size / (new mp / compiled mp), pipeline buffers per "
+                  "boundary, gathered weights as re-derived, optimizer temporaries x the weights' shards",
+    "micro_batches_in_flight": "1F1B: stage s of pp holds min(pp - s, micro batches)",
+    "activations_per_micro_bytes": "scaled: the compile's kept tensors x micro-batch size (their layers' share x "
+                                   "layers); a layer not recomputed adds its recompute working set / (new mp / "
+                                   "compiled mp)",
+    "activations_bytes": "activations per micro batch x in flight",
+    "compute_flops": "scaled: the compile's per layer x micro batches x micro-batch size / (new mp / compiled mp); "
+                     "recompute's dropped where off",
+    "comm_bytes": "per category: tensor-parallel x micro batches x micro-batch size; pipeline per stage boundary and "
+                  "micro batch; optimizer-parallel and gradient aggregation re-derived from the weights' shards and "
+                  "copies",
+}
+
+
+def _stage_plan(b: Basis, c: Candidate, s: int, layers: list[int], scale: tuple[float, float]
+                ) -> tuple[StagePlan, float, float]:
+    """Stage `s` of `c` holding `layers`: its figures, its seconds per step and its optimizer tail."""
+    sb, sw = scale
+    params = _stage_params(b, s, c.pp, layers, b.layers)
+    if c.pp == 1 and c.micro == 1:  # neither a pipeline nor gradient accumulation: no accumulation buffers
+        params = [(q, x) for q, x in params if q.role != "accumulation"]
+    held = {r: 0 for r in PARAM_ROLES}
+    blocks = 0
+    slices: dict[tuple[str, str, int | None], float] = {}
+    for q, copy in params:
+        n = _held(q, c, b, slices, copy) * q.itemsize
+        held[q.role] = held.get(q.role, 0) + n
+        blocks += block(n)
+    flight = min(c.pp - s, c.micro)
+    rc = c.recomputed(s, layers)
+    full = rc.count(False) if b.recompute else 0  # layers whose whole forward is kept
+    gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
+    src = _source(b, s, c.pp)
+    peak = max(_peak(b, x, c, (blocks, gathered, held["weight"]), (len(layers), full, s), flight, scale) for x in src)
+    kept = src[0].kept_per_micro * sb * _layers_factor(src[0], len(layers)) + full * src[0].recompute_set * sw
+    flops = _flops(b, c, s, layers, rc, sw)
+    comm, sizes = _comm(b, c, s, (layers, rc), sb, slices)
+    values: dict[str, float | int] = {
+        "weight": held["weight"], "optimizer-state": held["optimizer-state"], "accumulation": held["accumulation"],
+        "peak_bytes": peak, "micro_batches_in_flight": flight, "activations_per_micro_bytes": round(kept),
+        "activations_bytes": round(kept * flight),
+        "compute_flops": round(sum(v for k, v in flops.items() if k != "optimizer")), "comm_bytes": sum(comm.values())}
+    base_weights = sum(q.nbytes for q in src[0].params if q.role == "weight")
+    tail = src[0].tail_seconds * held["weight"] / max(1, base_weights)
+    return (StagePlan(s, layers, {k: Figure(v, _HOW[k]) for k, v in values.items()},
+                      {k: round(v) for k, v in flops.items()}, comm, sizes, held),
+            _seconds(b, c, s, (layers, rc), sw), tail)
+
+
+def _stage_params(b: Basis, s: int, pp: int, layers: list[int], compiled: int) -> list[tuple[Param, int | None]]:
+    """A new stage's parameters, each with the layer it is held for (a layer beyond the compile's takes the
+    parameters of compiled layer `x % compiled`: the layers of one model have the same shapes)."""
+    by_layer: dict[int, list[Param]] = {}
+    for st in b.stages:
+        for q in st.params:
+            if q.place == "layer" and q.layer is not None:
+                by_layer.setdefault(q.layer, []).append(q)
+    out: list[tuple[Param, int | None]] = [(q, x) for x in layers for q in by_layer.get(x % compiled, [])]
+    out += [(q, None) for q in b.stages[0].params if q.place == "first" and s == 0]
+    out += [(q, None) for q in b.stages[-1].params if q.place == "last" and s == pp - 1]
+    out += [(q, None) for q in b.stages[0 if s < pp - 1 else -1].params if q.place == "every"]
+    return out
+
+
+def _held(q: Param, c: Candidate, b: Basis, slices: dict, copy: int | None = None) -> int:
+    """Elements a rank of `c` holds of `q` (re-derived for weights and what is shaped like them)."""
+    w = b.by_name.get(q.of) if q.of else q
+    if w is None or w.whole is None or w.split is None:
+        return q.held
+    split = [s * c.mp // b.mp if s > 1 else 1 for s in w.split]
+    piece = [d // s for d, s in zip(w.whole, split)]
+    sl = math.prod(piece)
+    copies = c.dp * c.mp // math.prod(split)
+    shard = copies if (c.opt_shard and copies > 1 and sl * w.itemsize >= THRESHOLD and piece[0] % copies == 0) else 1
+    if q is w:
+        slices[("slice", w.name, copy)] = sl
+        if shard > 1:
+            slices[("gathered", w.name, copy)] = sl * w.itemsize
+            slices[("shard", w.name, copy)] = shard
+            if w.traffic is not None:
+                slices[("traffic", w.name, copy)] = sl * w.traffic
+            else:  # sharded anew: at the stage's mean bytes per element
+                slices[("sharded anew", w.name, copy)] = sl
+        elif copies > 1:
+            slices[("reduced", w.name, copy)] = sl
+            slices[("copies", w.name, copy)] = copies
+    if q.role == "accumulation" and q.held == w.held * w.shard:
+        return sl  # the compile's buffer is the mp slice, not the shard: so it stays
+    return q.held * (sl // shard) // max(1, w.held) if q is not w else sl // shard
+
+
+def _ends(stage: int, pp: int) -> int:
+    """Pipeline boundaries a stage sends and receives across."""
+    return 0 if pp == 1 else (1 if stage in (0, pp - 1) else 2)
+
+
+def _transfer(b: Basis, src: StageBasis) -> int:
+    """One pipeline transfer of the compile (one micro batch, one boundary, one way), from its stage's traffic."""
+    pipe = sum(v for row in src.layer_comm.values() for (cat, _), v in row.items() if cat == "pipeline")
+    ends = _ends(src.stage, b.pp)
+    return pipe // (2 * ends * b.micro) if ends else 0
+
+
+def _peak(b: Basis, src: StageBasis, c: Candidate, held: tuple[int, int, int], counts: tuple[int, int, int],
+          flight: int, scale: tuple[float, float]) -> int:
+    """A new stage's peak from the compile's stage `src`: the larger of its compute-phase and optimizer peaks, each
+    the compile's live set with the parameters re-derived (`held`: their pool blocks, the gathered weights' bytes,
+    the weights' bytes) and what a step makes scaled (`_HOW["peak_bytes"]`)."""
+    (blocks, gathered, new_w), (n_layers, full, c_stage), (sb, sw) = held, counts, scale
+    lk = _layers_factor(src, n_layers)
+    cp, op = src.compute_peak, src.optimizer_peak
+    fixed = blocks + cp.get("constant", 0) + round(cp.get("input", 0) * c.global_batch / b.global_batch)
+    act = cp.get("activation", 0) * sb * flight / src.in_flight * lk
+    rec = cp.get("recompute", 0) * sw if full < n_layers else 0
+    act += flight * full * src.recompute_set * sw
+    # communication buffers live at the peak: the pipeline's (a transfer's block for each boundary, and two more:
+    # fitted on the dry runs, 3 on an end stage and 4 on a middle one of dp1 x mp2 x pp4) and the weights the
+    # optimizer shard gathered (the rest, as re-derived)
+    one = _transfer(b, src)
+    pipe_base = block(one) * (2 + _ends(src.stage, b.pp)) if one else 0
+    pipe = block(round(one * sb)) * (2 + _ends(c_stage, c.pp)) if one and c.pp > 1 else 0
+    base_gathered = sum(q.held * q.shard * q.itemsize for q in src.params if q.shard > 1 and q.role == "weight")
+    live = cp.get("communication", 0)
+    rest = max(0, live - pipe_base)
+    comm = max(0.0, live + pipe - pipe_base + rest * ((gathered / base_gathered if base_gathered else sb) - 1))
+    work = (cp.get("backward", 0) + cp.get("temporary", 0)) * sw
+    compute = fixed + act + rec + comm + work
+    base_w = sum(q.nbytes for q in src.params if q.role == "weight") or 1
+    dyn_opt = sum(v for r, v in op.items() if r not in PARAM_ROLES and r not in ("constant", "input"))
+    optim = fixed + dyn_opt * new_w / base_w
+    return round(max(compute, optim))
+
+
+def _layers_factor(src: StageBasis, n_layers: int) -> float:
+    """Kept activations for `n_layers` against the compile's stage: its layers' share scales, the rest stays."""
+    share = src.kept_layer_share
+    return 1 - share + share * n_layers / max(1, len(src.layers))
+
+
+def _scale_layers(src: dict[int | None, Any], layers: list[int]) -> list[Any]:
+    """The compile's rows for `layers` (a layer beyond the compile's: compiled layer `x % layers`'s row)."""
+    have = [k for k in src if k is not None]
+    return [src[x] if x in src else src[have[x % len(have)]] for x in layers] if have else []
+
+
+def _rows(b: Basis, s: int, pp: int, attr: str) -> tuple[dict[int | None, Any], list[Any]]:
+    merged: dict[int | None, Any] = {}
+    for st in b.stages:
+        merged.update({k: v for k, v in getattr(st, attr).items() if k is not None})
+    extra = []
+    for src in _source(b, s, pp):
+        if pp == b.pp or (s == 0 and src is b.stages[0]) or (s == pp - 1 and src is b.stages[-1]):
+            if None in getattr(src, attr):
+                extra.append(getattr(src, attr)[None])
+    return merged, extra
+
+
+def _flops(b: Basis, c: Candidate, s: int, layers: list[int], rc: list[bool], sw: float) -> dict[str, float]:
+    merged, extra = _rows(b, s, c.pp, "layer_flops")
+    k = sw * c.micro / b.micro
+    out: dict[str, float] = {}
+    for row, on in zip(_scale_layers(merged, layers) + extra, rc + [any(rc)] * len(extra)):
+        for ph, f in row.items():
+            if ph == "recompute" and not on:
+                continue
+            out[ph] = out.get(ph, 0) + f * (k if ph != "optimizer" else 1)
+    return out
+
+
+def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], sb: float, slices: dict
+          ) -> tuple[dict[str, int], dict[str, list[int]]]:
+    layers, rc = which
+    merged, extra = _rows(b, s, c.pp, "layer_comm")
+    k = sb * c.micro / b.micro
+    out: dict[str, float] = {}
+    for row, on in zip(_scale_layers(merged, layers) + extra, rc + [any(rc)] * len(extra)):
+        for (cat, phase), v in row.items():
+            if cat in ("optimizer-parallel", "gradient-aggregation", "pipeline") or \
+                    (cat == "operator-forward" and c.mp == 1):
+                continue
+            if phase == "recompute" and not on:  # a recomputed copy's collectives run again with it
+                continue
+            out[cat] = out.get(cat, 0) + v * k
+    src = _source(b, s, c.pp)[0]
+    base_pipe = sum(v for row in src.layer_comm.values() for (x, _), v in row.items() if x == "pipeline")
+    ends = _ends
+    if c.pp > 1 and base_pipe and ends(src.stage, b.pp):
+        out["pipeline"] = base_pipe / ends(src.stage, b.pp) * ends(s, c.pp) * k
+    traffic = sum(n for (kind, *_), n in slices.items() if kind == "traffic")
+    anew = sum(n for (kind, *_), n in slices.items() if kind == "sharded anew")
+    if traffic or (anew and src.gather is not None):
+        out["optimizer-parallel"] = traffic + anew * (src.gather or 0.0)
+    reduced = sum(n for (kind, *_), n in slices.items() if kind == "reduced")
+    if reduced and src.reduce is not None:
+        out["gradient-aggregation"] = reduced * src.reduce
+    sizes = {"operator-forward": [c.mp], "pipeline": [2],
+             "gradient-aggregation": sorted({slices[k] for k in slices if k[0] == "copies"}),
+             "optimizer-parallel": sorted({slices[k] for k in slices if k[0] == "shard"})}
+    return {k: round(v) for k, v in sorted(out.items()) if v}, {k: v for k, v in sizes.items() if k in out}
+
+
+def _seconds(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], sw: float) -> float:
+    layers, rc = which
+    merged, extra = _rows(b, s, c.pp, "layer_seconds")
+    fl, _ = _rows(b, s, c.pp, "layer_flops")
+    k = sw * c.micro / b.micro
+    total = 0.0
+    for x, on in zip(layers, rc):
+        sec = _scale_layers(merged, [x])[0] if merged else 0.0
+        f = _scale_layers(fl, [x])[0] if fl else {}
+        if b.recompute and not on and f:
+            work = sum(v for ph, v in f.items() if ph != "optimizer")
+            sec *= 1 - f.get("recompute", 0) / work if work else 1
+        total += sec * k
+    return total + sum(extra) * k

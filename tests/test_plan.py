@@ -1,0 +1,240 @@
+"""`irtool plan` (issue 39): configurations predicted from the dry-run Llama dp2 x mp2 x pp2, held against the
+other dry-run compiles of the same network (their make.py sizes and their dry run's own peaks)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from irtool.cli import main
+from irtool.parallel import plan as P
+from irtool.parallel.hardware import load_profile
+from irtool.plan import read_basis
+from irtool.selection import Selection
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures/mindir"
+BASE = FIX / "dryrun_llama_dp2mp2pp2"
+# make.py's model: hidden 512, 8 heads of 64 (4 kv heads), FFN 1408, vocabulary 4096, 4 layers, float32 parameters
+H, KV, F, V = 512, 4 * 64, 1408, 4096
+LAYER_SPLIT = H * H * 2 + KV * H * 2 + 3 * F * H  # wq, wo, wk, wv, w1, w2, w3: split by mp
+NORMS = 2 * H  # attention_norm, ffn_norm: whole on every rank
+
+
+@pytest.fixture(scope="module")
+def basis() -> P.Basis:
+    return read_basis(Selection.of(str(BASE)), load_profile(None))
+
+
+def _dry(folder: str, rank: int) -> int:
+    return json.loads((FIX / folder / "dryrun.json").read_text())[str(rank)]["memory_block_csv_max_actual_used_B"]
+
+
+def test_dp1mp4_parameters_exact(basis: P.Basis) -> None:
+    """dp1 x mp4: nothing to shard the optimizer over; every split weight a quarter, by hand from make.py's sizes."""
+    p = P.plan(basis, [P.Candidate(1, 4, 2, 4, True, True, 4)])[0]
+    assert not p.refused
+    stage0 = (V * H + 2 * LAYER_SPLIT) // 4 + 2 * NORMS  # embedding + layers 0-1
+    f = p.stages[0].figures
+    assert f["weight"].value == stage0 * 4 == 8_003_584
+    assert f["accumulation"].value == stage0 * 4
+    assert f["optimizer-state"].value == 2 * stage0 * 4  # AdamW's two moments, shaped as the weight
+    assert f["weight"].how.startswith("re-derived")
+
+
+def test_base_parameters_exact(basis: P.Basis) -> None:
+    """dp2 x mp2 with optimizer sharding over dp: the split weights halved again; the norms (2 KB, under the 64 KB
+    threshold) and the accumulation buffers (the mp slice) are not sharded."""
+    p = P.plan(basis, [P.current(basis)])[0]
+    assert p.current
+    split = (V * H + 2 * LAYER_SPLIT) // 2
+    f = p.stages[0].figures
+    assert f["weight"].value == (split // 2 + 2 * NORMS) * 4
+    assert f["accumulation"].value == (split + 2 * NORMS) * 4
+
+
+def test_pp4_with_8_layers_parameters_exact(basis: P.Basis) -> None:
+    """dp1 x mp2 x pp4 with 8 layers (mindformers_llama_pp4's configuration), from the 4-layer pp2 compile: two
+    layers a stage, the embedding on the first, the final norm and the head on the last; no optimizer shard at dp 1."""
+    p = P.plan(basis, [P.Candidate(1, 2, 4, 8, True, True, 8, num_layers=8)])[0]
+    assert not p.refused and [s.layers for s in p.stages] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    two = 2 * (LAYER_SPLIT // 2 + NORMS)
+    assert [s.figures["weight"].value for s in p.stages] == \
+        [(V * H // 2 + two) * 4, two * 4, two * 4, (two + H + V * H // 2) * 4] == \
+        [15_998_976, 11_804_672, 11_804_672, 16_001_024]
+    assert all(s.figures["accumulation"].value == s.figures["weight"].value for s in p.stages)
+
+
+def test_pipeline_traffic_per_boundary(basis: P.Basis) -> None:
+    """A middle stage of pp4 sends and receives at two boundaries: twice an end stage's pipeline bytes; each
+    boundary one (1, 512, 512) float16 activation per micro batch each way (8 micro batches)."""
+    p = P.plan(basis, [P.Candidate(1, 2, 4, 8, True, True, 8, num_layers=8)])[0]
+    pipe = [s.comm_by_category["pipeline"] for s in p.stages]
+    assert pipe == [2 * 8 * 524_288, 4 * 8 * 524_288, 4 * 8 * 524_288, 2 * 8 * 524_288]
+
+
+@pytest.mark.parametrize("folder,cand", [
+    ("dryrun_llama_dp2mp2pp2", P.Candidate(2, 2, 2, 4, True, True, 8)),
+    ("dryrun_llama_dp1mp4pp2", P.Candidate(1, 4, 2, 4, True, True, 4)),
+    ("dryrun_llama_micro8", P.Candidate(2, 2, 2, 8, True, True, 16)),
+    ("dryrun_llama_recompute_off", P.Candidate(2, 2, 2, 4, False, True, 8)),
+    ("dryrun_llama_pp4", P.Candidate(1, 2, 4, 4, True, True, 4)),
+    ("dryrun_llama_dp4mp1pp2", P.Candidate(4, 1, 2, 4, True, True, 16)),
+    ("dryrun_llama_dp2mp2pp2_l8", P.Candidate(2, 2, 2, 4, True, True, 8, num_layers=8)),
+    ("dryrun_llama_opt_shard_off", P.Candidate(2, 2, 2, 4, True, False, 8))])
+def test_peak_within_5_percent_of_the_dry_run(basis: P.Basis, folder: str, cand: P.Candidate) -> None:
+    p = P.plan(basis, [cand])[0]
+    ranks = sorted(int(r) for r in json.loads((FIX / folder / "dryrun.json").read_text()))
+    for stage, rank in enumerate(ranks):
+        ours, theirs = p.stages[stage].figures["peak_bytes"].value, _dry(folder, rank)
+        assert abs(ours / theirs - 1) <= 0.05, (folder, rank, ours, theirs)
+
+
+def test_peak_order_as_the_dry_run(basis: P.Basis) -> None:
+    """Ordered by the fullest rank's peak: dp1mp4 (56M) < dp2mp2 (69M) ~ micro8 (69M) < recompute off (107M)."""
+    off = P.plan(basis, [P.Candidate(2, 2, 2, 4, False, True, 8)])[0].peak_bytes
+    now = P.plan(basis, [P.current(basis)])[0].peak_bytes
+    mp4 = P.plan(basis, [P.Candidate(1, 4, 2, 4, True, True, 4)])[0].peak_bytes
+    assert mp4 < now < off
+
+
+def test_recompute_off_drops_recomputed_collectives(basis: P.Basis) -> None:
+    """mp_comm_recompute: a recomputed copy runs a tensor-parallel AllReduce again; without recompute it does not.
+    The two compiles' rank 0 differ by one AllReduce of (1, 512, 512) float16 (524,288 B) per layer and micro batch:
+    the recompute-off validate has 8 fewer runs of it (2 layers x 4 micro batches)."""
+    on = P.plan(basis, [P.current(basis)])[0].stages[0].comm_by_category["operator-forward"]
+    off = P.plan(basis, [P.Candidate(2, 2, 2, 4, False, True, 8)])[0].stages[0].comm_by_category["operator-forward"]
+    assert on - off == 2 * 4 * 524_288
+
+
+def test_the_compiled_configuration_gives_back_the_compile(basis: P.Basis) -> None:
+    """Planned as compiled, every figure is the compile's own: its peak of live tensors (docs/cost.md §2.1, the walk
+    the other predictions scale) and its communication per step."""
+    from irtool.parallel.balance import stage_cost
+    from irtool.parallel.job import rank_job
+
+    p = P.plan(basis, [P.current(basis)])[0]
+    # one step, one answer: the plan's step and bubble of the compiled configuration are summarize's played ones
+    from irtool.parallel.timing import simulate
+
+    played = simulate([s.timing for s in basis.stages])
+    assert p.step_seconds == pytest.approx(played.seconds, rel=1e-9)
+    assert p.bubble == pytest.approx(played.bubble, rel=1e-9)
+    sel = Selection.of(str(BASE))
+    for stage, rank in ((0, 0), (1, 4)):
+        got = sel.read(rank)
+        cost = stage_cost(got.facts, rank_job(got.facts, rank, got.file))
+        assert p.stages[stage].figures["peak_bytes"].value == cost.lifetimes.peak_bytes
+        assert p.stages[stage].figures["comm_bytes"].value == cost.comm.total
+
+
+def test_a_layout_it_does_not_plan_is_refused_in_one_line() -> None:
+    """An interleaved pipeline (2 chunks a stage): its chunks' layout is not re-derived, so no plan is made."""
+    r = CliRunner().invoke(main, ["plan", str(FIX / "pipeline_interleaved_4stage_8p")])
+    assert r.exit_code == 2 and "cannot plan: model chunks per stage 2" in r.output
+
+
+def test_refusals(basis: P.Basis) -> None:
+    why = {c: P.refusals(basis, c, 8) for c in (
+        P.Candidate(2, 2, 2, 4, True, True, 8, offset=None),
+        P.Candidate(1, 1, 8, 8, True, False, 8),
+        P.Candidate(2, 2, 2, 1, True, True, 8),
+        P.Candidate(1, 3, 2, 4, True, False, 4),
+        P.Candidate(2, 2, 2, 4, True, True, 12))}
+    texts = list(why.values())
+    assert texts[0] == []
+    assert "4 layers, fewer than 8 stages" in texts[1]
+    assert "1 micro batches, fewer than 2 stages" in texts[2]
+    assert any("attention heads 8 not divisible by mp 3" in w for w in texts[3])
+    assert any("FFN size 1408 not divisible by mp 3" in w for w in texts[3])
+    assert any("not the 8 devices" in w for w in texts[3])
+    assert any("global batch 12 not divisible" in w for w in texts[4])
+
+
+def test_cli_json_fields() -> None:
+    r = CliRunner().invoke(main, ["plan", str(BASE), "--format", "json", "--device-memory", "80MiB"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["schema"] == "irtool.plan/1"
+    cur = [c for c in doc["candidates"] if c["current"]]
+    assert len(cur) == 1 and (cur[0]["dp"], cur[0]["mp"], cur[0]["pp"], cur[0]["micro_batches"]) == (2, 2, 2, 4)
+    st = cur[0]["stages"][0]
+    for k in ("stage", "weight", "optimizer-state", "accumulation", "peak_bytes", "activations_bytes",
+              "activations_per_micro_bytes", "micro_batches_in_flight", "flops", "compute_flops", "comm_bytes"):
+        assert k in st
+    assert set(st["bytes_by_role"]) == {"weight", "optimizer-state", "accumulation", "hyperparameter", "unused",
+                                        "other"} and st["bytes_by_role"]["weight"] == st["weight"]
+    assert "pipeline_stage: 2" in cur[0]["mindformers_yaml"] and "offset: [0, 0]" in cur[0]["mindformers_yaml"]
+    fit = [c for c in doc["candidates"] if not c["refused"] and c["fits"]]
+    assert [c["step_seconds"] for c in fit] == sorted(c["step_seconds"] for c in fit)
+    assert all(c["refused"] for c in doc["candidates"][len([c for c in doc["candidates"] if not c["refused"]]):])
+
+
+def test_cli_text_and_bad_input(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["plan", str(BASE)])
+    assert r.exit_code == 0 and "Candidates, fastest first" in r.output and "parallel_config:" in r.output
+    r = CliRunner().invoke(main, ["plan", str(BASE), "--hardware", "h100"])  # its 80 GB: every candidate fits
+    assert r.exit_code == 0 and "Candidates that fit, fastest first" in r.output
+    assert r.output.startswith("Fastest that fits: ")  # the answer first
+    r = CliRunner().invoke(main, ["plan", str(BASE), "--device-memory", "1MiB"])
+    assert r.exit_code == 0 and r.output.startswith("No candidate fits (the compiled configuration: ")
+    r = CliRunner().invoke(main, ["plan", str(tmp_path)])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["plan", str(BASE / "rank_0")])  # one stage of two: nothing to plan from
+    assert r.exit_code == 2 and "cannot plan" in r.output and "Traceback" not in r.output
+
+
+def test_an_uneven_pp4_compile_planned_as_compiled_gives_it_back() -> None:
+    """mindformers_llama_pp4_uneven (offset [1, 0, 0, -1]): its own configuration is the current one (offset and
+    recompute read from the job), each stage scaled from itself; peaks, communication and weights are the compile's
+    (the memory records' and the walk's figures of each stage, read here independently)."""
+    from irtool.parallel.balance import stage_cost
+    from irtool.parallel.job import rank_job
+
+    folder = FIX / "mindformers_llama_pp4_uneven"
+    b = read_basis(Selection.of(str(folder)), None)
+    now = P.plan(b, P.candidates(b))[0:]
+    cur = [p for p in now if p.current]
+    assert len(cur) == 1 and cur[0].offset == [1, 0, 0, -1]
+    sel = Selection.of(str(folder))
+    for rank in sel.files:
+        got = sel.read(rank)
+        cost = stage_cost(got.facts, rank_job(got.facts, rank, got.file))
+        st = cur[0].stages[got.stage]
+        assert st.figures["peak_bytes"].value == cost.lifetimes.peak_bytes
+        assert st.figures["comm_bytes"].value == cost.comm.total
+        assert st.figures["weight"].value == cost.memory.role_bytes("weight").total
+
+
+def test_recompute_per_stage(basis: P.Basis) -> None:
+    """MindFormers' list form: the first layer of each stage recomputed. Its layers are the same network's, so the
+    recompute work is half the full recompute's, the step between none and all, and the YAML says the list."""
+    from irtool.plan.report import mindformers_yaml
+
+    cands = [P.current(basis), P.Candidate(2, 2, 2, 4, True, True, 8, recompute_counts=(1, 1)),
+             P.Candidate(2, 2, 2, 4, False, True, 8)]
+    full, half, none = (P.plan(basis, [c])[0] for c in cands)
+    for s in range(2):
+        assert half.stages[s].flops["recompute"] * 2 == pytest.approx(full.stages[s].flops["recompute"], rel=0.01)
+        assert "recompute" not in none.stages[s].flops
+        assert none.stages[s].figures["peak_bytes"].value > half.stages[s].figures["peak_bytes"].value \
+            > full.stages[s].figures["peak_bytes"].value
+    assert none.step_seconds < half.step_seconds < full.step_seconds
+    assert "  recompute: [1, 1]" in mindformers_yaml(half, 4)
+
+
+def test_a_rank_that_cannot_be_read_is_said_beside_the_plan(tmp_path: Path) -> None:
+    """A folder whose rank_5 is cut short (rank 4's validate, truncated): the plan is made from ranks 0 and 4, the
+    cut rank's located error is said, exit 2 (as every folder command, issue 18)."""
+    import lzma
+    import shutil
+
+    for r in (0, 4):
+        shutil.copytree(BASE / f"rank_{r}", tmp_path / f"rank_{r}")
+    (tmp_path / "rank_5").mkdir()
+    text = lzma.open(BASE / "rank_4" / "19_validate_0089.ir.xz", "rt").read()
+    (tmp_path / "rank_5" / "19_validate_0089.ir").write_text(text[:200_000])
+    r = CliRunner().invoke(main, ["plan", str(tmp_path), "--hardware", "none"])
+    assert r.exit_code == 2
+    assert "Smallest peak" in r.output and "rank_5/19_validate_0089.ir:" in r.output and "expected '}'" in r.output
