@@ -11,6 +11,7 @@ mindformers_llama_dp1mp4pp2 (dp2 x mp2 -> dp1 x mp4).
 from __future__ import annotations
 
 import json
+import lzma
 from functools import cache
 from pathlib import Path
 
@@ -545,6 +546,43 @@ def test_the_attention_heads_from_the_scores_batchmatmul() -> None:
     for folder, n in (("mindformers_llama_dp2mp2pp2", 8), ("mindformers_llama_dp2mp2pp2_h1024", 8),
                       ("gpt_small_dp2mp2pp2", 4), ("mindformers_llama_sp_fa_dp2mp2pp2", None)):
         assert job_of(Selection.of(str(F / folder))).heads.value == n, folder
+
+
+def test_the_key_value_heads_from_the_keys_repeat() -> None:
+    # dryrun_llama_dp2mp2pp2 rank 0 (make.py MFL_HEADS 8, MFL_KV_HEADS 4): the scores BatchMatMul line 1547 reads
+    # the key `(1, 4, 512, 64)` (line 1548); followed back: Reshape line 1544, `tile_kv` Tile line 1507 `(1, 1, 2, 1)`
+    # of `(1, 2, 1, 32768)`, Reshape line 1504 of the Cast line 1472 of the rotary Add line 1441 `(1, 2, 512, 64)`:
+    # 65,536 elements computed, 131,072 read, 8 x 65536 / 131072 = 4. dp1 x mp4: `(1, 1, 512, 64)` read as
+    # `(1, 2, 512, 64)`, 8 x 1/2 = 4 again (a quarter of the heads on the rank, the same ratio)
+    for folder in ("dryrun_llama_dp2mp2pp2", "dryrun_llama_dp1mp4pp2", "mindformers_llama_dp2mp2pp2_h1024",
+                   "mindformers_moe_dp2mp2pp2_ep2"):
+        job = job_of(Selection.of(str(F / folder)))
+        assert (job.heads.value, job.kv_heads.value) == (8, 4), folder
+    job = job_of(Selection.of(str(F / "dryrun_llama_dp2mp2pp2")))
+    assert "19_validate_0089.ir.xz:1547" in job.kv_heads.where and "Tile line 1507" in job.kv_heads.where
+    # gpt_small_dp2mp2pp2 rank 0 (GPT_HEADS 4, multi-head): the scores BatchMatMul line 584 reads `(2, 2, 64, 32)`
+    # (line 585) from the Transpose line 568 of the Reshape line 565 of the bias Add line 545 `(128, 64)`: 8,192
+    # elements both, nothing repeated, 4 x 8192 / 8192 = 4 key-value heads, as many as the heads
+    job = job_of(Selection.of(str(F / "gpt_small_dp2mp2pp2")))
+    assert (job.heads.value, job.kv_heads.value) == (4, 4) and "gpt_small_dp2mp2pp2/rank_0" in job.kv_heads.where
+    # flash attention's fused operator is not read for the heads: neither are the key-value heads (unknown, not 0)
+    assert not job_of(Selection.of(str(F / "mindformers_llama_sp_fa_dp2mp2pp2"))).kv_heads.known
+
+
+def test_the_key_value_heads_are_unknown_behind_a_collective(tmp_path: Path) -> None:
+    # the dry-run Llama's rank 0 with one edit: line 1544, the Reshape between `tile_kv` and the scores BatchMatMul
+    # (`PrimFunc_Reshape(%64, (I64(1), I64(4), I64(512), I64(64)))`), printed as an AllGather of %64 (shapes kept).
+    # What a collective gathers is not a repeat: unknown, not the 8 of a key that reached the scores unrepeated
+    src = F / "dryrun_llama_dp2mp2pp2" / "rank_0" / "19_validate_0089.ir.xz"
+    with lzma.open(src, "rt") as fh:
+        lines = fh.readlines()
+    assert lines[1543].startswith("  %65(CNode_18089) = PrimFunc_Reshape(%64, ")
+    lines[1543] = "  %65(CNode_18089) = AllGather(%64) {instance name: gather} primitive_attrs: {rank_size: I64(2)}\n"
+    edited = tmp_path / src.name
+    with lzma.open(edited, "wt") as fh:
+        fh.writelines(lines)
+    kv = job_of(Selection.of(str(edited))).kv_heads
+    assert not kv.known and "AllGather (line 1544)" in kv.where
 
 
 def test_sizes_before_the_parallel_pass_are_whole() -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .cost import ATTENTION, SEQUENCE_DIM, attention_layout
-from .model_dims import ModelDims, ffn_size, heads, model_dims
+from .model_dims import ModelDims, ffn_size, heads, kv_heads, model_dims
 from .params import layer_index
 from .records import CommNode, ParallelFacts, _as_dict
 
@@ -252,6 +252,7 @@ class Job:
     hidden_size: Evidence
     ffn_size: Evidence
     heads: Evidence  # attention heads
+    kv_heads: Evidence  # key-value heads (fewer than the heads: grouped-query attention)
     vocab_size: Evidence
     sequence_length: Evidence
     training: bool
@@ -448,14 +449,14 @@ class JobFold:
                    global_batch=self._batch(dp, micro), num_layers=self._layer_count(stages, absent),
                    hidden_size=self._dim("hidden"), vocab_size=self._dim("vocab"), sequence_length=self._dim("sequence"),
                    ffn_size=self._with_hidden(ffn_size, self.layer_weights),
-                   heads=self._with_hidden(heads, self.attention),
+                   heads=self._with_hidden(heads, self.attention), kv_heads=self._with_hidden(kv_heads, self.attention),
                    training=self.training, notes=notes, micro_seen=sorted(self.micro))
 
     def _dim(self, name: str) -> Evidence:
         return self.dims.get(name) or _unknown("no rank read")
 
     def _with_hidden(self, rule: Any, seen: tuple) -> Evidence:
-        """A size read beside the hidden size (`model_dims.ffn_size`, `model_dims.heads`)."""
+        """A size read beside the hidden size (`model_dims.ffn_size`, `model_dims.heads`, `model_dims.kv_heads`)."""
         hidden = self._dim("hidden")
         return Evidence(*rule(hidden.value, seen)) if hidden.known else _unknown("the hidden size unknown")
 
@@ -506,7 +507,7 @@ def job_of(ranks: Iterable[RankJob]) -> Job:
 # Fields whose change makes two compilations different parallel configurations of one network: the
 # diff then compares them as one logical graph (`irtool.parallel.logical`), not rank with rank.
 # The model's and the data's sizes: not the parallel layout, said before it (a FLOPs or weight ratio is theirs first).
-MODEL = ("global_batch", "num_layers", "hidden_size", "ffn_size", "heads", "vocab_size", "sequence_length")
+MODEL = ("global_batch", "num_layers", "hidden_size", "ffn_size", "heads", "kv_heads", "vocab_size", "sequence_length")
 STRUCTURAL = frozenset({*MODEL, "world_size", "dp", "mp", "pipeline_stages", "ep", "sp", "cp", "chunks",
                         "micro_batches", "stage_layers", "recompute_layers", "optimizer_shard"})
 # The compared fields, in the order they are said.

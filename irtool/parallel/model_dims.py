@@ -22,17 +22,28 @@ the job (`job.RankJob`, `job.JobFold`) reads them from here once.
   once (`attention`); the job takes the first whose heads x head size, restored whole, is its hidden size
   (Llama's query `(1, 4, 512, 64)` split `(2, 2, 1, 1)`: 8 heads of 64). Flash attention's fused operator is not
   read for it.
+- The key-value heads: that BatchMatMul's key (its second operand) followed back through the operators that only
+  reshape, convert or repeat a tensor (`_KEY_PATH`) to the first that computes it (the rotary Add, the projection's
+  MatMul or bias Add): a grouped-query attention repeats each key head for several query heads there (MindFormers'
+  `tile_kv` Tile `(1, 1, 2, 1)`), so the key-value heads are the heads x the elements where the key is computed /
+  the elements the BatchMatMul reads (Llama: `(1, 2, 512, 64)` tiled to `(1, 4, 512, 64)`: 8 x 1/2 = 4); nothing
+  repeated: as many as the heads (GPT). Unknown where a collective is on that path (what it gathers is not a repeat).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from ..ir import Dump, Node
 from .params import WEIGHT_VALUE, layer_index, param_name
+from .rules import COMM_OPS
 
 Seen = tuple[int | None, str]  # a value and where the dump shows it, or None and why it is unknown
 _GATHER = ("Gather", "GatherV2", "SparseGatherV2")
+# what the key passes through between where it is computed and the attention scores: same elements, or repeated
+_KEY_PATH = frozenset({"Reshape", "Transpose", "Cast", "ExpandDims", "Squeeze", "Tile", "BroadcastTo", "Load",
+                       "Depend", "Identity"})
 
 
 @dataclass(frozen=True)
@@ -46,8 +57,9 @@ class ModelDims:
     sequence: Seen
     # the lowest layer's 2-D MatMul weights, whole: (layer, name, shape, where)
     layer_weights: tuple[tuple[int, str, tuple[int, ...], str], ...] = ()
-    # the forward BatchMatMuls of 4-D operands, each (heads, head size) once, whole: (heads, head size, where)
-    attention: tuple[tuple[int, int, str], ...] = ()
+    # the forward BatchMatMuls of 4-D operands, each (heads, head size) once, whole: (heads, head size, where,
+    # the key-value heads its second operand shows)
+    attention: tuple[tuple[int, int, str, Seen], ...] = ()
 
 
 def model_dims(t: Any, dump: Dump, file: str, whole: bool = False) -> ModelDims:
@@ -124,8 +136,9 @@ def _layer_weights(t: Any, file: str, strategies: dict[Node, Any]) -> tuple[tupl
     return tuple(found[min(found)]) if found else ()
 
 
-def _attention(t: Any, file: str, strategies: dict[Node, Any]) -> tuple[tuple[int, int, str], ...]:
-    found: dict[tuple[int, int], str] = {}
+def _attention(t: Any, file: str, strategies: dict[Node, Any]) -> tuple[tuple[int, int, str, Seen], ...]:
+    found: dict[tuple[int, int], tuple[str, Seen]] = {}
+    by_key = t.get("by_key")
     for n in t.dump.nodes():
         if n.op != "BatchMatMul" or len(n.input_types) < 2 or t("phase", n) != "forward":
             continue
@@ -133,16 +146,58 @@ def _attention(t: Any, file: str, strategies: dict[Node, Any]) -> tuple[tuple[in
         full = _full(n.input_types[0].shape, split[0]) if split else None
         if full is not None and len(full) == 4 and (full[1], full[3]) not in found:
             found[(full[1], full[3])] = (f"{file}:{n.line} (BatchMatMul of {_dims(n.input_types[0].shape)} split "
-                                         f"{_dims(tuple(split[0]))})")
-    return tuple((n, d, where) for (n, d), where in found.items())
+                                         f"{_dims(tuple(split[0]))})", _key_heads(n, full[1], by_key[n.graph], file))
+    return tuple((n, d, where, kv) for (n, d), (where, kv) in found.items())
 
 
-def heads(hidden: int, attention: tuple[tuple[int, int, str], ...]) -> Seen:
-    """The heads of the first 4-D BatchMatMul (`attention`) whose heads x head size is `hidden`."""
-    for n, d, where in attention:
-        if n * d == hidden:
-            return n, f"{where}: {n} heads of {d}, {n} x {d} = the hidden size {hidden}"
-    return None, f"no 4-D BatchMatMul whose heads x head size is the hidden size {hidden}"
+def _key_heads(bmm: Node, heads: int, local: dict[str, Node], file: str) -> Seen:
+    """The key-value heads of a BatchMatMul of `heads` heads: its second operand followed back along `_KEY_PATH`,
+    the heads x the elements where the key is computed / the elements the BatchMatMul reads (this rank's slices:
+    the path's operators keep the split of the heads)."""
+    cur, i, tiles, src = bmm, 1, [], None
+    for _ in range(32):
+        ref = cur.inputs[i].ref if len(cur.inputs) > i else None
+        src = local.get(ref.name) if ref is not None and ref.kind == "node" else None
+        if src is None or src.op not in _KEY_PATH:
+            break
+        cur, i = src, 0
+        tiles += [src] if src.op in ("Tile", "BroadcastTo") else []
+    if src is None:  # a graph's parameter or a constant: where it is computed is not in this graph
+        return None, f"{file}:{bmm.line}: the key comes from outside its graph (line {cur.line})"
+    if src.op in COMM_OPS:
+        return None, f"{file}:{bmm.line}: the key reaches the BatchMatMul through a {src.op} (line {src.line})"
+    made, read = cur.input_types[i].shape if len(cur.input_types) > i else None, bmm.input_types[1].shape
+    m, r = _elements(made), _elements(read)
+    if not m or not r or (heads * m) % r or heads % (heads * m // r):
+        return None, f"{file}:{bmm.line}: the key's {_dims(made)} where it is computed against {_dims(read)} read"
+    kv = heads * m // r
+    how = f"repeated {r // m} times ({', '.join(f'{x.op} line {x.line}' for x in tiles)})" if kv != heads \
+        else "not repeated"
+    return kv, f"{file}:{bmm.line}: its key of {heads} heads {how} from {_dims(made)}: {kv} key-value heads"
+
+
+def _elements(shape: Any) -> int | None:
+    return math.prod(shape) if isinstance(shape, tuple) and all(isinstance(x, int) and x > 0 for x in shape) else None
+
+
+def _scores(hidden: int, attention: tuple[tuple[int, int, str, Seen], ...]) -> tuple[int, int, str, Seen] | None:
+    """The first 4-D BatchMatMul (`attention`) whose heads x head size is `hidden`: the attention scores."""
+    return next((a for a in attention if a[0] * a[1] == hidden), None)
+
+
+def heads(hidden: int, attention: tuple[tuple[int, int, str, Seen], ...]) -> Seen:
+    """The heads of the attention scores' BatchMatMul (`_scores`)."""
+    a = _scores(hidden, attention)
+    if a is None:
+        return None, f"no 4-D BatchMatMul whose heads x head size is the hidden size {hidden}"
+    n, d, where, _ = a
+    return n, f"{where}: {n} heads of {d}, {n} x {d} = the hidden size {hidden}"
+
+
+def kv_heads(hidden: int, attention: tuple[tuple[int, int, str, Seen], ...]) -> Seen:
+    """The key-value heads of the attention scores' BatchMatMul: its key's heads before any repeat (`_key_heads`)."""
+    a = _scores(hidden, attention)
+    return a[3] if a is not None else heads(hidden, attention)
 
 
 def ffn_size(hidden: int, weights: tuple[tuple[int, str, tuple[int, ...], str], ...]) -> Seen:

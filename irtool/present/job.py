@@ -65,6 +65,7 @@ def job_table(job: Job) -> Table:
                      ("optimizer sharding", job.optimizer_shard), ("gradient accumulation", job.gradient_accumulation),
                      ("global batch", job.global_batch), ("layers", job.num_layers), ("hidden size", job.hidden_size),
                      ("feed-forward size", job.ffn_size), ("attention heads", job.heads),
+                     ("key-value heads", job.kv_heads),
                      ("vocabulary", job.vocab_size), ("sequence length", job.sequence_length)):
         value = f"{' or '.join(map(str, job.micro_seen))}: ranks disagree" \
             if e is job.micro_batches and len(job.micro_seen) > 1 else _value(e)
@@ -82,7 +83,7 @@ def job_table(job: Job) -> Table:
 
 
 _LABELS = {"global_batch": "global batch", "num_layers": "layers", "hidden_size": "hidden size",
-           "ffn_size": "feed-forward size", "heads": "attention heads",
+           "ffn_size": "feed-forward size", "heads": "attention heads", "kv_heads": "key-value heads",
            "vocab_size": "vocabulary", "sequence_length": "sequence length", "world_size": "world size", "dp": "dp",
            "mp": "mp", "pipeline_stages": "pipeline stages", "ep": "ep",
            "sp": "sp", "chunks": "chunks per stage", "micro_batches": "micro batches",
