@@ -152,6 +152,21 @@ def test_refusals(basis: P.Basis) -> None:
     assert any("global batch 12 not divisible" in w for w in texts[4])
 
 
+def test_mp_must_divide_the_key_value_heads(basis: P.Basis) -> None:
+    """MindFormers refuses `n_kv_heads % mp`: the dry-run Llama's 4 key-value heads (the job's, tests/test_logical.py
+    works them out from the key's `tile_kv` repeat) take mp 1, 2 or 4, never 8 (its 8 heads, vocabulary 4096 and the
+    wk weight's 256 rows would)."""
+    assert basis.job.kv_heads.value == 4
+    mp8 = P.refusals(basis, P.Candidate(1, 8, 1, 1, True, False, 8), 8)
+    assert mp8 == ["key-value heads 4 not divisible by mp 8"]
+    assert P.refusals(basis, P.Candidate(2, 4, 1, 4, True, True, 8), 8) == []
+    r = CliRunner().invoke(main, ["plan", str(BASE), "--device-memory", "100MiB"])
+    assert r.exit_code == 0, r.output
+    first = r.output.splitlines()[0]
+    assert first.startswith("Fastest that fits: dp") and " mp8 " not in first and "mp8" not in first
+    assert "key-value heads 4 not divisible by mp 8" in r.output
+
+
 def test_cli_json_fields() -> None:
     r = CliRunner().invoke(main, ["plan", str(BASE), "--format", "json", "--device-memory", "80MiB"])
     assert r.exit_code == 0, r.output

@@ -358,7 +358,8 @@ def refusals(b: Basis, c: Candidate, devices: int) -> list[str]:
     job = b.job
     if c.dp * c.mp * c.pp != devices:
         why.append(f"dp x mp x pp = {c.dp * c.mp * c.pp}, not the {devices} devices")
-    for what, e in (("attention heads", job.heads), ("vocabulary", job.vocab_size), ("FFN size", job.ffn_size)):
+    for what, e in (("attention heads", job.heads), ("key-value heads", job.kv_heads), ("vocabulary", job.vocab_size),
+                    ("FFN size", job.ffn_size)):
         if e.known and e.value % c.mp:
             why.append(f"{what} {e.value} not divisible by mp {c.mp}")
     n = c.layers(b.layers)
