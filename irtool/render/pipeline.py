@@ -21,10 +21,12 @@ from .export import escape
 
 @dataclass
 class Column:
-    """One stage as drawn: the rank picked for it and its order (with its pipeline Send/Receive)."""
+    """One stage as drawn: the rank picked for it, its order, and the Send/Receive it pairs, in dump order (of the
+    file the order was read in: the kernel graph's pipeline Send/Receive, when read there)."""
 
     rank: int
     order: StageOrder
+    hops: list[CommNode]
 
 
 @dataclass
@@ -34,14 +36,18 @@ class Drawing:
 
 
 def folder_pipeline(picked: list[Loaded], path: str, lenient: bool = False) -> Drawing:
-    """The columns of the ranks picked one per stage (`Selection.per_stage`), by stage, and the pairs of
-    their Send/Receive (those of the file the order was read in)."""
+    """The columns of the ranks picked one per stage (`Selection.per_stage`), by stage, and their pairs."""
     ranks = [p for p in picked if p.facts.stage is not None and p.rank is not None]
     if len(ranks) < 2:
         raise SelectionError(f"{path}: --pipeline needs a folder of ranks on two or more pipeline stages "
                              f"(found {len(ranks)})")
-    columns = [Column(cast(int, p.rank), p.order(lenient)) for p in ranks]
-    return Drawing(columns, pair_ranks({col.rank: col.order.hops for col in columns}))
+    columns = [_column(p, p.order(lenient)) for p in ranks]
+    return Drawing(columns, pair_ranks({col.rank: col.hops for col in columns}))
+
+
+def _column(p: Loaded, order: StageOrder) -> Column:
+    hops = sorted(order.hops, key=lambda c: c.line) if order.kernel_graph else [c for c in p.facts.comm if c.direction]
+    return Column(cast(int, p.rank), order, hops)
 
 
 def column_title(col: Column) -> str:
