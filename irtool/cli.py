@@ -525,7 +525,7 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
             from .atomic import atomic_write
             from .render import pipeline as pipe_mod
 
-            drawing = pipe_mod.folder_pipeline(sel.per_stage(), input_path)
+            drawing = pipe_mod.folder_pipeline(sel.per_stage(), input_path, lenient)
             _notes(sel)
             text = pipe_mod.pipeline_dot(drawing, f"{input_path}: pipeline in execution order")
             atomic_write(out, export_mod.dot_bytes(text, fmt_used), protect=tuple(sel.files.values()))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TypeVar
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, DumpWarning, check, load, pass_name
 from .parallel import ParallelFacts, analyze
-from .parallel.order import StageOrder
+from .parallel.order import StageOrder, stage_order
 from .parallel.peer import rank_of
 from .parallel.rules import KERNEL_PASSES
 
@@ -182,6 +182,13 @@ def kernel_order(rank: RankFile, lenient: bool = False) -> StageOrder | None:
         return None
     order = analyze(kernel.load(lenient), rank.rank).table.get("order")
     return replace(order, kernel_graph=kernel.path)
+
+
+def rank_order(rank: RankFile, facts: ParallelFacts, lenient: bool = False) -> StageOrder:
+    """The one order of a rank's work every folder command shows (cost, summary, diff, the pipeline picture,
+    the view): its kernel graph's where the rank's folder holds one (`kernel_order`: the order the device runs,
+    naming the file in `kernel_graph`), else the `order` fact of its dump (`facts`)."""
+    return kernel_order(rank, lenient) or stage_order(facts.table)
 
 
 @dataclass

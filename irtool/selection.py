@@ -28,11 +28,12 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from .dumpdir import Progress, RankFile, Unreadable, iter_ranks, rank_facts, read_or_record, select_files
+from .dumpdir import Progress, RankFile, Unreadable, iter_ranks, rank_facts, rank_order, read_or_record, select_files
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, load
 from .parallel import ParallelFacts, analyze
 from .parallel.job import Job, JobFold, RankJob, rank_job
+from .parallel.order import StageOrder
 from .present import rank_list
 
 if TYPE_CHECKING:
@@ -119,6 +120,10 @@ class Loaded:
     @property
     def stage(self) -> int:
         return selected_stage(self.facts.stage)
+
+    def order(self, lenient: bool = False) -> StageOrder:
+        """The rank's order of work as every folder command shows it (`dumpdir.rank_order`)."""
+        return rank_order(RankFile(self.rank, self.file), self.facts, lenient)
 
 
 @dataclass

@@ -4,6 +4,7 @@ of the MindFormers Llama (dp 2 x mp 2 x pp 2, 4 micro batches, full recompute, l
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -195,3 +196,83 @@ def test_a_folder_with_kernel_graphs_reads_the_order_there() -> None:
     # a folder without kernel graphs reads the order in its own dumps
     r = CliRunner().invoke(main, ["summarize", fixture("pipeline_unequal_8p"), "--cost", "--format", "json"])
     assert all(s["schedule"]["kernel_graph"] is None for s in json.loads(r.stdout)["cost"]["stages"])
+
+
+# Each stage's pipeline Send/Receive as the kernel graph prints them (`grep -nE '= (Send|Receive)\('` of
+# rank_N/graph_build_0_0154.ir), its print order the device's launch order: rank 0 (stage 0) sends F0 (line 6767
+# `%457 = Send`), receives B0's gradient (6823 `%474(dx) = Receive`), sends F1 (6840), ...; rank 4 (stage 1)
+# receives F0 (261 `%32 = Receive`), sends B0's gradient (13979 `%859(send_out) = Send`), receives F1 (13990), ...
+# validate prints them at other lines (rank 0: 15176, 15211, ...): a box at these lines was read in the kernel graph.
+KERNEL_HOPS = {
+    0: [("Send", 6767), ("Receive", 6823), ("Send", 6840), ("Receive", 19378), ("Send", 19395), ("Receive", 31922),
+        ("Send", 31936), ("Receive", 41287)],
+    4: [("Receive", 261), ("Send", 13979), ("Receive", 13990), ("Send", 27703), ("Receive", 27714), ("Send", 41427),
+        ("Receive", 41438), ("Send", 55175)]}
+
+
+def test_render_pipeline_of_a_folder_draws_the_kernel_graphs_order(tmp_path) -> None:
+    # `render DIR --pipeline` at validate takes each stage's order where summarize --cost does (the kernel graph
+    # beside the dump), draws that graph's Send/Receive in it, each column naming the file, each Send linked to
+    # the Receive of the same micro batch and tag on the other stage
+    out = tmp_path / "p.dot"
+    r = CliRunner().invoke(main, ["render", fixture(DRY), "--pipeline", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    dot = out.read_text()
+    for rank, hops in KERNEL_HOPS.items():
+        kernel = f"order of the kernel graph {fixture(f'{DRY}/rank_{rank}/{KERNEL_PASSES[0]}.ir.xz')}"
+        assert kernel in dot
+        drawn = re.findall(rf'r{rank}_(\d+) \[label="\S+ (Send|Receive) .*tooltip="kernel_graph0/%\d+ line (\d+) ', dot)
+        assert [(op, int(line)) for _, op, line in drawn] == hops
+        chain = [f"r{rank}_{line}" for _, line in hops]  # top to bottom in that order
+        assert all(f"{a} -> {b} " in dot for a, b in zip(chain, chain[1:]))
+    # F0's activation: rank 0 line 6767 -> rank 4 line 261 (tag 0); B0's gradient: rank 4 13979 -> rank 0 6823
+    assert "r0_6767 -> r4_261 " in dot and "r4_13979 -> r0_6823 " in dot
+    assert "2 stages, 16 Send/Receive" in r.stderr
+
+
+def _rows(graph: dict, rank: int) -> list[dict[str, str]]:
+    return [{"label": n["label"], **{a["key"]: a["value"] for a in n["attrs"] if isinstance(a["value"], str)}}
+            for n in graph["nodes"] if n["namespace"].endswith(f" rank {rank}")]
+
+
+def test_the_view_draws_the_kernel_graphs_order() -> None:
+    # the viewer of the folder at validate: its boxes open validate's nodes, in the order of the kernel graph (the
+    # one `render --pipeline` and `summarize --cost` show), each saying where it is in that graph
+    from irtool.view.models import models_for
+
+    pipe, execution = models_for(fixture(DRY)).graphs[:2]
+    for rank, hops in KERNEL_HOPS.items():
+        kernel = fixture(f"{DRY}/rank_{rank}/{KERNEL_PASSES[0]}.ir.xz")
+        assert pipe["groupNodeAttributes"][f"stage {rank // 4} rank {rank}"]["order read in"] == f"the kernel graph {kernel}"
+        rows = _rows(pipe, rank)
+        assert [(x["operator"], x["kernel graph"]) for x in rows] == [(op, f"{kernel}:{line}") for op, line in hops]
+        assert all(x["file"].startswith(f"rank_{rank}/19_validate_0089.ir.xz:") for x in rows)
+    # the execution-order graph: units and Send/Receive in the kernel graph's print order. Rank 0 launches F1's
+    # forward (line 3536: `micro_inputs-CellList/1-_MicroBatch/StridedSlice`, then its embedding and layers) before
+    # the Send of F0 (6767), and B0 (its first kernel at 6870) after the Receive of its gradient (6823) and the Send
+    # of F1 (6840); validate's own order would draw Send F0 right after F0 (test_a_stage_sequence_...)
+    rows = _rows(execution, 0)
+    assert [(x["label"].split(" tag")[0], int(x["kernel graph"].rsplit(":", 1)[1])) for x in rows][:8] == [
+        ("F0", 108), ("F1", 3536), ("Send F0", 6767), ("Receive B0", 6823), ("Send F1", 6840), ("B0", 6870),
+        ("F2", 16099), ("Receive B1", 19378)]
+    for rank, hops in KERNEL_HOPS.items():
+        rows = _rows(execution, rank)
+        assert [(x["operator"], int(x["kernel graph"].rsplit(":", 1)[1])) for x in rows if "operator" in x] == hops
+        lines = [int(x["kernel graph"].rsplit(":", 1)[1]) for x in rows]
+        assert lines == sorted(lines) and len(rows) == 16
+
+
+def test_a_stage_sequence_in_a_kernel_graph_is_its_print_order() -> None:
+    # `StageOrder.sequence` (the execution-order graph's row): in a kernel graph the print order (rank 0's F1 forward
+    # from line 3536 before the Send of F0 at 6767); in validate, which prints nothing in launch order, each Send
+    # right after the unit it sends from, each Receive right before the unit that reads it: both hold the units'
+    # and the hops' own orders, and differ here
+    def seq(name: str) -> list[str]:
+        o = analyze(load(fixture(f"{DRY}/rank_0/{name}.ir.xz"))).table.get("order")
+        out = [x.label if hasattr(x, "label") else f"{x.op} {'B' if x.phase == 'backward' else 'F'}{x.micro}"
+               for x in o.sequence()]
+        assert [x for x in out if " " not in x] == o.work and len(out) == len(o.units) + len(o.hops)
+        return out
+
+    assert seq(KERNEL_PASSES[0])[:6] == ["F0", "F1", "Send F0", "Receive B0", "Send F1", "B0"]
+    assert seq("19_validate_0089")[:6] == ["F0", "Send F0", "F1", "Receive B0", "Send F1", "B0"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..dumpdir import RankFile, kernel_order
 from ..errors import InputError
 from ..parallel.balance import in_flight, stage_cost, stage_memory
 from ..parallel.job import job_of, rank_job
@@ -85,7 +84,7 @@ def _side(sel: Selection) -> dict[int, StageFigures]:
     job = job_of(jobs.values())  # the stage count and micro batches as these ranks tell them
     out = {}
     for p in picked:
-        sc = stage_cost(p.facts, jobs[p.stage], order=kernel_order(RankFile(p.rank, p.file)))
+        sc = stage_cost(p.facts, jobs[p.stage], order=p.order())
         sm = stage_memory(sc.memory, in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches))
         out[p.stage] = StageFigures(p.rank, dict(sc.cost.flops), sum(sc.cost.unknown.values()), sm.total.total,
                                     sm.total.unknown, {r: sc.memory.role_bytes(r).total for r in ROLES})

@@ -48,7 +48,8 @@ def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False, hardw
                order: StageOrder | None = None) -> StageCost:
     """The cost record of one analysed rank (`job`: what its dump shows of the job, `job.rank_job`); `keep_ops`
     keeps each operator's FLOPs (`cost.compute_cost`); `hardware` adds its times (`timing.stage_timing`); `order`:
-    the rank's order read from its kernel graph (`dumpdir.kernel_order`), else its own dump's `order` fact."""
+    the rank's order as a folder command shows it (`dumpdir.rank_order`: its kernel graph's where present), else
+    its own dump's `order` fact."""
     comm = Bytes()
     for c in facts.comm:
         comm += c.step_bytes

@@ -44,6 +44,12 @@ def hop_unit(c: CommNode, chunks: list[int]) -> UnitKey:
     return ("B" if c.phase == "backward" else "F", c.micro, c.segment if chunks else None)
 
 
+def hop_key(c: CommNode) -> tuple[Any, ...]:
+    """What names one pipeline Send/Receive in every pass of one compile: a kernel graph's record of it and the
+    front-end pass's node (`view` opens the front-end node of a Send/Receive ordered in the kernel graph)."""
+    return c.op, c.phase, c.micro, c.segment, c.sr_tag, c.peer_rank
+
+
 @dataclass(frozen=True)
 class Unit:
     """The forward (`F`) or backward (`B`, recompute included) of one micro batch on one chunk."""
@@ -81,6 +87,7 @@ class StageOrder:
     hops: list[CommNode] = field(default_factory=list)  # pipeline Send/Receive, placed by their unit
     why: str = ""  # the first two units the dependencies leave unordered, when not fixed
     kernel_graph: str = ""  # the kernel graph beside the dump it came from, when a folder read it there
+    launched: bool = False  # read in a kernel graph, which prints its kernels in the order the device launches them
 
     @property
     def work(self) -> list[str]:
@@ -123,6 +130,25 @@ class StageOrder:
             if sum(held.values()) > peak:
                 best, peak = dict(held), sum(held.values())
         return sorted(best.items())
+
+    def sequence(self) -> list[Unit | CommNode]:
+        """The units and the pipeline Send/Receive as one sequence. Read in a kernel graph (`launched`), as the
+        device launches them: by where each is printed (a unit where its first kernel is: on stage 0 of the
+        dry-run Llama the device launches F1's forward before the Send of F0). Else each in its own order: a hop
+        after every unit before its own unit, a Send after its own unit too (it sends what the unit made), a
+        Receive as late as that lets it (before the unit that reads it); the units no hop waits for at the end."""
+        if self.launched:
+            return sorted([*self.units, *self.hops], key=lambda x: x.line)
+        index = {u.key: i for i, u in enumerate(self.units)}
+        out: list[Unit | CommNode] = []
+        done = 0
+        for c in self.hops:
+            i = index.get(hop_unit(c, self.chunks))
+            if i is not None and done < i + (c.direction == "send"):
+                out += self.units[done:i + (c.direction == "send")]
+                done = i + (c.direction == "send")
+            out.append(c)
+        return out + self.units[done:]
 
     def as_dict(self) -> dict[str, Any]:
         by_chunk = self.in_flight_by_chunk
@@ -201,12 +227,13 @@ def build_order(t: NodeFacts) -> StageOrder:
     info = t.get("stage_info")
     found, chunks = _units(t)
     hop_nodes = {n: c for n, c in t.column("comm").items() if c.category == "pipeline" and c.direction}
+    launched = bool(t.get("kernel"))
     hops = _after_what_they_read(t, hop_nodes)
     units = {k: Unit(cast(Literal["F", "B"], k[0]), k[1], k[2], len(ns), min(n.line for n in ns)) for k, ns in found.items()}
     canonical = sorted(units, key=lambda k: (k[0] != "F", k[2] or 0, k[1]))
     if not units:
         return StageOrder(info.stage, [], False, "no forward or backward work carries a micro batch in this pass: "
-                          "no pipeline order", None, chunks, _place(hops, [], chunks), "")
+                          "no pipeline order", None, chunks, _place(hops, [], chunks), "", launched=launched)
     reach = _reach(t, found)
     index = {k: i for i, k in enumerate(found)}
     before = {k: {j for j in found if j != k and reach[k] >> index[j] & 1} for k in found}
@@ -225,9 +252,9 @@ def build_order(t: NodeFacts) -> StageOrder:
     placed = _place(hops, [] if why else [u.key for u in order], chunks)
     if why:
         return StageOrder(info.stage, order, False, f"this pass does not fix the order ({why})", None, chunks,
-                          placed, why)
+                          placed, why, launched=launched)
     schedule, warmup = classify([u.phase for u in order], chunks)
-    return StageOrder(info.stage, order, True, schedule, warmup, chunks, placed)
+    return StageOrder(info.stage, order, True, schedule, warmup, chunks, placed, launched=launched)
 
 
 def _after_what_they_read(t: NodeFacts, hops: dict[Node, CommNode]) -> list[tuple[CommNode, int]]:

@@ -1,14 +1,16 @@
 """`irtool render DIR --pipeline`: every stage's pipeline Send/Receive in execution order, side by
 side, each Send linked to the Receive that takes it (docs/cost.md §4). The order is analysis'
-(`parallel.order`), the pairs too (`parallel.pairs`, as `check` pairs them)."""
+(`parallel.order`), as every folder command reads it (`Loaded.order`: the kernel graph's where the rank's
+folder holds one, whose Send/Receive are then drawn), the pairs too (`parallel.pairs`, as `check` pairs them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import pydot
 
 from ..errors import SelectionError
-from ..parallel.order import StageOrder, stage_order
+from ..parallel.order import StageOrder
 from ..parallel.pairs import Pairs, pair_ranks
 from ..parallel.records import CommNode
 from ..present import cell
@@ -19,7 +21,8 @@ from .export import escape
 
 @dataclass
 class Column:
-    """One stage as drawn: the rank picked for it, its order, and its Send/Receive in dump order."""
+    """One stage as drawn: the rank picked for it, its order, and the Send/Receive it pairs, in dump order (of the
+    file the order was read in: the kernel graph's pipeline Send/Receive, when read there)."""
 
     rank: int
     order: StageOrder
@@ -32,14 +35,26 @@ class Drawing:
     pairs: Pairs[CommNode]
 
 
-def folder_pipeline(picked: list[Loaded], path: str) -> Drawing:
+def folder_pipeline(picked: list[Loaded], path: str, lenient: bool = False) -> Drawing:
     """The columns of the ranks picked one per stage (`Selection.per_stage`), by stage, and their pairs."""
-    columns = [Column(p.rank, stage_order(p.facts.table), [c for c in p.facts.comm if c.direction])
-               for p in picked if p.facts.stage is not None and p.rank is not None]
-    if len(columns) < 2:
+    ranks = [p for p in picked if p.facts.stage is not None and p.rank is not None]
+    if len(ranks) < 2:
         raise SelectionError(f"{path}: --pipeline needs a folder of ranks on two or more pipeline stages "
-                             f"(found {len(columns)})")
+                             f"(found {len(ranks)})")
+    columns = [_column(p, p.order(lenient)) for p in ranks]
     return Drawing(columns, pair_ranks({col.rank: col.hops for col in columns}))
+
+
+def _column(p: Loaded, order: StageOrder) -> Column:
+    hops = sorted(order.hops, key=lambda c: c.line) if order.kernel_graph else [c for c in p.facts.comm if c.direction]
+    return Column(cast(int, p.rank), order, hops)
+
+
+def column_title(col: Column) -> str:
+    """`stage 0 (rank 0)`, its schedule, and the kernel graph the order was read in (when it was)."""
+    s = col.order
+    where = f"\norder of the kernel graph {s.kernel_graph}" if s.kernel_graph else ""
+    return f"stage {s.stage} (rank {col.rank})\n{s.schedule}{where}"
 
 
 def label(c: CommNode) -> str:
@@ -63,7 +78,7 @@ def pipeline_dot(d: Drawing, title: str) -> str:
     drawn: dict[int, str] = {}  # id(record) -> node id
     for col in d.columns:
         s = col.order
-        c = pydot.Cluster(f"stage{s.stage}", label=escape(f"stage {s.stage} (rank {col.rank})\n{s.schedule}"),
+        c = pydot.Cluster(f"stage{s.stage}", label=escape(column_title(col)),
                           fontsize="11", style="rounded")
         prev = None
         for e in s.hops:

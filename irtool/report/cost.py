@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..dumpdir import RankFile, kernel_order
+from ..dumpdir import RankFile, rank_order
 from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts, analyze
@@ -63,7 +63,8 @@ def measure_rank(rank: RankFile, lenient: bool = False, hardware: Profile | None
     """One rank's cost record, read again (a stage whose cost the summary's worker pass did not measure)."""
     dump = rank.load(lenient)
     facts = analyze(dump, rank.rank)
-    return stage_cost(facts, rank_job(facts, rank.rank, rank.path), hardware=hardware, order=kernel_order(rank, lenient))
+    return stage_cost(facts, rank_job(facts, rank.rank, rank.path), hardware=hardware,
+                      order=rank_order(rank, facts, lenient))
 
 
 @dataclass

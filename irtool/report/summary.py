@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..dumpdir import RankFile, kernel_order
+from ..dumpdir import RankFile, rank_order
 from ..ir import Dump, DumpWarning, SymbolEngine, check
 from ..parallel import ParallelFacts, analyze
 from ..parallel.balance import StageCost, stage_cost
@@ -201,7 +201,7 @@ def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep:
     d = RankDigest(rank.rank, rank.path, facts.stage, dump.counts, warnings, comm_totals(c), send_receive(c),
                    sorted(g), traffic(c, g), stage_matrix([facts]), hashlib.sha256(key.encode()).hexdigest(),
                    job, [P2P.of(x) for x in c if x.direction],
-                   stage_cost(facts, job, hardware=hardware, order=kernel_order(rank, lenient))
+                   stage_cost(facts, job, hardware=hardware, order=rank_order(rank, facts, lenient))
                    if cost and _first_of_stage(facts, rank.rank) else None)
     if keep:
         d.strategies, d.chains, d.shards, d.kept = facts.strategies, chains, shards, True

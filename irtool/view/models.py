@@ -8,6 +8,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Protocol
 
 import orjson
@@ -15,6 +16,7 @@ import orjson
 from ..errors import InputError
 from ..ir import Dump
 from ..parallel import ParallelFacts
+from ..parallel.order import StageOrder, stage_order
 from ..selection import Selection, selected_stage
 from .cost import COST_OVERLAYS, NodeCost, heat_node_data, node_cost
 from .graphs import (
@@ -143,6 +145,8 @@ class _Rank:
     shown: str | None = None  # the file's name in the panel (`rank_4/x.ir`; default its base name)
     _names: dict[str, str] | None = None
     _cost: NodeCost | None = None
+    order_of: Callable[[], StageOrder] | None = None  # a folder's rank: its order as every folder command shows it
+    _order: StageOrder | None = None
 
     def cost(self) -> NodeCost:
         """The cost records of the rank by node, made once (when a cost overlay is first asked for)."""
@@ -168,7 +172,14 @@ class _Rank:
             return gid, overview_id(gid) if subgraph in split else gid
 
         return StageRank(self.rank if self.rank is not None else 0, self.shown or os.path.basename(self.file),
-                         self.facts, ids, lambda subgraph: self.graph_id(subgraph)[len(self.prefix):])
+                         self.facts, ids, lambda subgraph: self.graph_id(subgraph)[len(self.prefix):],
+                         self.order())
+
+    def order(self) -> StageOrder:
+        """The rank's order (`order_of`, read once: a kernel graph beside the dump is parsed), else its dump's."""
+        if self._order is None:
+            self._order = self.order_of() if self.order_of else stage_order(self.facts.table)
+        return self._order
 
 
 def _overlays(ranks: list[_Rank], drawn: Callable[[], list[StageRank]] | None = None
@@ -260,7 +271,8 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
     and parts (`graphs.split_large`), and a file opens on the overview."""
     sel = sel if isinstance(sel, Selection) else Selection.of(sel)
     label = os.path.basename(os.path.normpath(sel.path))
-    picked = [_Rank(p.rank, p.file, p.dump, p.facts) for p in sel.per_stage()]
+    picked = [_Rank(p.rank, p.file, p.dump, p.facts, order_of=partial(p.order, sel.policy.lenient))
+              for p in sel.per_stage()]
     if sel.is_file:
         return _file_model(picked[0], label, part_size)
     # Model Explorer sorts the graph selector by name: stages numbered to one width (`stage 02` before `stage 10`)

@@ -21,7 +21,7 @@ from typing import Any, Callable, NamedTuple
 
 from ..dumpdir import Unreadable
 from ..parallel import CommNode, ParallelFacts
-from ..parallel.order import StageOrder, Unit, UnitKey, hop_unit, stage_order, unit_label, unit_nodes
+from ..parallel.order import StageOrder, Unit, UnitKey, hop_key, hop_unit, stage_order, unit_label, unit_nodes
 from ..parallel.pairs import pair_ranks
 from ..present import DASH, cell, rank_list, shape_text
 from ..present.cost import in_flight_words
@@ -39,6 +39,7 @@ class StageRank(NamedTuple):
     # subgraph -> (its graph's id before a split, the graph that opens: the overview of a split graph)
     graph_ids: Callable[[str], tuple[str, str]]
     name: Callable[[str], str]  # subgraph -> its name in the viewer (`TrainStep`)
+    order: StageOrder  # its order as every folder command shows it (`Loaded.order`: the kernel graph's if any)
 
     def box_id(self, c: CommNode) -> str:
         """A Send/Receive's box: `rank0/TrainStep/%12`."""
@@ -140,20 +141,39 @@ def _bounded(nodes: list[dict[str, Any]], micro: dict[str, int | None]) -> None:
             n["namespace"] = f"{n['namespace']}/micro {cell(micro[n['id']])}"
 
 
-def _hops(o: StageOrder, facts: ParallelFacts) -> tuple[list[CommNode], dict[str, int]]:
-    """A rank's Send/Receive in execution order (dump order where the pass does not fix it), and each
-    one's place in that order (none where it is not fixed)."""
-    placed = {c.node: i for i, c in enumerate(o.hops, 1)} if o.fixed else {}
+def _matched(o: StageOrder, facts: ParallelFacts) -> dict[str, CommNode]:
+    """The order's record of each of the dump's Send/Receive (node -> record): the node itself when the order
+    is the dump's own; when it was read in the kernel graph, that graph's record of the same hop (`hop_key`)."""
+    if not o.kernel_graph:
+        return {c.node: c for c in o.hops}
+    theirs: dict[tuple[Any, ...], list[CommNode]] = defaultdict(list)
+    for c in o.hops:
+        theirs[hop_key(c)].append(c)
+    return {c.node: theirs[hop_key(c)].pop(0) for c in sorted(facts.comm, key=lambda c: c.line)
+            if c.direction is not None and theirs.get(hop_key(c))}
+
+
+def _hops(o: StageOrder, facts: ParallelFacts) -> tuple[list[CommNode], dict[str, tuple[int, CommNode]]]:
+    """A rank's Send/Receive (its own dump's: the boxes open its nodes) in execution order (`o`'s, which may be
+    read in its kernel graph; dump order where the order is not fixed), and each placed one's place in that
+    order with the order's record of it (the kernel graph's node, when read there)."""
+    at = {id(c): i for i, c in enumerate(o.hops, 1)} if o.fixed else {}
+    placed = {node: (at[id(c)], c) for node, c in _matched(o, facts).items() if id(c) in at}
     hops = sorted((c for c in facts.comm if c.direction is not None),
-                  key=lambda c: (placed.get(c.node, len(placed) + 1), c.line))
+                  key=lambda c: (placed[c.node][0] if c.node in placed else len(at) + 1, c.line))
     return hops, placed
+
+
+def _order_text(o: StageOrder) -> str:
+    """Where a rank's order was read: `the kernel graph rank_0/graph_build_0_0154.ir.xz`, or its own dump."""
+    return f"the kernel graph {o.kernel_graph}" if o.kernel_graph else "this dump"
 
 
 def first_box(ranks: list[StageRank]) -> str | None:
     """The pipeline graph's first box: the first Send/Receive of the lowest stage's rank (the page opens
     with it selected, which draws the pairs)."""
     for r in _by_stage(ranks):
-        hops, _ = _hops(stage_order(r.facts.table), r.facts)
+        hops, _ = _hops(r.order, r.facts)
         if hops:
             return r.box_id(hops[0])
     return None
@@ -177,22 +197,23 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
     micro: dict[str, int | None] = {}
     columns: dict[str, list[str]] = {}
     for r in _by_stage(ranks):
-        o = stage_order(r.facts.table)
+        o = r.order
         hops, placed = _hops(o, r.facts)
         groups[r.group] = {"rank": str(r.rank), "stage": cell(r.facts.stage), "file": r.file, "schedule": o.schedule,
-                           "Send/Receive": str(len(hops))}
+                           "order read in": _order_text(o), "Send/Receive": str(len(hops))}
         for c in hops:
             key = hop_unit(c, o.chunks)
             if c.peer_rank is not None and c.peer_rank not in in_folder:
                 outside.add(c.peer_rank)
-            place = placed.get(c.node)
+            place, theirs = placed.get(c.node, (None, c))
             chunk = "" if c.segment is None else f" c{c.segment}"
             label = f"r{r.rank} #{cell(place)} {c.op} m{cell(c.micro)}{chunk} tag {_tag(c)} " \
                     f"{'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)} {key[0]}"
-            order = f"{place} of {len(placed)} on rank {r.rank}" if place else "not fixed by this pass"
+            order = f"{place} of {len(o.hops)} on rank {r.rank}" if place else "not fixed by this pass"
+            kernel = [_kv("kernel graph", f"{o.kernel_graph}:{theirs.line}")] if place and o.kernel_graph else []
             box = _hop_box(r, c, key, label, [
                 _kv("operator", c.op), _kv("rank", r.rank), _kv("stage", cell(r.facts.stage)),
-                _kv("execution order", order), _kv("unit", unit_label(key)), _kv("tag", _tag(c)),
+                _kv("execution order", order), *kernel, _kv("unit", unit_label(key)), _kv("tag", _tag(c)),
                 _kv("peer", _peer_text(c, shown, in_folder, unreadable))])
             micro[box["id"]] = c.micro
             nodes.append(box)
@@ -216,12 +237,13 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
 
 def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[str, Any]:
     """MindInsight's execution overview: a row per drawn rank (one per stage), in stage order, of its
-    units of work left to right in execution order (`parallel.order`: the forward `F0` or backward
-    `B0.c1` of a micro batch on a chunk), each between the Receive it waits for and the Send that
-    follows it; units coloured forward, backward and backward that recomputes forward work, each
-    saying the layers its operators read (rows `layer-3`: search `layer-3:` to light them up in every
-    row; Model Explorer's search reads a space as two words) and opening its first operator in the stage
-    graph; the Send/Receive as in the pipeline graph."""
+    units of work left to right in execution order (`parallel.order`, as every folder command reads it: the
+    kernel graph's where the rank's folder holds one; the forward `F0` or backward `B0.c1` of a micro batch
+    on a chunk), with its Send/Receive in their order (`StageOrder.sequence`: a Receive before the unit that
+    reads it, a Send after the unit that makes it); units coloured forward, backward and backward that
+    recomputes forward work, each saying the layers its operators read (rows `layer-3`: search `layer-3:` to
+    light them up in every row; Model Explorer's search reads a space as two words) and opening its first
+    operator in the stage graph; the Send/Receive as in the pipeline graph."""
     nodes: list[dict[str, Any]] = []
     groups: dict[str, dict[str, str]] = {}
     micro: dict[str, int | None] = {}
@@ -229,24 +251,35 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[st
     units = 0
     for r in _by_stage(ranks):
         t = r.facts.table
-        o = stage_order(t)
+        o = r.order
         held = unit_nodes(t)
+        own = {u.key: u for u in stage_order(t).units}  # the boxes are this dump's units, in `o`'s order
         groups[r.group] = {"rank": str(r.rank), "stage": cell(r.facts.stage), "file": r.file, "schedule": o.schedule,
-                           "order": "fixed by the dependencies" if o.fixed else f"not fixed: {o.why or o.schedule}",
+                           "order": ("fixed by the dependencies" if o.fixed else f"not fixed: {o.why or o.schedule}")
+                           + f", read in {_order_text(o)}",
                            "units": str(len(o.units)),
                            "micro batches in flight": in_flight_words(o.in_flight, o.in_flight_by_chunk or ())}
-        hops: dict[UnitKey, list[CommNode]] = defaultdict(list)
-        for c in o.hops:
-            hops[hop_unit(c, o.chunks)].append(c)
+        mine = {c.node: c for c in r.facts.comm}
+        back = {id(theirs): mine[node] for node, theirs in _matched(o, r.facts).items()}
         row: list[dict[str, Any]] = []
         units += len(o.units)
-        for u in o.units:
-            key = u.key
-            mine = hops.pop(key, [])
-            row += [_exec_hop(r, c, key) for c in mine if c.direction == "receive"]
-            row.append(_unit_box(r, u, held.get(key, [])))
-            row += [_exec_hop(r, c, key) for c in mine if c.direction != "receive"]
-        row += [_exec_hop(r, c, hop_unit(c, o.chunks)) for cs in hops.values() for c in cs]  # of no unit ordered
+        lost = 0
+        for step in o.sequence():
+            if isinstance(step, Unit):
+                row.append(_unit_box(r, own.get(step.key, step), held.get(step.key, [])))
+            elif id(step) in back:
+                c = back.pop(id(step))
+                row.append(_exec_hop(r, c, hop_unit(c, o.chunks)))
+            else:  # a Send/Receive of the kernel graph this dump has none of: said, not drawn
+                lost += 1
+                continue
+            if o.kernel_graph:  # where the order was read
+                row[-1]["attrs"].append(_kv("kernel graph", f"{o.kernel_graph}:{step.line}"))
+        drawn = {n["id"] for n in row}
+        row += [_exec_hop(r, c, hop_unit(c, o.chunks)) for c in sorted(mine.values(), key=lambda c: c.line)
+                if c.category == "pipeline" and c.direction and r.box_id(c) not in drawn]  # of no place in the order
+        if lost:
+            groups[r.group]["not in this dump"] = f"{lost} Send/Receive of {_order_text(o)}"
         for n in row:
             micro[n["id"]] = n.pop("micro batch")
         nodes += row
@@ -298,7 +331,7 @@ def unit_values(r: StageRank, values: dict[str, int]) -> dict[str, int]:
     operators has one (a lazy-inline stage's units are calls: their cost is their callees')."""
     held = unit_nodes(r.facts.table)
     out = {}
-    for u in stage_order(r.facts.table).units:
+    for u in r.order.units:
         known = [values[n.uid] for n in held.get(u.key, []) if n.uid in values]
         if known:
             out[r.unit_id(u)] = sum(known)
