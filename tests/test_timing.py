@@ -560,3 +560,6 @@ def test_without_a_device_memory_recompute_is_not_weighed() -> None:
     assert a["recompute"] == [] and a["recompute_not_weighed"].startswith("no device memory to fit")
     a = _advice(LLAMA, "--hardware", "none", "--device-memory", "1GiB")
     assert a["recompute"] == [] and a["recompute_not_weighed"].startswith("not timed")
+    # an interleaved job gets no advised split (a split per chunk is not searched): nor a recompute change
+    a = _advice("mindformers_llama_pp4_interleaved", "--device-memory", "1GiB")
+    assert a["advised"] is None and a["recompute"] == [] and a["recompute_not_weighed"] == "no advised split"

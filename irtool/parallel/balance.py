@@ -271,7 +271,7 @@ class Advice:
     recomputed: list[int]  # layers recomputed now (they keep their recompute where they go)
     recompute: list[RecomputeChange] = field(default_factory=list)  # per stage of the advised split
     recompute_step: float | None = None  # the advised split's step with those changes
-    recompute_not: str | None = None  # why recompute was not weighed
+    recompute_not: str | None = "no advised split"  # why recompute was not weighed (None: it was)
     device_memory: int | None = None  # the limit it was weighed against
 
     @property

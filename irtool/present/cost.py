@@ -188,8 +188,8 @@ def _short(n: int | None) -> str:
 
 
 def _recompute(a: Advice, e: SplitEstimate) -> tuple[str, str | None]:
-    """`recompute_config.recompute` for the split (each layer keeps its recompute), and a comment when
-    MindFormers' form (the first N layers of each stage) is not the set recomputed now."""
+    """`recompute_config.recompute` for the split (each layer keeps its recompute, but for the advised changes), and
+    a comment when MindFormers' form (the first N layers of each stage) is not the set recomputed."""
     recomputed = a.recomputed_after
     if not recomputed:
         return "False", None
