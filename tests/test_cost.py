@@ -217,6 +217,21 @@ def test_recomputed_segments_keep_their_input() -> None:
     assert a.per_micro.total == 3 * 12416 + 2 * 4096 + 2 * 4096 + 6144
 
 
+def test_a_recomputed_layer_would_keep_what_its_copies_give_the_backward() -> None:
+    # the backward of layers 1 and 3 reads their recomputed copies' LayerNorm tuple (layer 1's at line 3722: (16, 64)
+    # + 2 x (16, 1) F32 = 4224 B) and ReLU (line 3731: (16, 128) F32 = 8192 B; layer 3's at lines 3450, 3459), micro
+    # batch 0's: what layers 0 and 2, not recomputed, keep of the same operators (test above) and what layers 1 and 3
+    # would keep were they not recomputed
+    a = compute_memory(analyze(load(str(SCEN / "rank_0/19_validate_0078.ir.xz"))).table).activations
+    assert {k: v.total for k, v in a.recomputed_by_layer.items()} == {1: 4224 + 8192, 3: 4224 + 8192}
+    # two compiles of one Llama: what the recompute-on compile's copies give the backward of layers 0 and 1 is what
+    # the recompute-off compile keeps of them, tensor for tensor
+    on, off = (compute_memory(analyze(load(str(FIXTURES / f / "rank_0/19_validate_0089.ir.xz"))).table, 4).activations
+               for f in ("dryrun_llama_dp2mp2pp2", "dryrun_llama_recompute_off"))
+    assert {i: on.recomputed_by_layer[i].total for i in (0, 1)} == {i: off.by_layer[i].total for i in (0, 1)}
+    assert off.recomputed_by_layer == {}
+
+
 def test_balance_on_total_compute_with_forward_beside() -> None:
     costs, job = _stage_costs()
     b = balance(costs, job)

@@ -467,3 +467,99 @@ def test_orders_that_wait_on_each_other_are_said_never_played() -> None:
     step = simulate([s0, s1])
     assert step.cannot is not None and step.cannot.startswith("the orders and Send -> Receive pairs wait on each other")
     assert step.seconds == 0.0 and not step.boxes
+
+
+# --- recompute weighed beside the split (docs/cost.md §3, Recompute) ---------------------------------------
+
+LLAMA = "dryrun_llama_dp2mp2pp2"  # full recompute: stage 0 recomputes layers 0-1, stage 1 layers 2-3; 4 micro batches
+LLAMA_OFF = "dryrun_llama_recompute_off"  # the same job compiled with recompute off
+
+
+def _advice(folder: str, *args: str) -> dict:
+    code, out, err = _run("summarize", str(FIXTURES / folder), "--cost", "--format", "json", *args)
+    assert code == 0, err
+    return json.loads(out)["cost"]["advice"]
+
+
+def _dry_peak(folder: str, rank: int) -> int:
+    """MindSpore's own peak of the dry run (`memory_block.csv`'s largest actual_used_memory, in dryrun.json)."""
+    return json.loads((FIXTURES / folder / "dryrun.json").read_text())[str(rank)]["memory_block_csv_max_actual_used_B"]
+
+
+def test_a_stage_that_fits_stops_recomputing_and_the_step_shortens_by_its_recompute() -> None:
+    # 1 GiB: both stages fit with room for every layer's activations, so both stop recomputing all their layers
+    a = _advice(LLAMA, "--device-memory", "1GiB")
+    assert [(c["stage"], c["off"], c["on"]) for c in a["recompute"]] == [(0, [0, 1], []), (1, [2, 3], [])]
+    timings = _timings(LLAMA, (0, 4))
+    for c, t in zip(a["recompute"], timings):
+        # the recompute seconds saved are the timing model's, per unit: each backward unit's recompute, split by the
+        # layer of its operators (what is of no layer, the loss's, stays)
+        per_unit = sum(u.recompute for u in t.units.values())
+        mine = [t.layer_recompute[i] for i in c["off"]]
+        assert sum(mine) + t.layer_recompute.get(None, 0.0) == pytest.approx(per_unit)
+        assert c["seconds"] == pytest.approx(-sum(mine)) and sum(mine) > 0.9 * per_unit
+    # the step by hand: 1F1B over 2 stages and 4 micro batches, T = (t0 + t1 + 3 max(t)) per micro batch
+    t = [x.total().seconds + c["seconds"] for x, c in zip(timings, a["recompute"])]
+    assert a["recompute_step_seconds"] == pytest.approx((sum(t) + 3 * max(t)) / 4)
+    assert a["recompute_step_seconds"] < a["advised"]["step_seconds"]
+    # held against the compiler: the same job compiled with recompute off peaks (MindSpore's dry run) within 1 % of
+    # the peak estimated for it from the recompute-on compile (stage 0: 2 micro batches in flight, stage 1: 1)
+    for c, rank in zip(a["recompute"], (0, 4)):
+        assert c["peak_bytes_before"] == a["advised"]["memory_bytes"][c["stage"]]
+        assert c["peak_bytes_after"] == pytest.approx(_dry_peak(LLAMA_OFF, rank), rel=0.01)
+    assert "  recompute: False" in a["mindformers_yaml"]
+    code, text, _ = _run("summarize", str(FIXTURES / LLAMA), "--cost", "--device-memory", "1GiB")
+    shorter = 1 - a["recompute_step_seconds"] / a["advised"]["step_seconds"]
+    line = text.splitlines()[3]
+    assert "; recompute: stage 0 stops recomputing layers 0-1 (peak " in line
+    assert "stage 1 stops recomputing layers 2-3" in line
+    assert f"({shorter:.1%} shorter), each such stage fitting in 1.00 GiB" in line
+    assert "# recompute: stage 0 stops recomputing layers 0-1" in text
+
+
+def test_recompute_is_turned_off_only_as_far_as_the_memory_fits() -> None:
+    # 100 MiB: stage 1 (1 micro batch in flight) still fits without recompute; stage 0 holds 2 micro batches: both its
+    # layers off would need about the recompute-off compile's peak, 112,636,416 B (its dry run), over 100 MiB, so one
+    # layer stays recomputed (the first, as MindFormers' list form says it)
+    limit = 100 * 2**20
+    a = _advice(LLAMA, "--device-memory", "100MiB")
+    assert [(c["stage"], c["off"]) for c in a["recompute"]] == [(0, [1]), (1, [2, 3])]
+    assert _dry_peak(LLAMA_OFF, 0) > limit
+    assert all(c["peak_bytes_after"] * 1.03 <= limit for c in a["recompute"])  # with the peak's margin (3 %, validate)
+    assert "  recompute: [1, 0]" in a["mindformers_yaml"]
+
+
+def test_just_below_the_peak_recompute_stays() -> None:
+    # stage 0's peak less one byte: it does not fit already, recomputes every layer and cannot recompute more; stage 1
+    # fits, with no room for any layer's activations: no change, recompute stays on every layer
+    peak = _advice(LLAMA, "--device-memory", "1GiB")["recompute"][0]["peak_bytes_before"]
+    a = _advice(LLAMA, "--device-memory", str(peak - 1))
+    assert a["recompute"] == [] and a["recompute_step_seconds"] is None and a["recompute_not_weighed"] is None
+    assert "  recompute: True" in a["mindformers_yaml"]
+    code, text, _ = _run("summarize", str(FIXTURES / LLAMA), "--cost", "--device-memory", str(peak - 1))
+    assert "recompute:" not in text.splitlines()[3]
+
+
+def test_a_stage_that_does_not_fit_recomputes_until_it_fits() -> None:
+    # the recompute-off compile in 100 MiB: stage 0 (its dry run: 112,636,416 B) does not fit; recomputing layer 0
+    # drops its activations for both micro batches in flight, plus one micro batch of its recomputed copies while its
+    # backward runs: it fits, and the step grows by layer 0's forward, run once more in each backward
+    a = _advice(LLAMA_OFF, "--device-memory", "100MiB")
+    assert [(c["stage"], c["off"], c["on"]) for c in a["recompute"]] == [(0, [], [0])]
+    (c,) = a["recompute"]
+    assert c["peak_bytes_before"] > 100 * 2**20 >= c["peak_bytes_after"] * 1.03
+    t = _timings(LLAMA_OFF, (0, 4))[0]
+    assert c["seconds"] == pytest.approx(t.layer_forward[0]) and a["recompute_step_seconds"] > a["advised"]["step_seconds"]
+    # recomputing both layers is what the recompute-on compile does: its dry run peaks below the estimate for one
+    assert _dry_peak(LLAMA, 0) < c["peak_bytes_after"]
+    assert "  recompute: [1, 0]" in a["mindformers_yaml"]
+
+
+def test_without_a_device_memory_recompute_is_not_weighed() -> None:
+    a = _advice(LLAMA)  # the default profile sets no limit
+    assert a["recompute"] == [] and a["recompute_not_weighed"].startswith("no device memory to fit")
+    a = _advice(LLAMA, "--hardware", "none", "--device-memory", "1GiB")
+    assert a["recompute"] == [] and a["recompute_not_weighed"].startswith("not timed")
+    # an interleaved job gets no advised split (a split per chunk is not searched): nor a recompute change
+    a = _advice("mindformers_llama_pp4_interleaved", "--device-memory", "1GiB")
+    assert a["advised"] is None and a["recompute"] == [] and a["recompute_not_weighed"] == "no advised split"

@@ -202,6 +202,14 @@ class SplitModel:
     chunks: int = 1
     base_time: list[float] | None = None  # seconds per stage that no split moves (tail and exposed included)
     layer_time: dict[int, float] | None = None  # seconds per layer (`StageTiming.layer_time`: what moves with it)
+    # recompute (`weigh_recompute`): per layer its recompute's and its forward's seconds (`StageTiming`), the
+    # activations per micro batch it would keep were it not recomputed (`Activations.recomputed_by_layer`); per
+    # stage the recomputed copies live at its peak (`Lifetimes.by_role`) and the peak's margin
+    layer_recompute: dict[int, float] = field(default_factory=dict)
+    layer_forward: dict[int, float] = field(default_factory=dict)
+    recompute_act: dict[int, Bytes] = field(default_factory=dict)
+    recompute_live: list[int] = field(default_factory=list)
+    margin: list[float] = field(default_factory=list)
 
 
 def estimate(model: SplitModel, groups: list[list[int]], stage_of: list[int]) -> SplitEstimate:
@@ -262,6 +270,28 @@ class Advice:
     num_layers: int
     chunks: int  # model chunks per stage (interleaved) or fold segments; 1 without either
     recomputed: list[int]  # layers recomputed now (they keep their recompute where they go)
+    recompute: list[RecomputeChange] = field(default_factory=list)  # per stage of the advised split
+    recompute_step: float | None = None  # the advised split's step with those changes
+    recompute_not: str | None = "no advised split"  # why recompute was not weighed (None: it was)
+    device_memory: int | None = None  # the limit it was weighed against
+
+    @property
+    def recomputed_after(self) -> list[int]:
+        """The layers recomputed with the advised changes."""
+        off = {i for c in self.recompute for i in c.off}
+        return sorted({i for i in self.recomputed if i not in off} | {i for c in self.recompute for i in c.on})
+
+
+@dataclass(frozen=True)
+class RecomputeChange:
+    """Recompute turned off (`off`) or on (`on`) for layers of one stage of the advised split, and what it gives."""
+
+    stage: int
+    off: list[int]
+    on: list[int]
+    seconds: float  # the stage's seconds per step after minus before (negative: shorter)
+    before: int  # the stage's peak (the estimate of the advised split), bytes
+    after: int  # with the change
 
 
 @dataclass
@@ -401,8 +431,15 @@ def split_model(figures: list[StageFigures], micros: int | None, device_memory: 
     if all(x is not None for x in timed):  # rank by time (FLOPs beside it)
         layer_time = {i: x.layer_time(i) for f, x in zip(figures, timed) for i in f.layers}
         base_time = [x.total().seconds - sum(layer_time[i] for i in f.layers) for f, x in zip(figures, timed)]
-        model = replace(model, base_time=base_time, layer_time=layer_time)
-    return model
+        model = replace(model, base_time=base_time, layer_time=layer_time,
+                        layer_recompute={i: x.layer_recompute.get(i, 0.0) for f, x in zip(figures, timed) for i in f.layers},
+                        layer_forward={i: x.layer_forward.get(i, 0.0) for f, x in zip(figures, timed) for i in f.layers})
+    acts = [f.cost.memory.activations for f in figures]
+    return replace(model, recompute_act={i: a.recomputed_by_layer[i] for f, a in zip(figures, acts) if a is not None
+                                         for i in f.layers if i in a.recomputed_by_layer},
+                   recompute_live=[f.cost.lifetimes.by_role.get("recompute", 0)
+                                   if f.cost.lifetimes is not None and f.memory.peak is not None else 0 for f in figures],
+                   margin=[f.memory.margin for f in figures])
 
 
 def advise(figures: list[StageFigures], job: Job, device_memory: int | None) -> Advice:
@@ -457,7 +494,78 @@ def advise(figures: list[StageFigures], job: Job, device_memory: int | None) -> 
     if timed and advised.seconds and current.seconds and fits_first(current) == fits_first(advised) and \
             max(current.seconds) <= max(advised.seconds) * (1 + NOISE):
         advised = current  # a gain the estimate cannot tell from its own error is no advice
-    return Advice(current, even, advised, None, n_layers, chunks, recomputed)
+    out = Advice(current, even, advised, None, n_layers, chunks, recomputed, device_memory=device_memory)
+    out.recompute, out.recompute_step, out.recompute_not = weigh_recompute(model, advised, set(recomputed))
+    return out
+
+
+def weigh_recompute(model: SplitModel, e: SplitEstimate, recomputed: set[int]) \
+        -> tuple[list[RecomputeChange], float | None, str | None]:
+    """Per stage of split `e`, recompute turned off or on (docs/cost.md §3): a stage that fits and recomputes
+    layers stops recomputing them, most seconds per byte first, while its peak plus their kept activations
+    (per micro batch x in flight), less the recomputed copies live at its peak once none is left, still fits;
+    a stage that does not fit recomputes its other layers, most bytes per second first, until it fits (its
+    peak less their activations x in flight, plus one micro batch of the largest's recomputed copies), else
+    nothing. The changes, the step they give, or why recompute is not weighed."""
+    limit, m = model.device_memory, model.micro_batches
+    if limit is None:
+        return [], None, "no device memory to fit (--device-memory SIZE or a named --hardware)"
+    if e.seconds is None or m is None or not model.margin:
+        return [], None, "not timed (a hardware profile and the micro batches are needed)"
+    changes = []
+    for s in range(len(e.loads)):
+        mem = e.memory[s]
+        if mem.unknown or e.lower_bound[s]:
+            continue
+        mine = [i for g, k in zip(e.groups, e.stage_of) if k == s for i in g]
+        room = limit / (1 + model.margin[s])  # "fits" keeps the peak's margin of headroom
+        k = model.in_flight[s]
+        if mem.total <= room:
+            c = _recompute_off(model, s, [i for i in mine if i in recomputed], mem.total, room, k)
+        else:
+            c = _recompute_on(model, s, [i for i in mine if i not in recomputed], mem.total, room, k,
+                              any(i in recomputed for i in mine))
+        if c is not None:
+            changes.append(c)
+    if not changes:
+        return [], None, None
+    seconds = list(e.seconds)
+    for c in changes:
+        seconds[c.stage] += c.seconds
+    return changes, step_time([x / m for x in seconds], m, model.chunks), None
+
+
+def _recompute_off(model: SplitModel, s: int, layers: list[int], peak: int, room: float,
+                   k: int | float) -> RecomputeChange | None:
+    def after(off: list[int]) -> int:  # once no layer is recomputed, no recomputed copy is live at the peak
+        freed = model.recompute_live[s] if len(off) == len(layers) else 0
+        return peak + scaled(sum((model.recompute_act[j] for j in off), Bytes()), k).total - freed
+
+    known = [i for i in layers if i in model.recompute_act and not model.recompute_act[i].unknown]
+    known.sort(key=lambda i: -model.layer_recompute.get(i, 0.0) / max(1, model.recompute_act[i].total))
+    off: list[int] = []
+    for i in known:
+        if after(off + [i]) <= room:
+            off.append(i)
+    if not off:
+        return None
+    return RecomputeChange(s, sorted(off), [], -sum(model.layer_recompute.get(i, 0.0) for i in off), peak, after(off))
+
+
+def _recompute_on(model: SplitModel, s: int, layers: list[int], peak: int, room: float, k: int | float,
+                  some: bool) -> RecomputeChange | None:
+    known = [i for i in layers if i in model.layer_act and not model.layer_act[i].unknown]
+    known.sort(key=lambda i: -model.layer_act[i].total / max(1e-12, model.layer_forward.get(i, 0.0)))
+    on: list[int] = []
+    for i in known:
+        on.append(i)
+        # one micro batch of the largest newly recomputed layer's copies is live in its backward (when the stage
+        # recomputes layers already, their copies are: not added again)
+        transient = 0 if some else max(model.layer_act[j].total for j in on)
+        after = peak - scaled(sum((model.layer_act[j] for j in on), Bytes()), k).total + transient
+        if after <= room:
+            return RecomputeChange(s, [], sorted(on), sum(model.layer_forward.get(j, 0.0) for j in on), peak, after)
+    return None
 
 
 def _even(n: int, parts: int) -> list[list[int]]:

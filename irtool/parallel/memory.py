@@ -52,6 +52,9 @@ class Activations:
     by_layer: dict[int | None, Bytes]  # per micro batch, by the layer of the producing node
     for_recompute: int  # tensors kept because a recomputed copy reads them (checkpoints)
     how: str  # which micro batch, or the step's total shared over the micro batches
+    # per micro batch, by layer: the recomputed copies' outputs the backward reads, which that layer would keep
+    # were it not recomputed (its forward outputs in their place; docs/cost.md §3, recompute)
+    recomputed_by_layer: dict[int | None, Bytes] = field(default_factory=dict)
 
 
 @dataclass
@@ -143,6 +146,7 @@ def compute_memory(t: NodeFacts, micro_batches: int | None = None) -> MemoryFact
         notes.append("no optimizer update found: parameters with no role are listed as `other`")
     kept: dict[Node, None] = {}
     for_recompute: set[Node] = set()
+    recomputed: dict[Node, None] = {}  # recomputed copies' outputs a backward node reads
     has_backward = False
     backward_graphs = {g.name for g in dump.subgraphs if any(t("phase", n) == "backward" for n in g.nodes)}
     for n in dump.nodes():
@@ -156,6 +160,8 @@ def compute_memory(t: NodeFacts, micro_batches: int | None = None) -> MemoryFact
         local = by_key[n.graph]
         for ref in n.node_refs:
             src = _kept_producer(local.get(ref), local)
+            if src is not None and src.op not in _NOT_ACTIVATION and reads_back and t("phase", src) == "recompute":
+                recomputed[src] = None
             if src is not None and src.op not in _NOT_ACTIVATION and t("phase", src) == "forward":
                 kept[src] = None
                 if not reads_back:
@@ -174,8 +180,21 @@ def compute_memory(t: NodeFacts, micro_batches: int | None = None) -> MemoryFact
         layer = t("layer", n)
         per_micro += b
         by_layer[layer] = by_layer.get(layer, Bytes()) + b
-    acts = Activations(per_micro, by_layer, sum(1 for n in chosen if n in for_recompute), how)
+    acts = Activations(per_micro, by_layer, sum(1 for n in chosen if n in for_recompute), how,
+                       _by_layer(t, list(recomputed), micro_batches))
     return MemoryFacts(t.get("file_kind"), rows, grads, grads_layer, acts, notes, sizes)
+
+
+def _by_layer(t: NodeFacts, nodes: list[Node], micro_batches: int | None) -> dict[int | None, Bytes]:
+    """Bytes per micro batch of `nodes`' outputs (weighted as the kept tensors are), by the layer of each."""
+    weight, _ = _per_micro(t, nodes, micro_batches)
+    out: dict[int | None, Bytes] = {}
+    for n in nodes:
+        size, w = type_bytes(n.output_type, tuple_sum=True)[2], weight[n]
+        if w != 0:
+            layer = t("layer", n)
+            out[layer] = out.get(layer, Bytes()) + Bytes.of(None if size is None or w is None else round(size * w))
+    return out
 
 
 def _per_micro(t: NodeFacts, kept: list[Node], micro_batches: int | None) -> tuple[dict[Node, int | float | None], str]:

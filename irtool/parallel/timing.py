@@ -125,6 +125,8 @@ class StageTiming:
     layer_seconds: dict[int | None, float] = field(default_factory=dict)  # compute seconds per layer (None: no layer)
     # its collectives' seconds at the units' exposed share (what moves with a layer to another stage)
     layer_exposed: dict[int | None, float] = field(default_factory=dict)
+    layer_recompute: dict[int | None, float] = field(default_factory=dict)  # of `layer_seconds`, its recompute's
+    layer_forward: dict[int | None, float] = field(default_factory=dict)  # of `layer_seconds`, its forward's
 
     def layer_time(self, layer: int | None) -> float:
         return self.layer_seconds.get(layer, 0.0) + self.layer_exposed.get(layer, 0.0)
@@ -178,6 +180,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
     by_key = t.get("by_key")
     hops: list[TimedHop] = []
     layer_seconds: dict[int | None, float] = {}
+    layer_phase: dict[str, dict[int | None, float]] = {"forward": {}, "recompute": {}}
     layer_comm: dict[int | None, float] = {}  # collective seconds by layer (moved with it, at the exposed share)
     untimed: list[str] = []
     for graph in dump.subgraphs:
@@ -225,6 +228,8 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
                 if ph in ("forward", "backward", "recompute"):
                     layer = t("layer", n)
                     layer_seconds[layer] = layer_seconds.get(layer, 0.0) + dur * k_runs
+                    if ph in layer_phase:
+                        layer_phase[ph][layer] = layer_phase[ph].get(layer, 0.0) + dur * k_runs
                 ph = ph if ph in ("forward", "backward", "recompute", "optimizer") else "backward"
                 setattr(ut, ph, getattr(ut, ph) + dur)
         for b, ut in here.items():
@@ -236,6 +241,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
     share = sum(u.exposed for u in out.units.values()) / comm if comm else 0.0
     out.notes += untimed
     out.layer_seconds = layer_seconds
+    out.layer_forward, out.layer_recompute = layer_phase["forward"], layer_phase["recompute"]
     out.layer_exposed = {layer: secs * share for layer, secs in layer_comm.items()}
     return out
 

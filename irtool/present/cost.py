@@ -159,7 +159,7 @@ def advice_sentences(a: Advice) -> list[str]:
             shorter = (f"; the step shortens by {1 - a.advised.step / a.current.step:.1%} (by the stages' times "
                        f"per micro batch: {seconds_text(a.current.step)} -> {seconds_text(a.advised.step)})")
         out.append(f"Advice (estimate from this compilation): {head} (offset {offset(a, a.advised)}): "
-                   f"{_estimate_text(a.advised)}{shorter}")
+                   f"{_estimate_text(a.advised)}{shorter}{recompute_text(a)}")
     else:
         out.append(f"Advice: cannot advise: {a.cannot}")
     for name, e in (("now", a.current), ("even split", a.even)):
@@ -168,19 +168,40 @@ def advice_sentences(a: Advice) -> list[str]:
     return out
 
 
+def recompute_text(a: Advice) -> str:
+    """`; recompute: stage 0 stops recomputing layers 0-1 (peak 68.75 MiB -> 107.00 MiB, 458 µs less recompute per
+    step): the step 4.54 ms -> 3.97 ms (12.6% shorter), each such stage fitting in 1.00 GiB`; empty without a change."""
+    if not a.recompute or a.advised is None or not a.advised.step or a.recompute_step is None:
+        return ""
+    parts = [f"stage {c.stage} {'stops recomputing' if c.off else 'recomputes'} {layer_ranges(c.off or c.on)} "
+             f"(peak {_short(c.before)} -> {_short(c.after)}, {seconds_text(abs(c.seconds))} "
+             f"{'less' if c.seconds < 0 else 'more'} recompute per step)" for c in a.recompute]
+    change = 1 - a.recompute_step / a.advised.step
+    return (f"; recompute: {', '.join(parts)}: the step {seconds_text(a.advised.step)} -> "
+            f"{seconds_text(a.recompute_step)} ({abs(change):.1%} {'shorter' if change > 0 else 'longer'}), "
+            f"each such stage fitting in {_short(a.device_memory)}")
+
+
+def _short(n: int | None) -> str:
+    """`68.75 MiB`, `1.00 GiB`: the unit of `human` alone, where several sizes share a sentence."""
+    return human(n).rpartition("(")[2].rstrip(")")
+
+
 def _recompute(a: Advice, e: SplitEstimate) -> tuple[str, str | None]:
-    """`recompute_config.recompute` for the split (each layer keeps its recompute), and a comment when
-    MindFormers' form (the first N layers of each stage) is not the set recomputed now."""
-    if not a.recomputed:
+    """`recompute_config.recompute` for the split (each layer keeps its recompute, but for the advised changes), and
+    a comment when MindFormers' form (the first N layers of each stage) is not the set recomputed."""
+    recomputed = a.recomputed_after
+    if not recomputed:
         return "False", None
-    if len(a.recomputed) == a.num_layers:
+    if len(recomputed) == a.num_layers:
         return "True", None
     counts, first = [], True
     for g in e.groups:
-        mine = [i for i in g if i in a.recomputed]
+        mine = [i for i in g if i in recomputed]
         counts.append(len(mine))
         first &= mine == g[: len(mine)]
-    note = None if first else (f"recomputed now: {layer_ranges(a.recomputed)}; MindFormers recomputes the first N "
+    now = "" if a.recompute else " now"
+    note = None if first else (f"recomputed{now}: {layer_ranges(recomputed)}; MindFormers recomputes the first N "
                                "layers of each stage")
     return str(counts), note
 
@@ -194,8 +215,10 @@ def advice_yaml(a: Advice, job: Job) -> str | None:
     recompute, note = _recompute(a, e)
     micro = job.micro_batches.value if job.micro_batches.known else None
     lines = [f"# irtool advice: {split_groups(e)}", f"# estimate: {_estimate_text(e)}"
-             + ("" if a.current is None else f" (now {ratio_text(a.current.ratio)})"),
-             "parallel_config:", f"  pipeline_stage: {len(e.loads)}"]
+             + ("" if a.current is None else f" (now {ratio_text(a.current.ratio)})")]
+    if (rc := recompute_text(a)):
+        lines.append(f"# {rc.removeprefix('; ')}")
+    lines += ["parallel_config:", f"  pipeline_stage: {len(e.loads)}"]
     if micro is not None:
         lines.append(f"  micro_batch_num: {micro}")
     lines += ["model:", "  model_config:", f"    num_layers: {a.num_layers}", f"    offset: {offset(a, e)}",

@@ -241,6 +241,10 @@ def dir_json(b: Balance, job: Job, hardware: dict[str, Any] | None = None) -> di
             "advice": {"cannot": a.cannot, "num_layers": a.num_layers, "chunks": a.chunks,
                        "recomputed_layers": a.recomputed, "current": _split_json(a, a.current),
                        "even": _split_json(a, a.even), "advised": _split_json(a, a.advised),
+                       "recompute": [{"stage": c.stage, "off": c.off, "on": c.on, "seconds": c.seconds,
+                                      "peak_bytes_before": c.before, "peak_bytes_after": c.after}
+                                     for c in a.recompute],
+                       "recompute_step_seconds": a.recompute_step, "recompute_not_weighed": a.recompute_not,
                        "mindformers_yaml": yaml},
             "device_memory_bytes": b.device_memory, "one_rank_per_stage": [f.cost.rank for f in b.stages],
             "memory": {str(f.stage): _memory_json(f.cost.memory, f.memory, f.cost.lifetimes) for f in b.stages}}
