@@ -200,7 +200,7 @@ def test_the_advice_moves_layers_off_the_slow_stage_and_says_by_how_much() -> No
     assert max(advised["seconds"]) < max(now["seconds"]) and advised["step_seconds"] < now["step_seconds"]
     code, text, _ = _run("summarize", UNEQUAL, "--cost", "--hardware", "h100")
     lines = text.splitlines()
-    assert lines[0].startswith("Step: ") and " on NVIDIA H100 SXM5 80GB (estimate): bubble " in lines[0]
+    assert lines[0].startswith("Step: ") and " (estimate on NVIDIA H100 SXM5 80GB): bubble " in lines[0]
     assert lines[1].startswith("Balance: stage 0 takes ")
     shorter = 1 - advised["step_seconds"] / now["step_seconds"]
     assert f"the step shortens by {shorter:.1%}" in lines[3]
@@ -208,7 +208,8 @@ def test_the_advice_moves_layers_off_the_slow_stage_and_says_by_how_much() -> No
 
 def test_the_default_profile_is_said() -> None:
     code, text, _ = _run("summarize", UNEQUAL, "--cost")
-    assert code == 0 and "(the default profile, 910b: --hardware NAME|FILE to choose)" in text.splitlines()[0]
+    said = "(estimate on Huawei Ascend 910B (Atlas 800T A2), the default profile 910b: --hardware NAME|FILE to choose): "
+    assert code == 0 and said in text.splitlines()[0]
     code, md, _ = _run("summarize", UNEQUAL, "--cost", "--format", "markdown")
     assert code == 0 and "| stage | rank | compute | exposed communication | idle (bubble) | MFU |" in md
 

@@ -31,20 +31,20 @@ def mfu_text(m: float | None) -> str:
 
 
 def profile_text(p: Profile | str, default: bool) -> str:
-    """`Huawei Ascend 910B (Atlas 800T A2) (the default profile, 910b: --hardware NAME|FILE to choose)`."""
+    """`Huawei Ascend 910B (Atlas 800T A2), the default profile 910b: --hardware NAME|FILE to choose`."""
     name = p if isinstance(p, str) else p.name
-    return f"{name} (the default profile, {DEFAULT}: --hardware NAME|FILE to choose)" if default else name
+    return f"{name}, the default profile {DEFAULT}: --hardware NAME|FILE to choose" if default else name
 
 
 def step_line(step: Step, hardware: str) -> str:
-    """`Step: 1.23 ms on H100 (estimate): bubble 27.3%, exposed communication 12.0% of the step, MFU 41%`."""
+    """`Step: 1.23 ms (estimate on H100): bubble 27.3%, exposed communication 12.0% of the step, MFU 41%`."""
     if step.cannot:
         return f"Step: cannot play the step out: {step.cannot}"
     unknown = [f"{n} {what}{'s' if n != 1 else ''} of unknown {how} not timed"
                for n, what, how in ((step.unknown_ops, "operator", "cost"),
                                     (step.unknown_comm, "collective", "size or group"))
                if n]
-    return (f"Step: {'≥ ' if unknown else ''}{seconds_text(step.seconds)} on {hardware} (estimate): bubble "
+    return (f"Step: {'≥ ' if unknown else ''}{seconds_text(step.seconds)} (estimate on {hardware}): bubble "
             f"{step.bubble:.1%}, exposed communication {step.exposed_share:.1%} of the step, MFU "
             f"{mfu_text(step.mfu)}" + ("; " + ", ".join(unknown) if unknown else ""))
 
