@@ -303,7 +303,7 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
 
 def _pictures(loaded: list[Loaded], path: str) -> dict[str, Callable[[], str]]:
     """A folder's pictures as `irtool render DIR --timeline` and `--memory` draw them (the default hardware
-    profile), each SVG text made when first asked for."""
+    profile), each SVG text made when asked for (`irtool view`'s builder asks once)."""
     ranks = [(p.facts, p.rank, p.file) for p in loaded]
 
     def step() -> str:
