@@ -490,15 +490,16 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
             from .atomic import atomic_write
             from .errors import InputError
             from .present.cost import human
-            from .render import memory as mem_mod
+            from .present.memory import memory_svg
+            from .render.memory import panels as memory_panels
 
             if fmt_used != "svg":
                 raise InputError(f"--memory draws SVG: {out} asks for {fmt_used}")
             if pipeline:
                 raise InputError("--memory and --pipeline are two pictures: ask for one")
-            panels = mem_mod.panels(sel.per_stage(), input_path)
+            panels = memory_panels(sel.per_stage(), input_path)
             _notes(sel)
-            atomic_write(out, mem_mod.memory_svg(panels, f"{input_path}: device memory over the step").encode(),
+            atomic_write(out, memory_svg(panels, f"{input_path}: device memory over the step").encode(),
                          protect=tuple(sel.files.values()))
             click.echo(f"{out}: {len(panels)} stage(s), peaks "
                        + ", ".join(f"{human(p.walk.peak_bytes)}" for p in panels), err=True)
@@ -507,15 +508,16 @@ def render_cmd(input_path: str, out: str, fmt: str | None, stage: int | None, pa
         if timeline:
             from .atomic import atomic_write
             from .parallel.hardware import load_profile
-            from .render import timeline as timeline_mod
+            from .present.timeline import timeline_svg
+            from .render.timeline import folder_timeline
 
             if fmt_used != "svg":
                 from .errors import InputError
 
                 raise InputError(f"--timeline writes SVG, not {fmt_used}: name the output .svg (or --format svg)")
-            tl = timeline_mod.folder_timeline(sel.per_stage(), input_path, load_profile(hardware_spec))
+            tl = folder_timeline(sel.per_stage(), input_path, load_profile(hardware_spec))
             _notes(sel)
-            text = timeline_mod.timeline_svg(tl, f"{input_path}: the step, stage by stage")
+            text = timeline_svg(tl, f"{input_path}: the step, stage by stage")
             atomic_write(out, text.encode("utf-8"), protect=tuple(sel.files.values()))
             click.echo(f"{out}: {len(tl.ranks)} stages, {len(tl.step.boxes)} units of work, "
                        f"{len(tl.step.arrows)} Send -> Receive", err=True)

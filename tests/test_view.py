@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import urllib.request
+import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from functools import cache
@@ -345,6 +346,11 @@ def test_the_execution_order_graph() -> None:
     assert {k for k in look if k[0] == "stage 0 rank 0"} == {("stage 0 rank 0", "F", False), ("stage 0 rank 0", "B", True)}
     assert {k for k in look if k[0] == "stage 1 rank 2"} == {("stage 1 rank 2", "F", False), ("stage 1 rank 2", "B", False)}
     assert len(set(look.values())) == 3
+
+
+def test_only_a_folder_of_stages_has_pictures() -> None:
+    # the page links a folder's timeline and memory (test_a_folder_links_its_timeline_and_memory); a file has none
+    assert list(_model(PIPE4).pictures) == ["timeline", "memory"] and _model(SEMI).pictures == {}
 
 
 def test_pipeline_peers_outside_the_folder_are_said(tmp_path: Path) -> None:
@@ -1064,6 +1070,8 @@ def test_a_dump_in_model_explorer(semi_page: object) -> None:
     assert len(_drawn(page)["shown"]) > len(before["shown"])
     # the node data overlays are loaded with the graph
     assert page.get_by_text("comm category").count() and page.get_by_text("comm bytes").count()
+    # a file has no timeline: no picture links (a folder's: test_a_folder_links_its_timeline_and_memory)
+    assert page.locator(".irtool-pictures").count() == 0
     _shot(page, "semi_auto")
 
 
@@ -1250,6 +1258,28 @@ def test_the_execution_order_view(pipe_page: object) -> None:
     # the units' FLOPs: one scale for every stage, each stage's load (test_cost_overlays)
     results = _overlay(page, "FLOPs")
     assert results["rank0/B0"]["value"] > results["rank0/F0"]["value"] > 0
+
+
+@BROWSER
+def test_a_folder_links_its_timeline_and_memory(pipe_page: object) -> None:
+    # pipeline_4stage_8p (manifest: stages 0-3 on ranks 0, 2, 4, 6; 8 micro batches, 1F1B): the page links the
+    # pictures `irtool render DIR --timeline` and `--memory` draw (test_timing, test_render), each in a new tab
+    page = pipe_page
+    links = page.locator(".irtool-pictures a")
+    assert links.all_inner_texts() == ["timeline", "memory"]
+    assert {links.nth(k).get_attribute("target") for k in range(2)} == {"_blank"}
+    fetched = page.evaluate("""async () => Promise.all([...document.querySelectorAll('.irtool-pictures a')].map(
+      async (a) => { const r = await fetch(a.href); return [r.status, r.headers.get('content-type'), await r.text()]; }))""")
+    assert [(status, kind.split(";")[0]) for status, kind, _ in fetched] == [(200, "image/svg+xml")] * 2, fetched
+    (_, _, timeline), (_, _, memory) = fetched
+    svg, ns = ET.fromstring(timeline), {"s": "http://www.w3.org/2000/svg"}
+    # a lane per stage, a box per unit (forward and backward of 8 micro batches), an arrow per Send (`grep -cE
+    # ' = Send\('`: 8 on ranks 0 and 6, 16 on ranks 2 and 4)
+    assert [g.get("data-stage") for g in svg.findall(".//s:g[@class='lane']", ns)] == ["0", "1", "2", "3"]
+    assert len(svg.findall(".//s:g[@class='unit']", ns)) == 4 * 2 * 8
+    assert len(svg.findall(".//s:line[@class='arrow']", ns)) == 8 + 16 + 16 + 8
+    stages = ET.fromstring(memory).findall(".//s:g[@class='stage']", ns)
+    assert [(g.get("data-stage"), g.get("data-rank")) for g in stages] == [("0", "0"), ("1", "2"), ("2", "4"), ("3", "6")]
 
 
 @BROWSER

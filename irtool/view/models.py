@@ -13,11 +13,14 @@ from typing import Any, Callable, Protocol
 
 import orjson
 
-from ..errors import InputError
+from ..errors import InputError, SelectionError
 from ..ir import Dump
 from ..parallel import ParallelFacts
+from ..parallel.hardware import load_profile
 from ..parallel.order import StageOrder, stage_order
-from ..selection import Selection, selected_stage
+from ..present.memory import memory_svg, panel
+from ..present.timeline import stage_timings, timeline, timeline_svg
+from ..selection import Loaded, Selection, selected_stage
 from .cost import COST_OVERLAYS, NodeCost, heat_node_data, node_cost
 from .graphs import (
     PART_SIZE,
@@ -66,8 +69,10 @@ class Model:
     def __init__(self, label: str, graphs: Graphs | Callable[[], Graphs],
                  overlays: dict[str, Callable[[Graphs], dict[str, Any]]] | None = None, sorting: str | None = None,
                  first_graph: str | None = None, finder: Callable[[str], tuple[str, str]] | None = None,
-                 first_node: Callable[[], str | None] | None = None, lanes: tuple[str, ...] = ()) -> None:
+                 first_node: Callable[[], str | None] | None = None, lanes: tuple[str, ...] = (),
+                 pictures: dict[str, Callable[[], str]] | None = None) -> None:
         self.label = label
+        self.pictures = pictures or {}  # a folder's `timeline` and `memory` (SVG text, made when asked for)
         # a folder's pipeline graph opens with its columns expanded and its first box selected (what draws
         # the lines between Sends and Receives): that box, found when the page is asked for
         self.first_node = first_node
@@ -271,8 +276,8 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
     and parts (`graphs.split_large`), and a file opens on the overview."""
     sel = sel if isinstance(sel, Selection) else Selection.of(sel)
     label = os.path.basename(os.path.normpath(sel.path))
-    picked = [_Rank(p.rank, p.file, p.dump, p.facts, order_of=partial(p.order, sel.policy.lenient))
-              for p in sel.per_stage()]
+    loaded = sel.per_stage()
+    picked = [_Rank(p.rank, p.file, p.dump, p.facts, order_of=partial(p.order, sel.policy.lenient)) for p in loaded]
     if sel.is_file:
         return _file_model(picked[0], label, part_size)
     # Model Explorer sorts the graph selector by name: stages numbered to one width (`stage 02` before `stage 10`)
@@ -292,7 +297,23 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
         return [pipe, execution_graph(ranks)] + [g for r in picked for g in r.graphs(part_size)]
 
     return Model(label, build, _overlays(picked, drawn), sorting="name_asc", first_graph="pipeline",
-                 finder=_finder(picked), first_node=lambda: first_box(drawn()), lanes=LANES)
+                 finder=_finder(picked), first_node=lambda: first_box(drawn()), lanes=LANES,
+                 pictures=_pictures(loaded, sel.path))
+
+
+def _pictures(loaded: list[Loaded], path: str) -> dict[str, Callable[[], str]]:
+    """A folder's pictures as `irtool render DIR --timeline` and `--memory` draw them (the default hardware
+    profile), each SVG text made when asked for (`irtool view`'s builder asks once)."""
+    ranks = [(p.facts, p.rank, p.file) for p in loaded]
+
+    def step() -> str:
+        tl = timeline(stage_timings(ranks, load_profile(None)))
+        if len(tl.ranks) < 2 or tl.step.cannot:
+            raise SelectionError(f"{path}: no timeline: {tl.step.cannot or 'fewer than two pipeline stages timed'}")
+        return timeline_svg(tl, f"{path}: the step, stage by stage")
+
+    return {"timeline": step,
+            "memory": lambda: memory_svg([panel(*r) for r in ranks], f"{path}: device memory over the step")}
 
 
 def compare_models(old: str | Selection, new: str | Selection, differ: Differ, part_size: int = PART_SIZE) -> list[Model]:

@@ -17,11 +17,12 @@ import threading
 from typing import Any, Callable
 from urllib.parse import quote, unquote
 
-from ..errors import InputError
+from ..errors import InputError, IrtoolError
 from .graphs import graph_of
 from .models import Model
 
-INDEX = "\0index"  # the builder's file of a model's node index (its other files: graphs, overlays)
+INDEX = "\0index"  # the builder's file of a model's node index (its other files: graphs, overlays, pictures)
+PICTURE = "\0picture:"  # + a picture's name (`Model.pictures`): the builder's file of its SVG
 STATIC = os.path.join(os.path.dirname(__file__), "static")
 
 
@@ -51,7 +52,8 @@ class _Builder:
 
             fork = multiprocessing.get_context("fork")
             keys = [(i, None) for i in range(len(models))] + [(i, INDEX) for i in range(len(models))] + [
-                (i, name) for i, m in enumerate(models) for name in reversed(m.overlays)]  # the one shown first
+                (i, name) for i, m in enumerate(models) for name in reversed(m.overlays)] + [  # the one shown first
+                (i, PICTURE + name) for i, m in enumerate(models) for name in m.pictures]  # only asked for by a link
             for key in keys:
                 self.files[key] = tempfile.TemporaryFile()
                 self.done[key] = fork.Event()
@@ -75,6 +77,8 @@ class _Builder:
             return m.graphs_json()
         if name == INDEX:
             return json.dumps(m.index(), separators=(",", ":"), ensure_ascii=False)
+        if name.startswith(PICTURE):
+            return m.pictures[name.removeprefix(PICTURE)]()
         return _node_data_json(m.node_data_of(name))
 
     def _build(self) -> None:
@@ -104,7 +108,7 @@ class _Builder:
         return flask.Response(self.models[index].graphs_json(), mimetype="application/json")
 
     def node_data(self, index: int, name: str) -> str:
-        """An overlay's JSON text, or (`name` INDEX) the model's node index."""
+        """An overlay's JSON text, (`name` INDEX) the model's node index or (PICTURE + name) a picture's SVG."""
         path = self._written(index, name)
         if path is not None:
             with open(path, encoding="utf-8") as f:
@@ -205,7 +209,8 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
         return
     import flask
 
-    page_data = {"models": [m.label for m in models], "lanes": sorted({g for m in models for g in m.lanes})}
+    page_data = {"models": [m.label for m in models], "lanes": sorted({g for m in models for g in m.lanes}),
+                 "pictures": [[name, f"irtool/{name}/{i}.svg"] for i, m in enumerate(models) for name in m.pictures]}
     seed = (f"<script>if (!localStorage.getItem({json.dumps(SHOW_ON_NODE_KEY)})) localStorage.setItem("
             f"{json.dumps(SHOW_ON_NODE_KEY)}, {json.dumps(json.dumps(SHOW_COUNTS))});"
             f"window.IRTOOL = {json.dumps(page_data)};</script>"
@@ -217,6 +222,15 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
             if not i.isdigit() or int(i) >= len(models):
                 flask.abort(404)
             return flask.Response(builder.node_data(int(i), INDEX), mimetype="application/json")
+        kind, _, file = rel_path.removeprefix("irtool/").partition("/")
+        if rel_path.startswith("irtool/") and file.endswith(".svg"):
+            i = file.removesuffix(".svg")
+            if not i.isdigit() or int(i) >= len(models) or kind not in models[int(i)].pictures:
+                flask.abort(404)
+            try:
+                return flask.Response(builder.node_data(int(i), PICTURE + kind), mimetype="image/svg+xml")
+            except IrtoolError as e:  # a folder whose step cannot be played out: the reason, as the CLI says it
+                return flask.Response(f"irtool: {e}\n", status=404, mimetype="text/plain")
         if rel_path in ("irtool/view.js", "irtool/view.css"):
             return flask.send_from_directory(STATIC, rel_path.removeprefix("irtool/"))
         if rel_path != "index.html":

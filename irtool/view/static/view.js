@@ -16,6 +16,9 @@
 //   parts): Model Explorer sorts a model from a server by node count (it drops the graph JSON's
 //   `graphSorting`).
 //
+// - A folder's pictures (`IRTOOL.pictures`: the timeline and the memory over the step, as `irtool render
+//   --timeline` and `--memory` draw them): a link each in a small bar, opening in a new tab.
+//
 // - The node a page opens on (`irtool view --node`, a folder's first pipeline box: `IRTOOL_OPEN`, its
 //   graph is in the address, serve.py) selected, again while Model Explorer's first layouts drop it.
 //
@@ -420,6 +423,19 @@
       opening();
     });
   }).observe(document.documentElement, {childList: true, subtree: true});
+
+  // --- a folder's pictures ---------------------------------------------------------------------------
+
+  if ((IR.pictures || []).length) {
+    const bar = document.createElement("div");
+    bar.className = "irtool-pictures";
+    for (const [name, href] of IR.pictures) {
+      const a = document.createElement("a");
+      Object.assign(a, {href, target: "_blank", rel: "noopener", textContent: name});
+      bar.append(a);
+    }
+    document.body.append(bar);
+  }
 
   window.irtool = {openNode: go, index, search};  // for tests and the console
 })();
