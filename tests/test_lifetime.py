@@ -155,3 +155,20 @@ def test_the_walk_runs_each_node_as_often_as_the_runs_fact_says(rel: str) -> Non
     ran = Counter(n for n, _ in w.where)
     assert ran and all(ran[n] == t("runs", n) for n in ran if t("runs", n) is not None)
     assert max(ran.values()) > 1 or "control_flow" in rel
+
+
+def test_each_ranks_peak_beside_its_stage_in_the_folder_json() -> None:
+    # the folder's `ranks` rows carry `peak_bytes` beside `stage` with --cost: the walked rank of each stage within
+    # the walk's margin of dryrun.json's used peak; a rank not walked is null, never 0; no field without --cost
+    folder = FIXTURES / "dryrun_llama_dp2mp2pp2"
+    used = {int(r): v["memory_block_csv_max_actual_used_B"]
+            for r, v in json.loads((folder / "dryrun.json").read_text()).items()}
+    rows = json.loads(CliRunner().invoke(main, ["summarize", str(folder), "--cost", "--format", "json"]).stdout)["ranks"]
+    assert [list(r)[:4] for r in rows] == [["rank", "file", "stage", "peak_bytes"]] * 2
+    for r in rows:
+        assert abs(r["peak_bytes"] - used[r["rank"]]) <= 0.03 * used[r["rank"]]
+    pipe = CliRunner().invoke(main, ["summarize", str(FIXTURES / "pipeline_2stage_8p"), "--cost", "--format", "json"])
+    peaks = {r["rank"]: r["peak_bytes"] for r in json.loads(pipe.stdout)["ranks"]}
+    assert [r for r, p in peaks.items() if p is not None] == [0, 4] and all(p is None or p > 0 for p in peaks.values())
+    plain = CliRunner().invoke(main, ["summarize", str(folder), "--format", "json"])
+    assert "peak_bytes" not in json.loads(plain.stdout)["ranks"][0]

@@ -43,6 +43,12 @@ class StageCost:
     def bytes_per_flop(self) -> float | None:
         return self.comm.total / self.cost.total if self.cost.total and not self.comm.unknown else None
 
+    @property
+    def peak_bytes(self) -> int | None:
+        """The peak of live tensors, None where the walk is not the step (docs/cost.md §2.1)."""
+        lt = self.lifetimes
+        return lt.peak_bytes if lt is not None and lt.complete else None
+
 
 def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False, hardware: Profile | None = None,
                order: StageOrder | None = None) -> StageCost:

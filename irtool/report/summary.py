@@ -252,8 +252,11 @@ class DirSummary:
     def as_dict(self) -> dict[str, Any]:
         """The JSON `irtool.summary/2` of a folder; its `ranks` are made one at a time as they are written
         (`present.Records`)."""
+        measured = bool(self.costs)  # `--cost`: each rank says its peak beside its stage
+
         def row(r: RankDigest) -> dict[str, Any]:
-            return {"rank": r.rank, "file": r.path, "stage": r.stage, "counts": r.counts,
+            peak = {"peak_bytes": None if r.cost is None else r.cost.peak_bytes} if measured else {}
+            return {"rank": r.rank, "file": r.path, "stage": r.stage, **peak, "counts": r.counts,
                     "comm_totals": r.totals.as_dict(), "send_receive": [e.as_dict() for e in r.pairs],
                     "groups": r.groups, "warnings": [w.as_dict() for w in r.warnings],
                     **({"failure": r.failure.as_dict()} if r.failure is not None else {}),
