@@ -154,7 +154,7 @@ def _fits_json(sm: StageMemory, limit: int | None) -> dict[str, Any]:
 def file_json(fc: FileCost) -> dict[str, Any]:
     """The `cost` field of a single-file summary: the same figures as its stage's row of a folder."""
     sc = fc.cost
-    return {"schema": SCHEMA, "stage": sc.stage, "peak_bytes": _peak_bytes(fc.memory), "compute": _compute_json(sc.cost),
+    return {"schema": SCHEMA, "stage": sc.stage, "peak_bytes": sc.peak_bytes, "compute": _compute_json(sc.cost),
             "memory": _memory_json(sc.memory, fc.memory, sc.lifetimes), "comm_bytes": sc.comm.total,
             "comm_unknown": sc.comm.unknown, "bytes_per_flop": sc.bytes_per_flop, "schedule": sc.order.as_dict(),
             **_fits_json(fc.memory, fc.device_memory), "timing": _timing_json(sc, fc.hardware_json)}
@@ -194,10 +194,6 @@ def _step_json(b: Balance, hardware: dict[str, Any] | None) -> dict[str, Any] | 
                         "mfu": s.mfu(st.seconds)} for s in st.stages]}
 
 
-def _peak_bytes(sm: StageMemory) -> int | None:
-    return None if sm.peak is None else sm.peak.total
-
-
 def _split_json(a: Advice, e: SplitEstimate | None) -> dict[str, Any] | None:
     if e is None:
         return None
@@ -215,7 +211,7 @@ def dir_json(b: Balance, job: Job, hardware: dict[str, Any] | None = None) -> di
     rows = []
     for f in b.stages:
         sc, sm = f.cost, f.memory
-        rows.append({"stage": f.stage, "peak_bytes": _peak_bytes(sm), "rank": sc.rank, "layers": f.layers,
+        rows.append({"stage": f.stage, "peak_bytes": sc.peak_bytes, "rank": sc.rank, "layers": f.layers,
                      "flops": dict(sc.cost.flops),
                      "compute_flops": sc.cost.compute, "compute_unknown_ops": sc.cost.compute_unknown,
                      "matmul_forward_flops": sc.cost.matmul_forward,
