@@ -79,6 +79,11 @@ class InFlight:
     by_chunk: tuple[tuple[int, int], ...] = ()  # with chunks: (chunk, whole micro batches in flight on it)
 
 
+def one_f_one_b(stages: int, stage: int, micros: int) -> int:
+    """1F1B: stage s of S holds min(S - s, m) micro batches in flight (at least one)."""
+    return max(1, min(stages - stage, micros))
+
+
 def in_flight(order: StageOrder, stage: int | None, stages: Evidence, micros: Evidence,
               training: bool = True) -> InFlight:
     """The one place the micro batches in flight are decided: the most begun forward and not finished
@@ -96,7 +101,7 @@ def in_flight(order: StageOrder, stage: int | None, stages: Evidence, micros: Ev
     if stages.known and stages.value == 1:
         return InFlight(1, "no pipeline: each micro batch's backward runs before the next forward")
     if stages.known and micros.known:
-        n = max(1, min(stages.value - s, micros.value))
+        n = one_f_one_b(stages.value, s, micros.value)
         return InFlight(n, f"1F1B assumed (this pass does not fix the order): stage {s} of {stages.value} holds "
                            f"min({stages.value} - {s}, {micros.value}) = {n}")
     missing = " and ".join(x for x, e in (("the stage count", stages), ("the micro batches", micros)) if not e.known)

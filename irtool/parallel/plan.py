@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from ..errors import InputError
 from ..ir import Dump
-from .balance import bubble, in_flight, stage_cost, step_time
+from .balance import bubble, in_flight, one_f_one_b, stage_cost, step_time
 from .hardware import Profile
 from .job import Job, rank_job
 from .lifetime import LIVE_ROLES, block, walk
@@ -553,7 +553,7 @@ def _stage_plan(b: Basis, c: Candidate, s: int, layers: list[int], scale: tuple[
         n = _held(q, c, b, slices, copy) * q.itemsize
         held[q.role] = held.get(q.role, 0) + n
         blocks += block(n)
-    flight = min(c.pp - s, c.micro)
+    flight = one_f_one_b(c.pp, s, c.micro)
     rc = c.recomputed(s, layers)
     full = rc.count(False) if b.recompute else 0  # layers whose whole forward is kept
     gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
