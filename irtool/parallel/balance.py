@@ -331,6 +331,11 @@ class Balance:
     notes: list[str] = field(default_factory=list)
     unknown_dominates: list[tuple[int, int, int]] = field(default_factory=list)  # (stage, unknown, all): no ratio
 
+    @property
+    def played(self) -> Step | None:
+        """The step played out (None: not every stage timed, or it cannot be played): `bubble` is then its."""
+        return self.step if self.step is not None and not self.step.cannot else None
+
 
 def _ratio(a: int, b: int) -> float | None:
     return a / b if b else None

@@ -249,7 +249,7 @@ def dir_json(b: Balance, job: Job, hardware: dict[str, Any] | None = None) -> di
 def _bubble_how(b: Balance) -> str | None:
     if b.bubble is None:
         return None
-    return SIMULATED if b.step is not None and not b.step.cannot else BUBBLE_FORMULA
+    return SIMULATED if b.played is not None else BUBBLE_FORMULA
 
 
 # --- text and Markdown ----------------------------------------------------------------------------
@@ -397,7 +397,7 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
                        in_flight_figure(sm.in_flight),
                        cell(None) if f.cost.bytes_per_flop is None else f"{f.cost.bytes_per_flop:.4g}"])
     m = b.micro_batches
-    how = (SIMULATED if b.step is not None and not b.step.cannot else
+    how = (SIMULATED if b.played is not None else
            f"{BUBBLE_FORMULA}, t = a stage's {b.measure} per micro batch, v = chunks")
     bubble = (f"  estimated bubble {b.bubble:.1%} with {m.value} micro batches and {b.stage_count.value} stages "
               f"({how})" if b.bubble is not None else
@@ -405,8 +405,8 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
                                                  "micro batches unknown: " + m.where if not m.known else
                                                  "the stage count unknown") + ")")
     blocks: list[Block] = ["", "Balance: " + balance_sentence(b), t.limited(limit)]
-    if b.step is not None and not b.step.cannot:
-        blocks.append(step_table(b.step).limited(limit))
+    if b.played is not None:
+        blocks.append(step_table(b.played).limited(limit))
     blocks += [f"  stage {f.stage}: {note}" for f in b.stages if f.cost.timing is not None for note in f.cost.timing.notes]
     if len(b.stages) > 1 or b.absent:
         blocks.append(bubble)
