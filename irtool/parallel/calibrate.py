@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import InputError
-from .timing import StageTiming, UnitTime
+from .timing import StageTiming, UnitTime, simulate
 
 US = 1e-6
 NEEDED = ("Computing", "Communication(Not Overlapped)", "Overlapped", "Communication")
@@ -172,8 +172,6 @@ class Calibration:
 
 def calibrate(path: str, timings: list[StageTiming], rank_stage: dict[int, int], overlap: float) -> Calibration:
     """Read `path`, fit the profile's figures, and play the step again under them (docs/timing.md §5)."""
-    from .timing import simulate
-
     measured, steps = read_trace(path, rank_stage)
     f = fit(measured, timings, overlap)
     before = after = None

@@ -6,7 +6,7 @@ from ..parallel.calibrate import Calibration, Fit
 from ..parallel.hardware import DEFAULT, Profile, Tier
 from ..parallel.order import unit_label
 from ..parallel.timing import StageTiming, Step, UnitTime
-from .tables import Table
+from .tables import Code, Table
 from .text import DASH
 
 
@@ -77,8 +77,6 @@ def _times(u: UnitTime) -> list[str]:
 def calibration_blocks(c: Calibration, p: Profile) -> list:
     """The trace against the estimate per stage, the fitted figures, the step before and after, and the fitted
     profile as TOML to keep."""
-    from .tables import Code
-
     f = c.fit
     rows = []
     for m in c.measured:
