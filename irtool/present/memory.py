@@ -83,10 +83,11 @@ def _panel(p: Panel, y0: int, top_bytes: int) -> list[str]:
     at = lt.at.step if lt.at is not None else 0
     steps = _sample(curve, at)
     stage = "—" if p.stage is None else str(p.stage)
+    rank = "—" if p.rank is None else str(p.rank)  # a file outside a rank_N folder: never `None`
     peak_roles = lt.by_role
-    out = [f'<g class="stage" data-stage={quoteattr(stage)} data-rank={quoteattr(str(p.rank))} '
+    out = [f'<g class="stage" data-stage={quoteattr(stage)} data-rank={quoteattr(rank)} '
            f'data-peak-bytes="{lt.peak_bytes}" data-steps="{lt.steps}">',
-           f'<text x="{LEFT}" y="{y0 + 22}" class="title">stage {escape(stage)} (rank {p.rank}): peak '
+           f'<text x="{LEFT}" y="{y0 + 22}" class="title">stage {escape(stage)} (rank {rank}): peak '
            f'{escape(human(lt.peak_bytes))}<title>walking {escape(lt.how)}</title></text>',
            f'<text x="{LEFT}" y="{y0 + 36}" class="small">{escape(p.file)}<title>walking {escape(lt.how)}</title>'
            '</text>']
