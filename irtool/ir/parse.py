@@ -831,8 +831,11 @@ class _Brackets:
     def after_head(cls, text: str, kind: str, number: int) -> _Brackets | None:
         """What a statement line leaves open after its head, or None when nothing is (a line with
         a mismatched bracket or a broken head is left to the Builder to report)."""
-        head = _STATEMENT_HEAD.match(text)
-        begin = text.find("(") if kind == "RETURN_LINE" else (head.end() if head else 0)
+        if kind == "RETURN_LINE":
+            begin = text.find("(")
+        else:
+            head = _STATEMENT_HEAD.match(text)
+            begin = head.end() if head else 0
         opened = cls()
         if begin <= 0 or opened.feed(text, number, begin):
             return None
