@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import click
 
 from .errors import IrtoolError
 from .progress import Steps, load_with_progress
 from .selection import Policy, Selection, not_in_folder
+
+if TYPE_CHECKING:
+    from .parallel.hardware import Profile
 
 _opened: list[Selection] = []  # the selections of the command running (`_select`), for `_run`'s errors
 _told: set[str] = set()  # what `_said` has put on stderr for the command running
@@ -205,15 +208,13 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     def body() -> int:
         want_cost = with_cost or device_memory is not None or hardware_spec is not None or trace is not None
         if want_cost:  # the cost model's modules are loaded only when asked for
-            from .parallel.hardware import load_profile
             from .present.timing import calibration_blocks, profile_text
             from .report import cost as cost_mod
 
-            # `none`: FLOPs only, no time
-            hardware = None if (hardware_spec or "").lower() == "none" else load_profile(hardware_spec)
+            hardware, limit_bytes = _hardware(hardware_spec, device_memory)
             named = "" if hardware is None else profile_text(hardware, hardware_spec is None)
-        limit_bytes = cost_mod.parse_memory(device_memory) if device_memory else \
-            (hardware.memory_bytes if hardware_spec and hardware is not None else None)  # the profile's, named
+        else:
+            limit_bytes = None
         cost = calibration = None
         sel = _select(path, stage, pass_name, Policy(jobs, scheduler, lenient, deep, load_with_progress))
         if sel.is_file:
@@ -298,6 +299,18 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
     _run(body)
 
 
+def _hardware(spec: str | None, device_memory: str | None) -> tuple[Profile | None, int | None]:
+    """`--hardware` (`none`: FLOPs only, no time; default 910b) and the `--device-memory` limit: as given, else
+    the memory of a profile named."""
+    from .parallel.hardware import load_profile
+    from .report.cost import parse_memory
+
+    hardware = None if (spec or "").lower() == "none" else load_profile(spec)
+    limit = parse_memory(device_memory) if device_memory else \
+        (hardware.memory_bytes if spec and hardware is not None else None)
+    return hardware, limit
+
+
 @main.command("plan")
 @click.argument("path", type=click.Path(exists=True, file_okay=False))
 @_format_option("docs/plan.md")
@@ -319,15 +332,11 @@ def plan_cmd(path: str, fmt: str, pass_name: str | None, devices: int | None, de
     compiled folder, ranked by step time among those that fit (docs/plan.md)."""
     def body() -> int:
         from .parallel import plan as plan_mod
-        from .parallel.hardware import load_profile
         from .plan import read_basis
         from .plan.report import as_dict, blocks
         from .present import json_pieces, to_markdown, to_text
-        from .report.cost import parse_memory
 
-        hardware = None if (hardware_spec or "").lower() == "none" else load_profile(hardware_spec)
-        limit = parse_memory(device_memory) if device_memory else \
-            (hardware.memory_bytes if hardware_spec and hardware is not None else None)
+        hardware, limit = _hardware(hardware_spec, device_memory)
         sel = _select(path, None, pass_name, Policy(loader=load_with_progress))
         with Steps("ranks") as progress:
             b = read_basis(sel, hardware, progress)

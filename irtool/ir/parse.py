@@ -383,17 +383,7 @@ def _signature_lines(text: str, data: _Lines) -> str:
     """A subgraph signature printed one parameter a line (`subgraph @g(` / `        %para1_x : <...>` /
     `        , %para2_y : <...>` / `    ) {`), its lines joined by line breaks; it ends at the `) {` line or
     before the first line of a known kind (then the signature is refused where it is read)."""
-    match = _line_regex().fullmatch
-    parts = [text]
-    for _number, line in data.lines:
-        m = match(line)
-        if m is not None and m.lastgroup != "UNKNOWN_LINE":
-            data.cursor.unread()
-            break
-        parts.append(line)
-        if _SIGNATURE_END.fullmatch(line):
-            break
-    return "\n".join(parts)
+    return _joined(text, data, lambda kind: kind != "UNKNOWN_LINE", _SIGNATURE_END)
 
 
 # The lines that end a failure log (grammar: `failure_log`): the IR begins there.
@@ -403,17 +393,26 @@ _IR_STARTS = frozenset({"ENTRY_LINE", "GRAPH_ATTR_HEAD_LINE", "GRAPH_INSTANCE_LI
 def _failure_block(text: str, number: int, data: _Lines) -> LineToken:
     """An analyze_fail.ir banner and the lines after it up to the IR (or the end of the file), as one
     FAILURE_BLOCK token whose text is those lines joined by line breaks: the log quotes the user's code."""
+    tok = LineToken("FAILURE_BLOCK", _joined(text, data, _IR_STARTS.__contains__).rstrip("\n"), line=number,
+                    column=1)
+    tok.src = data
+    return tok
+
+
+def _joined(text: str, data: _Lines, stops: Callable[[str], bool], last: re.Pattern[str] | None = None) -> str:
+    """`text` and the lines after it, joined by line breaks, up to the first line whose kind `stops`
+    (read again after) or through the first line `last` matches."""
     match = _line_regex().fullmatch
     parts = [text]
     for _number, line in data.lines:
         m = match(line)
-        if m is not None and m.lastgroup in _IR_STARTS:
+        if m is not None and stops(m.lastgroup or ""):
             data.cursor.unread()
             break
         parts.append(line)
-    tok = LineToken("FAILURE_BLOCK", "\n".join(parts).rstrip("\n"), line=number, column=1)
-    tok.src = data
-    return tok
+        if last is not None and last.fullmatch(line):
+            break
+    return "\n".join(parts)
 
 
 _Tok = TypeVar("_Tok", bound=LineToken)
@@ -832,8 +831,11 @@ class _Brackets:
     def after_head(cls, text: str, kind: str, number: int) -> _Brackets | None:
         """What a statement line leaves open after its head, or None when nothing is (a line with
         a mismatched bracket or a broken head is left to the Builder to report)."""
-        head = _STATEMENT_HEAD.match(text)
-        begin = text.find("(") if kind == "RETURN_LINE" else (head.end() if head else 0)
+        if kind == "RETURN_LINE":
+            begin = text.find("(")
+        else:
+            head = _STATEMENT_HEAD.match(text)
+            begin = head.end() if head else 0
         opened = cls()
         if begin <= 0 or opened.feed(text, number, begin):
             return None

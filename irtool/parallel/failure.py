@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir import Dump, Node, SourceRef, Subgraph, TraceFrame
-from ..ir.records import PRIMFUNC_PREFIX
+from ..ir.records import CALL
+from .params import param_name
 from .records import _as_dict
 from .strategies import attr_value
 
@@ -136,7 +137,7 @@ def _operator(message: tuple[str, ...], node: Node, graph: Subgraph | None) -> t
         m = _NAMED.search(line)
         if m is not None:
             return m.group(1) or m.group(2), "message"
-    if node.op != "(call)":
+    if node.op != CALL:
         return node.op, "node"
     return _callee_name(node, graph), "callee"
 
@@ -144,7 +145,7 @@ def _operator(message: tuple[str, ...], node: Node, graph: Subgraph | None) -> t
 def _callee_name(node: Node, graph: Subgraph | None) -> str:
     """What a node calls, as the dump lets one name it: a primitive, a graph, or the name its callee
     node resolves (`resolve(..., matmul)` -> `matmul`, `getattr(%0, "bias_add")` -> `bias_add`)."""
-    if node.op != "(call)":
+    if node.op != CALL:
         return node.op
     if node.callee.startswith("%") and graph is not None:
         named = _what(node.callee, graph)
@@ -156,7 +157,7 @@ def _callee_name(node: Node, graph: Subgraph | None) -> str:
 def _what(text: str, graph: Subgraph | None) -> str | None:
     """What an input is: a parameter's name, or the name a `resolve` / `getattr` node takes."""
     if text.startswith("%para"):
-        return text[text.index("_") + 1:]
+        return param_name(text)
     if graph is None or not text.startswith("%") or not text[1:].isdigit():
         return None
     producer = next((n for n in graph.nodes if n.key == text), None)
@@ -165,10 +166,9 @@ def _what(text: str, graph: Subgraph | None) -> str | None:
     if producer.op in _RESOLVERS and producer.inputs:
         return producer.inputs[-1].text.strip().strip('"')
     variable = producer.name if producer.name and not _GENERATED.fullmatch(producer.name) else None
-    if producer.op == "(call)":
+    if producer.op == CALL:
         return variable
-    op = producer.op.removeprefix(PRIMFUNC_PREFIX)
-    return f"{variable} ({op})" if variable else op
+    return f"{variable} ({producer.op})" if variable else producer.op
 
 
 def _item(strategy: Any, i: int) -> Any:

@@ -246,7 +246,7 @@ def build_order(t: NodeFacts) -> StageOrder:
             why = f"{units[a].label} and {units[b].label} each depend on the other"
         if why:
             break
-    if why and t.get("kernel"):  # a kernel graph prints its kernels in the order the device runs them
+    if why and launched:  # a kernel graph prints its kernels in the order the device runs them
         ranked, why = sorted(found, key=lambda k: units[k].line), ""
     order = [units[k] for k in (canonical if why else ranked)]
     placed = _place(hops, [] if why else [u.key for u in order], chunks)

@@ -588,8 +588,7 @@ def dir_headline(d: DirSummary) -> list[str]:
     who = plural(len(d.rows), "rank") + ", " + (staged + " (" + "; ".join(stages) + ")" if stages else "no pipeline stage")
     total = CommTotals()
     for r in d.rows:
-        for k, t in r.totals.by_category.items():
-            total.by_category.setdefault(k, Tally()).merge(t)
+        _add_tallies(total.by_category, r.totals.by_category)
         total.total.merge(r.totals.total)
     top = max(d.rows, key=lambda r: (r.totals.total.bytes.total, -(r.rank or 0)), default=None)
     biggest = f"rank {cell(top.rank)} ({bytes_text(top.totals.total.bytes)} B)" if top and top.totals.total.count else ""
