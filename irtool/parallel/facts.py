@@ -519,8 +519,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("operator parameters", ("operator_params",), ("parameters", "by_key", "operator", "phase", "comm", "kind"),
          "dump", operator_params),
     Pass("placements", ("placement",), ("by_key", "operator_params", "operator", "kind", "comm"), "column", placements),
-    Pass("lifetimes", ("lifetimes",), ("by_key", "param_roles", "phase", "kind", "micro", "chunk", "order", "file_kind"),
-         "dump", lifetimes),
+    Pass("lifetimes", ("lifetimes",), ("kernel", "by_key", "param_roles", "phase", "kind", "micro", "chunk", "order",
+                                        "file_kind"), "dump", lifetimes),
 )
 
 

@@ -401,8 +401,7 @@ def walk(t: NodeFacts, curve: bool = False) -> Lifetimes:
     notes: list[str] = []
     if entry is None or entry not in w.graphs:
         return Lifetimes("no graph", Bytes(), None, {}, 0, False, 0.0, 0, ["the dump holds no graph"])
-    kernel_graph = entry.startswith("kernel_graph")
-    complete = True
+    kernel_graph = t.get("kernel")  # the one answer to "is this a kernel graph" (facts.py)
     order, how = _entry_order(t, entry)
     complete = order is not None
     if t.get("file_kind") != "post":
