@@ -27,7 +27,8 @@ from conftest import fixture
 from irtool.cli import main
 from irtool.diff import diff_rank
 from irtool.errors import InputError
-from irtool.present.palette import CATEGORY_COLORS, DIFF_COLORS, HEAT
+from irtool.parallel.logical import LogicalDiff
+from irtool.present.palette import CATEGORY_COLORS, CAUSE_COLORS, DIFF_COLORS, HEAT
 from irtool.selection import Selection
 from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE
 from irtool.view.models import Model, compare_models, models_for
@@ -481,17 +482,24 @@ WQ = "LlamaForCausalLM/model-LlamaModel/layers-CellList/0-LLamaDecodeLayer/atten
 
 
 @cache
-def _logical() -> Model:
+def _logical_diff() -> LogicalDiff:
     from irtool.diff import logical_diff
-    from irtool.view.logical import logical_model
 
     across = logical_diff(Selection.of(LLAMA_OLD), Selection.of(LLAMA_NEW))
     assert across is not None
-    return logical_model(across)
+    return across
+
+
+@cache
+def _logical() -> Model:
+    from irtool.view.logical import logical_model
+
+    return logical_model(_logical_diff())
 
 
 def test_two_configurations_open_as_one_logical_graph() -> None:
     from irtool.diff import logical_diff
+    from irtool.view.logical import headline
 
     # two compilations of one configuration (semi_auto_8p, fc1's strategy and a ReLU changed): rank with rank
     assert logical_diff(Selection.of(SEMI), Selection.of(CHANGED)) is None
@@ -500,31 +508,53 @@ def test_two_configurations_open_as_one_logical_graph() -> None:
     model = _logical()
     (graph,) = model.graphs
     info = graph["groupNodeAttributes"][""]
-    assert info["configuration"] == "dp 2 → 1; mp 2 → 4; optimizer sharding 2 → 1"
+    assert info["configuration"] == "dp 2 -> 1; mp 2 -> 4; optimizer sharding 2 -> 1"  # ASCII: the canvas' font
     # wq's MatMul: `in_strategy: ((2, 1), (2, 1))` at old rank 0 line 3730, `((1, 1), (4, 1))` at new line 3767;
     # (512, 512) x (256, 512)^T on one side, (1024, 512) x (128, 512)^T on the other: 2 * 512 * 512 * 256 FLOPs per
     # micro batch on both, 4 micro batches, forward, its recomputed copy and the backward's two MatMuls (dx, dw)
     box = next(n for n in graph["nodes"] if n["id"] == f"{WQ}/MatMul")
     rows = _attrs(box)
     assert box["namespace"] == WQ and box["label"] == "MatMul"
-    assert rows["in strategy"] == "(2,1)(2,1) → (1,1)(4,1)"
+    assert rows["in strategy"] == rows["diff strategy"] == "(2,1)(2,1) -> (1,1)(4,1)"
     assert (rows["old at"], rows["new at"]) == ("rank 0 line 3730", "rank 0 line 3767")
-    assert rows["FLOPs"] == f"{4 * 4 * 2 * 512 * 512 * 256:,} → {4 * 4 * 2 * 512 * 512 * 256:,}"
+    assert rows["FLOPs"] == f"{4 * 4 * 2 * 512 * 512 * 256:,} -> {4 * 4 * 2 * 512 * 512 * 256:,}"
     # `# Params` line of rank 0: wq's (128, 512) slice on both sides (mp 2 halved by the optimizer shard over dp 2,
-    # against mp 4); its optimizer shard's AllGather (old line 129's kind, on `group_rank_ids: (0, 2)`) vanishes
+    # against mp 4); its optimizer shard's AllGather (old line 129's kind, on `group_rank_ids: (0, 2)`) of the slice
+    # to (256, 512) fp16, 262,144 bytes, and the ReduceScatter of its fp32 gradient, 524,288 bytes, vanish: the box
+    # says so (`diff ...` rows are drawn on it) and is coloured as a change the layout explains (mp 2 -> 4, dp 2 -> 1)
     listed = [(a["key"], a["value"]) for a in box["attrs"]]
-    assert ("weight", "model.layers.0.attention.wq.weight (128, 512) → (128, 512)") in listed
-    assert any(k == "comm" and v.startswith("AllGather optimizer-parallel forward: count 1 → —") for k, v in listed)
-    assert rows["change"].startswith("changed: strategy") and box["style"]["backgroundColor"] == DIFF_COLORS["changed"]
+    assert ("weight", "model.layers.0.attention.wq.weight (128, 512) -> (128, 512)") in listed
+    assert any(k == "comm" and v.startswith("AllGather optimizer-parallel forward: count 1 -> -") for k, v in listed)
+    assert (rows["diff comm"], rows["diff comm bytes"]) == ("-AllGather -ReduceScatter", "786,432 -> 0 (gone)")
+    assert rows["change"] == "changed: strategy, comm (cause: layout)"
+    assert box["style"]["backgroundColor"] == CAUSE_COLORS["layout"]
+    # wo's MatMul: its row-parallel AllReduce's group grows with mp 2 -> 4 (old `group_rank_ids: (0, 1)`)
+    wo = _attrs(next(n for n in graph["nodes"] if n["id"] == f"{WQ[: -len('wq-Linear')]}wo-Linear/MatMul"))
+    assert "AllReduce group 2 -> 4" in wo["diff comm"]
+    assert not any(ch in str(n["attrs"]) + str(graph["groupNodeAttributes"]) for n in graph["nodes"] for ch in "→—×")
     # its input, wq's Reshape of the activations, an edge; the diff overlay marks it; the page opens on a change
     assert box["incomingEdges"][0]["sourceNodeId"] == f"{WQ}/Reshape"
-    assert model.node_data_of("diff")["logical"]["results"][box["id"]]["value"] == "changed"
+    assert model.node_data_of("diff")["logical"]["results"][box["id"]]["value"] == "layout"
     assert list(model.overlays)[-1] == "diff" and model.first_node() in model.node_data_of("diff")["logical"]["results"]
     # layer 0's box: its 2,953,216 weight bytes on both sides, its 20 tensor-parallel AllReduces per step at
     # 524,288 -> 1,048,576 bytes each (test_logical.py: rank 0 lines 5182, 5761, 14828, 15244, 16140 x 4 calls)
     layer0 = graph["groupNodeAttributes"]["LlamaForCausalLM/model-LlamaModel/layers-CellList/0-LLamaDecodeLayer"]
-    assert layer0["weights"] == "2,953,216 → 2,953,216"
-    assert layer0["comm operator-forward"] == "count 20 → 20; bytes 10,485,760 → 20,971,520 (×2.00)"
+    assert layer0["weights"] == "2,953,216 -> 2,953,216"
+    assert layer0["comm operator-forward"] == "count 20 -> 20; bytes 10,485,760 -> 20,971,520 (x2.00)"
+    # the page's first line: the configuration change, said once; then the causes, each a colour, the layout's
+    # change counting every operator whose strategy follows the degrees (`OperatorPair.follows`, as `irtool diff`)
+    head = model.headline
+    assert head["lines"][0] == "Configuration: dp 2 → 1; mp 2 → 4; optimizer sharding 2 → 1"
+    across = _logical_diff()
+    layout = sum(bool(p.follows) for p in across.ops)
+    assert head["legend"][0][0] == CAUSE_COLORS["layout"]
+    assert head["legend"][0][1].startswith(f"layout {layout}: its strategy follows dp 2 → 1 (")
+    assert sum(int(t.split()[1].rstrip(":")) for _, t in head["legend"]) == len(across.changed_ops)
+    assert head["lines"][1] == f"{len(across.changed_ops)} of 359 user operators changed; the colours say why:"
+    # two different networks (semi_auto_8p's 2-layer MLP, the GPT): no user operator on both sides, said so
+    other = headline(logical_diff(Selection.of(SEMI), Selection.of(GPT)))
+    assert other["lines"][1].startswith("Nothing matched: no user operator of ")
+    assert [t.split(":")[0] for _, t in other["legend"]] == ["added 97", "removed 33"]
 
 
 PIPE4 = str(Path(fixture("pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1])
@@ -1035,6 +1065,11 @@ def _link(page: object, key: str, node: str, graph: str) -> object:
         f'td.value.irtool-link[title="open {node} in {graph}"]').first  # type: ignore[attr-defined]
 
 
+def _rgb(colour: str) -> str:
+    """`#9fa8da` as the browser computes it: `rgb(159, 168, 218)`."""
+    return "rgb({}, {}, {})".format(*(int(colour[i : i + 2], 16) for i in (1, 3, 5)))
+
+
 def _expand_all(page: object) -> None:
     events = page.evaluate("window.__me.events")  # type: ignore[attr-defined]
     _click(page, page.locator("div.expand-all").first)
@@ -1314,10 +1349,27 @@ def test_two_configurations_in_model_explorer(logical_page: object) -> None:
     run = page.evaluate("window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderRun().runName")
     assert run == "diff" and page.evaluate("document.querySelectorAll('.pane-container').length") == 1
     assert _panel(page)["change"].startswith("changed")
+    # the page's first line, above Model Explorer, the configuration change; then the causes' colours
+    head = page.evaluate("""() => { const h = document.querySelector('.irtool-headline');
+      return {top: h.getBoundingClientRect().top, app: document.querySelector('app-root').getBoundingClientRect().top,
+              bottom: document.querySelector('app-root').getBoundingClientRect().bottom,
+              lines: [...h.querySelectorAll('div')].map(e => e.innerText),
+              keys: [...h.querySelectorAll('.irtool-swatch')].map(e => getComputedStyle(e).backgroundColor)}; }""")
+    assert head["top"] == 0 and head["app"] > 0 and head["bottom"] <= SIZE["height"], head
+    assert head["lines"][0] == "Configuration: dp 2 → 1; mp 2 → 4; optimizer sharding 2 → 1", head
+    assert head["keys"][0] == "rgb(159, 168, 218)" == _rgb(CAUSE_COLORS["layout"]), head
     _shot(page, "logical")
-    # wq's MatMul: both sides' strategies in its panel, in the changed colour
+    # wq's MatMul: both sides' strategies in its panel, in the layout's colour; its `diff ...` rows drawn on its box
+    # (the setting the layout worker got draws them: the box is taller than an unchanged one)
     _go(page, "logical", f"{WQ}/MatMul")
     panel = _panel(page)
-    assert panel["in strategy"] == "(2,1)(2,1) → (1,1)(4,1)" and panel["old at"] == "rank 0 line 3730", panel
+    assert panel["in strategy"] == panel["diff strategy"] == "(2,1)(2,1) -> (1,1)(4,1)", panel
+    assert panel["old at"] == "rank 0 line 3730", panel
     results = page.evaluate("window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderResults()")
-    assert results[f"{WQ}/MatMul"]["bgColor"] == DIFF_COLORS["changed"]
+    assert results[f"{WQ}/MatMul"]["bgColor"] == CAUSE_COLORS["layout"]
+    regex = page.evaluate("window.__me.showOnNode")["Op node attributes"]["filterRegex"]
+    assert all(re.search(regex, f"{k}: {panel[k]}") for k in panel if k.startswith("diff ") and k != "diff"), regex
+    same = f"{WQ}/Reshape"  # unchanged, beside it
+    heights = page.evaluate("""(ids) => ids.map(i => window.me_test.renderers[0].curModelGraph.nodesById[i].height)""",
+                            [f"{WQ}/MatMul", same])
+    assert heights[0] > heights[1], heights

@@ -9,7 +9,7 @@ from ..parallel.logical import CommUse, Figures, LogicalDiff, LogicalGraph, Oper
 from ..parallel.records import Bytes
 from ..present import DASH, Block, Table, bytes_text, cell, moved, strategy_text
 from ..present.cost import balance_sentence
-from ..present.job import layer_ranges
+from ..present.job import layer_ranges, strategy_groups
 
 
 def _get(f: Figures | None, name: str) -> Any:
@@ -76,22 +76,6 @@ def _name(o: OperatorPair) -> str:
     side, layer = o.side, o.side.layer
     return o.key.text + (f" [{side.params[0].name}]" if side.params else "") + \
         (f" (layer {layer})" if layer is not None else "")
-
-
-_DEGREE_NAMES = {"dp": "data-parallel", "mp": "model-parallel", "cp": "context-parallel", "ep": "expert-parallel"}
-
-
-def strategy_groups(d: LogicalDiff) -> list[str]:
-    """One line per degree that changed: the user operators whose strategy changes follow from it
-    (`OperatorPair.follows`): `mp 2 → 4: 150 operators' strategies change accordingly (their
-    model-parallel dimension 2 → 4)`. An operator split by two changed degrees counts in both."""
-    out = []
-    for c in d.changes:
-        n = sum(c.field in p.follows for p in d.ops)
-        if n:
-            out.append(f"{c.field} {c.old} → {c.new}: {n} operator{'s' if n > 1 else ''}' strategies change "
-                       f"accordingly (their {_DEGREE_NAMES[c.field]} dimension {c.old} → {c.new})")
-    return out
 
 
 def strategy_table(d: LogicalDiff, every: bool = False) -> Table:

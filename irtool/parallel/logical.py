@@ -455,6 +455,12 @@ def _comm_key(o: LogicalOp) -> dict:
     return {k: (u.count, u.bytes.total, u.bytes.unknown, u.group_sizes) for k, u in o.comm.items()}
 
 
+# Why a user operator changed, as one word (`OperatorPair.cause`), the first that applies: on one side only, moved
+# to another stage, its strategy changed on its own, its strategy changed as the job's degrees did (the layout:
+# `follows`), the communication around it changed, or only its figures did (FLOPs, bytes held).
+CAUSES = ("added", "removed", "stage", "strategy", "layout", "communication", "figures")
+
+
 @dataclass
 class OperatorPair:
     """One user operator under the old and the new configuration (None: not in that one)."""
@@ -477,6 +483,18 @@ class OperatorPair:
     @property
     def changed(self) -> bool:
         return self.change != "same"
+
+    @property
+    def cause(self) -> str | None:
+        """Why it changed (CAUSES), None when it did not: the viewer colours a box by it."""
+        change = self.change
+        if change != "changed":
+            return None if change == "same" else change
+        if "stage" in self.fields:
+            return "stage"
+        if "strategy" in self.fields:
+            return "layout" if self.follows else "strategy"
+        return "communication" if "comm" in self.fields else "figures"
 
     @property
     def side(self) -> LogicalOp:

@@ -34,6 +34,16 @@ from . import PART_SIZE
 MAX_VALUE = 2000  # characters of one attribute shown in the side panel (the dump line has them all)
 
 
+# Model Explorer draws a box's text in a canvas font without these (each a `?`): their ASCII spelling
+_CANVAS = str.maketrans({"→": "->", "—": "-", "×": "x", "…": "..."})
+
+
+def canvas_text(value: Any) -> Any:
+    """Text as Model Explorer's canvas can draw it (`1,024 → 2,048 (×2.00)` -> `1,024 -> 2,048 (x2.00)`); other
+    values (a panel's node links) as they are."""
+    return value.translate(_CANVAS) if isinstance(value, str) else value
+
+
 def namespace_of(scope: str | None) -> str:
     """`Default/network-Net/fc1-Dense/MatMul-op0` -> `Default/network-Net/fc1-Dense`."""
     parts = [p for p in (scope or "").split("/") if p]

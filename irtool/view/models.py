@@ -70,8 +70,10 @@ class Model:
                  overlays: dict[str, Callable[[Graphs], dict[str, Any]]] | None = None, sorting: str | None = None,
                  first_graph: str | None = None, finder: Callable[[str], tuple[str, str]] | None = None,
                  first_node: Callable[[], str | None] | None = None, lanes: tuple[str, ...] = (),
-                 pictures: dict[str, Callable[[], str]] | None = None) -> None:
+                 pictures: dict[str, Callable[[], str]] | None = None, headline: dict[str, Any] | None = None) -> None:
         self.label = label
+        # the page's first lines (`lines`) and a colour key (`legend`: [colour, text]): two configurations' change
+        self.headline = headline
         self.pictures = pictures or {}  # a folder's `timeline` and `memory` (SVG text, made when asked for)
         # a folder's pipeline graph opens with its columns expanded and its first box selected (what draws
         # the lines between Sends and Receives): that box, found when the page is asked for

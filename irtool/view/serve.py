@@ -210,7 +210,8 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
     import flask
 
     page_data = {"models": [m.label for m in models], "lanes": sorted({g for m in models for g in m.lanes}),
-                 "pictures": [[name, f"irtool/{name}/{i}.svg"] for i, m in enumerate(models) for name in m.pictures]}
+                 "pictures": [[name, f"irtool/{name}/{i}.svg"] for i, m in enumerate(models) for name in m.pictures],
+                 "headlines": [m.headline for m in models if m.headline]}
     seed = (f"<script>if (!localStorage.getItem({json.dumps(SHOW_ON_NODE_KEY)})) localStorage.setItem("
             f"{json.dumps(SHOW_ON_NODE_KEY)}, {json.dumps(json.dumps(SHOW_COUNTS))});"
             f"window.IRTOOL = {json.dumps(page_data)};</script>"

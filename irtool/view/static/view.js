@@ -437,5 +437,29 @@
     document.body.append(bar);
   }
 
+  // --- the page's first lines: two configurations' change and the colours of why an operator changed ---------------
+
+  for (const h of IR.headlines || []) {
+    const top = document.createElement("div");
+    top.className = "irtool-headline";
+    h.lines.forEach((text, i) => {
+      const line = document.createElement("div");
+      line.className = i ? "irtool-headline-line" : "irtool-headline-first";
+      line.textContent = text;
+      top.append(line);
+    });
+    for (const [colour, text] of h.legend) {
+      const key = document.createElement("span");
+      key.className = "irtool-headline-key";
+      const swatch = document.createElement("span");
+      swatch.className = "irtool-swatch";
+      swatch.style.background = colour;
+      key.append(swatch, text);
+      top.append(key);
+    }
+    document.body.prepend(top);
+    document.body.classList.add("irtool-with-headline");
+  }
+
   window.irtool = {openNode: go, index, search};  // for tests and the console
 })();
