@@ -424,6 +424,11 @@ def test_the_diff_view_marks_what_irtool_diff_reports() -> None:
         assert near > 100, (kind, near)
     # the diff overlay is loaded last: the one Model Explorer shows
     assert list(old.overlays)[-1] == list(new.overlays)[-1] == "diff"
+    # one network twice: no "nothing matched"; two networks side by side (the MLP of semi_auto_8p, the GPT), every
+    # node with a strategy or communication added or removed: the page's first line says nothing matched
+    assert old.headline is None and new.headline is None
+    other = compare_models(SEMI, GPT, diff_rank)[0].headline
+    assert other is not None and other["lines"][0].startswith("Nothing matched: "), other
 
 
 def test_cost_overlays() -> None:
@@ -1326,6 +1331,11 @@ def test_the_diff_view(diff_page: object) -> None:
         .curNodeDataProviderRun(); return run ? [r.curModelGraph.id, run.runName] : null; });
       return out.every(x => x) && out; }""").json_value()
     assert shown == [["old: TrainOneStepCell", "diff"], ["new: TrainOneStepCell", "diff"]], shown
+    # each pane's side panel narrowed (Model Explorer's own is 370 px however narrow the pane): the graph the wider
+    widths = _wait_for(page, """() => { const w = [...document.querySelectorAll('.pane-container')].map(p =>
+      ['graph-panel', 'info-panel'].map(t => Math.round(p.querySelector(t).getBoundingClientRect().width)));
+      return w.every(([g, i]) => g > i) && w; }""").json_value()
+    assert all(i < 370 for _, i in widths) and (not SHOTS or all(g > 370 for g, _ in widths)), widths
     # folded boxes count the changes below them (`diff changed`, drawn with the other counts)
     assert "diff" in page.evaluate("window.__me.showOnNode")["Layer node attributes"]["filterRegex"]
     # fc1 (new line 521, `%76`) in the changed colour, its old -> new strategy in its panel

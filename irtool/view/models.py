@@ -330,6 +330,7 @@ def compare_models(old: str | Selection, new: str | Selection, differ: Differ, p
     counts = {o.op: (o.old, o.new) for o in rd.ops}
     a.prefix, b.prefix = "old: ", "new: "  # Model Explorer renames a graph whose id another model has
     models = []
+    head = _nothing_matched(a, b, rd)
     for side, marks, tag in ((a, rd.old_marks, "old"), (b, rd.new_marks, "new")):
         changes = {g.name: _changes(marks, g.name, g.nodes, counts, tag) for g in side.dump.subgraphs}
         overlay: dict[str, Any] = {}
@@ -345,8 +346,25 @@ def compare_models(old: str | Selection, new: str | Selection, differ: Differ, p
         models.append(Model(f"{tag}: {os.path.basename(side.file)}", build,
                             {**_overlays([side]), "diff": lambda graphs, overlay=overlay: for_parts(overlay, graphs)},
                             first_graph=first_graph(side.dump, side.facts, side.prefix, part_size),
-                            finder=_finder([side])))
+                            finder=_finder([side]), headline=head if tag == "old" else None))
     return models
+
+
+def _nothing_matched(a: _Rank, b: _Rank, rd: DiffMarks) -> dict[str, Any] | None:
+    """The page's first line when the two dumps share nothing (two networks, not two compilations of one): every
+    strategy and communication node of each side the diff marks added or removed, or, with none, no operator
+    type on both sides (the diff's operator counts); else None."""
+    facts = [f.node for r in (a, b) for f in (*r.facts.strategies, *r.facts.comm)]
+    marks = {**rd.old_marks, **rd.new_marks}
+    if facts:
+        shared = any(marks.get(uid) not in ("added", "removed") for uid in facts)
+    else:
+        shared = any(o.old and o.new for o in rd.ops) or not any(o.old != o.new for o in rd.ops)
+    if shared:
+        return None
+    return {"lines": [f"Nothing matched: {a.file} and {b.file} share no operator with a strategy or communication"
+                      if facts else f"Nothing matched: {a.file} and {b.file} share no operator type",
+                      "Two different networks? Every node is marked added or removed."], "legend": []}
 
 
 def _changes(marks: dict[str, str], subgraph: str, nodes: list[Any], counts: dict[str, tuple[int, int]],

@@ -410,6 +410,24 @@
     });
   }
 
+  // --- two panes side by side: each side panel narrower, the graph wider -----------------------------------------
+
+  const PANEL_SHARE = 0.3;  // of a pane's width, at least PANEL_MIN px (Model Explorer's own: 370 px however narrow)
+  const PANEL_MIN = 180;
+
+  function narrowPanels() {
+    const all = panes();
+    if (all.length < 2) return;
+    for (const p of all) {
+      const info = p.querySelector("info-panel");
+      if (!info || info.dataset.irtoolNarrowed) continue;  // once: the user's own resizing is kept
+      const width = Math.max(PANEL_MIN, Math.round(p.getBoundingClientRect().width * PANEL_SHARE));
+      if (width >= info.getBoundingClientRect().width) continue;
+      info.dataset.irtoolNarrowed = "1";
+      info.style.width = info.style.minWidth = `${width}px`;
+    }
+  }
+
   let pending = false;
   new MutationObserver(() => {
     if (pending) return;
@@ -420,6 +438,7 @@
       panes().forEach((p, pane) => index(shown(pane)[1]));  // fetched once a graph is shown, before a search
       sortSelector();
       expandLanes();
+      narrowPanels();
       opening();
     });
   }).observe(document.documentElement, {childList: true, subtree: true});
