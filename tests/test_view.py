@@ -171,14 +171,27 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     own = {n["id"]: n for n in mine}
     assert len(mine) == len(own) == len(whole["nodes"])
     assert all(own[n["id"]]["attrs"] == n["attrs"] for n in whole["nodes"])
-    # `xzcat ... | grep -c 'scope: (Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer/'`
-    # -> 272 operators: the layer's backward is one part, its scope taken off the namespaces below it
-    layer = "Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer"
+    # the parts follow the model: its phases, then its layers (the `phase` and `layer` facts), the scope a layer's
+    # nodes share taken off the namespaces below it. `xzcat ... | grep -c 'scope: (Default/network-PipelineCell/
+    # network-GPT/layers-CellList/1-DecoderLayer/'` -> 128 operators printed in layer 1's forward, 20 of them
+    # plumbing (`Depend-op`, `MakeTuple-op`, `UpdateState-op`) that no layer's data flow holds: the other 108 are
+    # in the part of layer 1's forward, with what else its data flow holds (its weights, their loads)
+    layer = "forward/layer 1"
     part = next(g for g in parts if g["id"] == f"{whole['id']}: {layer}")
     mine = [n for n in part["nodes"] if not n["namespace"].startswith(INPUTS)]
-    assert len(mine) == 272 and all(_attrs(n)["scope"].startswith(layer + "/") for n in mine)
-    assert {n["namespace"].split("/")[0] for n in mine} >= {"feed_forward-MLP", "attention-Attention"}
-    assert part["groupNodeAttributes"][""]["scope"] == layer and part["groupNodeAttributes"][""]["operators"] == "272"
+    printed = "Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer/"
+    scoped = [n for g in parts for n in g["nodes"] if _attrs(n).get("scope", "").startswith(printed)
+              and not n["namespace"].startswith(INPUTS)]
+    plumbing = [n for n in scoped if n["label"] in ("Depend", "MakeTuple", "UpdateState")]
+    assert (len(scoped), len(plumbing)) == (128, 20)
+    assert {n["id"] for n in scoped if n not in plumbing} <= {n["id"] for n in mine}
+    assert any(n["namespace"].startswith("network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer/")
+               for n in mine)  # the scope the layer's nodes share, `Default`, taken off
+    loaded = Selection.of(GPT).first()
+    facts = {n.key: (loaded.facts.table("phase", n), loaded.facts.table("layer", n)) for n in loaded.dump.nodes()}
+    assert {facts[n["id"]] for n in mine if n["id"] in facts} == {("forward", 1)}
+    assert part["groupNodeAttributes"][""]["scope"] == layer
+    assert part["groupNodeAttributes"][""]["operators"] == str(sum(n["id"] in facts for n in mine))
     # what it reads from other parts, and what its panel links to there, is there too, each saying its
     # part; the edges into the layer are kept, and every link names a node of the part's graph
     where = {n["id"]: g["groupNodeAttributes"][""]["scope"] for g in parts for n in g["nodes"]
@@ -197,8 +210,14 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     boxes = {n["subgraphIds"][0]: n for n in overview["nodes"]}
     assert set(boxes) == {g["id"] for g in parts}
     box = boxes[part["id"]]
-    assert box["label"] == "1-DecoderLayer" and box["namespace"] == layer.rpartition("/")[0]
-    assert _attrs(box)["operators"] == "272" and _attrs(box)["nodes read from other parts"] == str(len(read))
+    assert box["label"] == "layer 1" and box["namespace"] == "forward"
+    assert _attrs(box)["operators"] == part["groupNodeAttributes"][""]["operators"]
+    assert _attrs(box)["nodes read from other parts"] == str(len(read))
+    # the overview reads as the model: under each phase a box per layer (a part, or one of its scopes when
+    # larger than the part size), no runs of dump lines
+    assert {f"forward/layer {k}" for k in (0, 1)} <= {g["groupNodeAttributes"][""]["scope"] for g in parts}
+    assert {b["namespace"].split("/")[0] for b in overview["nodes"]} >= {"forward", "backward", "optimizer"}
+    assert not any("lines " in g["id"] for g in parts)
     scope_id = {g["groupNodeAttributes"][""]["scope"]: g["id"] for g in parts}
     assert {e["sourceNodeId"] for e in box["incomingEdges"]} == {scope_id[where[i]] for i in read}
     # `export --part-size` writes the same graphs, the overview first, and the overlays of every part
@@ -671,9 +690,10 @@ def test_the_node_index_finds_every_node_where_it_is() -> None:
     assert sorted(n[1] for n in index["nodes"]) == sorted(n["id"] for n in whole["nodes"])
     held = {g["id"]: {n["id"] for n in g["nodes"] if not n["namespace"].startswith(INPUTS)} for g in graphs}
     assert all(n[1] in held[index["graphs"][n[0]]] for n in index["nodes"])
-    # line 2446 `%154 = Send(...)`: found by its file and line, in the part of `Default`'s own operators
+    # line 2446 `%154 = Send(...)`: found by its file and line, in the part of layer 1's forward (the data flow's
+    # layer of the Send after it)
     (send,) = [n for n in index["nodes"] if n[3] >= 0 and f"{index['files'][n[3]]}:{n[4]}" == "19_validate_0078.ir.xz:2446"]
-    assert send[1:3] == ["%154", "Send"] and index["graphs"][send[0]] == "TrainGradAccuStepCell: Default (own operators)"
+    assert send[1:3] == ["%154", "Send"] and index["graphs"][send[0]] == "TrainGradAccuStepCell: forward/layer 1"
     # each node a part shows from another part links to that part's own node
     stubs = [(g["id"], n["id"]) for g in graphs for n in g["nodes"] if n["namespace"].startswith(INPUTS)]
     assert stubs and all(index["links"][g][n]["in part"] == [next(h for h, ids in held.items() if n in ids), n]
@@ -1153,8 +1173,9 @@ def test_the_panel_in_model_explorer(semi_page: object) -> None:
 def test_opening_on_a_node(gpt_page: object) -> None:
     # what `irtool view GPT --part-size 300 --node FILE:3761` announces (the module's page of GPT opens so): the
     # page opens on that node's part, the node selected: line 3761 `%259 = PrimFunc_Cast(...)`, scope
-    # `Gradients/.../1-DecoderLayer/Grad_Cast/Cast-op0`, in the part of the longest name
-    layer = "TrainGradAccuStepCell: Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer"
+    # `Gradients/Default/network-PipelineCell/.../1-DecoderLayer/Grad_Cast/Cast-op0`: layer 1's backward, more than
+    # 300 nodes, cut by scope below it
+    layer = "TrainGradAccuStepCell: backward/layer 1/Default/network-PipelineCell"
     assert _selected(gpt_page, layer) == "%259"
 
 
@@ -1166,7 +1187,7 @@ def test_a_large_graph_opens_on_its_overview_with_counts_and_a_part_behind_it(gp
     _go(page, overview["id"])  # where the page opened (another test may have left it elsewhere)
     # the overview first, no choosing in the graph selector: a box per part
     boxes = page.evaluate(f"{GRAPH}.nodes.filter(n => n.nodeType === 0).map(n => n.label)")
-    assert len(boxes) == len(parts) and "1-DecoderLayer" in boxes, boxes
+    assert len(boxes) == len(parts) and "layer 1" in boxes, boxes
     # Model Explorer draws group attributes on boxes when "Layer node attributes" is on: irtool seeds it
     shown = page.evaluate("window.__me.showOnNode")
     assert shown["Layer node attributes"]["selected"] is True, shown
@@ -1179,8 +1200,8 @@ def test_a_large_graph_opens_on_its_overview_with_counts_and_a_part_behind_it(gp
 
 @BROWSER
 def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
-    # line 2446: `%154 = Send(...)`, scope `Default/Send-op0`: in the part of `Default`'s own operators
-    part = "TrainGradAccuStepCell: Default (own operators)"
+    # line 2446: `%154 = Send(...)`, scope `Default/Send-op0`: in the part of layer 1's forward
+    part = "TrainGradAccuStepCell: forward/layer 1"
     page = gpt_page
     _go(page, "TrainGradAccuStepCell: overview")
     # two actions: type `%154` in the overview's search box (Model Explorer finds no part box), choose the result
@@ -1192,16 +1213,17 @@ def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
     _click(page, row)
     assert _selected(page, part, node="%154") == "%154"
     assert _panel(page)["file"] == "19_validate_0078.ir.xz:2446"
-    # the part: the 487 operators directly in `Default` (grep in test_a_flat_scope_gets_levels...) are in levels
-    # there (`micro 0`, ...), the nodes it reads from other parts in a group of their own
+    # the part: its operators of a micro batch in levels (`micro 0`, ...), the nodes it reads from other parts in
+    # a group of their own
     top = page.evaluate(f"{GRAPH}.nodes.filter(n => n.nodeType === 1 && !n.nsParentId).map(n => n.label)")
     assert {"micro 0", INPUTS} <= set(top), top
-    # a node the part reads from another part is a link: `%153`, the Depend the Send reads (line 2443,
-    # scope `Default/network-PipelineCell/...`), opens where it is, selected
-    _go(page, part, "%153")
+    # a node the part reads from another part is a link: `%82`, layer 0's last Add (line 1325, `{instance name:
+    # add2}`) that layer 1 reads, opens where it is, selected
+    _go(page, part, "%82")
     where = "TrainGradAccuStepCell: " + _panel(page)["in part"].removesuffix("my_location").strip()
-    _click(page, _link(page, "in part", "%153", where))
-    assert _selected(page, where, node="%153") == "%153"
+    assert where == "TrainGradAccuStepCell: forward/layer 0"
+    _click(page, _link(page, "in part", "%82", where))
+    assert _selected(page, where, node="%82") == "%82"
     assert "in part" not in _panel(page)
     # a search in a part lists the operators of the other graphs too (Model Explorer lists its own graph's):
     # line 10293 `%1000 = PrimFunc_SumExt(...)`, in `Gradients/...`
