@@ -1213,10 +1213,11 @@ def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
     _click(page, row)
     assert _selected(page, part, node="%154") == "%154"
     assert _panel(page)["file"] == "19_validate_0078.ir.xz:2446"
-    # the part: its operators of a micro batch in levels (`micro 0`, ...), the nodes it reads from other parts in
-    # a group of their own
+    # the part: the Send at its top (its scope `Default`, what the layer's nodes share, taken off), the nodes it
+    # reads from other parts in a group of their own
     top = page.evaluate(f"{GRAPH}.nodes.filter(n => n.nodeType === 1 && !n.nsParentId).map(n => n.label)")
-    assert {"micro 0", INPUTS} <= set(top), top
+    assert INPUTS in top, top
+    assert page.evaluate(f"{GRAPH}.nodesById['%154'].namespace") == ""
     # a node the part reads from another part is a link: `%82`, layer 0's last Add (line 1325, `{instance name:
     # add2}`) that layer 1 reads, opens where it is, selected
     _go(page, part, "%82")
