@@ -1343,6 +1343,39 @@ def test_a_folder_links_its_timeline_and_memory(pipe_page: object) -> None:
     assert len(svg.findall(".//s:line[@class='arrow']", ns)) == 8 + 16 + 16 + 8
     stages = ET.fromstring(memory).findall(".//s:g[@class='stage']", ns)
     assert [(g.get("data-stage"), g.get("data-rank")) for g in stages] == [("0", "0"), ("1", "2"), ("2", "4"), ("3", "6")]
+    # a plain click shows the picture on a sheet below the graphs (linked both ways), not in a tab
+    _click(page, links.nth(0))
+    sheet = page.locator(".irtool-sheet")
+    sheet.locator("g.unit").first.wait_for()
+    assert sheet.locator("g.unit").count() == 4 * 2 * 8
+    box = page.evaluate("""() => [document.querySelector('app-root').getBoundingClientRect().bottom,
+                                  document.querySelector('.irtool-sheet').getBoundingClientRect().top]""")
+    assert box[0] <= box[1] + 1, box  # the graphs above it, not under it
+    # stage 1's B2 opens its first node in the stage graph: rank_2 line 2460 `%162 = PrimFunc_MatMul(...)`, `micro:
+    # I64(2)`, the first node printed of micro batch 2's backward; the node says its unit and its time, as the
+    # timeline's own tooltip of the unit says it
+    _click(page, sheet.locator('g.unit[data-stage="1"][data-unit="B2"] rect.unit-box'))
+    assert _selected(page, "stage 1 rank 2: TrainStep", node="%162") == "%162"
+    tip = next(g.find("s:title", ns).text for g in svg.iter(f"{{{ns['s']}}}g")
+               if g.get("class") == "unit" and (g.get("data-stage"), g.get("data-unit")) == ("1", "B2"))
+    row = page.locator("tr.irtool-unit td.value")
+    row.wait_for()
+    assert row.inner_text() == tip.split(" (")[0].replace(": ", ", ", 1) + " of the step", (row.inner_text(), tip)
+    assert _panel(page)["file"] == "rank_2/19_validate_0078.ir.xz:2460"
+    # the row opens the timeline on that unit, marked
+    _click(page, row)
+    _wait_for(page, "() => [...document.querySelectorAll('g.unit.irtool-current')].map(g => g.dataset.stage + ' ' + "
+              "g.dataset.unit).join() === '1 B2'")
+    # the memory's peak of stage 2 opens the node it names (`peak ... at OP, line L`) in stage 2's graph
+    _click(page, sheet.locator(".irtool-sheet-head a", has_text="memory"))
+    label = sheet.locator('g.stage[data-stage="2"] text.peak-label')
+    line = re.search(r"line (\d+)", label.text_content()).group(1)
+    _click(page, label)
+    _selected(page, "stage 2 rank 4: TrainStep")
+    _wait_for(page, "(f) => [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === f)",
+              f"rank_4/19_validate_0078.ir.xz:{line}")
+    _shot(page, "timeline")
+    _click(page, sheet.locator(".irtool-sheet-close"))
 
 
 @BROWSER
