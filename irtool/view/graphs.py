@@ -397,18 +397,18 @@ def _by_layer(ctx: _Context, nodes: list[Node]) -> tuple[dict[Node, str], dict[s
     model): `<phase>/layer <N>/<scope below what the layer's nodes share>` (`no layer` for none: the `layer` fact;
     the phase: the `phase` fact), and the scope each phase's layer takes off (said in its group's info)."""
     group = {n: f"{ctx.phase(n) or 'other'}/{_layer_name(ctx.layer(n))}" for n in nodes}
+    scopes = {n: namespace_of(n.scope).split("/") for n in nodes}
     shared: dict[str, list[str]] = {}
-    for n in nodes:
-        parts = namespace_of(n.scope).split("/")
-        common = shared.setdefault(group[n], parts)
-        k = 0
-        while k < min(len(common), len(parts)) and common[k] == parts[k]:
-            k += 1
-        del common[k:]
-    out = {}
-    for n in nodes:
-        rest = namespace_of(n.scope).split("/")[len(shared[group[n]]):]
-        out[n] = "/".join([group[n], *rest]).rstrip("/")
+    for n, parts in scopes.items():
+        common = shared.setdefault(group[n], parts[:])
+        if common[: len(parts)] != parts[: len(common)]:
+            k = 0
+            while common[k] == parts[k]:
+                k += 1
+            del common[k:]
+        elif len(parts) < len(common):
+            del common[len(parts):]
+    out = {n: "/".join([group[n], *parts[len(shared[group[n]]):]]).rstrip("/") for n, parts in scopes.items()}
     return out, {g: "/".join(c) for g, c in shared.items()}
 
 

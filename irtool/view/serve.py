@@ -9,6 +9,7 @@ across all graphs of a model, links to nodes of other graphs) and each model's n
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -60,6 +61,10 @@ class _Builder:
                 self.files[key] = tempfile.TemporaryFile()
                 self.done[key] = fork.Event()
             self.proc = fork.Process(target=self._write, name="irtool-graphs", daemon=True)
+            # the dumps read so far (millions of objects, kept for as long as the server runs) out of the garbage
+            # collector's sight: its full collections walked them again and again while the graphs were built (a
+            # tenth to a fifth of the build of the 68 MB dump, bench/view_bench.py), and the fork shares their pages
+            gc.freeze()
             self.proc.start()
         else:
             threading.Thread(target=self._build, name="irtool-graphs", daemon=True).start()
