@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..parallel.logical import CommUse, Figures, LogicalDiff, LogicalGraph, OperatorPair
+from ..parallel.logical import CommUse, Figures, LogicalDiff, LogicalGraph, OperatorPair, comm_bytes
 from ..parallel.records import Bytes
 from ..present import DASH, Block, Table, bytes_text, cell, moved, strategy_text
 from ..present.cost import balance_sentence
@@ -14,15 +14,6 @@ from ..present.job import layer_ranges, strategy_groups
 
 def _get(f: Figures | None, name: str) -> Any:
     return None if f is None else getattr(f, name)
-
-
-def _comm_bytes(f: Figures | None) -> Bytes | None:
-    if f is None:
-        return None
-    out = Bytes()
-    for u in f.comm.values():
-        out += u.bytes
-    return out
 
 
 def _stage(f: Figures | None) -> str:
@@ -38,7 +29,7 @@ def layer_table(d: LogicalDiff) -> Table:
                      moved(_get(a, "weights"), _get(b, "weights")),
                      moved(_get(a, "optimizer_states"), _get(b, "optimizer_states")),
                      moved(_get(a, "activations"), _get(b, "activations")),
-                     moved(_get(a, "total_flops"), _get(b, "total_flops")), moved(_comm_bytes(a), _comm_bytes(b))])
+                     moved(_get(a, "total_flops"), _get(b, "total_flops")), moved(comm_bytes(a), comm_bytes(b))])
     return Table("Per layer, per rank holding it (bytes held, FLOPs and communication bytes per device per step; "
                  "old → new)", ["layer", "stage", "weights", "optimizer states", "activations", "FLOPs",
                                 "communication bytes"], rows)
@@ -126,7 +117,7 @@ def one_sided_table(d: LogicalDiff) -> Table:
 
 def stage_table(g: LogicalGraph, side: str) -> Table:
     rows = [[str(s.stage), cell(s.rank), layer_ranges(s.layers), bytes_text(s.weights), bytes_text(s.optimizer_states),
-             bytes_text(s.activations), cell(s.total_flops), bytes_text(_comm_bytes(s) or Bytes()), bytes_text(s.memory)]
+             bytes_text(s.activations), cell(s.total_flops), bytes_text(comm_bytes(s) or Bytes()), bytes_text(s.memory)]
             for s in g.stages]
     return Table(f"{side.capitalize()} configuration per stage (one rank each, per step): {g.path}",
                  ["stage", "rank", "layers", "weights", "optimizer states", "activations", "FLOPs",

@@ -64,6 +64,17 @@ class CommUse:
                 **_bytes(self.bytes), "group_sizes": list(self.group_sizes)}
 
 
+def comm_bytes(holder: Any) -> Bytes | None:
+    """The bytes of every communication a `LogicalOp` or `Figures` (its `comm`) moves per device per step; None
+    for no holder (one side of a pair)."""
+    if holder is None:
+        return None
+    out = Bytes()
+    for u in holder.comm.values():
+        out += u.bytes
+    return out
+
+
 def _tally(uses: dict[tuple[str, str, str], CommUse], c: CommNode, size: int | None) -> None:
     key = (c.op, c.category, c.phase)
     if key not in uses:

@@ -14,9 +14,8 @@ import os
 from collections import Counter, defaultdict
 from typing import Any
 
-from ..parallel.logical import CAUSES, LayerPair, LogicalDiff, LogicalOp, OperatorPair
+from ..parallel.logical import CAUSES, LayerPair, LogicalDiff, LogicalOp, OperatorPair, comm_bytes
 from ..parallel.operators import OperatorKey
-from ..parallel.records import Bytes
 from ..present import DASH, cell, moved, strategy_text
 from ..present.job import change_text, changes_line, follows
 from ..present.palette import CAUSE_COLORS, CAUSE_TEXT
@@ -76,19 +75,6 @@ def _where(o: LogicalOp | None) -> str:
     return DASH if o is None else f"rank {cell(o.rank)} line {o.line}"
 
 
-def _bytes(p: OperatorPair) -> tuple[Bytes | None, Bytes | None]:
-    """The communication bytes around it per device per step, each side's."""
-    def total(o: LogicalOp | None) -> Bytes | None:
-        if o is None:
-            return None
-        out = Bytes()
-        for u in o.comm.values():
-            out += u.bytes
-        return out
-
-    return total(p.old), total(p.new)
-
-
 def diff_rows(p: OperatorPair) -> list[dict[str, Any]]:
     """What changed, as the box says it (`diff ...` rows, drawn on the box): its strategy old -> new, the
     communication that appeared (`+AllReduce`), vanished (`-AllGather`) or changed group, its bytes and FLOPs
@@ -115,7 +101,7 @@ def diff_rows(p: OperatorPair) -> list[dict[str, Any]]:
     if comm:
         rows.append(_kv("diff comm", " ".join(dict.fromkeys(comm))))
     if "comm" in p.fields:
-        rows.append(_kv("diff comm bytes", moved(*_bytes(p))))
+        rows.append(_kv("diff comm bytes", moved(comm_bytes(p.old), comm_bytes(p.new))))
     for name in ("weights", "optimizer_states", "activations"):
         if name in p.fields:
             rows.append(_kv(f"diff {name.replace('_', ' ')}", _both(p, lambda o, name=name: getattr(o, name))))
