@@ -304,7 +304,7 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
     pictures, played = _pictures(loaded, sel.path)
     return Model(label, build, _overlays(picked, drawn), sorting="name_asc", first_graph="pipeline",
                  finder=_finder(picked), first_node=lambda: first_box(drawn()), lanes=LANES,
-                 pictures=pictures, targets=lambda: _targets(picked, played, part_size))
+                 pictures=pictures, targets=lambda: _targets(picked, played))
 
 
 def _pictures(loaded: list[Loaded], path: str) -> tuple[dict[str, Callable[[], str]], Callable[[], Timeline | None]]:
@@ -333,7 +333,7 @@ def _pictures(loaded: list[Loaded], path: str) -> tuple[dict[str, Callable[[], s
             lambda: None if cannot(played()) else played())
 
 
-def _targets(picked: list[_Rank], played: Callable[[], Timeline | None], part_size: int) -> dict[str, Any]:
+def _targets(picked: list[_Rank], played: Callable[[], Timeline | None]) -> dict[str, Any]:
     """Where the pictures' marks open in the stage graphs, and what a stage graph's node says of them (the page's
     script, static/view.js): `units` ({"<stage> <unit>": [graph, node]}: a timeline unit's first node, the order's
     `unit_nodes`), `peaks` ({"<stage>": [graph, node]}: the node at the memory walk's peak), `nodes` ({graph: {node:
@@ -393,20 +393,15 @@ def compare_models(old: str | Selection, new: str | Selection, differ: Differ, p
 
 
 def _nothing_matched(a: _Rank, b: _Rank, rd: DiffMarks) -> dict[str, Any] | None:
-    """The page's first line when the two dumps share nothing (two networks, not two compilations of one): every
-    strategy and communication node of each side the diff marks added or removed, or, with none, no operator
-    type on both sides (the diff's operator counts); else None."""
-    facts = [f.node for r in (a, b) for f in (*r.facts.strategies, *r.facts.comm)]
-    marks = {**rd.old_marks, **rd.new_marks}
-    if facts:
-        shared = any(marks.get(uid) not in ("added", "removed") for uid in facts)
-    else:
-        shared = any(o.old and o.new for o in rd.ops) or not any(o.old != o.new for o in rd.ops)
-    if shared:
+    """The page's first lines when the two dumps share nothing the diff matches (two networks, not two compilations of
+    one): nodes with a strategy or communication on each side, and the diff marks each added or removed; else None."""
+    sides = [([f.node for f in (*r.facts.strategies, *r.facts.comm)], marks)
+             for r, marks in ((a, rd.old_marks), (b, rd.new_marks))]
+    if not all(nodes for nodes, _ in sides) or any(marks.get(uid) not in ("added", "removed")
+                                                  for nodes, marks in sides for uid in nodes):
         return None
-    return {"lines": [f"Nothing matched: {a.file} and {b.file} share no operator with a strategy or communication"
-                      if facts else f"Nothing matched: {a.file} and {b.file} share no operator type",
-                      "Two different networks? Every node is marked added or removed."], "legend": []}
+    return {"lines": [f"Nothing matched: {a.file} and {b.file} share no operator with a strategy or communication",
+                      "Two different networks? Every such node is marked added or removed."], "legend": []}
 
 
 def _changes(marks: dict[str, str], subgraph: str, nodes: list[Any], counts: dict[str, tuple[int, int]],
