@@ -1362,7 +1362,9 @@ def test_a_folder_links_its_timeline_and_memory(pipe_page: object) -> None:
     row.wait_for()
     assert row.inner_text() == tip.split(" (")[0].replace(": ", ", ", 1) + " of the step", (row.inner_text(), tip)
     assert _panel(page)["file"] == "rank_2/19_validate_0078.ir.xz:2460"
-    # the row opens the timeline on that unit, marked
+    # the row opens the timeline on that unit, marked (the row scrolled to the middle of the panel: at its top the
+    # panel's section header covers it)
+    row.evaluate("e => e.scrollIntoView({block: 'center'})")
     _click(page, row)
     _wait_for(page, "() => [...document.querySelectorAll('g.unit.irtool-current')].map(g => g.dataset.stage + ' ' + "
               "g.dataset.unit).join() === '1 B2'")
