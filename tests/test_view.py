@@ -33,6 +33,7 @@ from irtool.selection import Selection
 from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE
 from irtool.view.models import Model, compare_models, models_for
 from irtool.view.pipeline import ORDER, PAIRS
+from irtool.view.serve import _placed
 
 SEMI = fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")
 PIPE = str(Path(fixture("pipeline_2stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1])
@@ -723,6 +724,15 @@ def test_every_panel_link_names_a_node_of_its_graph() -> None:
             targets = [index["links"].get(g["id"], {}).get(n, {}).get(key) for n, key in rows]
             assert all(t is not None and t[1] in nodes[t[0]] for t in targets), (g["id"], rows[:3], targets[:3])
         assert any(index["links"].get("pipeline", {}).values()) or "pipeline" not in nodes
+        # the timeline's units and the memory peaks open nodes their graphs hold (a split graph's part), every unit
+        # of the timeline (interleaved: `F0.c1`) one; a node's `unit of work` row is of a node its graph holds
+        if model.targets:
+            placed = _placed(model)
+            opened = [*placed["units"].values(), *placed["peaks"].values()]
+            assert opened and all(node in nodes[graph] for graph, node in opened), path
+            assert all(node in nodes[graph] for graph, rows in placed["nodes"].items() for node in rows), path
+            drawn = re.findall(r'class="unit" data-stage="(\d+)" data-unit="([^"]+)"', model.pictures["timeline"]())
+            assert drawn and all(f"{s} {u}" in placed["units"] for s, u in drawn), path
 
 
 def test_adapter_extension_converts_a_dump() -> None:
