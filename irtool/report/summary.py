@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..dumpdir import RankFile, rank_order
 from ..ir import Dump, DumpWarning, SymbolEngine, check
 from ..parallel import ParallelFacts, analyze
-from ..parallel.balance import StageCost, stage_cost
 from ..parallel.failure import FailureRecord, StrategyMisfit, failure_record, strategy_misfits
-from ..parallel.hardware import Profile
 from ..parallel.job import Job, JobFold, RankJob, job_of, rank_job
 from ..parallel.layers import layer_comm
 from ..parallel.optimizer import optimizer_shards
@@ -53,6 +51,10 @@ from .headline import (
     unknowns_line,
     unpaired_text,
 )
+
+if TYPE_CHECKING:  # the cost model is loaded only when asked for (`--cost`)
+    from ..parallel.balance import StageCost
+    from ..parallel.hardware import Profile
 
 SCHEMA = "irtool.summary/2"
 TOP_SCOPES = 10  # `top_scopes` keeps the cells that move the most bytes (the text title says of how many)
@@ -191,6 +193,8 @@ def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep:
     """Load, analyze and sum one rank for `summarize DIR` (runs in a worker process); `keep` also
     returns the records of its strategy, redistribution and optimizer tables; `cost` its cost record
     (`--cost`) when it is the first rank of its stage (`_first_of_stage`), timed on `hardware`."""
+    if cost:
+        from ..parallel.balance import stage_cost
     dump = rank.load(lenient)
     facts = analyze(dump, rank.rank)
     c, g = facts.comm, facts.groups
