@@ -184,6 +184,7 @@ class _Walk:
         self.phase_of_block: list[str | None] = []
         self.static = 0
         self.waits: dict[int, list[int]] = {}  # a collective's first output -> its inputs, until read
+        self.out_sizes: dict[Node, list[int | None]] = {}  # a reused graph's kernels run once per call
 
     def new_block(self, size: int | None, role: str, phase: str | None) -> int:
         self.size.append(None if size is None else block(size))
@@ -290,7 +291,10 @@ class _Walk:
         t = self.t
         phase = t("phase", n)
         role = "communication" if t("kind", n) == "communication" else _PHASE_ROLE.get(phase, "temporary")
-        out = tuple(self.new_block(s, role, phase) for s in _out_sizes(n))
+        sizes = self.out_sizes.get(n)
+        if sizes is None:
+            sizes = self.out_sizes[n] = _out_sizes(n)
+        out = tuple(self.new_block(s, role, phase) for s in sizes)
         self.step(n, top, list(out), args)
         if role == "communication" and n.op not in ("Send", "Receive") and out:
             # its inputs are released when the first kernel reading its result waits for it
