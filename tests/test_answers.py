@@ -16,7 +16,8 @@ from irtool.diff import diff_dirs
 from irtool.diff.match import align_scopes
 from irtool.parallel.layers import ScopeIndex, layer_comm, layer_of
 from irtool.parallel.optimizer import optimizer_shards
-from irtool.parallel.traffic import wire_bytes
+from irtool.parallel.rules import COMM_OPS
+from irtool.parallel.traffic import COLLECTIVE, collective_of, formula, wire_bytes
 from irtool.report.summary import comm_layers
 
 SEMI = "semi_auto_8p/rank_0/19_validate_0078.ir.xz"
@@ -232,6 +233,17 @@ def test_wire_formula() -> None:
     assert wire_bytes("AlltoAll", 128, 2) == 64
     assert wire_bytes("Send", 1024, None) == 1024
     assert wire_bytes("AllReduce", 1024, None) is None and wire_bytes("AllReduce", None, 2) is None
+    # one table says which collective an operator performs, for the wire bytes, their formula and the time
+    # model alike (timing read name fragments, the report's formula column its own spellings: `AllToAllV`,
+    # `ReduceScatterV` had no formula there)
+    assert COMM_OPS - COLLECTIVE.keys() == {"Broadcast", "Reduce", "Barrier", "CollectivePermute", "BatchISendIRecv"}
+    assert {op: collective_of(op) for op in ("_MirrorMicroStepOperator", "_MiniStepAllGather", "AllToAllV",
+                                             "_HostReduceScatter", "NeighborExchangeV2", "Broadcast")} == {
+        "_MirrorMicroStepOperator": "AllReduce", "_MiniStepAllGather": "AllGather", "AllToAllV": "AlltoAll",
+        "_HostReduceScatter": "ReduceScatter", "NeighborExchangeV2": "Send", "Broadcast": None}
+    assert formula("AllToAllV") == "(n-1)/n * S" and formula("ReduceScatterV") == formula("ReduceScatter")
+    assert formula("InnerCommIsend") == "S" and formula("Broadcast") is None
+    assert wire_bytes("Broadcast", 1024, 8) is None and wire_bytes("NeighborExchange", 1024, 8) == 1024
 
 
 def test_summary_json_and_text() -> None:
