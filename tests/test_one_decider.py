@@ -82,3 +82,31 @@ def test_passes_are_an_ordered_tuple_each_fact_provided_once() -> None:
             provided[fact] = p.name
     # the facts issue 25 item 1 names, each provided
     assert {"kind", "phase", "micro", "chunk", "forward", "layer", "out_bytes", "comm", "strategy"} <= provided.keys()
+
+
+# Scope text MindSpore prints for what its autodiff and recompute made: read by parallel/scope.py only (the phase
+# pass asks it `in_gradients`; render folds by its `printed_cells`), never matched again elsewhere. A string
+# starting with one of them or holding one as a scope component (`recompute_config` is MindFormers' YAML key).
+SCOPE_LITERAL = re.compile(r"^(Gradients|Grad_|recompute_$|recompute_Default)|/(Gradients|Grad_|recompute_)")
+SCOPE = "parallel/scope.py"
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {id(b[0].value) for b in (getattr(n, "body", None) for n in ast.walk(tree))
+            if isinstance(b, list) and b and isinstance(b[0], ast.Expr) and isinstance(b[0].value, ast.Constant)}
+
+
+def test_scope_literals_are_read_in_one_module() -> None:
+    hits = []
+    for p in PACKAGE.rglob("*.py"):
+        rel = str(p.relative_to(PACKAGE))
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
+                    and SCOPE_LITERAL.search(node.value) and rel != SCOPE:
+                hits.append(f"{rel}:{node.lineno}: {node.value!r}")
+    assert hits == []
+    # and the literal is still what the test looks for: scope.py holds it
+    assert any(SCOPE_LITERAL.search(n.value) for n in ast.walk(ast.parse((PACKAGE / SCOPE).read_text()))
+               if isinstance(n, ast.Constant) and isinstance(n.value, str))

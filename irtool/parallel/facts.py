@@ -71,6 +71,7 @@ from .records import FileKind, Phase, Strategy
 from .roles import param_roles
 from .rules import COMM_OPS, KERNEL_PASSES, borrowed_name, classify, file_kind, moves_no_data
 from .runs import graph_runs, node_runs
+from .scope import in_gradients
 from .sizes import type_bytes
 from .stage import stage_info
 from .strategies import strategy_records
@@ -296,7 +297,7 @@ def evidence_phase(n: Node, copy: bool, bprop: bool = False) -> Phase | None:
     recomputed copy in a bprop, `Gradients/recompute_Default/.../Grad_LayerNorm/TupleGetItem`, is backward
     work), then the copy, then the optimizer's scope."""
     scope = n.scope or ""
-    if (scope.startswith("Gradients/") or n.mentions("forward_unique_id") or n.mentions("forward_node_name")
+    if (in_gradients(scope) or n.mentions("forward_unique_id") or n.mentions("forward_node_name")
             or ((n.instance_name or "").startswith("grad") and not borrowed_name(n))
             or (n.scalar_attr("is_bp") is True and not copy) or bprop):  # a copy runs in the backward: `is_bp` on it
         return "backward"
