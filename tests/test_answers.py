@@ -152,9 +152,10 @@ def test_layers_gpt_small() -> None:
     assert sum(r.count for r in rows.values()) == 60
     # the stage's forward Sends carry layer 1's output: layer 1's
     assert rows["layer 1"].by_category["pipeline"] > 0 and rows["layer 0"].by_category["pipeline"] == 0
-    # forward, backward and recompute of one layer land in one row by scope too (`--by-scope-depth`, nodes of no layer)
+    # a node of no layer counts in its cell: forward, backward and recompute of one cell in one row, never cut at a
+    # repeated cell's index (which layer a node is work of is the `layer` fact's to say, not its scope's)
     assert layer_of("Gradients/recompute_Default/n-GPT/layers-CellList/0-DecoderLayer/a-Attention/Grad_X/AllReduce-op0") \
-        == "Default/n-GPT/layers-CellList/0-DecoderLayer"
+        == "Default/n-GPT/layers-CellList/0-DecoderLayer/a-Attention"
     assert layer_of("Default/net/layers.3-Block/AllReduce-op1") == "Default/net/layers.3-Block"
     assert layer_of("Default/net/layers.3-Block/AllReduce-op1", depth=2) == "Default/net"
 
