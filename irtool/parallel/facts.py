@@ -13,7 +13,10 @@ Facts of a node (`table(fact, node)`):
   copy      a recomputed copy of a forward node (`duplicated`)
   forward   the forward node a backward node is the gradient of (`forward_unique_id`), or the forward call whose
             bprop closure a call runs (lazy-inline), else None
-  category  (category, rule) of a communication node (rules R1-R13, §2), else None
+  evidence  the phase the node's own evidence other than a category says (§3), None when it says nothing
+  own_category (category, rule) of a communication node by its own evidence (rules R1-R13, §2), else None
+  exchange  the R9 Send/Receive an R5b one is the other half of (one exchange step), else None
+  category  (category, rule) of a communication node (`own_category`, or R9-paired), else None
   phase     forward | backward | recompute | optimizer (§3)
   micro     the pipeline micro batch the node runs for: of the work it reads (data flow), else as printed (`micro`; a
             primitive `pipeline_end`/`pipeline_begin`; a bprop call's forward call's), None when not one or when it
