@@ -24,7 +24,7 @@ from .hardware import Profile, Tier
 from .order import StageOrder, UnitKey, hop_unit
 from .pairs import pair_ranks
 from .records import Group
-from .traffic import group_size, wire_bytes
+from .traffic import collective_of, group_size, wire_bytes
 
 if TYPE_CHECKING:
     from ..ir import Node
@@ -35,15 +35,6 @@ MATRIX = MATMULS | GROUPED_MATMULS | CONVS | ATTENTION
 MOVES = frozenset({"Transpose", "Cast", "Concat", "Gather", "GatherV2", "GatherD", "StridedSlice", "Slice", "Split",
                    "SplitV", "Tile", "BroadcastTo", "StridedSliceGrad", "Pad", "ReverseV2", "TensorMove",
                    "SplitWithSize", "Contiguous", "InplaceCopy"})
-
-
-def collective_of(op: str) -> str:
-    """The profile's collective for a communication operator (`_MirrorOperator` -> AllReduce, ...)."""
-    for key, names in (("AllGather", "AllGather"), ("ReduceScatter", "ReduceScatter"), ("AlltoAll", "toAll"),
-                       ("AlltoAll", "ToAll")):
-        if names in op:
-            return key
-    return "Send" if op in ("Send", "Receive", "InnerCommIsend", "InnerCommIrecv") or "Neighbor" in op else "AllReduce"
 
 
 def comm_seconds(p: Profile, op: str, nbytes: int | None, n: int | None, tier: Tier) -> float | None:
