@@ -32,7 +32,7 @@ from .dumpdir import Progress, RankFile, Unreadable, iter_ranks, rank_facts, ran
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, load
 from .parallel import ParallelFacts, analyze
-from .parallel.job import Job, JobFold, RankJob, rank_job
+from .parallel.job import Job, JobFold, RankJob
 from .parallel.order import StageOrder
 from .present import rank_list
 
@@ -321,7 +321,7 @@ class Selection:
 def rank_job_of(rank: RankFile, lenient: bool = False, deep: bool = False) -> RankJob:
     """What one rank shows of the job (runs in a worker process; `deep` is not used)."""
     dump = rank.load(lenient)
-    return rank_job(analyze(dump, rank.rank), rank.rank, rank.path)
+    return analyze(dump, rank.rank).job
 
 
 def job_of(sel: Selection, progress: Progress | None = None) -> Job:

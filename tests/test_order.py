@@ -16,7 +16,6 @@ from conftest import FIXTURES, fixture
 import irtool
 from irtool.cli import main
 from irtool.parallel import analyze
-from irtool.parallel.job import rank_job
 from irtool.parallel.order import classify, stage_order
 
 P4 = "pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz"
@@ -351,7 +350,7 @@ def test_ranks_per_stage_from_a_pipeline_peer_not_the_largest_group() -> None:
     # (0, 1, 2, 3, 4, 5, 6, 7), ...}`: MindSpore numbers ranks stage by stage, so a stage holds 4 - 0 = 4 ranks, and 8 /
     # 4 = 2 stages (the largest group read 8 / 2 = 4 stages, dp 1).
     path = str(FIXTURES / "inference_pp_8p_m4/rank_0/19_validate_0082.ir.xz")
-    r = rank_job(analyze(irtool.load(path)), 0, path)
+    r = analyze(irtool.load(path), 0).job
     assert max(r.stage_sizes) == 2 and r.span.value == 4 and r.span.where.endswith(":259 (Send with rank 4 on stage 1)")
     out = CliRunner().invoke(main, ["summarize", path, "--format", "json"])
     job = json.loads(out.stdout)["job"]

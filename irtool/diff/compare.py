@@ -23,7 +23,7 @@ from ..dumpdir import rank_of
 from ..errors import InputError
 from ..ir import Dump, pass_name
 from ..parallel import ParallelFacts, analyze
-from ..parallel.job import Job, JobChange, JobFold, job_changes, rank_job
+from ..parallel.job import Job, JobChange, JobFold, job_changes
 from ..parallel.logical import LogicalDiff, LogicalGraph, compare_logical, logical_graph
 from ..parallel.records import Bytes, plain
 from ..parallel.scope import op_number
@@ -319,7 +319,7 @@ class _Side:
         self.stages: dict[int, Loaded] = {}
 
     def add(self, got: Loaded) -> None:
-        self.job.add(rank_job(got.facts, got.rank, got.file))
+        self.job.add(got.facts.job)
         self.stages.setdefault(got.stage, got)
 
     def graph(self, job: Job) -> LogicalGraph:

@@ -61,6 +61,7 @@ from ..ir.kept import Kept
 from .comm import comm_records, groups_of
 from .dynamic import rows
 from .flowrules import ALL_TO_ALL, all_to_all_purpose, sequence_parallel
+from .job import JOB_PASSES
 from .kernels import kernels, stream_of
 from .lifetime import lifetimes
 from .links import node_index
@@ -521,6 +522,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("placements", ("placement",), ("by_key", "operator_params", "operator", "kind", "comm"), "column", placements),
     Pass("lifetimes", ("lifetimes",), ("kernel", "by_key", "param_roles", "phase", "kind", "micro", "chunk", "order",
                                         "file_kind"), "dump", lifetimes),
+    *JOB_PASSES,
 )
 
 
