@@ -257,7 +257,7 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
     lt = walk(t, curve=True)
     curve = lt.curve or []
     start = next((s for s, u in lt.units if u == "optimizer"), len(curve))
-    flight = in_flight(cost.order, stage, job.pipeline_stages, job.micro_batches).count or 1
+    flight = in_flight(cost.order, stage, job.pipeline_stages, job.micro_batches, job.training).count or 1
     rows = [r for r in graph.layers if r.stage == stage]
     timing = cost.timing
     return StageBasis(
