@@ -591,6 +591,7 @@ def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None 
         # a stage no rank is on compares nothing: an error, not a clean diff that would pass CI
         a_sel.require(seen, where)
         _configure(result, *sides, by_rank)
+        a_sel.folded_job, b_sel.folded_job = result.old_job, result.new_job  # every rank read: the selections' jobs
         return result
     # A rank on one side only is a change (its stage may be gone with it): read it for its stage.
     gone = {u.rank for sel in (a_sel, b_sel) for u in sel.unreadable}  # again: reading may have dropped some
@@ -612,6 +613,7 @@ def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None 
     result.only_new_stages = sorted(new_stages - old_stages)
     _unreadable(result, a_sel, b_sel)
     _configure(result, *sides, by_rank)
+    a_sel.folded_job, b_sel.folded_job = result.old_job, result.new_job
     return result
 
 

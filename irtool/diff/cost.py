@@ -8,7 +8,6 @@ from typing import Any, Iterable
 
 from ..errors import InputError
 from ..parallel.balance import in_flight, stage_cost, stage_memory
-from ..parallel.job import job_of
 from ..parallel.roles import ROLES
 from ..present import Block, Table, cell, change_pct
 from ..selection import Selection
@@ -80,7 +79,7 @@ class CostDiff:
 def _side(sel: Selection) -> dict[int, StageFigures]:
     """The figures of one rank per stage (`Selection.per_stage`: ranks of a stage hold the same work)."""
     picked = sel.per_stage()
-    job = job_of(p.facts.job for p in picked)  # the stage count and micro batches as these ranks tell them
+    job = sel.job()  # the selection's job (`diff` folded it from every rank it read)
     out = {}
     for p in picked:
         sc = stage_cost(p.facts, order=p.order())

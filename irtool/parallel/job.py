@@ -9,7 +9,7 @@ Every command reads the job from here; none works these figures out again.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .cost import ATTENTION, SEQUENCE_DIM, attention_layout
 from .model_dims import ModelDims, ffn_size, heads, kv_heads, model_dims
@@ -274,7 +274,7 @@ _GROUP_FACTS = ("job_stage_sizes", "job_mp", "job_ep", "job_sp", "job_cp", "job_
 JOB_PASSES: tuple[Pass, ...] = (
     Pass("job world", ("job_world",), (*_COMM, "file_kind"), "dump", _world_of),
     Pass("job span", ("job_span",), (*_COMM, "stage_info"), "dump", _span_of),
-    Pass("job groups", _GROUP_FACTS, (*_COMM, "strategy"), "dump", _groups_of),
+    Pass("job groups", _GROUP_FACTS, (*_COMM, "strategy", "by_key", "parameters"), "dump", _groups_of),
     Pass("job micro", ("job_micro",), ("micro",), "dump", _micro_of),
     Pass("job layers", ("job_layers",), ("layer", "phase", "parameters"), "dump", _layers_of),
     Pass("job recompute", ("job_recompute",), ("copies", "layer"), "dump", _recompute_of),
@@ -474,93 +474,19 @@ class JobFold:
                     by[0] = by.pop(None)  # type: ignore[index]
 
     def job(self) -> Job:
+        """The folder's job: `FOLD_PASSES` over what the ranks told, each field decided by one pass, never after."""
         self._stages()
-        unknown = self.stage_ranks.get(None, [])
-        ranks = {s: v for s, v in self.stage_ranks.items() if s is not None}
-        notes: list[str] = []
-        world = self.world or _unknown("no node uses the world group" + (
-            f"; at least {self.top_rank + 1} (rank {self.top_rank} read)" if self.top_rank is not None else ""))
-        top = max(self.stage_sizes, default=None)  # without a pipeline peer, the largest group within a stage
-        stage_size = self.span or (Evidence(top, self.stage_sizes[top][1]) if top is not None
-                                   else _unknown("no collective group"))
-        read_per_stage = max((len(v) for v in ranks.values()), default=0)
-        if stage_size.known and read_per_stage > stage_size.value:  # the folder shows more ranks on a stage
-            stage_size = Evidence(read_per_stage, f"{read_per_stage} ranks read on one stage")
-        elif not stage_size.known and read_per_stage:
-            stage_size = _unknown(f"at least {read_per_stage} (ranks read on one stage); " + stage_size.where)
-        if not self.staged:
-            stages = Evidence(1, "no pipeline Send/Receive: one stage")
-        elif self.last is not None:
-            stages = self.last
-        elif world.known and stage_size.known and world.value % stage_size.value == 0:
-            stages = Evidence(world.value // stage_size.value,
-                              f"world size {world.value} / {stage_size.value} ranks per stage ({stage_size.where})")
-        else:
-            seen = ", ".join(map(str, sorted(ranks)))
-            of = f"; {_rank_words(unknown)} of unknown stage" if unknown else ""
-            stages = _unknown(f"{'stages ' + seen if seen else 'no stage'} seen{of}; the world size, the ranks per "
-                              "stage and the last stage unknown")
-        if stages.known and world.known and stages.value and world.value % stages.value == 0 and \
-                (not stage_size.known or stage_size.value * stages.value != world.value):
-            stage_size = Evidence(world.value // stages.value, f"world size {world.value} / {stages.value} stages")
-        elif not world.known and self.staged and stages.known and stage_size.known:
-            world = Evidence(stage_size.value * stages.value,
-                             f"{stage_size.value} ranks per stage x {stages.value} stages; {stage_size.where}")
-        # before the parallel pass no group is inserted yet: a degree is unknown, not 1
-        one = 1 if self.parallel else None
-
-        def why(text: str) -> str:
-            return text if self.parallel else "a pass before the parallel pass: no communication inserted yet"
-
-        mp = _one(self.mp, "tensor-parallel", one, why("no tensor-parallel collective"))
-        cp = _one(self.cp, "context-parallel", one, why("no context-parallel exchange"))
-        # context parallelism splits the sequence over ranks of its own; sequence parallelism runs on the
-        # tensor-parallel group and expert parallelism within the data-parallel ranks: neither takes ranks
-        split = mp.value * cp.value if mp.known and cp.known else None
-        what = f"mp {mp.value}" + (f" x cp {cp.value}" if cp.value != 1 else "") if split else ""
-        if self.staged and stage_size.known and split and stage_size.value % split == 0:
-            dp = Evidence(stage_size.value // split, f"{stage_size.value} ranks per stage / {what}")
-        elif not self.staged and world.known and split and world.value % split == 0:
-            dp = Evidence(world.value // split, f"world size {world.value} / {what}")
-        else:
-            dp = _unknown("the ranks per stage, mp or cp unknown")
-        if len(self.micro) > 1:
-            notes.append("ranks disagree on the number of micro batches: " + "; ".join(
-                f"{m} ({e.where})" for m, e in sorted(self.micro.items())))
-        micro = self.micro[max(self.micro)] if self.micro else \
-            Evidence(1, "no pipeline and no node carries a micro batch (`micro`): the batch at once") \
-            if not self.staged else _unknown("no node carries a micro batch (`micro`)")
-        kind = "segments" if self.folded else "chunks"
-        chunks = Evidence(len(self.chunks), f"pipeline Send/Receive of {kind} {', '.join(map(str, sorted(self.chunks)))}") \
-            if self.chunks else Evidence(1, "no chunk or segment on pipeline Send/Receive" if self.staged else "no pipeline")
-        absent = [s for s in range(stages.value) if s not in ranks] if stages.known else []
-        first = self.first
-        layers = sorted({i for v in self.recompute.values() for i in v})
-        recompute = Evidence(layers, self.recompute_where) if layers else \
-            Evidence([], "no recomputed copy (`duplicated`) in a pass with backward work") if self.backward else \
-            _unknown("no backward work in this pass: recomputed copies come with it")
-        known = {s: v for s, v in self.stage_layers.items() if s is not None}
-        return Job(ranks=list(self.ranks), world_size=world, pipeline_stages=stages, stages_read=sorted(ranks),
-                   stages_absent=absent, dp=dp, mp=mp,
-                   ep=_one(self.ep, "expert-parallel", one, why("no expert-parallel all-to-all")),
-                   sp=_one(self.sp, "sequence-parallel", one, why("no sequence-parallel gather or scatter")),
-                   cp=cp,
-                   micro_batches=micro, chunks=chunks, folded=self.folded,
-                   stage_ranks=dict(sorted(ranks.items())),
-                   stage_layers={s: sorted(v) for s, v in sorted(known.items())},
-                   stage_layers_where={s: v for s, v in sorted(self.where.items()) if s is not None},
-                   recompute={s: sorted(v) for s, v in sorted(self.recompute.items()) if s is not None},
-                   recompute_layers=recompute,
-                   optimizer=self.optimizer or (first.optimizer if first else _unknown("no rank read")),
-                   optimizer_shard=_one(self.opt_shard, "optimizer-parallel", one,
-                                        why("no optimizer-parallel communication")),
-                   gradient_accumulation=self.accumulation or (first.accumulation if first else _unknown("no rank read")),
-                   global_batch=self._batch(dp, micro), num_layers=self._layer_count(stages, absent),
-                   hidden_size=self._dim("hidden"), vocab_size=self._dim("vocab"), sequence_length=self._dim("sequence"),
-                   ffn_size=self._with_hidden(ffn_size, self.layer_weights),
-                   heads=self._with_hidden(heads, self.attention), kv_heads=self._with_hidden(kv_heads, self.attention),
-                   training=self.training, notes=notes, micro_seen=sorted(self.micro), stage_unknown=unknown,
-                   stage_unknown_layers=sorted(self.stage_layers.get(None, ())))
+        d: dict[str, Any] = {}
+        for p in FOLD_PASSES:
+            missing = [n for n in p.needs if n not in d]
+            if missing:
+                raise KeyError(f"fold pass {p.name!r} needs {', '.join(missing)}, which no earlier pass decides")
+            found = p.run(self, d)
+            for name, value in zip(p.provides, found if len(p.provides) > 1 else (found,)):
+                if name in d:
+                    raise KeyError(f"{name!r} is decided by two fold passes")
+                d[name] = value
+        return Job(**{k: v for k, v in d.items() if not k.startswith("_")})
 
     def _dim(self, name: str) -> Evidence:
         return self.dims.get(name) or _unknown("no rank read")
@@ -607,6 +533,178 @@ def _ranges(indices: list[int]) -> str:
         else:
             runs.append([i])
     return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+# --- the folder's job, field by field ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FoldPass:
+    """One step of `JobFold.job`: decides `provides` (Job fields; `_`-named ones are only read by later passes) from
+    the fold and the fields `needs` names, decided by the passes before it."""
+
+    name: str
+    provides: tuple[str, ...]
+    needs: tuple[str, ...]
+    run: Callable[[JobFold, dict[str, Any]], Any]
+
+
+def _read(f: JobFold, d: dict[str, Any]) -> tuple[list[int | None], list[int], list[int | None], list[str]]:
+    known = {s: v for s, v in f.stage_ranks.items() if s is not None}
+    notes = ["ranks disagree on the number of micro batches: " + "; ".join(
+        f"{m} ({e.where})" for m, e in sorted(f.micro.items()))] if len(f.micro) > 1 else []
+    return list(f.ranks), sorted(known), f.stage_ranks.get(None, []), notes
+
+
+def _world_seen(f: JobFold, d: dict[str, Any]) -> Evidence:
+    """The world group's size, as a rank's node shows it."""
+    return f.world or _unknown("no node uses the world group" + (
+        f"; at least {f.top_rank + 1} (rank {f.top_rank} read)" if f.top_rank is not None else ""))
+
+
+def _stage_size_seen(f: JobFold, d: dict[str, Any]) -> Evidence:
+    """Ranks per stage from a pipeline peer, without one the largest group within a stage; more when the folder
+    shows more ranks on one stage."""
+    top = max(f.stage_sizes, default=None)
+    size = f.span or (Evidence(top, f.stage_sizes[top][1]) if top is not None else _unknown("no collective group"))
+    read = max((len(v) for s, v in f.stage_ranks.items() if s is not None), default=0)
+    if size.known and read > size.value:
+        return Evidence(read, f"{read} ranks read on one stage")
+    if not size.known and read:
+        return _unknown(f"at least {read} (ranks read on one stage); " + size.where)
+    return size
+
+
+def _stage_count(f: JobFold, d: dict[str, Any]) -> Evidence:
+    world, size = d["_world_seen"], d["_stage_size_seen"]
+    if not f.staged:
+        return Evidence(1, "no pipeline Send/Receive: one stage")
+    if f.last is not None:
+        return f.last
+    if world.known and size.known and world.value % size.value == 0:
+        return Evidence(world.value // size.value, f"world size {world.value} / {size.value} ranks per stage ({size.where})")
+    seen = ", ".join(map(str, d["stages_read"]))
+    unknown = d["stage_unknown"]
+    of = f"; {_rank_words(unknown)} of unknown stage" if unknown else ""
+    return _unknown(f"{'stages ' + seen if seen else 'no stage'} seen{of}; the world size, the ranks per stage and "
+                    "the last stage unknown")
+
+
+def _stage_size(f: JobFold, d: dict[str, Any]) -> Evidence:
+    """Ranks per stage: the world over the stages where the two are known and what was seen does not multiply up."""
+    world, stages, size = d["_world_seen"], d["pipeline_stages"], d["_stage_size_seen"]
+    if stages.known and world.known and stages.value and world.value % stages.value == 0 and \
+            (not size.known or size.value * stages.value != world.value):
+        return Evidence(world.value // stages.value, f"world size {world.value} / {stages.value} stages")
+    return size
+
+
+def _world(f: JobFold, d: dict[str, Any]) -> Evidence:
+    """The world group's size, else ranks per stage x stages in a pipeline."""
+    world, stages, size = d["_world_seen"], d["pipeline_stages"], d["_stage_size"]
+    if not world.known and f.staged and stages.known and size.known:
+        return Evidence(size.value * stages.value, f"{size.value} ranks per stage x {stages.value} stages; {size.where}")
+    return world
+
+
+def _why(f: JobFold, text: str) -> str:
+    return text if f.parallel else "a pass before the parallel pass: no communication inserted yet"
+
+
+def _degrees(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, ...]:
+    """mp, ep, sp, cp and the optimizer sharding: each the group size most of its nodes use; before the parallel
+    pass no group is inserted yet: a degree is unknown, not 1."""
+    one = 1 if f.parallel else None
+    return (_one(f.mp, "tensor-parallel", one, _why(f, "no tensor-parallel collective")),
+            _one(f.ep, "expert-parallel", one, _why(f, "no expert-parallel all-to-all")),
+            _one(f.sp, "sequence-parallel", one, _why(f, "no sequence-parallel gather or scatter")),
+            _one(f.cp, "context-parallel", one, _why(f, "no context-parallel exchange")),
+            _one(f.opt_shard, "optimizer-parallel", one, _why(f, "no optimizer-parallel communication")))
+
+
+def _dp(f: JobFold, d: dict[str, Any]) -> Evidence:
+    """Ranks per stage (without pipeline: the world) over mp x cp: context parallelism splits the sequence over
+    ranks of its own; sequence parallelism runs on the tensor-parallel group and expert parallelism within the
+    data-parallel ranks: neither takes ranks."""
+    mp, cp, size, world = d["mp"], d["cp"], d["_stage_size"], d["world_size"]
+    split = mp.value * cp.value if mp.known and cp.known else None
+    what = f"mp {mp.value}" + (f" x cp {cp.value}" if cp.value != 1 else "") if split else ""
+    if f.staged and size.known and split and size.value % split == 0:
+        return Evidence(size.value // split, f"{size.value} ranks per stage / {what}")
+    if not f.staged and world.known and split and world.value % split == 0:
+        return Evidence(world.value // split, f"world size {world.value} / {what}")
+    return _unknown("the ranks per stage, mp or cp unknown")
+
+
+def _micro_batches(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, list[int]]:
+    """The most micro batches a rank runs (ranks that disagree: said in `notes`), and every count read."""
+    if f.micro:
+        return f.micro[max(f.micro)], sorted(f.micro)
+    if not f.staged:
+        return Evidence(1, "no pipeline and no node carries a micro batch (`micro`): the batch at once"), []
+    return _unknown("no node carries a micro batch (`micro`)"), []
+
+
+def _chunks(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, bool]:
+    kind = "segments" if f.folded else "chunks"
+    if f.chunks:
+        return Evidence(len(f.chunks), f"pipeline Send/Receive of {kind} {', '.join(map(str, sorted(f.chunks)))}"), f.folded
+    return Evidence(1, "no chunk or segment on pipeline Send/Receive" if f.staged else "no pipeline"), f.folded
+
+
+def _stages_held(f: JobFold, d: dict[str, Any]) -> tuple[Any, ...]:
+    """Per stage read its ranks, layers and where; the stages no rank read is on; the layers of ranks of no stage."""
+    stages = d["pipeline_stages"]
+    known = {s: v for s, v in sorted(f.stage_ranks.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)) if s is not None}
+    absent = [s for s in range(stages.value) if s not in known] if stages.known else []
+    return (known, {s: sorted(v) for s, v in sorted(f.stage_layers.items(), key=_by_stage) if s is not None},
+            {s: v for s, v in sorted(f.where.items(), key=_by_stage) if s is not None}, absent,
+            sorted(f.stage_layers.get(None, ())))
+
+
+def _by_stage(kv: tuple[int | None, Any]) -> tuple[bool, int]:
+    return kv[0] is None, kv[0] or 0
+
+
+def _recompute(f: JobFold, d: dict[str, Any]) -> tuple[dict[int, list[int]], Evidence]:
+    layers = sorted({i for v in f.recompute.values() for i in v})
+    every = Evidence(layers, f.recompute_where) if layers else \
+        Evidence([], "no recomputed copy (`duplicated`) in a pass with backward work") if f.backward else \
+        _unknown("no backward work in this pass: recomputed copies come with it")
+    return {s: sorted(v) for s, v in sorted(f.recompute.items(), key=_by_stage) if s is not None}, every
+
+
+def _training(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, Evidence, bool]:
+    first = f.first
+    return (f.optimizer or (first.optimizer if first else _unknown("no rank read")),
+            f.accumulation or (first.accumulation if first else _unknown("no rank read")), f.training)
+
+
+def _model(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, ...]:
+    """The model's and the data's sizes (`model_dims`)."""
+    return (f._batch(d["dp"], d["micro_batches"]), f._layer_count(d["pipeline_stages"], d["stages_absent"]),
+            f._dim("hidden"), f._with_hidden(ffn_size, f.layer_weights), f._with_hidden(heads, f.attention),
+            f._with_hidden(kv_heads, f.attention), f._dim("vocab"), f._dim("sequence"))
+
+
+FOLD_PASSES: tuple[FoldPass, ...] = (
+    FoldPass("ranks read", ("ranks", "stages_read", "stage_unknown", "notes"), (), _read),
+    FoldPass("world seen", ("_world_seen",), (), _world_seen),
+    FoldPass("stage size seen", ("_stage_size_seen",), (), _stage_size_seen),
+    FoldPass("stage count", ("pipeline_stages",), ("_world_seen", "_stage_size_seen", "stages_read", "stage_unknown"),
+             _stage_count),
+    FoldPass("ranks per stage", ("_stage_size",), ("_world_seen", "pipeline_stages", "_stage_size_seen"), _stage_size),
+    FoldPass("world", ("world_size",), ("_world_seen", "pipeline_stages", "_stage_size"), _world),
+    FoldPass("degrees", ("mp", "ep", "sp", "cp", "optimizer_shard"), (), _degrees),
+    FoldPass("dp", ("dp",), ("mp", "cp", "_stage_size", "world_size"), _dp),
+    FoldPass("micro batches", ("micro_batches", "micro_seen"), (), _micro_batches),
+    FoldPass("chunks", ("chunks", "folded"), (), _chunks),
+    FoldPass("stages held", ("stage_ranks", "stage_layers", "stage_layers_where", "stages_absent",
+                             "stage_unknown_layers"), ("pipeline_stages",), _stages_held),
+    FoldPass("recompute", ("recompute", "recompute_layers"), (), _recompute),
+    FoldPass("training", ("optimizer", "gradient_accumulation", "training"), (), _training),
+    FoldPass("model", ("global_batch", "num_layers", "hidden_size", "ffn_size", "heads", "kv_heads", "vocab_size",
+                       "sequence_length"), ("dp", "micro_batches", "pipeline_stages", "stages_absent"), _model),
+)
 
 
 def job_of(ranks: Iterable[RankJob]) -> Job:
