@@ -396,9 +396,12 @@ def test_one_unit_of_work_per_node_in_the_order_the_lifetimes_and_the_timing(rel
     from irtool.parallel.order import unit_label, unit_nodes
     from irtool.parallel.timing import _bucket
 
-    t = analyze(irtool.load(fixture(rel))).table
+    facts = analyze(irtool.load(fixture(rel)))
+    t = facts.table
     o = stage_order(t)
     placed = unit_nodes(t)
+    # the stage's chunks: the order's (its work's `chunk`) are the job's (its pipeline hops' `chunk`)
+    assert o.chunks == facts.job.chunks == ([0, 1] if "interleaved" in rel else [])
     assert {u.key for u in o.units} == set(placed)
     labels = {u.label for u in o.units}
     for key, nodes in placed.items():

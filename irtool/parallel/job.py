@@ -73,7 +73,7 @@ class RankJob:
     sp: Sizes  # sequence-parallel (gather/scatter of sequence-split activations) groups
     cp: Sizes  # context-parallel (ring attention exchange, Ulysses all-to-all) groups
     micro: Evidence  # number of micro batches
-    chunks: list[int]  # pipeline chunks / segments this rank's pipeline hops carry
+    chunks: list[int]  # the chunks (segments) its stage runs, [] with one (`order.stage_chunks`)
     folded: bool  # they are a folded pipeline's segments (`segment` printed, no `chunk`), not interleaved chunks
     layers: list[int]  # layers whose parameters the rank's work reads
     layers_where: str
@@ -240,10 +240,10 @@ def _hops_of(t: Any) -> tuple[int, bool]:
 
 
 def _chunks_of(t: Any) -> tuple[list[int], bool]:
-    """The chunks or segments the rank's pipeline hops carry, and whether they are a folded pipeline's segments
-    (`segment` printed, no `chunk`)."""
+    """The chunks the rank's stage runs (the order's: `order.stage_chunks`, [] with one), and whether they are a
+    folded pipeline's segments (its pipeline hops print `segment` and no `chunk`)."""
     hops = [c for c in _records(t) if c.category == "pipeline" and c.segment is not None]
-    return sorted({c.segment for c in hops}), any(c.chunk is None for c in hops)
+    return t.get("stage_chunks"), any(c.chunk is None for c in hops)
 
 
 def _dims_of(t: Any) -> ModelDims:
@@ -282,7 +282,7 @@ JOB_PASSES: tuple[Pass, ...] = (
     Pass("job accumulation", ("job_accumulation",), ("parameters", *_COMM), "dump", _accumulation_of),
     Pass("job backward", ("job_backward",), (*_COMM, "phase"), "dump", _backward_of),
     Pass("job hops", ("job_hops",), (*_COMM, "stage_info"), "dump", _hops_of),
-    Pass("job chunks", ("job_chunks",), _COMM, "dump", _chunks_of),
+    Pass("job chunks", ("job_chunks",), (*_COMM, "stage_chunks"), "dump", _chunks_of),
     Pass("job dims", ("job_dims",), ("file_kind", "strategy", "parameters", "by_key", "phase"), "dump", _dims_of),
     Pass("rank job", ("rank_job",), ("job_world", "job_span", *_GROUP_FACTS, "job_micro", "job_layers",
                                      "job_recompute", "job_optimizer", "job_accumulation", "job_backward",
@@ -647,8 +647,9 @@ def _micro_batches(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, list[int]]:
 def _chunks(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, bool]:
     kind = "segments" if f.folded else "chunks"
     if f.chunks:
-        return Evidence(len(f.chunks), f"pipeline Send/Receive of {kind} {', '.join(map(str, sorted(f.chunks)))}"), f.folded
-    return Evidence(1, "no chunk or segment on pipeline Send/Receive" if f.staged else "no pipeline"), f.folded
+        return Evidence(len(f.chunks), f"{kind} {', '.join(map(str, sorted(f.chunks)))}: the `chunk` a stage's "
+                                       "work prints"), f.folded
+    return Evidence(1, "no stage's work prints two chunks or segments" if f.staged else "no pipeline"), f.folded
 
 
 def _stages_held(f: JobFold, d: dict[str, Any]) -> tuple[Any, ...]:
