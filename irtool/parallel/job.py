@@ -466,16 +466,8 @@ class JobFold:
             elif name not in self.dims or (seen[0] is not None and not self.dims[name].known):
                 self.dims[name] = Evidence(*seen)
 
-    def _stages(self) -> None:
-        """Without a pipeline no rank has a stage: they are all of stage 0 (MindSpore's default of one stage)."""
-        if not self.staged:
-            for by in (self.stage_ranks, self.stage_layers, self.where, self.recompute):
-                if None in by:
-                    by[0] = by.pop(None)  # type: ignore[index]
-
     def job(self) -> Job:
         """The folder's job: `FOLD_PASSES` over what the ranks told, each field decided by one pass, never after."""
-        self._stages()
         d: dict[str, Any] = {}
         for p in FOLD_PASSES:
             missing = [n for n in p.needs if n not in d]
@@ -548,11 +540,26 @@ class FoldPass:
     run: Callable[[JobFold, dict[str, Any]], Any]
 
 
+def _by_stage(f: JobFold, d: dict[str, Any]) -> dict[str, dict[int | None, Any]]:
+    """The ranks, layers, where and recomputed layers by stage, the stages in order: a rank of no stage is of stage 0
+    when no rank shows a pipeline (MindSpore's default of one stage), else of a stage unknown (None, last)."""
+    def by(values: dict[int | None, Any]) -> dict[int | None, Any]:
+        keyed = {(0 if s is None and not f.staged else s): v for s, v in values.items()}
+        return dict(sorted(keyed.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
+
+    return {"ranks": by(f.stage_ranks), "layers": by(f.stage_layers), "where": by(f.where),
+            "recompute": by(f.recompute)}
+
+
+def _known(by: dict[int | None, Any]) -> dict[int, Any]:
+    return {s: v for s, v in by.items() if s is not None}
+
+
 def _read(f: JobFold, d: dict[str, Any]) -> tuple[list[int | None], list[int], list[int | None], list[str]]:
-    known = {s: v for s, v in f.stage_ranks.items() if s is not None}
+    ranks = d["_by_stage"]["ranks"]
     notes = ["ranks disagree on the number of micro batches: " + "; ".join(
         f"{m} ({e.where})" for m, e in sorted(f.micro.items()))] if len(f.micro) > 1 else []
-    return list(f.ranks), sorted(known), f.stage_ranks.get(None, []), notes
+    return list(f.ranks), list(_known(ranks)), ranks.get(None, []), notes
 
 
 def _world_seen(f: JobFold, d: dict[str, Any]) -> Evidence:
@@ -566,7 +573,7 @@ def _stage_size_seen(f: JobFold, d: dict[str, Any]) -> Evidence:
     shows more ranks on one stage."""
     top = max(f.stage_sizes, default=None)
     size = f.span or (Evidence(top, f.stage_sizes[top][1]) if top is not None else _unknown("no collective group"))
-    read = max((len(v) for s, v in f.stage_ranks.items() if s is not None), default=0)
+    read = max((len(v) for v in _known(d["_by_stage"]["ranks"]).values()), default=0)
     if size.known and read > size.value:
         return Evidence(read, f"{read} ranks read on one stage")
     if not size.known and read:
@@ -654,16 +661,11 @@ def _chunks(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, bool]:
 
 def _stages_held(f: JobFold, d: dict[str, Any]) -> tuple[Any, ...]:
     """Per stage read its ranks, layers and where; the stages no rank read is on; the layers of ranks of no stage."""
-    stages = d["pipeline_stages"]
-    known = {s: v for s, v in sorted(f.stage_ranks.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)) if s is not None}
+    stages, by = d["pipeline_stages"], d["_by_stage"]
+    known = _known(by["ranks"])
     absent = [s for s in range(stages.value) if s not in known] if stages.known else []
-    return (known, {s: sorted(v) for s, v in sorted(f.stage_layers.items(), key=_by_stage) if s is not None},
-            {s: v for s, v in sorted(f.where.items(), key=_by_stage) if s is not None}, absent,
-            sorted(f.stage_layers.get(None, ())))
-
-
-def _by_stage(kv: tuple[int | None, Any]) -> tuple[bool, int]:
-    return kv[0] is None, kv[0] or 0
+    return (known, {s: sorted(v) for s, v in _known(by["layers"]).items()}, _known(by["where"]), absent,
+            sorted(by["layers"].get(None, ())))
 
 
 def _recompute(f: JobFold, d: dict[str, Any]) -> tuple[dict[int, list[int]], Evidence]:
@@ -671,7 +673,7 @@ def _recompute(f: JobFold, d: dict[str, Any]) -> tuple[dict[int, list[int]], Evi
     every = Evidence(layers, f.recompute_where) if layers else \
         Evidence([], "no recomputed copy (`duplicated`) in a pass with backward work") if f.backward else \
         _unknown("no backward work in this pass: recomputed copies come with it")
-    return {s: sorted(v) for s, v in sorted(f.recompute.items(), key=_by_stage) if s is not None}, every
+    return {s: sorted(v) for s, v in _known(d["_by_stage"]["recompute"]).items()}, every
 
 
 def _training(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, Evidence, bool]:
@@ -688,9 +690,10 @@ def _model(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, ...]:
 
 
 FOLD_PASSES: tuple[FoldPass, ...] = (
-    FoldPass("ranks read", ("ranks", "stages_read", "stage_unknown", "notes"), (), _read),
+    FoldPass("by stage", ("_by_stage",), (), _by_stage),
+    FoldPass("ranks read", ("ranks", "stages_read", "stage_unknown", "notes"), ("_by_stage",), _read),
     FoldPass("world seen", ("_world_seen",), (), _world_seen),
-    FoldPass("stage size seen", ("_stage_size_seen",), (), _stage_size_seen),
+    FoldPass("stage size seen", ("_stage_size_seen",), ("_by_stage",), _stage_size_seen),
     FoldPass("stage count", ("pipeline_stages",), ("_world_seen", "_stage_size_seen", "stages_read", "stage_unknown"),
              _stage_count),
     FoldPass("ranks per stage", ("_stage_size",), ("_world_seen", "pipeline_stages", "_stage_size_seen"), _stage_size),
@@ -700,8 +703,8 @@ FOLD_PASSES: tuple[FoldPass, ...] = (
     FoldPass("micro batches", ("micro_batches", "micro_seen"), (), _micro_batches),
     FoldPass("chunks", ("chunks", "folded"), (), _chunks),
     FoldPass("stages held", ("stage_ranks", "stage_layers", "stage_layers_where", "stages_absent",
-                             "stage_unknown_layers"), ("pipeline_stages",), _stages_held),
-    FoldPass("recompute", ("recompute", "recompute_layers"), (), _recompute),
+                             "stage_unknown_layers"), ("pipeline_stages", "_by_stage"), _stages_held),
+    FoldPass("recompute", ("recompute", "recompute_layers"), ("_by_stage",), _recompute),
     FoldPass("training", ("optimizer", "gradient_accumulation", "training"), (), _training),
     FoldPass("model", ("global_batch", "num_layers", "hidden_size", "ffn_size", "heads", "kv_heads", "vocab_size",
                        "sequence_length"), ("dp", "micro_batches", "pipeline_stages", "stages_absent"), _model),
