@@ -245,7 +245,6 @@ class StageInfo:
     stage: int | None
     votes: dict[int, int]
     how: list[str]
-    chunks: list[int]
     peer_stages: list[int]
 
 

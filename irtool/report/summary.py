@@ -90,7 +90,7 @@ class FileSummary:
             "job": self.job.as_dict(),
             "stage": info.stage,
             "stage_evidence": {"votes": {str(k): v for k, v in info.votes.items()}, "how": info.how,
-                               "chunks": info.chunks, "peer_stages": info.peer_stages},
+                               "chunks": f.job.chunks, "peer_stages": info.peer_stages},
             "comm": [c.as_dict() for c in f.comm],
             "comm_totals": self.totals.as_dict(),
             "groups": [g.as_dict() for _, g in sorted(f.groups.items())],
