@@ -26,7 +26,6 @@ sys.path.insert(0, str(ROOT))
 from irtool.parallel import plan as P  # noqa: E402
 from irtool.parallel.balance import stage_cost  # noqa: E402
 from irtool.parallel.hardware import load_profile  # noqa: E402
-from irtool.parallel.job import rank_job  # noqa: E402
 from irtool.plan import read_basis  # noqa: E402
 from irtool.selection import Selection  # noqa: E402
 
@@ -58,7 +57,7 @@ def compiled(folder: str) -> dict[int, dict]:
     out = {}
     for rank in sel.files:
         got = sel.read(rank)
-        cost = stage_cost(got.facts, rank_job(got.facts, rank, got.file))
+        cost = stage_cost(got.facts)
         out[rank] = {"stage": got.stage, **{r: cost.memory.role_bytes(r).total for r in ROLES},
                      "comm": cost.comm.total,
                      "peak": dry[str(rank)]["memory_block_csv_max_actual_used_B"] if dry else None}

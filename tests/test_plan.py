@@ -112,7 +112,6 @@ def test_the_compiled_configuration_gives_back_the_compile(basis: P.Basis) -> No
     """Planned as compiled, every figure is the compile's own: its peak of live tensors (docs/cost.md §2.1, the walk
     the other predictions scale) and its communication per step."""
     from irtool.parallel.balance import stage_cost
-    from irtool.parallel.job import rank_job
 
     p = P.plan(basis, [P.current(basis)])[0]
     # one step, one answer: the plan's step and bubble of the compiled configuration are summarize's played ones
@@ -124,7 +123,7 @@ def test_the_compiled_configuration_gives_back_the_compile(basis: P.Basis) -> No
     sel = Selection.of(str(BASE))
     for stage, rank in ((0, 0), (1, 4)):
         got = sel.read(rank)
-        cost = stage_cost(got.facts, rank_job(got.facts, rank, got.file))
+        cost = stage_cost(got.facts)
         assert p.stages[stage].figures["peak_bytes"].value == cost.lifetimes.peak_bytes
         assert p.stages[stage].figures["comm_bytes"].value == cost.comm.total
 
@@ -205,7 +204,6 @@ def test_an_uneven_pp4_compile_planned_as_compiled_gives_it_back() -> None:
     recompute read from the job), each stage scaled from itself; peaks, communication and weights are the compile's
     (the memory records' and the walk's figures of each stage, read here independently)."""
     from irtool.parallel.balance import stage_cost
-    from irtool.parallel.job import rank_job
 
     folder = FIX / "mindformers_llama_pp4_uneven"
     b = read_basis(Selection.of(str(folder)), None)
@@ -215,7 +213,7 @@ def test_an_uneven_pp4_compile_planned_as_compiled_gives_it_back() -> None:
     sel = Selection.of(str(folder))
     for rank in sel.files:
         got = sel.read(rank)
-        cost = stage_cost(got.facts, rank_job(got.facts, rank, got.file))
+        cost = stage_cost(got.facts)
         st = cur[0].stages[got.stage]
         assert st.figures["peak_bytes"].value == cost.lifetimes.peak_bytes
         assert st.figures["comm_bytes"].value == cost.comm.total

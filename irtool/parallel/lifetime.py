@@ -483,11 +483,11 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
 
 
 def _unit(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:
-    micro = t("micro", n)
-    phase = t("phase", n)
-    if micro is None or phase == "optimizer":
-        return ("optimizer" if phase == "optimizer" else None), micro
-    return unit_label(("F" if phase == "forward" else "B", micro, t("chunk", n) if t.get("order").chunks else None)), micro
+    """The label of the node's unit of work (the `unit` fact), `optimizer` for the optimizer's; its micro batch."""
+    key = t("unit", n)
+    if key is not None:
+        return unit_label(key), key[1]
+    return ("optimizer" if t("phase", n) == "optimizer" else None), t("micro", n)
 
 
 def _unit_starts(t: NodeFacts, w: _Walk) -> list[tuple[int, str]]:

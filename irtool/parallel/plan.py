@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..ir import Dump
 from .balance import bubble, in_flight, one_f_one_b, stage_cost, step_time
 from .hardware import Profile
-from .job import Job, rank_job
+from .job import Job
 from .lifetime import LIVE_ROLES, block, walk
 from .logical import LogicalGraph
 from .model_dims import weight_splits
@@ -244,7 +244,7 @@ def basis(stages: Iterable[tuple[int | None, Dump, ParallelFacts]], job: Job, gr
 def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, graph: LogicalGraph,
                  hardware: Profile | None) -> StageBasis:
     t = facts.table
-    cost = stage_cost(facts, rank_job(facts, rank, dump.path or ""), hardware=hardware)
+    cost = stage_cost(facts, hardware=hardware)
     stage = cost.stage or 0
     last = stage == (job.pipeline_stages.value or 1) - 1
     splits = {_name(k): v for k, v in weight_splits(t).items()}
@@ -257,7 +257,7 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
     lt = walk(t, curve=True)
     curve = lt.curve or []
     start = next((s for s, u in lt.units if u == "optimizer"), len(curve))
-    flight = in_flight(cost.order, stage, job.pipeline_stages, job.micro_batches).count or 1
+    flight = in_flight(cost.order, stage, job.pipeline_stages, job.micro_batches, job.training).count or 1
     rows = [r for r in graph.layers if r.stage == stage]
     timing = cost.timing
     return StageBasis(

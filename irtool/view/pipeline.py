@@ -21,10 +21,12 @@ from typing import Any, Callable, NamedTuple
 
 from ..dumpdir import Unreadable
 from ..parallel import CommNode, ParallelFacts
+from ..parallel.balance import in_flight
+from ..parallel.job import job_of
 from ..parallel.order import StageOrder, Unit, UnitKey, hop_key, hop_unit, stage_order, unit_label, unit_nodes
 from ..parallel.pairs import pair_ranks
 from ..present import DASH, cell, rank_list, shape_text
-from ..present.cost import in_flight_words
+from ..present.cost import in_flight_figure
 from ..present.palette import ORDER_EDGE_COLOR, P2P_BORDERS, P2P_COLORS, PAIR_EDGE_COLOR, UNIT_COLORS
 from ..selection import not_read
 from .graphs import MAX_CHILDREN, _kv, comm_attrs
@@ -249,6 +251,7 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[st
     micro: dict[str, int | None] = {}
     columns: dict[str, list[str]] = {}
     units = 0
+    job = job_of(r.facts.job for r in ranks)  # the stages and micro batches as the ranks drawn tell them
     for r in _by_stage(ranks):
         t = r.facts.table
         o = r.order
@@ -258,7 +261,8 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[st
                            "order": ("fixed by the dependencies" if o.fixed else f"not fixed: {o.why or o.schedule}")
                            + f", read in {_order_text(o)}",
                            "units": str(len(o.units)),
-                           "micro batches in flight": in_flight_words(o.in_flight, o.in_flight_by_chunk or ())}
+                           "micro batches in flight": in_flight_figure(in_flight(
+                               o, r.facts.stage, job.pipeline_stages, job.micro_batches, job.training))}
         mine = {c.node: c for c in r.facts.comm}
         back = {id(theirs): mine[node] for node, theirs in _matched(o, r.facts).items()}
         row: list[dict[str, Any]] = []
