@@ -215,7 +215,8 @@ COMMANDS: tuple[tuple[str, ...], ...] = (
     *(("summarize", "--cost", "--format", "json", F + x) for x in (
         "pipeline_3stage_24p_m5", "pipeline_4stage_8p", "inference_pp_4p_m2", "pipeline_interleaved_4stage_8p",
         "mindformers_llama_dp2mp2pp2", "dryrun_llama_dp2mp2pp2", "ut_pipeline_split_32p", "semi_auto_8p",
-        "pipeline_folded_8p", "mindformers_moe_dp2mp2pp2_ep2")),
+        "pipeline_folded_8p", "mindformers_moe_dp2mp2pp2_ep2", "gpt_small_dp2mp2pp2", "gpt_small_dp2mp2pp2_lazyinline",
+        "pipeline_4stage_lazy_8p", "dryrun_llama_pp4")),
     *(("summarize", "--cost", F + x) for x in ("pipeline_3stage_24p_m5", "pipeline_interleaved_4stage_8p",
                                                "check_micro_mismatch_8p", "pipeline_folded_8p")),
     *(("check", "--format", "json", F + x) for x in ("pipeline_4stage_8p", "ut_pipeline_split_32p", "inference_pp_8p_m4",
@@ -223,7 +224,11 @@ COMMANDS: tuple[tuple[str, ...], ...] = (
     ("diff", "--format", "json", F + "semi_auto_8p", F + "semi_auto_8p_changed"),
     ("diff", "--format", "json", "--cost", F + "gpt_small_dp2mp2pp2", F + "gpt_small_dp1mp4pp2"),
     ("diff", "--format", "json", F + "mindformers_llama_dp2mp2pp2", F + "mindformers_llama_pp4"),
-    *(("render", "--pipeline", "--format", "dot", "-o", "OUT", F + x) for x in (
+    # every node's phase, layer and category: the Model Explorer graph and its node data, the backward nodes drawn
+    *(("export", "-o", "OUT.json", F + x) for x in ("gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz",
+                                                    "pipeline_4stage_lazy_8p/rank_0/19_validate_0087.ir.xz")),
+    ("render", "--backward", "--format", "dot", "-o", "OUT.dot", F + "gpt_small_dp2mp2pp2/rank_4/19_validate_0078.ir.xz"),
+    *(("render", "--pipeline", "--format", "dot", "-o", "OUT.dot", F + x) for x in (
         "pipeline_4stage_8p", "pipeline_2stage_2p", "ut_pipeline_split_32p", "inference_pp_4p_m2",
         "pipeline_interleaved_4stage_8p", "pipeline_unequal_8p")),
 )
@@ -238,8 +243,8 @@ commands = json.loads(sys.argv[1])
 out_dir = Path(tempfile.mkdtemp())
 runner = CliRunner()
 for i, args in enumerate(commands):
-    target = out_dir / f"{i}.dot"
-    args = [str(target) if a == "OUT" else a for a in args]
+    stem = f"o{i}"
+    args = [str(out_dir / stem) + a[3:] if a.startswith("OUT") else a for a in args]
     try:
         r = runner.invoke(main, args, catch_exceptions=True)
         text = f"exit {r.exit_code}\n{r.output}"
@@ -247,9 +252,10 @@ for i, args in enumerate(commands):
             text += "".join(traceback.format_exception(r.exception))
     except BaseException as e:  # noqa: BLE001
         text = f"crash {e!r}"
-    if target.exists():
-        text += target.read_text()
-    print(json.dumps({"i": i, "out": text.replace(str(target), "OUT")}), flush=True)
+    for f in sorted(out_dir.glob(stem + ".*")):  # the file written and any written beside it
+        text += f"\n== {f.name[len(stem):]}\n" + f.read_text()
+        f.unlink()
+    print(json.dumps({"i": i, "out": text.replace(str(out_dir / stem), "OUT")}), flush=True)
 """
 
 
@@ -358,7 +364,7 @@ def run_one(m: Mutant, tree: Path, base: list[str], escalate: str, log: Path) ->
     path.write_text(mutated)
     try:
         got = outputs(tree)
-        r.changed = [" ".join(a for a in COMMANDS[i] if a != "OUT").replace(F, "")
+        r.changed = [" ".join(a for a in COMMANDS[i] if not a.startswith("OUT")).replace(F, "")
                      for i, (a, b) in enumerate(zip(base, got)) if a != b]
         targeted = [x for x in m.tests if (tree / x).exists()]
         r.caught_by, out = pytest(tree, targeted, []) if targeted else ("", "")
@@ -416,7 +422,11 @@ def main() -> int:
                          "(default), always, or never")
     ap.add_argument("--out", default="", help="write the Markdown page here (docs/mutation.md)")
     ap.add_argument("--json", default="", help="also write the results as JSON lines here")
+    ap.add_argument("--from-json", nargs="*", default=None, metavar="FILE",
+                    help="write the page from earlier runs' --json files (the last record of a mutant wins), not running")
     args = ap.parse_args()
+    if args.from_json is not None:
+        return _page(_from_json(args.from_json), args.out)
     only = set(filter(None, args.only.split(",")))
     mutants = [m for m in MUTANTS if not only or m.id in only]
     with tempfile.TemporaryDirectory(prefix="irtool-mutate-") as tmp:
@@ -436,12 +446,27 @@ def main() -> int:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps({"id": m.id, "applicable": r.applicable, "changed": r.changed,
                                          "caught_by": r.caught_by, "ran": r.ran, "seconds": round(r.seconds)}) + "\n")
+    return _page(results, args.out)
+
+
+def _page(results: list[Result], out: str) -> int:
     text = table(results)
-    if args.out:
-        Path(args.out).write_text(text)
+    if out:
+        Path(out).write_text(text)
     else:
         print(text)
     return 0
+
+
+def _from_json(files: list[str]) -> list[Result]:
+    """The results of earlier runs in `MUTANTS` order; a mutant no run recorded is left out."""
+    last = {}
+    for f in files:
+        for line in Path(f).read_text().splitlines():
+            row = json.loads(line)
+            last[row["id"]] = row
+    return [Result(m, r["applicable"], r["changed"], r["caught_by"], r["ran"], r["seconds"])
+            for m in MUTANTS if (r := last.get(m.id)) is not None]
 
 
 if __name__ == "__main__":
