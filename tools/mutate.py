@@ -102,7 +102,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant.one("stage-src-rank", P + "stage.py", " votes[src + 1] += 1", " votes[src] += 1",
                "`pr.src_rank` voted as the own stage (off by one)", STAGE),
     Mutant.one("stage-downstream", P + "stage.py", 'downstream = (c.op == "Send") != (c.phase == "backward")',
-               'downstream = c.op == "Send"', "a backward Receive's direction taken as upstream", STAGE),
+               'downstream = c.op == "Send"', "a hop's direction from its op alone (a backward Send taken as downstream)",
+               STAGE),
     Mutant.one("stage-span", P + "job.py", "divmod(c.peer_rank - rank, c.peer_stage - stage)",
                "divmod(c.peer_rank - rank, 1)", "ranks per stage from a peer without dividing by the stage distance",
                JOB),
@@ -395,6 +396,9 @@ changes real output is caught.
 """
 
 
+NOTES = "## Notes"
+
+
 def table(results: list[Result]) -> str:
     rows = ["| mutant | file | mutation | changes real output? | caught by |", "|---|---|---|---|---|"]
     for r in results:
@@ -452,7 +456,9 @@ def main() -> int:
 def _page(results: list[Result], out: str) -> int:
     text = table(results)
     if out:
-        Path(out).write_text(text)
+        old = Path(out).read_text() if Path(out).exists() else ""
+        notes = old[old.index(NOTES):] if NOTES in old else ""  # kept: written by hand
+        Path(out).write_text(text + ("\n" + notes if notes else ""))
     else:
         print(text)
     return 0
