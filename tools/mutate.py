@@ -134,7 +134,7 @@ MUTANTS: tuple[Mutant, ...] = (
                "dp under context parallelism: cp not taken out of the ranks per stage", ("tests/test_llm.py", *JOB)),
     Mutant.one("micro-disagree", P + "job.py", "micro = self.micro[max(self.micro)] if",
                "micro = self.micro[min(self.micro)] if",
-               "ranks disagreeing on micro batches: the fewest taken", JOB),
+               "ranks disagreeing on micro batches: the fewest taken", ("tests/test_check.py", *JOB)),
     Mutant.one("world-derived", P + "job.py", "elif not world.known and self.staged and stages.known and stage_size.known:",
                "elif False:", "world size not derived from ranks per stage x stages", JOB),
     # runs per step (parallel/runs.py)
