@@ -279,6 +279,31 @@ def test_advice_against_a_hand_evaluation() -> None:
     assert a.advised.memory[2].total == now[2] - static - 2 * 16512 + 2 * static + 2 * (12416 + 16512)
 
 
+def test_advice_of_three_stages_against_a_hand_evaluation() -> None:
+    # pipeline_3stage_24p_m5 (make.py: 7 alike Blocks split 3/2/2 by STAGE_OF_LAYER, 5 micro batches of 3 rows per
+    # rank). Work outside the layers (`xzcat rank_N/*validate* | grep MatMul`): stage 0 runs proj_in, x (3, 32) @ w_in
+    # (32, 32) (mp 2 of (32, 64)): 2*3*32*32 = 6,144 FLOPs forward and as many for its weight's gradient (the input
+    # has none), x 5 micro batches = 61,440; stage 2 runs proj_out (3, 32) @ (32, 10): 1,920 forward + 3,840 backward,
+    # x 5 = 28,800, and the loss; stage 1 runs no MatMul outside its layers.
+    costs, job = _stage_costs(FIXTURES / "pipeline_3stage_24p_m5", (0, 8, 16))
+    a = balance(costs, job).advice
+    layer, fixed = {}, []
+    for c in costs:
+        per = c.cost.layer_compute()
+        layer.update({k: v[0] for k, v in per.items() if k is not None})
+        fixed.append(c.cost.compute - sum(v[0] for k, v in per.items() if k is not None))
+    assert fixed[0] >= 61_440 > fixed[2] - 28_800 >= 0 and fixed[1] < 28_800 < fixed[2] < fixed[0]
+    assert a.current.groups == [[0, 1, 2], [3, 4], [5, 6]]
+    # any split of 7 layers over 3 stages puts 3 layers on one stage, and the Blocks cost alike (within far less than
+    # the stages' fixed work differs): the lightest heaviest stage is the 3 layers on stage 1, which runs no
+    # work of its own: 2/3/2, not the compiled 3/2/2 (proj_in beside 3 layers) nor 2/2/3 (proj_out and the loss)
+    assert max(layer.values()) - min(layer.values()) < (fixed[2] - fixed[1]) / 10
+    assert a.advised.groups == [[0, 1], [2, 3, 4], [5, 6]] and offset(a, a.advised) == [0, 1, 0]
+    loads = [fixed[0] + layer[0] + layer[1], fixed[1] + layer[2] + layer[3] + layer[4], fixed[2] + layer[5] + layer[6]]
+    assert a.advised.loads == loads and a.advised.heaviest == loads[1]
+    assert max(loads) < fixed[0] + layer[0] + layer[1] + layer[2] == a.current.loads[0]
+
+
 def test_mindformers_offset_semantics() -> None:
     # MindFormers: a stage's layers = num_layers // pipeline_stage + offset[stage] (LayerSetting), the offsets
     # summing to num_layers % pipeline_stage; per chunk with pp_interleave_num

@@ -45,6 +45,8 @@ def test_each_rank_on_its_configured_stage(folder: str, rank: int, stage: int, p
         assert len(p2p) == hops and {c.category for c in p2p} == {"pipeline"}
         assert {c.op for c in p2p} == {"Send" if stage == 0 else "Receive"}
         assert {c.peer_rank for c in p2p} == {peer}
+        # a forward Send goes to the next stage, a forward Receive comes from the previous: with 2 stages, 1 - stage
+        assert {c.peer_stage for c in p2p} == {1 - stage}
         assert sorted(c.micro for c in p2p) == list(range(hops))  # one hop per micro batch
 
 

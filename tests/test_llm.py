@@ -4,6 +4,7 @@ their size, the borrowed instance name of 2D tensor parallelism, layers of code 
 layer's scope. Every figure is worked out by hand from the dump lines quoted next to it."""
 from __future__ import annotations
 
+import json
 import lzma
 from collections import Counter
 
@@ -149,6 +150,18 @@ def test_job_and_headline_show_ep_sp_cp() -> None:
     assert r.output.splitlines()[1].startswith("Job: world 8, dp 2 x mp 2 x pp 2 x sp 2,")
     r = CliRunner().invoke(main, ["summarize", fixture(RING0)])
     assert " x cp 2," in r.output.splitlines()[1]
+
+
+def test_dp_under_context_parallelism_by_hand() -> None:
+    # flash_sp_sendrecv_8p rank 0 validate (`xzcat | grep -n`): line 218 `Send` on nccl_world_group with
+    # group_rank_ids (0, 1, ..., 7): world 8; line 449 `AllReduce` forward_op on (0, 1): mp 2; line 230
+    # `FlashAttentionScore` (layout BSH) in_strategy ((2, 2, 2), ...): the sequence split 2 ways over the ring of lines
+    # 218/224 (Send to / Receive from rank 2, FLASH_SP_COMM_TYPE): cp 2. The weights' gradients are
+    # reduced over (0, 2, 4, 6) (line 959, grad_mirror): dp x cp = 4 ranks hold each weight. So dp = 8 / (2 x 2) = 2,
+    # not 8 / mp 2 = 4.
+    job = json.loads(CliRunner().invoke(main, ["summarize", "--format", "json",
+                                               fixture("flash_sp_sendrecv_8p/rank_0/19_validate_0078.ir.xz")]).output)["job"]
+    assert [job[k]["value"] for k in ("world_size", "mp", "cp", "dp")] == [8, 2, 2, 2]
 
 
 def test_sequence_parallel_gather_and_scatter_pair() -> None:
