@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -127,6 +128,24 @@ def test_the_compiled_configuration_gives_back_the_compile(basis: P.Basis) -> No
         cost = stage_cost(got.facts, rank_job(got.facts, rank, got.file))
         assert p.stages[stage].figures["peak_bytes"].value == cost.lifetimes.peak_bytes
         assert p.stages[stage].figures["comm_bytes"].value == cost.comm.total
+
+
+def test_a_candidate_step_is_played_in_the_order_the_compiler_fixes(basis: P.Basis) -> None:
+    """A candidate of other micro batches or stages is played out (1F1B: stage s of pp begins min(pp - s, m) forwards,
+    then one backward, one forward): its units run in the order the compiler fixed for that configuration, read from
+    the dry-run compiles of it (micro8: 8 micro batches over 2 stages; pp4: stage 1 of 4 begins 3 forwards)."""
+    def units(step: Any, stage: int) -> list[Any]:
+        return [b.unit for b in sorted((b for b in step.boxes if b.stage == stage), key=lambda b: b.start)]
+
+    for folder, cand, ranks in (("dryrun_llama_micro8", P.Candidate(2, 2, 2, 8, True, True, 16), {0: 0, 1: 4}),
+                                ("dryrun_llama_pp4", P.Candidate(1, 2, 4, 4, True, True, 4), {1: 2})):
+        p = P.plan(basis, [cand])[0]
+        assert p.played is not None and p.step_seconds == p.played.seconds
+        sel = Selection.of(str(FIX / folder))
+        for stage, rank in ranks.items():
+            fixed = sel.read(rank).facts.table.get("order")
+            assert fixed.fixed and units(p.played, stage) == [u.key for u in fixed.units]
+    assert units(p.played, 1)[:5] == [("F", 0, None), ("F", 1, None), ("F", 2, None), ("B", 0, None), ("F", 3, None)]
 
 
 def test_a_layout_it_does_not_plan_is_refused_in_one_line() -> None:
