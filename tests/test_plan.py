@@ -205,6 +205,28 @@ def test_cli_json_fields() -> None:
     assert all(c["refused"] for c in doc["candidates"][len([c for c in doc["candidates"] if not c["refused"]]):])
 
 
+def test_only_one_configuration_against_its_dry_run(basis: P.Basis) -> None:
+    """`--only` predicts the one configuration a checker compiles: the 8-layer dp2 x mp2 x pp2 from the 4-layer compile.
+    Its stage 0 weights by hand (the embedding and four layers split by mp 2 and sharded over dp 2, the norms whole)
+    and its peaks within 5 % of dryrun_llama_dp2mp2pp2_l8's own; a name it does not know or a configuration the
+    network cannot take is one line and exit 2."""
+    r = CliRunner().invoke(main, ["plan", str(BASE), "--only", "dp=2,mp=2,pp=2,micro=4,layers=8", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    (c,) = json.loads(r.output)["candidates"]
+    assert (c["dp"], c["mp"], c["pp"], c["micro_batches"], c["num_layers"], c["global_batch"]) == (2, 2, 2, 4, 8, 8)
+    assert c["stages"][0]["weight"] == ((V * H + 4 * LAYER_SPLIT) // 4 + 4 * NORMS) * 4 == 13_910_016
+    for stage, rank in ((0, 0), (1, 4)):
+        assert abs(c["stages"][stage]["peak_bytes"] / _dry("dryrun_llama_dp2mp2pp2_l8", rank) - 1) <= 0.05
+    from irtool.plan import only
+
+    assert only("recompute=1:1, offset=1:-1, batch=2, opt_shard=off", basis) == \
+        P.Candidate(2, 2, 2, 4, True, False, 2 * 2 * 4, offset=(1, -1), recompute_counts=(1, 1))
+    r = CliRunner().invoke(main, ["plan", str(BASE), "--only", "dp=2,tp=2"])
+    assert r.exit_code == 2 and "expected KEY=VALUE with KEY one of dp, mp, pp" in r.output and "'tp=2'" in r.output
+    r = CliRunner().invoke(main, ["plan", str(BASE), "--only", "dp=1,mp=8,pp=1"])
+    assert r.exit_code == 2 and r.output.strip().endswith("key-value heads 4 not divisible by mp 8")
+
+
 def test_cli_text_and_bad_input(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["plan", str(BASE)])
     assert r.exit_code == 0 and "Candidates, fastest first" in r.output and "parallel_config:" in r.output
