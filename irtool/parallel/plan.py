@@ -31,6 +31,7 @@ from .optimizer import optimizer_shards
 from .order import UnitKey
 from .records import ParallelFacts
 from .sizes import DTYPE_SIZE
+from .slicing import GATHER, MarkedOutput
 from .timing import StageTiming, Step, TimedHop, UnitTime, simulate
 
 SCHEMA = "irtool.plan/1"
@@ -77,13 +78,15 @@ class StageBasis:
     kept_per_micro: int  # activations kept for the backward, one micro batch (the memory records)
     kept_layer_share: float  # the part of them produced by a layer's nodes (the rest: the stage's own, fixed)
     layer_flops: dict[int | None, dict[str, int]]  # per step, by phase
-    layer_comm: dict[int | None, dict[tuple[str, str], int]]  # per step, bytes by (category, phase)
+    # per step, bytes by (category, phase); without the gathers of sliced activations (`marked`, decided anew)
+    layer_comm: dict[int | None, dict[tuple[str, str], int]]
     # per step: compute seconds by phase (forward, backward, recompute) and the exposed communication (exposed)
     layer_time: dict[int | None, dict[str, float]]
     tail_seconds: float  # the optimizer and aggregation after the last micro batch
     gather: float | None  # optimizer-parallel bytes per element gathered, the stage's mean (a weight sharded anew)
     reduce: float | None  # gradient-aggregation bytes per element of the weights reduced unsharded over copies
     timing: StageTiming | None  # its times on the profile (the step is played from these)
+    marked: list[MarkedOutput]  # outputs a recompute may read sliced (`slicing`)
     notes: list[str] = field(default_factory=list)
 
 
@@ -263,16 +266,32 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
         max((c[LIVE_ROLES.index("recompute")] for c in curve), default=0), flight,
         cost.memory.activations.per_micro.total if cost.memory.activations else 0, _layer_share(cost.memory),
         {r.layer: dict(r.flops) for r in rows},
-        {r.layer: _by_category_phase(r.comm.values()) for r in rows},
+        _without_slice_gathers({r.layer: _by_category_phase(r.comm.values()) for r in rows}, facts),
         {} if timing is None else _layer_time(timing),
         0.0 if timing is None else timing.tail.seconds,
         (fwd + bwd) / elems if elems else None,
-        _reduce_per_element(params, rows, (job.dp.value or 1) * (job.mp.value or 1)), timing,
+        _reduce_per_element(params, rows, (job.dp.value or 1) * (job.mp.value or 1)), timing, t.get("marked_outputs"),
         [f"stage {stage}: {n} parameter(s) of unknown size, not counted in any candidate's figures"
          for n in [sum(1 for p in cost.memory.params if p.bytes is None)] if n]
         + [f"stage {stage}: {n} weight(s) no operator with a strategy reads (their whole shape unknown): held as "
            "compiled in every candidate" for n in [sum(1 for q in params if q.role == "weight" and q.whole is None)]
            if n])
+
+
+def _without_slice_gathers(rows: dict[int | None, dict[tuple[str, str], int]], facts: ParallelFacts
+                           ) -> dict[int | None, dict[tuple[str, str], int]]:
+    """The layer rows less the compile's gathers of sliced activations (each in the row of the layer whose output
+    it gathers): a candidate has them or not by `_slice_gathers`."""
+    t = facts.table
+    nodes = t.get("by_key")
+    for c in facts.comm:
+        if c.instance == GATHER:
+            graph, _, key = c.node.rpartition("/")
+            row = rows.get(t("layer", nodes[graph][key]), {})
+            k = (c.category, c.phase)
+            if k in row:
+                row[k] -= c.step_bytes.total
+    return rows
 
 
 def _layer_time(timing: StageTiming) -> dict[int | None, dict[str, float]]:
@@ -783,6 +802,9 @@ def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], s
     anew = sum(n for (kind, *_), n in slices.items() if kind == "sharded anew")
     if traffic or (anew and src.gather is not None):
         out["optimizer-parallel"] = traffic + anew * (src.gather or 0.0)
+    gathers = _slice_gathers(b, c, (layers, rc), sb)
+    if gathers:
+        out["other"] = out.get("other", 0) + gathers
     reduced = sum(n for (kind, *_), n in slices.items() if kind == "reduced")
     if reduced and src.reduce is not None:
         out["gradient-aggregation"] = reduced * src.reduce
@@ -790,6 +812,28 @@ def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], s
              "gradient-aggregation": sorted({slices[k] for k in slices if k[0] == "copies"}),
              "optimizer-parallel": sorted({slices[k] for k in slices if k[0] == "shard"})}
     return {k: round(v) for k, v in sorted(out.items()) if v}, {k: v for k, v in sizes.items() if k in out}
+
+
+def _slice_gathers(b: Basis, c: Candidate, which: tuple[list[int], list[bool]], sb: float) -> float:
+    """Bytes per step of the AllGathers that bring back activations kept sliced (`slicing`): each layer's marked
+    output read by the next layer on the stage when that one is recomputed, sliced over the ranks holding identical
+    copies of it (its split re-derived: dimension 0, the batch, by dp; another split dimension as mp's) when its
+    dimension 0 at the new micro-batch size divides by them; once per micro batch, the whole output."""
+    layers, rc = which
+    marked = {m.layer: m for st in b.stages for m in st.marked if m.layer is not None}
+    if not marked:
+        return 0.0
+    out = 0.0
+    for i, x in enumerate(layers[:-1]):
+        m = marked.get(x % b.layers)
+        if m is None or not rc[i + 1] or m.split is None or not m.dim0 or not m.nbytes or not m.runs:
+            continue
+        split = [c.dp if d == 0 else (v * c.mp // b.mp if v > 1 else 1) for d, v in enumerate(m.split)]
+        copies = c.dp * c.mp // max(1, math.prod(split))
+        dim0 = m.dim0 * sb
+        if copies > 1 and dim0 == int(dim0) and int(dim0) % copies == 0:
+            out += m.nbytes * sb * m.runs * c.micro / b.micro
+    return out
 
 
 def _phases(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], sw: float) -> dict[str, float]:
