@@ -3,8 +3,9 @@
 
 From the dry-run Llama dp2 x mp2 x pp2 (`fixtures/mindir/dryrun_llama_dp2mp2pp2`) `irtool.parallel.plan` predicts
 each other dry-run configuration of the same network (dp1 x mp4, 8 micro batches, recompute off, dp1 x mp2 x pp4,
-dp4 x mp1, 8 layers, optimizer sharding off, micro-batch size 2: each with its real global batch) and the compile-only compiles of it
-(other layer counts and layouts), and this prints per configuration and rank the predicted figures beside the
+dp4 x mp1, 8 layers, optimizer sharding off, micro-batch size 2: each with its real global batch) and the
+compile-only compiles of it (other layer counts and layouts), and this prints per configuration and rank the
+predicted figures beside the
 compiled ones: weights, optimizer states and accumulation buffers (the compile's `# Params`, by role: goal exact),
 communication per step (the compile's nodes x runs: goal within 2 %), peak memory against the dry run's used peak
 (dryrun.json `memory_block_csv_max_actual_used_B`: goal within 5 %), and whether the configurations ordered by
