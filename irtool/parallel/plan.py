@@ -24,7 +24,7 @@ from ..ir import Dump
 from .balance import bubble, in_flight, one_f_one_b, stage_cost, step_time
 from .hardware import Profile
 from .job import Job, rank_job
-from .lifetime import LIVE_ROLES, block, walk
+from .lifetime import LIVE_ROLES, block
 from .logical import LogicalGraph
 from .model_dims import weight_splits
 from .optimizer import optimizer_shards
@@ -255,15 +255,13 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
     for s in shards.values():
         if s.full_shape and s.forward_bytes is not None and s.backward_bytes is not None:
             fwd, bwd, elems = fwd + s.forward_bytes, bwd + s.backward_bytes, elems + math.prod(s.full_shape)
-    lt = walk(t, curve=True)
-    curve = lt.curve or []
-    start = next((s for s, u in lt.units if u == "optimizer"), len(curve))
+    compute, optimizer = cost.lifetimes.parts if cost.lifetimes is not None else (None, None)
     flight = in_flight(cost.order, stage, job.pipeline_stages, job.micro_batches).count or 1
     rows = [r for r in graph.layers if r.stage == stage]
     timing = cost.timing
     return StageBasis(
-        stage, rank, job.stage_layers.get(stage, []), params, _roles(curve[:start]), _roles(curve[start:]),
-        max((c[LIVE_ROLES.index("recompute")] for c in curve), default=0), flight,
+        stage, rank, job.stage_layers.get(stage, []), params, _roles(compute), _roles(optimizer),
+        cost.lifetimes.most.get("recompute", 0) if cost.lifetimes is not None else 0, flight,
         cost.memory.activations.per_micro.total if cost.memory.activations else 0, _layer_share(cost.memory),
         {r.layer: dict(r.flops) for r in rows},
         _without_slice_gathers({r.layer: _by_category_phase(r.comm.values()) for r in rows}, facts),
@@ -327,11 +325,8 @@ def _by_category_phase(uses: Iterable[Any]) -> dict[tuple[str, str], int]:
     return out
 
 
-def _roles(curve: list[tuple[int, ...]]) -> dict[str, int]:
-    if not curve:
-        return {}
-    top = max(curve, key=sum)
-    return {r: v for r, v in zip(LIVE_ROLES, top) if v}
+def _roles(live: tuple[int, ...] | None) -> dict[str, int]:
+    return {r: v for r, v in zip(LIVE_ROLES, live or ()) if v}
 
 
 def _param(p: Any, splits: dict, shards: dict, stage: int, last: bool) -> Param:
