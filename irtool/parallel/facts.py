@@ -53,7 +53,8 @@ param_roles (weight, optimizer state, accumulation, ... of each parameter, by us
 lifetimes (the step walked in execution order keeping the live tensors: the peak and what is live there,
 `lifetime.Lifetimes`, docs/cost.md §2.1),
 param_shapes, node_index (nodes and users by key, each subgraph's users built when first asked),
-operator_params (header parameter -> the user operator reading it, §19).
+operator_params (header parameter -> the user operator reading it, §19), marked_outputs (the outputs a recompute may
+read sliced, `slicing.MarkedOutput`).
 """
 from __future__ import annotations
 
@@ -80,6 +81,7 @@ from .rules import COMM_OPS, KERNEL_PASSES, borrowed_name, classify, file_kind, 
 from .runs import graph_runs, node_runs
 from .scope import in_gradients
 from .sizes import type_bytes
+from .slicing import marked_outputs
 from .stage import stage_info
 from .strategies import strategy_records
 from .table import NodeFacts, Pass
@@ -588,6 +590,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("operator parameters", ("operator_params",), ("parameters", "by_key", "operator", "phase", "comm", "kind"),
          "dump", operator_params),
     Pass("placements", ("placement",), ("by_key", "operator_params", "operator", "kind", "comm"), "column", placements),
+    Pass("marked outputs", ("marked_outputs",), ("node_index", "strategy", "layer", "out_bytes", "runs"), "dump",
+         marked_outputs),
     Pass("lifetimes", ("lifetimes",), ("kernel", "by_key", "param_roles", "phase", "kind", "micro", "unit", "order",
                                         "file_kind"), "dump", lifetimes),
     *JOB_PASSES,
