@@ -110,7 +110,10 @@ def test_export_of_a_sharded_dump(tmp_path: Path) -> None:
     # line 104: `%5(equiv_90_CNode_533) = AllGather(%4) {instance name: redistribution_op_1806...}
     #            primitive_attrs: {... group: "4-6301172352641561019", ... rank_list: (0, 1, 2, 3) ...`
     assert attrs["file"] == "19_validate_0078.ir.xz:104"
-    assert attrs["comm category"] == "redistribution" and attrs["comm group ranks"] == "0-3"
+    assert attrs["comm category"] == "redistribution" and attrs["comm group"] == "ranks 0-3"
+    assert attrs["comm group name"] == "4-6301172352641561019" and attrs["phase"] == "forward"
+    # the rule in words (docs/parallel.md §2 R6: a `redistribution_op` instance name), its code after them
+    assert attrs["comm rule"] == "redistribution between two strategies (redistribution_op) (R6)"
     assert attrs["instance name"].startswith("redistribution_op_18061495112778206992AllGather")
     assert first["incomingEdges"] == [{"sourceNodeId": "%4", "sourceNodeOutputId": "0", "targetNodeInputId": "0"}]
     assert first["namespace"] == "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP"
@@ -237,7 +240,7 @@ def test_the_panel_says_what_summarize_says() -> None:
     assert gather["producer node"] == {"type": "node_ids", "nodeIds": ["%3"]}
     assert gather["consumers (1)"] == {"type": "node_ids", "nodeIds": ["%15"]}
     assert gather["from -> to"] == "split (2,4) -> strategy (8,1)"
-    assert gather["chain nodes"]["nodeIds"] == [f"%{i}" for i in range(4, 15)]
+    assert gather["chain (11 nodes)"]["nodeIds"] == [f"%{i}" for i in range(4, 15)]
     assert gather["comm serves"] == {"type": "node_ids", "nodeIds": ["%15"]}
     qkv = _attrs(by_id["%3"])
     # line 86's source block: its last `# In file` frame is make.py:58, the user's own line
@@ -583,6 +586,12 @@ def test_repeated_operators_stack_and_graphs_are_named_by_their_cell() -> None:
         "GPT #7590", "GPT #7592"]
     # `%1 = call @..._GPT_construct_7592(...)` in the entry graph, `cnode_attrs: {... is_bp: Bool(0)}`: forward
     assert "GPT forward #7592" in ids
+    # the call's box and panel name its callee as the graph selector does, the dump's name in a row of its own
+    entry = _model(LAZY).graphs[0]
+    call = next(n for n in entry["nodes"] if n["id"] == "%1")
+    assert call["label"] == "call GPT forward #7592" and call["subgraphIds"] == ["GPT forward #7592"]
+    assert _attrs(call)["callee"] == "GPT forward #7592"
+    assert re.fullmatch(r"@\S+_GPT_construct_7592", _attrs(call)["callee in the dump"])
 
 
 def test_the_panel_reads_values_as_a_person_does() -> None:
