@@ -770,7 +770,8 @@ def category_node_data(graphs: Iterable[tuple[str, ParallelFacts, str]]) -> dict
     for graph_id, facts, subgraph in graphs:
         res = {key: {"value": c.category, "bgColor": CATEGORY_COLORS[c.category]}
                for c, key in _in_subgraph(facts, subgraph)}
-        out[graph_id] = {**_node_data("comm category", res), "showExpandedSummaryOnGroupNode": True}
+        out[graph_id] = {**_node_data("comm category", res), "showExpandedSummaryOnGroupNode": True,
+                         "legend": {"what": "communication nodes by category (the panel's `comm rule` says why)"}}
     return out
 
 
@@ -786,7 +787,9 @@ def bytes_node_data(graphs: Iterable[tuple[str, ParallelFacts, str]]) -> dict[st
     for graph_id, facts, subgraph in graphs:
         res = {key: {"value": c.step_bytes.total} for c, key in _in_subgraph(facts, subgraph)
                if not c.step_bytes.unknown}
-        out[graph_id] = _node_data("comm bytes", res, BYTES_THRESHOLDS)
+        out[graph_id] = {**_node_data("comm bytes", res, BYTES_THRESHOLDS), "legend": {
+            "what": "bytes each communication node moves in a step (its size times its runs)", "unit": "bytes",
+            "scale": "green < 64 KiB, yellow < 1 MiB, orange < 16 MiB, red"}}
     return out
 
 
@@ -868,7 +871,8 @@ def diff_node_data(graph_id: str, changes: dict[str, str]) -> dict[str, Any]:
     box counts and colours the changes it holds)."""
     results = {k: {"value": v, "bgColor": DIFF_COLORS[v], **({"textColor": DIFF_TEXT[v]} if v in DIFF_TEXT else {})}
                for k, v in changes.items()}
-    return {graph_id: {**_node_data("diff", results), "showExpandedSummaryOnGroupNode": True}}
+    return {graph_id: {**_node_data("diff", results), "showExpandedSummaryOnGroupNode": True,
+                       "legend": {"what": "what `irtool diff` marks: added, removed or changed nodes"}}}
 
 
 # --- finding nodes across graphs ----------------------------------------------------------------

@@ -18,6 +18,7 @@ from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..parallel.hardware import load_profile
 from ..parallel.order import StageOrder, stage_order
+from ..present import DASH, cell
 from ..present.memory import memory_svg, panel
 from ..present.timeline import stage_timings, timeline, timeline_svg
 from ..selection import Loaded, Selection, selected_stage
@@ -193,7 +194,8 @@ def _overlays(ranks: list[_Rank], drawn: Callable[[], list[StageRank]] | None = 
     them, whose units get their operators' FLOPs)."""
     parts = [(r.graph_id(g.name), r.facts, g.name) for r in ranks for g in r.dump.subgraphs]
 
-    def cost(name: str, pick: Callable[[NodeCost], dict[str, int]]) -> Callable[[Graphs], dict[str, Any]]:
+    def cost(name: str, pick: Callable[[NodeCost], dict[str, int]], what: str, unit: str
+             ) -> Callable[[Graphs], dict[str, Any]]:
         def data(graphs: Graphs) -> dict[str, Any]:
             values: dict[str, dict[str, int]] = {}
             for r in ranks:
@@ -208,12 +210,12 @@ def _overlays(ranks: list[_Rank], drawn: Callable[[], list[StageRank]] | None = 
             if drawn is not None and name == "FLOPs":
                 sums = {"execution order": {k: v for r, s in zip(ranks, drawn())
                                             for k, v in unit_values(s, r.cost().flops).items()}}
-            return heat_node_data(name, values, graphs, sums)
+            return heat_node_data(name, values, graphs, sums, what, unit)
 
         return data
 
     # Model Explorer shows the overlay loaded last: the categories, as the nodes' own colours say them
-    return {**{name: cost(name, pick) for name, (pick, _) in COST_OVERLAYS.items()},
+    return {**{name: cost(name, *spec) for name, spec in COST_OVERLAYS.items()},
             "comm bytes": lambda graphs: for_parts(bytes_node_data(parts), graphs),
             "comm category": lambda graphs: for_parts(category_node_data(parts), graphs)}
 
@@ -289,7 +291,7 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
         return _file_model(picked[0], label, part_size)
 
     def drawn() -> list[StageRank]:
-        return [r.stage_rank(part_size) for r in picked]
+        return stage_figures([r.stage_rank(part_size) for r in picked], [r.cost() for r in picked])
 
     def build() -> list[dict[str, Any]]:
         ranks = drawn()
@@ -299,6 +301,22 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
     return Model(label, build, _overlays(picked, drawn), sorting="name_asc", first_graph="pipeline",
                  finder=_finder(picked), first_node=lambda: first_box(drawn()), lanes=LANES,
                  pictures=_pictures(loaded, sel.path))
+
+
+def stage_figures(ranks: list[StageRank], costs: list[NodeCost]) -> list[StageRank]:
+    """The drawn ranks with what each stage costs, as the boxes of its column and row say it (the cost records:
+    its operators' FLOPs in the step, the bytes of the parameters it holds) and its load beside the heaviest
+    stage's."""
+    flops = [sum(c.flops.values()) for c in costs]
+    top = max(flops, default=0)
+    out = []
+    for r, c, f in zip(ranks, costs, flops):
+        figures = {"stage FLOPs": cell(f) + (f" (+{c.unknown} operators of unknown cost)" if c.unknown else ""),
+                   "stage load": "the heaviest stage" if f == top else f"{f / top:.0%} of the heaviest stage"
+                   if top else DASH,
+                   "stage bytes held": cell(sum(c.held.values()))}
+        out.append(r._replace(figures=figures))
+    return out
 
 
 def _pictures(loaded: list[Loaded], path: str) -> dict[str, Callable[[], str]]:

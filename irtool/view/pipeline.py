@@ -40,6 +40,7 @@ class StageRank(NamedTuple):
     graph_ids: Callable[[str], tuple[str, str]]
     name: Callable[[str], str]  # subgraph -> its name in the viewer (`TrainStep`)
     order: StageOrder  # its order as every folder command shows it (`Loaded.order`: the kernel graph's if any)
+    figures: dict[str, str] = {}  # what the stage costs (`stage FLOPs`, ...), on its column's and row's box
 
     def box_id(self, c: CommNode) -> str:
         """A Send/Receive's box: `rank0/TrainStep/%12`."""
@@ -200,7 +201,7 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
         o = r.order
         hops, placed = _hops(o, r.facts)
         groups[r.group] = {"rank": str(r.rank), "stage": cell(r.facts.stage), "file": r.file, "schedule": o.schedule,
-                           "order read in": _order_text(o), "Send/Receive": str(len(hops))}
+                           "order read in": _order_text(o), "Send/Receive": str(len(hops)), **r.figures}
         for c in hops:
             key = hop_unit(c, o.chunks)
             if c.peer_rank is not None and c.peer_rank not in in_folder:
@@ -258,7 +259,8 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[st
                            "order": ("fixed by the dependencies" if o.fixed else f"not fixed: {o.why or o.schedule}")
                            + f", read in {_order_text(o)}",
                            "units": str(len(o.units)),
-                           "micro batches in flight": in_flight_words(o.in_flight, o.in_flight_by_chunk or ())}
+                           "micro batches in flight": in_flight_words(o.in_flight, o.in_flight_by_chunk or ()),
+                           **r.figures}
         mine = {c.node: c for c in r.facts.comm}
         back = {id(theirs): mine[node] for node, theirs in _matched(o, r.facts).items()}
         row: list[dict[str, Any]] = []
@@ -327,12 +329,54 @@ def _exec_hop(r: StageRank, c: CommNode, key: UnitKey) -> dict[str, Any]:
 
 
 def unit_values(r: StageRank, values: dict[str, int]) -> dict[str, int]:
-    """Each unit box's sum of its operators' values (`values`: node uid -> value); none for a unit none of whose
-    operators has one (a lazy-inline stage's units are calls: their cost is their callees')."""
-    held = unit_nodes(r.facts.table)
+    """Each unit box's sum of its operators' values (`values`: node uid -> value in the step, a reused cell's
+    operators times their runs), a call's its callee's for one call (a lazy-inline stage's units are calls);
+    none for a unit none of whose operators has one, or holding a call whose graph the dump does not name (a
+    bprop closure passed along: its work is unknown, never 0)."""
+    t = r.facts.table
+    held = unit_nodes(t)
+    names = {g.name for g in t.dump.subgraphs}
+    per_call: dict[str, int | None] = {}
+
+    def one_run(n: Any) -> int | None:
+        """A node's value for one run of it: an operator's over its runs a step (the `runs` fact), a call's its
+        callees' (`call @g`, a closure naming its graph); _Unknown for a call of no named graph."""
+        if n.uid in values:
+            runs = t("runs", n)
+            return values[n.uid] // runs if runs else None
+        if not n.is_call:
+            return None
+        graphs = [g for g in n.called_graphs if g in names]
+        if not graphs:
+            raise _Unknown
+        known = [v for g in graphs if (v := one_call(g)) is not None]
+        return sum(known) if known else None
+
+    unknown: set[str] = set()
+
+    def one_call(graph: str) -> int | None:
+        if graph in unknown:
+            raise _Unknown
+        if graph not in per_call:
+            per_call[graph] = None  # a graph calling itself adds nothing more
+            try:
+                known = [v for n in t.dump.subgraph(graph).nodes if (v := one_run(n)) is not None]
+            except _Unknown:
+                unknown.add(graph)
+                raise
+            per_call[graph] = sum(known) if known else None
+        return per_call[graph]
+
     out = {}
     for u in r.order.units:
-        known = [values[n.uid] for n in held.get(u.key, []) if n.uid in values]
+        try:
+            known = [v for n in held.get(u.key, []) if (v := one_run(n)) is not None]
+        except _Unknown:
+            continue
         if known:
             out[r.unit_id(u)] = sum(known)
     return out
+
+
+class _Unknown(Exception):
+    """A unit calls work the dump does not name."""

@@ -507,7 +507,8 @@
         try {
           changed(graph, paneIndex);
           const runs = ndp.getRunsForModelGraph(graph);
-          const want = runs.find((x) => x.runName === chosen.get(paneIndex));
+          const name = chosen.has(paneIndex) ? chosen.get(paneIndex) : (IR.overlay || {})[graph.collectionLabel];
+          const want = runs.find((x) => x.runName === name);
           const paneId = app.panes()[paneIndex] && app.panes()[paneIndex].id;
           if (paneId && runs.length) app.setSelectedNodeDataProviderRunId(paneId, want ? want.runId : undefined);
         } finally {
