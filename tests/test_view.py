@@ -27,7 +27,7 @@ from conftest import fixture
 from irtool.cli import main
 from irtool.diff import diff_rank
 from irtool.errors import InputError
-from irtool.present.palette import CATEGORY_COLORS, DIFF_COLORS, HEAT
+from irtool.present.palette import CATEGORY_COLORS, DIFF_COLORS, HEAT, P2P_COLORS
 from irtool.selection import Selection
 from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE
 from irtool.view.models import Model, compare_models, models_for
@@ -349,6 +349,8 @@ def test_the_execution_order_graph() -> None:
     assert {k for k in look if k[0] == "stage 0 rank 0"} == {("stage 0 rank 0", "F", False), ("stage 0 rank 0", "B", True)}
     assert {k for k in look if k[0] == "stage 1 rank 2"} == {("stage 1 rank 2", "F", False), ("stage 1 rank 2", "B", False)}
     assert len(set(look.values())) == 3
+    # none of them a Send's or a Receive's colour (a backward unit was a red beside the red Sends)
+    assert not set(look.values()) & {c.lower() for c in P2P_COLORS.values()}
 
 
 def test_only_a_folder_of_stages_has_pictures() -> None:
@@ -462,6 +464,25 @@ def test_cost_overlays() -> None:
         f = {units[f"rank{rank}/F{m}"]["value"] for m in range(8)}
         b = {units[f"rank{rank}/B{m}"]["value"] for m in range(8)}
         assert (len(f) == 1 or rank == 6) and len(b) == 1 and min(b) > max(f) > 0
+    # a lazy-inline stage's units are calls (gpt_small_dp2mp2pp2_lazyinline rank 0: `%1 = call @..._GPT_construct_7592`
+    # for micro 0, `%9` the same for micro 1; GPT forward calls DecoderLayer forward #7388 and #7389): a forward unit
+    # is one call of GPT forward, its own and its callees' FLOPs in the step over their 2 calls each; a backward
+    # unit calls a bprop closure the dump names no graph of (`%0` in GPT backward #7590): unknown, not `-` for all
+    lazy = _model(str(Path(LAZY).parents[1]))
+    data = lazy.node_data_of("FLOPs")
+    per_step = {g: sum(v["value"] for v in data[f"stage 0 rank 0: {g}"]["results"].values())
+                for g in ("GPT forward #7592", "DecoderLayer forward #7388", "DecoderLayer forward #7389")}
+    units = data["execution order"]["results"]
+    assert units["rank0/F0"]["value"] == units["rank0/F1"]["value"] == sum(per_step.values()) // 2
+    assert "rank0/B0" not in units and data["execution order"]["legend"]["scale"].startswith("linear")
+    # an overview's parts on a log scale from the least part to the largest (a linear one left one dark box among
+    # pale ones): gpt_small in parts of 300, each part a colour of its size
+    boxes = parts.node_data_of("FLOPs")[overview["id"]]
+    sums = [v["value"] for v in boxes["results"].values() if v["value"] > 0]
+    edges = [t["value"] for t in boxes["thresholds"]]
+    assert edges[-1] == max(sums) and edges[0] > min(sums) and all(b / a > 2 for a, b in zip(edges, edges[1:]))
+    assert len({next(i for i, e in enumerate(edges) if v <= e) for v in sums}) >= 3
+    assert boxes["legend"]["scale"] == "log scale from the least part to the largest"
 
 
 def test_compare_marks_the_one_changed_node_of_a_pipeline_rank(tmp_path: Path) -> None:
@@ -1091,8 +1112,32 @@ def test_cost_overlays_in_model_explorer(semi_page: object) -> None:
     # Model Explorer's own table sums it per root scope (its "Root-level nodes stats")
     results = _overlay(page, "FLOPs")
     assert results["%73"]["value"] == 2 * 128 * 64 * 128 and results["%73"]["bgColor"] == HEAT[-1]
+    # its legend beside the graph: what is coloured, the unit, the scale (a colour per decade) and the range
+    legend = page.locator(".pane-container .irtool-legend")
+    _wait_for(page, "() => { const l = document.querySelector('.irtool-legend'); return l && "
+                    "l.innerText.startsWith('FLOPs (FLOPs)'); }")
+    text = legend.inner_text()
+    assert "each operator's FLOPs in the step" in text and "by decade below the model's largest, 2,097,152" in text
+    assert text.rstrip().endswith("max 2,097,152") and legend.locator(".irtool-swatch").count() == len(HEAT), text
     _shot(page, "cost")
-    _overlay(page, "comm category")  # the page as it opened
+    _overlay(page, "comm category")  # the page as it opened: its legend a colour per category
+    _wait_for(page, "() => document.querySelector('.irtool-legend').innerText.includes('redistribution')")
+    # the phase selector (the `phase` fact of every node): backward off, the graph of the other phases shown
+    # (`grep -c 'scope: (Gradients'` counts the backward operators MindSpore names so; the fact decides here)
+    phases = page.locator(".pane-container .irtool-phases input")
+    assert [phases.nth(i).get_attribute("data-phase") for i in range(phases.count())] == [
+        "forward", "backward", "optimizer"]
+    (graph,) = _model(SEMI).graphs
+    kept = {n["id"] for n in graph["nodes"] if _attrs(n).get("phase", "forward") != "backward"}
+    phases.nth(1).uncheck()
+    _wait_for(page, f"() => {{ const g = {GRAPH}; return g && g.id === 'TrainOneStepCell [forward, optimizer]'; }}")
+    drawn = set(page.evaluate(f"{GRAPH}.nodes.filter(n => n.nodeType === 0).map(n => n.id)"))
+    assert drawn and drawn <= {n["id"] for n in graph["nodes"]} and not any(
+        _attrs(n).get("phase") == "backward" for n in graph["nodes"] if n["id"] in drawn)
+    assert {k for k in kept if not k.startswith("%para")} <= drawn
+    _shot(page, "phases")
+    phases.nth(1).check()
+    _wait_for(page, f"() => {{ const g = {GRAPH}; return g && g.id === 'TrainOneStepCell'; }}")
 
 
 @BROWSER
@@ -1112,7 +1157,9 @@ def test_the_panel_in_model_explorer(semi_page: object) -> None:
     assert panel.get("producer") == "MatMul qkv (line 86)", panel
     assert panel.get("from -> to") == "split (2,4) -> strategy (8,1)", panel
     # links (Model Explorer's `node_ids` values): the id, and its locate icon
-    assert panel["consumers (1)"].split()[0] == "%15" and panel["comm serves"].split()[0] == "%15", panel
+    # each link says its node's operator before its id (line 146 `%15 = PrimFunc_Split(...)`)
+    assert panel["consumers (1)"].split()[:2] == panel["comm serves"].split()[:2] == ["Split", "%15"], panel
+    assert panel["comm group"] == "ranks 0-3" and panel["phase"] == "forward", panel
     row = page.locator("info-panel tr", has=page.locator("td", has_text="consumers (1)")).first
     assert row.get_by_text("my_location").count() == 1  # drawn as a link with its locate icon
     _shot(page, "panel")
@@ -1228,9 +1275,31 @@ def test_the_pipeline_graph_of_a_folder(pipe_page: object) -> None:
     # a box's panel links name nodes of this graph (every link of every panel of the folder's graphs:
     # test_every_panel_link_names_a_node_of_its_graph): its pair, chosen (Alt+click), is selected (a link to a node
     # the graph does not hold left the page "Processing")
+    # test_every_panel_link_names_a_node_of_its_graph): its pair, named by its label, selected by a plain click
+    # (Model Explorer only pans to a link's node unless Alt is held)
     (pair,) = page.locator("info-panel .node-id-attribute").all_inner_texts()
-    _click(page, page.locator("info-panel .node-id-attribute").first, alt=True)
-    assert _selected(page, "pipeline", node="rank2/TrainStep/%0") == pair.split()[0] == "rank2/TrainStep/%0"
+    assert pair.split("\n")[:2] == ["r2 #1 Receive m0 tag 0 <- r0 F", "rank2/TrainStep/%0"], pair
+    _click(page, page.locator("info-panel .node-id-attribute").first)
+    assert _selected(page, "pipeline", node="rank2/TrainStep/%0") == "rank2/TrainStep/%0"
+    # the columns aligned at the top (stages 0 and 3 hold half the boxes of stages 1 and 2)
+    tops = page.evaluate(f"""() => ['stage 0 rank 0', 'stage 1 rank 2', 'stage 2 rank 4', 'stage 3 rank 6'].map(
+      ns => {GRAPH}.nodesById[ns + '___group___'].y)""")
+    assert len(set(tops)) == 1, tops
+    # nothing selected (a click on empty space): every pair's line still drawn
+    page.evaluate("window.me_test.renderers[0].handleSelectNode('')")
+    _wait_for(page, f"""() => {{ const r = window.me_test.renderers[0]; const s = r.webglRendererEdgeOverlaysService;
+      return !r.selectedNodeId && s.curOverlays.map(o => o.name).join() === {json.dumps(PAIRS)} &&
+        s.overlaysEdgesList.length === 1; }}""")
+    # each column's box says what its stage costs, drawn on it ("Layer node attributes"): the stage's FLOPs the sum
+    # of its stage graph's FLOPs overlay
+    groups = page.evaluate(f"{GRAPH}.groupNodeAttributes")
+    flops = _model(PIPE4).node_data_of("FLOPs")
+    for s in range(4):
+        mine = groups[f"stage {s} rank {2 * s}"]
+        total = sum(v["value"] for v in flops[f"stage {s} rank {2 * s}: TrainStep"]["results"].values()
+                    if v["value"] is not None)
+        assert mine["stage FLOPs"] == f"{total:,}" and mine["stage load"].endswith("heaviest stage"), mine
+    assert re.search(page.evaluate("window.__me.showOnNode")["Layer node attributes"]["filterRegex"], "stage FLOPs")
     # rank 6's first box (line 91 of rank 6: `%0 = Receive(...)`) serves the LayerNorm `%3` (line 280, `LayerNorm(%0,
     # ...)`): a link opening the stage graph on it, as its `stage graph` row opens its own node there (the page
     # opening a node of another graph from a link: test_find_any_node_from_the_overview_and_open_it)
@@ -1264,9 +1333,23 @@ def test_the_execution_order_view(pipe_page: object) -> None:
       return t && t.innerText.trim().startsWith('16 '); }""")
     found = page.locator(".search-results-container mat-tree-node:not(:has(.expandable-tree-node))").all_inner_texts()
     assert len(found) == 16 and all(f.split()[0][0] in "FB" for f in found), found
-    # the units' FLOPs: one scale for every stage, each stage's load (test_cost_overlays)
+    # rows aligned at the left (Model Explorer centres them), opened in the units' own colours (no overlay has
+    # values for this graph but FLOPs, which is not the one shown)
+    lefts = page.evaluate(f"""() => ['stage 0 rank 0', 'stage 1 rank 2', 'stage 2 rank 4', 'stage 3 rank 6'].map(
+      ns => {GRAPH}.nodesById[ns + '___group___'].x)""")
+    assert len(set(lefts)) == 1, lefts
+    assert page.evaluate("window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderRun()") is None
+    assert page.locator(".pane-container .irtool-legend").count() == 0
+    # the units' FLOPs: one scale for every stage, each stage's load (test_cost_overlays), its legend saying so
     results = _overlay(page, "FLOPs")
     assert results["rank0/B0"]["value"] > results["rank0/F0"]["value"] > 0
+    _wait_for(page, "() => { const l = document.querySelector('.irtool-legend'); return l && "
+                    "l.innerText.includes(\"each unit of work: the sum of its operators' FLOPs\"); }")
+    _shot(page, "execution")
+    # the overlay chosen stays whatever opens the next graph: a unit's link into its stage graph
+    _go(page, "stage 0 rank 0: TrainStep", "%43")
+    _wait_for(page, """() => { const run = window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderRun();
+      return run && run.runName === 'FLOPs'; }""")
 
 
 @BROWSER
