@@ -325,27 +325,36 @@ def test_the_execution_order_graph() -> None:
     # a row per rank, one under another (the top level laid out left to right: its groups in a column), each
     # row's boxes left to right (Model Explorer's default)
     assert graph["groupNodeConfigs"] == [{"namespaceRegex": "^$", "layoutDirection": 1}]
-    units = {ns: [n["label"] for n in c if "/%" not in n["id"]] for ns, c in rows.items()}
+    units = {ns: [n["label"] for n in c] for ns, c in rows.items()}
     # pipeline_4stage_8p: 8 micro batches (manifest), 1F1B: stage s runs 4 - s forward before its first backward
     for s, (ns, order) in enumerate(units.items()):
         warm = 4 - s
         assert order == [f"F{m}" for m in range(warm)] + [x for m in range(8 - warm) for x in (f"B{m}", f"F{m + warm}")] \
             + [f"B{m}" for m in range(8 - warm, 8)], (ns, order)
-    # each unit between the Receive it waits for and the Send after it: stage 1 receives F0 from rank 0, runs it,
-    # sends it to rank 4
-    assert [n["label"] for n in rows["stage 1 rank 2"][:3]] == ["Receive F0 tag 0 <- r0", "F0", "Send F0 tag 0 -> r4"]
+    # each unit says the Receive it waits for and the Send after it (the boxes are the pipeline graph's): stage 1
+    # (rank 2) receives F0 from rank 0 (line 87 `%0 = Receive(...)`, `src_rank: I64(0)`, `sr_tag: I64(0)`), runs it,
+    # sends it to rank 4 (line 825 `%26 = Send(%25)`, `dest_rank: I64(4)`); when it runs in the step played out (the
+    # timeline's): after rank 0's F0, before rank 4's
+    f0 = {k: _attrs(next(n for n in rows[ns] if n["label"] == "F0")) for k, ns in ((0, "stage 0 rank 0"),
+                                                                                    (1, "stage 1 rank 2"),
+                                                                                    (2, "stage 2 rank 4"))}
+    assert f0[1]["waits for"] == "Receive tag 0 <- rank 0 (rank_2/19_validate_0078.ir.xz:87)"
+    assert f0[1]["then"] == "Send tag 0 -> rank 4 (rank_2/19_validate_0078.ir.xz:825)"
+    assert "/%" not in "".join(n["id"] for n in graph["nodes"])  # no Send/Receive boxes: a row reads at fit
+    ends = [re.fullmatch(r"([\d.]+) µs to ([\d.]+) µs", f0[k]["time"]).groups() for k in range(3)]
+    assert float(ends[0][1]) <= float(ends[1][0]) and float(ends[1][1]) <= float(ends[2][0]), ends
     # the layers a unit's operators read, for the highlight: stage 2 (rank 4) holds layers 4 and 5
     # (`grep -o '%para[0-9]*_layers\.[0-9]*\.' rank_4/... | sort -u` -> layers.4., layers.5.)
-    f0 = _attrs(next(n for n in rows["stage 2 rank 4"] if n["label"] == "F0"))
-    assert {k for k in f0 if k.startswith("layer-")} == {"layer-4", "layer-5"}
-    assert f0["stage graph"].startswith("stage 2 rank 4: TrainStep %")
-    assert len(pairs_drawn(graph)) == 48
+    assert {k for k in f0[2] if k.startswith("layer-")} == {"layer-4", "layer-5"}
+    assert f0[2]["stage graph"].startswith("stage 2 rank 4: TrainStep %")
+    # each pair a line from the unit sending to the unit receiving: rank 0's F0 to rank 2's F0
+    assert len(pairs_drawn(graph)) == 48 and ("rank0/F0", "rank2/F0") in pairs_drawn(graph)
     # forward, backward and backward recomputing forward work in three colours: pipeline_unequal_8p recomputes
     # layers 1 and 3 (manifest), both on stage 0 (layers 0-4): its backward units hold `recompute_Default/...`
     # operators (`grep -c 'scope: (recompute_Default' rank_0/...validate...` > 0), stage 1 (layer 5) none
     unequal = _model(str(Path(fixture("pipeline_unequal_8p/rank_0/19_validate_0078.ir.xz")).parents[1])).graphs[1]
     look = {(n["namespace"], n["label"].split(" ")[0][0], n["label"].endswith("+recompute")): n["style"]["backgroundColor"]
-            for n in unequal["nodes"] if "/%" not in n["id"]}
+            for n in unequal["nodes"]}
     assert {k for k in look if k[0] == "stage 0 rank 0"} == {("stage 0 rank 0", "F", False), ("stage 0 rank 0", "B", True)}
     assert {k for k in look if k[0] == "stage 1 rank 2"} == {("stage 1 rank 2", "F", False), ("stage 1 rank 2", "B", False)}
     assert len(set(look.values())) == 3
@@ -1312,18 +1321,22 @@ def test_the_pipeline_graph_of_a_folder(pipe_page: object) -> None:
 def test_the_execution_order_view(pipe_page: object) -> None:
     page = pipe_page
     _go(page, "execution order")
-    # a row per stage, one under another in stage order; each row's boxes left to right in execution order:
-    # stage 1 (rank 2) receives F0, runs it, sends it on (test_the_execution_order_graph)
+    # a row per stage, one under another in stage order; each row's units left to right in execution order, each
+    # where it runs in the step (test_the_execution_order_graph: its `time` row)
     place = _wait_for(page, """() => { const g = window.me_test.renderers[0].curModelGraph;
       const at = (id) => { const n = g.nodesById[id]; return n && [n.x, n.y]; };  // in its group (a row), or on top
       const rows = ['stage 0 rank 0', 'stage 1 rank 2', 'stage 2 rank 4', 'stage 3 rank 6'].map(
         ns => at(ns + '___group___'));
-      const row1 = ['rank2/TrainStep/%0', 'rank2/F0', 'rank2/TrainStep/%26'].map(at);
+      const row1 = ['rank2/F0', 'rank2/F1', 'rank2/B0'].map(at);
       const expanded = Object.values(g.nodesById).every(n => n.nodeType !== 1 || n.expanded);
       return expanded && new Set(row1.map(p => p && p[0])).size === 3 && {rows, row1}; }""").json_value()
     ys = [p[1] for p in place["rows"]]
     xs = [p[0] for p in place["row1"]]
     assert ys == sorted(ys) and len(set(ys)) == 4 and xs == sorted(xs) and len(set(xs)) == 3, place
+    # rows aligned in time: rank 2's F0 starts once rank 0's F0 (whose output it receives) ended
+    box = page.evaluate(f"""() => Object.fromEntries(['rank0/F0', 'rank2/F0'].map(id => {{
+      const n = {GRAPH}.nodesById[id]; return [id, [n.globalX + n.x, n.width]]; }}))""")
+    assert box["rank2/F0"][0] >= sum(box["rank0/F0"]) - 1, box
     # the namespace (layer) highlight: `layer-4:` lights up the 16 units whose operators read layer 4, all of stage 2
     # (rank 4 holds layers 4 and 5)
     box = page.locator("search-bar input")

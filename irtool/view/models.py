@@ -36,7 +36,7 @@ from .graphs import (
     node_index,
     overview_id,
 )
-from .pipeline import LANES, StageRank, execution_graph, first_box, pipeline_graph, unit_values
+from .pipeline import LANES, StageRank, UnitTimes, execution_graph, first_box, pipeline_graph, unit_values
 
 Side = tuple[Dump, ParallelFacts]
 Graphs = list[dict[str, Any]]
@@ -296,7 +296,8 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
     def build() -> list[dict[str, Any]]:
         ranks = drawn()
         pipe = pipeline_graph(ranks, folder=[r for r in sel.files if r is not None], unreadable=sel.unreadable)
-        return [pipe, execution_graph(ranks)] + [g for r in picked for g in r.graphs(part_size)]
+        return [pipe, execution_graph(ranks, times=_unit_times(loaded))] + [
+            g for r in picked for g in r.graphs(part_size)]
 
     return Model(label, build, _overlays(picked, drawn), sorting="name_asc", first_graph="pipeline",
                  finder=_finder(picked), first_node=lambda: first_box(drawn()), lanes=LANES,
@@ -316,6 +317,20 @@ def stage_figures(ranks: list[StageRank], costs: list[NodeCost]) -> list[StageRa
                    if top else DASH,
                    "stage bytes held": cell(sum(c.held.values()))}
         out.append(r._replace(figures=figures))
+    return out
+
+
+def _unit_times(loaded: list[Loaded]) -> UnitTimes | None:
+    """When each unit of each drawn rank runs in the step as `render --timeline` plays it out (the default
+    hardware profile); None when the step cannot be played out (the execution-order graph is then in order)."""
+    tl = timeline(stage_timings([(p.facts, p.rank, p.file) for p in loaded], load_profile(None)))
+    if tl.step.cannot or not tl.step.boxes:
+        return None
+    out: UnitTimes = {}
+    for b in tl.step.boxes:
+        rank = tl.ranks.get(b.stage)
+        if rank is not None:
+            out.setdefault(rank, {})[b.unit] = (b.start, b.end)
     return out
 
 

@@ -26,6 +26,7 @@ from ..parallel.pairs import pair_ranks
 from ..present import DASH, cell, rank_list, shape_text
 from ..present.cost import in_flight_words
 from ..present.palette import ORDER_EDGE_COLOR, P2P_BORDERS, P2P_COLORS, PAIR_EDGE_COLOR, UNIT_COLORS
+from ..present.timing import seconds_text
 from ..selection import not_read
 from .graphs import MAX_CHILDREN, _kv, comm_attrs
 
@@ -236,19 +237,25 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
             "tasksData": _overlays(graph_id, pairs, columns)}
 
 
-def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[str, Any]:
+UnitTimes = dict[int, dict[UnitKey, tuple[float, float]]]  # rank -> unit -> (start, end) in the step, seconds
+
+
+def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1], times: UnitTimes | None = None
+                    ) -> dict[str, Any]:
     """MindInsight's execution overview: a row per drawn rank (one per stage), in stage order, of its
     units of work left to right in execution order (`parallel.order`, as every folder command reads it: the
     kernel graph's where the rank's folder holds one; the forward `F0` or backward `B0.c1` of a micro batch
-    on a chunk), with its Send/Receive in their order (`StageOrder.sequence`: a Receive before the unit that
-    reads it, a Send after the unit that makes it); units coloured forward, backward and backward that
-    recomputes forward work, each saying the layers its operators read (rows `layer-3`: search `layer-3:` to
-    light them up in every row; Model Explorer's search reads a space as two words) and opening its first
-    operator in the stage graph; the Send/Receive as in the pipeline graph."""
+    on a chunk); units coloured forward, backward and backward that recomputes forward work, each saying the
+    Receive it waits for and the Send after it (`StageOrder.sequence`), the layers its operators read (rows
+    `layer-3`: search `layer-3:` to light them up in every row; Model Explorer's search reads a space as two
+    words) and, with `times` (the step played out, `render --timeline`'s), when it runs (the page places it so);
+    each opens its first operator in the stage graph. The Send/Receive themselves are the pipeline graph's: here
+    each pair is a line from the unit sending to the unit receiving (a row of units alone reads at fit)."""
     nodes: list[dict[str, Any]] = []
     groups: dict[str, dict[str, str]] = {}
     micro: dict[str, int | None] = {}
     columns: dict[str, list[str]] = {}
+    unit_of: dict[str, str] = {}  # a Send/Receive's box in the pipeline graph -> the box of its unit here
     units = 0
     for r in _by_stage(ranks):
         t = r.facts.table
@@ -263,44 +270,61 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[st
                            **r.figures}
         mine = {c.node: c for c in r.facts.comm}
         back = {id(theirs): mine[node] for node, theirs in _matched(o, r.facts).items()}
-        row: list[dict[str, Any]] = []
-        units += len(o.units)
+        hops: dict[UnitKey, list[tuple[str, str]]] = defaultdict(list)  # unit -> (row, what) of its Send/Receive
         lost = 0
         for step in o.sequence():
             if isinstance(step, Unit):
-                row.append(_unit_box(r, own.get(step.key, step), held.get(step.key, [])))
-            elif id(step) in back:
-                c = back.pop(id(step))
-                row.append(_exec_hop(r, c, hop_unit(c, o.chunks)))
-            else:  # a Send/Receive of the kernel graph this dump has none of: said, not drawn
+                continue
+            if id(step) not in back:  # a Send/Receive of the kernel graph this dump has none of: said
                 lost += 1
                 continue
-            if o.kernel_graph:  # where the order was read
-                row[-1]["attrs"].append(_kv("kernel graph", f"{o.kernel_graph}:{step.line}"))
-        drawn = {n["id"] for n in row}
-        row += [_exec_hop(r, c, hop_unit(c, o.chunks)) for c in sorted(mine.values(), key=lambda c: c.line)
-                if c.category == "pipeline" and c.direction and r.box_id(c) not in drawn]  # of no place in the order
+            c = back.pop(id(step))
+            _hop_row(r, c, o, hops, unit_of)
+        for c in sorted(back.values(), key=lambda c: c.line):  # of no place in the order
+            if c.category == "pipeline" and c.direction:
+                _hop_row(r, c, o, hops, unit_of)
         if lost:
             groups[r.group]["not in this dump"] = f"{lost} Send/Receive of {_order_text(o)}"
+        row = [_unit_box(r, own.get(u.key, u), held.get(u.key, []), hops.get(u.key, []),
+                         (times or {}).get(r.rank, {}).get(u.key)) for u in o.units]
+        units += len(row)
+        if o.kernel_graph:  # where the order was read
+            for box, u in zip(row, o.units):
+                box["attrs"].append(_kv("kernel graph", f"{o.kernel_graph}:{u.line}"))
         for n in row:
             micro[n["id"]] = n.pop("micro batch")
         nodes += row
         columns[r.group] = [n["id"] for n in row]
-    pairs, paired = _paired(ranks)
     ids = {n["id"] for n in nodes}
-    pairs = [p for p in pairs if p[0] in ids and p[1] in ids]
+    pairs = [(unit_of[s], unit_of[rc], c) for s, rc, c in _paired(ranks)[0]
+             if unit_of.get(s) in ids and unit_of.get(rc) in ids]
     _bounded(nodes, micro)
-    info = {"units": str(units), "pairs": str(paired),
+    info = {"units": str(units), "pairs": str(len(pairs)),
             "ranks drawn": rank_list(sorted(r.rank for r in ranks)),
-            "colours": "forward blue, backward orange, backward that recomputes forward work purple; "
-                       "Send red, Receive green",
+            "colours": "forward blue, backward orange, backward that recomputes forward work purple",
+            "lines": "each Send's line from the unit sending to the unit receiving (its Send and Receive are the "
+                     "pipeline graph's boxes)",
             "layers": "search `layer-3:` to light up the units whose operators read layer 3 (their `layer-N` rows)"}
+    if times:
+        info["time"] = "each unit where it runs in the step on the default hardware profile (`render --timeline`)"
     return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": ROWS,
             "tasksData": _overlays(graph_id, pairs, columns)}
 
 
-def _unit_box(r: StageRank, u: Unit, members: list[Any]) -> dict[str, Any]:
-    """A unit of work: its phase, micro batch, chunk, operators (recomputed ones), the layers they read."""
+def _hop_row(r: StageRank, c: CommNode, o: StageOrder, hops: dict[UnitKey, list[tuple[str, str]]],
+             unit_of: dict[str, str]) -> None:
+    """A Send/Receive as a row of the unit it serves (`waits for` a Receive, `then` a Send), and its unit's box."""
+    key = hop_unit(c, o.chunks)
+    arrow = "->" if c.direction == "send" else "<-"
+    hops[key].append(("then" if c.direction == "send" else "waits for",
+                      f"{c.op} tag {_tag(c)} {arrow} rank {cell(c.peer_rank)} ({r.file}:{c.line})"))
+    unit_of[r.box_id(c)] = f"rank{r.rank}/{unit_label(key)}"
+
+
+def _unit_box(r: StageRank, u: Unit, members: list[Any], hops: list[tuple[str, str]],
+              time: tuple[float, float] | None) -> dict[str, Any]:
+    """A unit of work: its phase, micro batch, chunk, when it runs, its Send/Receive, operators (recomputed
+    ones), the layers they read."""
     t = r.facts.table
     first = min(members, key=lambda n: n.line) if members else None
     recomputed = sum(t("phase", n) == "recompute" for n in members)
@@ -308,6 +332,9 @@ def _unit_box(r: StageRank, u: Unit, members: list[Any]) -> dict[str, Any]:
     rows = [_kv("unit", u.label), _kv("phase", "forward" if u.phase == "F" else "backward"), _kv("micro", u.micro),
             _kv("chunk", cell(u.chunk)), _kv("operators", u.nodes), _kv("recomputed operators", recomputed),
             _kv("rank", r.rank), _kv("stage", cell(r.facts.stage))]
+    if time is not None:  # `<start> to <end>`: the page places the box at its start
+        rows.append(_kv("time", f"{seconds_text(time[0])} to {seconds_text(time[1])}"))
+    rows += [_kv(row, what) for row, what in hops]
     opened = ""
     if first is not None:
         whole, opened = r.graph_ids(first.graph)
@@ -319,13 +346,6 @@ def _unit_box(r: StageRank, u: Unit, members: list[Any]) -> dict[str, Any]:
             "namespace": r.group, "attrs": rows, "incomingEdges": [], "subgraphIds": [opened] if opened else [],
             "style": {"backgroundColor": UNIT_COLORS[look], "borderColor": "#616161"}, "outputsMetadata": [],
             "micro batch": u.micro}
-
-
-def _exec_hop(r: StageRank, c: CommNode, key: UnitKey) -> dict[str, Any]:
-    label = f"{c.op} {unit_label(key)} tag {_tag(c)} {'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
-    box = _hop_box(r, c, key, label, [_kv("operator", c.op), _kv("rank", r.rank), _kv("unit", unit_label(key))])
-    box["micro batch"] = c.micro
-    return box
 
 
 def unit_values(r: StageRank, values: dict[str, int]) -> dict[str, int]:

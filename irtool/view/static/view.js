@@ -52,6 +52,7 @@
     const tops = mg.nodes.filter((n) => n.nodeType === 1 && !n.nsParentId && typeof n.x === "number");
     if (tops.length < 2) return;
     const rows = (mg.groupNodeConfigs || []).some((c) => c.namespaceRegex === "^$" && c.layoutDirection === 1);
+    if (rows) inTime(mg, tops);
     const [axis, global] = rows ? ["x", "globalX"] : ["y", "globalY"];
     const first = Math.min(...tops.map((n) => n[axis]));
     const shift = new Map(tops.map((n) => [n.id, first - n[axis]]));
@@ -60,6 +61,35 @@
       let top = null;
       for (let p = n.nsParentId; p; p = byId.get(p) && byId.get(p).nsParentId) top = p;
       if (top && shift.get(top)) n[global] = (n[global] || 0) + shift.get(top);
+    }
+  }
+
+  const SECONDS = {"s": 1, "ms": 1e-3, "µs": 1e-6};
+
+  function span(text) {
+    // a unit's `time` row, `25.2 µs to 50.3 µs`, as [start, end] in seconds
+    const m = /^([\d.,]+) (s|ms|µs) to ([\d.,]+) (s|ms|µs)$/.exec(text || "");
+    return m && [parseFloat(m[1].replaceAll(",", "")) * SECONDS[m[2]], parseFloat(m[3].replaceAll(",", "")) * SECONDS[m[4]]];
+  }
+
+  function inTime(mg, rows) {
+    // a row's boxes where and as long as they run in the step (their `time` rows), on one scale for every row: the
+    // shortest unit as wide as its label; rows keep their order when some box has no time or sits deeper
+    const ops = mg.nodes.filter((n) => n.nodeType === 0);
+    const ids = new Set(rows.map((n) => n.id));
+    const times = ops.map((n) => span(n.attrs && n.attrs.time));
+    if (!ops.length || times.some((t) => !t) || ops.some((n) => !ids.has(n.nsParentId))) return;
+    const wide = (n) => 7 * n.label.length + 16;  // about what its label needs
+    const scale = Math.max(...ops.map((n, i) => times[i][1] > times[i][0] ? (wide(n) + 4) / (times[i][1] - times[i][0]) : 0));
+    if (!(scale > 0 && isFinite(scale))) return;
+    const pad = Math.min(...ops.map((n) => n.x));
+    ops.forEach((n, i) => {
+      n.x = pad + times[i][0] * scale;
+      n.width = Math.max(wide(n), (times[i][1] - times[i][0]) * scale - 4);
+    });
+    for (const row of rows) {
+      const mine = ops.filter((n) => n.nsParentId === row.id);
+      if (mine.length) row.width = Math.max(...mine.map((n) => n.x + n.width)) + pad;
     }
   }
 
@@ -612,7 +642,7 @@
     const g = r.curModelGraph;
     const baseId = g && (phaseBase.get(g.id) || g.id);
     const base = g && graphJson(app, baseId, g.collectionLabel);
-    const phases = base ? phasesOf(base) : [];
+    const phases = base && !(IR.lanes || []).includes(baseId) ? phasesOf(base) : [];  // stage graphs
     let bar = p.querySelector(".irtool-phases");
     if (phases.length < 2) {
       if (bar) bar.remove();
