@@ -1124,7 +1124,7 @@ def test_cost_overlays_in_model_explorer(semi_page: object) -> None:
     # its legend beside the graph: what is coloured, the unit, the scale (a colour per decade) and the range
     legend = page.locator(".pane-container .irtool-legend")
     _wait_for(page, "() => { const l = document.querySelector('.irtool-legend'); return l && "
-                    "l.innerText.startsWith('FLOPs (FLOPs)'); }")
+                    "l.innerText.startsWith('FLOPs\\n'); }")
     text = legend.inner_text()
     assert "each operator's FLOPs in the step" in text and "by decade below the model's largest, 2,097,152" in text
     assert text.rstrip().endswith("max 2,097,152") and legend.locator(".irtool-swatch").count() == len(HEAT), text
@@ -1161,6 +1161,9 @@ def test_the_panel_in_model_explorer(semi_page: object) -> None:
     assert found.all_inner_texts()[0].split()[0] == "AllGather"
     _clear_search(page)
     _go(page, "TrainOneStepCell", "%5")
+    # the page writes each link's operator before its id (once the panel is drawn)
+    _wait_for(page, """() => [...document.querySelectorAll('info-panel .node-id-attribute')].some(
+      e => e.innerText.startsWith('Split'))""")
     panel = _panel(page)
     # what test_the_panel_says_what_summarize_says pins in the JSON, as the panel shows it
     assert panel.get("producer") == "MatMul qkv (line 86)", panel

@@ -702,7 +702,7 @@
     const said = data.legend || {};
     const add = (cls, text) => el.append(Object.assign(document.createElement("div"), {className: cls, textContent: text}));
     el.replaceChildren();
-    add("irtool-legend-title", run.runName + (said.unit ? ` (${said.unit})` : ""));
+    add("irtool-legend-title", run.runName + (said.unit && said.unit !== run.runName ? ` (${said.unit})` : ""));
     if (said.what) add("irtool-legend-what", said.what);
     const values = Object.values(data.results || {}).map((x) => x.value);
     const swatch = (colour, text) => {
