@@ -195,7 +195,8 @@ def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
     attrs = [{"key": "name", "value": node.name}, {"key": "file", "value": f"{ctx.file}:{node.line}"}]
     if node.scope:
         attrs.append({"key": "scope", "value": node.scope})
-    attrs.append(PHASE_ROWS[ctx.phase(node)])  # the fact (the page's phase selector reads it), one dict per phase
+    phase = ctx.phase(node)  # the fact (the page's phase selector reads it): one row dict per phase, shared
+    attrs.append(PHASE_ROWS.get(phase) or _kv("phase", cell(phase)))
     if node in ctx.executed:  # a kernel graph's kernel
         stream = ctx.stream(node)
         attrs.append(_kv("execution order", f"{ctx.executed[node]:,} of {len(ctx.executed):,}"))

@@ -324,7 +324,7 @@ def _unit_times(loaded: list[Loaded]) -> UnitTimes | None:
     """When each unit of each drawn rank runs in the step as `render --timeline` plays it out (the default
     hardware profile); None when the step cannot be played out (the execution-order graph is then in order)."""
     tl = timeline(stage_timings([(p.facts, p.rank, p.file) for p in loaded], load_profile(None)))
-    if tl.step.cannot or not tl.step.boxes:
+    if tl.step.cannot or len(tl.ranks) < 2:
         return None
     out: UnitTimes = {}
     for b in tl.step.boxes:

@@ -6,12 +6,12 @@ graph format, drawn from analysis' facts (`parallel.order`: each stage's executi
   order, of its Send/Receive in execution order; a Send red, a Receive green, the backward's paler.
 - The execution-order graph (MindInsight's execution overview): a row per drawn rank, in stage order,
   of its units of work (forward, backward of a micro batch on a chunk) left to right in execution
-  order, each between the Receive it waits for and the Send after it.
+  order, each saying the Receive it waits for and the Send after it, and when it runs in the step.
 
-Both draw each Send's line to the Receive it pairs with, and the execution order, as edge overlays
-(Model Explorer draws lines between boxes of two groups only so, and an overlay's edges are not
-data: no box lists them as its inputs or outputs): the pairs whenever a box is selected, the order
-edges of the box selected.
+Both draw each pair (a Send's line to its Receive, or to the unit receiving) and the execution order as
+edge overlays (Model Explorer draws lines between boxes of two groups only so, and an overlay's edges are
+not data: no box lists them as its inputs or outputs): the pairs always (the page draws them with nothing
+selected too), the order edges of the box selected.
 """
 from __future__ import annotations
 
