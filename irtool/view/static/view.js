@@ -146,7 +146,7 @@
     return g ? g.id : null;
   }
 
-  function openNode(pane, graphId, nodeId, label, retries = 3) {
+  function openNode(pane, graphId, nodeId, label, retries = 8) {  // a reveal a late layout drops: again for 12 s
     const r = renderer(pane);
     const app = r && r.appService;
     if (app && app.selectGraphInPane && app.setNodeToReveal && app.curGraphCollections) {
