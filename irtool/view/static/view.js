@@ -531,18 +531,24 @@
         select(paneId, runId);
       };
       const changed = ndp.handleModelGraphInPaneChanged.bind(ndp);
+      const runsOf = ndp.getRunsForModelGraph.bind(ndp);
       ndp.handleModelGraphInPaneChanged = (graph, paneIndex) => {
-        // Model Explorer shows the first overlay with values for the graph: the one chosen instead, or none
+        // Model Explorer shows the first overlay with values for the graph: the one chosen instead, or none (a
+        // stand-in first, valueless run); one change of the overlay shown, as Model Explorer makes it (a second one
+        // raced with the graph's layout)
+        const name = chosen.has(paneIndex) ? chosen.get(paneIndex) : (IR.overlay || {})[graph.collectionLabel];
+        ndp.getRunsForModelGraph = (g) => {
+          const runs = runsOf(g);
+          const want = runs.find((x) => x.runName === name);
+          return runs.length ? [want || {runId: undefined, results: {[g.id]: null}, nodeDataProviderData: null},
+                                ...runs.filter((x) => x !== want)] : runs;
+        };
         changingGraph = true;
         try {
           changed(graph, paneIndex);
-          const runs = ndp.getRunsForModelGraph(graph);
-          const name = chosen.has(paneIndex) ? chosen.get(paneIndex) : (IR.overlay || {})[graph.collectionLabel];
-          const want = runs.find((x) => x.runName === name);
-          const paneId = app.panes()[paneIndex] && app.panes()[paneIndex].id;
-          if (paneId && runs.length) app.setSelectedNodeDataProviderRunId(paneId, want ? want.runId : undefined);
         } finally {
           changingGraph = false;
+          delete ndp.getRunsForModelGraph;
         }
       };
     }
