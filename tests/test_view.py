@@ -1145,7 +1145,6 @@ def test_cost_overlays_in_model_explorer(semi_page: object) -> None:
         _attrs(n).get("phase") == "backward" for n in graph["nodes"] if n["id"] in drawn)
     assert {k for k in kept if not k.startswith("%para")} <= drawn
     _shot(page, "phases")
-    _wait_for(page, "() => !document.querySelector('.mat-mdc-snack-bar-label')")  # `Processing...` covers the bar
     phases.nth(1).check()
     _wait_for(page, f"() => {{ const g = {GRAPH}; return g && g.id === 'TrainOneStepCell'; }}")
 
