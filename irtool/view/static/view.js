@@ -504,7 +504,7 @@
   const chosen = new Map();  // pane index -> the overlay (run name) a person chose there, or the one loaded last
   let changingGraph = false;
 
-  function patch(r, pane) {
+  function patch(r) {
     const app = r.appService;
     const edges = r.webglRendererEdgeOverlaysService;
     const proto = edges && Object.getPrototypeOf(edges);
@@ -746,7 +746,7 @@
     panes().forEach((p, pane) => {
       const r = renderer(pane);
       if (!r || !r.appService) return;
-      patch(r, pane);
+      patch(r);
       nameLinks(p, r);
       phaseBar(p, pane, r);
       legend(p, r);
