@@ -18,7 +18,6 @@ from typing import Any, Callable
 
 from ..parallel import ParallelFacts
 from ..parallel.balance import stage_cost
-from ..parallel.job import rank_job
 from ..present.palette import HEAT
 from .graphs import INPUTS
 
@@ -36,7 +35,7 @@ class NodeCost:
 
 def node_cost(facts: ParallelFacts, rank: int | None, file: str) -> NodeCost:
     """The cost records of one analysed rank (`balance.stage_cost`), by node."""
-    sc = stage_cost(facts, rank_job(facts, rank, file), keep_ops=True)
+    sc = stage_cost(facts, keep_ops=True)
     cost, memory, t = sc.cost, sc.memory, facts.table
     held_by_name = {p.name: p.bytes for p in memory.params if p.bytes is not None}
     held = {p.ref: held_by_name[p.name] for p in t.dump.params if p.name in held_by_name}

@@ -269,7 +269,6 @@ def _output_metadata(t: TypeInfo | None, cache: dict[str, list[dict[str, Any]]])
 # Direct children of one namespace at most: Model Explorer lays out every child of each namespace an
 # expansion touches (its issue #50), and a namespace of thousands never finishes (bench/view_bench.py).
 MAX_CHILDREN = 120
-PHASE_OF_ROOT = {"Gradients": "backward", "recompute_Default": "recompute"}
 Member = tuple[dict[str, Any], "Node | None"]  # a graph node and the operator it is (parameters: their first user)
 
 
@@ -487,9 +486,8 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
     for ns, level in levels.items():
         if ns in group_attrs:
             group_attrs[ns]["level"] = level
-    for ns in group_attrs:
-        if ns and "/" not in ns:  # the roots MindSpore gives: forward, backward (`Gradients`), recompute
-            group_attrs[ns]["phase"] = PHASE_OF_ROOT.get(ns, "forward")
+    for ns, phase in _root_phases(nodes, sg.nodes, ctx.phase).items():
+        group_attrs[ns]["phase"] = phase
     group_attrs[""] = {"dump": ctx.file, "subgraph": name, "nodes": str(len(sg.nodes)),
                        "parameters": str(len(aux)), "entry": "yes" if ctx.dump.entry == name else "no",
                        **group_attrs.get("", {})}
@@ -498,6 +496,19 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
     if ordering:
         out["tasksData"] = ordering_overlay(gid, ordering)
     return out
+
+
+def _root_phases(entries: list[dict[str, Any]], nodes: list[Node], phase: Callable[[Node], str]) -> dict[str, str]:
+    """The phase of each root namespace (MindSpore's `Default`, `Gradients`, `recompute_Default`) from its
+    operators' in the fact table, each phase with its count where they are several (`recompute_Default` holds
+    a recomputed cell's forward operators and their copies: `forward 124, recompute 70`)."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for entry, node in zip(entries, nodes):
+        root = entry["namespace"].split("/", 1)[0]
+        if root:
+            counts[root][phase(node)] += 1
+    return {root: ", ".join(f"{ph} {n}" for ph, n in c.most_common()) if len(c) > 1 else next(iter(c))
+            for root, c in counts.items()}
 
 
 ORDERING_EDGES = "ordering edges (monads, UpdateState, Depend)"

@@ -21,10 +21,12 @@ from typing import Any, Callable, NamedTuple
 
 from ..dumpdir import Unreadable
 from ..parallel import CommNode, ParallelFacts
+from ..parallel.balance import in_flight
+from ..parallel.job import job_of
 from ..parallel.order import StageOrder, Unit, UnitKey, hop_key, hop_unit, stage_order, unit_label, unit_nodes
 from ..parallel.pairs import pair_ranks
 from ..present import DASH, cell, rank_list, shape_text
-from ..present.cost import in_flight_words
+from ..present.cost import in_flight_figure
 from ..present.palette import ORDER_EDGE_COLOR, P2P_BORDERS, P2P_COLORS, PAIR_EDGE_COLOR, UNIT_COLORS
 from ..present.timing import seconds_text
 from ..selection import not_read
@@ -257,6 +259,7 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1], times: Uni
     columns: dict[str, list[str]] = {}
     unit_of: dict[str, str] = {}  # a Send/Receive's box in the pipeline graph -> the box of its unit here
     units = 0
+    job = job_of(r.facts.job for r in ranks)  # the stages and micro batches as the ranks drawn tell them
     for r in _by_stage(ranks):
         t = r.facts.table
         o = r.order
@@ -266,7 +269,8 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1], times: Uni
                            "order": ("fixed by the dependencies" if o.fixed else f"not fixed: {o.why or o.schedule}")
                            + f", read in {_order_text(o)}",
                            "units": str(len(o.units)),
-                           "micro batches in flight": in_flight_words(o.in_flight, o.in_flight_by_chunk or ()),
+                           "micro batches in flight": in_flight_figure(in_flight(
+                               o, r.facts.stage, job.pipeline_stages, job.micro_batches, job.training)),
                            **r.figures}
         mine = {c.node: c for c in r.facts.comm}
         back = {id(theirs): mine[node] for node, theirs in _matched(o, r.facts).items()}
@@ -356,47 +360,39 @@ def unit_values(r: StageRank, values: dict[str, int]) -> dict[str, int]:
     t = r.facts.table
     held = unit_nodes(t)
     names = {g.name for g in t.dump.subgraphs}
-    per_call: dict[str, int | None] = {}
+    per_call: dict[str, Any] = {}
 
-    def one_run(n: Any) -> int | None:
+    def one_run(n: Any) -> Any:
         """A node's value for one run of it: an operator's over its runs a step (the `runs` fact), a call's its
-        callees' (`call @g`, a closure naming its graph); _Unknown for a call of no named graph."""
+        callees' (`call @g`, a closure naming its graph); `_UNNAMED` for a call of no named graph."""
         if n.uid in values:
             runs = t("runs", n)
             return values[n.uid] // runs if runs else None
         if not n.is_call:
             return None
         graphs = [g for g in n.called_graphs if g in names]
-        if not graphs:
-            raise _Unknown
-        known = [v for g in graphs if (v := one_call(g)) is not None]
-        return sum(known) if known else None
+        return _total([one_call(g) for g in graphs]) if graphs else _UNNAMED
 
-    unknown: set[str] = set()
-
-    def one_call(graph: str) -> int | None:
-        if graph in unknown:
-            raise _Unknown
+    def one_call(graph: str) -> Any:
         if graph not in per_call:
             per_call[graph] = None  # a graph calling itself adds nothing more
-            try:
-                known = [v for n in t.dump.subgraph(graph).nodes if (v := one_run(n)) is not None]
-            except _Unknown:
-                unknown.add(graph)
-                raise
-            per_call[graph] = sum(known) if known else None
+            per_call[graph] = _total([one_run(n) for n in t.dump.subgraph(graph).nodes])
         return per_call[graph]
 
     out = {}
     for u in r.order.units:
-        try:
-            known = [v for n in held.get(u.key, []) if (v := one_run(n)) is not None]
-        except _Unknown:
-            continue
-        if known:
-            out[r.unit_id(u)] = sum(known)
+        value = _total([one_run(n) for n in held.get(u.key, [])])
+        if value is not None and value is not _UNNAMED:
+            out[r.unit_id(u)] = value
     return out
 
 
-class _Unknown(Exception):
-    """A unit calls work the dump does not name."""
+_UNNAMED = object()  # the value of work the dump does not name (a call of no named graph): unknown, never 0
+
+
+def _total(values: list[Any]) -> Any:
+    """The sum of the known values; `_UNNAMED` when any is; None when none is known."""
+    if any(v is _UNNAMED for v in values):
+        return _UNNAMED
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
