@@ -54,7 +54,8 @@ lifetimes (the step walked in execution order keeping the live tensors: the peak
 `lifetime.Lifetimes`, docs/cost.md §2.1),
 param_shapes, node_index (nodes and users by key, each subgraph's users built when first asked),
 operator_params (header parameter -> the user operator reading it, §19), marked_outputs (the outputs a recompute may
-read sliced, `slicing.MarkedOutput`).
+read sliced, `slicing.MarkedOutput`), rank_job (what the dump shows of the job, `job.RankJob`, each field by one of
+`job.JOB_PASSES`; asked as `ParallelFacts.job`).
 """
 from __future__ import annotations
 
