@@ -24,6 +24,8 @@ Facts of a node (`table(fact, node)`):
   chunk     the model chunk of an interleaved pipeline (`chunk`), or the segment of a folded one (a bprop call:
             its forward call's)
   printed_chunk `chunk` as printed (§7)
+  unit      the unit of work the node runs in (`order.UnitKey`: F or B, micro batch, chunk; `order.units`), None for
+            the optimizer's and work of no micro batch: what the order, the lifetime walk and the timing read
   layer     the repeated layer (index) whose parameters or activations the node reads (data flow), None for
             work of no layer (embedding, head, loss, optimizer bookkeeping)
   stream    the stream a kernel graph's kernel is launched on (`stream_id`), None when it prints none
@@ -42,7 +44,8 @@ Facts of a node (`table(fact, node)`):
 Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, graph_runs (graph -> `runs.Runs`),
 copies, graph_phases, comm_nodes, kernel (the dump is a kernel graph), kernels (a kernel graph's kernels in
 execution order and its streams: `kernels.Kernels`, None for other dumps),
-silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units
+silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), stage_chunks (the chunks the
+stage's work runs, [] with one: `order.stage_chunks`), order (the stage's units
 of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
 parameters (which header parameter each reference names, who reads it: `params.Params`), layer_flow (the `layer`
 column and where each forward node of no layer is: `params.LayerFlow`),
@@ -50,7 +53,8 @@ param_roles (weight, optimizer state, accumulation, ... of each parameter, by us
 lifetimes (the step walked in execution order keeping the live tensors: the peak and what is live there,
 `lifetime.Lifetimes`, docs/cost.md §2.1),
 param_shapes, node_index (nodes and users by key, each subgraph's users built when first asked),
-operator_params (header parameter -> the user operator reading it, §19).
+operator_params (header parameter -> the user operator reading it, §19), marked_outputs (the outputs a recompute may
+read sliced, `slicing.MarkedOutput`).
 """
 from __future__ import annotations
 
@@ -64,11 +68,12 @@ from ..ir.kept import Kept
 from .comm import comm_records, groups_of
 from .dynamic import rows
 from .flowrules import ALL_TO_ALL, all_to_all_purpose, sequence_parallel
+from .job import JOB_PASSES
 from .kernels import kernels, stream_of
 from .lifetime import lifetimes
 from .links import node_index, ordered_with
 from .operators import operator_keys, operator_params, placements
-from .order import build_order
+from .order import build_order, stage_chunks, units
 from .params import Params, layer_flow, param_shapes, parameters
 from .records import FileKind, Phase, Strategy
 from .roles import param_roles
@@ -76,6 +81,7 @@ from .rules import COMM_OPS, KERNEL_PASSES, borrowed_name, classify, file_kind, 
 from .runs import graph_runs, node_runs
 from .scope import in_gradients
 from .sizes import type_bytes
+from .slicing import marked_outputs
 from .stage import stage_info
 from .strategies import strategy_records
 from .table import NodeFacts, Pass
@@ -555,7 +561,9 @@ PASSES: tuple[Pass, ...] = (
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
     Pass("streams", ("stream",), (), "node", stream_of),
     Pass("kernels", ("kernels",), ("kernel", "kind", "stream", "micro", "phase"), "dump", kernels),
-    Pass("order", ("order",), ("kernel", "by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump",
+    Pass("stage chunks", ("stage_chunks",), ("micro", "kind", "phase", "chunk"), "dump", stage_chunks),
+    Pass("units of work", ("unit",), ("stage_chunks", "micro", "kind", "phase", "chunk"), "column", units),
+    Pass("order", ("order",), ("kernel", "by_key", "kind", "unit", "stage_chunks", "comm", "stage_info"), "dump",
          build_order),
     Pass("layer flow", ("layer_flow",), ("parameters", "phase", "forward"), "dump", layer_flow),
     Pass("layers", ("layer",), ("layer_flow",), "column", _layer),
@@ -565,8 +573,11 @@ PASSES: tuple[Pass, ...] = (
     Pass("operator parameters", ("operator_params",), ("parameters", "by_key", "operator", "phase", "comm", "kind"),
          "dump", operator_params),
     Pass("placements", ("placement",), ("by_key", "operator_params", "operator", "kind", "comm"), "column", placements),
-    Pass("lifetimes", ("lifetimes",), ("kernel", "by_key", "param_roles", "phase", "kind", "micro", "chunk", "order",
+    Pass("marked outputs", ("marked_outputs",), ("node_index", "strategy", "layer", "out_bytes", "runs"), "dump",
+         marked_outputs),
+    Pass("lifetimes", ("lifetimes",), ("kernel", "by_key", "param_roles", "phase", "kind", "micro", "unit", "order",
                                         "file_kind"), "dump", lifetimes),
+    *JOB_PASSES,
 )
 
 
