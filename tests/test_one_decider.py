@@ -121,8 +121,8 @@ def test_scope_literals_are_read_in_one_module() -> None:
 
 def _cheap() -> list[Path]:
     """One dump of each bundled scenario that loads cheaply: its highest rank's validate pass (the last stage,
-    where a pipeline's backward and loss are), else its last pass; at most 40 KB compressed (53 of 75: the
-    11 MindFormers/dry-run Llama variants above it have the structure of dryrun_llama_pp4's, below it)."""
+    where a pipeline's backward and loss are), else its last pass; at most 40 KB compressed (52 of the 78
+    scenarios; the MindFormers/dry-run Llama variants above it have the structure of dryrun_llama_pp4's, below it)."""
     def key(p: Path) -> tuple[int, bool, str]:
         return rank_of(str(p)) or 0, "validate" in p.name, p.name
     picks = [max(files, key=key) for d in sorted(FIXTURES.iterdir()) if (files := list(d.rglob("*.ir.xz")))]
