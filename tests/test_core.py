@@ -56,7 +56,7 @@ def test_every_fixture_is_bundled():
     assert len(DUMPS) == 191 + 153 + 144 + 6 + 1 + 6 + 14 + 1 + 8 + 4 + 4 + 4 + 4 + 6 + 2 + 8 + 2 + 1 + 2 + 4 + 4 + 4 \
         + 2 + 2 + 4
     assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == \
-        18 + 15 + 16 + 1 + 1 + 1 + 4 + 1 + 3 + 2 + 3 + 2 + 2 + 1 + 1 + 1 + 3 + 2
+        18 + 15 + 16 + 1 + 1 + 1 + 4 + 1 + 3 + 2 + 3 + 2 + 2 + 1 + 1 + 1 + 3 + 2 + 1
 
 
 def _comm_lines(path: Path) -> int:

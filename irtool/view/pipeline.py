@@ -360,47 +360,39 @@ def unit_values(r: StageRank, values: dict[str, int]) -> dict[str, int]:
     t = r.facts.table
     held = unit_nodes(t)
     names = {g.name for g in t.dump.subgraphs}
-    per_call: dict[str, int | None] = {}
+    per_call: dict[str, Any] = {}
 
-    def one_run(n: Any) -> int | None:
+    def one_run(n: Any) -> Any:
         """A node's value for one run of it: an operator's over its runs a step (the `runs` fact), a call's its
-        callees' (`call @g`, a closure naming its graph); _Unknown for a call of no named graph."""
+        callees' (`call @g`, a closure naming its graph); `_UNNAMED` for a call of no named graph."""
         if n.uid in values:
             runs = t("runs", n)
             return values[n.uid] // runs if runs else None
         if not n.is_call:
             return None
         graphs = [g for g in n.called_graphs if g in names]
-        if not graphs:
-            raise _Unknown
-        known = [v for g in graphs if (v := one_call(g)) is not None]
-        return sum(known) if known else None
+        return _total([one_call(g) for g in graphs]) if graphs else _UNNAMED
 
-    unknown: set[str] = set()
-
-    def one_call(graph: str) -> int | None:
-        if graph in unknown:
-            raise _Unknown
+    def one_call(graph: str) -> Any:
         if graph not in per_call:
             per_call[graph] = None  # a graph calling itself adds nothing more
-            try:
-                known = [v for n in t.dump.subgraph(graph).nodes if (v := one_run(n)) is not None]
-            except _Unknown:
-                unknown.add(graph)
-                raise
-            per_call[graph] = sum(known) if known else None
+            per_call[graph] = _total([one_run(n) for n in t.dump.subgraph(graph).nodes])
         return per_call[graph]
 
     out = {}
     for u in r.order.units:
-        try:
-            known = [v for n in held.get(u.key, []) if (v := one_run(n)) is not None]
-        except _Unknown:
-            continue
-        if known:
-            out[r.unit_id(u)] = sum(known)
+        value = _total([one_run(n) for n in held.get(u.key, [])])
+        if value is not None and value is not _UNNAMED:
+            out[r.unit_id(u)] = value
     return out
 
 
-class _Unknown(Exception):
-    """A unit calls work the dump does not name."""
+_UNNAMED = object()  # the value of work the dump does not name (a call of no named graph): unknown, never 0
+
+
+def _total(values: list[Any]) -> Any:
+    """The sum of the known values; `_UNNAMED` when any is; None when none is known."""
+    if any(v is _UNNAMED for v in values):
+        return _UNNAMED
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
