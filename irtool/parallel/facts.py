@@ -270,7 +270,7 @@ def own_phase(n: Node, category: tuple[str, str] | None, copy: bool, bprop: bool
         return "backward"
     if copy:
         return "recompute"
-    if _OPTIMIZER_SCOPE.search(scope):
+    if "ptim" in scope and _OPTIMIZER_SCOPE.search(scope):  # the text first: every scope is searched
         return "optimizer"
     return None
 
