@@ -313,7 +313,7 @@ def evidence_phase(n: Node, copy: bool, bprop: bool = False) -> Phase | None:
         return "backward"
     if copy:
         return "recompute"
-    if _OPTIMIZER_SCOPE.search(scope):
+    if "ptim" in scope and _OPTIMIZER_SCOPE.search(scope):  # the text first: every scope is searched
         return "optimizer"
     return None
 
