@@ -49,10 +49,14 @@ class Mutant:
     edits: tuple[Edit, ...]
     what: str
     tests: tuple[str, ...] = ()  # test files run first (`-x`), before the rest of the suite
+    # the same bug where the code was refactored: (file, edits), tried in turn when `edits` do not apply to `file`
+    variants: tuple[tuple[str, tuple[Edit, ...]], ...] = ()
 
     @classmethod
-    def one(cls, id: str, file: str, old: str, new: str, what: str, tests: tuple[str, ...] = (), after: str = "") -> Mutant:
-        return cls(id, file, (Edit(old, new, after),), what, tests)
+    def one(cls, id: str, file: str, old: str, new: str, what: str, tests: tuple[str, ...] = (), after: str = "",
+            also: tuple[tuple[str, str, str], ...] = ()) -> Mutant:
+        """One edit; `also`: (file, old, new) of the same bug in refactored code."""
+        return cls(id, file, (Edit(old, new, after),), what, tests, tuple((f, (Edit(o, n),)) for f, o, n in also))
 
 
 P, C = "irtool/parallel/", "irtool/"
@@ -85,11 +89,13 @@ MUTANTS: tuple[Mutant, ...] = (
                '(n.scalar_attr("is_bp") is True)', "`is_bp` on a recomputed copy read as backward", PHASE),
     Mutant.one("phase-graph-calls", P + "facts.py", "_own_phase(t, s) or of(s.graph, seen | {graph}) or",
                "_own_phase(t, s) or", "a subgraph's phase from its call sites' own evidence only (not their graph's)",
-               PHASE),
+               PHASE, also=((P + "facts.py", 't("evidence", s) or of(s.graph, seen | {graph}) or', 't("evidence", s) or'),)),
     Mutant.one("phase-rule-r8", P + "facts.py", 'if rule in ("R1", "R4", "R8") or', 'if rule in ("R1", "R4") or',
                "rule R8 communication not decided backward by its rule", PHASE),
     Mutant.one("phase-exchange", P + "comm.py", 'if other.phase == "backward":', 'if other.phase == "forward":',
-               "a paired exchange step (R9) takes the other phase", PHASE),
+               "a paired exchange step (R9) takes the other phase", PHASE,
+               also=((P + "facts.py", 'if other is not None and t("phase", other) == "backward":',
+                      'if other is not None and t("phase", other) == "forward":'),)),
     # stage rules (parallel/stage.py)
     Mutant.one("stage-inference-direction", P + "stage.py", 'd = peer - r if c.op == "Send" else r - peer',
                'd = r - peer if c.op == "Send" else peer - r',
@@ -134,9 +140,12 @@ MUTANTS: tuple[Mutant, ...] = (
                "dp under context parallelism: cp not taken out of the ranks per stage", ("tests/test_llm.py", *JOB)),
     Mutant.one("micro-disagree", P + "job.py", "micro = self.micro[max(self.micro)] if",
                "micro = self.micro[min(self.micro)] if",
-               "ranks disagreeing on micro batches: the fewest taken", ("tests/test_check.py", *JOB)),
+               "ranks disagreeing on micro batches: the fewest taken", ("tests/test_check.py", *JOB),
+               also=((P + "job.py", "return f.micro[max(f.micro)], sorted(f.micro)",
+                      "return f.micro[min(f.micro)], sorted(f.micro)"),)),
     Mutant.one("world-derived", P + "job.py", "elif not world.known and self.staged and stages.known and stage_size.known:",
-               "elif False:", "world size not derived from ranks per stage x stages", JOB),
+               "elif False:", "world size not derived from ranks per stage x stages", JOB,
+               also=((P + "job.py", "if not world.known and f.staged and stages.known and size.known:", "if False:"),)),
     # runs per step (parallel/runs.py)
     Mutant.one("runs-max", P + "runs.py", "total += r.count", "total = max(total, r.count)",
                "runs per step: a graph called from several sites counted once", ("tests/test_runs.py", *COST)),
@@ -148,7 +157,8 @@ MUTANTS: tuple[Mutant, ...] = (
                "if ranks is not None and len(ranks) == 1:", "a collective of `rank_size 1` counted as moving data",
                ("tests/test_parallel_rules.py", "tests/test_parallel.py")),
     Mutant.one("bytes-wire", P + "traffic.py", "return factor * (n - 1) * nbytes // n", "return factor * nbytes",
-               "wire bytes without the (n-1)/n ring factor", ("tests/test_parallel.py", "tests/test_parallel_rules.py")),
+               "wire bytes without the (n-1)/n ring factor", ("tests/test_parallel.py", "tests/test_parallel_rules.py"),
+               also=((P + "traffic.py", "return _RING[kind] * (n - 1) * nbytes // n", "return _RING[kind] * nbytes"),)),
     Mutant.one("bytes-gather", P + "comm.py", 'if op in GATHERS or op == "Receive":', 'if op == "Receive":',
                "an AllGather's bytes from its input, not its gathered output", ("tests/test_parallel_rules.py",)),
     Mutant.one("bytes-per-step", P + "records.py", "return Bytes(nbytes * runs, runs, 0)", "return Bytes(nbytes, runs, 0)",
@@ -268,6 +278,7 @@ class Result:
     caught_by: str = ""  # test id, "timeout", or "" (survived)
     ran: str = ""  # which tests ran: "targeted" or "suite"
     seconds: float = 0.0
+    file: str = ""  # the file mutated (a variant's where the code was refactored)
 
 
 def _env(tree: Path) -> dict[str, str]:
@@ -298,10 +309,22 @@ def outputs(tree: Path) -> list[str]:
     return [got.get(i, f"no output (exit {code})") for i in range(len(COMMANDS))]
 
 
-def apply(mutant: Mutant, text: str) -> str | None:
-    """The file's text with the mutant's edits; None when an edit's line is not found exactly once."""
+def mutated(m: Mutant, tree: Path) -> tuple[str, str, str] | None:
+    """(file, original text, mutated text) of the first of the mutant's variants that applies in `tree`."""
+    for file, edits in ((m.file, m.edits), *m.variants):
+        path = tree / file
+        if path.exists():
+            text = path.read_text()
+            new = apply(edits, text)
+            if new is not None:
+                return file, text, new
+    return None
+
+
+def apply(edits: tuple[Edit, ...], text: str) -> str | None:
+    """The text with the edits; None when an edit's line is not found exactly once."""
     lines = text.split("\n")
-    for e in mutant.edits:
+    for e in edits:
         start = 0
         if e.after:
             hits = [i for i, x in enumerate(lines) if e.after in x]
@@ -352,17 +375,14 @@ def copy_tree(dest: Path) -> Path:
 
 def run_one(m: Mutant, tree: Path, base: list[str], escalate: str, log: Path) -> Result:
     r = Result(m)
-    path = tree / m.file
-    if not path.exists():
+    found = mutated(m, tree)
+    if found is None:
         r.applicable = False
         return r
-    original = path.read_text()
-    mutated = apply(m, original)
-    if mutated is None:
-        r.applicable = False
-        return r
+    r.file, original, text = found
+    path = tree / r.file
     t0 = time.monotonic()
-    path.write_text(mutated)
+    path.write_text(text)
     try:
         got = outputs(tree)
         r.changed = [" ".join(a for a in COMMANDS[i] if not a.startswith("OUT")).replace(F, "")
@@ -409,7 +429,7 @@ def table(results: list[Result]) -> str:
         changed = f"yes ({len(r.changed)}: {r.changed[0]}{', …' if len(r.changed) > 1 else ''})" if r.changed else "no"
         caught = (f"`{r.caught_by}`" if r.caught_by not in ("", "timeout") else r.caught_by) if r.caught_by else \
             f"SURVIVED ({'the suite' if r.ran == 'suite' else 'targeted tests only'})"
-        rows.append(f"| {m.id} | `{m.file}` | {m.what} | {changed} | {caught} |")
+        rows.append(f"| {m.id} | `{r.file or m.file}` | {m.what} | {changed} | {caught} |")
     ok = [r for r in results if r.applicable]
     real = [r for r in ok if r.changed]
     totals = (f"{len(results)} mutants: {len(ok)} applied, {len(real)} change real output, "
@@ -448,7 +468,7 @@ def main() -> int:
                   file=sys.stderr, flush=True)
             if args.json:
                 with open(args.json, "a") as fh:
-                    fh.write(json.dumps({"id": m.id, "applicable": r.applicable, "changed": r.changed,
+                    fh.write(json.dumps({"id": m.id, "file": r.file, "applicable": r.applicable, "changed": r.changed,
                                          "caught_by": r.caught_by, "ran": r.ran, "seconds": round(r.seconds)}) + "\n")
     return _page(results, args.out)
 
@@ -471,7 +491,7 @@ def _from_json(files: list[str]) -> list[Result]:
         for line in Path(f).read_text().splitlines():
             row = json.loads(line)
             last[row["id"]] = row
-    return [Result(m, r["applicable"], r["changed"], r["caught_by"], r["ran"], r["seconds"])
+    return [Result(m, r["applicable"], r["changed"], r["caught_by"], r["ran"], r["seconds"], r.get("file", ""))
             for m in MUTANTS if (r := last.get(m.id)) is not None]
 
 
