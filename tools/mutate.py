@@ -15,6 +15,7 @@ Runs one mutant at a time under the caller's niceness (`make mutate` runs it und
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -244,6 +245,19 @@ COMMANDS: tuple[tuple[str, ...], ...] = (
         "pipeline_interleaved_4stage_8p", "pipeline_unequal_8p")),
 )
 
+def _golden() -> tuple[tuple[str, ...], ...]:
+    """The golden cases' commands too (tests/golden/cases.py: single dumps of other passes, diffs by rank)."""
+    spec = importlib.util.spec_from_file_location("golden_cases", ROOT / "tests" / "golden" / "cases.py")
+    if spec is None or spec.loader is None:
+        return ()
+    cases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cases)
+    return (*(("summarize", "--format", "json", path) for path in cases.SUMMARIZE.values()),
+            *(("diff", "--format", "json", *args) for args in cases.DIFF.values()))
+
+
+COMMANDS += _golden()
+
 # Runs every command in one process (a dump read once serves all): JSON lines {"i": index, "out": text}.
 _RUNNER = r"""
 import json, sys, tempfile, traceback
@@ -406,7 +420,8 @@ HEADER = """# Mutation run
 phase, stage, advice, micro batch, the job's degrees and world size, runs per step, byte counts, order and in
 flight, layer index, lifetimes, timing) and to the commands, one at a time, in a copy of the tree. For each:
 whether it changes **real output** (the outputs of `summarize --format json` and `--cost`, `check`, `diff` and
-`render --pipeline` over bundled real dumps, `tools/mutate.py` `COMMANDS`, compared with the unmutated tree's),
+`render --pipeline`, `render --backward` and `export` over bundled real dumps and the golden cases,
+`tools/mutate.py` `COMMANDS`, compared with the unmutated tree's),
 and which test catches it: `pytest -x` over the test files most likely to (`Mutant.tests`), then, for a survivor
 that changes real output, the rest of the suite (the browser tests of `tests/test_view.py` left out). A survivor
 marked "targeted tests only" changes no real output and was not run against the whole suite. A mutant whose line
