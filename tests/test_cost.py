@@ -22,7 +22,7 @@ from irtool.cli import main
 from irtool.parallel import analyze
 from irtool.parallel.balance import Advice, SplitEstimate, balance, bubble, in_flight, stage_cost
 from irtool.parallel.cost import compute_cost, op_flops
-from irtool.parallel.job import Evidence, job_of, rank_job
+from irtool.parallel.job import Evidence, job_of
 from irtool.parallel.memory import compute_memory
 from irtool.parallel.records import Bytes
 from irtool.present.cost import offset
@@ -81,8 +81,8 @@ def _stage_costs(folder: Path = SCEN, ranks: tuple[int, ...] = (0, 2, 4, 6), nam
         path = str(folder / f"rank_{r}" / name)
         dump = load(path)
         facts = analyze(dump, r)
-        jobs.append(rank_job(facts, r, path))
-        costs.append(stage_cost(facts, jobs[-1]))
+        jobs.append(facts.job)
+        costs.append(stage_cost(facts))
     return costs, job_of(jobs)
 
 
@@ -197,7 +197,7 @@ def test_activations_of_one_micro_batch_by_hand() -> None:
     # (validate's Depend edges) holds 3 at once
     dump = load(str(SCEN / "rank_2/19_validate_0078.ir.xz"))
     facts = analyze(dump, 2)
-    sc = stage_cost(facts, rank_job(facts, 2, dump.path))
+    sc = stage_cost(facts)
     assert sc.memory.activations.per_micro == Bytes(16512, 3, 0)
     f = in_flight(sc.order, 1, Evidence(4, ""), Evidence(4, ""))
     assert f.count == 3 and "F0 F1 F2 B0 F3 B1 B2 B3" in f.how
@@ -392,7 +392,7 @@ def test_dynamic_shapes_count_unknowns_never_zero() -> None:
                                   and "duplicated: Bool(1)" not in ln and "(-1, " in text.splitlines()[i + 1])
     dump = load(str(path))
     facts = analyze(dump, 0)
-    sc = stage_cost(facts, rank_job(facts, 0, str(path)))
+    sc = stage_cost(facts)
     assert sc.cost.matmul_forward_unknown == forward_matmuls_unknown > 0 and sc.cost.matmul_forward == 0
     acts = sc.memory.activations.per_micro
     assert acts.unknown > 0
