@@ -204,13 +204,13 @@ MUTANTS: tuple[Mutant, ...] = (
                "check: 'order differs' when the Receives follow the Sends' order", PAIRS),
     Mutant.one("text-disagree", C + "present/job.py", "if len(job.micro_seen) > 1", "if len(job.micro_seen) > 2",
                "summary text: ranks disagreeing on two micro batch counts print one",
-               ("tests/test_output.py", "tests/test_parallel.py")),
+               ("tests/test_check.py", "tests/test_output.py", "tests/test_parallel.py")),
     Mutant.one("text-segments", C + "present/job.py", "'segments (folded)' if job.folded else 'chunks'", "'chunks'",
                "summary text: a folded pipeline's segments said as chunks",
                ("tests/test_folded_fixtures.py", "tests/test_output.py")),
     Mutant.one("text-in-flight", C + "present/cost.py",
                'return ", ".join(f"{n} on chunk {c}" for c, n in by_chunk) or cell(count)', "return cell(count)",
-               "in flight said as a fraction, not whole micro batches per chunk", COST),
+               "in flight said as a fraction, not whole micro batches per chunk", ("tests/test_order.py", *COST)),
 )
 
 F = "fixtures/mindir/"
@@ -293,6 +293,7 @@ class Result:
     ran: str = ""  # which tests ran: "targeted" or "suite"
     seconds: float = 0.0
     file: str = ""  # the file mutated (a variant's where the code was refactored)
+    tree: str = ""  # the commit the run copied (with uncommitted changes, if any)
 
 
 def _env(tree: Path) -> dict[str, str]:
@@ -435,16 +436,16 @@ NOTES = "## Notes"
 
 
 def table(results: list[Result]) -> str:
-    rows = ["| mutant | file | mutation | changes real output? | caught by |", "|---|---|---|---|---|"]
+    rows = ["| mutant | file | mutation | changes real output? | caught by | tree |", "|---|---|---|---|---|---|"]
     for r in results:
         m = r.mutant
         if not r.applicable:
-            rows.append(f"| {m.id} | `{m.file}` | {m.what} | not applicable (line gone) | — |")
+            rows.append(f"| {m.id} | `{m.file}` | {m.what} | not applicable (line gone) | — | {r.tree} |")
             continue
         changed = f"yes ({len(r.changed)}: {r.changed[0]}{', …' if len(r.changed) > 1 else ''})" if r.changed else "no"
         caught = (f"`{r.caught_by}`" if r.caught_by not in ("", "timeout") else r.caught_by) if r.caught_by else \
             f"SURVIVED ({'the suite' if r.ran == 'suite' else 'targeted tests only'})"
-        rows.append(f"| {m.id} | `{r.file or m.file}` | {m.what} | {changed} | {caught} |")
+        rows.append(f"| {m.id} | `{r.file or m.file}` | {m.what} | {changed} | {caught} | {r.tree} |")
     ok = [r for r in results if r.applicable]
     real = [r for r in ok if r.changed]
     totals = (f"{len(results)} mutants: {len(ok)} applied, {len(real)} change real output, "
@@ -475,17 +476,28 @@ def main() -> int:
             print("the unmutated outputs differ between two runs: not comparable", file=sys.stderr)
             return 2
         results = []
+        commit = _commit()
         for m in mutants:
             r = run_one(m, tree, base, args.escalate, Path(tmp) / f"{m.id}.log")
+            r.tree = commit
             results.append(r)
             state = "n/a" if not r.applicable else (r.caught_by or "SURVIVED")
             print(f"{m.id}: output {'changed' if r.changed else 'same'}; {state} ({r.ran}, {r.seconds:.0f} s)",
                   file=sys.stderr, flush=True)
             if args.json:
                 with open(args.json, "a") as fh:
-                    fh.write(json.dumps({"id": m.id, "file": r.file, "applicable": r.applicable, "changed": r.changed,
+                    fh.write(json.dumps({"id": m.id, "file": r.file, "tree": r.tree, "applicable": r.applicable,
+                                         "changed": r.changed,
                                          "caught_by": r.caught_by, "ran": r.ran, "seconds": round(r.seconds)}) + "\n")
     return _page(results, args.out)
+
+
+def _commit() -> str:
+    """The checkout's commit, `+` when files differ from it."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()
+    return head + ("+" if dirty else "")
 
 
 def _page(results: list[Result], out: str) -> int:
@@ -506,7 +518,8 @@ def _from_json(files: list[str]) -> list[Result]:
         for line in Path(f).read_text().splitlines():
             row = json.loads(line)
             last[row["id"]] = row
-    return [Result(m, r["applicable"], r["changed"], r["caught_by"], r["ran"], r["seconds"], r.get("file", ""))
+    return [Result(m, r["applicable"], r["changed"], r["caught_by"], r["ran"], r["seconds"], r.get("file", ""),
+                   r.get("tree", ""))
             for m in MUTANTS if (r := last.get(m.id)) is not None]
 
 
