@@ -456,7 +456,7 @@ def table(results: list[Result]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", default="", help="comma-separated mutant ids")
+    ap.add_argument("--only", default="", help="comma-separated mutant ids, run in this order")
     ap.add_argument("--escalate", choices=("output", "all", "none"), default="output",
                     help="run the whole suite for a survivor of the targeted tests: when it changes real output "
                          "(default), always, or never")
@@ -467,8 +467,9 @@ def main() -> int:
     args = ap.parse_args()
     if args.from_json is not None:
         return _page(_from_json(args.from_json), args.out)
-    only = set(filter(None, args.only.split(",")))
-    mutants = [m for m in MUTANTS if not only or m.id in only]
+    only = [x for x in args.only.split(",") if x]  # run in this order
+    by_id = {m.id: m for m in MUTANTS}
+    mutants = [by_id[x] for x in only] if only else list(MUTANTS)
     with tempfile.TemporaryDirectory(prefix="irtool-mutate-") as tmp:
         tree = copy_tree(Path(tmp))
         base = outputs(tree)
