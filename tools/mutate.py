@@ -62,7 +62,7 @@ class Mutant:
 
 P, C = "irtool/parallel/", "irtool/"
 PAIRS = ("tests/test_pairs.py", "tests/test_peers.py", "tests/test_check.py")
-PHASE = ("tests/test_parallel_rules.py", "tests/test_parallel.py", "tests/test_golden.py")
+PHASE = ("tests/test_parallel_rules.py", "tests/test_one_decider.py", "tests/test_parallel.py", "tests/test_golden.py")
 STAGE = ("tests/test_inference_pipeline.py", "tests/test_peers.py", "tests/test_parallel.py")
 COST = ("tests/test_cost.py", "tests/test_plan.py")
 ORDER = ("tests/test_order.py", "tests/test_render.py")
