@@ -187,6 +187,9 @@ def test_the_summary_of_disagreeing_ranks_takes_the_compiled_micro_batches() -> 
     assert job["micro_batches"]["value"] == 4 and "/rank_0/" in job["micro_batches"]["evidence"]
     [note] = [n for n in job["notes"] if n.startswith("ranks disagree on the number of micro batches: 2 (")]
     assert "/rank_5/" in note.split(";")[0] and "; 4 (" in note
+    # and the text says both counts where it says the job's
+    text = CliRunner().invoke(main, ["summarize", str(FIXTURES / "check_micro_mismatch_8p")]).output
+    assert ", micro batches: ranks disagree (2 or 4), " in text.splitlines()[1]
 
 
 # --- causes and coverage (issue 18, item 3)
