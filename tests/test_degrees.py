@@ -8,7 +8,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES
 
+import irtool
 from irtool.cli import main
+from irtool.parallel import analyze
 
 
 def _job(path: str) -> dict:
@@ -36,3 +38,36 @@ def _job(path: str) -> dict:
 def test_a_reduction_over_the_batch_is_not_tensor_parallelism(path: str, want: dict) -> None:
     job = _job(str(FIXTURES / path))
     assert {k: job[k]["value"] for k in want} == want
+
+
+SP = "mindformers_deepseek3_sp_dp2mp2pp2"
+
+
+def _categories(rank: int) -> dict[int, str]:
+    """Line -> category of the rank's AllGather and ReduceScatter nodes."""
+    facts = analyze(irtool.load(str(FIXTURES / SP / f"rank_{rank}/19_validate_0091.ir.xz")))
+    return {c.line: c.category for c in facts.comm if c.op in ("AllGather", "ReduceScatter")}
+
+
+def test_sequence_parallelism_of_a_mindformers_mla_moe_model() -> None:
+    # make.py: MindFormers' DeepSeek-V3 (mcore: MLA, MoE), dp 2 x mp 2 x pp 2, use_seq_parallel=True. Its layers hold
+    # (sequence, batch, hidden) activations with `in_layout` tensor map `((1, 0), 2, -1)` on device matrix `(2, 1, 2)`,
+    # alias `(dp, cp, tp)`: the sequence on the rightmost axis (stride 1: ranks 0, 1), the batch on dp, hidden whole.
+    # rank_0: line 2106 the embedding's user-written `ReduceScatter` (no instance name, rank_size 2) read by line 2116's
+    # `Transpose` with `in_strategy: ((2, 2, 1))`; lines 2430, 3549, 5183 `AllGather` `redistribution_op_...` on
+    # `tp-0-1` after `split_3d` (`SplitWithSize`, that layout) before the column-parallel `linear_qb`, `linear_kvb`,
+    # `linear_fc1`; 3741 likewise; 4969 and 5536 `ReduceScatter` `forward_op_row_parallel` after the row-parallel
+    # MatMuls, read by the residual `AddExt` of that layout; the rest their backward (5642 ... 8403): all 14 on the
+    # tensor-parallel pair. It read sp 1 (the gathers redistribution, the scatters operator-forward, the embedding's other).
+    rank0 = _categories(0)
+    assert sorted(rank0) == [2106, 2430, 3549, 3741, 4969, 5183, 5536, 5642, 5974, 6156, 7313, 7331, 7953, 8403]
+    assert set(rank0.values()) == {"sequence-parallel"}
+    # rank_4 (the MoE layer, head and loss): 10 on `tp-4-5` sequence-parallel; lines 10405, 10585 (and their backward
+    # 11495) gather the loss's batch over `(4, 6)`, the data-parallel pair: a redistribution.
+    rank4 = _categories(4)
+    assert [line for line, c in sorted(rank4.items()) if c != "sequence-parallel"] == [10405, 10585, 11495]
+    assert {rank4[line] for line in (10405, 10585, 11495)} == {"redistribution"}
+    assert len(rank4) == 13
+    job = _job(str(FIXTURES / SP))
+    assert {k: job[k]["value"] for k in ("dp", "mp", "pipeline_stages", "sp")} == {"dp": 2, "mp": 2, "pipeline_stages": 2,
+                                                                                  "sp": 2}
