@@ -32,8 +32,10 @@ def _job(path: str) -> dict:
     # layer) line 7493 `PrimFunc_MeanExt(%185, (I64(0)), ...) {instance name: afb_reduce_mean}` (the router's expert
     # load: the mean over the tokens) with `in_layout` tensor map `((1, 0), -1)` on device matrix `(2, 1)`: the tokens
     # split 2 ways, the mean's AllReduce `forward_op_...` on `rank_list: (2, 3)` (line 7541), then `RealDiv` by 2
-    # (line 7545). No MatMul weight is split (mp 1): it read dp 1 x mp 2.
-    ("mindformers_deepseek3_dp2pp4", {"world_size": 8, "pipeline_stages": 4, "dp": 2, "mp": 1}),
+    # (line 7545). No MatMul weight is split (mp 1): it read dp 1 x mp 2. Its token dispatcher's expert group
+    # "d4735e3a...c51f90" (sha256 of "2": the one rank 2, ep 1) prints the world's `rank_list: (0, ..., 7)`; its
+    # AlltoAll (line 7160, moving nothing) says `rank_size: I64(1)`, its AlltoAllVs (7248, 7280) no size: ep 1 (it read 8).
+    ("mindformers_deepseek3_dp2pp4", {"world_size": 8, "pipeline_stages": 4, "dp": 2, "mp": 1, "ep": 1}),
 ])
 def test_a_reduction_over_the_batch_is_not_tensor_parallelism(path: str, want: dict) -> None:
     job = _job(str(FIXTURES / path))
@@ -69,5 +71,6 @@ def test_sequence_parallelism_of_a_mindformers_mla_moe_model() -> None:
     assert {rank4[line] for line in (10405, 10585, 11495)} == {"redistribution"}
     assert len(rank4) == 13
     job = _job(str(FIXTURES / SP))
-    assert {k: job[k]["value"] for k in ("dp", "mp", "pipeline_stages", "sp")} == {"dp": 2, "mp": 2, "pipeline_stages": 2,
-                                                                                  "sp": 2}
+    # ep 1: rank 4's dispatcher group "4b227777...28cb0" (sha256 of "4"), line 7734 `AlltoAll` with `rank_size: I64(1)`
+    want = {"dp": 2, "mp": 2, "pipeline_stages": 2, "sp": 2, "ep": 1}
+    assert {k: job[k]["value"] for k in want} == want

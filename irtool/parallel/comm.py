@@ -26,7 +26,7 @@ def groups_of(t: NodeFacts) -> dict[str, Group]:
     group's name where the dump lists none (parallel/peer.py)."""
     silent = t.get("silent")
     nodes = [n for n in t.get("comm_nodes") if n not in silent]
-    printed = group_table(nodes, t.rank)
+    printed = group_table(nodes, t.rank, [n for n in t.get("comm_nodes") if n in silent])
     return {name: g if g.ranks is not None else replace(g, ranks=group_members(name, t.rank))
             for name, g in printed.items()}
 
@@ -39,7 +39,7 @@ def comm_records(t: NodeFacts) -> dict[Node, CommNode]:
     silent = t.get("silent")
     found = t.get("comm_nodes")
     nodes = [n for n in found if n not in silent]
-    printed = group_table(nodes, t.rank)
+    printed = group_table(nodes, t.rank, [n for n in found if n in silent])
     index = t.get("node_index")
     strats = {s.node: s for s in t.column("strategy").values()}
     params = {p.name: p for p in dump.params}
