@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from math import prod
 from typing import Any, Iterable
 
 from .cost import ATTENTION, SEQUENCE_DIM, attention_layout
@@ -236,7 +237,7 @@ def _input_splits(s: Strategy) -> list[int | None]:
     if isinstance(s.in_strategy, (tuple, list)):
         for row in s.in_strategy:
             ok = isinstance(row, (tuple, list)) and all(isinstance(x, int) for x in row)
-            out.append(_product(row) if ok else None)
+            out.append(prod(row) if ok else None)
         return out
     for layout in s.in_layout if isinstance(s.in_layout, (tuple, list)) else ():
         matrix = layout.get("device_matrix") if isinstance(layout, dict) else None
@@ -246,14 +247,7 @@ def _input_splits(s: Strategy) -> list[int | None]:
             continue
         axes = [a for m in tmap for a in (m if isinstance(m, (tuple, list)) else (m,))]
         ok = all(isinstance(a, int) and -1 <= a < len(matrix) for a in axes)
-        out.append(_product([matrix[len(matrix) - 1 - a] for a in axes if a != -1]) if ok else None)
-    return out
-
-
-def _product(values: Iterable[int]) -> int:
-    out = 1
-    for v in values:
-        out *= v
+        out.append(prod([matrix[len(matrix) - 1 - a] for a in axes if a != -1]) if ok else None)
     return out
 
 
