@@ -74,3 +74,15 @@ def test_sequence_parallelism_of_a_mindformers_mla_moe_model() -> None:
     # ep 1: rank 4's dispatcher group "4b227777...28cb0" (sha256 of "4"), line 7734 `AlltoAll` with `rank_size: I64(1)`
     want = {"dp": 2, "mp": 2, "pipeline_stages": 2, "sp": 2, "ep": 1}
     assert {k: job[k]["value"] for k in want} == want
+
+
+def test_a_collective_of_the_one_rank_expert_group_moves_nothing() -> None:
+    # mindformers_deepseek3_dp2pp4 rank_2: the AlltoAllVs of the dispatcher's group "d4735e3a..." (sha256 of "2"; its
+    # AlltoAll, line 7160, says `rank_size: I64(1)`) at lines 7248, 7280 (dispatch), 7902 (combine) and their backward
+    # 9928, 12226: ep 1, the tokens stay on the rank. They print the world's 8 ranks and token rows of -1: they counted
+    # `expert-parallel 1,073,280 (+12 unknown) B (5)` (12: the runs of those of unknown size).
+    r = CliRunner().invoke(main, ["summarize", "--format", "json",
+                                  str(FIXTURES / "mindformers_deepseek3_dp2pp4/rank_2/19_validate_0091.ir.xz")])
+    comm = [c for c in json.loads(r.stdout)["comm"] if c["category"] == "expert-parallel"]
+    assert [(c["line"], c["group_ranks"], c["bytes"]) for c in comm] == [
+        (7248, [2], 0), (7280, [2], 0), (7902, [2], 0), (9928, [2], 0), (12226, [2], 0)]
