@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import click
 
-from .errors import IrtoolError
+from .errors import InputError, IrtoolError
 from .progress import Steps, load_with_progress
 from .selection import Policy, Selection, not_in_folder
 
@@ -324,15 +324,18 @@ def _hardware(spec: str | None, device_memory: str | None) -> tuple[Profile | No
 @click.option("--micro", "micros", type=click.IntRange(min=1), multiple=True, help="Also these micro batch counts.")
 @click.option("--layers", "num_layers", type=click.IntRange(min=1), default=None,
               help="Plan the model with this many layers (the compiled layers as the template).")
+@click.option("--only", "only_spec", default=None, metavar="KEY=VALUE,...",
+              help="Predict this one configuration: dp, mp, pp, micro, batch, recompute, opt_shard, offset, layers "
+                   "(e.g. dp=1,mp=4,pp=2,micro=8; the rest as compiled; docs/plan.md).")
 @click.option("--all", "show_all", is_flag=True, help="Text and Markdown: every row of every table (default: 25).")
 def plan_cmd(path: str, fmt: str, pass_name: str | None, devices: int | None, device_memory: str | None,
              hardware_spec: str | None, global_batch: int | None, micros: tuple[int, ...], num_layers: int | None,
-             show_all: bool) -> None:
+             only_spec: str | None, show_all: bool) -> None:
     """Predict other dp x mp x pp, micro batch, recompute and optimizer-sharding configurations from one
     compiled folder, ranked by step time among those that fit (docs/plan.md)."""
     def body() -> int:
         from .parallel import plan as plan_mod
-        from .plan import read_basis
+        from .plan import only, read_basis
         from .plan.report import as_dict, blocks
         from .present import json_pieces, to_markdown, to_text
 
@@ -340,8 +343,14 @@ def plan_cmd(path: str, fmt: str, pass_name: str | None, devices: int | None, de
         sel = _select(path, None, pass_name, Policy(loader=load_with_progress))
         with Steps("ranks") as progress:
             b = read_basis(sel, hardware, progress)
-        n = devices or b.devices
-        plans = plan_mod.plan(b, plan_mod.candidates(b, n, global_batch, micros, num_layers=num_layers), n, limit)
+        if only_spec is not None:
+            c = only(only_spec, b, global_batch, num_layers)
+            plans = plan_mod.plan(b, [c], devices or c.dp * c.mp * c.pp, limit)
+            if plans[0].refused:
+                raise InputError(f"{path}: cannot plan {c.label()}: {'; '.join(plans[0].refused)}")
+        else:
+            n = devices or b.devices
+            plans = plan_mod.plan(b, plan_mod.candidates(b, n, global_batch, micros, num_layers=num_layers), n, limit)
         rows = None if show_all else 25
         _emit(fmt, {"text": lambda: to_text(blocks(b, plans, rows)), "markdown": lambda: to_markdown(blocks(b, plans, rows)),
                     "json": lambda: json_pieces(as_dict(b, plans))})

@@ -45,6 +45,8 @@ def test_each_rank_on_its_configured_stage(folder: str, rank: int, stage: int, p
         assert len(p2p) == hops and {c.category for c in p2p} == {"pipeline"}
         assert {c.op for c in p2p} == {"Send" if stage == 0 else "Receive"}
         assert {c.peer_rank for c in p2p} == {peer}
+        # a forward Send goes to the next stage, a forward Receive comes from the previous: with 2 stages, 1 - stage
+        assert {c.peer_stage for c in p2p} == {1 - stage}
         assert sorted(c.micro for c in p2p) == list(range(hops))  # one hop per micro batch
 
 
@@ -124,6 +126,12 @@ def test_an_inference_stage_keeps_no_micro_batch_for_a_backward() -> None:
     for s in (0, 1):
         assert f"  stage {s}: micro batches in flight: 0 (no backward work: no activations are kept for one " \
                "(inference))" in out.splitlines()
+    # the viewer's execution-order graph says what the cost says (one decider, `balance.in_flight`): it said `—` on
+    # both stages, from the order alone
+    from irtool.view.models import models_for
+
+    groups = models_for(str(FIXTURES / "inference_pp_4p_m2")).graphs[1]["groupNodeAttributes"]
+    assert [g["micro batches in flight"] for k, g in groups.items() if k.startswith("stage")] == ["0", "0"]
 
 
 def test_stages_that_tie_are_two_stages_in_the_balance() -> None:
@@ -146,14 +154,13 @@ def test_the_advice_refuses_to_move_layers_that_carry_none_of_the_work() -> None
     from dataclasses import replace
 
     from irtool.parallel.balance import balance, stage_cost
-    from irtool.parallel.job import job_of, rank_job
+    from irtool.parallel.job import job_of
 
     costs, jobs = [], []
     for r in (0, 2):
-        path = fixture(f"inference_pp_4p_m2/rank_{r}/19_validate_0082.ir.xz")
-        facts = analyze(irtool.load(path), r)
-        jobs.append(rank_job(facts, r, path))
-        costs.append(stage_cost(facts, jobs[-1]))
+        facts = analyze(irtool.load(fixture(f"inference_pp_4p_m2/rank_{r}/19_validate_0082.ir.xz")), r)
+        jobs.append(facts.job)
+        costs.append(stage_cost(facts))
     job = job_of(jobs)
     assert [{k: v[0] for k, v in c.cost.layer_compute().items()} for c in costs] == [{0: 66_048, 1: 66_048},
                                                                                       {2: 66_048, 3: 66_048}]

@@ -542,9 +542,10 @@ def test_the_attention_heads_from_the_scores_batchmatmul() -> None:
     # rank 0's first BatchMatMul of layer 0 (`score = self.batch_matmul_q_k(query, key)`): Llama line 4677
     # `(<Tensor[Float16], (1, 4, 512, 64)>` split `((2, 2, 1, 1), ...)`: 8 heads of 64 = 512 (make.py MFL_HEADS 8);
     # hidden 1024: `(1, 4, 512, 128)`, 8 heads of 128; gpt_small line 584 `(2, 2, 64, 32)` split (2, 2, 1, 1): 4 of 32
-    # = 128 (GPT_HEADS 4); flash attention's fused operator is not read: unknown
+    # = 128 (GPT_HEADS 4); flash attention (BNSD): sp_fa line 4733's query `(1, 4, 512, 64)` split (2, 2, 1, 1):
+    # (2, 8, 512, 64), 8 heads of 64 (the compiler's `origin_input_shapes` print the same)
     for folder, n in (("mindformers_llama_dp2mp2pp2", 8), ("mindformers_llama_dp2mp2pp2_h1024", 8),
-                      ("gpt_small_dp2mp2pp2", 4), ("mindformers_llama_sp_fa_dp2mp2pp2", None)):
+                      ("gpt_small_dp2mp2pp2", 4), ("mindformers_llama_sp_fa_dp2mp2pp2", 8)):
         assert job_of(Selection.of(str(F / folder))).heads.value == n, folder
 
 
@@ -565,8 +566,21 @@ def test_the_key_value_heads_from_the_keys_repeat() -> None:
     # elements both, nothing repeated, 4 x 8192 / 8192 = 4 key-value heads, as many as the heads
     job = job_of(Selection.of(str(F / "gpt_small_dp2mp2pp2")))
     assert (job.heads.value, job.kv_heads.value) == (4, 4) and "gpt_small_dp2mp2pp2/rank_0" in job.kv_heads.where
-    # flash attention's fused operator is not read for the heads: neither are the key-value heads (unknown, not 0)
-    assert not job_of(Selection.of(str(F / "mindformers_llama_sp_fa_dp2mp2pp2"))).kv_heads.known
+    # flash attention: its key, line 4733 `(1, 2, 512, 64)` split (2, 2, 1, 1): (2, 4, 512, 64), 4 key-value heads
+    job = job_of(Selection.of(str(F / "mindformers_llama_sp_fa_dp2mp2pp2")))
+    assert (job.heads.value, job.kv_heads.value) == (8, 4) and "FlashAttentionScore" in job.kv_heads.where
+
+
+def test_the_heads_of_a_bsh_flash_attention_from_its_head_num() -> None:
+    # flash_attention_sp_8p (make.py: BSH layout, HEADS 4 of HDIM 16, hidden 64): line 158's query `(2, 32, 32)` split
+    # (2, 2, 2) is (4, 64, 64) whole, hidden last; its `head_num` input `I64(2)` is this rank's heads, x the hidden
+    # dimension's split 2 = 4 heads of 64 / 4 = 16; the key (4, 64, 64): 64 / 16 = 4 key-value heads
+    from irtool.parallel.model_dims import heads, kv_heads, model_dims
+
+    got = Selection.of(str(F / "flash_attention_sp_8p")).read(0)
+    dims = model_dims(got.facts.table, got.dump, got.file)
+    assert heads(64, dims.attention)[0] == 4 and kv_heads(64, dims.attention)[0] == 4
+    assert "19_validate_0078.ir.xz:158 (FlashAttentionScore" in heads(64, dims.attention)[1]
 
 
 def test_the_key_value_heads_are_unknown_behind_a_collective(tmp_path: Path) -> None:
@@ -593,3 +607,21 @@ def test_sizes_before_the_parallel_pass_are_whole() -> None:
         job = job_of(Selection.of(str(F / "gpt_large_perf" / "rank_0" / name)))
         assert (job.hidden_size.value, job.vocab_size.value, job.sequence_length.value, job.ffn_size.value,
                 job.heads.value) == (512, 32000, 256, 2048, 8), name
+
+
+def test_every_job_field_is_decided_by_one_pass() -> None:
+    """The folder's job is made by `FOLD_PASSES`, a rank's by `JOB_PASSES` (part of the fact table's `PASSES`): each
+    field decided by exactly one pass, and a pass reads only what the passes before it decided."""
+    from dataclasses import fields
+
+    from irtool.parallel.facts import PASSES
+    from irtool.parallel.job import FOLD_PASSES, JOB_PASSES, Job, JobFold
+
+    provided = [f for p in FOLD_PASSES for f in p.provides if not f.startswith("_")]
+    assert sorted(provided) == sorted(f.name for f in fields(Job))
+    decided: set[str] = set()
+    for p in FOLD_PASSES:
+        assert set(p.needs) <= decided, p.name
+        decided.update(p.provides)
+    assert all(p in PASSES for p in JOB_PASSES)
+    assert JobFold().job().pipeline_stages.value == 1  # no rank: one stage, nothing else known

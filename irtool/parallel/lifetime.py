@@ -99,6 +99,9 @@ class Lifetimes:
     notes: list[str] = field(default_factory=list)
     curve: list[tuple[int, ...]] | None = None  # per step, live bytes per role (LIVE_ROLES order), when asked
     units: list[tuple[int, str]] = field(default_factory=list)  # (step, unit label) where each unit begins
+    # live bytes per role (LIVE_ROLES order) at the largest point before the optimizer and in it (None: no step there)
+    parts: tuple[tuple[int, ...] | None, tuple[int, ...] | None] = (None, None)
+    most: dict[str, int] = field(default_factory=dict)  # the most live bytes of each role at any step
 
     @property
     def peak_bytes(self) -> int:
@@ -184,6 +187,7 @@ class _Walk:
         self.phase_of_block: list[str | None] = []
         self.static = 0
         self.waits: dict[int, list[int]] = {}  # a collective's first output -> its inputs, until read
+        self.out_sizes: dict[Node, list[int | None]] = {}  # a reused graph's kernels run once per call
 
     def new_block(self, size: int | None, role: str, phase: str | None) -> int:
         self.size.append(None if size is None else block(size))
@@ -290,7 +294,10 @@ class _Walk:
         t = self.t
         phase = t("phase", n)
         role = "communication" if t("kind", n) == "communication" else _PHASE_ROLE.get(phase, "temporary")
-        out = tuple(self.new_block(s, role, phase) for s in _out_sizes(n))
+        sizes = self.out_sizes.get(n)
+        if sizes is None:
+            sizes = self.out_sizes[n] = _out_sizes(n)
+        out = tuple(self.new_block(s, role, phase) for s in sizes)
         self.step(n, top, list(out), args)
         if role == "communication" and n.op not in ("Send", "Receive") and out:
             # its inputs are released when the first kernel reading its result waits for it
@@ -460,11 +467,20 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
     params = sum(live)
     peak, peak_unknown, at, at_live = sum(live), unknown, -1, list(live)
     series: list[tuple[int, ...]] | None = [] if curve else None
+    starts = _unit_starts(t, w)
+    optimizer = next((s for s, u in starts if u == "optimizer"), nsteps)
+    tops: list[int] = [-1, -1]
+    most = [0] * len(live)
+    parts: list[tuple[int, ...] | None] = [None, None]
     for s in range(nsteps):
         add(w.allocs[s], 1)
         total = sum(live)
         if total > peak:
             peak, peak_unknown, at, at_live = total, unknown, s, list(live)
+        part = int(s >= optimizer)
+        if total > tops[part]:
+            tops[part], parts[part] = total, tuple(live)
+        most = list(map(max, most, live))
         if series is not None:
             series.append(tuple(live))
         add(frees[s], -1)
@@ -475,15 +491,15 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
         where = PeakAt(at, n.uid, n.op, n.line, n.scope, key[0], key[1])
     by_role = {r: at_live[i] for i, r in enumerate(LIVE_ROLES) if at_live[i]}
     return Lifetimes(how, Bytes(peak, 1, peak_unknown), where, by_role, nsteps, *complete, params, notes, series,
-                     _unit_starts(t, w))
+                     starts, (parts[0], parts[1]), {r: most[i] for i, r in enumerate(LIVE_ROLES) if most[i]})
 
 
 def _unit(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:
-    micro = t("micro", n)
-    phase = t("phase", n)
-    if micro is None or phase == "optimizer":
-        return ("optimizer" if phase == "optimizer" else None), micro
-    return unit_label(("F" if phase == "forward" else "B", micro, t("chunk", n) if t.get("order").chunks else None)), micro
+    """The label of the node's unit of work (the `unit` fact), `optimizer` for the optimizer's; its micro batch."""
+    key = t("unit", n)
+    if key is not None:
+        return unit_label(key), key[1]
+    return ("optimizer" if t("phase", n) == "optimizer" else None), t("micro", n)
 
 
 def _unit_starts(t: NodeFacts, w: _Walk) -> list[tuple[int, str]]:

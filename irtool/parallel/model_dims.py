@@ -140,6 +140,10 @@ def _attention(t: Any, file: str, strategies: dict[Node, Any]) -> tuple[tuple[in
     found: dict[tuple[int, int], tuple[str, Seen]] = {}
     by_key = t.get("by_key")
     for n in t.dump.nodes():
+        if n.op in _FLASH and len(n.input_types) > 1 and t("phase", n) == "forward":
+            for heads_dim, kv, where in _flash(n, _split(n, strategies), file):
+                found.setdefault(heads_dim, (where, kv))
+            continue
         if n.op != "BatchMatMul" or len(n.input_types) < 2 or t("phase", n) != "forward":
             continue
         split = _split(n, strategies)
@@ -148,6 +152,34 @@ def _attention(t: Any, file: str, strategies: dict[Node, Any]) -> tuple[tuple[in
             found[(full[1], full[3])] = (f"{file}:{n.line} (BatchMatMul of {_dims(n.input_types[0].shape)} split "
                                          f"{_dims(tuple(split[0]))})", _key_heads(n, full[1], by_key[n.graph], file))
     return tuple((n, d, where, kv) for (n, d), (where, kv) in found.items())
+
+
+_FLASH = frozenset({"FlashAttentionScore"})
+FLASH_HEAD_NUM, FLASH_LAYOUT = 10, 16  # FlashAttentionScore's `head_num` (this rank's heads), `input_layout` inputs
+_HEADS_AXIS = {1: (1,), 3: (2,)}  # input_layout (MindSpore's enum, docs/cost.md): BNSD heads on 1, BSND on 2
+
+
+def _flash(n: Node, split: list[Any] | None, file: str) -> list[tuple[tuple[int, int], Seen, str]]:
+    """A flash attention's (heads, head size), its key-value heads and where: from its query's and key's whole
+    shapes, the heads on dimension 1 (BNSD) or 2 (BSND) of a 4-D query by its `input_layout` (not printed: both,
+    the attention scores then pick the one whose heads x head size is the hidden size); a 3-D query (BSH, SBH:
+    hidden last) by its `head_num` input x the split of the hidden dimension."""
+    if not split or len(split) < 2:
+        return []
+    q, k = _full(n.input_types[0].shape, split[0]), _full(n.input_types[1].shape, split[1])
+    if q is None or k is None or len(q) != len(k):
+        return []
+    where = f"{file}:{n.line} (FlashAttentionScore of query {_dims(q)}, key {_dims(k)} whole)"
+    if len(q) == 4:
+        return [((q[a], q[3]), (k[a], where + f": {k[a]} key-value heads"), where)
+                for a in _HEADS_AXIS.get(n.input_value(FLASH_LAYOUT), (1, 2))]
+    local = n.input_value(FLASH_HEAD_NUM)
+    if len(q) == 3 and isinstance(local, int) and local > 0 and isinstance(split[0][2], int):
+        heads = local * split[0][2]
+        if q[2] % heads == 0 and k[2] % (q[2] // heads) == 0:
+            d = q[2] // heads
+            return [((heads, d), (k[2] // d, where + f": {k[2] // d} key-value heads of {d}"), where)]
+    return []
 
 
 def _key_heads(bmm: Node, heads: int, local: dict[str, Node], file: str) -> Seen:

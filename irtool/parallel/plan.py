@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Iterable
 
@@ -23,14 +23,16 @@ from ..errors import InputError
 from ..ir import Dump
 from .balance import bubble, in_flight, one_f_one_b, stage_cost, step_time
 from .hardware import Profile
-from .job import Job, rank_job
-from .lifetime import LIVE_ROLES, block, walk
+from .job import Job
+from .lifetime import LIVE_ROLES, block
 from .logical import LogicalGraph
 from .model_dims import weight_splits
 from .optimizer import optimizer_shards
+from .order import UnitKey
 from .records import ParallelFacts
 from .sizes import DTYPE_SIZE
-from .timing import StageTiming, simulate
+from .slicing import GATHER, MarkedOutput
+from .timing import StageTiming, Step, TimedHop, UnitTime, simulate
 
 SCHEMA = "irtool.plan/1"
 PARAM_ROLES = ("weight", "optimizer-state", "accumulation", "hyperparameter", "unused", "other")
@@ -76,12 +78,15 @@ class StageBasis:
     kept_per_micro: int  # activations kept for the backward, one micro batch (the memory records)
     kept_layer_share: float  # the part of them produced by a layer's nodes (the rest: the stage's own, fixed)
     layer_flops: dict[int | None, dict[str, int]]  # per step, by phase
-    layer_comm: dict[int | None, dict[tuple[str, str], int]]  # per step, bytes by (category, phase)
-    layer_seconds: dict[int | None, float]  # per step: compute and exposed communication
+    # per step, bytes by (category, phase); without the gathers of sliced activations (`marked`, decided anew)
+    layer_comm: dict[int | None, dict[tuple[str, str], int]]
+    # per step: compute seconds by phase (forward, backward, recompute) and the exposed communication (exposed)
+    layer_time: dict[int | None, dict[str, float]]
     tail_seconds: float  # the optimizer and aggregation after the last micro batch
     gather: float | None  # optimizer-parallel bytes per element gathered, the stage's mean (a weight sharded anew)
     reduce: float | None  # gradient-aggregation bytes per element of the weights reduced unsharded over copies
     timing: StageTiming | None  # its times on the profile (the step is played from these)
+    marked: list[MarkedOutput]  # outputs a recompute may read sliced (`slicing`)
     notes: list[str] = field(default_factory=list)
 
 
@@ -101,11 +106,8 @@ class Basis:
     opt_shard: bool
     hardware: str | None
     notes: list[str] = field(default_factory=list)
-    # the compile's played step (docs/timing.md §3) over the 1F1B formula of its own figures: what a candidate's
-    # formula step is multiplied by (the waits the formula does not see), so that the compiled configuration's
-    # step is summarize's
-    step_ratio: float = 1.0
-    busy_ratio: float = 1.0  # ... and the played step's busy share over the formula's (the bubble likewise)
+    # per compiled stage, its own time by phase per micro batch (what a candidate's units are scaled against)
+    own_time: dict[int, dict[str, float]] = field(default_factory=dict)
 
     @property
     def layers(self) -> int:
@@ -194,6 +196,7 @@ class Plan:
     step_seconds: float | None = None
     bubble: float | None = None
     fits: bool | None = None
+    played: Step | None = None  # the step played out (None: not played; then the 1F1B formula's step)
 
     @property
     def peak_bytes(self) -> int | None:
@@ -232,19 +235,17 @@ def basis(stages: Iterable[tuple[int | None, Dump, ParallelFacts]], job: Job, gr
               val(job.global_batch, "global batch"), bool(job.recompute_layers.value),
               job.optimizer_shard.known and (job.optimizer_shard.value or 1) > 1,
               hardware.name if hardware is not None else None, notes)
-    timings = [s.timing for s in out if s.timing is not None]
-    played = simulate(timings) if len(timings) == len(out) else None
-    mine = plan(b, [current(b)])[0]
-    if played is not None and not played.cannot and played.seconds and mine.step_seconds and mine.bubble is not None:
-        b.step_ratio = played.seconds / mine.step_seconds
-        b.busy_ratio = (1 - played.bubble) / (1 - mine.bubble) if mine.bubble < 1 else 1.0
+    now = current(b)
+    for s in out:
+        own = _phases(b, now, s.stage, (s.layers, now.recomputed(s.stage, s.layers)), 1.0)
+        b.own_time[s.stage] = {k: v / b.micro for k, v in own.items()}
     return b
 
 
 def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, graph: LogicalGraph,
                  hardware: Profile | None) -> StageBasis:
     t = facts.table
-    cost = stage_cost(facts, rank_job(facts, rank, dump.path or ""), hardware=hardware)
+    cost = stage_cost(facts, hardware=hardware)
     stage = cost.stage or 0
     last = stage == (job.pipeline_stages.value or 1) - 1
     splits = {_name(k): v for k, v in weight_splits(t).items()}
@@ -254,27 +255,51 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
     for s in shards.values():
         if s.full_shape and s.forward_bytes is not None and s.backward_bytes is not None:
             fwd, bwd, elems = fwd + s.forward_bytes, bwd + s.backward_bytes, elems + math.prod(s.full_shape)
-    lt = walk(t, curve=True)
-    curve = lt.curve or []
-    start = next((s for s, u in lt.units if u == "optimizer"), len(curve))
-    flight = in_flight(cost.order, stage, job.pipeline_stages, job.micro_batches).count or 1
+    compute, optimizer = cost.lifetimes.parts if cost.lifetimes is not None else (None, None)
+    flight = in_flight(cost.order, stage, job.pipeline_stages, job.micro_batches, job.training).count or 1
     rows = [r for r in graph.layers if r.stage == stage]
     timing = cost.timing
     return StageBasis(
-        stage, rank, job.stage_layers.get(stage, []), params, _roles(curve[:start]), _roles(curve[start:]),
-        max((c[LIVE_ROLES.index("recompute")] for c in curve), default=0), flight,
+        stage, rank, job.stage_layers.get(stage, []), params, _roles(compute), _roles(optimizer),
+        cost.lifetimes.most.get("recompute", 0) if cost.lifetimes is not None else 0, flight,
         cost.memory.activations.per_micro.total if cost.memory.activations else 0, _layer_share(cost.memory),
         {r.layer: dict(r.flops) for r in rows},
-        {r.layer: _by_category_phase(r.comm.values()) for r in rows},
-        {} if timing is None else {k: timing.layer_time(k) for k in set(timing.layer_seconds) | set(timing.layer_exposed)},
+        _without_slice_gathers({r.layer: _by_category_phase(r.comm.values()) for r in rows}, facts),
+        {} if timing is None else _layer_time(timing),
         0.0 if timing is None else timing.tail.seconds,
         (fwd + bwd) / elems if elems else None,
-        _reduce_per_element(params, rows, (job.dp.value or 1) * (job.mp.value or 1)), timing,
+        _reduce_per_element(params, rows, (job.dp.value or 1) * (job.mp.value or 1)), timing, t.get("marked_outputs"),
         [f"stage {stage}: {n} parameter(s) of unknown size, not counted in any candidate's figures"
          for n in [sum(1 for p in cost.memory.params if p.bytes is None)] if n]
         + [f"stage {stage}: {n} weight(s) no operator with a strategy reads (their whole shape unknown): held as "
            "compiled in every candidate" for n in [sum(1 for q in params if q.role == "weight" and q.whole is None)]
            if n])
+
+
+def _without_slice_gathers(rows: dict[int | None, dict[tuple[str, str], int]], facts: ParallelFacts
+                           ) -> dict[int | None, dict[tuple[str, str], int]]:
+    """The layer rows less the compile's gathers of sliced activations (each in the row of the layer whose output
+    it gathers): a candidate has them or not by `_slice_gathers`."""
+    t = facts.table
+    nodes = t.get("by_key")
+    for c in facts.comm:
+        if c.instance == GATHER:
+            graph, _, key = c.node.rpartition("/")
+            row = rows.get(t("layer", nodes[graph][key]), {})
+            k = (c.category, c.phase)
+            if k in row:
+                row[k] -= c.step_bytes.total
+    return rows
+
+
+def _layer_time(timing: StageTiming) -> dict[int | None, dict[str, float]]:
+    """Per layer, its compute seconds by phase and its exposed communication (`timing.stage_timing`'s)."""
+    out: dict[int | None, dict[str, float]] = {}
+    for k in set(timing.layer_seconds) | set(timing.layer_exposed):
+        fwd, rec = timing.layer_forward.get(k, 0.0), timing.layer_recompute.get(k, 0.0)
+        out[k] = {"forward": fwd, "recompute": rec, "backward": timing.layer_seconds.get(k, 0.0) - fwd - rec,
+                  "exposed": timing.layer_exposed.get(k, 0.0)}
+    return out
 
 
 def _reduce_per_element(params: list[Param], rows: list[Any], ranks: int) -> float | None:
@@ -300,11 +325,8 @@ def _by_category_phase(uses: Iterable[Any]) -> dict[tuple[str, str], int]:
     return out
 
 
-def _roles(curve: list[tuple[int, ...]]) -> dict[str, int]:
-    if not curve:
-        return {}
-    top = max(curve, key=sum)
-    return {r: v for r, v in zip(LIVE_ROLES, top) if v}
+def _roles(live: tuple[int, ...] | None) -> dict[str, int]:
+    return {r: v for r, v in zip(LIVE_ROLES, live or ()) if v}
 
 
 def _param(p: Any, splits: dict, shards: dict, stage: int, last: bool) -> Param:
@@ -501,19 +523,77 @@ def _predict(b: Basis, c: Candidate, p: Plan, device_memory: int | None) -> None
     times: list[float] = []  # per micro batch
     work: list[float] = []  # compute FLOPs per micro batch: the bubble without a profile
     tails: list[float] = []
+    timings: list[StageTiming | None] = []
     for s, layers in enumerate(stage_layers(c, c.layers(b.layers))):
-        st, seconds, tail = _stage_plan(b, c, s, layers, (sb, sw))
+        st, phases, weights = _stage_plan(b, c, s, layers, (sb, sw))
+        src = _source(b, s, c.pp)[0]
         p.stages.append(st)
-        times.append(seconds / c.micro)
+        times.append(sum(phases.values()) / c.micro)
         work.append(st.figures["compute_flops"].value / c.micro)  # type: ignore[operator]
-        tails.append(tail)
-    # the pipeline's waits the formula does not see, as the compile's played step shows them (none without one)
-    step_ratio, busy_ratio = (b.step_ratio, b.busy_ratio) if c.pp > 1 else (1.0, 1.0)
-    if all(times):
-        p.step_seconds = (step_time(times, c.micro) + max(tails, default=0.0)) * step_ratio
-    p.bubble = min(1.0, max(0.0, 1 - (1 - bubble(times if all(times) else work, c.micro)) * busy_ratio))
+        tails.append(src.tail_seconds * weights)
+        timings.append(_timing(b, c, (s, src), phases, (weights, sb)))
+    # the step played out as summarize --cost plays the compile's (docs/timing.md §3); else the 1F1B formula
+    played = simulate([t for t in timings if t is not None]) if timings and None not in timings else None
+    if played is not None and not played.cannot and played.seconds:
+        p.step_seconds, p.bubble, p.played = played.seconds, played.bubble, played
+    else:
+        if all(times):
+            p.step_seconds = step_time(times, c.micro) + max(tails, default=0.0)
+        p.bubble = bubble(times if all(times) else work, c.micro)
     peak = p.peak_bytes
     p.fits = None if device_memory is None or peak is None else peak <= device_memory
+
+
+def _timing(b: Basis, c: Candidate, where: tuple[int, StageBasis], phases: dict[str, float],
+            scale: tuple[float, float]) -> StageTiming | None:
+    """Stage `s` of `c` as the step simulation plays it: the compile's units of its source stage `src`, each phase
+    scaled by the new stage's time over the source's (per micro batch), the tail by the weights (`scale[0]`), the
+    pipeline transfers by the micro-batch size (`scale[1]`). With the compile's stages and micro batches, its own
+    order and Send/Receive; else 1F1B (stage s of pp: min(pp - s, m) forwards, then one backward, one forward) of
+    its mean forward and backward units (the last backward apart: the gradient work after the last micro batch),
+    and one transfer each way per boundary and micro batch. None when the compile's step is not played."""
+    (s, src), (weights, sb) = where, scale
+    t = src.timing
+    if t is None or not t.order or not t.fixed:
+        return None
+    base = b.own_time.get(src.stage, {})
+    r = {k: v / c.micro / base[k] if base.get(k) else 1.0 for k, v in phases.items()}
+
+    def scaled(u: UnitTime) -> UnitTime:
+        return UnitTime(u.forward * r["forward"], u.backward * r["backward"], u.recompute * r["recompute"],
+                        u.optimizer, u.comm * r["exposed"], u.exposed * r["exposed"], u.hideable * r["exposed"])
+
+    tail = UnitTime()
+    tail.add(t.tail, weights)
+    if (c.pp, c.micro) == (b.pp, b.micro):
+        return StageTiming(s, t.rank, t.profile, t.order, True, {k: scaled(u) for k, u in t.units.items()}, tail,
+                           [replace(h, seconds=h.seconds * sb) for h in t.hops], 0, t.peak)
+    fwd = [t.units[k] for k in t.order if k[0] == "F"]
+    bwd = [t.units[k] for k in t.order if k[0] == "B"]
+    if not fwd or not bwd:
+        return None
+    w = one_f_one_b(c.pp, s, c.micro)
+    order: list[UnitKey] = [("F", i, None) for i in range(w)]
+    for i in range(c.micro - w):
+        order += [("B", i, None), ("F", w + i, None)]
+    order += [("B", i, None) for i in range(c.micro - w, c.micro)]
+    f, last, mid = scaled(_mean(fwd)), scaled(bwd[-1]), scaled(_mean(bwd[:-1] or bwd))
+    units = {k: f if k[0] == "F" else last if k[1] == c.micro - 1 else mid for k in order}
+    hop = sum(h.seconds for h in t.hops) / len(t.hops) * sb if t.hops else 0.0
+    hops = []
+    for i in range(c.micro):
+        if s > 0:
+            hops += [TimedHop("receive", s - 1, i, ("F", i, None), hop), TimedHop("send", s - 1, i, ("B", i, None), hop)]
+        if s < c.pp - 1:
+            hops += [TimedHop("send", s + 1, i, ("F", i, None), hop), TimedHop("receive", s + 1, i, ("B", i, None), hop)]
+    return StageTiming(s, s, t.profile, order, True, units, tail, hops, 0, t.peak)
+
+
+def _mean(units: list[UnitTime]) -> UnitTime:
+    out = UnitTime()
+    for u in units:
+        out.add(u, 1 / len(units))
+    return out
 
 
 _EXACT = "re-derived: each parameter's whole shape split by the new strategy"
@@ -540,8 +620,9 @@ _HOW = {
 
 
 def _stage_plan(b: Basis, c: Candidate, s: int, layers: list[int], scale: tuple[float, float]
-                ) -> tuple[StagePlan, float, float]:
-    """Stage `s` of `c` holding `layers`: its figures, its seconds per step and its optimizer tail."""
+                ) -> tuple[StagePlan, dict[str, float], float]:
+    """Stage `s` of `c` holding `layers`: its figures, its seconds per step by phase and its weights over its source
+    stage's (what its optimizer tail scales by)."""
     sb, sw = scale
     params = _stage_params(b, s, c.pp, layers, b.layers)
     if c.pp == 1 and c.micro == 1:  # neither a pipeline nor gradient accumulation: no accumulation buffers
@@ -568,10 +649,9 @@ def _stage_plan(b: Basis, c: Candidate, s: int, layers: list[int], scale: tuple[
         "activations_bytes": round(kept * flight),
         "compute_flops": round(sum(v for k, v in flops.items() if k != "optimizer")), "comm_bytes": sum(comm.values())}
     base_weights = sum(q.nbytes for q in src[0].params if q.role == "weight")
-    tail = src[0].tail_seconds * held["weight"] / max(1, base_weights)
     return (StagePlan(s, layers, {k: Figure(v, _HOW[k]) for k, v in values.items()},
                       {k: round(v) for k, v in flops.items()}, comm, sizes, held),
-            _seconds(b, c, s, (layers, rc), sw), tail)
+            _phases(b, c, s, (layers, rc), sw), held["weight"] / max(1, base_weights))
 
 
 def _stage_params(b: Basis, s: int, pp: int, layers: list[int], compiled: int) -> list[tuple[Param, int | None]]:
@@ -717,6 +797,9 @@ def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], s
     anew = sum(n for (kind, *_), n in slices.items() if kind == "sharded anew")
     if traffic or (anew and src.gather is not None):
         out["optimizer-parallel"] = traffic + anew * (src.gather or 0.0)
+    gathers = _slice_gathers(b, c, (layers, rc), sb)
+    if gathers:
+        out["other"] = out.get("other", 0) + gathers
     reduced = sum(n for (kind, *_), n in slices.items() if kind == "reduced")
     if reduced and src.reduce is not None:
         out["gradient-aggregation"] = reduced * src.reduce
@@ -726,17 +809,37 @@ def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], s
     return {k: round(v) for k, v in sorted(out.items()) if v}, {k: v for k, v in sizes.items() if k in out}
 
 
-def _seconds(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], sw: float) -> float:
+def _slice_gathers(b: Basis, c: Candidate, which: tuple[list[int], list[bool]], sb: float) -> float:
+    """Bytes per step of the AllGathers that bring back activations kept sliced (`slicing`): each layer's marked
+    output read by the next layer on the stage when that one is recomputed, sliced over the ranks holding identical
+    copies of it (its split re-derived: dimension 0, the batch, by dp; another split dimension as mp's) when its
+    dimension 0 at the new micro-batch size divides by them; once per micro batch, the whole output."""
     layers, rc = which
-    merged, extra = _rows(b, s, c.pp, "layer_seconds")
-    fl, _ = _rows(b, s, c.pp, "layer_flops")
+    marked = {m.layer: m for st in b.stages for m in st.marked if m.layer is not None}
+    if not marked:
+        return 0.0
+    out = 0.0
+    for i, x in enumerate(layers[:-1]):
+        m = marked.get(x % b.layers)
+        if m is None or not rc[i + 1] or m.split is None or not m.dim0 or not m.nbytes or not m.runs:
+            continue
+        split = [c.dp if d == 0 else (v * c.mp // b.mp if v > 1 else 1) for d, v in enumerate(m.split)]
+        copies = c.dp * c.mp // max(1, math.prod(split))
+        dim0 = m.dim0 * sb
+        if copies > 1 and dim0 == int(dim0) and int(dim0) % copies == 0:
+            out += m.nbytes * sb * m.runs * c.micro / b.micro
+    return out
+
+
+def _phases(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], sw: float) -> dict[str, float]:
+    """Stage `s`'s seconds per step by phase (and its exposed communication): the compile's per layer x micro batches
+    x micro-batch size / (new mp / compiled mp); a layer's recompute dropped where it is not recomputed."""
+    layers, rc = which
+    merged, extra = _rows(b, s, c.pp, "layer_time")
     k = sw * c.micro / b.micro
-    total = 0.0
-    for x, on in zip(layers, rc):
-        sec = _scale_layers(merged, [x])[0] if merged else 0.0
-        f = _scale_layers(fl, [x])[0] if fl else {}
-        if b.recompute and not on and f:
-            work = sum(v for ph, v in f.items() if ph != "optimizer")
-            sec *= 1 - f.get("recompute", 0) / work if work else 1
-        total += sec * k
-    return total + sum(extra) * k
+    out = dict.fromkeys(("forward", "backward", "recompute", "exposed"), 0.0)
+    for row, on in zip(_scale_layers(merged, layers) + extra, rc + [any(rc)] * len(extra)):
+        for ph, v in row.items():
+            if ph != "recompute" or on:
+                out[ph] += v * k
+    return out
