@@ -234,7 +234,7 @@ def _own_category(t: NodeFacts, n: Node) -> tuple[str, str] | None:
         found = all_to_all_purpose(n, t.get("node_index"), lambda m: _three_d_weight(t, m))
         if found is not None:
             category, rule = found
-    elif n.op in ("AllGather", "ReduceScatter") and rule in ("R6", "R6k", "R7", "R7k") and \
+    elif n.op in ("AllGather", "ReduceScatter") and rule in ("R6", "R6k", "R7", "R7k", "R10") and \
             t("evidence", n) != "backward":
         seq = sequence_parallel(n, rule, t.get("node_index"))
         if seq is not None:
