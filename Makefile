@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 FIXTURE := fixtures/mindir/semi_auto_8p/rank_0/19_validate_0078.ir.xz
 SHARED := ../shared/fixtures/mindir
 
-.PHONY: run test install system lint fidelity bench fuzz clean
+.PHONY: run test install system lint fidelity bench fuzz mutate clean
 
 $(BIN)/irtool: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -49,6 +49,11 @@ fidelity: install
 ## Speed and memory on the large dump (needs ../shared).
 bench: install
 	$(BIN)/python bench/parse_bench.py
+
+## Mutation run (docs/mutation.md): plausible one-line bugs in the shared rules, each in a copy of the tree, against
+## the real output and the tests; one mutant at a time, niced (about an hour on 2 busy cores). Not part of `make test`.
+mutate: install
+	nice -n 10 $(BIN)/python tools/mutate.py --out docs/mutation.md
 
 ## Coverage-guided fuzzing for a set time.
 fuzz: install

@@ -27,7 +27,6 @@ sys.path.insert(0, str(ROOT))
 from irtool.parallel import plan as P  # noqa: E402
 from irtool.parallel.balance import stage_cost  # noqa: E402
 from irtool.parallel.hardware import load_profile  # noqa: E402
-from irtool.parallel.job import rank_job  # noqa: E402
 from irtool.parallel.timing import StageTiming, simulate  # noqa: E402
 from irtool.plan import read_basis  # noqa: E402
 from irtool.selection import Selection  # noqa: E402
@@ -65,7 +64,7 @@ def compiled(folder: str) -> dict[int, dict]:
     timings: dict[int, StageTiming] = {}
     for rank in sorted(sel.files):
         got = sel.read(rank)
-        cost = stage_cost(got.facts, rank_job(got.facts, rank, got.file), hardware=PROFILE)
+        cost = stage_cost(got.facts, hardware=PROFILE)
         out[rank] = {"stage": got.stage, **{r: cost.memory.role_bytes(r).total for r in ROLES},
                      "comm": cost.comm.total,
                      "peak": dry[str(rank)]["memory_block_csv_max_actual_used_B"] if dry else None}
@@ -135,7 +134,7 @@ def main() -> int:
     print("configurations by peak memory (fullest rank), predicted: " + " < ".join(by_pred))
     print("                                            dry run:   " + " < ".join(by_real))
     print(f"order {'right' if by_pred == by_real else 'WRONG'}")
-    cands = P.candidates(basis, 8, 16, micro=(1, 2, 3, 5, 6, 8, 16))[:100]
+    cands = [c for c in P.candidates(basis, 8, 16, micro=(1, 2, 3, 5, 6, 8, 16)) if not P.refusals(basis, c, 8)][:100]
     while len(cands) < 100:
         cands += cands[: 100 - len(cands)]
     start = time.process_time()

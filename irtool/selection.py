@@ -32,7 +32,7 @@ from .dumpdir import Progress, RankFile, Unreadable, iter_ranks, rank_facts, ran
 from .errors import InputError, IrtoolError, SelectionError
 from .ir import Dump, load
 from .parallel import ParallelFacts, analyze
-from .parallel.job import Job, JobFold, RankJob, rank_job
+from .parallel.job import Job, JobFold, RankJob
 from .parallel.order import StageOrder
 from .present import rank_list
 
@@ -146,6 +146,8 @@ class Selection:
     unreadable: list[Unreadable] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # with lenient: each bad node or line skipped, located
     ignored: list[str] = field(default_factory=list)  # dump files outside the `rank_N/` folders
+    # the job of every rank selected, folded once (`job`, or by a command that read every rank: `diff`)
+    folded_job: Job | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, path: str, stage: int | None = None, pass_name_: str | None = None,
@@ -169,6 +171,16 @@ class Selection:
     def wants(self, stage: int | None) -> bool:
         """Whether a dump analysed as on `stage` is selected."""
         return self.stage is None or selected_stage(stage) == self.stage
+
+    def job(self, progress: Progress | None = None) -> Job:
+        """The job of every rank selected (whatever `--stage`), each rank's read in the policy's workers and folded
+        once (`JobFold`): every command reading this selection reads this one."""
+        if self.folded_job is None:
+            fold = JobFold()
+            for got in self.stream(progress, of=rank_job_of, every_stage=True):
+                fold.add(got)
+            self.folded_job = fold.job()
+        return self.folded_job
 
     def require(self, stages: Iterable[int | None], where: str | None = None) -> None:
         require_stage(where or self.path, self.stage, stages, self.unreadable)
@@ -321,15 +333,12 @@ class Selection:
 def rank_job_of(rank: RankFile, lenient: bool = False, deep: bool = False) -> RankJob:
     """What one rank shows of the job (runs in a worker process; `deep` is not used)."""
     dump = rank.load(lenient)
-    return rank_job(analyze(dump, rank.rank), rank.rank, rank.path)
+    return analyze(dump, rank.rank).job
 
 
 def job_of(sel: Selection, progress: Progress | None = None) -> Job:
-    """The job of what `sel` selects: every rank's (read in the policy's workers), whatever `--stage`."""
-    fold = JobFold()
-    for got in sel.stream(progress, of=rank_job_of, every_stage=True):
-        fold.add(got)
-    return fold.job()
+    """The job of what `sel` selects: every rank's, whatever `--stage` (`Selection.job`, folded once)."""
+    return sel.job(progress)
 
 
 def logical_of(sel: Selection, progress: Progress | None = None, job: Job | None = None) -> LogicalGraph:
@@ -338,7 +347,7 @@ def logical_of(sel: Selection, progress: Progress | None = None, job: Job | None
     as the user wrote it is all of them)."""
     from .parallel.logical import logical_graph  # the cost records: only diff and view across configurations
 
-    job = job_of(sel, progress) if job is None else job
+    job = sel.job(progress) if job is None else job
     every = Selection(sel.path, dict(sel.files), sel.pass_name, None, sel.policy, partial=sel.partial)
     stages = every.per_stage()
     sel.unreadable += [u for u in every.unreadable if u not in sel.unreadable]

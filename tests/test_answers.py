@@ -16,7 +16,8 @@ from irtool.diff import diff_dirs
 from irtool.diff.match import align_scopes
 from irtool.parallel.layers import ScopeIndex, layer_comm, layer_of
 from irtool.parallel.optimizer import optimizer_shards
-from irtool.parallel.traffic import wire_bytes
+from irtool.parallel.rules import COMM_OPS
+from irtool.parallel.traffic import COLLECTIVE, collective_of, formula, wire_bytes
 from irtool.report.summary import comm_layers
 
 SEMI = "semi_auto_8p/rank_0/19_validate_0078.ir.xz"
@@ -151,9 +152,10 @@ def test_layers_gpt_small() -> None:
     assert sum(r.count for r in rows.values()) == 60
     # the stage's forward Sends carry layer 1's output: layer 1's
     assert rows["layer 1"].by_category["pipeline"] > 0 and rows["layer 0"].by_category["pipeline"] == 0
-    # forward, backward and recompute of one layer land in one row by scope too (`--by-scope-depth`, nodes of no layer)
+    # a node of no layer counts in its cell: forward, backward and recompute of one cell in one row, never cut at a
+    # repeated cell's index (which layer a node is work of is the `layer` fact's to say, not its scope's)
     assert layer_of("Gradients/recompute_Default/n-GPT/layers-CellList/0-DecoderLayer/a-Attention/Grad_X/AllReduce-op0") \
-        == "Default/n-GPT/layers-CellList/0-DecoderLayer"
+        == "Default/n-GPT/layers-CellList/0-DecoderLayer/a-Attention"
     assert layer_of("Default/net/layers.3-Block/AllReduce-op1") == "Default/net/layers.3-Block"
     assert layer_of("Default/net/layers.3-Block/AllReduce-op1", depth=2) == "Default/net"
 
@@ -232,6 +234,17 @@ def test_wire_formula() -> None:
     assert wire_bytes("AlltoAll", 128, 2) == 64
     assert wire_bytes("Send", 1024, None) == 1024
     assert wire_bytes("AllReduce", 1024, None) is None and wire_bytes("AllReduce", None, 2) is None
+    # one table says which collective an operator performs, for the wire bytes, their formula and the time
+    # model alike (timing read name fragments, the report's formula column its own spellings: `AllToAllV`,
+    # `ReduceScatterV` had no formula there)
+    assert COMM_OPS - COLLECTIVE.keys() == {"Broadcast", "Reduce", "Barrier", "CollectivePermute", "BatchISendIRecv"}
+    assert {op: collective_of(op) for op in ("_MirrorMicroStepOperator", "_MiniStepAllGather", "AllToAllV",
+                                             "_HostReduceScatter", "NeighborExchangeV2", "Broadcast")} == {
+        "_MirrorMicroStepOperator": "AllReduce", "_MiniStepAllGather": "AllGather", "AllToAllV": "AlltoAll",
+        "_HostReduceScatter": "ReduceScatter", "NeighborExchangeV2": "Send", "Broadcast": None}
+    assert formula("AllToAllV") == "(n-1)/n * S" and formula("ReduceScatterV") == formula("ReduceScatter")
+    assert formula("InnerCommIsend") == "S" and formula("Broadcast") is None
+    assert wire_bytes("Broadcast", 1024, 8) is None and wire_bytes("NeighborExchange", 1024, 8) == 1024
 
 
 def test_summary_json_and_text() -> None:

@@ -178,6 +178,17 @@ def test_text_and_markdown_output() -> None:
     assert f"| rank_1/{V}:2257 | Send micro 2 tag 2 (4, 64) Float32 to rank 5 |" in md
 
 
+def test_the_summary_of_disagreeing_ranks_takes_the_compiled_micro_batches() -> None:
+    # `xzcat rank_R/19_validate_0078.ir.xz | grep -o 'micro: I64([0-9]*)' | sort -u`: ranks 0-4, 6, 7 print micro
+    # 0-3 (4 micro batches, make.py's micro_size), rank 5 only 0-1 (compiled with 2 on purpose). The job's count is
+    # the 4 the other seven ranks show, rank 5's 2 said beside it.
+    r = CliRunner().invoke(main, ["summarize", "--format", "json", str(FIXTURES / "check_micro_mismatch_8p")])
+    job = json.loads(r.output)["job"]
+    assert job["micro_batches"]["value"] == 4 and "/rank_0/" in job["micro_batches"]["evidence"]
+    [note] = [n for n in job["notes"] if n.startswith("ranks disagree on the number of micro batches: 2 (")]
+    assert "/rank_5/" in note.split(";")[0] and "; 4 (" in note
+
+
 # --- causes and coverage (issue 18, item 3)
 
 def test_micro_mismatch_is_one_cause(micro_validate) -> None:

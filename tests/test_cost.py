@@ -22,7 +22,7 @@ from irtool.cli import main
 from irtool.parallel import analyze
 from irtool.parallel.balance import Advice, SplitEstimate, balance, bubble, in_flight, stage_cost
 from irtool.parallel.cost import compute_cost, op_flops
-from irtool.parallel.job import Evidence, job_of, rank_job
+from irtool.parallel.job import Evidence, job_of
 from irtool.parallel.memory import compute_memory
 from irtool.parallel.records import Bytes
 from irtool.present.cost import offset
@@ -81,8 +81,8 @@ def _stage_costs(folder: Path = SCEN, ranks: tuple[int, ...] = (0, 2, 4, 6), nam
         path = str(folder / f"rank_{r}" / name)
         dump = load(path)
         facts = analyze(dump, r)
-        jobs.append(rank_job(facts, r, path))
-        costs.append(stage_cost(facts, jobs[-1]))
+        jobs.append(facts.job)
+        costs.append(stage_cost(facts))
     return costs, job_of(jobs)
 
 
@@ -197,7 +197,7 @@ def test_activations_of_one_micro_batch_by_hand() -> None:
     # (validate's Depend edges) holds 3 at once
     dump = load(str(SCEN / "rank_2/19_validate_0078.ir.xz"))
     facts = analyze(dump, 2)
-    sc = stage_cost(facts, rank_job(facts, 2, dump.path))
+    sc = stage_cost(facts)
     assert sc.memory.activations.per_micro == Bytes(16512, 3, 0)
     f = in_flight(sc.order, 1, Evidence(4, ""), Evidence(4, ""))
     assert f.count == 3 and "F0 F1 F2 B0 F3 B1 B2 B3" in f.how
@@ -277,6 +277,31 @@ def test_advice_against_a_hand_evaluation() -> None:
     # stage 2 (2 in flight: F0 F1 B0 ...) loses layer 6 and gains layers 4 (LayerNorm 4224 + ReLU 8192 kept; its Add
     # output is sent on) and 5 (16,512)
     assert a.advised.memory[2].total == now[2] - static - 2 * 16512 + 2 * static + 2 * (12416 + 16512)
+
+
+def test_advice_of_three_stages_against_a_hand_evaluation() -> None:
+    # pipeline_3stage_24p_m5 (make.py: 7 alike Blocks split 3/2/2 by STAGE_OF_LAYER, 5 micro batches of 3 rows per
+    # rank). Work outside the layers (`xzcat rank_N/*validate* | grep MatMul`): stage 0 runs proj_in, x (3, 32) @ w_in
+    # (32, 32) (mp 2 of (32, 64)): 2*3*32*32 = 6,144 FLOPs forward and as many for its weight's gradient (the input
+    # has none), x 5 micro batches = 61,440; stage 2 runs proj_out (3, 32) @ (32, 10): 1,920 forward + 3,840 backward,
+    # x 5 = 28,800, and the loss; stage 1 runs no MatMul outside its layers.
+    costs, job = _stage_costs(FIXTURES / "pipeline_3stage_24p_m5", (0, 8, 16))
+    a = balance(costs, job).advice
+    layer, fixed = {}, []
+    for c in costs:
+        per = c.cost.layer_compute()
+        layer.update({k: v[0] for k, v in per.items() if k is not None})
+        fixed.append(c.cost.compute - sum(v[0] for k, v in per.items() if k is not None))
+    assert fixed[0] >= 61_440 > fixed[2] - 28_800 >= 0 and fixed[1] < 28_800 < fixed[2] < fixed[0]
+    assert a.current.groups == [[0, 1, 2], [3, 4], [5, 6]]
+    # any split of 7 layers over 3 stages puts 3 layers on one stage, and the Blocks cost alike (within far less than
+    # the stages' fixed work differs): the lightest heaviest stage is the 3 layers on stage 1, which runs no
+    # work of its own: 2/3/2, not the compiled 3/2/2 (proj_in beside 3 layers) nor 2/2/3 (proj_out and the loss)
+    assert max(layer.values()) - min(layer.values()) < (fixed[2] - fixed[1]) / 10
+    assert a.advised.groups == [[0, 1], [2, 3, 4], [5, 6]] and offset(a, a.advised) == [0, 1, 0]
+    loads = [fixed[0] + layer[0] + layer[1], fixed[1] + layer[2] + layer[3] + layer[4], fixed[2] + layer[5] + layer[6]]
+    assert a.advised.loads == loads and a.advised.heaviest == loads[1]
+    assert max(loads) < fixed[0] + layer[0] + layer[1] + layer[2] == a.current.loads[0]
 
 
 def test_mindformers_offset_semantics() -> None:
@@ -367,7 +392,7 @@ def test_dynamic_shapes_count_unknowns_never_zero() -> None:
                                   and "duplicated: Bool(1)" not in ln and "(-1, " in text.splitlines()[i + 1])
     dump = load(str(path))
     facts = analyze(dump, 0)
-    sc = stage_cost(facts, rank_job(facts, 0, str(path)))
+    sc = stage_cost(facts)
     assert sc.cost.matmul_forward_unknown == forward_matmuls_unknown > 0 and sc.cost.matmul_forward == 0
     acts = sc.memory.activations.per_micro
     assert acts.unknown > 0

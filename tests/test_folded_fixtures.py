@@ -64,4 +64,8 @@ def test_manifest_records_stage_and_peers(folder: str) -> None:
 def test_folded_segments_are_said_as_segments(folder: str, said: str) -> None:
     out = CliRunner().invoke(main, ["summarize", str(FIXTURES / folder)]).output
     assert said in out.splitlines()[1]
+    # no node of either folder runs on a world group (`grep 'group: "[a-z]*_world_group"'` finds none: only
+    # `group_back`); rank 0's first Send goes to rank 4 on stage 1 (folded: line 622 `group_rank_ids: (4, 0)`), so a
+    # stage holds 4 ranks, and 2 stages: world 4 x 2 = 8, not unknown
+    assert out.splitlines()[1].startswith("Job: world 8, dp 2 x mp 2 x pp 2, ")
     assert ("segments per stage" in out) == (folder == "pipeline_folded_8p")

@@ -45,6 +45,8 @@ def test_each_rank_on_its_configured_stage(folder: str, rank: int, stage: int, p
         assert len(p2p) == hops and {c.category for c in p2p} == {"pipeline"}
         assert {c.op for c in p2p} == {"Send" if stage == 0 else "Receive"}
         assert {c.peer_rank for c in p2p} == {peer}
+        # a forward Send goes to the next stage, a forward Receive comes from the previous: with 2 stages, 1 - stage
+        assert {c.peer_stage for c in p2p} == {1 - stage}
         assert sorted(c.micro for c in p2p) == list(range(hops))  # one hop per micro batch
 
 
@@ -124,6 +126,12 @@ def test_an_inference_stage_keeps_no_micro_batch_for_a_backward() -> None:
     for s in (0, 1):
         assert f"  stage {s}: micro batches in flight: 0 (no backward work: no activations are kept for one " \
                "(inference))" in out.splitlines()
+    # the viewer's execution-order graph says what the cost says (one decider, `balance.in_flight`): it said `—` on
+    # both stages, from the order alone
+    from irtool.view.models import models_for
+
+    groups = models_for(str(FIXTURES / "inference_pp_4p_m2")).graphs[1]["groupNodeAttributes"]
+    assert [g["micro batches in flight"] for k, g in groups.items() if k.startswith("stage")] == ["0", "0"]
 
 
 def test_stages_that_tie_are_two_stages_in_the_balance() -> None:

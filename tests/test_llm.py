@@ -4,6 +4,7 @@ their size, the borrowed instance name of 2D tensor parallelism, layers of code 
 layer's scope. Every figure is worked out by hand from the dump lines quoted next to it."""
 from __future__ import annotations
 
+import json
 import lzma
 from collections import Counter
 
@@ -15,7 +16,7 @@ from irtool.cli import main
 from irtool.parallel import analyze
 from irtool.parallel.balance import balance, stage_cost
 from irtool.parallel.cost import bytes_moved, compute_cost, kept_scores
-from irtool.parallel.job import job_of, rank_job
+from irtool.parallel.job import job_of
 
 MOE = "mindformers_moe_dp2mp2pp2_ep2"
 MOE0 = f"{MOE}/rank_0/19_validate_0091.ir.xz"
@@ -66,7 +67,7 @@ def test_moe_rank_has_no_operator_of_unknown_cost_but_shapes_it_cannot_fill() ->
     assert c.dynamic == Counter({"GroupedMatmul": 16, "Swiglu": 4, "SwigluGrad": 2})
     assert c.dynamic_bound == 2 * c.dynamic_flops
     # the `micro` marks are on the call nodes of the reused forward and bprop graphs
-    assert rank_job(facts, 0, MOE0).micro.value == 4
+    assert facts.job.micro.value == 4
 
 
 def test_memory_bound_operators_count_bytes_moved() -> None:
@@ -108,8 +109,8 @@ def test_ring_attention_sparse_modes() -> None:
 def test_moe_balance_includes_experts_and_attention() -> None:
     dumps = {r: load(fixture(f"{MOE}/rank_{r}/19_validate_0091.ir.xz")) for r in (0, 4)}
     facts = {r: analyze(d, r) for r, d in dumps.items()}
-    jobs = [rank_job(f, r, dumps[r].path) for r, f in facts.items()]
-    costs = [stage_cost(facts[j.rank], j) for j in jobs]
+    jobs = [f.job for f in facts.values()]
+    costs = [stage_cost(facts[j.rank]) for j in jobs]
     b = balance(costs, job_of(jobs))
     # both stages run the same two MoE layers' experts (2 x 2 GroupedMatmul forward per micro batch); stage 1
     # adds the lm head and loss: 1.2x the forward FLOPs, not the 1.8x of MatMuls alone
@@ -149,6 +150,18 @@ def test_job_and_headline_show_ep_sp_cp() -> None:
     assert r.output.splitlines()[1].startswith("Job: world 8, dp 2 x mp 2 x pp 2 x sp 2,")
     r = CliRunner().invoke(main, ["summarize", fixture(RING0)])
     assert " x cp 2," in r.output.splitlines()[1]
+
+
+def test_dp_under_context_parallelism_by_hand() -> None:
+    # flash_sp_sendrecv_8p rank 0 validate (`xzcat | grep -n`): line 218 `Send` on nccl_world_group with
+    # group_rank_ids (0, 1, ..., 7): world 8; line 449 `AllReduce` forward_op on (0, 1): mp 2; line 230
+    # `FlashAttentionScore` (layout BSH) in_strategy ((2, 2, 2), ...): the sequence split 2 ways over the ring of lines
+    # 218/224 (Send to / Receive from rank 2, FLASH_SP_COMM_TYPE): cp 2. The weights' gradients are
+    # reduced over (0, 2, 4, 6) (line 959, grad_mirror): dp x cp = 4 ranks hold each weight. So dp = 8 / (2 x 2) = 2,
+    # not 8 / mp 2 = 4.
+    job = json.loads(CliRunner().invoke(main, ["summarize", "--format", "json",
+                                               fixture("flash_sp_sendrecv_8p/rank_0/19_validate_0078.ir.xz")]).output)["job"]
+    assert [job[k]["value"] for k in ("world_size", "mp", "cp", "dp")] == [8, 2, 2, 2]
 
 
 def test_sequence_parallel_gather_and_scatter_pair() -> None:
@@ -203,11 +216,11 @@ def test_lazy_adam_is_named_by_its_cell_and_its_states_found_by_use() -> None:
     # line 702 `%78(success) = Adam(%para6_w_down, %para14_moment1.w_down, %para18_moment2.w_down, ...)`, scope
     # `Default/optimizer-LazyAdam/Adam-op0`: nn.LazyAdam updates its dense parameters with `Adam` (line 738 the
     # sparse one with FusedSparseLazyAdam); the optimizer the user chose is LazyAdam
-    opt = rank_job(facts, 0, rel).optimizer
+    opt = facts.job.optimizer
     assert opt.value == "LazyAdam" and opt.where.endswith(":702 (Adam in LazyAdam)")
     # `# Params` lines 23-26, 31-38 (Float32): weight1 (8, 32) 1,024 + weight2 (32) 128 + w_up (32, 16) 2,048 +
     # w_down (16, 32) 2,048 = 5,248 B of weights; moment1.* and moment2.* (the update's inputs 2 and 3) twice that
-    sc = stage_cost(facts, rank_job(facts, 0, rel))
+    sc = stage_cost(facts)
     assert (sc.memory.role_bytes("weight").total, sc.memory.role_bytes("optimizer-state").total) == (5_248, 10_496)
 
 

@@ -607,3 +607,21 @@ def test_sizes_before_the_parallel_pass_are_whole() -> None:
         job = job_of(Selection.of(str(F / "gpt_large_perf" / "rank_0" / name)))
         assert (job.hidden_size.value, job.vocab_size.value, job.sequence_length.value, job.ffn_size.value,
                 job.heads.value) == (512, 32000, 256, 2048, 8), name
+
+
+def test_every_job_field_is_decided_by_one_pass() -> None:
+    """The folder's job is made by `FOLD_PASSES`, a rank's by `JOB_PASSES` (part of the fact table's `PASSES`): each
+    field decided by exactly one pass, and a pass reads only what the passes before it decided."""
+    from dataclasses import fields
+
+    from irtool.parallel.facts import PASSES
+    from irtool.parallel.job import FOLD_PASSES, JOB_PASSES, Job, JobFold
+
+    provided = [f for p in FOLD_PASSES for f in p.provides if not f.startswith("_")]
+    assert sorted(provided) == sorted(f.name for f in fields(Job))
+    decided: set[str] = set()
+    for p in FOLD_PASSES:
+        assert set(p.needs) <= decided, p.name
+        decided.update(p.provides)
+    assert all(p in PASSES for p in JOB_PASSES)
+    assert JobFold().job().pipeline_stages.value == 1  # no rank: one stage, nothing else known

@@ -16,7 +16,6 @@ from conftest import FIXTURES, fixture
 import irtool
 from irtool.cli import main
 from irtool.parallel import analyze
-from irtool.parallel.job import rank_job
 from irtool.parallel.order import classify, stage_order
 
 P4 = "pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz"
@@ -351,7 +350,7 @@ def test_ranks_per_stage_from_a_pipeline_peer_not_the_largest_group() -> None:
     # (0, 1, 2, 3, 4, 5, 6, 7), ...}`: MindSpore numbers ranks stage by stage, so a stage holds 4 - 0 = 4 ranks, and 8 /
     # 4 = 2 stages (the largest group read 8 / 2 = 4 stages, dp 1).
     path = str(FIXTURES / "inference_pp_8p_m4/rank_0/19_validate_0082.ir.xz")
-    r = rank_job(analyze(irtool.load(path)), 0, path)
+    r = analyze(irtool.load(path), 0).job
     assert max(r.stage_sizes) == 2 and r.span.value == 4 and r.span.where.endswith(":259 (Send with rank 4 on stage 1)")
     out = CliRunner().invoke(main, ["summarize", path, "--format", "json"])
     job = json.loads(out.stdout)["job"]
@@ -386,3 +385,36 @@ def test_a_send_is_placed_after_the_receive_it_depends_on() -> None:
     assert " ".join(o.work) == "F0 F1 F2 B0 F3 B1 B2 B3"
     lines = [c.line for c in o.hops]
     assert lines.index(671) < lines.index(680) and lines.index(982) < lines.index(991)
+
+
+@pytest.mark.parametrize("rel", ["mindformers_llama_pp4_interleaved/rank_6/19_validate_0089.ir.xz",
+                                 "dryrun_llama_dp2mp2pp2/rank_4/graph_build_0_0154.ir.xz"])
+def test_one_unit_of_work_per_node_in_the_order_the_lifetimes_and_the_timing(rel: str) -> None:
+    """The order, the lifetime walk and the timing put every node in the same unit of work (the `unit` fact): a
+    chunked stage (interleaved, chunks 0 and 1) and a kernel graph (micro batches inlined in execution order)."""
+    from irtool.parallel.lifetime import _unit
+    from irtool.parallel.order import unit_label, unit_nodes
+    from irtool.parallel.timing import _bucket
+
+    facts = analyze(irtool.load(fixture(rel)))
+    t = facts.table
+    o = stage_order(t)
+    placed = unit_nodes(t)
+    # the stage's chunks: the order's (its work's `chunk`) are the job's (its pipeline hops' `chunk`)
+    assert o.chunks == facts.job.chunks == ([0, 1] if "interleaved" in rel else [])
+    assert {u.key for u in o.units} == set(placed)
+    labels = {u.label for u in o.units}
+    for key, nodes in placed.items():
+        for n in nodes:
+            assert _unit(t, n)[0] == unit_label(key) and _bucket(t, n, o.chunks, True) == key, (n.line, key)
+    for n in t.column("micro"):
+        label = _unit(t, n)[0]
+        assert label is None or label == "optimizer" or label in labels, (n.line, label)
+    # the lifetime walk's picture marks only units the order has
+    assert {u for _, u in t.get("lifetimes").units} <= labels | {"optimizer"}
+    if o.chunks:
+        # line 390 `%65(dx) = PrimFunc_RealDiv(...)` prints `micro: I64(7)`, no `chunk`: micro 7's backward runs on
+        # chunks 0 and 1, so it is in neither unit (the lifetime walk called it `B7`, a unit no order has)
+        (n,) = [n for n in t.dump.nodes() if n.line == 390]
+        assert (n.op, t("micro", n), t("unit", n), _unit(t, n)[0]) == ("RealDiv", 7, None, None)
+        assert _bucket(t, n, o.chunks, True) == ("each", "B", None)

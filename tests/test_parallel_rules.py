@@ -128,6 +128,21 @@ def test_flash_sp_exchange_inherits_the_backward_phase() -> None:
     assert (comm[1088].rule, comm[1088].phase) == ("R9", "backward")
 
 
+def test_a_graph_called_only_from_backward_graphs_is_backward() -> None:
+    # pipeline_4stage_lazy_8p rank_0 validate: the GPT cell's bprop graph @2537_..._◂742_..._GPT_construct_11503
+    # (line 3791) runs only where its 8 closure calls print `is_bp: Bool(1)` (line 6511 for micro 0, 6565, ...); in it,
+    # line 3948 `call @2538_..._DecoderLayer_construct_11472(...)`, that graph's one call (line 5367 defines it).
+    # So the decoder layer's bprop graph runs in the backward, and so do its nodes that print no evidence of their own:
+    # line 5371 `TensorMove(%0)`, 6101 `TensorMove(%48)`, 6123/6126 `TupleGetItem(%51, ...)`, 6328/6331 of `%3`.
+    t = analyze(irtool.load(fixture("pipeline_4stage_lazy_8p/rank_0/19_validate_0087.ir.xz"))).table
+    lines = (3948, 5371, 6101, 6123, 6126, 6328, 6331)
+    nodes = {n.line: n for n in t.dump.nodes() if n.line in lines}
+    assert {line: (n.op, t("phase", n)) for line, n in nodes.items()} == {
+        3948: ("(call)", "backward"), 5371: ("TensorMove", "backward"), 6101: ("TensorMove", "backward"),
+        6123: ("TupleGetItem", "backward"), 6126: ("TupleGetItem", "backward"), 6328: ("TupleGetItem", "backward"),
+        6331: ("TupleGetItem", "backward")}
+
+
 def test_ring_attention_neighbor_exchange_is_context_parallel_without_stage() -> None:
     comm = _by_line("flash_attention_sp_8p/rank_0/19_validate_0078.ir.xz")
     # line 173 `%30 = NeighborExchange(%29) primitive_attrs: {... FLASH_INDEX: "0_0", ...}`

@@ -311,3 +311,18 @@ def test_summarize_names_the_ranks_not_in_the_folder_apart_from_the_unreadable(t
     head = res.stdout.splitlines()[0]
     assert head.startswith("5 ranks, 2 pipeline stages (stage 0: ranks 0, 1; stage 1: ranks 4, 6, 7); "
                            "ranks 2, 3 of world 8 not in the folder; 1 rank not read (below)"), head
+
+
+def test_a_rank_of_unknown_stage_is_said_unknown_never_stage_0() -> None:
+    """step_parallel_begin is only dumped by ranks 0 and 4 of pipeline_2stage_8p, before the parallel pass
+    gives its Send/Receive a stage: rank 4's first Receive (`xz -dc rank_4/step_parallel_begin_0018.ir.xz`
+    line 2114, `src_rank: I64(0)`) receives from stage 0, so rank 4 is not on stage 0, whatever else it is.
+    The job files neither rank under a stage: it says them of unknown stage, in text, JSON and Markdown."""
+    args = (PIPE, "--pass", "step_parallel_begin")
+    job = json.loads(_cli("summarize", *args, "--format", "json").stdout)["job"]
+    assert job["stage_ranks"] == {} and job["stages_read"] == [] and job["stage_unknown"] == [0, 4]
+    assert job["pipeline_stages"]["value"] is None and "stages 0" not in job["pipeline_stages"]["unknown"]
+    for fmt in ("text", "markdown"):
+        out = _cli("summarize", *args, "--format", fmt).stdout
+        assert "ranks 0, 4 of unknown stage" in out and "stage unknown" in out, fmt
+        assert "stage 0" not in out.lower() and "no pipeline stage" not in out.lower(), fmt

@@ -201,3 +201,20 @@ def test_members_from_the_name_are_the_members_validate_prints(rank: int) -> Non
     assert len(named) == 3 and all(ranks is not None for ranks in named.values())
     assert named == {name: printed[name] for name in named}
     assert all(rank in ranks for ranks in named.values())
+
+
+
+def test_a_middle_stage_sends_both_ways_by_phase() -> None:
+    # pipeline_4stage_lazy_8p rank_4, validate: stage 2 (`stage: I64(2)` on each of its 32 Send/Receive), all on the
+    # lazy-inline group of one rank per stage, group_rank_ids (0, 2, 4, 6), whose `dest_rank`/`src_rank` index it.
+    # `grep '= Send('` / `'= Receive('`, with or without `forward_unique_id` (backward): 8 of each kind; forward
+    # Receives `src_rank: I64(1)` (rank 2) e.g. line 6247, forward Sends `dest_rank: I64(3)` (rank 6) e.g. 6271,
+    # backward Receives (of those Sends) `src_rank: I64(3)` e.g. 6292, backward Sends (of those Receives)
+    # `dest_rank: I64(1)` e.g. 6337. A backward hop runs the other way of its forward one: from stage 3, to stage 1
+    # (a Send to a lower rank is no wrap into stage 0 when it is backward).
+    comm = [c for c in analyze(irtool.load(str(_file("pipeline_4stage_lazy_8p", 4, "validate")))).comm if c.direction]
+    assert Counter((c.phase, c.op, c.peer_rank, c.peer_stage) for c in comm) == {
+        ("forward", "Receive", 2, 1): 8, ("forward", "Send", 6, 3): 8,
+        ("backward", "Receive", 6, 3): 8, ("backward", "Send", 2, 1): 8}
+    assert {c.line: (c.phase, c.op) for c in comm if c.line in (6247, 6271, 6292, 6337)} == {
+        6247: ("forward", "Receive"), 6271: ("forward", "Send"), 6292: ("backward", "Receive"), 6337: ("backward", "Send")}

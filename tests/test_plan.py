@@ -119,7 +119,6 @@ def test_micro_batch_size_2_gathers_the_sliced_layer_output(basis: P.Basis) -> N
     off (nothing recomputed reads it) or over mp 4 (2 rows do not split 4 ways), none. The b2 compile's own
     communication per rank is then predicted to a few bytes (the 12 B of `other` scaled by 2 rounds)."""
     from irtool.parallel.balance import stage_cost
-    from irtool.parallel.job import rank_job
 
     def other(c: P.Candidate) -> list[int]:
         return [s.comm_by_category.get("other", 0) for s in P.plan(basis, [c])[0].stages]
@@ -132,7 +131,7 @@ def test_micro_batch_size_2_gathers_the_sliced_layer_output(basis: P.Basis) -> N
     sel = Selection.of(str(FIX / "mindformers_llama_dp2mp2pp2_b2"))
     for rank in sel.files:
         got = sel.read(rank)
-        real = stage_cost(got.facts, rank_job(got.facts, rank, got.file)).comm.total
+        real = stage_cost(got.facts).comm.total
         assert abs(p.stages[got.stage].figures["comm_bytes"].value - real) <= 12
         # each layer's output Add prints `slice_activation`; the compile slices the one a recomputed layer reads
         first = 2 * got.stage
@@ -145,7 +144,6 @@ def test_the_compiled_configuration_gives_back_the_compile(basis: P.Basis) -> No
     """Planned as compiled, every figure is the compile's own: its peak of live tensors (docs/cost.md §2.1, the walk
     the other predictions scale) and its communication per step."""
     from irtool.parallel.balance import stage_cost
-    from irtool.parallel.job import rank_job
 
     p = P.plan(basis, [P.current(basis)])[0]
     # one step, one answer: the plan's step and bubble of the compiled configuration are summarize's played ones
@@ -157,7 +155,7 @@ def test_the_compiled_configuration_gives_back_the_compile(basis: P.Basis) -> No
     sel = Selection.of(str(BASE))
     for stage, rank in ((0, 0), (1, 4)):
         got = sel.read(rank)
-        cost = stage_cost(got.facts, rank_job(got.facts, rank, got.file))
+        cost = stage_cost(got.facts)
         assert p.stages[stage].figures["peak_bytes"].value == cost.lifetimes.peak_bytes
         assert p.stages[stage].figures["comm_bytes"].value == cost.comm.total
 
@@ -282,7 +280,6 @@ def test_an_uneven_pp4_compile_planned_as_compiled_gives_it_back() -> None:
     recompute read from the job), each stage scaled from itself; peaks, communication and weights are the compile's
     (the memory records' and the walk's figures of each stage, read here independently)."""
     from irtool.parallel.balance import stage_cost
-    from irtool.parallel.job import rank_job
 
     folder = FIX / "mindformers_llama_pp4_uneven"
     b = read_basis(Selection.of(str(folder)), None)
@@ -292,7 +289,7 @@ def test_an_uneven_pp4_compile_planned_as_compiled_gives_it_back() -> None:
     sel = Selection.of(str(folder))
     for rank in sel.files:
         got = sel.read(rank)
-        cost = stage_cost(got.facts, rank_job(got.facts, rank, got.file))
+        cost = stage_cost(got.facts)
         st = cur[0].stages[got.stage]
         assert st.figures["peak_bytes"].value == cost.lifetimes.peak_bytes
         assert st.figures["comm_bytes"].value == cost.comm.total

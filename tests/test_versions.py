@@ -129,7 +129,7 @@ def test_nodes_printed_without_a_name_are_read() -> None:
     assert dump.op_histogram() == Counter({"UpdateState": 6, "Assign": 3, "Load": 3, "MakeTuple": 3, "AddN": 2,
                                            "Depend": 1, "Return": 1})
     load = dump.subgraphs[0].nodes[2]  # line 11 `  %2 = Load(%para2_param, %1)`
-    assert (load.key, load.name, load.line, load.node_refs, load.param_refs) == ("%2", "", 11, ("%1",), ["%para2_param"])
+    assert (load.key, load.name, load.line, load.node_refs, load.param_refs) == ("%2", "", 11, ("%1",), ("%para2_param",))
 
 
 def test_an_unnamed_node_reads_the_same_both_ways(tmp_path) -> None:

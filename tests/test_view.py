@@ -27,7 +27,7 @@ from conftest import fixture
 from irtool.cli import main
 from irtool.diff import diff_rank
 from irtool.errors import InputError
-from irtool.present.palette import CATEGORY_COLORS, DIFF_COLORS, HEAT
+from irtool.present.palette import CATEGORY_COLORS, DIFF_COLORS, HEAT, P2P_COLORS
 from irtool.selection import Selection
 from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE
 from irtool.view.models import Model, compare_models, models_for
@@ -110,7 +110,10 @@ def test_export_of_a_sharded_dump(tmp_path: Path) -> None:
     # line 104: `%5(equiv_90_CNode_533) = AllGather(%4) {instance name: redistribution_op_1806...}
     #            primitive_attrs: {... group: "4-6301172352641561019", ... rank_list: (0, 1, 2, 3) ...`
     assert attrs["file"] == "19_validate_0078.ir.xz:104"
-    assert attrs["comm category"] == "redistribution" and attrs["comm group ranks"] == "0-3"
+    assert attrs["comm category"] == "redistribution" and attrs["comm group"] == "ranks 0-3"
+    assert attrs["comm group name"] == "4-6301172352641561019" and attrs["phase"] == "forward"
+    # the rule in words (docs/parallel.md §2 R6: a `redistribution_op` instance name), its code after them
+    assert attrs["comm rule"] == "redistribution between two strategies (redistribution_op) (R6)"
     assert attrs["instance name"].startswith("redistribution_op_18061495112778206992AllGather")
     assert first["incomingEdges"] == [{"sourceNodeId": "%4", "sourceNodeOutputId": "0", "targetNodeInputId": "0"}]
     assert first["namespace"] == "Default/network-WithLossCell/_backbone-Net/body-ShardedAttentionMLP"
@@ -156,8 +159,11 @@ def test_a_flat_scope_gets_levels_model_explorer_can_lay_out() -> None:
     assert levels["Default/micro 0"]["level"] == "micro batch"
     depends = [n for n in flat if n["label"] == "Depend"]
     assert all(re.match(r"Default/(Depend|micro \d)", n["namespace"]) for n in depends)
-    assert levels["Default"]["phase"] == "forward" and levels["Gradients"]["phase"] == "backward"
-    assert levels["recompute_Default"]["phase"] == "recompute"
+    # each root's phase as the fact table says it, not as its name suggests: `grep -c 'Fullname with scope:
+    # (Gradients'` 590; `(Default` 716, of them 69 in an optimizer's scope; `(recompute_Default` 194, of them 70
+    # copies (`duplicated: Bool(1)`), the others the recomputed cells' forward run
+    assert levels["Gradients"]["phase"] == "backward" and levels["Default"]["phase"] == "forward 647, optimizer 69"
+    assert levels["recompute_Default"]["phase"] == "forward 124, recompute 70"
 
 
 def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
@@ -237,7 +243,7 @@ def test_the_panel_says_what_summarize_says() -> None:
     assert gather["producer node"] == {"type": "node_ids", "nodeIds": ["%3"]}
     assert gather["consumers (1)"] == {"type": "node_ids", "nodeIds": ["%15"]}
     assert gather["from -> to"] == "split (2,4) -> strategy (8,1)"
-    assert gather["chain nodes"]["nodeIds"] == [f"%{i}" for i in range(4, 15)]
+    assert gather["chain (11 nodes)"]["nodeIds"] == [f"%{i}" for i in range(4, 15)]
     assert gather["comm serves"] == {"type": "node_ids", "nodeIds": ["%15"]}
     qkv = _attrs(by_id["%3"])
     # line 86's source block: its last `# In file` frame is make.py:58, the user's own line
@@ -322,30 +328,41 @@ def test_the_execution_order_graph() -> None:
     # a row per rank, one under another (the top level laid out left to right: its groups in a column), each
     # row's boxes left to right (Model Explorer's default)
     assert graph["groupNodeConfigs"] == [{"namespaceRegex": "^$", "layoutDirection": 1}]
-    units = {ns: [n["label"] for n in c if "/%" not in n["id"]] for ns, c in rows.items()}
+    units = {ns: [n["label"] for n in c] for ns, c in rows.items()}
     # pipeline_4stage_8p: 8 micro batches (manifest), 1F1B: stage s runs 4 - s forward before its first backward
     for s, (ns, order) in enumerate(units.items()):
         warm = 4 - s
         assert order == [f"F{m}" for m in range(warm)] + [x for m in range(8 - warm) for x in (f"B{m}", f"F{m + warm}")] \
             + [f"B{m}" for m in range(8 - warm, 8)], (ns, order)
-    # each unit between the Receive it waits for and the Send after it: stage 1 receives F0 from rank 0, runs it,
-    # sends it to rank 4
-    assert [n["label"] for n in rows["stage 1 rank 2"][:3]] == ["Receive F0 tag 0 <- r0", "F0", "Send F0 tag 0 -> r4"]
+    # each unit says the Receive it waits for and the Send after it (the boxes are the pipeline graph's): stage 1
+    # (rank 2) receives F0 from rank 0 (line 87 `%0 = Receive(...)`, `src_rank: I64(0)`, `sr_tag: I64(0)`), runs it,
+    # sends it to rank 4 (line 825 `%26 = Send(%25)`, `dest_rank: I64(4)`); when it runs in the step played out (the
+    # timeline's): after rank 0's F0, before rank 4's
+    f0 = {k: _attrs(next(n for n in rows[ns] if n["label"] == "F0")) for k, ns in ((0, "stage 0 rank 0"),
+                                                                                    (1, "stage 1 rank 2"),
+                                                                                    (2, "stage 2 rank 4"))}
+    assert f0[1]["waits for"] == "Receive tag 0 <- rank 0 (rank_2/19_validate_0078.ir.xz:87)"
+    assert f0[1]["then"] == "Send tag 0 -> rank 4 (rank_2/19_validate_0078.ir.xz:825)"
+    assert "/%" not in "".join(n["id"] for n in graph["nodes"])  # no Send/Receive boxes: a row reads at fit
+    ends = [re.fullmatch(r"([\d.]+) µs to ([\d.]+) µs", f0[k]["time"]).groups() for k in range(3)]
+    assert float(ends[0][1]) <= float(ends[1][0]) and float(ends[1][1]) <= float(ends[2][0]), ends
     # the layers a unit's operators read, for the highlight: stage 2 (rank 4) holds layers 4 and 5
     # (`grep -o '%para[0-9]*_layers\.[0-9]*\.' rank_4/... | sort -u` -> layers.4., layers.5.)
-    f0 = _attrs(next(n for n in rows["stage 2 rank 4"] if n["label"] == "F0"))
-    assert {k for k in f0 if k.startswith("layer-")} == {"layer-4", "layer-5"}
-    assert f0["stage graph"].startswith("stage 2 rank 4: TrainStep %")
-    assert len(pairs_drawn(graph)) == 48
+    assert {k for k in f0[2] if k.startswith("layer-")} == {"layer-4", "layer-5"}
+    assert f0[2]["stage graph"].startswith("stage 2 rank 4: TrainStep %")
+    # each pair a line from the unit sending to the unit receiving: rank 0's F0 to rank 2's F0
+    assert len(pairs_drawn(graph)) == 48 and ("rank0/F0", "rank2/F0") in pairs_drawn(graph)
     # forward, backward and backward recomputing forward work in three colours: pipeline_unequal_8p recomputes
     # layers 1 and 3 (manifest), both on stage 0 (layers 0-4): its backward units hold `recompute_Default/...`
     # operators (`grep -c 'scope: (recompute_Default' rank_0/...validate...` > 0), stage 1 (layer 5) none
     unequal = _model(str(Path(fixture("pipeline_unequal_8p/rank_0/19_validate_0078.ir.xz")).parents[1])).graphs[1]
     look = {(n["namespace"], n["label"].split(" ")[0][0], n["label"].endswith("+recompute")): n["style"]["backgroundColor"]
-            for n in unequal["nodes"] if "/%" not in n["id"]}
+            for n in unequal["nodes"]}
     assert {k for k in look if k[0] == "stage 0 rank 0"} == {("stage 0 rank 0", "F", False), ("stage 0 rank 0", "B", True)}
     assert {k for k in look if k[0] == "stage 1 rank 2"} == {("stage 1 rank 2", "F", False), ("stage 1 rank 2", "B", False)}
     assert len(set(look.values())) == 3
+    # none of them a Send's or a Receive's colour (a backward unit was a red beside the red Sends)
+    assert not set(look.values()) & {c.lower() for c in P2P_COLORS.values()}
 
 
 def test_only_a_folder_of_stages_has_pictures() -> None:
@@ -459,6 +476,25 @@ def test_cost_overlays() -> None:
         f = {units[f"rank{rank}/F{m}"]["value"] for m in range(8)}
         b = {units[f"rank{rank}/B{m}"]["value"] for m in range(8)}
         assert (len(f) == 1 or rank == 6) and len(b) == 1 and min(b) > max(f) > 0
+    # a lazy-inline stage's units are calls (gpt_small_dp2mp2pp2_lazyinline rank 0: `%1 = call @..._GPT_construct_7592`
+    # for micro 0, `%9` the same for micro 1; GPT forward calls DecoderLayer forward #7388 and #7389): a forward unit
+    # is one call of GPT forward, its own and its callees' FLOPs in the step over their 2 calls each; a backward
+    # unit calls a bprop closure the dump names no graph of (`%0` in GPT backward #7590): unknown, not `-` for all
+    lazy = _model(str(Path(LAZY).parents[1]))
+    data = lazy.node_data_of("FLOPs")
+    per_step = {g: sum(v["value"] for v in data[f"stage 0 rank 0: {g}"]["results"].values())
+                for g in ("GPT forward #7592", "DecoderLayer forward #7388", "DecoderLayer forward #7389")}
+    units = data["execution order"]["results"]
+    assert units["rank0/F0"]["value"] == units["rank0/F1"]["value"] == sum(per_step.values()) // 2
+    assert "rank0/B0" not in units and data["execution order"]["legend"]["scale"].startswith("linear")
+    # an overview's parts on a log scale from the least part to the largest (a linear one left one dark box among
+    # pale ones): gpt_small in parts of 300, each part a colour of its size
+    boxes = parts.node_data_of("FLOPs")[overview["id"]]
+    sums = [v["value"] for v in boxes["results"].values() if v["value"] > 0]
+    edges = [t["value"] for t in boxes["thresholds"]]
+    assert edges[-1] == max(sums) and edges[0] > min(sums) and all(b / a > 2 for a, b in zip(edges, edges[1:]))
+    assert len({next(i for i, e in enumerate(edges) if v <= e) for v in sums}) >= 3
+    assert boxes["legend"]["scale"] == "log scale from the least part to the largest"
 
 
 def test_compare_marks_the_one_changed_node_of_a_pipeline_rank(tmp_path: Path) -> None:
@@ -583,6 +619,12 @@ def test_repeated_operators_stack_and_graphs_are_named_by_their_cell() -> None:
         "GPT #7590", "GPT #7592"]
     # `%1 = call @..._GPT_construct_7592(...)` in the entry graph, `cnode_attrs: {... is_bp: Bool(0)}`: forward
     assert "GPT forward #7592" in ids
+    # the call's box and panel name its callee as the graph selector does, the dump's name in a row of its own
+    entry = _model(LAZY).graphs[0]
+    call = next(n for n in entry["nodes"] if n["id"] == "%1")
+    assert call["label"] == "call GPT forward #7592" and call["subgraphIds"] == ["GPT forward #7592"]
+    assert _attrs(call)["callee"] == "GPT forward #7592"
+    assert re.fullmatch(r"@\S+_GPT_construct_7592", _attrs(call)["callee in the dump"])
 
 
 def test_the_panel_reads_values_as_a_person_does() -> None:
@@ -1082,8 +1124,32 @@ def test_cost_overlays_in_model_explorer(semi_page: object) -> None:
     # Model Explorer's own table sums it per root scope (its "Root-level nodes stats")
     results = _overlay(page, "FLOPs")
     assert results["%73"]["value"] == 2 * 128 * 64 * 128 and results["%73"]["bgColor"] == HEAT[-1]
+    # its legend beside the graph: what is coloured, the unit, the scale (a colour per decade) and the range
+    legend = page.locator(".pane-container .irtool-legend")
+    _wait_for(page, "() => { const l = document.querySelector('.irtool-legend'); return l && "
+                    "l.innerText.startsWith('FLOPs\\n'); }")
+    text = legend.inner_text()
+    assert "each operator's FLOPs in the step" in text and "by decade below the model's largest, 2,097,152" in text
+    assert text.rstrip().endswith("max 2,097,152") and legend.locator(".irtool-swatch").count() == len(HEAT), text
     _shot(page, "cost")
-    _overlay(page, "comm category")  # the page as it opened
+    _overlay(page, "comm category")  # the page as it opened: its legend a colour per category
+    _wait_for(page, "() => document.querySelector('.irtool-legend').innerText.includes('redistribution')")
+    # the phase selector (the `phase` fact of every node): backward off, the graph of the other phases shown
+    # (`grep -c 'scope: (Gradients'` counts the backward operators MindSpore names so; the fact decides here)
+    phases = page.locator(".pane-container .irtool-phases input")
+    assert [phases.nth(i).get_attribute("data-phase") for i in range(phases.count())] == [
+        "forward", "backward", "optimizer"]
+    (graph,) = _model(SEMI).graphs
+    kept = {n["id"] for n in graph["nodes"] if _attrs(n).get("phase", "forward") != "backward"}
+    phases.nth(1).uncheck()
+    _wait_for(page, f"() => {{ const g = {GRAPH}; return g && g.id === 'TrainOneStepCell [forward, optimizer]'; }}")
+    drawn = set(page.evaluate(f"{GRAPH}.nodes.filter(n => n.nodeType === 0).map(n => n.id)"))
+    assert drawn and drawn <= {n["id"] for n in graph["nodes"]} and not any(
+        _attrs(n).get("phase") == "backward" for n in graph["nodes"] if n["id"] in drawn)
+    assert {k for k in kept if not k.startswith("%para")} <= drawn
+    _shot(page, "phases")
+    phases.nth(1).check()
+    _wait_for(page, f"() => {{ const g = {GRAPH}; return g && g.id === 'TrainOneStepCell'; }}")
 
 
 @BROWSER
@@ -1098,12 +1164,17 @@ def test_the_panel_in_model_explorer(semi_page: object) -> None:
     assert found.all_inner_texts()[0].split()[0] == "AllGather"
     _clear_search(page)
     _go(page, "TrainOneStepCell", "%5")
+    # the page writes each link's operator before its id (once the panel is drawn)
+    _wait_for(page, """() => [...document.querySelectorAll('info-panel .node-id-attribute')].some(
+      e => e.innerText.startsWith('Split'))""")
     panel = _panel(page)
     # what test_the_panel_says_what_summarize_says pins in the JSON, as the panel shows it
     assert panel.get("producer") == "MatMul qkv (line 86)", panel
     assert panel.get("from -> to") == "split (2,4) -> strategy (8,1)", panel
     # links (Model Explorer's `node_ids` values): the id, and its locate icon
-    assert panel["consumers (1)"].split()[0] == "%15" and panel["comm serves"].split()[0] == "%15", panel
+    # each link says its node's operator before its id (line 146 `%15 = PrimFunc_Split(...)`)
+    assert panel["consumers (1)"].split()[:2] == panel["comm serves"].split()[:2] == ["Split", "%15"], panel
+    assert panel["comm group"] == "ranks 0-3" and panel["phase"] == "forward", panel
     row = page.locator("info-panel tr", has=page.locator("td", has_text="consumers (1)")).first
     assert row.get_by_text("my_location").count() == 1  # drawn as a link with its locate icon
     _shot(page, "panel")
@@ -1219,9 +1290,31 @@ def test_the_pipeline_graph_of_a_folder(pipe_page: object) -> None:
     # a box's panel links name nodes of this graph (every link of every panel of the folder's graphs:
     # test_every_panel_link_names_a_node_of_its_graph): its pair, chosen (Alt+click), is selected (a link to a node
     # the graph does not hold left the page "Processing")
+    # test_every_panel_link_names_a_node_of_its_graph): its pair, named by its label, selected by a plain click
+    # (Model Explorer only pans to a link's node unless Alt is held)
     (pair,) = page.locator("info-panel .node-id-attribute").all_inner_texts()
-    _click(page, page.locator("info-panel .node-id-attribute").first, alt=True)
-    assert _selected(page, "pipeline", node="rank2/TrainStep/%0") == pair.split()[0] == "rank2/TrainStep/%0"
+    assert pair.split("\n")[:2] == ["r2 #1 Receive m0 tag 0 <- r0 F", "rank2/TrainStep/%0"], pair
+    _click(page, page.locator("info-panel .node-id-attribute").first)
+    assert _selected(page, "pipeline", node="rank2/TrainStep/%0") == "rank2/TrainStep/%0"
+    # the columns aligned at the top (stages 0 and 3 hold half the boxes of stages 1 and 2)
+    tops = page.evaluate(f"""() => ['stage 0 rank 0', 'stage 1 rank 2', 'stage 2 rank 4', 'stage 3 rank 6'].map(
+      ns => {GRAPH}.nodesById[ns + '___group___'].y)""")
+    assert len(set(tops)) == 1, tops
+    # nothing selected (a click on empty space): every pair's line still drawn
+    page.evaluate("window.me_test.renderers[0].handleSelectNode('')")
+    _wait_for(page, f"""() => {{ const r = window.me_test.renderers[0]; const s = r.webglRendererEdgeOverlaysService;
+      return !r.selectedNodeId && s.curOverlays.map(o => o.name).join() === {json.dumps(PAIRS)} &&
+        s.overlaysEdgesList.length === 1; }}""")
+    # each column's box says what its stage costs, drawn on it ("Layer node attributes"): the stage's FLOPs the sum
+    # of its stage graph's FLOPs overlay
+    groups = page.evaluate(f"{GRAPH}.groupNodeAttributes")
+    flops = _model(PIPE4).node_data_of("FLOPs")
+    for s in range(4):
+        mine = groups[f"stage {s} rank {2 * s}"]
+        total = sum(v["value"] for v in flops[f"stage {s} rank {2 * s}: TrainStep"]["results"].values()
+                    if v["value"] is not None)
+        assert mine["stage FLOPs"] == f"{total:,}" and mine["stage load"].endswith("heaviest stage"), mine
+    assert re.search(page.evaluate("window.__me.showOnNode")["Layer node attributes"]["filterRegex"], "stage FLOPs")
     # rank 6's first box (line 91 of rank 6: `%0 = Receive(...)`) serves the LayerNorm `%3` (line 280, `LayerNorm(%0,
     # ...)`): a link opening the stage graph on it, as its `stage graph` row opens its own node there (the page
     # opening a node of another graph from a link: test_find_any_node_from_the_overview_and_open_it)
@@ -1234,18 +1327,22 @@ def test_the_pipeline_graph_of_a_folder(pipe_page: object) -> None:
 def test_the_execution_order_view(pipe_page: object) -> None:
     page = pipe_page
     _go(page, "execution order")
-    # a row per stage, one under another in stage order; each row's boxes left to right in execution order:
-    # stage 1 (rank 2) receives F0, runs it, sends it on (test_the_execution_order_graph)
+    # a row per stage, one under another in stage order; each row's units left to right in execution order, each
+    # where it runs in the step (test_the_execution_order_graph: its `time` row)
     place = _wait_for(page, """() => { const g = window.me_test.renderers[0].curModelGraph;
       const at = (id) => { const n = g.nodesById[id]; return n && [n.x, n.y]; };  // in its group (a row), or on top
       const rows = ['stage 0 rank 0', 'stage 1 rank 2', 'stage 2 rank 4', 'stage 3 rank 6'].map(
         ns => at(ns + '___group___'));
-      const row1 = ['rank2/TrainStep/%0', 'rank2/F0', 'rank2/TrainStep/%26'].map(at);
+      const row1 = ['rank2/F0', 'rank2/F1', 'rank2/B0'].map(at);
       const expanded = Object.values(g.nodesById).every(n => n.nodeType !== 1 || n.expanded);
       return expanded && new Set(row1.map(p => p && p[0])).size === 3 && {rows, row1}; }""").json_value()
     ys = [p[1] for p in place["rows"]]
     xs = [p[0] for p in place["row1"]]
     assert ys == sorted(ys) and len(set(ys)) == 4 and xs == sorted(xs) and len(set(xs)) == 3, place
+    # rows aligned in time: rank 2's F0 starts once rank 0's F0 (whose output it receives) ended
+    box = page.evaluate(f"""() => Object.fromEntries(['rank0/F0', 'rank2/F0'].map(id => {{
+      const n = {GRAPH}.nodesById[id]; return [id, [n.globalX + n.x, n.width]]; }}))""")
+    assert box["rank2/F0"][0] >= sum(box["rank0/F0"]) - 1, box
     # the namespace (layer) highlight: `layer-4:` lights up the 16 units whose operators read layer 4, all of stage 2
     # (rank 4 holds layers 4 and 5)
     box = page.locator("search-bar input")
@@ -1255,9 +1352,23 @@ def test_the_execution_order_view(pipe_page: object) -> None:
       return t && t.innerText.trim().startsWith('16 '); }""")
     found = page.locator(".search-results-container mat-tree-node:not(:has(.expandable-tree-node))").all_inner_texts()
     assert len(found) == 16 and all(f.split()[0][0] in "FB" for f in found), found
-    # the units' FLOPs: one scale for every stage, each stage's load (test_cost_overlays)
+    # rows aligned at the left (Model Explorer centres them), opened in the units' own colours (no overlay has
+    # values for this graph but FLOPs, which is not the one shown)
+    lefts = page.evaluate(f"""() => ['stage 0 rank 0', 'stage 1 rank 2', 'stage 2 rank 4', 'stage 3 rank 6'].map(
+      ns => {GRAPH}.nodesById[ns + '___group___'].x)""")
+    assert len(set(lefts)) == 1, lefts
+    assert page.evaluate("window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderRun()") is None
+    assert page.locator(".pane-container .irtool-legend").count() == 0
+    # the units' FLOPs: one scale for every stage, each stage's load (test_cost_overlays), its legend saying so
     results = _overlay(page, "FLOPs")
     assert results["rank0/B0"]["value"] > results["rank0/F0"]["value"] > 0
+    _wait_for(page, "() => { const l = document.querySelector('.irtool-legend'); return l && "
+                    "l.innerText.includes(\"each unit of work: the sum of its operators' FLOPs\"); }")
+    _shot(page, "execution")
+    # the overlay chosen stays whatever opens the next graph: a unit's link into its stage graph
+    _go(page, "stage 0 rank 0: TrainStep", "%43")
+    _wait_for(page, """() => { const run = window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderRun();
+      return run && run.runName === 'FLOPs'; }""")
 
 
 @BROWSER

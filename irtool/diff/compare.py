@@ -23,7 +23,7 @@ from ..dumpdir import rank_of
 from ..errors import InputError
 from ..ir import Dump, pass_name
 from ..parallel import ParallelFacts, analyze
-from ..parallel.job import Job, JobChange, JobFold, job_changes, rank_job
+from ..parallel.job import Job, JobChange, JobFold, job_changes
 from ..parallel.logical import LogicalDiff, LogicalGraph, compare_logical, logical_graph
 from ..parallel.records import Bytes, plain
 from ..parallel.scope import op_number
@@ -319,7 +319,7 @@ class _Side:
         self.stages: dict[int, Loaded] = {}
 
     def add(self, got: Loaded) -> None:
-        self.job.add(rank_job(got.facts, got.rank, got.file))
+        self.job.add(got.facts.job)
         self.stages.setdefault(got.stage, got)
 
     def graph(self, job: Job) -> LogicalGraph:
@@ -591,6 +591,7 @@ def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None 
         # a stage no rank is on compares nothing: an error, not a clean diff that would pass CI
         a_sel.require(seen, where)
         _configure(result, *sides, by_rank)
+        a_sel.folded_job, b_sel.folded_job = result.old_job, result.new_job  # every rank read: the selections' jobs
         return result
     # A rank on one side only is a change (its stage may be gone with it): read it for its stage.
     gone = {u.rank for sel in (a_sel, b_sel) for u in sel.unreadable}  # again: reading may have dropped some
@@ -612,6 +613,7 @@ def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None 
     result.only_new_stages = sorted(new_stages - old_stages)
     _unreadable(result, a_sel, b_sel)
     _configure(result, *sides, by_rank)
+    a_sel.folded_job, b_sel.folded_job = result.old_job, result.new_job
     return result
 
 

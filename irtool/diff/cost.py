@@ -8,7 +8,6 @@ from typing import Any, Iterable
 
 from ..errors import InputError
 from ..parallel.balance import in_flight, stage_cost, stage_memory
-from ..parallel.job import job_of, rank_job
 from ..parallel.roles import ROLES
 from ..present import Block, Table, cell, change_pct
 from ..selection import Selection
@@ -80,12 +79,12 @@ class CostDiff:
 def _side(sel: Selection) -> dict[int, StageFigures]:
     """The figures of one rank per stage (`Selection.per_stage`: ranks of a stage hold the same work)."""
     picked = sel.per_stage()
-    jobs = {p.stage: rank_job(p.facts, p.rank, p.dump.path or "") for p in picked}
-    job = job_of(jobs.values())  # the stage count and micro batches as these ranks tell them
+    job = sel.job()  # the selection's job (`diff` folded it from every rank it read)
     out = {}
     for p in picked:
-        sc = stage_cost(p.facts, jobs[p.stage], order=p.order())
-        sm = stage_memory(sc.memory, in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches))
+        sc = stage_cost(p.facts, order=p.order())
+        sm = stage_memory(sc.memory, in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches,
+                                                     job.training))
         out[p.stage] = StageFigures(p.rank, dict(sc.cost.flops), sum(sc.cost.unknown.values()), sm.total.total,
                                     sm.total.unknown, {r: sc.memory.role_bytes(r).total for r in ROLES})
     return out

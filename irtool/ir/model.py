@@ -85,7 +85,8 @@ class Node:
     """
 
     __slots__ = ("graph", "id", "name", "callee", "op", "text", "args_start", "line", "type_lines",
-                 "scope", "sources", "notes", "_inputs", "_attrs", "_args_end", "_refs", "__weakref__")
+                 "scope", "sources", "notes", "_inputs", "_attrs", "_args_end", "_refs", "_params",
+                 "__weakref__")
 
     def __init__(self, graph: str, id: int | None, name: str, callee: str, op: str, text: str,
                  args_start: int, line: int, type_lines: tuple[str, ...], scope: str | None,
@@ -106,6 +107,7 @@ class Node:
         self._attrs: dict[str, Any] | Unreadable | None = None
         self._args_end = -1
         self._refs: tuple[str, ...] | None = None
+        self._params: tuple[str, ...] | None = None
 
     # --- identity
     @property
@@ -314,10 +316,13 @@ class Node:
         return refs[0] if self.text[self.args_start + len(refs[0]):][:1] in (",", ")") else None
 
     @property
-    def param_refs(self) -> list[str]:
+    def param_refs(self) -> tuple[str, ...]:
         """The parameters (`%paraN_x`, a free variable `$(@g:paraN_x)`) this node names after its
-        callee, each once, in order, without splitting its arguments."""
-        return param_refs(self.text, self.args_start)
+        callee, each once, in order, without splitting its arguments. Read once (the parameter, layer,
+        role and lifetime passes ask it of every node, a lifetime walk once per call of its graph)."""
+        if self._params is None:
+            self._params = tuple(param_refs(self.text, self.args_start))
+        return self._params
 
     @property
     def bound_graph(self) -> str | None:

@@ -50,12 +50,13 @@ class StageCost:
         return lt.peak_bytes if lt is not None and lt.complete else None
 
 
-def stage_cost(facts: ParallelFacts, job: RankJob, keep_ops: bool = False, hardware: Profile | None = None,
+def stage_cost(facts: ParallelFacts, keep_ops: bool = False, hardware: Profile | None = None,
                order: StageOrder | None = None) -> StageCost:
-    """The cost record of one analysed rank (`job`: what its dump shows of the job, `job.rank_job`); `keep_ops`
+    """The cost record of one analysed rank (reading what its dump shows of the job, `facts.job`); `keep_ops`
     keeps each operator's FLOPs (`cost.compute_cost`); `hardware` adds its times (`timing.stage_timing`); `order`:
     the rank's order as a folder command shows it (`dumpdir.rank_order`: its kernel graph's where present), else
     its own dump's `order` fact."""
+    job: RankJob = facts.job
     comm = Bytes()
     for c in facts.comm:
         comm += c.step_bytes

@@ -8,7 +8,7 @@ from dataclasses import replace
 from ..ir import Node
 from .dynamic import VARIABLE_ALL_TO_ALL, sent_elements
 from .groups import group_name, group_table
-from .links import NodeIndex, ordered_with, param_through, walk_to_strategy
+from .links import NodeIndex, param_through, walk_to_strategy
 from .peer import global_peer, group_members
 from .records import CommNode, FileKind, Group, Strategy
 from .rules import EXCHANGES, GATHERS, MIRRORS
@@ -52,7 +52,6 @@ def comm_records(t: NodeFacts) -> dict[Node, CommNode]:
             if node in silent:
                 out[node] = _record(t, node, groups, kind, strats, index, params)
     data = [(n, c) for n, c in out.items() if n not in silent]
-    _pair_exchanges([c for _, c in data], [n for n, _ in data], index)
     if kind != "pre":
         peer_stages(kind, [c for _, c in data], {c.node: n.primal_attrs for n, c in data if c.direction}, t.rank)
     return {n: out[n] for n in found}  # print order
@@ -81,23 +80,6 @@ def _record(t: NodeFacts, node: Node, groups: dict[str, Group], kind: FileKind, 
         c.serves_strategy = strats[c.serves].shown
     c.cell_scope = attributed_scope(c.scope, fwd_comm.scope if fwd_comm is not None else None)
     return c
-
-
-def _pair_exchanges(comm: list[CommNode], nodes: list[Node], index: NodeIndex) -> None:
-    """R9 (§2): a Send/Receive with no attribute of its own (R5b) that is chained by `Depend` to a
-    sequence-parallel Send/Receive is the other half of that exchange step, in the same phase
-    (flash_sp_sendrecv_8p: a `Send` in `Default/` scope ordered before a Receive marked `flash_tag`)."""
-    by_uid = {c.node: c for c in comm}
-    for c, node in zip(comm, nodes):
-        if c.rule != "R5b":
-            continue
-        for n in ordered_with(node, index):
-            other = by_uid.get(n.uid)
-            if other is not None and other.rule.startswith("R9"):
-                c.category, c.rule = "context-parallel", "R9-paired"
-                if other.phase == "backward":  # one exchange step runs in one phase
-                    c.phase = "backward"
-                break
 
 
 def _bytes(node: Node, pa: dict, pr: dict, kind: FileKind, params: dict) -> Sized:

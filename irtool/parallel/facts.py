@@ -13,7 +13,10 @@ Facts of a node (`table(fact, node)`):
   copy      a recomputed copy of a forward node (`duplicated`)
   forward   the forward node a backward node is the gradient of (`forward_unique_id`), or the forward call whose
             bprop closure a call runs (lazy-inline), else None
-  category  (category, rule) of a communication node (rules R1-R13, §2), else None
+  evidence  the phase the node's own evidence other than a category says (§3), None when it says nothing
+  own_category (category, rule) of a communication node by its own evidence (rules R1-R13, §2), else None
+  exchange  the R9 Send/Receive an R5b one is the other half of (one exchange step), else None
+  category  (category, rule) of a communication node (`own_category`, or R9-paired), else None
   phase     forward | backward | recompute | optimizer (§3)
   micro     the pipeline micro batch the node runs for: of the work it reads (data flow), else as printed (`micro`; a
             primitive `pipeline_end`/`pipeline_begin`; a bprop call's forward call's), None when not one or when it
@@ -21,6 +24,8 @@ Facts of a node (`table(fact, node)`):
   chunk     the model chunk of an interleaved pipeline (`chunk`), or the segment of a folded one (a bprop call:
             its forward call's)
   printed_chunk `chunk` as printed (§7)
+  unit      the unit of work the node runs in (`order.UnitKey`: F or B, micro batch, chunk; `order.units`), None for
+            the optimizer's and work of no micro batch: what the order, the lifetime walk and the timing read
   layer     the repeated layer (index) whose parameters or activations the node reads (data flow), None for
             work of no layer (embedding, head, loss, optimizer bookkeeping)
   stream    the stream a kernel graph's kernel is launched on (`stream_id`), None when it prints none
@@ -39,7 +44,8 @@ Facts of a node (`table(fact, node)`):
 Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, graph_runs (graph -> `runs.Runs`),
 copies, graph_phases, comm_nodes, kernel (the dump is a kernel graph), kernels (a kernel graph's kernels in
 execution order and its streams: `kernels.Kernels`, None for other dumps),
-silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), order (the stage's units
+silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), stage_chunks (the chunks the
+stage's work runs, [] with one: `order.stage_chunks`), order (the stage's units
 of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
 parameters (which header parameter each reference names, who reads it: `params.Params`), layer_flow (the `layer`
 column and where each forward node of no layer is: `params.LayerFlow`),
@@ -62,16 +68,18 @@ from ..ir.kept import Kept
 from .comm import comm_records, groups_of
 from .dynamic import rows
 from .flowrules import ALL_TO_ALL, all_to_all_purpose, sequence_parallel
+from .job import JOB_PASSES
 from .kernels import kernels, stream_of
 from .lifetime import lifetimes
-from .links import node_index
+from .links import node_index, ordered_with
 from .operators import operator_keys, operator_params, placements
-from .order import build_order
+from .order import build_order, stage_chunks, units
 from .params import Params, layer_flow, param_shapes, parameters
 from .records import FileKind, Phase, Strategy
 from .roles import param_roles
 from .rules import COMM_OPS, KERNEL_PASSES, borrowed_name, classify, file_kind, moves_no_data
 from .runs import graph_runs, node_runs
+from .scope import in_gradients
 from .sizes import type_bytes
 from .slicing import marked_outputs
 from .stage import stage_info
@@ -213,29 +221,49 @@ def _calls(t: NodeFacts) -> Calls:
     return Calls(dict(sites), dict(bound))
 
 
-def _category(t: NodeFacts, n: Node) -> tuple[str, str] | None:
+def _own_category(t: NodeFacts, n: Node) -> tuple[str, str] | None:
     """Rules R1-R10 on the node's own evidence, R11-R13 on its neighbourhood (what an all-to-all feeds,
-    how the activation of a tensor-parallel gather or scatter is split), then §2's inheritance: a
-    backward node takes its forward communication counterpart's category (a grad_mirror name on a
-    p2p counterpart contradicts itself)."""
+    how the activation of a tensor-parallel gather or scatter is split; not asked of backward work, by its
+    own evidence), then §2's inheritance: a backward node takes its forward communication counterpart's
+    category (a grad_mirror name on a p2p counterpart contradicts itself)."""
     if t("kind", n) != "communication":
         return None
     category, rule = classify(n, n.instance_name or "", n.primitive_attrs, n.primal_attrs, t.get("kernel"))
-    if rule in ("R6", "R6k", "R10") and n.op in ALL_TO_ALL and own_phase(n, None, False) != "backward":
+    if rule in ("R6", "R6k", "R10") and n.op in ALL_TO_ALL and t("evidence", n) != "backward":
         found = all_to_all_purpose(n, t.get("node_index"), lambda m: _three_d_weight(t, m))
         if found is not None:
             category, rule = found
     elif n.op in ("AllGather", "ReduceScatter") and rule in ("R6", "R6k", "R7", "R7k") and \
-            own_phase(n, None, False) != "backward":
+            t("evidence", n) != "backward":
         seq = sequence_parallel(n, rule, t.get("node_index"))
         if seq is not None:
             category, rule = "sequence-parallel", seq
     fwd = t("forward", n)
     if fwd is not None and t("kind", fwd) == "communication":
-        own = t("category", fwd)
+        own = t("own_category", fwd)
         if own is not None and own[0] != category:
             return ("other", "R10-contradiction") if rule == "R4" else (own[0], own[1] + "-inherited")
     return category, rule
+
+
+def _exchange(t: NodeFacts, n: Node) -> Node | None:
+    """R9 (§2): the sequence-parallel Send/Receive (its own rule R9) a Send/Receive with no attribute of its
+    own (R5b) is chained to by `Depend`, the other half of one exchange step (flash_sp_sendrecv_8p: a `Send`
+    in `Default/` scope ordered before a Receive marked `flash_tag`); None for any other node."""
+    own = t("own_category", n)
+    if own is None or own[1] != "R5b" or n in t.get("silent"):
+        return None
+    for m in ordered_with(n, t.get("node_index")):
+        other = t("own_category", m) if t("kind", m) == "communication" and m not in t.get("silent") else None
+        if other is not None and other[1].startswith("R9"):
+            return m
+    return None
+
+
+def _category(t: NodeFacts, n: Node) -> tuple[str, str] | None:
+    """The node's own category (`own_category`), or context parallelism for the other half of an exchange
+    step (`exchange`)."""
+    return ("context-parallel", "R9-paired") if t("exchange", n) is not None else t("own_category", n)
 
 
 def _three_d_weight(t: NodeFacts, n: Node) -> bool:
@@ -259,14 +287,26 @@ def own_phase(n: Node, category: tuple[str, str] | None, copy: bool, bprop: bool
     """The phase the node's own evidence decides (§3), given its (category, rule) when it
     communicates, whether it is a recomputed copy and whether it calls a forward call's bprop closure
     (`_bprop_of`); None when it says nothing."""
-    if category is not None:
-        cat, rule = category
-        if rule in ("R1", "R4", "R8") or cat == "gradient-aggregation":
-            return "backward"
-        if rule == "R2":
-            return "forward"
+    return category_phase(category) or evidence_phase(n, copy, bprop)
+
+
+def category_phase(category: tuple[str, str] | None) -> Phase | None:
+    """The phase a communication node's (category, rule) decides (§3): a gradient's reduction runs in the
+    backward (R1, R4, R8), an optimizer-parallel gather moving no data is forward (R2)."""
+    if category is None:
+        return None
+    cat, rule = category
+    if rule in ("R1", "R4", "R8") or cat == "gradient-aggregation":
+        return "backward"
+    return "forward" if rule == "R2" else None
+
+
+def evidence_phase(n: Node, copy: bool, bprop: bool = False) -> Phase | None:
+    """The phase the node's own evidence other than its category decides (§3): backward evidence first (a
+    recomputed copy in a bprop, `Gradients/recompute_Default/.../Grad_LayerNorm/TupleGetItem`, is backward
+    work), then the copy, then the optimizer's scope."""
     scope = n.scope or ""
-    if (scope.startswith("Gradients/") or n.mentions("forward_unique_id") or n.mentions("forward_node_name")
+    if (in_gradients(scope) or n.mentions("forward_unique_id") or n.mentions("forward_node_name")
             or ((n.instance_name or "").startswith("grad") and not borrowed_name(n))
             or (n.scalar_attr("is_bp") is True and not copy) or bprop):  # a copy runs in the backward: `is_bp` on it
         return "backward"
@@ -277,33 +317,58 @@ def own_phase(n: Node, category: tuple[str, str] | None, copy: bool, bprop: bool
     return None
 
 
-def _own_phase(t: NodeFacts, n: Node) -> Phase | None:
-    op = n.op  # only communication has a category, only a call a bprop closure: not asked of the 40 000 others
-    bprop = op == "(call)" and t("forward", n) is not None
-    return own_phase(n, t("category", n) if op in COMM_OPS else None, t("copy", n), bprop)
+def _evidence(t: NodeFacts, n: Node) -> Phase | None:
+    # only a call can run a bprop closure: `forward` is not asked of the 40 000 others
+    return evidence_phase(n, t("copy", n), n.op == "(call)" and t("forward", n) is not None)
 
 
 def _graph_phases(t: NodeFacts) -> dict[str, Phase]:
     """The phase of each subgraph every call of which is in one phase (a lazy-inline bprop graph is
-    called only from backward call nodes); the entry graph and graphs called in several phases have none."""
+    called only from backward call nodes); of a closure no node calls by name (a lazy-inline cell's bprop,
+    `Partial(@...bprop...)` returned to its forward call's caller and called as `%64(...)`), backward when
+    its nodes' own evidence says backward (gpt_small_dp2mp2pp2_lazyinline rank_0 validate
+    line 1270 binds the DecoderLayer's bprop: 85 nodes in `Gradients/` scope, 18 plumbing nodes saying
+    nothing). The entry graph and graphs called in several phases have none."""
     sites = t.get("calls").sites
     out: dict[str, Phase | None] = {}
 
     def of(graph: str, seen: frozenset[str]) -> Phase | None:
         if graph in out:
             return out[graph]
-        if graph == t.dump.entry or graph in seen or not sites.get(graph):
+        if graph == t.dump.entry or graph in seen:
             return None
-        phases = {_own_phase(t, s) or of(s.graph, seen | {graph}) or "forward" for s in sites[graph]}
+        if not sites.get(graph):
+            out[graph] = found = _closure_phase(t, graph)
+            return found
+        phases = {t("evidence", s) or of(s.graph, seen | {graph}) or "forward" for s in sites[graph]}
         out[graph] = found = phases.pop() if len(phases) == 1 else None
         return found
 
     return {g.name: ph for g in t.dump.subgraphs if (ph := of(g.name, frozenset())) is not None}
 
 
+def _closure_phase(t: NodeFacts, graph: str) -> Phase | None:
+    """Backward for a graph only bound (`Partial`), never called by name, whose nodes' own evidence says
+    backward and, besides, at most recompute (a recomputed copy runs in the backward: dryrun_llama_dp2mp2pp2
+    rank_4 validate line 5615 binds the model's bprop, 256 backward nodes and 164 copies); else None."""
+    if not t.get("calls").bound.get(graph):
+        return None
+    said = {t("evidence", n) for n in t.get("by_key")[graph].values()} - {None}
+    return "backward" if "backward" in said and said <= {"backward", "recompute"} else None
+
+
 def _phase(t: NodeFacts, n: Node) -> Phase:
-    """The node's own evidence (§3), else the phase of its subgraph's calls, else forward."""
-    own = _own_phase(t, n)
+    """What the node's category decides (§3), else the phase of the exchange step it is half of (one step
+    runs in one phase: the other half's when backward), else its own evidence, else the phase of its
+    subgraph's calls, else forward."""
+    if n.op in COMM_OPS:  # only communication has a category
+        found = category_phase(t("category", n))
+        if found is not None:
+            return found
+        other = t("exchange", n)
+        if other is not None and t("phase", other) == "backward":
+            return "backward"
+    own = t("evidence", n)
     if own is not None:
         return own
     return t.get("graph_phases").get(n.graph, "forward")
@@ -490,18 +555,20 @@ PASSES: tuple[Pass, ...] = (
     Pass("parameter shapes", ("param_shapes",), (), "dump", param_shapes),
     Pass("communication nodes", ("comm_nodes",), ("kind",), "dump", _comm_nodes),
     Pass("node index", ("node_index",), ("by_key",), "dump", node_index),
-    Pass("categories", ("category",), ("kernel", "kind", "forward", "node_index", "parameters", "param_shapes",
-                                       "by_key"),
-         "node", _category),
-    Pass("graph phases", ("graph_phases",), ("category", "copy", "calls", "forward"), "dump", _graph_phases),
-    Pass("phases", ("phase",), ("category", "copy", "forward", "graph_phases"), "node", _phase),
+    Pass("silent communication", ("silent",), ("comm_nodes",), "dump", _silent),
+    Pass("phase evidence", ("evidence",), ("copy", "forward"), "node", _evidence),
+    Pass("own categories", ("own_category",), ("kernel", "kind", "forward", "node_index", "parameters",
+                                               "param_shapes", "by_key", "evidence"), "node", _own_category),
+    Pass("exchange steps", ("exchange",), ("own_category", "kind", "silent", "node_index"), "node", _exchange),
+    Pass("categories", ("category",), ("own_category", "exchange"), "node", _category),
+    Pass("graph phases", ("graph_phases",), ("evidence", "calls", "by_key"), "dump", _graph_phases),
+    Pass("phases", ("phase",), ("category", "exchange", "evidence", "graph_phases"), "node", _phase),
     Pass("micro batches", ("micro",), ("forward", "by_key", "kind"), "column", _micro),
     Pass("chunks", ("chunk",), ("forward",), "node", _chunk),
     Pass("printed chunks", ("printed_chunk",), (), "node", _printed_chunk),
     Pass("sizes", ("out_bytes",), (), "node", _out_bytes),
     Pass("ordering inputs", ("order_inputs",), ("by_key",), "node", _order_inputs),
     Pass("strategies", ("strategy",), (), "column", _strategy),
-    Pass("silent communication", ("silent",), ("comm_nodes",), "dump", _silent),
     Pass("groups", ("groups",), ("comm_nodes", "silent"), "dump", groups_of),
     Pass("dynamic rows", ("rows",), ("by_key", "groups"), "node", rows),
     Pass("communication", ("comm",), ("file_kind", "kind", "comm_nodes", "forward", "category", "phase", "micro", "chunk",
@@ -511,7 +578,9 @@ PASSES: tuple[Pass, ...] = (
     Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
     Pass("streams", ("stream",), (), "node", stream_of),
     Pass("kernels", ("kernels",), ("kernel", "kind", "stream", "micro", "phase"), "dump", kernels),
-    Pass("order", ("order",), ("kernel", "by_key", "kind", "phase", "micro", "chunk", "comm", "stage_info"), "dump",
+    Pass("stage chunks", ("stage_chunks",), ("micro", "kind", "phase", "chunk"), "dump", stage_chunks),
+    Pass("units of work", ("unit",), ("stage_chunks", "micro", "kind", "phase", "chunk"), "column", units),
+    Pass("order", ("order",), ("kernel", "by_key", "kind", "unit", "stage_chunks", "comm", "stage_info"), "dump",
          build_order),
     Pass("layer flow", ("layer_flow",), ("parameters", "phase", "forward"), "dump", layer_flow),
     Pass("layers", ("layer",), ("layer_flow",), "column", _layer),
@@ -523,8 +592,9 @@ PASSES: tuple[Pass, ...] = (
     Pass("placements", ("placement",), ("by_key", "operator_params", "operator", "kind", "comm"), "column", placements),
     Pass("marked outputs", ("marked_outputs",), ("node_index", "strategy", "layer", "out_bytes", "runs"), "dump",
          marked_outputs),
-    Pass("lifetimes", ("lifetimes",), ("kernel", "by_key", "param_roles", "phase", "kind", "micro", "chunk", "order",
+    Pass("lifetimes", ("lifetimes",), ("kernel", "by_key", "param_roles", "phase", "kind", "micro", "unit", "order",
                                         "file_kind"), "dump", lifetimes),
+    *JOB_PASSES,
 )
 
 

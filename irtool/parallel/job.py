@@ -8,14 +8,14 @@ Every command reads the job from here; none works these figures out again.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .cost import ATTENTION, SEQUENCE_DIM, attention_layout
 from .model_dims import ModelDims, ffn_size, heads, kv_heads, model_dims
 from .params import layer_index
-from .records import CommNode, ParallelFacts, _as_dict
+from .records import CommNode, _as_dict
+from .table import Pass
 
 # Update primitives of the optimizers MindSpore ships, by the name the job record gives them.
 OPTIMIZER_OPS = {"SGD": "SGD", "ApplyMomentum": "Momentum", "Momentum": "Momentum", "Adam": "Adam",
@@ -73,7 +73,7 @@ class RankJob:
     sp: Sizes  # sequence-parallel (gather/scatter of sequence-split activations) groups
     cp: Sizes  # context-parallel (ring attention exchange, Ulysses all-to-all) groups
     micro: Evidence  # number of micro batches
-    chunks: list[int]  # pipeline chunks / segments this rank's pipeline hops carry
+    chunks: list[int]  # the chunks (segments) its stage runs, [] with one (`order.stage_chunks`)
     folded: bool  # they are a folded pipeline's segments (`segment` printed, no `chunk`), not interleaved chunks
     layers: list[int]  # layers whose parameters the rank's work reads
     layers_where: str
@@ -104,56 +104,99 @@ def stage_span(comm: list[CommNode], rank: int | None, stage: int | None, name: 
     return _unknown("no pipeline peer of known rank and stage")
 
 
-def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
-    """The `RankJob` of one analysed dump (reads its fact table: call before `facts.release()`)."""
-    t = facts.table
-    name = file
-    comm = facts.comm
+def _records(t: Any) -> list[CommNode]:
+    """The rank's communication records that move data (`ParallelFacts.comm`)."""
+    silent = t.get("silent")
+    return [c for n, c in t.column("comm").items() if n not in silent]
 
-    def sizes(keep: Iterable[CommNode], label: str) -> Sizes:
-        out: Sizes = {}
-        for c in keep:
-            n = len(c.group_ranks) if c.group_ranks else None
-            if n:
-                count, where = out.get(n, (0, _at(name, c, f"{c.op} {label} on group {c.group}")))
-                out[n] = (count + 1, where)
-        return out
 
-    collectives = [c for c in comm if c.op not in ("Send", "Receive") and c.group_ranks]
-    worlds = [c for c in collectives if (c.group or "").endswith(_WORLD)] + \
+def _name(t: Any) -> str:
+    return t.dump.path or ""
+
+
+def _sizes(name: str, keep: Iterable[CommNode], label: str) -> Sizes:
+    out: Sizes = {}
+    for c in keep:
+        n = len(c.group_ranks) if c.group_ranks else None
+        if n:
+            count, where = out.get(n, (0, _at(name, c, f"{c.op} {label} on group {c.group}")))
+            out[n] = (count + 1, where)
+    return out
+
+
+def _collectives(comm: list[CommNode]) -> list[CommNode]:
+    return [c for c in comm if c.op not in ("Send", "Receive") and c.group_ranks]
+
+
+def _world_of(t: Any) -> Evidence:
+    """The world size: the size of a group named the world's; one device when nothing communicates."""
+    comm, name = _records(t), _name(t)
+    worlds = [c for c in _collectives(comm) if (c.group or "").endswith(_WORLD)] + \
              [c for c in comm if (c.group or "").endswith(_WORLD) and c.group_ranks]
     if worlds:
-        world = Evidence(len(worlds[0].group_ranks), _at(name, worlds[0], f"{worlds[0].op} on {worlds[0].group}"))
-    elif not comm and not facts.no_op_gathers and facts.kind != "pre" and not rank:
-        world = Evidence(1, f"{name}: no communication after the parallel pass: one device")
-    else:
-        world = _unknown("no node of this rank uses the world group")
-    span = stage_span(comm, rank, facts.stage, name)
-    stage_sizes = sizes([c for c in collectives if c.category in ("gradient-aggregation", "operator-forward",
-                                                                   "optimizer-parallel", "redistribution")
-                         and not (c.group or "").endswith(_WORLD)], "within the stage")
-    nodes = list(t.dump.nodes())
+        return Evidence(len(worlds[0].group_ranks), _at(name, worlds[0], f"{worlds[0].op} on {worlds[0].group}"))
+    if not comm and not t.get("silent") and t.get("file_kind") != "pre" and not t.rank:
+        return Evidence(1, f"{name}: no communication after the parallel pass: one device")
+    return _unknown("no node of this rank uses the world group")
+
+
+def _span_of(t: Any) -> Evidence:
+    return stage_span(_records(t), t.rank, t.get("stage_info").stage, _name(t))
+
+
+def _groups_of(t: Any) -> tuple[Sizes, Sizes, Sizes, Sizes, Sizes, Sizes]:
+    """The group sizes each degree is read from: within the stage, tensor, expert, sequence, context and
+    optimizer parallel."""
+    comm, name = _records(t), _name(t)
+    collectives = _collectives(comm)
+
+    def inside(c: CommNode) -> bool:
+        return not (c.group or "").endswith(_WORLD)
+
+    stage = _sizes(name, [c for c in collectives if c.category in (
+        "gradient-aggregation", "operator-forward", "optimizer-parallel", "redistribution") and inside(c)],
+        "within the stage")
+    mp = _sizes(name, [c for c in collectives if c.category in ("operator-forward", "sequence-parallel")
+                       and c.op not in ("AlltoAll", "AllToAll") and inside(c)], "tensor parallel")
+    ep = _sizes(name, [c for c in collectives if c.category == "expert-parallel"], "expert-parallel all-to-all")
+    sp = _sizes(name, [c for c in collectives if c.category == "sequence-parallel"], "sequence-parallel")
+    cp = _sizes(name, [c for c in comm if c.category == "context-parallel" and c.group_ranks and inside(c)],
+                "context-parallel") or _sequence_split(t, name, comm)
+    shard = _sizes(name, [c for c in comm if c.category == "optimizer-parallel"], "optimizer shard")
+    return stage, mp, ep, sp, cp, shard
+
+
+def _micro_of(t: Any) -> Evidence:
+    """The number of micro batches: the micro batches the rank's nodes run for (the `micro` fact)."""
     marked = t.column("micro")
-    micros = set(marked.values())
-    last = next((n for n, m in marked.items() if m == max(micros)), None) if micros else None
-    micro = Evidence(len(micros), f"{name}:{last.line} (micro {max(micros)}, {last.op})") if last is not None else \
-        _unknown("no node carries a micro batch (`micro`)")
+    if not marked:
+        return _unknown("no node carries a micro batch (`micro`)")
+    top = max(marked.values())
+    last = next(n for n, m in marked.items() if m == top)
+    return Evidence(len(set(marked.values())), f"{_name(t)}:{last.line} (micro {top}, {last.op})")
+
+
+def _layers_of(t: Any) -> tuple[list[int], str]:
+    """The layers the rank's work is of (the `layer` fact of every node not only updating weights), and where
+    the first parameter of one is read."""
+    layers = {i for n, i in t.column("layer").items() if t("phase", n) != "optimizer"}
     params = t.get("parameters")
-    layers: Counter = Counter()
-    where = ""
-    for pname, readers in params.readers.items():
-        index = layer_index(pname)
-        if index is None:
-            continue
-        work = next((n for n in readers if t("phase", n) != "optimizer"), None)  # not only updated: computed with
-        if work is not None:
-            layers[index] += 1
-            if not where:
-                where = f"{name}:{work.line} (reads {pname})"
-    updates = [n for n in nodes if n.op in OPTIMIZER_OPS and t("phase", n) == "optimizer"]
-    # without an update primitive (MindFormers' AdamW is written out), the optimizer cell whose nodes read the weights
-    opt_scope = None if updates else next((n for readers in params.readers.values() for n in readers
-                                           if n.scope and t("phase", n) == "optimizer"), None)
+    where = next((f"{_name(t)}:{n.line} (reads {p})" for p, readers in params.readers.items()
+                  if (i := layer_index(p)) is not None
+                  for n in readers if t("phase", n) != "optimizer" and t("layer", n) == i), "")
+    return sorted(layers), where
+
+
+def _recompute_of(t: Any) -> tuple[list[int], str]:
+    """The layers with recomputed work (the `layer` fact of the recomputed copies), and the first copy."""
+    copies = t.get("copies")
+    layers = {i for n in copies if (i := t("layer", n)) is not None}
+    return sorted(layers), f"{_name(t)}:{copies[0].line} ({copies[0].op}, `duplicated`)" if copies else ""
+
+
+def _optimizer_of(t: Any) -> Evidence:
+    name, params = _name(t), t.get("parameters")
+    updates = [n for n in t.dump.nodes() if n.op in OPTIMIZER_OPS and t("phase", n) == "optimizer"]
     if updates:
         # the optimizer class the user chose, when the update's scope names its cell (nn.LazyAdam updates its
         # dense parameters with `Adam`: `optimizer-LazyAdam/Adam-op0`), else the update primitive's optimizer
@@ -161,45 +204,91 @@ def rank_job(facts: ParallelFacts, rank: int | None, file: str) -> RankJob:
         cell = _optimizer_cell(u.scope)
         named = cell or OPTIMIZER_OPS[u.op]
         how = u.op if named == OPTIMIZER_OPS[u.op] else f"{u.op} in {cell}"
-        optimizer = Evidence(named, f"{name}:{u.line} ({how})")
-    elif opt_scope is not None:
-        cell = _optimizer_cell(opt_scope.scope)
-        optimizer = Evidence(cell or opt_scope.scope, f"{name}:{opt_scope.line} (scope {opt_scope.scope})")
-    else:
-        optimizer = _unknown("no optimizer update in this pass")
+        return Evidence(named, f"{name}:{u.line} ({how})")
+    # without an update primitive (MindFormers' AdamW is written out), the optimizer cell whose nodes read the weights
+    found = next((n for readers in params.readers.values() for n in readers
+                  if n.scope and t("phase", n) == "optimizer"), None)
+    if found is not None:
+        cell = _optimizer_cell(found.scope)
+        return Evidence(cell or found.scope, f"{name}:{found.line} (scope {found.scope})")
+    return _unknown("no optimizer update in this pass")
+
+
+def _accumulation_of(t: Any) -> Evidence:
+    name, params = _name(t), t.get("parameters")
     accu = next((n for n in params.readers if n.startswith("accu_grads.")), None)
-    step = next((c for c in comm if c.op.startswith("_Mirror") and "Step" in c.op), None)
-    accumulation = Evidence(True, f"{name}:{params.readers[accu][0].line} (buffer {accu})") if accu else \
-        Evidence(True, _at(name, step, f"{step.op}")) if step is not None else \
-        _unknown("no accumulation buffer (`accu_grads.*`) or micro-step mirror")
-    # layers with recomputed work: of the weights the copies read (through the Load or Cast they read)
-    by_key = t.get("by_key")
-    copies = t.get("copies")
-    recompute = {i for n in copies for p in params.reached_by(n, by_key[n.graph])
-                 if (i := layer_index(p)) is not None}
-    backward = any(c.phase == "backward" for c in comm) or any(t("phase", n) == "backward" for n in nodes)
-    hops = [c for c in comm if c.category == "pipeline" and c.direction]
-    forward_hops = [c for c in hops if c.phase == "forward"]
-    return RankJob(
-        rank=rank, file=name, stage=facts.stage, stage_sizes=stage_sizes, world=world, span=span,
-        mp=sizes([c for c in collectives if c.category in ("operator-forward", "sequence-parallel")
-                  and c.op not in ("AlltoAll", "AllToAll") and not (c.group or "").endswith(_WORLD)], "tensor parallel"),
-        ep=sizes([c for c in collectives if c.category == "expert-parallel"], "expert-parallel all-to-all"),
-        sp=sizes([c for c in collectives if c.category == "sequence-parallel"], "sequence-parallel"),
-        cp=sizes([c for c in comm if c.category == "context-parallel" and c.group_ranks
-                  and not (c.group or "").endswith(_WORLD)], "context-parallel") or _sequence_split(t, name, comm),
-        micro=micro,
-        chunks=sorted({c.segment for c in comm if c.category == "pipeline" and c.segment is not None}),
-        folded=any(c.category == "pipeline" and c.segment is not None and c.chunk is None for c in comm),
-        layers=sorted(layers), layers_where=where, recompute=sorted(recompute),
-        dims=model_dims(t, t.dump, name, whole=facts.kind == "pre"), optimizer=optimizer,
-        opt_shard=sizes([c for c in comm if c.category == "optimizer-parallel"], "optimizer shard"),
-        accumulation=accumulation, training=optimizer.known or accumulation.known or backward,
-        backward=backward, parallel=facts.kind != "pre",
-        recompute_where=f"{name}:{copies[0].line} ({copies[0].op}, `duplicated`)" if copies else "",
-        # the last stage sends no forward work to a later stage (a folded or interleaved one sends it round to stage 0)
-        hops=len(hops), last=facts.stage is not None and bool(forward_hops) and not any(
-            c.op == "Send" and (c.peer_stage is None or c.peer_stage > facts.stage) for c in forward_hops))
+    if accu:
+        return Evidence(True, f"{name}:{params.readers[accu][0].line} (buffer {accu})")
+    step = next((c for c in _records(t) if c.op.startswith("_Mirror") and "Step" in c.op), None)
+    if step is not None:
+        return Evidence(True, _at(name, step, f"{step.op}"))
+    return _unknown("no accumulation buffer (`accu_grads.*`) or micro-step mirror")
+
+
+def _backward_of(t: Any) -> bool:
+    return any(c.phase == "backward" for c in _records(t)) or any(t("phase", n) == "backward" for n in t.dump.nodes())
+
+
+def _hops_of(t: Any) -> tuple[int, bool]:
+    """The pipeline Send/Receive, and whether the rank is on the last stage: it sends no forward work to a later
+    stage (a folded or interleaved one sends it round to stage 0)."""
+    stage = t.get("stage_info").stage
+    hops = [c for c in _records(t) if c.category == "pipeline" and c.direction]
+    forward = [c for c in hops if c.phase == "forward"]
+    return len(hops), stage is not None and bool(forward) and not any(
+        c.op == "Send" and (c.peer_stage is None or c.peer_stage > stage) for c in forward)
+
+
+def _chunks_of(t: Any) -> tuple[list[int], bool]:
+    """The chunks the rank's stage runs (the order's: `order.stage_chunks`, [] with one), and whether they are a
+    folded pipeline's segments (its pipeline hops print `segment` and no `chunk`)."""
+    hops = [c for c in _records(t) if c.category == "pipeline" and c.segment is not None]
+    return t.get("stage_chunks"), any(c.chunk is None for c in hops)
+
+
+def _dims_of(t: Any) -> ModelDims:
+    return model_dims(t, t.dump, _name(t), whole=t.get("file_kind") == "pre")
+
+
+def _rank_job(t: Any) -> RankJob:
+    """The `RankJob` of the rank: the facts the passes before decided, put together."""
+    layers, where = t.get("job_layers")
+    recompute, recompute_where = t.get("job_recompute")
+    chunks, folded = t.get("job_chunks")
+    hops, last = t.get("job_hops")
+    stage, mp, ep, sp, cp, shard = (t.get(f) for f in _GROUP_FACTS)
+    optimizer, accumulation, backward = t.get("job_optimizer"), t.get("job_accumulation"), t.get("job_backward")
+    return RankJob(rank=t.rank, file=_name(t), stage=t.get("stage_info").stage, stage_sizes=stage,
+                   world=t.get("job_world"), span=t.get("job_span"), mp=mp, ep=ep, sp=sp, cp=cp,
+                   micro=t.get("job_micro"), chunks=chunks, folded=folded, layers=layers, layers_where=where,
+                   recompute=recompute, dims=t.get("job_dims"), optimizer=optimizer, opt_shard=shard,
+                   accumulation=accumulation, training=optimizer.known or accumulation.known or backward,
+                   hops=hops, last=last, backward=backward, parallel=t.get("file_kind") != "pre",
+                   recompute_where=recompute_where)
+
+
+_COMM = ("comm", "silent")
+_GROUP_FACTS = ("job_stage_sizes", "job_mp", "job_ep", "job_sp", "job_cp", "job_opt_shard")
+# The rank's job, each field decided by one pass over the rank's fact table (appended to `facts.PASSES`): asked
+# for once (`ParallelFacts.job`) and read by every command.
+JOB_PASSES: tuple[Pass, ...] = (
+    Pass("job world", ("job_world",), (*_COMM, "file_kind"), "dump", _world_of),
+    Pass("job span", ("job_span",), (*_COMM, "stage_info"), "dump", _span_of),
+    Pass("job groups", _GROUP_FACTS, (*_COMM, "strategy", "by_key", "parameters"), "dump", _groups_of),
+    Pass("job micro", ("job_micro",), ("micro",), "dump", _micro_of),
+    Pass("job layers", ("job_layers",), ("layer", "phase", "parameters"), "dump", _layers_of),
+    Pass("job recompute", ("job_recompute",), ("copies", "layer"), "dump", _recompute_of),
+    Pass("job optimizer", ("job_optimizer",), ("parameters", "phase"), "dump", _optimizer_of),
+    Pass("job accumulation", ("job_accumulation",), ("parameters", *_COMM), "dump", _accumulation_of),
+    Pass("job backward", ("job_backward",), (*_COMM, "phase"), "dump", _backward_of),
+    Pass("job hops", ("job_hops",), (*_COMM, "stage_info"), "dump", _hops_of),
+    Pass("job chunks", ("job_chunks",), (*_COMM, "stage_chunks"), "dump", _chunks_of),
+    Pass("job dims", ("job_dims",), ("file_kind", "strategy", "parameters", "by_key", "phase"), "dump", _dims_of),
+    Pass("rank job", ("rank_job",), ("job_world", "job_span", *_GROUP_FACTS, "job_micro", "job_layers",
+                                     "job_recompute", "job_optimizer", "job_accumulation", "job_backward",
+                                     "job_hops", "job_chunks", "job_dims", "stage_info", "file_kind"),
+         "dump", _rank_job),
+)
 
 
 def _sequence_split(t: Any, file: str, comm: list[CommNode]) -> Sizes:
@@ -238,7 +327,7 @@ class Job:
     micro_batches: Evidence
     chunks: Evidence  # model chunks per stage (interleaved) or pipeline segments (folded); 1 without either
     folded: bool  # `chunks` are a folded pipeline's segments (`pipeline_segments`), not interleaved model chunks
-    stage_ranks: dict[int, list[int | None]]
+    stage_ranks: dict[int, list[int | None]]  # ranks read on each stage (not those of `stage_unknown`)
     stage_layers: dict[int, list[int]]
     stage_layers_where: dict[int, str]
     recompute: dict[int, list[int]]  # stage -> layers with recomputed work
@@ -258,9 +347,14 @@ class Job:
     training: bool
     notes: list[str] = field(default_factory=list)
     micro_seen: list[int] = field(default_factory=list)  # every count of micro batches a rank read says (JSON: notes)
+    # ranks read whose dumps do not decide their stage in a pipelined job (never filed under a stage), and the
+    # layers they read
+    stage_unknown: list[int | None] = field(default_factory=list)
+    stage_unknown_layers: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        d = _as_dict(self, skip=("micro_seen",))
+        # the ranks of unknown stage only where there are some (JSON `irtool.summary/2` gained them as optional)
+        d = _as_dict(self, skip=("micro_seen",) + (() if self.stage_unknown else ("stage_unknown", "stage_unknown_layers")))
         for k, v in vars(self).items():
             if isinstance(v, Evidence):
                 d[k] = v.as_dict()
@@ -306,10 +400,12 @@ class JobFold:
         self.micro: dict[int, Evidence] = {}
         self.chunks: set[int] = set()
         self.folded = False
-        self.stage_ranks: dict[int, list[int | None]] = {}
-        self.stage_layers: dict[int, set[int]] = {}
-        self.where: dict[int, str] = {}
-        self.recompute: dict[int, set[int]] = {}
+        # by stage, None for a rank whose dump does not decide its stage: stage 0 when no rank shows a pipeline,
+        # else a stage unknown (`Job.stage_unknown`), never filed under one
+        self.stage_ranks: dict[int | None, list[int | None]] = {}
+        self.stage_layers: dict[int | None, set[int]] = {}
+        self.where: dict[int | None, str] = {}
+        self.recompute: dict[int | None, set[int]] = {}
         self.staged = False
         self.optimizer: Evidence | None = None
         self.accumulation: Evidence | None = None
@@ -344,7 +440,7 @@ class JobFold:
         if r.last and r.stage is not None and self.last is None:
             self.last = Evidence(r.stage + 1, f"rank {r.rank} is on the last stage, {r.stage}: it sends no forward work "
                                               f"to a later stage ({r.file})")
-        s = r.stage if r.stage is not None else 0
+        s = r.stage
         self.stage_ranks.setdefault(s, []).append(r.rank)
         if r.layers:
             self.stage_layers.setdefault(s, set()).update(r.layers)
@@ -371,86 +467,18 @@ class JobFold:
                 self.dims[name] = Evidence(*seen)
 
     def job(self) -> Job:
-        notes: list[str] = []
-        world = self.world or _unknown("no node uses the world group" + (
-            f"; at least {self.top_rank + 1} (rank {self.top_rank} read)" if self.top_rank is not None else ""))
-        top = max(self.stage_sizes, default=None)  # without a pipeline peer, the largest group within a stage
-        stage_size = self.span or (Evidence(top, self.stage_sizes[top][1]) if top is not None
-                                   else _unknown("no collective group"))
-        read_per_stage = max((len(v) for v in self.stage_ranks.values()), default=0)
-        if stage_size.known and read_per_stage > stage_size.value:  # the folder shows more ranks on a stage
-            stage_size = Evidence(read_per_stage, f"{read_per_stage} ranks read on one stage")
-        elif not stage_size.known and read_per_stage:
-            stage_size = _unknown(f"at least {read_per_stage} (ranks read on one stage); " + stage_size.where)
-        if not self.staged:
-            stages = Evidence(1, "no pipeline Send/Receive: one stage")
-        elif self.last is not None:
-            stages = self.last
-        elif world.known and stage_size.known and world.value % stage_size.value == 0:
-            stages = Evidence(world.value // stage_size.value,
-                              f"world size {world.value} / {stage_size.value} ranks per stage ({stage_size.where})")
-        else:
-            seen = ", ".join(map(str, sorted(s for s in self.stage_ranks if s is not None)))
-            stages = _unknown(f"stages {seen or 'unknown'} seen; the world size, the ranks per stage and the last "
-                              "stage unknown")
-        if stages.known and world.known and stages.value and world.value % stages.value == 0 and \
-                (not stage_size.known or stage_size.value * stages.value != world.value):
-            stage_size = Evidence(world.value // stages.value, f"world size {world.value} / {stages.value} stages")
-        elif not world.known and self.staged and stages.known and stage_size.known:
-            world = Evidence(stage_size.value * stages.value,
-                             f"{stage_size.value} ranks per stage x {stages.value} stages; {stage_size.where}")
-        # before the parallel pass no group is inserted yet: a degree is unknown, not 1
-        one = 1 if self.parallel else None
-
-        def why(text: str) -> str:
-            return text if self.parallel else "a pass before the parallel pass: no communication inserted yet"
-
-        mp = _one(self.mp, "tensor-parallel", one, why("no tensor-parallel collective"))
-        cp = _one(self.cp, "context-parallel", one, why("no context-parallel exchange"))
-        # context parallelism splits the sequence over ranks of its own; sequence parallelism runs on the
-        # tensor-parallel group and expert parallelism within the data-parallel ranks: neither takes ranks
-        split = mp.value * cp.value if mp.known and cp.known else None
-        what = f"mp {mp.value}" + (f" x cp {cp.value}" if cp.value != 1 else "") if split else ""
-        if self.staged and stage_size.known and split and stage_size.value % split == 0:
-            dp = Evidence(stage_size.value // split, f"{stage_size.value} ranks per stage / {what}")
-        elif not self.staged and world.known and split and world.value % split == 0:
-            dp = Evidence(world.value // split, f"world size {world.value} / {what}")
-        else:
-            dp = _unknown("the ranks per stage, mp or cp unknown")
-        if len(self.micro) > 1:
-            notes.append("ranks disagree on the number of micro batches: " + "; ".join(
-                f"{m} ({e.where})" for m, e in sorted(self.micro.items())))
-        micro = self.micro[max(self.micro)] if self.micro else \
-            Evidence(1, "no pipeline and no node carries a micro batch (`micro`): the batch at once") \
-            if not self.staged else _unknown("no node carries a micro batch (`micro`)")
-        kind = "segments" if self.folded else "chunks"
-        chunks = Evidence(len(self.chunks), f"pipeline Send/Receive of {kind} {', '.join(map(str, sorted(self.chunks)))}") \
-            if self.chunks else Evidence(1, "no chunk or segment on pipeline Send/Receive" if self.staged else "no pipeline")
-        absent = [s for s in range(stages.value) if s not in self.stage_ranks] if stages.known else []
-        first = self.first
-        layers = sorted({i for v in self.recompute.values() for i in v})
-        recompute = Evidence(layers, self.recompute_where) if layers else \
-            Evidence([], "no recomputed copy (`duplicated`) in a pass with backward work") if self.backward else \
-            _unknown("no backward work in this pass: recomputed copies come with it")
-        return Job(ranks=list(self.ranks), world_size=world, pipeline_stages=stages, stages_read=sorted(self.stage_ranks),
-                   stages_absent=absent, dp=dp, mp=mp,
-                   ep=_one(self.ep, "expert-parallel", one, why("no expert-parallel all-to-all")),
-                   sp=_one(self.sp, "sequence-parallel", one, why("no sequence-parallel gather or scatter")),
-                   cp=cp,
-                   micro_batches=micro, chunks=chunks, folded=self.folded,
-                   stage_ranks=dict(sorted(self.stage_ranks.items())),
-                   stage_layers={s: sorted(v) for s, v in sorted(self.stage_layers.items())},
-                   stage_layers_where=dict(sorted(self.where.items())),
-                   recompute={s: sorted(v) for s, v in sorted(self.recompute.items())}, recompute_layers=recompute,
-                   optimizer=self.optimizer or (first.optimizer if first else _unknown("no rank read")),
-                   optimizer_shard=_one(self.opt_shard, "optimizer-parallel", one,
-                                        why("no optimizer-parallel communication")),
-                   gradient_accumulation=self.accumulation or (first.accumulation if first else _unknown("no rank read")),
-                   global_batch=self._batch(dp, micro), num_layers=self._layer_count(stages, absent),
-                   hidden_size=self._dim("hidden"), vocab_size=self._dim("vocab"), sequence_length=self._dim("sequence"),
-                   ffn_size=self._with_hidden(ffn_size, self.layer_weights),
-                   heads=self._with_hidden(heads, self.attention), kv_heads=self._with_hidden(kv_heads, self.attention),
-                   training=self.training, notes=notes, micro_seen=sorted(self.micro))
+        """The folder's job: `FOLD_PASSES` over what the ranks told, each field decided by one pass, never after."""
+        d: dict[str, Any] = {}
+        for p in FOLD_PASSES:
+            missing = [n for n in p.needs if n not in d]
+            if missing:
+                raise KeyError(f"fold pass {p.name!r} needs {', '.join(missing)}, which no earlier pass decides")
+            found = p.run(self, d)
+            for name, value in zip(p.provides, found if len(p.provides) > 1 else (found,)):
+                if name in d:
+                    raise KeyError(f"{name!r} is decided by two fold passes")
+                d[name] = value
+        return Job(**{k: v for k, v in d.items() if not k.startswith("_")})
 
     def _dim(self, name: str) -> Evidence:
         return self.dims.get(name) or _unknown("no rank read")
@@ -479,8 +507,13 @@ class JobFold:
             why = f"stage{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} not read" if absent \
                 else "the stage count unknown"
             return _unknown(f"layers {_ranges(held)} read; {why}")
-        first = self.where[min(self.where)]
+        first = self.where[min(self.where, key=lambda s: (s is None, s or 0))]
         return Evidence(len(held), f"layers {_ranges(held)} on the {stages.value} stage(s) read ({first})")
+
+
+def _rank_words(ranks: list[int | None]) -> str:
+    """`rank 4`, `ranks 0, 4` (a rank of no `rank_N` folder: `—`)."""
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join("—" if r is None else str(r) for r in ranks)
 
 
 def _ranges(indices: list[int]) -> str:
@@ -492,6 +525,190 @@ def _ranges(indices: list[int]) -> str:
         else:
             runs.append([i])
     return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+# --- the folder's job, field by field ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FoldPass:
+    """One step of `JobFold.job`: decides `provides` (Job fields; `_`-named ones are only read by later passes) from
+    the fold and the fields `needs` names, decided by the passes before it."""
+
+    name: str
+    provides: tuple[str, ...]
+    needs: tuple[str, ...]
+    run: Callable[[JobFold, dict[str, Any]], Any]
+
+
+def _by_stage(f: JobFold, d: dict[str, Any]) -> dict[str, dict[int | None, Any]]:
+    """The ranks, layers, where and recomputed layers by stage, the stages in order: a rank of no stage is of stage 0
+    when no rank shows a pipeline (MindSpore's default of one stage), else of a stage unknown (None, last)."""
+    def by(values: dict[int | None, Any]) -> dict[int | None, Any]:
+        keyed = {(0 if s is None and not f.staged else s): v for s, v in values.items()}
+        return dict(sorted(keyed.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
+
+    return {"ranks": by(f.stage_ranks), "layers": by(f.stage_layers), "where": by(f.where),
+            "recompute": by(f.recompute)}
+
+
+def _known(by: dict[int | None, Any]) -> dict[int, Any]:
+    return {s: v for s, v in by.items() if s is not None}
+
+
+def _read(f: JobFold, d: dict[str, Any]) -> tuple[list[int | None], list[int], list[int | None], list[str]]:
+    ranks = d["_by_stage"]["ranks"]
+    notes = ["ranks disagree on the number of micro batches: " + "; ".join(
+        f"{m} ({e.where})" for m, e in sorted(f.micro.items()))] if len(f.micro) > 1 else []
+    return list(f.ranks), list(_known(ranks)), ranks.get(None, []), notes
+
+
+def _world_seen(f: JobFold, d: dict[str, Any]) -> Evidence:
+    """The world group's size, as a rank's node shows it."""
+    return f.world or _unknown("no node uses the world group" + (
+        f"; at least {f.top_rank + 1} (rank {f.top_rank} read)" if f.top_rank is not None else ""))
+
+
+def _stage_size_seen(f: JobFold, d: dict[str, Any]) -> Evidence:
+    """Ranks per stage from a pipeline peer, without one the largest group within a stage; more when the folder
+    shows more ranks on one stage."""
+    top = max(f.stage_sizes, default=None)
+    size = f.span or (Evidence(top, f.stage_sizes[top][1]) if top is not None else _unknown("no collective group"))
+    read = max((len(v) for v in _known(d["_by_stage"]["ranks"]).values()), default=0)
+    if size.known and read > size.value:
+        return Evidence(read, f"{read} ranks read on one stage")
+    if not size.known and read:
+        return _unknown(f"at least {read} (ranks read on one stage); " + size.where)
+    return size
+
+
+def _stage_count(f: JobFold, d: dict[str, Any]) -> Evidence:
+    world, size = d["_world_seen"], d["_stage_size_seen"]
+    if not f.staged:
+        return Evidence(1, "no pipeline Send/Receive: one stage")
+    if f.last is not None:
+        return f.last
+    if world.known and size.known and world.value % size.value == 0:
+        return Evidence(world.value // size.value, f"world size {world.value} / {size.value} ranks per stage ({size.where})")
+    seen = ", ".join(map(str, d["stages_read"]))
+    unknown = d["stage_unknown"]
+    of = f"; {_rank_words(unknown)} of unknown stage" if unknown else ""
+    return _unknown(f"{'stages ' + seen if seen else 'no stage'} seen{of}; the world size, the ranks per stage and "
+                    "the last stage unknown")
+
+
+def _stage_size(f: JobFold, d: dict[str, Any]) -> Evidence:
+    """Ranks per stage: the world over the stages where the two are known and what was seen does not multiply up."""
+    world, stages, size = d["_world_seen"], d["pipeline_stages"], d["_stage_size_seen"]
+    if stages.known and world.known and stages.value and world.value % stages.value == 0 and \
+            (not size.known or size.value * stages.value != world.value):
+        return Evidence(world.value // stages.value, f"world size {world.value} / {stages.value} stages")
+    return size
+
+
+def _world(f: JobFold, d: dict[str, Any]) -> Evidence:
+    """The world group's size, else ranks per stage x stages in a pipeline."""
+    world, stages, size = d["_world_seen"], d["pipeline_stages"], d["_stage_size"]
+    if not world.known and f.staged and stages.known and size.known:
+        return Evidence(size.value * stages.value, f"{size.value} ranks per stage x {stages.value} stages; {size.where}")
+    return world
+
+
+def _why(f: JobFold, text: str) -> str:
+    return text if f.parallel else "a pass before the parallel pass: no communication inserted yet"
+
+
+def _degrees(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, ...]:
+    """mp, ep, sp, cp and the optimizer sharding: each the group size most of its nodes use; before the parallel
+    pass no group is inserted yet: a degree is unknown, not 1."""
+    one = 1 if f.parallel else None
+    return (_one(f.mp, "tensor-parallel", one, _why(f, "no tensor-parallel collective")),
+            _one(f.ep, "expert-parallel", one, _why(f, "no expert-parallel all-to-all")),
+            _one(f.sp, "sequence-parallel", one, _why(f, "no sequence-parallel gather or scatter")),
+            _one(f.cp, "context-parallel", one, _why(f, "no context-parallel exchange")),
+            _one(f.opt_shard, "optimizer-parallel", one, _why(f, "no optimizer-parallel communication")))
+
+
+def _dp(f: JobFold, d: dict[str, Any]) -> Evidence:
+    """Ranks per stage (without pipeline: the world) over mp x cp: context parallelism splits the sequence over
+    ranks of its own; sequence parallelism runs on the tensor-parallel group and expert parallelism within the
+    data-parallel ranks: neither takes ranks."""
+    mp, cp, size, world = d["mp"], d["cp"], d["_stage_size"], d["world_size"]
+    split = mp.value * cp.value if mp.known and cp.known else None
+    what = f"mp {mp.value}" + (f" x cp {cp.value}" if cp.value != 1 else "") if split else ""
+    if f.staged and size.known and split and size.value % split == 0:
+        return Evidence(size.value // split, f"{size.value} ranks per stage / {what}")
+    if not f.staged and world.known and split and world.value % split == 0:
+        return Evidence(world.value // split, f"world size {world.value} / {what}")
+    return _unknown("the ranks per stage, mp or cp unknown")
+
+
+def _micro_batches(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, list[int]]:
+    """The most micro batches a rank runs (ranks that disagree: said in `notes`), and every count read."""
+    if f.micro:
+        return f.micro[max(f.micro)], sorted(f.micro)
+    if not f.staged:
+        return Evidence(1, "no pipeline and no node carries a micro batch (`micro`): the batch at once"), []
+    return _unknown("no node carries a micro batch (`micro`)"), []
+
+
+def _chunks(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, bool]:
+    kind = "segments" if f.folded else "chunks"
+    if f.chunks:
+        return Evidence(len(f.chunks), f"{kind} {', '.join(map(str, sorted(f.chunks)))}: the `chunk` a stage's "
+                                       "work prints"), f.folded
+    return Evidence(1, "no stage's work prints two chunks or segments" if f.staged else "no pipeline"), f.folded
+
+
+def _stages_held(f: JobFold, d: dict[str, Any]) -> tuple[Any, ...]:
+    """Per stage read its ranks, layers and where; the stages no rank read is on; the layers of ranks of no stage."""
+    stages, by = d["pipeline_stages"], d["_by_stage"]
+    known = _known(by["ranks"])
+    absent = [s for s in range(stages.value) if s not in known] if stages.known else []
+    return (known, {s: sorted(v) for s, v in _known(by["layers"]).items()}, _known(by["where"]), absent,
+            sorted(by["layers"].get(None, ())))
+
+
+def _recompute(f: JobFold, d: dict[str, Any]) -> tuple[dict[int, list[int]], Evidence]:
+    layers = sorted({i for v in f.recompute.values() for i in v})
+    every = Evidence(layers, f.recompute_where) if layers else \
+        Evidence([], "no recomputed copy (`duplicated`) in a pass with backward work") if f.backward else \
+        _unknown("no backward work in this pass: recomputed copies come with it")
+    return {s: sorted(v) for s, v in _known(d["_by_stage"]["recompute"]).items()}, every
+
+
+def _training(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, Evidence, bool]:
+    first = f.first
+    return (f.optimizer or (first.optimizer if first else _unknown("no rank read")),
+            f.accumulation or (first.accumulation if first else _unknown("no rank read")), f.training)
+
+
+def _model(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, ...]:
+    """The model's and the data's sizes (`model_dims`)."""
+    return (f._batch(d["dp"], d["micro_batches"]), f._layer_count(d["pipeline_stages"], d["stages_absent"]),
+            f._dim("hidden"), f._with_hidden(ffn_size, f.layer_weights), f._with_hidden(heads, f.attention),
+            f._with_hidden(kv_heads, f.attention), f._dim("vocab"), f._dim("sequence"))
+
+
+FOLD_PASSES: tuple[FoldPass, ...] = (
+    FoldPass("by stage", ("_by_stage",), (), _by_stage),
+    FoldPass("ranks read", ("ranks", "stages_read", "stage_unknown", "notes"), ("_by_stage",), _read),
+    FoldPass("world seen", ("_world_seen",), (), _world_seen),
+    FoldPass("stage size seen", ("_stage_size_seen",), ("_by_stage",), _stage_size_seen),
+    FoldPass("stage count", ("pipeline_stages",), ("_world_seen", "_stage_size_seen", "stages_read", "stage_unknown"),
+             _stage_count),
+    FoldPass("ranks per stage", ("_stage_size",), ("_world_seen", "pipeline_stages", "_stage_size_seen"), _stage_size),
+    FoldPass("world", ("world_size",), ("_world_seen", "pipeline_stages", "_stage_size"), _world),
+    FoldPass("degrees", ("mp", "ep", "sp", "cp", "optimizer_shard"), (), _degrees),
+    FoldPass("dp", ("dp",), ("mp", "cp", "_stage_size", "world_size"), _dp),
+    FoldPass("micro batches", ("micro_batches", "micro_seen"), (), _micro_batches),
+    FoldPass("chunks", ("chunks", "folded"), (), _chunks),
+    FoldPass("stages held", ("stage_ranks", "stage_layers", "stage_layers_where", "stages_absent",
+                             "stage_unknown_layers"), ("pipeline_stages", "_by_stage"), _stages_held),
+    FoldPass("recompute", ("recompute", "recompute_layers"), ("_by_stage",), _recompute),
+    FoldPass("training", ("optimizer", "gradient_accumulation", "training"), (), _training),
+    FoldPass("model", ("global_batch", "num_layers", "hidden_size", "ffn_size", "heads", "kv_heads", "vocab_size",
+                       "sequence_length"), ("dp", "micro_batches", "pipeline_stages", "stages_absent"), _model),
+)
 
 
 def job_of(ranks: Iterable[RankJob]) -> Job:

@@ -5,29 +5,22 @@ parameter of a gradient or optimizer node, the operator a redistribution feeds),
 scope only when nothing else is known; or, with `depth`, the first N scope components."""
 from __future__ import annotations
 
-import re
 from typing import Iterable
 
 from .records import CATEGORIES, PHASES, CommNode, Group, LayerComm, Strategy, per_step
 from .scope import cell_parts as _cell_parts
 from .traffic import node_wire_bytes
 
-_INDEXED = re.compile(r"^\d+(-|$)")  # `3-DecoderLayer` under a CellList / SequentialCell
-_DOTTED = re.compile(r"^[A-Za-z_]\w*\.\d+(-|$)")  # `layers.3-Block`
-
 
 def _layer(parts: tuple[str, ...] | list[str], depth: int | None) -> str:
-    if depth is not None:
-        return "/".join(parts[:depth])
-    for i, p in enumerate(parts):
-        if (_INDEXED.match(p) and i > 0) or _DOTTED.match(p):
-            return "/".join(parts[: i + 1])
-    return "/".join(parts)
+    """The row of a node of no layer: its cell path, or with `depth` its first `depth` components. Never cut at
+    a repeated cell's index (`3-Block`): which layer a node is work of is the `layer` fact's to say."""
+    return "/".join(parts[:depth] if depth is not None else parts)
 
 
 def layer_of(scope: str, depth: int | None = None) -> str:
-    """The layer a scope belongs to: the path up to the first repeated-cell index, else the cell
-    (with `depth`: the first `depth` cell components)."""
+    """The row a scope is counted under when its node has no layer: its cell (with `depth`: the first `depth`
+    cell components)."""
     return _layer(_cell_parts(scope), depth)
 
 

@@ -187,6 +187,7 @@ class _Walk:
         self.phase_of_block: list[str | None] = []
         self.static = 0
         self.waits: dict[int, list[int]] = {}  # a collective's first output -> its inputs, until read
+        self.out_sizes: dict[Node, list[int | None]] = {}  # a reused graph's kernels run once per call
 
     def new_block(self, size: int | None, role: str, phase: str | None) -> int:
         self.size.append(None if size is None else block(size))
@@ -293,7 +294,10 @@ class _Walk:
         t = self.t
         phase = t("phase", n)
         role = "communication" if t("kind", n) == "communication" else _PHASE_ROLE.get(phase, "temporary")
-        out = tuple(self.new_block(s, role, phase) for s in _out_sizes(n))
+        sizes = self.out_sizes.get(n)
+        if sizes is None:
+            sizes = self.out_sizes[n] = _out_sizes(n)
+        out = tuple(self.new_block(s, role, phase) for s in sizes)
         self.step(n, top, list(out), args)
         if role == "communication" and n.op not in ("Send", "Receive") and out:
             # its inputs are released when the first kernel reading its result waits for it
@@ -491,11 +495,11 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
 
 
 def _unit(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:
-    micro = t("micro", n)
-    phase = t("phase", n)
-    if micro is None or phase == "optimizer":
-        return ("optimizer" if phase == "optimizer" else None), micro
-    return unit_label(("F" if phase == "forward" else "B", micro, t("chunk", n) if t.get("order").chunks else None)), micro
+    """The label of the node's unit of work (the `unit` fact), `optimizer` for the optimizer's; its micro batch."""
+    key = t("unit", n)
+    if key is not None:
+        return unit_label(key), key[1]
+    return ("optimizer" if t("phase", n) == "optimizer" else None), t("micro", n)
 
 
 def _unit_starts(t: NodeFacts, w: _Walk) -> list[tuple[int, str]]:

@@ -23,7 +23,7 @@ from ..ir import Dump, Node
 from .balance import Balance, StageCost, balance, in_flight, stage_cost, stage_memory
 from .chains import user_source
 from .cost import compute_cost
-from .job import Job, JobChange, job_changes, rank_job
+from .job import Job, JobChange, job_changes
 from .operators import OperatorKey
 from .params import data_refs, layer_index
 from .records import PHASES, Bytes, CommNode, ParallelFacts, plain
@@ -261,7 +261,7 @@ class _Stage:
 
     def __init__(self, build: _Builder, rank: int | None, dump: Dump, facts: ParallelFacts) -> None:
         self.build, self.rank, self.dump, self.facts, self.t = build, rank, dump, facts, facts.table
-        self.cost = stage_cost(facts, rank_job(facts, rank, dump.path or ""))  # the cost records of the stage
+        self.cost = stage_cost(facts)  # the cost records of the stage
         job = build.job
         self.memory = stage_memory(self.cost.memory, in_flight(self.cost.order, self.cost.stage,
                                                                job.pipeline_stages, job.micro_batches, job.training))

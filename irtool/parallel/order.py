@@ -170,34 +170,59 @@ def stage_order(t: NodeFacts) -> StageOrder:
 
 def unit_nodes(t: NodeFacts) -> dict[UnitKey, list[Node]]:
     """The compute and call nodes of each unit of work (what places it; the viewer shows what a unit holds)."""
-    return _units(t)[0]
+    units: dict[UnitKey, list[Node]] = {}
+    for n, key in t.column("unit").items():
+        if t("kind", n) in _PLACING:
+            units.setdefault(key, []).append(n)
+    return units
 
 
-def _units(t: NodeFacts) -> tuple[dict[UnitKey, list[Node]], list[int]]:
-    """The nodes of each unit, and the chunks. A node printing no chunk joins its micro batch's
-    unit when that has one chunk; with several (the loss of an interleaved stage, outside its chunks'
-    calls) it places none."""
-    by_micro: dict[tuple[str, int], list[tuple[int | None, Node]]] = {}
+_PLACING = ("compute", "call")  # the kinds of node whose unit places it (`unit_nodes`)
+
+
+def _work(t: NodeFacts) -> dict[tuple[str, int], set[int | None]]:
+    """(F or B, micro batch) -> the chunks of its compute and call nodes (None: a node printing none)."""
+    out: dict[tuple[str, int], set[int | None]] = {}
     for n, micro in t.column("micro").items():
-        if t("kind", n) not in ("compute", "call"):
-            continue
+        if t("kind", n) in _PLACING and (phase := t("phase", n)) != "optimizer":
+            out.setdefault(("F" if phase == "forward" else "B", micro), set()).add(t("chunk", n))
+    return out
+
+
+def stage_chunks(t: NodeFacts) -> list[int]:
+    """The `stage_chunks` pass: the chunks (an interleaved pipeline's, a folded one's segments) the stage's work
+    runs, by the `chunk` of its compute and call nodes of a micro batch; [] with one (the job's `chunks`, the
+    order's and every unit's read this)."""
+    chunks = sorted({c for cs in _work(t).values() for c in cs if c is not None})
+    return chunks if len(chunks) > 1 else []
+
+
+def units(t: NodeFacts) -> dict[Node, UnitKey]:
+    """The `unit` pass: the unit of work each node runs in (`UnitKey`: F or B, micro batch, chunk) — the forward
+    or the backward (recompute included) of its micro batch, on its chunk when the stage runs several; nodes of
+    no micro batch and the optimizer's have none. A node printing no chunk on a stage of several joins its micro
+    batch's unit when that has one chunk; with several (the loss of an interleaved stage, outside its chunks'
+    calls) it is in none. Every command reads this: the order places units by their compute and call nodes
+    (`unit_nodes`), the lifetime walk and the timing put each node's bytes and seconds in its unit."""
+    chunks = t.get("stage_chunks")
+    own = {k: {c for c in cs if c is not None} for k, cs in _work(t).items()} if chunks else {}
+    out: dict[Node, UnitKey] = {}
+    for n, micro in t.column("micro").items():
         phase = t("phase", n)
         if phase == "optimizer":
             continue
-        by_micro.setdefault(("F" if phase == "forward" else "B", micro), []).append((t("chunk", n), n))
-    chunks = sorted({c for nodes in by_micro.values() for c, _ in nodes if c is not None})
-    units: dict[UnitKey, list[Node]] = {}
-    for (phase, micro), nodes in by_micro.items():
-        own = {c for c, _ in nodes if c is not None}
-        for c, n in nodes:
-            if len(chunks) <= 1:
-                key = (phase, micro, None)
-            elif c is not None or len(own) == 1:
-                key = (phase, micro, c if c is not None else next(iter(own)))
-            else:
+        letter = "F" if phase == "forward" else "B"
+        if not chunks:
+            out[n] = (letter, micro, None)
+            continue
+        c = t("chunk", n)
+        if c is None:
+            mine = own.get((letter, micro), set())
+            if len(mine) != 1:
                 continue
-            units.setdefault(key, []).append(n)
-    return units, chunks if len(chunks) > 1 else []
+            c = next(iter(mine))
+        out[n] = (letter, micro, c)
+    return out
 
 
 def _reach(t: NodeFacts, units: dict[UnitKey, list[Node]]) -> dict[UnitKey, int]:
@@ -225,7 +250,7 @@ def _reach(t: NodeFacts, units: dict[UnitKey, list[Node]]) -> dict[UnitKey, int]
 def build_order(t: NodeFacts) -> StageOrder:
     """The `order` pass (see the module docstring)."""
     info = t.get("stage_info")
-    found, chunks = _units(t)
+    found, chunks = unit_nodes(t), t.get("stage_chunks")
     hop_nodes = {n: c for n, c in t.column("comm").items() if c.category == "pipeline" and c.direction}
     launched = bool(t.get("kernel"))
     hops = _after_what_they_read(t, hop_nodes)

@@ -238,7 +238,6 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
                 owns.setdefault(n, set()).add(index)
         elif name in no_layer:
             outside.update(readers)
-    phase = t.column("phase")
     graphs = {g.name: g for g in dump.subgraphs}
     out: dict[Node, int] = {}
     after: dict[Node, int] = {}
@@ -286,7 +285,7 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
                 outside.add(n)
             if n in outside and (n.op in WEIGHT_VALUE or n.op in _PICK):
                 weights.add(n)
-            if phase[n] in ("backward", "recompute"):  # a copy reads backward plumbing (a kernel graph's Depend)
+            if t("phase", n) in ("backward", "recompute"):  # a copy reads backward plumbing (a kernel graph's Depend)
                 deferred.append((n, deps[n]))
                 continue
             found = [out[d] for d in deps[n] if d in out] + _carried(n, carried)

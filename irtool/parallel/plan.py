@@ -5,7 +5,7 @@ What one compile tells (`Basis`, read once from one rank per stage): each parame
 times the split of the operator reading it, `model_dims.weight_splits`; an optimizer-sharded one's slice is
 what its gather gives, `optimizer.optimizer_shards`), its role, its layer and its states and buffers (the
 memory records); per layer the FLOPs and communication per step (the logical graph's layer rows); per stage
-the peak of live tensors by role in the compute phase and in the optimizer (the lifetime walk's curve) and
+the peak of live tensors by role in the compute phase and in the optimizer (the lifetimes pass's walk) and
 the time per layer (`timing.stage_timing`). Every figure of a candidate (`plan`) is either **re-derived**
 (the parameters' whole shapes split by the new strategy: weights, optimizer states, accumulation buffers and
 the optimizer-parallel traffic) or **scaled** from the compile's, and each says how (`Figure.how`). Nothing
@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..ir import Dump
 from .balance import bubble, in_flight, one_f_one_b, stage_cost, step_time
 from .hardware import Profile
-from .job import Job, rank_job
+from .job import Job
 from .lifetime import LIVE_ROLES, block
 from .logical import LogicalGraph
 from .model_dims import weight_splits
@@ -255,7 +255,7 @@ def basis(stages: Iterable[tuple[int | None, Dump, ParallelFacts]], job: Job, gr
 def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, graph: LogicalGraph,
                  hardware: Profile | None) -> StageBasis:
     t = facts.table
-    cost = stage_cost(facts, rank_job(facts, rank, dump.path or ""), hardware=hardware)
+    cost = stage_cost(facts, hardware=hardware)
     stage = cost.stage or 0
     last = stage == (job.pipeline_stages.value or 1) - 1
     splits = {_name(k): v for k, v in weight_splits(t).items()}
@@ -266,7 +266,7 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
         if s.full_shape and s.forward_bytes is not None and s.backward_bytes is not None:
             fwd, bwd, elems = fwd + s.forward_bytes, bwd + s.backward_bytes, elems + math.prod(s.full_shape)
     compute, optimizer = cost.lifetimes.parts if cost.lifetimes is not None else (None, None)
-    flight = in_flight(cost.order, stage, job.pipeline_stages, job.micro_batches).count or 1
+    flight = in_flight(cost.order, stage, job.pipeline_stages, job.micro_batches, job.training).count or 1
     rows = [r for r in graph.layers if r.stage == stage]
     timing = cost.timing
     return StageBasis(
@@ -654,7 +654,8 @@ def _stage_plan(b: Basis, c: Candidate, s: int, layers: list[int], scale: tuple[
     gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
     src = _source(b, s, c.pp)
     peak = max(_peak(b, x, c, (blocks, gathered, held["weight"]), (len(layers), full, s), flight, scale) for x in src)
-    kept = src[0].kept_per_micro * sb * _layers_factor(src[0], len(layers)) + full * src[0].recompute_set * sw
+    kept = src[0].kept_per_micro * sb * _layers_factor(b, src[0], len(layers), c.mp) + \
+        full * src[0].recompute_set * sw
     flops = _flops(b, c, s, layers, rc, sw)
     comm, sizes = _comm(b, c, s, (layers, rc), sb, slices)
     values: dict[str, float | int] = {
@@ -728,7 +729,7 @@ def _peak(b: Basis, src: StageBasis, c: Candidate, held: tuple[int, int, int], c
     the compile's live set with the parameters re-derived (`held`: their pool blocks, the gathered weights' bytes,
     the weights' bytes) and what a step makes scaled (`_HOW["peak_bytes"]`)."""
     (blocks, gathered, new_w), (n_layers, full, c_stage), (sb, sw) = held, counts, scale
-    lk = _layers_factor(src, n_layers)
+    lk = _layers_factor(b, src, n_layers, c.mp)
     cp, op = src.compute_peak, src.optimizer_peak
     fixed = blocks + cp.get("constant", 0) + round(cp.get("input", 0) * c.global_batch / b.global_batch)
     act = cp.get("activation", 0) * sb * flight / src.in_flight * lk
@@ -752,10 +753,13 @@ def _peak(b: Basis, src: StageBasis, c: Candidate, held: tuple[int, int, int], c
     return round(max(compute, optim))
 
 
-def _layers_factor(src: StageBasis, n_layers: int) -> float:
-    """Kept activations for `n_layers` against the compile's stage: its layers' share scales, the rest stays."""
+def _layers_factor(b: Basis, src: StageBasis, n_layers: int, mp: int) -> float:
+    """Kept activations for `n_layers` against the compile's stage: its layers' share scales by the layers (a layer's
+    output, split by dp only), the rest, the stage's own, stays (the embedding's output) but on the last stage (the
+    head's logits, split by mp over the vocabulary: x compiled mp / new mp)."""
     share = src.kept_layer_share
-    return 1 - share + share * n_layers / max(1, len(src.layers))
+    own = b.mp / mp if src.stage == b.pp - 1 else 1.0
+    return (1 - share) * own + share * n_layers / max(1, len(src.layers))
 
 
 def _scale_layers(src: dict[int | None, Any], layers: list[int]) -> list[Any]:

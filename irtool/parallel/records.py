@@ -245,7 +245,6 @@ class StageInfo:
     stage: int | None
     votes: dict[int, int]
     how: list[str]
-    chunks: list[int]
     peer_stages: list[int]
 
 
@@ -321,10 +320,22 @@ class ParallelFacts:
     # (facts travel between processes) and `release` drop it, never the facts already computed.
     _chains: list[RedistributionChain] | None = field(default=None, repr=False, compare=False)
     _make_chains: Callable[[], list[RedistributionChain]] | None = field(default=None, repr=False, compare=False)
+    _job: Any = field(default=None, repr=False, compare=False)  # `job.RankJob`, once asked for
 
     @property
     def stage(self) -> int | None:
         return self.stage_info.stage
+
+    @property
+    def job(self) -> Any:
+        """What the rank's dump shows of the job (`job.RankJob`, the `rank_job` fact), made when first asked
+        and kept: every command reads this one (ask before `release`, or in the worker that read the rank)."""
+        if self._job is None:
+            if self.table is None:
+                raise ValueError("the rank's job is made from its dump: ask for it before the facts are released "
+                                 "or sent to another process")
+            self._job = self.table.get("rank_job")
+        return self._job
 
     @property
     def chains(self) -> list[RedistributionChain]:

@@ -49,14 +49,6 @@ class Scope:
         """The scope without the node's own operator: the cell it belongs to."""
         return self.text[: -len(self.own_op) - 1] if self.own_op else self.text
 
-    @property
-    def gradient(self) -> bool:
-        return self.text.startswith(GRADIENTS)
-
-    @property
-    def recompute(self) -> bool:
-        return self.text.startswith(RECOMPUTE) or self.text.startswith(GRADIENTS + RECOMPUTE)
-
     @cached_property
     def cell_parts(self) -> tuple[str, ...]:
         """The cell's components, the same for forward, backward and recompute nodes: without
@@ -71,12 +63,29 @@ class Scope:
 
 def cell_parts(scope: str) -> tuple[str, ...]:
     """`Scope(scope).cell_parts`, without making a `Scope` (per node of a large dump)."""
-    text = scope[len(GRADIENTS):] if scope.startswith(GRADIENTS) else scope
+    text = without_gradients(scope)
     text = text[len(RECOMPUTE):] if text.startswith(RECOMPUTE) else text
     parts = [p for p in text.split("/") if p and not p.startswith("Grad_")]
     if len(parts) > 1 and _OWN_OP.match(parts[-1]):
         parts = parts[:-1]
     return tuple(parts)
+
+
+def in_gradients(scope: str) -> bool:
+    """The scope is under MindSpore's `Gradients` root (what its autodiff made; the phase pass reads it as
+    backward evidence, `render` folds and names such boxes apart)."""
+    return scope.startswith(GRADIENTS) or scope == GRADIENTS[:-1]
+
+
+def without_gradients(scope: str) -> str:
+    """The scope without its `Gradients/` root: the forward cell a backward node is printed under."""
+    return scope[len(GRADIENTS):] if scope.startswith(GRADIENTS) else scope
+
+
+def printed_cells(scope: str) -> tuple[str, ...]:
+    """The cell path as printed (its `Gradients` and `recompute_` roots kept), without the node's own
+    operator and the per-operator `Grad_<Op>` pseudo-cells of a backward scope."""
+    return tuple(p for p in Scope(scope).cell.split("/") if p and not p.startswith("Grad_"))
 
 
 def op_number(scope: str | None) -> int:

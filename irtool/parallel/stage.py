@@ -41,7 +41,6 @@ def stage_of(kind: FileKind, comm: list[CommNode], primal: dict[str, dict]) -> S
     `primal` maps a node uid to its primal attributes."""
     votes: Counter = Counter()
     how: set[str] = set()
-    chunks: set[int] = set()
     peers: set[int] = set()
     wrap_votes: Counter = Counter()  # votes of upstream hops in a segment > 0 (possible wraps into stage 0)
     placed: list[CommNode] = []  # forward hops with no stage attribute: inference pipelines (§7 rule 6)
@@ -57,8 +56,6 @@ def stage_of(kind: FileKind, comm: list[CommNode], primal: dict[str, dict]) -> S
             if own is not None:
                 votes[own] += 1
                 how.add("primal stage")
-                if c.chunk is not None:
-                    chunks.add(c.chunk)
             else:
                 dest, src = as_int(pr.get("dest_rank")), as_int(pr.get("src_rank"))
                 if dest == 0:
@@ -86,7 +83,7 @@ def stage_of(kind: FileKind, comm: list[CommNode], primal: dict[str, dict]) -> S
             votes[stage] += 1
             how.add(rule)
     stage = next(iter(votes)) if len(votes) == 1 else None
-    return StageInfo(stage=stage, votes=dict(votes), how=sorted(how), chunks=sorted(chunks), peer_stages=sorted(peers))
+    return StageInfo(stage=stage, votes=dict(votes), how=sorted(how), peer_stages=sorted(peers))
 
 
 def own_rank_candidates(comm: list[CommNode]) -> set[int] | None:

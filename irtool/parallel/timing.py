@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field, replace
+from graphlib import CycleError, TopologicalSorter
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .cost import ATTENTION, CONVS, GROUPED_MATMULS, MATMULS, CostFacts, bytes_moved
@@ -24,7 +25,7 @@ from .hardware import Profile, Tier
 from .order import StageOrder, UnitKey, hop_unit
 from .pairs import pair_ranks
 from .records import Group
-from .traffic import group_size, wire_bytes
+from .traffic import collective_of, group_size, wire_bytes
 
 if TYPE_CHECKING:
     from ..ir import Node
@@ -35,15 +36,6 @@ MATRIX = MATMULS | GROUPED_MATMULS | CONVS | ATTENTION
 MOVES = frozenset({"Transpose", "Cast", "Concat", "Gather", "GatherV2", "GatherD", "StridedSlice", "Slice", "Split",
                    "SplitV", "Tile", "BroadcastTo", "StridedSliceGrad", "Pad", "ReverseV2", "TensorMove",
                    "SplitWithSize", "Contiguous", "InplaceCopy"})
-
-
-def collective_of(op: str) -> str:
-    """The profile's collective for a communication operator (`_MirrorOperator` -> AllReduce, ...)."""
-    for key, names in (("AllGather", "AllGather"), ("ReduceScatter", "ReduceScatter"), ("AlltoAll", "toAll"),
-                       ("AlltoAll", "ToAll")):
-        if names in op:
-            return key
-    return "Send" if op in ("Send", "Receive", "InnerCommIsend", "InnerCommIrecv") or "Neighbor" in op else "AllReduce"
 
 
 def comm_seconds(p: Profile, op: str, nbytes: int | None, n: int | None, tier: Tier) -> float | None:
@@ -155,26 +147,24 @@ class StageTiming:
         return out
 
 
-def _bucket(t: NodeFacts, n: Node, chunks: list[int], micro_chunks: dict) -> tuple | None:
-    """The unit a node's time goes to: its own (micro batch known), a spread bucket (printed once for every
-    micro batch: `("each", F|B, chunk)`), or the tail (`("tail",)`). A step of no units (no pipeline: no
-    node carries a micro batch) is one tail, on one clock: its gradient AllReduce hides under the backward."""
+def _bucket(t: NodeFacts, n: Node, chunks: list[int], staged: bool) -> tuple | None:
+    """The unit a node's time goes to: its unit of work (the `unit` fact), a spread bucket (printed once for every
+    micro batch, or on no one chunk of its micro batch's several: `("each", F|B, chunk)`), or the tail
+    (`("tail",)`). A step of no units (`staged` False, no pipeline: no node carries a micro batch) is one tail, on
+    one clock: its gradient AllReduce hides under the backward."""
     phase = t("phase", n)
-    if phase == "optimizer" or not micro_chunks.get("units"):
+    if phase == "optimizer" or not staged:
         return ("tail",)
+    unit = t("unit", n)
+    if unit is not None:
+        return unit
     letter = "F" if phase == "forward" else "B"
-    micro, chunk = t("micro", n), t("chunk", n)
-    if micro is None:
+    if t("micro", n) is None:
         c = t("comm", n)
         if c is not None and c.category == "gradient-aggregation":
             return ("tail",)
-        return ("each", letter, chunk if chunks else None)
-    if not chunks:
-        return (letter, micro, None)
-    if chunk is None:
-        own = micro_chunks.get((letter, micro), set())
-        return (letter, micro, next(iter(own))) if len(own) == 1 else ("each", letter, None)
-    return (letter, micro, chunk)
+        return ("each", letter, t("chunk", n) if chunks else None)
+    return ("each", letter, None)
 
 
 def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Group],
@@ -183,12 +173,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
     dump, kind = t.dump, t.get("file_kind")
     runs = t.get("graph_runs")
     flops = {o.node: o for o in cost.ops}
-    chunks = order.chunks
-    micro_chunks: dict = {"units": bool(order.units)}  # (F|B, micro) -> its chunks; "units": the stage has any
-    for n, micro in t.column("micro").items():
-        c = t("chunk", n)
-        if c is not None and t("phase", n) != "optimizer":
-            micro_chunks.setdefault(("F" if t("phase", n) == "forward" else "B", micro), set()).add(c)
+    chunks, staged = order.chunks, bool(order.units)
     rank = t.rank
     buckets: dict[tuple, UnitTime] = {}
     counts = {"ops": 0, "comm": 0}
@@ -221,7 +206,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
         if len(ordered) < len(preds):
             untimed.append(f"{len(preds) - len(ordered)} nodes of {graph.name} read each other in a cycle: not timed")
         for n in ordered:
-            b = _bucket(t, n, chunks, micro_chunks)
+            b = _bucket(t, n, chunks, staged)
             ready = max((f for tag, f in (finish[x] for x in preds[n]) if tag == b), default=0.0)
             dur, is_comm, work = _duration(t, n, p, groups, rank, chunks, flops, k_runs, kind, hops,
                                            matrix_by_dtype, counts)
@@ -267,19 +252,17 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
 
 
 def _topological(preds: dict[Node, list[Node]]) -> list[Node]:
-    """The nodes in an order where each comes after what it reads (Kahn's: linear; a cycle, which a graph's
-    references cannot form, would leave its nodes out)."""
-    waiting = {n: len(ps) for n, ps in preds.items()}
-    readers: dict[Node, list[Node]] = {}
-    for n, ps in preds.items():
-        for x in ps:
-            readers.setdefault(x, []).append(n)
-    out = [n for n, w in waiting.items() if w == 0]
-    for n in out:
-        for r in readers.get(n, ()):
-            waiting[r] -= 1
-            if waiting[r] == 0:
-                out.append(r)
+    """The nodes in an order where each comes after what it reads: graphlib's, each group of ready nodes in the
+    order they became ready (a cycle, which a graph's references cannot form, leaves its nodes out)."""
+    ts = TopologicalSorter(preds)
+    try:
+        ts.prepare()
+    except CycleError:  # what no cycle blocks is still handed out
+        pass
+    out: list[Node] = []
+    while ready := ts.get_ready():
+        out += ready
+        ts.done(*ready)
     return out
 
 

@@ -6,16 +6,23 @@ figures, an estimate: the library may pick a tree, a hierarchical or an in-node 
 """
 from __future__ import annotations
 
+from .flowrules import ALL_TO_ALL
 from .records import CommNode, Group
+from .rules import GATHERS, MIRRORS
 
-# op -> (numerator factor, uses n-1 over n): wire = factor * (n-1)/n * bytes, or bytes itself
-_RING = {"AllReduce": 2, "InnerCommAllReduce": 2, "_MirrorOperator": 2, "_MirrorMicroStepOperator": 2,
-         "_MirrorMiniStepOperator": 2,
-         "AllGather": 1, "AllGatherV": 1, "InnerCommAllGather": 1, "_MicroStepAllGather": 1,
-         "_MiniStepAllGather": 1, "_HostAllGather": 1,
-         "ReduceScatter": 1, "ReduceScatterV": 1, "InnerCommReduceScatter": 1, "_HostReduceScatter": 1,
-         "AlltoAll": 1, "AllToAll": 1, "AlltoAllV": 1, "AllToAllV": 1, "AllToAllv": 1, "AlltoAllVC": 1}
-_WHOLE = frozenset({"Send", "Receive", "InnerCommIsend", "InnerCommIrecv", "NeighborExchange", "NeighborExchangeV2"})
+# The collective each communication operator performs (`hardware.COLLECTIVES`; `Send` for point to point): one
+# table for the wire bytes, their formula and the time model; an operator not here has no formula (Broadcast, ...).
+COLLECTIVE: dict[str, str] = {
+    **dict.fromkeys(("AllReduce", "InnerCommAllReduce", *sorted(MIRRORS)), "AllReduce"),
+    **dict.fromkeys(sorted(GATHERS), "AllGather"),
+    **dict.fromkeys(("ReduceScatter", "ReduceScatterV", "InnerCommReduceScatter", "_HostReduceScatter"),
+                    "ReduceScatter"),
+    **dict.fromkeys(sorted(ALL_TO_ALL), "AlltoAll"),
+    **dict.fromkeys(("Send", "Receive", "InnerCommIsend", "InnerCommIrecv", "NeighborExchange", "NeighborExchangeV2"),
+                    "Send"),
+}
+# collective -> numerator factor of the ring: wire = factor * (n-1)/n * bytes (`Send`: bytes itself)
+_RING = {"AllReduce": 2, "AllGather": 1, "ReduceScatter": 1, "AlltoAll": 1}
 
 FORMULAS = {
     "AllReduce": "2(n-1)/n * S",
@@ -24,6 +31,17 @@ FORMULAS = {
     "AlltoAll": "(n-1)/n * S",
     "Send/Receive": "S",
 }
+
+
+def collective_of(op: str) -> str | None:
+    """The collective `op` performs (`_MirrorOperator` -> AllReduce, `Receive` -> Send), None when none here."""
+    return COLLECTIVE.get(op)
+
+
+def formula(op: str) -> str | None:
+    """The wire-bytes formula of `op` (`FORMULAS`), None when it has none."""
+    kind = COLLECTIVE.get(op)
+    return FORMULAS["Send/Receive" if kind == "Send" else kind] if kind is not None else None
 
 
 def group_size(c: CommNode, groups: dict[str, Group]) -> int | None:
@@ -37,14 +55,14 @@ def group_size(c: CommNode, groups: dict[str, Group]) -> int | None:
 def wire_bytes(op: str, nbytes: int | None, n: int | None) -> int | None:
     """Bytes one rank sends (= receives, for the collectives) for `op` moving a tensor of `nbytes`
     (docs/parallel.md §5) in a group of `n`; None when unknown or the op has no formula here."""
-    if nbytes is None:
+    kind = COLLECTIVE.get(op)
+    if nbytes is None or kind is None:
         return None
-    if op in _WHOLE:
+    if kind == "Send":
         return nbytes
-    factor = _RING.get(op)
-    if factor is None or n is None or n <= 0:
+    if n is None or n <= 0:
         return None
-    return factor * (n - 1) * nbytes // n
+    return _RING[kind] * (n - 1) * nbytes // n
 
 
 def node_wire_bytes(c: CommNode, groups: dict[str, Group]) -> int | None:

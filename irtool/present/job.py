@@ -52,7 +52,13 @@ def job_line(job: Job) -> str:
         parts.append("recompute " + "; ".join(f"stage {s}: {layer_ranges(v)}" for s, v in job.recompute.items()))
     if job.stages_absent:
         parts.append(f"stage{'s' if len(job.stages_absent) > 1 else ''} {', '.join(map(str, job.stages_absent))} not read")
+    if job.stage_unknown:
+        parts.append(f"{_ranks(job.stage_unknown)} of unknown stage")
     return "Job: " + ", ".join(parts)
+
+
+def _ranks(ranks: list[int | None]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(DASH if r is None else str(r) for r in ranks)
 
 
 def job_table(job: Job) -> Table:
@@ -76,6 +82,9 @@ def job_table(job: Job) -> Table:
                      job.stage_layers_where.get(s, "no parameter of a layer read")])
     for s in job.stages_absent:
         rows.append([f"stage {s}", DASH, "no rank read is on it"])
+    if job.stage_unknown:
+        rows.append(["stage unknown", f"{layer_ranges(job.stage_unknown_layers)}; {_ranks(job.stage_unknown)}",
+                     "no pipeline Send/Receive of these ranks says its stage"])
     for s, layers in job.recompute.items():
         rows.append([f"recompute, stage {s}", layer_ranges(layers), "recomputed copies (`duplicated`) read their weights"])
     rows += [["note", *n.split(": ", 1)] for n in job.notes]

@@ -40,8 +40,9 @@ P2P_COLORS = {("send", "F"): "#ef5350", ("receive", "F"): "#66bb6a", ("send", "B
 P2P_BORDERS = {("send", "F"): "#424242", ("receive", "F"): "#424242", ("send", "B"): "#c62828", ("receive", "B"): "#2e7d32"}
 PAIR_EDGE_COLOR = "#4a148c"  # a Send's line to the Receive it pairs with (dark purple: pipeline communication)
 ORDER_EDGE_COLOR = "#9e9e9e"  # a box's line to the next of its rank's execution order
-# units of work in execution order: forward, backward, a backward that recomputes forward work
-UNIT_COLORS = {"F": "#bbdefb", "B": "#ffe0b2", "recompute": "#e1bee7"}
+# units of work in execution order: forward, backward, a backward that recomputes forward work, as the timeline
+# picture draws them (present/timeline.py), in hues no Send (red) or Receive (green) box has
+UNIT_COLORS = {"F": "#64b5f6", "B": "#ffb74d", "recompute": "#ba68c8"}
 # cost overlays of `irtool view` (FLOPs, bytes held, activation bytes): a value's decade below the largest
 # shown, palest (less than a ten-thousandth of it) to darkest (within a tenth)
 HEAT = ("#fff9c4", "#ffe082", "#ffb74d", "#f4511e", "#b71c1c")

@@ -13,7 +13,6 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ..parallel.balance import stage_cost
 from ..parallel.hardware import Profile
-from ..parallel.job import rank_job
 from ..parallel.order import unit_label
 from ..parallel.records import ParallelFacts
 from ..parallel.timing import Box, StageTiming, Step, simulate
@@ -36,7 +35,7 @@ class Timeline:
 
 def stage_timings(ranks: Iterable[tuple[ParallelFacts, int | None, str]], hardware: Profile) -> list[StageTiming]:
     """Each pipeline stage's time on `hardware`, of the ranks given (facts, rank, file) one per stage."""
-    return [stage_cost(facts, rank_job(facts, rank, file), hardware=hardware).timing
+    return [stage_cost(facts, hardware=hardware).timing
             for facts, rank, file in ranks if facts.stage is not None and rank is not None]
 
 

@@ -21,7 +21,7 @@ from ..ir import Dump, Node, TypeInfo, build_graph, data_graph
 from ..ir.values import parse_type_sig
 from ..parallel import CATEGORIES, ParallelFacts
 from ..parallel.failure import failure_record
-from ..parallel.scope import Scope
+from ..parallel.scope import in_gradients, printed_cells, without_gradients
 from ..present import strategy_text
 from ..selection import Selection as RankSelection
 from ..selection import require_stage
@@ -99,7 +99,7 @@ def _closest_scopes(prefix: str, nodes: Iterable[Node]) -> str:
     """`; closest: a, b, c` from the scope prefixes of the dump (`Gradients/` also stripped), or ``."""
     prefixes: set[str] = set()
     for scope in {n.scope for n in nodes if n.scope}:
-        for s in (scope, scope[len("Gradients/"):] if scope.startswith("Gradients/") else None):
+        for s in (scope, without_gradients(scope) if in_gradients(scope) else None):
             parts = (s or "").split("/")
             prefixes.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
     prefixes.discard("")
@@ -135,7 +135,7 @@ def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None 
         prefix = scope.rstrip("/")
 
         def under(s: str) -> bool:
-            s = s[len("Gradients/"):] if s.startswith("Gradients/") and not prefix.startswith("Gradients") else s
+            s = s if in_gradients(prefix) else without_gradients(s)
             return s == prefix or s.startswith(prefix + "/")
 
         if not any(under(n.scope or "") for n in nodes.values()):
@@ -180,7 +180,7 @@ def scope_parts(node: Node, scopes: Scopes | None = None) -> list[str]:
 @functools.lru_cache(maxsize=65536)
 def _scope_parts(scope: str) -> tuple[str, ...]:
     # the cell (without the node's own `Op-opN`: sorted-order and step_parallel_end dumps print the cell only)
-    return tuple(p for p in Scope(scope).cell.split("/") if p and not p.startswith("Grad_"))
+    return printed_cells(scope)
 
 
 def fold_key(node: Node, depth: int | None, scopes: Scopes | None = None) -> tuple[str, bool]:
@@ -194,7 +194,7 @@ def fold_key(node: Node, depth: int | None, scopes: Scopes | None = None) -> tup
     parts = _scope_parts(node_scope(node, scopes))
     if not parts:
         return f"(no scope)/@{node.graph}", True
-    if parts[0] == "Gradients":
+    if in_gradients(parts[0]):
         return "/".join(parts[: depth + 1]), True
     return "/".join(parts[:depth]), True
 
@@ -205,7 +205,7 @@ def max_depth(nodes: Iterable[Node], scopes: Scopes | None = None) -> int:
 
 def box_name(key: str) -> str:
     """A short title for a folded box: the last two cells, `∇` before a backward scope."""
-    grad = key.startswith("Gradients/")
+    grad = without_gradients(key) != key
     parts = key.split("/")[1:] if grad else key.split("/")
     short = "/".join(parts[-2:]) if len(parts) > 1 else parts[0]
     return ("∇ " if grad else "") + short

@@ -8,7 +8,7 @@ from typing import Any, Iterable
 from ..parallel import Bytes
 from ..parallel.records import ChainEnd, LayerComm, OptimizerShard, RedistributionChain, Strategy
 from ..parallel.totals import StageLink, Traffic, TrafficRow
-from ..parallel.traffic import FORMULAS
+from ..parallel.traffic import formula
 from ..present import (
     DEFAULT_LIMIT,
     Block,
@@ -155,21 +155,13 @@ def layers_table(rows: Iterable[LayerComm], depth: int | None) -> Table:
     return t
 
 
-def _formula(op: str) -> str:
-    if op.startswith("_Mirror"):
-        return FORMULAS["AllReduce"]
-    if "AllGather" in op:
-        return FORMULAS["AllGather"]
-    return FORMULAS.get(op) or FORMULAS.get("Send/Receive" if op in ("Send", "Receive") else "", DASH)
-
-
 def _traffic_row(name: str, e: TrafficRow, formula: str) -> list[str]:
     return [name, cell(e.count), bytes_text(e.bytes), bytes_text(e.wire), formula]
 
 
 def traffic_table(tr: Traffic, title: str = "Traffic: tensor bytes and estimated per-rank wire bytes") -> Table:
     t = Table(title, ["operator", "count", "tensor bytes", "wire bytes", "formula"],
-              [_traffic_row(op, e, _formula(op)) for op, e in tr.by_op.items()])
+              [_traffic_row(op, e, formula(op) or DASH) for op, e in tr.by_op.items()])
     t.rows.append(_traffic_row("total", tr.total, ""))
     return t
 

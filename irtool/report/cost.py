@@ -24,7 +24,7 @@ from ..parallel.calibrate import Calibration
 from ..parallel.calibrate import calibrate as run_calibration
 from ..parallel.cost import CostFacts
 from ..parallel.hardware import Profile
-from ..parallel.job import Job, rank_job
+from ..parallel.job import Job
 from ..parallel.lifetime import NOT_COUNTED, Lifetimes
 from ..parallel.memory import MemoryFacts, scaled
 from ..parallel.order import unit_label
@@ -63,7 +63,7 @@ def measure_rank(rank: RankFile, lenient: bool = False, hardware: Profile | None
     """One rank's cost record, read again (a stage whose cost the summary's worker pass did not measure)."""
     dump = rank.load(lenient)
     facts = analyze(dump, rank.rank)
-    return stage_cost(facts, rank_job(facts, rank.rank, rank.path), hardware=hardware,
+    return stage_cost(facts, hardware=hardware,
                       order=rank_order(rank, facts, lenient))
 
 
@@ -81,7 +81,7 @@ class FileCost:
 def rank_cost(dump: Dump, facts: ParallelFacts, job: Job, device_memory: int | None = None,
               hardware: Profile | None = None, hardware_text: str = "", default: bool = False) -> FileCost:
     """The cost of a single file (`job`: as much of the job as the file tells)."""
-    sc = stage_cost(facts, rank_job(facts, job.ranks[0] if job.ranks else None, dump.path or ""), hardware=hardware)
+    sc = stage_cost(facts, hardware=hardware)
     flight = in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches, job.training)
     return FileCost(sc, stage_memory(sc.memory, flight, sc.lifetimes), device_memory, hardware_text,
                     hardware_json(hardware, default))

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..dumpdir import RankFile, rank_order
 from ..ir import Dump, DumpWarning, SymbolEngine, check
 from ..parallel import ParallelFacts, analyze
-from ..parallel.balance import StageCost, stage_cost
 from ..parallel.failure import FailureRecord, StrategyMisfit, failure_record, strategy_misfits
-from ..parallel.hardware import Profile
-from ..parallel.job import Job, JobFold, RankJob, job_of, rank_job
+from ..parallel.job import Job, JobFold, RankJob, job_of
 from ..parallel.layers import layer_comm
 from ..parallel.optimizer import optimizer_shards
 from ..parallel.pairs import P2P, Unpaired, UnpairedFold
@@ -53,6 +51,10 @@ from .headline import (
     unknowns_line,
     unpaired_text,
 )
+
+if TYPE_CHECKING:  # the cost model is loaded only when asked for (`--cost`)
+    from ..parallel.balance import StageCost
+    from ..parallel.hardware import Profile
 
 SCHEMA = "irtool.summary/2"
 TOP_SCOPES = 10  # `top_scopes` keeps the cells that move the most bytes (the text title says of how many)
@@ -90,7 +92,7 @@ class FileSummary:
             "job": self.job.as_dict(),
             "stage": info.stage,
             "stage_evidence": {"votes": {str(k): v for k, v in info.votes.items()}, "how": info.how,
-                               "chunks": info.chunks, "peer_stages": info.peer_stages},
+                               "chunks": f.job.chunks, "peer_stages": info.peer_stages},
             "comm": [c.as_dict() for c in f.comm],
             "comm_totals": self.totals.as_dict(),
             "groups": [g.as_dict() for _, g in sorted(f.groups.items())],
@@ -124,11 +126,10 @@ def file_summary(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[Dump
     """The summary of one dump; `extra_warnings` are those of a deep check (`irtool.ir.check`);
     `depth` groups communication per layer by that many scope components instead of by repeated cell."""
     c, g = facts.comm, facts.groups
-    rank = rank_of(dump.path or "")
     return FileSummary(dump, facts, [*dump.warnings, *extra_warnings, *facts.warnings], depth, comm_totals(c),
                        send_receive(c), gradient_aggregation(c), scope_totals(c), optimizer_shards(c, g),
                        layer_comm(c, g, depth, facts.strategies, None if depth else comm_layers(facts)), traffic(c, g),
-                       job_of([rank_job(facts, rank, dump.path or "")]), failure_record(dump),
+                       job_of([facts.job]), failure_record(dump),
                        strategy_misfits(dump, facts.kind))
 
 
@@ -191,17 +192,19 @@ def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep:
     """Load, analyze and sum one rank for `summarize DIR` (runs in a worker process); `keep` also
     returns the records of its strategy, redistribution and optimizer tables; `cost` its cost record
     (`--cost`) when it is the first rank of its stage (`_first_of_stage`), timed on `hardware`."""
+    if cost:
+        from ..parallel.balance import stage_cost
     dump = rank.load(lenient)
     facts = analyze(dump, rank.rank)
     c, g = facts.comm, facts.groups
     chains, shards = facts.chains, optimizer_shards(c, g)
     key = repr([t.rows for t in folder_answer_tables(facts.strategies, chains, shards)])
     warnings = [*dump.warnings, *(check(dump) if deep else ()), *facts.warnings]
-    job = rank_job(facts, rank.rank, rank.path)
+    job = facts.job
     d = RankDigest(rank.rank, rank.path, facts.stage, dump.counts, warnings, comm_totals(c), send_receive(c),
                    sorted(g), traffic(c, g), stage_matrix([facts]), hashlib.sha256(key.encode()).hexdigest(),
                    job, [P2P.of(x) for x in c if x.direction],
-                   stage_cost(facts, job, hardware=hardware, order=rank_order(rank, facts, lenient))
+                   stage_cost(facts, hardware=hardware, order=rank_order(rank, facts, lenient))
                    if cost and _first_of_stage(facts, rank.rank) else None)
     if keep:
         d.strategies, d.chains, d.shards, d.kept = facts.strategies, chains, shards, True
@@ -498,7 +501,9 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
         blocks.append(Table(f"Warnings: {len(warnings)}", ["rank", "location", "warning"], warnings))
     for st in d.stages:
         n = len(st.ranks)
-        name = "No pipeline stage" if st.stage is None else f"Stage {st.stage}"
+        # a stage no dump decides in a pipelined job is unknown, not the absence of a pipeline
+        name = f"Stage {st.stage}" if st.stage is not None else "Stage unknown" if d.job.stage_unknown else \
+            "No pipeline stage"
         title = f"{name}: sum over {n} rank{'s' if n != 1 else ''} ({rank_list(r for r in st.ranks if r is not None)})"
         blocks.append(Table(f"{title}, communication by category", ["category", "count", "bytes"],
                             _totals_rows(st.totals.by_category)).limited(limit))
@@ -582,6 +587,9 @@ def file_headline(s: FileSummary, rank: int | None) -> list[str]:
 def dir_headline(d: DirSummary) -> list[str]:
     stages = [f"stage {cell(s.stage)}: {'rank' if len(s.ranks) == 1 else 'ranks'} "
               f"{rank_list(r for r in s.ranks if r is not None)}" for s in d.stages if s.stage is not None]
+    if d.job.stage_unknown:
+        n = d.job.stage_unknown
+        stages.append(f"stage unknown: {'rank' if len(n) == 1 else 'ranks'} {rank_list(r for r in n if r is not None)}")
     count = d.job.pipeline_stages  # the job's stages, not those selected or read
     staged = (f"{count.value} pipeline stage{'s' if count.value != 1 else ''}" if count.known else
               f"{cell(None)} pipeline stages ({count.where})")

@@ -29,6 +29,7 @@ from ..parallel.chains import user_source
 from ..parallel.records import ChainEnd, RedistributionChain
 from ..present import DASH, cell, chain_end_layout, literal_text, rank_list, shape_text, strategy_text, type_text
 from ..present.palette import CATEGORY_COLORS, DIFF_COLORS, DIFF_TEXT
+from ..present.rules import rule_text
 from . import PART_SIZE
 
 MAX_VALUE = 2000  # characters of one attribute shown in the side panel (the dump line has them all)
@@ -103,8 +104,7 @@ def chain_attrs(ch: RedistributionChain, graph: str) -> list[dict[str, Any]]:
     if consumers:
         rows.append((f"consumers ({len(consumers)})", link(consumers, graph)))
     rows.append(("from -> to", f"{chain_end_layout(ch.producer)} -> {chain_end_layout(ch.consumer)}"))
-    rows.append(("chain nodes", link([f"{graph}/{n.split()[0]}" for n in ch.nodes], graph)))
-    rows.append(("chain", " ".join(n.split(" ", 1)[-1] for n in ch.nodes)))
+    rows.append((f"chain ({len(ch.nodes)} nodes)", link([f"{graph}/{n.split()[0]}" for n in ch.nodes], graph)))
     if ch.bytes is not None:
         rows.append(("chain bytes", cell(ch.bytes)))
     if ch.consumer is not None and ch.consumer.source:
@@ -132,8 +132,10 @@ def comm_attrs(c: CommNode, graph: str | None = None) -> list[dict[str, str]]:
     serves: Any = c.serves
     if c.serves and "/%" in c.serves and c.serves.rpartition("/")[0] == graph:
         serves = link([c.serves], graph)
-    rows = [("category", c.category), ("phase", c.phase), ("rule", c.rule), ("group", c.group),
-            ("group ranks", rank_list(c.group_ranks) if c.group_ranks else None),
+    # the group as the ranks in it (its name, a hash like `4-6301172352641561019`, is for grepping the dump)
+    group = f"ranks {rank_list(c.group_ranks)}" if c.group_ranks else c.group
+    rows = [("category", c.category), ("phase", c.phase), ("rule", rule_text(c.rule) if c.rule else None),
+            ("group", group), ("group name", c.group if c.group_ranks and c.group != group else None),
             ("shape", shape_text(c.shape) if c.shape is not None else None),
             ("dtype", c.dtype), ("bytes", cell(c.bytes) if c.bytes is not None else None),
             ("runs a step", cell(c.runs)), ("micro", c.micro),
@@ -157,6 +159,7 @@ class _Context:
         self.params = {p.ref: p for p in dump.params}
         self.names = {g.name for g in dump.subgraphs}
         self.graph_ids = {n: n for n in self.names}  # the graph a call opens: `dump_graphs` names them
+        self.shown = {n: n for n in self.names}  # each subgraph's name in the viewer (`graph_names`): `dump_graphs`
         # the `source` and `call stack` rows of a node's `# In file` lines, shared by nodes
         self.stacks: dict[tuple[str, ...], tuple[dict[str, str] | None, dict[str, str] | None]] = {}
         self.outputs: dict[str, list[dict[str, Any]]] = {}  # output metadata, shared by type
@@ -165,6 +168,7 @@ class _Context:
         self.micro: Micro = partial(facts.table, "micro")
         self.order_inputs: Callable[[Node], tuple[int, ...]] = partial(facts.table, "order_inputs")
         self.kind: Callable[[Node], str] = partial(facts.table, "kind")
+        self.phase: Callable[[Node], str] = partial(facts.table, "phase")
         # a kernel graph's kernels: their place in the order the device runs them, and their streams
         kernels = facts.table.get("kernels")
         self.stream: Callable[[Node], int | None] = partial(facts.table, "stream")
@@ -177,18 +181,32 @@ class _Context:
                 self.chain_of[f"{graph}/{entry.split()[0]}"] = ch.id
 
 
+PHASES = ("forward", "backward", "recompute", "optimizer")  # the `phase` fact's values (`records.Phase`)
+PHASE_ROWS = {p: {"key": "phase", "value": p} for p in PHASES}
+
+
+def _callee(node: Node, ctx: _Context) -> str:
+    """A call's callee as the graph selector names it (`DecoderLayer forward #7389`, not the dump's
+    `@7389_..._DecoderLayer_construct_7389`); a closure (`%5`) as the dump says it."""
+    return ctx.shown.get(node.callee.lstrip("@"), node.callee)
+
+
 def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
     attrs = [{"key": "name", "value": node.name}, {"key": "file", "value": f"{ctx.file}:{node.line}"}]
     if node.scope:
         attrs.append({"key": "scope", "value": node.scope})
+    phase = ctx.phase(node)  # the fact (the page's phase selector reads it): one row dict per phase, shared
+    attrs.append(PHASE_ROWS.get(phase) or _kv("phase", cell(phase)))
     if node in ctx.executed:  # a kernel graph's kernel
         stream = ctx.stream(node)
         attrs.append(_kv("execution order", f"{ctx.executed[node]:,} of {len(ctx.executed):,}"))
         if stream is not None:
             attrs.append(_kv("stream", f"{stream} ({ctx.streams.get(stream, '—')})"))
     if node.is_call:
-        attrs[:0] = [_kv("operator", node.op)]  # the box says `call @g`
-        attrs.append(_kv("callee", node.callee))
+        attrs[:0] = [_kv("operator", node.op)]  # the box says `call <the callee's name in the viewer>`
+        attrs.append(_kv("callee", _callee(node, ctx)))
+        if node.callee.lstrip("@") in ctx.shown:
+            attrs.append(_kv("callee in the dump", node.callee))
     inst = node.instance_name
     if inst:
         attrs.append(_kv("instance name", inst))
@@ -251,7 +269,6 @@ def _output_metadata(t: TypeInfo | None, cache: dict[str, list[dict[str, Any]]])
 # Direct children of one namespace at most: Model Explorer lays out every child of each namespace an
 # expansion touches (its issue #50), and a namespace of thousands never finishes (bench/view_bench.py).
 MAX_CHILDREN = 120
-PHASE_OF_ROOT = {"Gradients": "backward", "recompute_Default": "recompute"}
 Member = tuple[dict[str, Any], "Node | None"]  # a graph node and the operator it is (parameters: their first user)
 
 
@@ -434,7 +451,7 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
         uids.append(uid)
         c = ctx.comm.get(uid)
         entry: dict[str, Any] = {
-            "id": node.key, "label": node.op if not node.is_call else f"call {node.callee}"[:60], "namespace": ns,
+            "id": node.key, "label": node.op if not node.is_call else f"call {_callee(node, ctx)}", "namespace": ns,
             "attrs": _node_attrs(node, uid, ctx), "incomingEdges": edges,
             "outputsMetadata": _output_metadata(node.output_type, ctx.outputs)}
         subs = _graph_refs(node, called, ctx.names)
@@ -469,9 +486,8 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
     for ns, level in levels.items():
         if ns in group_attrs:
             group_attrs[ns]["level"] = level
-    for ns in group_attrs:
-        if ns and "/" not in ns:  # the roots MindSpore gives: forward, backward (`Gradients`), recompute
-            group_attrs[ns]["phase"] = PHASE_OF_ROOT.get(ns, "forward")
+    for ns, phase in _root_phases(nodes, sg.nodes, ctx.phase).items():
+        group_attrs[ns]["phase"] = phase
     group_attrs[""] = {"dump": ctx.file, "subgraph": name, "nodes": str(len(sg.nodes)),
                        "parameters": str(len(aux)), "entry": "yes" if ctx.dump.entry == name else "no",
                        **group_attrs.get("", {})}
@@ -480,6 +496,19 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
     if ordering:
         out["tasksData"] = ordering_overlay(gid, ordering)
     return out
+
+
+def _root_phases(entries: list[dict[str, Any]], nodes: list[Node], phase: Callable[[Node], str]) -> dict[str, str]:
+    """The phase of each root namespace (MindSpore's `Default`, `Gradients`, `recompute_Default`) from its
+    operators' in the fact table, each phase with its count where they are several (`recompute_Default` holds
+    a recomputed cell's forward operators and their copies: `forward 124, recompute 70`)."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for entry, node in zip(entries, nodes):
+        root = entry["namespace"].split("/", 1)[0]
+        if root:
+            counts[root][phase(node)] += 1
+    return {root: ", ".join(f"{ph} {n}" for ph, n in c.most_common()) if len(c) > 1 else next(iter(c))
+            for root, c in counts.items()}
 
 
 ORDERING_EDGES = "ordering edges (monads, UpdateState, Depend)"
@@ -522,7 +551,7 @@ def dump_graphs(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: i
     the dump's name in the panel (default its file name)."""
     ctx = _Context(dump, facts, file)
     split = _too_large(dump, part_size)
-    shown = graph_names(dump, facts)
+    shown = ctx.shown = graph_names(dump, facts)
     ctx.graph_ids = {n: overview_id(prefix + shown[n]) if n in split else prefix + shown[n] for n in ctx.names}
     names = sorted((g.name for g in dump.subgraphs), key=lambda n: n != dump.entry)
     out: list[dict[str, Any]] = []
@@ -753,7 +782,8 @@ def category_node_data(graphs: Iterable[tuple[str, ParallelFacts, str]]) -> dict
     for graph_id, facts, subgraph in graphs:
         res = {key: {"value": c.category, "bgColor": CATEGORY_COLORS[c.category]}
                for c, key in _in_subgraph(facts, subgraph)}
-        out[graph_id] = {**_node_data("comm category", res), "showExpandedSummaryOnGroupNode": True}
+        out[graph_id] = {**_node_data("comm category", res), "showExpandedSummaryOnGroupNode": True,
+                         "legend": {"what": "communication nodes by category (the panel's `comm rule` says why)"}}
     return out
 
 
@@ -769,7 +799,9 @@ def bytes_node_data(graphs: Iterable[tuple[str, ParallelFacts, str]]) -> dict[st
     for graph_id, facts, subgraph in graphs:
         res = {key: {"value": c.step_bytes.total} for c, key in _in_subgraph(facts, subgraph)
                if not c.step_bytes.unknown}
-        out[graph_id] = _node_data("comm bytes", res, BYTES_THRESHOLDS)
+        out[graph_id] = {**_node_data("comm bytes", res, BYTES_THRESHOLDS), "legend": {
+            "what": "bytes each communication node moves in a step (its size times its runs)", "unit": "bytes",
+            "scale": "green < 64 KiB, yellow < 1 MiB, orange < 16 MiB, red"}}
     return out
 
 
@@ -851,7 +883,8 @@ def diff_node_data(graph_id: str, changes: dict[str, str]) -> dict[str, Any]:
     box counts and colours the changes it holds)."""
     results = {k: {"value": v, "bgColor": DIFF_COLORS[v], **({"textColor": DIFF_TEXT[v]} if v in DIFF_TEXT else {})}
                for k, v in changes.items()}
-    return {graph_id: {**_node_data("diff", results), "showExpandedSummaryOnGroupNode": True}}
+    return {graph_id: {**_node_data("diff", results), "showExpandedSummaryOnGroupNode": True,
+                       "legend": {"what": "what `irtool diff` marks: added, removed or changed nodes"}}}
 
 
 # --- finding nodes across graphs ----------------------------------------------------------------

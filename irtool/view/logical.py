@@ -161,8 +161,9 @@ def logical_model(d: LogicalDiff) -> Model:
     changes = {n["id"]: p.change for n, p in zip(graph["nodes"], d.ops) if p.changed}
     flops = {side: {n["id"]: o.total_flops for n, p in zip(graph["nodes"], d.ops)
                     if (o := getattr(p, side)) is not None} for side in ("old", "new")}
-    overlays = {**{f"FLOPs ({side})": (lambda graphs, side=side: heat_node_data(f"FLOPs ({side})", {GRAPH: flops[side]},
-                                                                                 graphs)) for side in ("old", "new")},
+    overlays = {**{f"FLOPs ({side})": (lambda graphs, side=side: heat_node_data(
+        f"FLOPs ({side})", {GRAPH: flops[side]}, graphs, what=f"each operator's FLOPs in the step, {side} side",
+        unit="FLOPs")) for side in ("old", "new")},
                 "diff": lambda graphs: diff_node_data(GRAPH, changes)}
     label = f"{os.path.basename(os.path.normpath(d.old.path))} → {os.path.basename(os.path.normpath(d.new.path))}"
     first = next(iter(changes), None)

@@ -18,6 +18,7 @@ from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..parallel.hardware import load_profile
 from ..parallel.order import StageOrder, stage_order
+from ..present import DASH, cell
 from ..present.memory import memory_svg, panel
 from ..present.timeline import stage_timings, timeline, timeline_svg
 from ..selection import Loaded, Selection, selected_stage
@@ -35,7 +36,7 @@ from .graphs import (
     node_index,
     overview_id,
 )
-from .pipeline import LANES, StageRank, execution_graph, first_box, pipeline_graph, unit_values
+from .pipeline import LANES, StageRank, UnitTimes, execution_graph, first_box, pipeline_graph, unit_values
 
 Side = tuple[Dump, ParallelFacts]
 Graphs = list[dict[str, Any]]
@@ -193,7 +194,8 @@ def _overlays(ranks: list[_Rank], drawn: Callable[[], list[StageRank]] | None = 
     them, whose units get their operators' FLOPs)."""
     parts = [(r.graph_id(g.name), r.facts, g.name) for r in ranks for g in r.dump.subgraphs]
 
-    def cost(name: str, pick: Callable[[NodeCost], dict[str, int]]) -> Callable[[Graphs], dict[str, Any]]:
+    def cost(name: str, pick: Callable[[NodeCost], dict[str, int]], what: str, unit: str
+             ) -> Callable[[Graphs], dict[str, Any]]:
         def data(graphs: Graphs) -> dict[str, Any]:
             values: dict[str, dict[str, int]] = {}
             for r in ranks:
@@ -208,12 +210,12 @@ def _overlays(ranks: list[_Rank], drawn: Callable[[], list[StageRank]] | None = 
             if drawn is not None and name == "FLOPs":
                 sums = {"execution order": {k: v for r, s in zip(ranks, drawn())
                                             for k, v in unit_values(s, r.cost().flops).items()}}
-            return heat_node_data(name, values, graphs, sums)
+            return heat_node_data(name, values, graphs, sums, what, unit)
 
         return data
 
     # Model Explorer shows the overlay loaded last: the categories, as the nodes' own colours say them
-    return {**{name: cost(name, pick) for name, (pick, _) in COST_OVERLAYS.items()},
+    return {**{name: cost(name, *spec) for name, spec in COST_OVERLAYS.items()},
             "comm bytes": lambda graphs: for_parts(bytes_node_data(parts), graphs),
             "comm category": lambda graphs: for_parts(category_node_data(parts), graphs)}
 
@@ -289,16 +291,47 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
         return _file_model(picked[0], label, part_size)
 
     def drawn() -> list[StageRank]:
-        return [r.stage_rank(part_size) for r in picked]
+        return stage_figures([r.stage_rank(part_size) for r in picked], [r.cost() for r in picked])
 
     def build() -> list[dict[str, Any]]:
         ranks = drawn()
         pipe = pipeline_graph(ranks, folder=[r for r in sel.files if r is not None], unreadable=sel.unreadable)
-        return [pipe, execution_graph(ranks)] + [g for r in picked for g in r.graphs(part_size)]
+        return [pipe, execution_graph(ranks, times=_unit_times(loaded))] + [
+            g for r in picked for g in r.graphs(part_size)]
 
     return Model(label, build, _overlays(picked, drawn), sorting="name_asc", first_graph="pipeline",
                  finder=_finder(picked), first_node=lambda: first_box(drawn()), lanes=LANES,
                  pictures=_pictures(loaded, sel.path))
+
+
+def stage_figures(ranks: list[StageRank], costs: list[NodeCost]) -> list[StageRank]:
+    """The drawn ranks with what each stage costs, as the boxes of its column and row say it (the cost records:
+    its operators' FLOPs in the step, the bytes of the parameters it holds) and its load beside the heaviest
+    stage's."""
+    flops = [sum(c.flops.values()) for c in costs]
+    top = max(flops, default=0)
+    out = []
+    for r, c, f in zip(ranks, costs, flops):
+        figures = {"stage FLOPs": cell(f) + (f" (+{c.unknown} operators of unknown cost)" if c.unknown else ""),
+                   "stage load": "the heaviest stage" if f == top else f"{f / top:.0%} of the heaviest stage"
+                   if top else DASH,
+                   "stage bytes held": cell(sum(c.held.values()))}
+        out.append(r._replace(figures=figures))
+    return out
+
+
+def _unit_times(loaded: list[Loaded]) -> UnitTimes | None:
+    """When each unit of each drawn rank runs in the step as `render --timeline` plays it out (the default
+    hardware profile); None when the step cannot be played out (the execution-order graph is then in order)."""
+    tl = timeline(stage_timings([(p.facts, p.rank, p.file) for p in loaded], load_profile(None)))
+    if tl.step.cannot or len(tl.ranks) < 2:
+        return None
+    out: UnitTimes = {}
+    for b in tl.step.boxes:
+        rank = tl.ranks.get(b.stage)
+        if rank is not None:
+            out.setdefault(rank, {})[b.unit] = (b.start, b.end)
+    return out
 
 
 def _pictures(loaded: list[Loaded], path: str) -> dict[str, Callable[[], str]]:

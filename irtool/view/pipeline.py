@@ -6,12 +6,12 @@ graph format, drawn from analysis' facts (`parallel.order`: each stage's executi
   order, of its Send/Receive in execution order; a Send red, a Receive green, the backward's paler.
 - The execution-order graph (MindInsight's execution overview): a row per drawn rank, in stage order,
   of its units of work (forward, backward of a micro batch on a chunk) left to right in execution
-  order, each between the Receive it waits for and the Send after it.
+  order, each saying the Receive it waits for and the Send after it, and when it runs in the step.
 
-Both draw each Send's line to the Receive it pairs with, and the execution order, as edge overlays
-(Model Explorer draws lines between boxes of two groups only so, and an overlay's edges are not
-data: no box lists them as its inputs or outputs): the pairs whenever a box is selected, the order
-edges of the box selected.
+Both draw each pair (a Send's line to its Receive, or to the unit receiving) and the execution order as
+edge overlays (Model Explorer draws lines between boxes of two groups only so, and an overlay's edges are
+not data: no box lists them as its inputs or outputs): the pairs always (the page draws them with nothing
+selected too), the order edges of the box selected.
 """
 from __future__ import annotations
 
@@ -21,11 +21,14 @@ from typing import Any, Callable, NamedTuple
 
 from ..dumpdir import Unreadable
 from ..parallel import CommNode, ParallelFacts
+from ..parallel.balance import in_flight
+from ..parallel.job import job_of
 from ..parallel.order import StageOrder, Unit, UnitKey, hop_key, hop_unit, stage_order, unit_label, unit_nodes
 from ..parallel.pairs import pair_ranks
 from ..present import DASH, cell, rank_list, shape_text
-from ..present.cost import in_flight_words
+from ..present.cost import in_flight_figure
 from ..present.palette import ORDER_EDGE_COLOR, P2P_BORDERS, P2P_COLORS, PAIR_EDGE_COLOR, UNIT_COLORS
+from ..present.timing import seconds_text
 from ..selection import not_read
 from .graphs import MAX_CHILDREN, _kv, comm_attrs
 
@@ -40,6 +43,7 @@ class StageRank(NamedTuple):
     graph_ids: Callable[[str], tuple[str, str]]
     name: Callable[[str], str]  # subgraph -> its name in the viewer (`TrainStep`)
     order: StageOrder  # its order as every folder command shows it (`Loaded.order`: the kernel graph's if any)
+    figures: dict[str, str] = {}  # what the stage costs (`stage FLOPs`, ...), on its column's and row's box
 
     def box_id(self, c: CommNode) -> str:
         """A Send/Receive's box: `rank0/TrainStep/%12`."""
@@ -200,7 +204,7 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
         o = r.order
         hops, placed = _hops(o, r.facts)
         groups[r.group] = {"rank": str(r.rank), "stage": cell(r.facts.stage), "file": r.file, "schedule": o.schedule,
-                           "order read in": _order_text(o), "Send/Receive": str(len(hops))}
+                           "order read in": _order_text(o), "Send/Receive": str(len(hops)), **r.figures}
         for c in hops:
             key = hop_unit(c, o.chunks)
             if c.peer_rank is not None and c.peer_rank not in in_folder:
@@ -235,20 +239,27 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
             "tasksData": _overlays(graph_id, pairs, columns)}
 
 
-def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[str, Any]:
+UnitTimes = dict[int, dict[UnitKey, tuple[float, float]]]  # rank -> unit -> (start, end) in the step, seconds
+
+
+def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1], times: UnitTimes | None = None
+                    ) -> dict[str, Any]:
     """MindInsight's execution overview: a row per drawn rank (one per stage), in stage order, of its
     units of work left to right in execution order (`parallel.order`, as every folder command reads it: the
     kernel graph's where the rank's folder holds one; the forward `F0` or backward `B0.c1` of a micro batch
-    on a chunk), with its Send/Receive in their order (`StageOrder.sequence`: a Receive before the unit that
-    reads it, a Send after the unit that makes it); units coloured forward, backward and backward that
-    recomputes forward work, each saying the layers its operators read (rows `layer-3`: search `layer-3:` to
-    light them up in every row; Model Explorer's search reads a space as two words) and opening its first
-    operator in the stage graph; the Send/Receive as in the pipeline graph."""
+    on a chunk); units coloured forward, backward and backward that recomputes forward work, each saying the
+    Receive it waits for and the Send after it (`StageOrder.sequence`), the layers its operators read (rows
+    `layer-3`: search `layer-3:` to light them up in every row; Model Explorer's search reads a space as two
+    words) and, with `times` (the step played out, `render --timeline`'s), when it runs (the page places it so);
+    each opens its first operator in the stage graph. The Send/Receive themselves are the pipeline graph's: here
+    each pair is a line from the unit sending to the unit receiving (a row of units alone reads at fit)."""
     nodes: list[dict[str, Any]] = []
     groups: dict[str, dict[str, str]] = {}
     micro: dict[str, int | None] = {}
     columns: dict[str, list[str]] = {}
+    unit_of: dict[str, str] = {}  # a Send/Receive's box in the pipeline graph -> the box of its unit here
     units = 0
+    job = job_of(r.facts.job for r in ranks)  # the stages and micro batches as the ranks drawn tell them
     for r in _by_stage(ranks):
         t = r.facts.table
         o = r.order
@@ -258,47 +269,66 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1]) -> dict[st
                            "order": ("fixed by the dependencies" if o.fixed else f"not fixed: {o.why or o.schedule}")
                            + f", read in {_order_text(o)}",
                            "units": str(len(o.units)),
-                           "micro batches in flight": in_flight_words(o.in_flight, o.in_flight_by_chunk or ())}
+                           "micro batches in flight": in_flight_figure(in_flight(
+                               o, r.facts.stage, job.pipeline_stages, job.micro_batches, job.training)),
+                           **r.figures}
         mine = {c.node: c for c in r.facts.comm}
         back = {id(theirs): mine[node] for node, theirs in _matched(o, r.facts).items()}
-        row: list[dict[str, Any]] = []
-        units += len(o.units)
+        hops: dict[UnitKey, list[tuple[str, str]]] = defaultdict(list)  # unit -> (row, what) of its Send/Receive
         lost = 0
         for step in o.sequence():
             if isinstance(step, Unit):
-                row.append(_unit_box(r, own.get(step.key, step), held.get(step.key, [])))
-            elif id(step) in back:
-                c = back.pop(id(step))
-                row.append(_exec_hop(r, c, hop_unit(c, o.chunks)))
-            else:  # a Send/Receive of the kernel graph this dump has none of: said, not drawn
+                continue
+            if id(step) not in back:  # a Send/Receive of the kernel graph this dump has none of: said
                 lost += 1
                 continue
-            if o.kernel_graph:  # where the order was read
-                row[-1]["attrs"].append(_kv("kernel graph", f"{o.kernel_graph}:{step.line}"))
-        drawn = {n["id"] for n in row}
-        row += [_exec_hop(r, c, hop_unit(c, o.chunks)) for c in sorted(mine.values(), key=lambda c: c.line)
-                if c.category == "pipeline" and c.direction and r.box_id(c) not in drawn]  # of no place in the order
+            c = back.pop(id(step))
+            _hop_row(r, c, o, hops, unit_of)
+        for c in sorted(back.values(), key=lambda c: c.line):  # of no place in the order
+            if c.category == "pipeline" and c.direction:
+                _hop_row(r, c, o, hops, unit_of)
         if lost:
             groups[r.group]["not in this dump"] = f"{lost} Send/Receive of {_order_text(o)}"
+        row = [_unit_box(r, own.get(u.key, u), held.get(u.key, []), hops.get(u.key, []),
+                         (times or {}).get(r.rank, {}).get(u.key)) for u in o.units]
+        units += len(row)
+        if o.kernel_graph:  # where the order was read
+            for box, u in zip(row, o.units):
+                box["attrs"].append(_kv("kernel graph", f"{o.kernel_graph}:{u.line}"))
         for n in row:
             micro[n["id"]] = n.pop("micro batch")
         nodes += row
         columns[r.group] = [n["id"] for n in row]
-    pairs, paired = _paired(ranks)
     ids = {n["id"] for n in nodes}
-    pairs = [p for p in pairs if p[0] in ids and p[1] in ids]
+    pairs = [(unit_of[s], unit_of[rc], c) for s, rc, c in _paired(ranks)[0]
+             if unit_of.get(s) in ids and unit_of.get(rc) in ids]
     _bounded(nodes, micro)
-    info = {"units": str(units), "pairs": str(paired),
+    info = {"units": str(units), "pairs": str(len(pairs)),
             "ranks drawn": rank_list(sorted(r.rank for r in ranks)),
-            "colours": "forward blue, backward orange, backward that recomputes forward work purple; "
-                       "Send red, Receive green",
+            "colours": "forward blue, backward orange, backward that recomputes forward work purple",
+            "lines": "each Send's line from the unit sending to the unit receiving (its Send and Receive are the "
+                     "pipeline graph's boxes)",
             "layers": "search `layer-3:` to light up the units whose operators read layer 3 (their `layer-N` rows)"}
+    if times:
+        info["time"] = "each unit where it runs in the step on the default hardware profile (`render --timeline`)"
     return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": ROWS,
             "tasksData": _overlays(graph_id, pairs, columns)}
 
 
-def _unit_box(r: StageRank, u: Unit, members: list[Any]) -> dict[str, Any]:
-    """A unit of work: its phase, micro batch, chunk, operators (recomputed ones), the layers they read."""
+def _hop_row(r: StageRank, c: CommNode, o: StageOrder, hops: dict[UnitKey, list[tuple[str, str]]],
+             unit_of: dict[str, str]) -> None:
+    """A Send/Receive as a row of the unit it serves (`waits for` a Receive, `then` a Send), and its unit's box."""
+    key = hop_unit(c, o.chunks)
+    arrow = "->" if c.direction == "send" else "<-"
+    hops[key].append(("then" if c.direction == "send" else "waits for",
+                      f"{c.op} tag {_tag(c)} {arrow} rank {cell(c.peer_rank)} ({r.file}:{c.line})"))
+    unit_of[r.box_id(c)] = f"rank{r.rank}/{unit_label(key)}"
+
+
+def _unit_box(r: StageRank, u: Unit, members: list[Any], hops: list[tuple[str, str]],
+              time: tuple[float, float] | None) -> dict[str, Any]:
+    """A unit of work: its phase, micro batch, chunk, when it runs, its Send/Receive, operators (recomputed
+    ones), the layers they read."""
     t = r.facts.table
     first = min(members, key=lambda n: n.line) if members else None
     recomputed = sum(t("phase", n) == "recompute" for n in members)
@@ -306,6 +336,9 @@ def _unit_box(r: StageRank, u: Unit, members: list[Any]) -> dict[str, Any]:
     rows = [_kv("unit", u.label), _kv("phase", "forward" if u.phase == "F" else "backward"), _kv("micro", u.micro),
             _kv("chunk", cell(u.chunk)), _kv("operators", u.nodes), _kv("recomputed operators", recomputed),
             _kv("rank", r.rank), _kv("stage", cell(r.facts.stage))]
+    if time is not None:  # `<start> to <end>`: the page places the box at its start
+        rows.append(_kv("time", f"{seconds_text(time[0])} to {seconds_text(time[1])}"))
+    rows += [_kv(row, what) for row, what in hops]
     opened = ""
     if first is not None:
         whole, opened = r.graph_ids(first.graph)
@@ -319,20 +352,47 @@ def _unit_box(r: StageRank, u: Unit, members: list[Any]) -> dict[str, Any]:
             "micro batch": u.micro}
 
 
-def _exec_hop(r: StageRank, c: CommNode, key: UnitKey) -> dict[str, Any]:
-    label = f"{c.op} {unit_label(key)} tag {_tag(c)} {'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)}"
-    box = _hop_box(r, c, key, label, [_kv("operator", c.op), _kv("rank", r.rank), _kv("unit", unit_label(key))])
-    box["micro batch"] = c.micro
-    return box
-
-
 def unit_values(r: StageRank, values: dict[str, int]) -> dict[str, int]:
-    """Each unit box's sum of its operators' values (`values`: node uid -> value); none for a unit none of whose
-    operators has one (a lazy-inline stage's units are calls: their cost is their callees')."""
-    held = unit_nodes(r.facts.table)
+    """Each unit box's sum of its operators' values (`values`: node uid -> value in the step, a reused cell's
+    operators times their runs), a call's its callee's for one call (a lazy-inline stage's units are calls);
+    none for a unit none of whose operators has one, or holding a call whose graph the dump does not name (a
+    bprop closure passed along: its work is unknown, never 0)."""
+    t = r.facts.table
+    held = unit_nodes(t)
+    names = {g.name for g in t.dump.subgraphs}
+    per_call: dict[str, Any] = {}
+
+    def one_run(n: Any) -> Any:
+        """A node's value for one run of it: an operator's over its runs a step (the `runs` fact), a call's its
+        callees' (`call @g`, a closure naming its graph); `_UNNAMED` for a call of no named graph."""
+        if n.uid in values:
+            runs = t("runs", n)
+            return values[n.uid] // runs if runs else None
+        if not n.is_call:
+            return None
+        graphs = [g for g in n.called_graphs if g in names]
+        return _total([one_call(g) for g in graphs]) if graphs else _UNNAMED
+
+    def one_call(graph: str) -> Any:
+        if graph not in per_call:
+            per_call[graph] = None  # a graph calling itself adds nothing more
+            per_call[graph] = _total([one_run(n) for n in t.dump.subgraph(graph).nodes])
+        return per_call[graph]
+
     out = {}
     for u in r.order.units:
-        known = [values[n.uid] for n in held.get(u.key, []) if n.uid in values]
-        if known:
-            out[r.unit_id(u)] = sum(known)
+        value = _total([one_run(n) for n in held.get(u.key, [])])
+        if value is not None and value is not _UNNAMED:
+            out[r.unit_id(u)] = value
     return out
+
+
+_UNNAMED = object()  # the value of work the dump does not name (a call of no named graph): unknown, never 0
+
+
+def _total(values: list[Any]) -> Any:
+    """The sum of the known values; `_UNNAMED` when any is; None when none is known."""
+    if any(v is _UNNAMED for v in values):
+        return _UNNAMED
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None

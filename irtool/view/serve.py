@@ -190,7 +190,8 @@ def _node_data_json(data: dict[str, Any]) -> str:
 # an overview's part boxes ("Op node attributes": no operator has attributes named so), unless the user
 # has chosen a setting for this address already.
 SHOW_ON_NODE_KEY = "model_explorer_show_on_node_item_types_v2"
-SHOW_COUNTS = {"Layer node attributes": {"selected": True, "filterRegex": "strategy|redistribution|gradient|diff"},
+SHOW_COUNTS = {"Layer node attributes": {"selected": True,
+                                         "filterRegex": "strategy|redistribution|gradient|diff|^stage (FLOPs|load)"},
                "Op node attributes": {"selected": True,
                                       "filterRegex": "^(with strategy|redistribution|gradient aggregation|diff [a-z ]+):"}}
 NODE_PARAM = "irtool_node"  # the page's address parameter naming a node to open on (`irtool view --node`)
@@ -210,6 +211,8 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
     import flask
 
     page_data = {"models": [m.label for m in models], "lanes": sorted({g for m in models for g in m.lanes}),
+                 # the overlay each model's panes show until a person chooses another: the one loaded last
+                 "overlay": {m.label: list(m.overlays)[-1] for m in models if m.overlays},
                  "pictures": [[name, f"irtool/{name}/{i}.svg"] for i, m in enumerate(models) for name in m.pictures]}
     seed = (f"<script>if (!localStorage.getItem({json.dumps(SHOW_ON_NODE_KEY)})) localStorage.setItem("
             f"{json.dumps(SHOW_ON_NODE_KEY)}, {json.dumps(json.dumps(SHOW_COUNTS))});"

@@ -22,6 +22,16 @@
 // - The node a page opens on (`irtool view --node`, a folder's first pipeline box: `IRTOOL_OPEN`, its
 //   graph is in the address, serve.py) selected, again while Model Explorer's first layouts drop it.
 //
+// - A folder's lanes laid out as a person reads them: the pipeline graph's columns aligned at the top, the
+//   execution-order graph's rows at the left (Model Explorer centres them); its pair lines drawn whether or not
+//   a box is selected; a plain click on a panel link (`pairs with`, a chain's nodes) selects its node (Model
+//   Explorer only pans to it unless Alt is held), each link saying its node's operator.
+// - A phase selector on a graph whose nodes say their phase (the `phase` fact: forward, backward, recompute,
+//   optimizer): each on or off; the graph shown is the one of the phases on (a graph of its own, named so).
+// - Overlays: a legend saying what the overlay shown colours, its unit, its scale and the range of its values
+//   in the graph shown; the overlay a person chose kept whatever opens the next graph (Model Explorer shows the
+//   first loaded one), none where it has no values (the graph's own colours show then).
+//
 // A graph is opened through Model Explorer's own app service (the renderer each pane registers in
 // `window.me_test`, as its tests use it); without it, the page is loaded again at the node (its
 // address's `uiState`).
@@ -31,6 +41,67 @@
   const LINK_KEYS = new Set(["in part", "stage graph", "comm serves"]);
   const SHOWN = 100;  // results listed at most (their count is said)
   const indexes = {};
+
+  // --- a folder's lanes aligned -------------------------------------------------------------------
+
+  function alignLanes(mg) {
+    // top-level groups laid out side by side (columns) aligned at the top, one under another (rows) at the left;
+    // everything inside a moved group moved with it (its nodes' global offsets)
+    if (!mg || !Array.isArray(mg.nodes) || !(IR.lanes || []).includes(mg.id)) return;
+    const byId = new Map(mg.nodes.map((n) => [n.id, n]));
+    const tops = mg.nodes.filter((n) => n.nodeType === 1 && !n.nsParentId && typeof n.x === "number");
+    if (tops.length < 2) return;
+    const rows = (mg.groupNodeConfigs || []).some((c) => c.namespaceRegex === "^$" && c.layoutDirection === 1);
+    if (rows) inTime(mg, tops);
+    const [axis, global] = rows ? ["x", "globalX"] : ["y", "globalY"];
+    const first = Math.min(...tops.map((n) => n[axis]));
+    const shift = new Map(tops.map((n) => [n.id, first - n[axis]]));
+    for (const n of tops) n[axis] = first;
+    for (const n of mg.nodes) {
+      let top = null;
+      for (let p = n.nsParentId; p; p = byId.get(p) && byId.get(p).nsParentId) top = p;
+      if (top && shift.get(top)) n[global] = (n[global] || 0) + shift.get(top);
+    }
+  }
+
+  const SECONDS = {"s": 1, "ms": 1e-3, "µs": 1e-6};
+
+  function span(text) {
+    // a unit's `time` row, `25.2 µs to 50.3 µs`, as [start, end] in seconds
+    const m = /^([\d.,]+) (s|ms|µs) to ([\d.,]+) (s|ms|µs)$/.exec(text || "");
+    return m && [parseFloat(m[1].replaceAll(",", "")) * SECONDS[m[2]], parseFloat(m[3].replaceAll(",", "")) * SECONDS[m[4]]];
+  }
+
+  function inTime(mg, rows) {
+    // a row's boxes where and as long as they run in the step (their `time` rows), on one scale for every row: the
+    // shortest unit as wide as its label; rows keep their order when some box has no time or sits deeper
+    const ops = mg.nodes.filter((n) => n.nodeType === 0);
+    const ids = new Set(rows.map((n) => n.id));
+    const times = ops.map((n) => span(n.attrs && n.attrs.time));
+    if (!ops.length || times.some((t) => !t) || ops.some((n) => !ids.has(n.nsParentId))) return;
+    const wide = (n) => 7 * n.label.length + 16;  // about what its label needs
+    const scale = Math.max(...ops.map((n, i) => times[i][1] > times[i][0] ? (wide(n) + 4) / (times[i][1] - times[i][0]) : 0));
+    if (!(scale > 0 && isFinite(scale))) return;
+    const pad = Math.min(...ops.map((n) => n.x));
+    ops.forEach((n, i) => {
+      n.x = pad + times[i][0] * scale;
+      n.width = Math.max(wide(n), (times[i][1] - times[i][0]) * scale - 4);
+    });
+    for (const row of rows) {
+      const mine = ops.filter((n) => n.nsParentId === row.id);
+      if (mine.length) row.width = Math.max(...mine.map((n) => n.x + n.width)) + pad;
+    }
+  }
+
+  const NativeWorker = window.Worker;
+  if (NativeWorker) {  // the layouts Model Explorer's worker sends, adjusted before the page draws them
+    window.Worker = function (url, opts) {
+      const w = new NativeWorker(url, opts);
+      w.addEventListener("message", (e) => alignLanes(e.data && e.data.modelGraph));
+      return w;
+    };
+    window.Worker.prototype = NativeWorker.prototype;
+  }
 
   function index(label) {
     // a model's node index (graphs.node_index), each node's searched fields made once
@@ -236,7 +307,8 @@
     clearTimeout(timer);
     timer = setTimeout(() => {
       const pane = paneOf(input);
-      const [current, label] = shown(pane);
+      const [now, label] = shown(pane);
+      const current = phaseBase.get(now) || now;
       const text = input.value.trim();
       if (!text) {
         hide(pane);
@@ -272,7 +344,8 @@
 
   function decorate() {
     panes().forEach((p, pane) => {
-      const [graph, label] = shown(pane);
+      const [now, label] = shown(pane);
+      const graph = phaseBase.get(now) || now;  // a graph of some phases: its links are those of the whole
       const node = panelNode(p);
       if (!graph || !node) return;
       const rows = [...p.querySelectorAll("info-panel tr")].filter((tr) => {
@@ -421,8 +494,258 @@
       sortSelector();
       expandLanes();
       opening();
+      adjust();
     });
   }).observe(document.documentElement, {childList: true, subtree: true});
+
+
+  // --- Model Explorer's services adjusted ----------------------------------------------------------
+
+  const chosen = new Map();  // pane index -> the overlay (run name) a person chose there, or the one loaded last
+  let changingGraph = false;
+
+  function patch(r, pane) {
+    const app = r.appService;
+    const edges = r.webglRendererEdgeOverlaysService;
+    const proto = edges && Object.getPrototypeOf(edges);
+    if (proto && proto.updateOverlaysData && !proto.irtool) {
+      // an overlay not limited to the selected node's edges (a folder's pairs) drawn with nothing selected too
+      proto.updateOverlaysData = function () {
+        this.clearOverlaysData();
+        const selected = this.webglRenderer.selectedNodeId;
+        for (const o of this.edgeOverlaysService.selectedOverlays()) {
+          if (selected ? o.nodeIds.has(selected) || !o.showEdgesConnectedToSelectedNodeOnly
+            : !o.showEdgesConnectedToSelectedNodeOnly) this.curOverlays.push(o);
+        }
+      };
+      proto.irtool = true;
+    }
+    const ndp = r.webglRendererNdpService && r.webglRendererNdpService.nodeDataProviderExtensionService;
+    if (ndp && app && !app.irtoolRuns) {
+      app.irtoolRuns = true;
+      app.irtoolNdp = ndp;
+      const select = app.setSelectedNodeDataProviderRunId.bind(app);
+      app.setSelectedNodeDataProviderRunId = (paneId, runId) => {
+        const run = runId && ndp.runs()[runId];
+        if (!changingGraph && run) chosen.set(app.getPaneIndexById(paneId), run.runName);
+        select(paneId, runId);
+      };
+      const changed = ndp.handleModelGraphInPaneChanged.bind(ndp);
+      ndp.handleModelGraphInPaneChanged = (graph, paneIndex) => {
+        // Model Explorer shows the first overlay with values for the graph: the one chosen instead, or none
+        changingGraph = true;
+        try {
+          changed(graph, paneIndex);
+          const runs = ndp.getRunsForModelGraph(graph);
+          const name = chosen.has(paneIndex) ? chosen.get(paneIndex) : (IR.overlay || {})[graph.collectionLabel];
+          const want = runs.find((x) => x.runName === name);
+          const paneId = app.panes()[paneIndex] && app.panes()[paneIndex].id;
+          if (paneId && runs.length) app.setSelectedNodeDataProviderRunId(paneId, want ? want.runId : undefined);
+        } finally {
+          changingGraph = false;
+        }
+      };
+    }
+  }
+
+  // --- panel links: a plain click selects, each link says its operator ---------------------------------
+
+  function linkId(el) {
+    return [...el.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent).join("").trim();
+  }
+
+  document.addEventListener("click", (e) => {
+    if (e.altKey || !(e.target instanceof Element)) return;  // Alt+click: Model Explorer's own select
+    const el = e.target.closest("info-panel .node-id-attribute");
+    const pane = el ? paneOf(el) : -1;
+    const r = renderer(pane);
+    const id = el && linkId(el);
+    if (!r || !r.curModelGraph || !id || !r.curModelGraph.nodesById[id]) return;
+    e.stopPropagation();
+    e.preventDefault();
+    go(pane, r.curModelGraph.id, id, r.curModelGraph.collectionLabel);
+  }, true);
+
+  function nameLinks(p, r) {
+    for (const el of p.querySelectorAll("info-panel .node-id-attribute")) {
+      const id = linkId(el);
+      const n = r.curModelGraph && r.curModelGraph.nodesById[id];
+      const label = n && n.label !== id ? n.label : "";
+      let span = el.querySelector(".irtool-op");
+      if (!label) {
+        if (span) span.remove();
+        continue;
+      }
+      if (!span) {
+        span = document.createElement("span");
+        span.className = "irtool-op";
+        el.prepend(span);
+      }
+      if (span.textContent !== label) span.textContent = label;
+    }
+  }
+
+  // --- the phase selector ---------------------------------------------------------------------------
+
+  const PHASES = ["forward", "backward", "recompute", "optimizer"];
+  const phaseBase = new Map();  // a graph of some phases' id -> the graph it is cut from
+  const phasesOff = new Map();  // the graph cut from -> the phases turned off
+  const phasesIn = new WeakMap();  // a graph's JSON -> the phases its nodes say
+
+  function phaseOf(n) {
+    const a = n.attrs && n.attrs.find((x) => x.key === "phase");
+    return a ? a.value : undefined;
+  }
+
+  function graphJson(app, id, label) {
+    for (const c of app.curGraphCollections()) {
+      if (label && c.label !== label) continue;
+      const g = c.graphs.find((x) => x.id === id);
+      if (g) return g;
+    }
+    return null;
+  }
+
+  function phasesOf(g) {
+    if (!phasesIn.has(g)) phasesIn.set(g, PHASES.filter((ph) => g.nodes.some((n) => phaseOf(n) === ph)));
+    return phasesIn.get(g);
+  }
+
+  function cut(app, base, off) {
+    // the graph of the phases on: their nodes, and the nodes of no phase (parameters) they read
+    const on = phasesOf(base).filter((ph) => !off.has(ph));
+    const id = `${base.id} [${on.join(", ") || "no phase"}]`;
+    const byId = new Map(base.nodes.map((n) => [n.id, n]));
+    const kept = new Set(base.nodes.filter((n) => on.includes(phaseOf(n))).map((n) => n.id));
+    for (const n of base.nodes) {
+      if (!kept.has(n.id)) continue;
+      for (const e of n.incomingEdges || []) {
+        const src = byId.get(e.sourceNodeId);
+        if (src && phaseOf(src) === undefined) kept.add(src.id);
+      }
+    }
+    const nodes = base.nodes.filter((n) => kept.has(n.id)).map((n) => (
+      {...n, incomingEdges: (n.incomingEdges || []).filter((e) => kept.has(e.sourceNodeId))}));
+    const g = {...base, id, nodes};
+    delete g.tasksData;
+    phaseBase.set(id, base.id);
+    const runs = app.irtoolNdp ? Object.values(app.irtoolNdp.runs()) : [];
+    for (const run of runs) {  // the overlays of the graph cut from colour it too
+      const data = run.nodeDataProviderData;
+      if (data && data[base.id] && !data[id]) data[id] = data[base.id];
+    }
+    return g;
+  }
+
+  function phaseBar(p, pane, r) {
+    const app = r.appService;
+    const g = r.curModelGraph;
+    const baseId = g && (phaseBase.get(g.id) || g.id);
+    const base = g && graphJson(app, baseId, g.collectionLabel);
+    const phases = base && !(IR.lanes || []).includes(baseId) ? phasesOf(base) : [];  // stage graphs
+    let bar = p.querySelector(".irtool-phases");
+    if (phases.length < 2) {
+      if (bar) bar.remove();
+      return;
+    }
+    const off = phasesOff.get(baseId) || new Set();
+    const key = `${baseId}\u0000${[...off].join(",")}`;
+    if (bar && bar.dataset.key === key) return;
+    if (!bar) {
+      bar = document.createElement("div");
+      bar.className = "irtool-phases";
+      p.append(bar);
+    }
+    bar.dataset.key = key;
+    bar.replaceChildren(Object.assign(document.createElement("span"), {textContent: "phases"}));
+    for (const ph of phases) {
+      const label = document.createElement("label");
+      const box = Object.assign(document.createElement("input"), {type: "checkbox", checked: !off.has(ph)});
+      box.dataset.phase = ph;
+      box.addEventListener("change", () => {
+        const now = new Set(phasesOff.get(baseId) || []);
+        if (box.checked) now.delete(ph); else now.add(ph);
+        phasesOff.set(baseId, now);
+        const shownGraph = now.size ? cut(app, base, now) : base;
+        for (const o of opens) if (o.pane === pane) o.done = true;
+        app.selectGraphInPane(shownGraph, pane);
+      });
+      label.append(box, ` ${ph}`);
+      bar.append(label);
+    }
+  }
+
+  // --- the overlay's legend -------------------------------------------------------------------------
+
+  function number(v) {
+    return typeof v === "number" ? v.toLocaleString("en-US") : String(v);
+  }
+
+  function legend(p, r) {
+    const s = r.webglRendererNdpService;
+    const run = s && s.curNodeDataProviderRun && s.curNodeDataProviderRun();
+    const g = r.curModelGraph;
+    let el = p.querySelector(".irtool-legend");
+    const data = run && g && run.nodeDataProviderData && run.nodeDataProviderData[g.id];
+    if (!data) {
+      if (el) el.remove();
+      return;
+    }
+    const key = `${run.runId}\u0000${g.id}`;
+    if (el && el.dataset.key === key) return;
+    if (!el) {
+      el = document.createElement("div");
+      el.className = "irtool-legend";
+      p.append(el);
+    }
+    el.dataset.key = key;
+    const said = data.legend || {};
+    const add = (cls, text) => el.append(Object.assign(document.createElement("div"), {className: cls, textContent: text}));
+    el.replaceChildren();
+    add("irtool-legend-title", run.runName + (said.unit && said.unit !== run.runName ? ` (${said.unit})` : ""));
+    if (said.what) add("irtool-legend-what", said.what);
+    const values = Object.values(data.results || {}).map((x) => x.value);
+    const swatch = (colour, text) => {
+      const row = document.createElement("div");
+      row.className = "irtool-legend-row";
+      const sw = Object.assign(document.createElement("span"), {className: "irtool-swatch"});
+      sw.style.background = colour;
+      row.append(sw, text);
+      el.append(row);
+    };
+    if (data.thresholds) {
+      let low = null;
+      for (const t of data.thresholds) {
+        swatch(t.bgColor, low === null ? `up to ${number(t.value)}` : `${number(low)} to ${number(t.value)}`);
+        low = t.value;
+      }
+    } else if (data.gradient) {
+      const bar = Object.assign(document.createElement("div"), {className: "irtool-gradient"});
+      bar.style.background = `linear-gradient(to right, ${data.gradient.map((x) => `${x.bgColor} ${x.stop * 100}%`).join(", ")})`;
+      el.append(bar);
+    } else {  // a value per colour (categories, diff marks)
+      const colours = new Map();
+      for (const x of Object.values(data.results || {})) if (x.bgColor) colours.set(String(x.value), x.bgColor);
+      for (const [value, colour] of colours) swatch(colour, value);
+    }
+    if (said.scale) add("irtool-legend-scale", said.scale);
+    const numbers = values.filter((v) => typeof v === "number");
+    if (numbers.length) {
+      add("irtool-legend-range", `${numbers.length.toLocaleString("en-US")} valued: min ${number(Math.min(...numbers))}, ` +
+                                 `max ${number(Math.max(...numbers))}`);
+    }
+  }
+
+  function adjust() {
+    panes().forEach((p, pane) => {
+      const r = renderer(pane);
+      if (!r || !r.appService) return;
+      patch(r, pane);
+      nameLinks(p, r);
+      phaseBar(p, pane, r);
+      legend(p, r);
+    });
+  }
 
   // --- a folder's pictures ---------------------------------------------------------------------------
 
