@@ -868,8 +868,8 @@ def _retime(b: Basis, row: LayerTime, scale: tuple[float, float, int]) -> dict[s
     """A layer's seconds per step at the new size (`scale`: tensors split by mp x micro-batch size, micro-batch size,
     mp): each operator re-timed on the profile (roofline: a small matrix product does not run at its FLOPs' share)
     with its FLOPs and bytes x the first, each tensor-parallel collective with its bytes x the second in a group of
-    the new mp (latency per ring step); each phase x the re-timed work over the compile's. Without a profile or the
-    work: x the first (as the FLOPs)."""
+    the new mp (latency per ring step), other collectives as they are (the weights' traffic); each phase x the
+    re-timed work over the compile's. Without a profile or the work: x the first (the exposed time x the second)."""
     sw, sb, mp = scale
     key = (id(row), sw, sb, mp)
     if key in b._retimed:

@@ -108,7 +108,7 @@ class OpWork:
     moved: int | None  # bytes moved per run (a collective: its bytes)
     runs: int
     group: int | None = None  # a collective's group size
-    tier: Tier | None = None  # ... and the link tier it spans
+    tier: Tier | None = None  # ... and the link tier it spans (None: an operator)
     category: str | None = None  # ... and its category (docs/parallel.md §2)
 
 
@@ -307,9 +307,8 @@ def _duration(t: NodeFacts, n: Node, p: Profile, groups: dict[str, Group], rank:
 def work_seconds(p: Profile, w: OpWork, scale: float = 1.0, group: int | None = None) -> float:
     """Seconds over the step of `w` with its FLOPs and bytes times `scale` (a collective: in a group of `group`,
     else its own): what a plan re-times a layer by."""
-    if w.group is not None or w.tier is not None:
-        n = group or w.group
-        secs = comm_seconds(p, w.op, round((w.moved or 0) * scale), n, w.tier) if w.tier is not None and n else None
+    if w.tier is not None:
+        secs = comm_seconds(p, w.op, round((w.moved or 0) * scale), group or w.group, w.tier)
         return (secs or 0.0) * w.runs
     moved = round(w.moved * scale) if w.moved else w.moved
     return op_seconds(p, w.op, round(w.flops * scale), w.dtype, moved) * w.runs
