@@ -251,6 +251,9 @@ def test_only_one_configuration_against_its_dry_run(basis: P.Basis) -> None:
 
     assert only("recompute=1:1, offset=1:-1, batch=2, opt_shard=off", basis) == \
         P.Candidate(2, 2, 2, 4, True, False, 2 * 2 * 4, offset=(1, -1), recompute_counts=(1, 1))
+    r = CliRunner().invoke(main, ["plan", str(BASE), "--only", "layers=8", "--device-memory", "100MiB"])
+    assert r.exit_code == 0 and r.output.startswith("dp2 mp2 pp2 m4 recompute opt-shard 8 layers: step ")
+    assert r.output.splitlines()[0].endswith(", does not fit (estimates)")  # 110 MiB, the dry run's 109.77 MiB
     r = CliRunner().invoke(main, ["plan", str(BASE), "--only", "dp=2,tp=2"])
     assert r.exit_code == 2 and "expected KEY=VALUE with KEY one of dp, mp, pp" in r.output and "'tp=2'" in r.output
     r = CliRunner().invoke(main, ["plan", str(BASE), "--only", "dp=1,mp=8,pp=2"])
