@@ -146,7 +146,7 @@
     return g ? g.id : null;
   }
 
-  function openNode(pane, graphId, nodeId, label, retries = 3) {
+  function openNode(pane, graphId, nodeId, label, retries = 12) {  // looked at for 18 s (a loaded machine lays out late)
     const r = renderer(pane);
     const app = r && r.appService;
     if (app && app.selectGraphInPane && app.setNodeToReveal && app.curGraphCollections) {
