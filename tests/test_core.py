@@ -77,7 +77,7 @@ def _comm_lines(path: Path) -> int:
 # overflow flag, `{instance name: allreduce}` on the world group; the gradient clip's global norm,
 # `PARALLEL_GLOBALNORM_*`) and MindSpore's `recompute_slice_allgather` are the only ones (and user_group_8p's
 # collectives written in the network, no instance name)
-OTHER = {"allreduce", "PARALLEL_GLOBALNORM_IN_STAGES", "PARALLEL_GLOBALNORM_BETWEEN_STAGES", "recompute_slice_allgather"}
+OTHER = {"allreduce", "PARALLEL_GLOBALNORM_IN_STAGES", "PARALLEL_GLOBALNORM_BETWEEN_STAGES"}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=LARGE_GROUP) if str(p).endswith(LARGE) else p for p in DUMPS],
