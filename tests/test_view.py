@@ -1293,8 +1293,8 @@ def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
     _shot(page, "find")
     _click(page, row)
     assert _selected(page, part, node="%154") == "%154"
-    _wait_for(page, "(f) => [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === f)",
-              "19_validate_0078.ir.xz:2446")  # its panel's rows (drawn after its id)
+    _wait_for(page, "() => [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === 'file')")
+    assert _panel(page)["file"] == "19_validate_0078.ir.xz:2446"  # (its attributes drawn after its id, once loaded)
     # the part: the Send at its top (its scope `Default`, what the layer's nodes share, taken off), the nodes it
     # reads from other parts in a group of their own
     top = page.evaluate(f"{GRAPH}.nodes.filter(n => n.nodeType === 1 && !n.nsParentId).map(n => n.label)")

@@ -81,7 +81,15 @@ class NodeFacts:
             self._cells[fact] = self._run(p)
             self._complete.add(fact)
             return self._cells[fact]
-        return {n: self(fact, n) for n in self.dump.nodes()}
+        if CHECK:
+            return {n: self(fact, n) for n in self.dump.nodes()}
+        cells, run, out = self._cells.setdefault(fact, {}), p.run, {}
+        for n in self.dump.nodes():  # `__call__`'s work without its call per node
+            value = cells.get(n, _MISSING)
+            if value is _MISSING:
+                value = cells[n] = run(self, n)
+            out[n] = value
+        return out
 
     def of(self, fact: str, nodes: Iterable[Node]) -> list[Any]:
         return [self(fact, n) for n in nodes]

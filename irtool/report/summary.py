@@ -8,7 +8,7 @@ The JSON form is what CI reads; its fields are documented in README.md ("JSON ou
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..dumpdir import RankFile, rank_order
@@ -190,8 +190,9 @@ def _first_of_stage(facts: ParallelFacts, rank: int | None) -> bool:
 def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep: bool = False,
                 cost: bool = False, hardware: Profile | None = None) -> RankDigest:
     """Load, analyze and sum one rank for `summarize DIR` (runs in a worker process); `keep` also
-    returns the records of its strategy, redistribution and optimizer tables; `cost` its cost record
-    (`--cost`) when it is the first rank of its stage (`_first_of_stage`), timed on `hardware`."""
+    returns the records of its strategy, redistribution and optimizer tables, and so does the first rank of
+    its stage (`_first_of_stage`: the rank whose tables the folder shows, not read a second time for them);
+    `cost` its cost record (`--cost`) when it is the first rank of its stage, timed on `hardware`."""
     if cost:
         from ..parallel.balance import stage_cost
     dump = rank.load(lenient)
@@ -201,12 +202,13 @@ def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False, keep:
     key = repr([t.rows for t in folder_answer_tables(facts.strategies, chains, shards)])
     warnings = [*dump.warnings, *(check(dump) if deep else ()), *facts.warnings]
     job = facts.job
+    first = _first_of_stage(facts, rank.rank)
     d = RankDigest(rank.rank, rank.path, facts.stage, dump.counts, warnings, comm_totals(c), send_receive(c),
                    sorted(g), traffic(c, g), stage_matrix([facts]), hashlib.sha256(key.encode()).hexdigest(),
                    job, [P2P.of(x) for x in c if x.direction],
                    stage_cost(facts, hardware=hardware, order=rank_order(rank, facts, lenient))
-                   if cost and _first_of_stage(facts, rank.rank) else None)
-    if keep:
+                   if cost and first else None)
+    if keep or first:
         d.strategies, d.chains, d.shards, d.kept = facts.strategies, chains, shards, True
     d.failure, d.misfits = failure_record(dump), strategy_misfits(dump, facts.kind)
     return d
@@ -343,7 +345,7 @@ def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None
             pairing.add(r.rank, r.stage, r.hops, shown)
         if not shown:
             continue
-        rows.append(r)
+        rows.append(replace(r, strategies=[], chains=[], shards=[], kept=False) if r.kept else r)  # rows: no tables
         folds.setdefault(r.stage, _StageFold()).add(r)
         _add_links(links, r.links)
     missing = [a for f in folds.values() for a in f.firsts.values() if not a.kept]

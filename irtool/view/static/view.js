@@ -146,7 +146,7 @@
     return g ? g.id : null;
   }
 
-  function openNode(pane, graphId, nodeId, label, retries = 8) {  // a reveal a late layout drops: again for 12 s
+  function openNode(pane, graphId, nodeId, label, retries = 12) {  // looked at for 18 s (a loaded machine lays out late)
     const r = renderer(pane);
     const app = r && r.appService;
     if (app && app.selectGraphInPane && app.setNodeToReveal && app.curGraphCollections) {
@@ -524,7 +524,7 @@
   const chosen = new Map();  // pane index -> the overlay (run name) a person chose there, or the one loaded last
   let changingGraph = false;
 
-  function patch(r, pane) {
+  function patch(r) {
     const app = r.appService;
     const edges = r.webglRendererEdgeOverlaysService;
     const proto = edges && Object.getPrototypeOf(edges);
@@ -551,18 +551,24 @@
         select(paneId, runId);
       };
       const changed = ndp.handleModelGraphInPaneChanged.bind(ndp);
+      const runsOf = ndp.getRunsForModelGraph.bind(ndp);
       ndp.handleModelGraphInPaneChanged = (graph, paneIndex) => {
-        // Model Explorer shows the first overlay with values for the graph: the one chosen instead, or none
+        // Model Explorer shows the first overlay with values for the graph: the one chosen instead, or none (a
+        // stand-in first, valueless run); one change of the overlay shown, as Model Explorer makes it (a second one
+        // raced with the graph's layout)
+        const name = chosen.has(paneIndex) ? chosen.get(paneIndex) : (IR.overlay || {})[graph.collectionLabel];
+        ndp.getRunsForModelGraph = (g) => {
+          const runs = runsOf(g);
+          const want = runs.find((x) => x.runName === name);
+          return runs.length ? [want || {runId: undefined, results: {[g.id]: null}, nodeDataProviderData: null},
+                                ...runs.filter((x) => x !== want)] : runs;
+        };
         changingGraph = true;
         try {
           changed(graph, paneIndex);
-          const runs = ndp.getRunsForModelGraph(graph);
-          const name = chosen.has(paneIndex) ? chosen.get(paneIndex) : (IR.overlay || {})[graph.collectionLabel];
-          const want = runs.find((x) => x.runName === name);
-          const paneId = app.panes()[paneIndex] && app.panes()[paneIndex].id;
-          if (paneId && runs.length) app.setSelectedNodeDataProviderRunId(paneId, want ? want.runId : undefined);
         } finally {
           changingGraph = false;
+          delete ndp.getRunsForModelGraph;
         }
       };
     }
@@ -760,7 +766,7 @@
     panes().forEach((p, pane) => {
       const r = renderer(pane);
       if (!r || !r.appService) return;
-      patch(r, pane);
+      patch(r);
       nameLinks(p, r);
       phaseBar(p, pane, r);
       legend(p, r);
