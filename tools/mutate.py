@@ -201,7 +201,8 @@ MUTANTS: tuple[Mutant, ...] = (
                "ut.exposed = ut.comm", "every communication second exposed", ("tests/test_timing.py", *COST)),
     # the commands
     Mutant.one("check-order", C + "consistency/p2p.py", "if at[id(r1)] < at[id(r0)]:", "if at[id(r1)] > at[id(r0)]:",
-               "check: 'order differs' when the Receives follow the Sends' order", PAIRS),
+               "check: 'order differs' when the Receives follow the Sends' order", PAIRS,
+               also=((C + "consistency/p2p.py", "if r1.at < r0.at:", "if r1.at > r0.at:"),)),
     Mutant.one("text-disagree", C + "present/job.py", "if len(job.micro_seen) > 1", "if len(job.micro_seen) > 2",
                "summary text: ranks disagreeing on two micro batch counts print one",
                ("tests/test_check.py", "tests/test_output.py", "tests/test_parallel.py")),
