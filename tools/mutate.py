@@ -472,13 +472,13 @@ def main() -> int:
     by_id = {m.id: m for m in MUTANTS}
     mutants = [by_id[x] for x in only] if only else list(MUTANTS)
     with tempfile.TemporaryDirectory(prefix="irtool-mutate-") as tmp:
+        commit = _commit()  # of the tree copied
         tree = copy_tree(Path(tmp))
         base = outputs(tree)
         if base != outputs(tree):
             print("the unmutated outputs differ between two runs: not comparable", file=sys.stderr)
             return 2
         results = []
-        commit = _commit()
         for m in mutants:
             r = run_one(m, tree, base, args.escalate, Path(tmp) / f"{m.id}.log")
             r.tree = commit
