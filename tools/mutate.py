@@ -425,10 +425,9 @@ whether it changes **real output** (the outputs of `summarize --format json` and
 `render --pipeline`, `render --backward` and `export` over bundled real dumps and the golden cases,
 `tools/mutate.py` `COMMANDS`, compared with the unmutated tree's),
 and which test catches it: `pytest -x` over the test files most likely to (`Mutant.tests`), then, for a survivor
-that changes real output, the rest of the suite (the browser tests of `tests/test_view.py` left out). A survivor
-marked "targeted tests only" changes no real output and was not run against the whole suite. A mutant whose line
-is gone (the code was refactored) is "not applicable". The rule the run holds (issue 37): every mutant that
-changes real output is caught.
+that changes real output, the rest of the suite (the browser tests of `tests/test_view.py` left out; not with
+`--escalate none`). A mutant whose line is gone (the code was refactored) is "not applicable". The rule the run
+holds (issue 37): every mutant that changes real output is caught.
 
 """
 
@@ -445,7 +444,7 @@ def table(results: list[Result]) -> str:
             continue
         changed = f"yes ({len(r.changed)}: {r.changed[0]}{', …' if len(r.changed) > 1 else ''})" if r.changed else "no"
         caught = (f"`{r.caught_by}`" if r.caught_by not in ("", "timeout") else r.caught_by) if r.caught_by else \
-            f"SURVIVED ({'the suite' if r.ran == 'suite' else 'targeted tests only'})"
+            f"SURVIVED ({'the whole suite' if r.ran == 'suite' else 'the targeted tests'})"
         rows.append(f"| {m.id} | `{r.file or m.file}` | {m.what} | {changed} | {caught} | {r.tree} |")
     ok = [r for r in results if r.applicable]
     real = [r for r in ok if r.changed]
