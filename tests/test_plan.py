@@ -120,8 +120,8 @@ def test_micro_batch_size_2_gathers_the_sliced_layer_output(basis: P.Basis) -> N
     communication per rank is then predicted to a few bytes (the 12 B of `other` scaled by 2 rounds)."""
     from irtool.parallel.balance import stage_cost
 
-    def other(c: P.Candidate) -> list[int]:
-        return [s.comm_by_category.get("other", 0) for s in P.plan(basis, [c])[0].stages]
+    def other(c: P.Candidate) -> list[int]:  # R6s: redistribution
+        return [s.comm_by_category.get("redistribution", 0) for s in P.plan(basis, [c])[0].stages]
 
     one = other(P.current(basis))
     assert [a - 2 * b for a, b in zip(other(P.Candidate(2, 2, 2, 4, True, True, 16)), one)] == [4 * 2 * 512 * 512 * 2] * 2

@@ -817,7 +817,7 @@ def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], s
         out["optimizer-parallel"] = traffic + anew * (src.gather or 0.0)
     gathers = _slice_gathers(b, c, (layers, rc), sb)
     if gathers:
-        out["other"] = out.get("other", 0) + gathers
+        out["redistribution"] = out.get("redistribution", 0) + gathers  # rules.py R6s: a layout gathered back
     reduced = sum(n for (kind, *_), n in slices.items() if kind == "reduced")
     if reduced and src.reduce is not None:
         out["gradient-aggregation"] = reduced * src.reduce
