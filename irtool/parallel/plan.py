@@ -288,17 +288,21 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
 
 def _without_slice_gathers(rows: dict[int | None, dict[tuple[str, str], int]], facts: ParallelFacts
                            ) -> dict[int | None, dict[tuple[str, str], int]]:
-    """The layer rows less the compile's gathers of sliced activations (each in the row of the layer whose output
-    it gathers): a candidate has them or not by `_slice_gathers`."""
+    """The layer rows less the compile's gathers of sliced activations (each in the row the logical graph put it in:
+    its operator's layer, else its own): a candidate has them or not by `_slice_gathers`."""
     t = facts.table
     nodes = t.get("by_key")
     for c in facts.comm:
         if c.instance == GATHER:
             graph, _, key = c.node.rpartition("/")
-            row = rows.get(t("layer", nodes[graph][key]), {})
-            k = (c.category, c.phase)
-            if k in row:
-                row[k] -= c.step_bytes.total
+            n = nodes[graph][key]
+            placed = t("placement", n)
+            k, size = (c.category, c.phase), c.step_bytes.total
+            for layer in (placed.layer if placed is not None else None, t("layer", n)):
+                row = rows.get(layer, {})
+                if row.get(k, 0) >= size:
+                    row[k] -= size
+                    break
     return rows
 
 
@@ -817,7 +821,7 @@ def _comm(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], s
         out["optimizer-parallel"] = traffic + anew * (src.gather or 0.0)
     gathers = _slice_gathers(b, c, (layers, rc), sb)
     if gathers:
-        out["other"] = out.get("other", 0) + gathers
+        out["redistribution"] = out.get("redistribution", 0) + gathers  # rules.py R6s: a layout gathered back
     reduced = sum(n for (kind, *_), n in slices.items() if kind == "reduced")
     if reduced and src.reduce is not None:
         out["gradient-aggregation"] = reduced * src.reduce
