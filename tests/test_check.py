@@ -187,6 +187,9 @@ def test_the_summary_of_disagreeing_ranks_takes_the_compiled_micro_batches() -> 
     assert job["micro_batches"]["value"] == 4 and "/rank_0/" in job["micro_batches"]["evidence"]
     [note] = [n for n in job["notes"] if n.startswith("ranks disagree on the number of micro batches: 2 (")]
     assert "/rank_5/" in note.split(";")[0] and "; 4 (" in note
+    # and the text says both counts where it says the job's
+    text = CliRunner().invoke(main, ["summarize", str(FIXTURES / "check_micro_mismatch_8p")]).output
+    assert ", micro batches: ranks disagree (2 or 4), " in text.splitlines()[1]
 
 
 # --- causes and coverage (issue 18, item 3)
@@ -403,6 +406,24 @@ def test_order_differs() -> None:
     first = r.findings[0].sides
     assert [s.location for s in first[:2]] == [f"rank_0/{V}:1060", f"rank_0/{V}:1510"]
     assert first[0].text.endswith(" before") and "tag 0" in first[0].text and "tag 1" in first[2].text
+
+
+def test_order_differs_is_of_the_execution_order_not_the_print_order() -> None:
+    # The same two ranks listed backwards while their dumps are still read: each rank's Sends and Receives are
+    # compared in the order the `order` fact runs them (its dependencies: rank 0 sends tag 0 at 1060 before tag 1 at
+    # 1510, ..., rank 4 receives them so), not in the order they are listed: nothing differs. (Listed backwards with
+    # the dumps let go, above, print order is all there is, and it differs.)
+    from irtool.consistency import check_digests, details
+    from irtool.consistency.digest import digest, run_order
+    from irtool.parallel import analyze
+
+    held, digests = {}, []
+    for rank in [r for r in load_dir(str(FIXTURES / "pipeline_2stage_8p")) if r.rank in (0, 4)]:
+        facts = held[rank.rank] = analyze(rank.load(), rank.rank)
+        facts.comm.reverse()
+        digests.append(digest(rank.rank, rank.path, 0, facts, run_order(facts)))
+    r = check_digests(str(FIXTURES / "pipeline_2stage_8p"), digests, lambda ranks: [details(held[k]) for k in ranks])
+    assert r.coverage.pairs.compared == 8 and [f.problem for f in r.findings] == []  # 4 micro batches each way
 
 
 @pytest.mark.parametrize("folder", ["pipeline_2stage_8p", "gpt_small_dp2mp2pp2"])

@@ -143,3 +143,33 @@ def test_stages_that_tie_are_two_stages_in_the_balance() -> None:
     assert [s["compute_flops"] for s in cost["stages"]] == [132_096, 132_096]
     assert {cost["heaviest_stage"], cost["lightest_stage"]} == {0, 1} and cost["compute_ratio"] == 1.0
     assert "FLOPs: stage 0 does 1.00x stage 1's" in cost["sentence"]
+
+
+def test_the_advice_refuses_to_move_layers_that_carry_none_of_the_work() -> None:
+    # inference_pp_4p_m2 as read: each stage's two layers carry all of its work (test above: a block 33,024 FLOPs x 2
+    # micro batches = 66,048 per layer), so moving a layer moves known work and the split is advised. Issue 37's
+    # inference folder put every layer's cost at 0 and the work in "(no layer)": the advice claimed 1.14x for a split
+    # that gave 3.3x, since a moved layer took none of its work with it. No compile here reproduces that attribution,
+    # so the same two stages with each layer's FLOPs booked to no layer stand for it: the advice must refuse, saying why.
+    from dataclasses import replace
+
+    from irtool.parallel.balance import balance, stage_cost
+    from irtool.parallel.job import job_of
+
+    costs, jobs = [], []
+    for r in (0, 2):
+        facts = analyze(irtool.load(fixture(f"inference_pp_4p_m2/rank_{r}/19_validate_0082.ir.xz")), r)
+        jobs.append(facts.job)
+        costs.append(stage_cost(facts))
+    job = job_of(jobs)
+    assert [{k: v[0] for k, v in c.cost.layer_compute().items()} for c in costs] == [{0: 66_048, 1: 66_048},
+                                                                                      {2: 66_048, 3: 66_048}]
+    advice = balance(costs, job).advice
+    assert advice.cannot is None and advice.advised is not None
+    unplaced = [replace(c, cost=replace(c.cost, by_layer={None: {p: sum(v.get(p, 0) for v in c.cost.by_layer.values())
+                                                                   for p in c.cost.flops}})) for c in costs]
+    refused = balance(unplaced, job).advice
+    assert refused.advised is None
+    assert refused.cannot == ("the layers carry none of the work (stage 0: layers 0, 1 carry 0 of its 132,096 FLOPs; "
+                              "stage 1: layers 2, 3 carry 0 of its 132,096 FLOPs; all of it work of no layer): a moved "
+                              "layer's cost is unknown")

@@ -119,14 +119,19 @@ def test_scope_literals_are_read_in_one_module() -> None:
                if isinstance(n, ast.Constant) and isinstance(n.value, str))
 
 
+EXCHANGE_RANK_0 = "flash_sp_sendrecv_8p/rank_0/19_validate_0078.ir.xz"
+
+
 def _cheap() -> list[Path]:
     """One dump of each bundled scenario that loads cheaply: its highest rank's validate pass (the last stage,
-    where a pipeline's backward and loss are), else its last pass; at most 40 KB compressed (53 of 75: the
-    11 MindFormers/dry-run Llama variants above it have the structure of dryrun_llama_pp4's, below it)."""
+    where a pipeline's backward and loss are), else its last pass; at most 40 KB compressed (52 of the 78
+    scenarios; the MindFormers/dry-run Llama variants above it have the structure of dryrun_llama_pp4's, below it)."""
     def key(p: Path) -> tuple[int, bool, str]:
         return rank_of(str(p)) or 0, "validate" in p.name, p.name
     picks = [max(files, key=key) for d in sorted(FIXTURES.iterdir()) if (files := list(d.rglob("*.ir.xz")))]
-    return [p for p in picks if p.stat().st_size <= 40_000]
+    # and the other end of the exchange steps flash_sp_sendrecv_8p's rank 2 has: rank 0's paired Send runs forward
+    # (line 770), rank 2's backward (line 1194)
+    return [p for p in picks if p.stat().st_size <= 40_000] + [FIXTURES / EXCHANGE_RANK_0]
 
 
 @pytest.fixture(scope="module")

@@ -393,7 +393,7 @@ def test_one_unit_of_work_per_node_in_the_order_the_lifetimes_and_the_timing(rel
     """The order, the lifetime walk and the timing put every node in the same unit of work (the `unit` fact): a
     chunked stage (interleaved, chunks 0 and 1) and a kernel graph (micro batches inlined in execution order)."""
     from irtool.parallel.lifetime import _unit
-    from irtool.parallel.order import unit_label, unit_nodes
+    from irtool.parallel.order import hop_unit, unit_label, unit_nodes
     from irtool.parallel.timing import _bucket
 
     facts = analyze(irtool.load(fixture(rel)))
@@ -410,6 +410,9 @@ def test_one_unit_of_work_per_node_in_the_order_the_lifetimes_and_the_timing(rel
     for n in t.column("micro"):
         label = _unit(t, n)[0]
         assert label is None or label == "optimizer" or label in labels, (n.line, label)
+    # a pipeline Send/Receive's unit as its record says it (`hop_unit`: placing hops, timing them, the viewer) is its node's
+    hops = {n: c for n, c in t.column("comm").items() if c.category == "pipeline" and c.direction}
+    assert hops and all(hop_unit(c, o.chunks) == t("unit", n) for n, c in hops.items())
     # the lifetime walk's picture marks only units the order has
     assert {u for _, u in t.get("lifetimes").units} <= labels | {"optimizer"}
     if o.chunks:

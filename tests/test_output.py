@@ -102,6 +102,10 @@ def test_layout_and_strategy_spelling() -> None:
     assert strategy_text([{"device_matrix": [2, 4], "tensor_map": [1, -1], "interleaved_parallel": True}]) \
         == "dev (2,4) map (1,-1) interleaved"
     assert strategy_text(None) == "—" and strategy_text([[4]]) == "(4)"
+    # mindformers_deepseek3_dp2pp4 rank_0 validate line 2670: a Concat's one input is a tuple of two tensors, each
+    # with its layout: `in_layout: (({'device_matrix': (2, 1, 1), 'tensor_map': (-1, 2, 0, -1), ...}, {...}))`
+    two = {"device_matrix": (2, 1, 1), "tensor_map": (-1, 2, 0, -1), "interleaved_parallel": False}
+    assert strategy_text(((two, two),)) == "[dev (2,1,1) map (-1,2,0,-1); dev (2,1,1) map (-1,2,0,-1)]"
     assert rank_list([1, 2, 3, 5, 7, 6]) == "1-3, 5-7" and rank_list([6, 7]) == "6, 7" and rank_list([]) == ""
 
 

@@ -18,6 +18,7 @@ from irtool.diff.facts import comm_facts
 from irtool.parallel import CommNode, analyze, type_bytes
 from irtool.parallel.rules import PIPE_KEYS, classify
 from irtool.parallel.stage import stage_of
+from irtool.parallel.traffic import node_wire_bytes
 from irtool.report.summary import summarize
 
 SEMI_R0 = "semi_auto_8p/rank_0/19_validate_0078.ir.xz"
@@ -141,6 +142,18 @@ def test_a_graph_called_only_from_backward_graphs_is_backward() -> None:
         3948: ("(call)", "backward"), 5371: ("TensorMove", "backward"), 6101: ("TensorMove", "backward"),
         6123: ("TupleGetItem", "backward"), 6126: ("TupleGetItem", "backward"), 6328: ("TupleGetItem", "backward"),
         6331: ("TupleGetItem", "backward")}
+
+
+def test_bytes_and_wire_bytes_of_collectives_by_hand() -> None:
+    facts = analyze(irtool.load(fixture("flash_sp_sendrecv_8p/rank_0/19_validate_0078.ir.xz")))
+    comm = {c.line: c for c in facts.comm}
+    # line 86 `AllGather(%6)` on group_rank_ids (0, 2): `(<Tensor[Float16], (1, 64, 32)>) -> (<Tensor[Float16],
+    # (2, 64, 32)>)`: a gather's size is what it gathers, 2*64*32*2 = 8,192 B, of which each rank receives the
+    # other's half: (n-1)/n x 8,192 = 4,096
+    # line 449 `AllReduce(%109)` on (0, 1) of (64, 64) Float16: 8,192 B, ring 2(n-1)/n x 8,192 = 8,192
+    # line 959 `AllReduce(%224)` (grad_mirror) on (0, 2, 4, 6) of (64, 32) Float16: 4,096 B, 2 x 3/4 x 4,096 = 6,144
+    assert {n: (comm[n].op, comm[n].bytes, node_wire_bytes(comm[n], facts.groups)) for n in (86, 449, 959)} == {
+        86: ("AllGather", 8192, 4096), 449: ("AllReduce", 8192, 8192), 959: ("AllReduce", 4096, 6144)}
 
 
 def test_ring_attention_neighbor_exchange_is_context_parallel_without_stage() -> None:

@@ -27,11 +27,13 @@ from conftest import fixture
 from irtool.cli import main
 from irtool.diff import diff_rank
 from irtool.errors import InputError
-from irtool.present.palette import CATEGORY_COLORS, DIFF_COLORS, HEAT, P2P_COLORS
+from irtool.parallel.logical import LogicalDiff
+from irtool.present.palette import CATEGORY_COLORS, CAUSE_COLORS, DIFF_COLORS, HEAT, P2P_COLORS
 from irtool.selection import Selection
 from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE
 from irtool.view.models import Model, compare_models, models_for
 from irtool.view.pipeline import ORDER, PAIRS
+from irtool.view.serve import _placed
 
 SEMI = fixture("semi_auto_8p/rank_0/19_validate_0078.ir.xz")
 PIPE = str(Path(fixture("pipeline_2stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1])
@@ -176,14 +178,27 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     own = {n["id"]: n for n in mine}
     assert len(mine) == len(own) == len(whole["nodes"])
     assert all(own[n["id"]]["attrs"] == n["attrs"] for n in whole["nodes"])
-    # `xzcat ... | grep -c 'scope: (Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer/'`
-    # -> 272 operators: the layer's backward is one part, its scope taken off the namespaces below it
-    layer = "Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer"
+    # the parts follow the model: its phases, then its layers (the `phase` and `layer` facts), the scope a layer's
+    # nodes share taken off the namespaces below it. `xzcat ... | grep -c 'scope: (Default/network-PipelineCell/
+    # network-GPT/layers-CellList/1-DecoderLayer/'` -> 128 operators printed in layer 1's forward, 20 of them
+    # plumbing (`Depend-op`, `MakeTuple-op`, `UpdateState-op`) that no layer's data flow holds: the other 108 are
+    # in the part of layer 1's forward, with what else its data flow holds (its weights, their loads)
+    layer = "forward/layer 1"
     part = next(g for g in parts if g["id"] == f"{whole['id']}: {layer}")
     mine = [n for n in part["nodes"] if not n["namespace"].startswith(INPUTS)]
-    assert len(mine) == 272 and all(_attrs(n)["scope"].startswith(layer + "/") for n in mine)
-    assert {n["namespace"].split("/")[0] for n in mine} >= {"feed_forward-MLP", "attention-Attention"}
-    assert part["groupNodeAttributes"][""]["scope"] == layer and part["groupNodeAttributes"][""]["operators"] == "272"
+    printed = "Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer/"
+    scoped = [n for g in parts for n in g["nodes"] if _attrs(n).get("scope", "").startswith(printed)
+              and not n["namespace"].startswith(INPUTS)]
+    plumbing = [n for n in scoped if n["label"] in ("Depend", "MakeTuple", "UpdateState")]
+    assert (len(scoped), len(plumbing)) == (128, 20)
+    assert {n["id"] for n in scoped if n not in plumbing} <= {n["id"] for n in mine}
+    assert any(n["namespace"].startswith("network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer/")
+               for n in mine)  # the scope the layer's nodes share, `Default`, taken off
+    loaded = Selection.of(GPT).first()
+    facts = {n.key: (loaded.facts.table("phase", n), loaded.facts.table("layer", n)) for n in loaded.dump.nodes()}
+    assert {facts[n["id"]] for n in mine if n["id"] in facts} == {("forward", 1)}
+    assert part["groupNodeAttributes"][""]["scope"] == layer
+    assert part["groupNodeAttributes"][""]["operators"] == str(sum(n["id"] in facts for n in mine))
     # what it reads from other parts, and what its panel links to there, is there too, each saying its
     # part; the edges into the layer are kept, and every link names a node of the part's graph
     where = {n["id"]: g["groupNodeAttributes"][""]["scope"] for g in parts for n in g["nodes"]
@@ -202,8 +217,14 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     boxes = {n["subgraphIds"][0]: n for n in overview["nodes"]}
     assert set(boxes) == {g["id"] for g in parts}
     box = boxes[part["id"]]
-    assert box["label"] == "1-DecoderLayer" and box["namespace"] == layer.rpartition("/")[0]
-    assert _attrs(box)["operators"] == "272" and _attrs(box)["nodes read from other parts"] == str(len(read))
+    assert box["label"] == "layer 1" and box["namespace"] == "forward"
+    assert _attrs(box)["operators"] == part["groupNodeAttributes"][""]["operators"]
+    assert _attrs(box)["nodes read from other parts"] == str(len(read))
+    # the overview reads as the model: under each phase a box per layer (a part, or one of its scopes when
+    # larger than the part size), no runs of dump lines
+    assert {f"forward/layer {k}" for k in (0, 1)} <= {g["groupNodeAttributes"][""]["scope"] for g in parts}
+    assert {b["namespace"].split("/")[0] for b in overview["nodes"]} >= {"forward", "backward", "optimizer"}
+    assert not any("lines " in g["id"] for g in parts)
     scope_id = {g["groupNodeAttributes"][""]["scope"]: g["id"] for g in parts}
     assert {e["sourceNodeId"] for e in box["incomingEdges"]} == {scope_id[where[i]] for i in read}
     # `export --part-size` writes the same graphs, the overview first, and the overlays of every part
@@ -440,6 +461,11 @@ def test_the_diff_view_marks_what_irtool_diff_reports() -> None:
         assert near > 100, (kind, near)
     # the diff overlay is loaded last: the one Model Explorer shows
     assert list(old.overlays)[-1] == list(new.overlays)[-1] == "diff"
+    # one network twice: no "nothing matched"; two networks side by side (the MLP of semi_auto_8p, the GPT), every
+    # node with a strategy or communication added or removed: the page's first line says nothing matched
+    assert old.headline is None and new.headline is None
+    other = compare_models(SEMI, GPT, diff_rank)[0].headline
+    assert other is not None and other["lines"][0].startswith("Nothing matched: "), other
 
 
 def test_cost_overlays() -> None:
@@ -517,17 +543,24 @@ WQ = "LlamaForCausalLM/model-LlamaModel/layers-CellList/0-LLamaDecodeLayer/atten
 
 
 @cache
-def _logical() -> Model:
+def _logical_diff() -> LogicalDiff:
     from irtool.diff import logical_diff
-    from irtool.view.logical import logical_model
 
     across = logical_diff(Selection.of(LLAMA_OLD), Selection.of(LLAMA_NEW))
     assert across is not None
-    return logical_model(across)
+    return across
+
+
+@cache
+def _logical() -> Model:
+    from irtool.view.logical import logical_model
+
+    return logical_model(_logical_diff())
 
 
 def test_two_configurations_open_as_one_logical_graph() -> None:
     from irtool.diff import logical_diff
+    from irtool.view.logical import headline
 
     # two compilations of one configuration (semi_auto_8p, fc1's strategy and a ReLU changed): rank with rank
     assert logical_diff(Selection.of(SEMI), Selection.of(CHANGED)) is None
@@ -536,31 +569,53 @@ def test_two_configurations_open_as_one_logical_graph() -> None:
     model = _logical()
     (graph,) = model.graphs
     info = graph["groupNodeAttributes"][""]
-    assert info["configuration"] == "dp 2 → 1; mp 2 → 4; optimizer sharding 2 → 1"
+    assert info["configuration"] == "dp 2 -> 1; mp 2 -> 4; optimizer sharding 2 -> 1"  # ASCII: the canvas' font
     # wq's MatMul: `in_strategy: ((2, 1), (2, 1))` at old rank 0 line 3730, `((1, 1), (4, 1))` at new line 3767;
     # (512, 512) x (256, 512)^T on one side, (1024, 512) x (128, 512)^T on the other: 2 * 512 * 512 * 256 FLOPs per
     # micro batch on both, 4 micro batches, forward, its recomputed copy and the backward's two MatMuls (dx, dw)
     box = next(n for n in graph["nodes"] if n["id"] == f"{WQ}/MatMul")
     rows = _attrs(box)
     assert box["namespace"] == WQ and box["label"] == "MatMul"
-    assert rows["in strategy"] == "(2,1)(2,1) → (1,1)(4,1)"
+    assert rows["in strategy"] == rows["diff strategy"] == "(2,1)(2,1) -> (1,1)(4,1)"
     assert (rows["old at"], rows["new at"]) == ("rank 0 line 3730", "rank 0 line 3767")
-    assert rows["FLOPs"] == f"{4 * 4 * 2 * 512 * 512 * 256:,} → {4 * 4 * 2 * 512 * 512 * 256:,}"
+    assert rows["FLOPs"] == f"{4 * 4 * 2 * 512 * 512 * 256:,} -> {4 * 4 * 2 * 512 * 512 * 256:,}"
     # `# Params` line of rank 0: wq's (128, 512) slice on both sides (mp 2 halved by the optimizer shard over dp 2,
-    # against mp 4); its optimizer shard's AllGather (old line 129's kind, on `group_rank_ids: (0, 2)`) vanishes
+    # against mp 4); its optimizer shard's AllGather (old line 129's kind, on `group_rank_ids: (0, 2)`) of the slice
+    # to (256, 512) fp16, 262,144 bytes, and the ReduceScatter of its fp32 gradient, 524,288 bytes, vanish: the box
+    # says so (`diff ...` rows are drawn on it) and is coloured as a change the layout explains (mp 2 -> 4, dp 2 -> 1)
     listed = [(a["key"], a["value"]) for a in box["attrs"]]
-    assert ("weight", "model.layers.0.attention.wq.weight (128, 512) → (128, 512)") in listed
-    assert any(k == "comm" and v.startswith("AllGather optimizer-parallel forward: count 1 → —") for k, v in listed)
-    assert rows["change"].startswith("changed: strategy") and box["style"]["backgroundColor"] == DIFF_COLORS["changed"]
+    assert ("weight", "model.layers.0.attention.wq.weight (128, 512) -> (128, 512)") in listed
+    assert any(k == "comm" and v.startswith("AllGather optimizer-parallel forward: count 1 -> -") for k, v in listed)
+    assert (rows["diff comm"], rows["diff comm bytes"]) == ("-AllGather -ReduceScatter", "786,432 -> 0 (gone)")
+    assert rows["change"] == "changed: strategy, comm (cause: layout)"
+    assert box["style"]["backgroundColor"] == CAUSE_COLORS["layout"]
+    # wo's MatMul: its row-parallel AllReduce's group grows with mp 2 -> 4 (old `group_rank_ids: (0, 1)`)
+    wo = _attrs(next(n for n in graph["nodes"] if n["id"] == f"{WQ[: -len('wq-Linear')]}wo-Linear/MatMul"))
+    assert "AllReduce group 2 -> 4" in wo["diff comm"]
+    assert not any(ch in str(n["attrs"]) + str(graph["groupNodeAttributes"]) for n in graph["nodes"] for ch in "→—×")
     # its input, wq's Reshape of the activations, an edge; the diff overlay marks it; the page opens on a change
     assert box["incomingEdges"][0]["sourceNodeId"] == f"{WQ}/Reshape"
-    assert model.node_data_of("diff")["logical"]["results"][box["id"]]["value"] == "changed"
+    assert model.node_data_of("diff")["logical"]["results"][box["id"]]["value"] == "layout"
     assert list(model.overlays)[-1] == "diff" and model.first_node() in model.node_data_of("diff")["logical"]["results"]
     # layer 0's box: its 2,953,216 weight bytes on both sides, its 20 tensor-parallel AllReduces per step at
     # 524,288 -> 1,048,576 bytes each (test_logical.py: rank 0 lines 5182, 5761, 14828, 15244, 16140 x 4 calls)
     layer0 = graph["groupNodeAttributes"]["LlamaForCausalLM/model-LlamaModel/layers-CellList/0-LLamaDecodeLayer"]
-    assert layer0["weights"] == "2,953,216 → 2,953,216"
-    assert layer0["comm operator-forward"] == "count 20 → 20; bytes 10,485,760 → 20,971,520 (×2.00)"
+    assert layer0["weights"] == "2,953,216 -> 2,953,216"
+    assert layer0["comm operator-forward"] == "count 20 -> 20; bytes 10,485,760 -> 20,971,520 (x2.00)"
+    # the page's first line: the configuration change, said once; then the causes, each a colour, the layout's
+    # change counting every operator whose strategy follows the degrees (`OperatorPair.follows`, as `irtool diff`)
+    head = model.headline
+    assert head["lines"][0] == "Configuration: dp 2 → 1; mp 2 → 4; optimizer sharding 2 → 1"
+    across = _logical_diff()
+    layout = sum(bool(p.follows) for p in across.ops)
+    assert head["legend"][0][0] == CAUSE_COLORS["layout"]
+    assert head["legend"][0][1].startswith(f"layout {layout}: its strategy follows dp 2 → 1 (")
+    assert sum(int(t.split()[1].rstrip(":")) for _, t in head["legend"]) == len(across.changed_ops)
+    assert head["lines"][1] == f"{len(across.changed_ops)} of {len(across.ops)} user operators changed; the colours say why:"
+    # two different networks (semi_auto_8p's 2-layer MLP, the GPT): no user operator on both sides, said so
+    other = headline(logical_diff(Selection.of(SEMI), Selection.of(GPT)))
+    assert other["lines"][1].startswith("Nothing matched: no user operator of ")
+    assert [t.split(":")[0] for _, t in other["legend"]] == ["added 97", "removed 33"]
 
 
 PIPE4 = str(Path(fixture("pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1])
@@ -678,9 +733,10 @@ def test_the_node_index_finds_every_node_where_it_is() -> None:
     assert sorted(n[1] for n in index["nodes"]) == sorted(n["id"] for n in whole["nodes"])
     held = {g["id"]: {n["id"] for n in g["nodes"] if not n["namespace"].startswith(INPUTS)} for g in graphs}
     assert all(n[1] in held[index["graphs"][n[0]]] for n in index["nodes"])
-    # line 2446 `%154 = Send(...)`: found by its file and line, in the part of `Default`'s own operators
+    # line 2446 `%154 = Send(...)`: found by its file and line, in the part of layer 1's forward (the data flow's
+    # layer of the Send after it)
     (send,) = [n for n in index["nodes"] if n[3] >= 0 and f"{index['files'][n[3]]}:{n[4]}" == "19_validate_0078.ir.xz:2446"]
-    assert send[1:3] == ["%154", "Send"] and index["graphs"][send[0]] == "TrainGradAccuStepCell: Default (own operators)"
+    assert send[1:3] == ["%154", "Send"] and index["graphs"][send[0]] == "TrainGradAccuStepCell: forward/layer 1"
     # each node a part shows from another part links to that part's own node
     stubs = [(g["id"], n["id"]) for g in graphs for n in g["nodes"] if n["namespace"].startswith(INPUTS)]
     assert stubs and all(index["links"][g][n]["in part"] == [next(h for h, ids in held.items() if n in ids), n]
@@ -710,6 +766,15 @@ def test_every_panel_link_names_a_node_of_its_graph() -> None:
             targets = [index["links"].get(g["id"], {}).get(n, {}).get(key) for n, key in rows]
             assert all(t is not None and t[1] in nodes[t[0]] for t in targets), (g["id"], rows[:3], targets[:3])
         assert any(index["links"].get("pipeline", {}).values()) or "pipeline" not in nodes
+        # the timeline's units and the memory peaks open nodes their graphs hold (a split graph's part), every unit
+        # of the timeline (interleaved: `F0.c1`) one; a node's `unit of work` row is of a node its graph holds
+        if model.targets:
+            placed = _placed(model)
+            opened = [*placed["units"].values(), *placed["peaks"].values()]
+            assert opened and all(node in nodes[graph] for graph, node in opened), path
+            assert all(node in nodes[graph] for graph, rows in placed["nodes"].items() for node in rows), path
+            drawn = re.findall(r'class="unit" data-stage="(\d+)" data-unit="([^"]+)"', model.pictures["timeline"]())
+            assert drawn and all(f"{s} {u}" in placed["units"] for s, u in drawn), path
 
 
 def test_adapter_extension_converts_a_dump() -> None:
@@ -1077,6 +1142,11 @@ def _link(page: object, key: str, node: str, graph: str) -> object:
         f'td.value.irtool-link[title="open {node} in {graph}"]').first  # type: ignore[attr-defined]
 
 
+def _rgb(colour: str) -> str:
+    """`#9fa8da` as the browser computes it: `rgb(159, 168, 218)`."""
+    return "rgb({}, {}, {})".format(*(int(colour[i : i + 2], 16) for i in (1, 3, 5)))
+
+
 def _expand_all(page: object) -> None:
     events = page.evaluate("window.__me.events")  # type: ignore[attr-defined]
     _click(page, page.locator("div.expand-all").first)
@@ -1184,8 +1254,9 @@ def test_the_panel_in_model_explorer(semi_page: object) -> None:
 def test_opening_on_a_node(gpt_page: object) -> None:
     # what `irtool view GPT --part-size 300 --node FILE:3761` announces (the module's page of GPT opens so): the
     # page opens on that node's part, the node selected: line 3761 `%259 = PrimFunc_Cast(...)`, scope
-    # `Gradients/.../1-DecoderLayer/Grad_Cast/Cast-op0`, in the part of the longest name
-    layer = "TrainGradAccuStepCell: Gradients/Default/network-PipelineCell/network-GPT/layers-CellList/1-DecoderLayer"
+    # `Gradients/Default/network-PipelineCell/.../1-DecoderLayer/Grad_Cast/Cast-op0`: layer 1's backward, more than
+    # 300 nodes, cut by scope below it
+    layer = "TrainGradAccuStepCell: backward/layer 1/Default/network-PipelineCell"
     assert _selected(gpt_page, layer) == "%259"
 
 
@@ -1197,7 +1268,7 @@ def test_a_large_graph_opens_on_its_overview_with_counts_and_a_part_behind_it(gp
     _go(page, overview["id"])  # where the page opened (another test may have left it elsewhere)
     # the overview first, no choosing in the graph selector: a box per part
     boxes = page.evaluate(f"{GRAPH}.nodes.filter(n => n.nodeType === 0).map(n => n.label)")
-    assert len(boxes) == len(parts) and "1-DecoderLayer" in boxes, boxes
+    assert len(boxes) == len(parts) and "layer 1" in boxes, boxes
     # Model Explorer draws group attributes on boxes when "Layer node attributes" is on: irtool seeds it
     shown = page.evaluate("window.__me.showOnNode")
     assert shown["Layer node attributes"]["selected"] is True, shown
@@ -1210,8 +1281,8 @@ def test_a_large_graph_opens_on_its_overview_with_counts_and_a_part_behind_it(gp
 
 @BROWSER
 def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
-    # line 2446: `%154 = Send(...)`, scope `Default/Send-op0`: in the part of `Default`'s own operators
-    part = "TrainGradAccuStepCell: Default (own operators)"
+    # line 2446: `%154 = Send(...)`, scope `Default/Send-op0`: in the part of layer 1's forward
+    part = "TrainGradAccuStepCell: forward/layer 1"
     page = gpt_page
     _go(page, "TrainGradAccuStepCell: overview")
     # two actions: type `%154` in the overview's search box (Model Explorer finds no part box), choose the result
@@ -1222,17 +1293,20 @@ def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
     _shot(page, "find")
     _click(page, row)
     assert _selected(page, part, node="%154") == "%154"
-    assert _panel(page)["file"] == "19_validate_0078.ir.xz:2446"
-    # the part: the 487 operators directly in `Default` (grep in test_a_flat_scope_gets_levels...) are in levels
-    # there (`micro 0`, ...), the nodes it reads from other parts in a group of their own
+    _wait_for(page, "() => [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === 'file')")
+    assert _panel(page)["file"] == "19_validate_0078.ir.xz:2446"  # (its attributes drawn after its id, once loaded)
+    # the part: the Send at its top (its scope `Default`, what the layer's nodes share, taken off), the nodes it
+    # reads from other parts in a group of their own
     top = page.evaluate(f"{GRAPH}.nodes.filter(n => n.nodeType === 1 && !n.nsParentId).map(n => n.label)")
-    assert {"micro 0", INPUTS} <= set(top), top
-    # a node the part reads from another part is a link: `%153`, the Depend the Send reads (line 2443,
-    # scope `Default/network-PipelineCell/...`), opens where it is, selected
-    _go(page, part, "%153")
+    assert INPUTS in top, top
+    assert page.evaluate(f"{GRAPH}.nodesById['%154'].namespace") == ""
+    # a node the part reads from another part is a link: `%82`, layer 0's last Add (line 1325, `{instance name:
+    # add2}`) that layer 1 reads, opens where it is, selected
+    _go(page, part, "%82")
     where = "TrainGradAccuStepCell: " + _panel(page)["in part"].removesuffix("my_location").strip()
-    _click(page, _link(page, "in part", "%153", where))
-    assert _selected(page, where, node="%153") == "%153"
+    assert where == "TrainGradAccuStepCell: forward/layer 0"
+    _click(page, _link(page, "in part", "%82", where))
+    assert _selected(page, where, node="%82") == "%82"
     assert "in part" not in _panel(page)
     # a search in a part lists the operators of the other graphs too (Model Explorer lists its own graph's):
     # line 10293 `%1000 = PrimFunc_SumExt(...)`, in `Gradients/...`
@@ -1391,6 +1465,41 @@ def test_a_folder_links_its_timeline_and_memory(pipe_page: object) -> None:
     assert len(svg.findall(".//s:line[@class='arrow']", ns)) == 8 + 16 + 16 + 8
     stages = ET.fromstring(memory).findall(".//s:g[@class='stage']", ns)
     assert [(g.get("data-stage"), g.get("data-rank")) for g in stages] == [("0", "0"), ("1", "2"), ("2", "4"), ("3", "6")]
+    # a plain click shows the picture on a sheet below the graphs (linked both ways), not in a tab
+    _click(page, links.nth(0))
+    sheet = page.locator(".irtool-sheet")
+    sheet.locator("g.unit").first.wait_for()
+    assert sheet.locator("g.unit").count() == 4 * 2 * 8
+    box = page.evaluate("""() => [document.querySelector('app-root').getBoundingClientRect().bottom,
+                                  document.querySelector('.irtool-sheet').getBoundingClientRect().top]""")
+    assert box[0] <= box[1] + 1, box  # the graphs above it, not under it
+    # stage 1's B2 opens its first node in the stage graph: rank_2 line 2460 `%162 = PrimFunc_MatMul(...)`, `micro:
+    # I64(2)`, the first node printed of micro batch 2's backward; the node says its unit and its time, as the
+    # timeline's own tooltip of the unit says it
+    _click(page, sheet.locator('g.unit[data-stage="1"][data-unit="B2"] rect.unit-box'))
+    assert _selected(page, "stage 1 rank 2: TrainStep", node="%162") == "%162"
+    tip = next(g.find("s:title", ns).text for g in svg.iter(f"{{{ns['s']}}}g")
+               if g.get("class") == "unit" and (g.get("data-stage"), g.get("data-unit")) == ("1", "B2"))
+    row = page.locator("tr.irtool-unit td.value")
+    row.wait_for()
+    assert row.inner_text() == tip.split(" (")[0].replace(": ", ", ", 1) + " of the step", (row.inner_text(), tip)
+    assert _panel(page)["file"] == "rank_2/19_validate_0078.ir.xz:2460"
+    # the row opens the timeline on that unit, marked (the row scrolled to the middle of the panel: at its top the
+    # panel's section header covers it)
+    row.evaluate("e => e.scrollIntoView({block: 'center'})")
+    _click(page, row)
+    _wait_for(page, "() => [...document.querySelectorAll('g.unit.irtool-current')].map(g => g.dataset.stage + ' ' + "
+              "g.dataset.unit).join() === '1 B2'")
+    # the memory's peak of stage 2 opens the node it names (`peak ... at OP, line L`) in stage 2's graph
+    _click(page, sheet.locator(".irtool-sheet-head a", has_text="memory"))
+    label = sheet.locator('g.stage[data-stage="2"] text.peak-label')
+    line = re.search(r"line (\d+)", label.text_content()).group(1)
+    _click(page, label)
+    _selected(page, "stage 2 rank 4: TrainStep")
+    _wait_for(page, "(f) => [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === f)",
+              f"rank_4/19_validate_0078.ir.xz:{line}")
+    _shot(page, "timeline")
+    _click(page, sheet.locator(".irtool-sheet-close"))
 
 
 @BROWSER
@@ -1402,6 +1511,11 @@ def test_the_diff_view(diff_page: object) -> None:
         .curNodeDataProviderRun(); return run ? [r.curModelGraph.id, run.runName] : null; });
       return out.every(x => x) && out; }""").json_value()
     assert shown == [["old: TrainOneStepCell", "diff"], ["new: TrainOneStepCell", "diff"]], shown
+    # each pane's side panel narrowed (Model Explorer's own is 370 px however narrow the pane): the graph the wider
+    widths = _wait_for(page, """() => { const w = [...document.querySelectorAll('.pane-container')].map(p =>
+      ['graph-panel', 'info-panel'].map(t => Math.round(p.querySelector(t).getBoundingClientRect().width)));
+      return w.every(([g, i]) => g > i) && w; }""").json_value()
+    assert all(i < 370 for _, i in widths) and (not SHOTS or all(g > 370 for g, _ in widths)), widths
     # folded boxes count the changes below them (`diff changed`, drawn with the other counts)
     assert "diff" in page.evaluate("window.__me.showOnNode")["Layer node attributes"]["filterRegex"]
     # fc1 (new line 521, `%76`) in the changed colour, its old -> new strategy in its panel
@@ -1425,10 +1539,27 @@ def test_two_configurations_in_model_explorer(logical_page: object) -> None:
     run = page.evaluate("window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderRun().runName")
     assert run == "diff" and page.evaluate("document.querySelectorAll('.pane-container').length") == 1
     assert _panel(page)["change"].startswith("changed")
+    # the page's first line, above Model Explorer, the configuration change; then the causes' colours
+    head = page.evaluate("""() => { const h = document.querySelector('.irtool-headline');
+      return {top: h.getBoundingClientRect().top, app: document.querySelector('app-root').getBoundingClientRect().top,
+              bottom: document.querySelector('app-root').getBoundingClientRect().bottom,
+              lines: [...h.querySelectorAll('div')].map(e => e.innerText),
+              keys: [...h.querySelectorAll('.irtool-swatch')].map(e => getComputedStyle(e).backgroundColor)}; }""")
+    assert head["top"] == 0 and head["app"] > 0 and head["bottom"] <= SIZE["height"], head
+    assert head["lines"][0] == "Configuration: dp 2 → 1; mp 2 → 4; optimizer sharding 2 → 1", head
+    assert head["keys"][0] == "rgb(159, 168, 218)" == _rgb(CAUSE_COLORS["layout"]), head
     _shot(page, "logical")
-    # wq's MatMul: both sides' strategies in its panel, in the changed colour
+    # wq's MatMul: both sides' strategies in its panel, in the layout's colour; its `diff ...` rows drawn on its box
+    # (the setting the layout worker got draws them: the box is taller than an unchanged one)
     _go(page, "logical", f"{WQ}/MatMul")
     panel = _panel(page)
-    assert panel["in strategy"] == "(2,1)(2,1) → (1,1)(4,1)" and panel["old at"] == "rank 0 line 3730", panel
+    assert panel["in strategy"] == panel["diff strategy"] == "(2,1)(2,1) -> (1,1)(4,1)", panel
+    assert panel["old at"] == "rank 0 line 3730", panel
     results = page.evaluate("window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderResults()")
-    assert results[f"{WQ}/MatMul"]["bgColor"] == DIFF_COLORS["changed"]
+    assert results[f"{WQ}/MatMul"]["bgColor"] == CAUSE_COLORS["layout"]
+    regex = page.evaluate("window.__me.showOnNode")["Op node attributes"]["filterRegex"]
+    assert all(re.search(regex, f"{k}: {panel[k]}") for k in panel if k.startswith("diff ") and k != "diff"), regex
+    same = f"{WQ}/Reshape"  # unchanged, beside it
+    heights = page.evaluate("""(ids) => ids.map(i => window.me_test.renderers[0].curModelGraph.nodesById[i].height)""",
+                            [f"{WQ}/MatMul", same])
+    assert heights[0] > heights[1], heights

@@ -15,6 +15,7 @@ Runs one mutant at a time under the caller's niceness (`make mutate` runs it und
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -49,15 +50,19 @@ class Mutant:
     edits: tuple[Edit, ...]
     what: str
     tests: tuple[str, ...] = ()  # test files run first (`-x`), before the rest of the suite
+    # the same bug where the code was refactored: (file, edits), tried in turn when `edits` do not apply to `file`
+    variants: tuple[tuple[str, tuple[Edit, ...]], ...] = ()
 
     @classmethod
-    def one(cls, id: str, file: str, old: str, new: str, what: str, tests: tuple[str, ...] = (), after: str = "") -> Mutant:
-        return cls(id, file, (Edit(old, new, after),), what, tests)
+    def one(cls, id: str, file: str, old: str, new: str, what: str, tests: tuple[str, ...] = (), after: str = "",
+            also: tuple[tuple[str, str, str], ...] = ()) -> Mutant:
+        """One edit; `also`: (file, old, new) of the same bug in refactored code."""
+        return cls(id, file, (Edit(old, new, after),), what, tests, tuple((f, (Edit(o, n),)) for f, o, n in also))
 
 
 P, C = "irtool/parallel/", "irtool/"
 PAIRS = ("tests/test_pairs.py", "tests/test_peers.py", "tests/test_check.py")
-PHASE = ("tests/test_parallel_rules.py", "tests/test_parallel.py", "tests/test_golden.py")
+PHASE = ("tests/test_parallel_rules.py", "tests/test_one_decider.py", "tests/test_parallel.py", "tests/test_golden.py")
 STAGE = ("tests/test_inference_pipeline.py", "tests/test_peers.py", "tests/test_parallel.py")
 COST = ("tests/test_cost.py", "tests/test_plan.py")
 ORDER = ("tests/test_order.py", "tests/test_render.py")
@@ -85,11 +90,13 @@ MUTANTS: tuple[Mutant, ...] = (
                '(n.scalar_attr("is_bp") is True)', "`is_bp` on a recomputed copy read as backward", PHASE),
     Mutant.one("phase-graph-calls", P + "facts.py", "_own_phase(t, s) or of(s.graph, seen | {graph}) or",
                "_own_phase(t, s) or", "a subgraph's phase from its call sites' own evidence only (not their graph's)",
-               PHASE),
+               PHASE, also=((P + "facts.py", 't("evidence", s) or of(s.graph, seen | {graph}) or', 't("evidence", s) or'),)),
     Mutant.one("phase-rule-r8", P + "facts.py", 'if rule in ("R1", "R4", "R8") or', 'if rule in ("R1", "R4") or',
                "rule R8 communication not decided backward by its rule", PHASE),
     Mutant.one("phase-exchange", P + "comm.py", 'if other.phase == "backward":', 'if other.phase == "forward":',
-               "a paired exchange step (R9) takes the other phase", PHASE),
+               "a paired exchange step (R9) takes the other phase", PHASE,
+               also=((P + "facts.py", 'if other is not None and t("phase", other) == "backward":',
+                      'if other is not None and t("phase", other) == "forward":'),)),
     # stage rules (parallel/stage.py)
     Mutant.one("stage-inference-direction", P + "stage.py", 'd = peer - r if c.op == "Send" else r - peer',
                'd = r - peer if c.op == "Send" else peer - r',
@@ -134,9 +141,12 @@ MUTANTS: tuple[Mutant, ...] = (
                "dp under context parallelism: cp not taken out of the ranks per stage", ("tests/test_llm.py", *JOB)),
     Mutant.one("micro-disagree", P + "job.py", "micro = self.micro[max(self.micro)] if",
                "micro = self.micro[min(self.micro)] if",
-               "ranks disagreeing on micro batches: the fewest taken", ("tests/test_check.py", *JOB)),
+               "ranks disagreeing on micro batches: the fewest taken", ("tests/test_check.py", *JOB),
+               also=((P + "job.py", "return f.micro[max(f.micro)], sorted(f.micro)",
+                      "return f.micro[min(f.micro)], sorted(f.micro)"),)),
     Mutant.one("world-derived", P + "job.py", "elif not world.known and self.staged and stages.known and stage_size.known:",
-               "elif False:", "world size not derived from ranks per stage x stages", JOB),
+               "elif False:", "world size not derived from ranks per stage x stages", JOB,
+               also=((P + "job.py", "if not world.known and f.staged and stages.known and size.known:", "if False:"),)),
     # runs per step (parallel/runs.py)
     Mutant.one("runs-max", P + "runs.py", "total += r.count", "total = max(total, r.count)",
                "runs per step: a graph called from several sites counted once", ("tests/test_runs.py", *COST)),
@@ -148,7 +158,8 @@ MUTANTS: tuple[Mutant, ...] = (
                "if ranks is not None and len(ranks) == 1:", "a collective of `rank_size 1` counted as moving data",
                ("tests/test_parallel_rules.py", "tests/test_parallel.py")),
     Mutant.one("bytes-wire", P + "traffic.py", "return factor * (n - 1) * nbytes // n", "return factor * nbytes",
-               "wire bytes without the (n-1)/n ring factor", ("tests/test_parallel.py", "tests/test_parallel_rules.py")),
+               "wire bytes without the (n-1)/n ring factor", ("tests/test_parallel.py", "tests/test_parallel_rules.py"),
+               also=((P + "traffic.py", "return _RING[kind] * (n - 1) * nbytes // n", "return _RING[kind] * nbytes"),)),
     Mutant.one("bytes-gather", P + "comm.py", 'if op in GATHERS or op == "Receive":', 'if op == "Receive":',
                "an AllGather's bytes from its input, not its gathered output", ("tests/test_parallel_rules.py",)),
     Mutant.one("bytes-per-step", P + "records.py", "return Bytes(nbytes * runs, runs, 0)", "return Bytes(nbytes, runs, 0)",
@@ -193,13 +204,13 @@ MUTANTS: tuple[Mutant, ...] = (
                "check: 'order differs' when the Receives follow the Sends' order", PAIRS),
     Mutant.one("text-disagree", C + "present/job.py", "if len(job.micro_seen) > 1", "if len(job.micro_seen) > 2",
                "summary text: ranks disagreeing on two micro batch counts print one",
-               ("tests/test_output.py", "tests/test_parallel.py")),
+               ("tests/test_check.py", "tests/test_output.py", "tests/test_parallel.py")),
     Mutant.one("text-segments", C + "present/job.py", "'segments (folded)' if job.folded else 'chunks'", "'chunks'",
                "summary text: a folded pipeline's segments said as chunks",
                ("tests/test_folded_fixtures.py", "tests/test_output.py")),
     Mutant.one("text-in-flight", C + "present/cost.py",
                'return ", ".join(f"{n} on chunk {c}" for c, n in by_chunk) or cell(count)', "return cell(count)",
-               "in flight said as a fraction, not whole micro batches per chunk", COST),
+               "in flight said as a fraction, not whole micro batches per chunk", ("tests/test_order.py", *COST)),
 )
 
 F = "fixtures/mindir/"
@@ -233,6 +244,19 @@ COMMANDS: tuple[tuple[str, ...], ...] = (
         "pipeline_4stage_8p", "pipeline_2stage_2p", "ut_pipeline_split_32p", "inference_pp_4p_m2",
         "pipeline_interleaved_4stage_8p", "pipeline_unequal_8p")),
 )
+
+def _golden() -> tuple[tuple[str, ...], ...]:
+    """The golden cases' commands too (tests/golden/cases.py: single dumps of other passes, diffs by rank)."""
+    spec = importlib.util.spec_from_file_location("golden_cases", ROOT / "tests" / "golden" / "cases.py")
+    if spec is None or spec.loader is None:
+        return ()
+    cases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cases)
+    return (*(("summarize", "--format", "json", path) for path in cases.SUMMARIZE.values()),
+            *(("diff", "--format", "json", *args) for args in cases.DIFF.values()))
+
+
+COMMANDS += _golden()
 
 # Runs every command in one process (a dump read once serves all): JSON lines {"i": index, "out": text}.
 _RUNNER = r"""
@@ -268,6 +292,8 @@ class Result:
     caught_by: str = ""  # test id, "timeout", or "" (survived)
     ran: str = ""  # which tests ran: "targeted" or "suite"
     seconds: float = 0.0
+    file: str = ""  # the file mutated (a variant's where the code was refactored)
+    tree: str = ""  # the commit the run copied (with uncommitted changes, if any)
 
 
 def _env(tree: Path) -> dict[str, str]:
@@ -298,10 +324,22 @@ def outputs(tree: Path) -> list[str]:
     return [got.get(i, f"no output (exit {code})") for i in range(len(COMMANDS))]
 
 
-def apply(mutant: Mutant, text: str) -> str | None:
-    """The file's text with the mutant's edits; None when an edit's line is not found exactly once."""
+def mutated(m: Mutant, tree: Path) -> tuple[str, str, str] | None:
+    """(file, original text, mutated text) of the first of the mutant's variants that applies in `tree`."""
+    for file, edits in ((m.file, m.edits), *m.variants):
+        path = tree / file
+        if path.exists():
+            text = path.read_text()
+            new = apply(edits, text)
+            if new is not None:
+                return file, text, new
+    return None
+
+
+def apply(edits: tuple[Edit, ...], text: str) -> str | None:
+    """The text with the edits; None when an edit's line is not found exactly once."""
     lines = text.split("\n")
-    for e in mutant.edits:
+    for e in edits:
         start = 0
         if e.after:
             hits = [i for i, x in enumerate(lines) if e.after in x]
@@ -352,17 +390,14 @@ def copy_tree(dest: Path) -> Path:
 
 def run_one(m: Mutant, tree: Path, base: list[str], escalate: str, log: Path) -> Result:
     r = Result(m)
-    path = tree / m.file
-    if not path.exists():
+    found = mutated(m, tree)
+    if found is None:
         r.applicable = False
         return r
-    original = path.read_text()
-    mutated = apply(m, original)
-    if mutated is None:
-        r.applicable = False
-        return r
+    r.file, original, text = found
+    path = tree / r.file
     t0 = time.monotonic()
-    path.write_text(mutated)
+    path.write_text(text)
     try:
         got = outputs(tree)
         r.changed = [" ".join(a for a in COMMANDS[i] if not a.startswith("OUT")).replace(F, "")
@@ -386,7 +421,8 @@ HEADER = """# Mutation run
 phase, stage, advice, micro batch, the job's degrees and world size, runs per step, byte counts, order and in
 flight, layer index, lifetimes, timing) and to the commands, one at a time, in a copy of the tree. For each:
 whether it changes **real output** (the outputs of `summarize --format json` and `--cost`, `check`, `diff` and
-`render --pipeline` over bundled real dumps, `tools/mutate.py` `COMMANDS`, compared with the unmutated tree's),
+`render --pipeline`, `render --backward` and `export` over bundled real dumps and the golden cases,
+`tools/mutate.py` `COMMANDS`, compared with the unmutated tree's),
 and which test catches it: `pytest -x` over the test files most likely to (`Mutant.tests`), then, for a survivor
 that changes real output, the rest of the suite (the browser tests of `tests/test_view.py` left out). A survivor
 marked "targeted tests only" changes no real output and was not run against the whole suite. A mutant whose line
@@ -400,16 +436,16 @@ NOTES = "## Notes"
 
 
 def table(results: list[Result]) -> str:
-    rows = ["| mutant | file | mutation | changes real output? | caught by |", "|---|---|---|---|---|"]
+    rows = ["| mutant | file | mutation | changes real output? | caught by | tree |", "|---|---|---|---|---|---|"]
     for r in results:
         m = r.mutant
         if not r.applicable:
-            rows.append(f"| {m.id} | `{m.file}` | {m.what} | not applicable (line gone) | — |")
+            rows.append(f"| {m.id} | `{m.file}` | {m.what} | not applicable (line gone) | — | {r.tree} |")
             continue
         changed = f"yes ({len(r.changed)}: {r.changed[0]}{', …' if len(r.changed) > 1 else ''})" if r.changed else "no"
         caught = (f"`{r.caught_by}`" if r.caught_by not in ("", "timeout") else r.caught_by) if r.caught_by else \
             f"SURVIVED ({'the suite' if r.ran == 'suite' else 'targeted tests only'})"
-        rows.append(f"| {m.id} | `{m.file}` | {m.what} | {changed} | {caught} |")
+        rows.append(f"| {m.id} | `{r.file or m.file}` | {m.what} | {changed} | {caught} | {r.tree} |")
     ok = [r for r in results if r.applicable]
     real = [r for r in ok if r.changed]
     totals = (f"{len(results)} mutants: {len(ok)} applied, {len(real)} change real output, "
@@ -420,7 +456,7 @@ def table(results: list[Result]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", default="", help="comma-separated mutant ids")
+    ap.add_argument("--only", default="", help="comma-separated mutant ids, run in this order")
     ap.add_argument("--escalate", choices=("output", "all", "none"), default="output",
                     help="run the whole suite for a survivor of the targeted tests: when it changes real output "
                          "(default), always, or never")
@@ -431,8 +467,9 @@ def main() -> int:
     args = ap.parse_args()
     if args.from_json is not None:
         return _page(_from_json(args.from_json), args.out)
-    only = set(filter(None, args.only.split(",")))
-    mutants = [m for m in MUTANTS if not only or m.id in only]
+    only = [x for x in args.only.split(",") if x]  # run in this order
+    by_id = {m.id: m for m in MUTANTS}
+    mutants = [by_id[x] for x in only] if only else list(MUTANTS)
     with tempfile.TemporaryDirectory(prefix="irtool-mutate-") as tmp:
         tree = copy_tree(Path(tmp))
         base = outputs(tree)
@@ -440,17 +477,28 @@ def main() -> int:
             print("the unmutated outputs differ between two runs: not comparable", file=sys.stderr)
             return 2
         results = []
+        commit = _commit()
         for m in mutants:
             r = run_one(m, tree, base, args.escalate, Path(tmp) / f"{m.id}.log")
+            r.tree = commit
             results.append(r)
             state = "n/a" if not r.applicable else (r.caught_by or "SURVIVED")
             print(f"{m.id}: output {'changed' if r.changed else 'same'}; {state} ({r.ran}, {r.seconds:.0f} s)",
                   file=sys.stderr, flush=True)
             if args.json:
                 with open(args.json, "a") as fh:
-                    fh.write(json.dumps({"id": m.id, "applicable": r.applicable, "changed": r.changed,
+                    fh.write(json.dumps({"id": m.id, "file": r.file, "tree": r.tree, "applicable": r.applicable,
+                                         "changed": r.changed,
                                          "caught_by": r.caught_by, "ran": r.ran, "seconds": round(r.seconds)}) + "\n")
     return _page(results, args.out)
+
+
+def _commit() -> str:
+    """The checkout's commit, `+` when files differ from it."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()
+    return head + ("+" if dirty else "")
 
 
 def _page(results: list[Result], out: str) -> int:
@@ -471,7 +519,8 @@ def _from_json(files: list[str]) -> list[Result]:
         for line in Path(f).read_text().splitlines():
             row = json.loads(line)
             last[row["id"]] = row
-    return [Result(m, r["applicable"], r["changed"], r["caught_by"], r["ran"], r["seconds"])
+    return [Result(m, r["applicable"], r["changed"], r["caught_by"], r["ran"], r["seconds"], r.get("file", ""),
+                   r.get("tree", ""))
             for m in MUTANTS if (r := last.get(m.id)) is not None]
 
 

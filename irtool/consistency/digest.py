@@ -29,10 +29,11 @@ class Message(NamedTuple):
     direction: str | None
     peer_rank: int | None
     line: int
+    at: int = 0  # a Send/Receive's place in the rank's execution order (`run_order`); 0 for other nodes
 
     @classmethod
-    def of(cls, c: CommNode) -> Message:
-        return cls(c.op, c.reduce_op, c.micro, c.sr_tag, c.shape, c.dtype, c.direction, c.peer_rank, c.line)
+    def of(cls, c: CommNode, at: int = 0) -> Message:
+        return cls(c.op, c.reduce_op, c.micro, c.sr_tag, c.shape, c.dtype, c.direction, c.peer_rank, c.line, at)
 
 
 def signature(c: CommNode | Message) -> tuple:
@@ -114,7 +115,21 @@ def counted(facts: ParallelFacts) -> Counter:
     return Counter(nodes.values())
 
 
-def digest(rank: int | None, path: str, cnodes: int, facts: ParallelFacts) -> RankDigest:
+def run_order(facts: ParallelFacts) -> dict[str, int]:
+    """Each Send/Receive's place in the order the rank runs them: the pipeline hops in the `order` fact's order
+    (`StageOrder.hops`, placed by their units and dependencies, never by where they are printed), the others after
+    them in print order. Without the dump (facts released), print order."""
+    hops = [c.node for c in facts.comm if c.direction is not None]
+    if facts.table is None or facts.kind != "post" or not any(c.category == "pipeline" for c in facts.comm):
+        return {node: i for i, node in enumerate(hops)}
+    placed = [c.node for c in facts.table.get("order").hops]
+    out = {node: i for i, node in enumerate(placed)}
+    for node in hops:
+        out.setdefault(node, len(out))
+    return out
+
+
+def digest(rank: int | None, path: str, cnodes: int, facts: ParallelFacts, at: dict[str, int] | None = None) -> RankDigest:
     first: dict[str, CommNode] = {}
     seqs: dict[str, list[tuple]] = defaultdict(list)
     members: dict[str, set[int]] = defaultdict(set)
@@ -132,7 +147,8 @@ def digest(rank: int | None, path: str, cnodes: int, facts: ParallelFacts) -> Ra
     table = Strategies.of(facts.strategies)
     shape = sorted((k, sorted(v)) for k, v in table.by_scope.items())
     return RankDigest(rank, path, facts.stage, cnodes, any(c.category == "pipeline" for c in facts.comm),
-                      [Message.of(c) for c in facts.comm if c.direction is not None], groups,
+                      [Message.of(c, at.get(c.node, i) if at else i)
+                       for i, c in enumerate(c for c in facts.comm if c.direction is not None)], groups,
                       (_hash(sorted(counted(facts).items())), _hash(shape)), ordered=facts.kind == "post")
 
 
@@ -148,7 +164,9 @@ def rank_digest(rank: RankFile, lenient: bool = False, deep: bool = False) -> Ra
     """Read and analyse one rank, keep its digest (runs in a worker process; `deep` is for
     `Selection.stream`'s signature: check reports no warnings)."""
     dump = rank.load(lenient)
-    d = digest(rank.rank, rank.path, dump.counts.get("cnodes", 0), analyze(dump, rank.rank).release())
+    facts = analyze(dump, rank.rank)
+    d = digest(rank.rank, rank.path, dump.counts.get("cnodes", 0), facts, run_order(facts))
+    facts.release()
     d.warnings = list(dump.warnings)
     return d
 

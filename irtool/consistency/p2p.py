@@ -95,10 +95,11 @@ def _link(folder: Folder, lp: LinkPairs[Message]) -> list[Finding]:
     out += [Finding("p2p", subject, "Receive without Send", [
         folder.side(src, None, f"no Send to rank {dst}{_tag_micro(r)}"), folder.node_side(dst, r)])
         for r in lp.lone_receives]
-    # Relative order: Receives taken in the order of their Sends must also be in dump order.
-    at = {id(r): i for i, r in enumerate(lp.receives)}
-    for (s0, r0), (s1, r1) in zip(lp.pairs, lp.pairs[1:]):
-        if at[id(r1)] < at[id(r0)]:
+    # Relative order: Receives taken in the order the sending rank runs its Sends must run in that order too (each
+    # rank's execution order, `digest.run_order`: the `order` fact's, never where the nodes are printed).
+    pairs = sorted(lp.pairs, key=lambda p: p[0].at)
+    for (s0, r0), (s1, r1) in zip(pairs, pairs[1:]):
+        if r1.at < r0.at:
             out.append(Finding("p2p", subject, ORDER, [
                 folder.node_side(src, s0, " before"), folder.node_side(src, s1),
                 folder.node_side(dst, r1, " before"), folder.node_side(dst, r0)]))

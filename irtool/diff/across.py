@@ -5,24 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..parallel.logical import CommUse, Figures, LogicalDiff, LogicalGraph, OperatorPair
+from ..parallel.logical import CommUse, Figures, LogicalDiff, LogicalGraph, OperatorPair, comm_bytes
 from ..parallel.records import Bytes
 from ..present import DASH, Block, Table, bytes_text, cell, moved, strategy_text
 from ..present.cost import balance_sentence
-from ..present.job import layer_ranges
+from ..present.job import layer_ranges, strategy_groups
 
 
 def _get(f: Figures | None, name: str) -> Any:
     return None if f is None else getattr(f, name)
-
-
-def _comm_bytes(f: Figures | None) -> Bytes | None:
-    if f is None:
-        return None
-    out = Bytes()
-    for u in f.comm.values():
-        out += u.bytes
-    return out
 
 
 def _stage(f: Figures | None) -> str:
@@ -38,7 +29,7 @@ def layer_table(d: LogicalDiff) -> Table:
                      moved(_get(a, "weights"), _get(b, "weights")),
                      moved(_get(a, "optimizer_states"), _get(b, "optimizer_states")),
                      moved(_get(a, "activations"), _get(b, "activations")),
-                     moved(_get(a, "total_flops"), _get(b, "total_flops")), moved(_comm_bytes(a), _comm_bytes(b))])
+                     moved(_get(a, "total_flops"), _get(b, "total_flops")), moved(comm_bytes(a), comm_bytes(b))])
     return Table("Per layer, per rank holding it (bytes held, FLOPs and communication bytes per device per step; "
                  "old → new)", ["layer", "stage", "weights", "optimizer states", "activations", "FLOPs",
                                 "communication bytes"], rows)
@@ -76,22 +67,6 @@ def _name(o: OperatorPair) -> str:
     side, layer = o.side, o.side.layer
     return o.key.text + (f" [{side.params[0].name}]" if side.params else "") + \
         (f" (layer {layer})" if layer is not None else "")
-
-
-_DEGREE_NAMES = {"dp": "data-parallel", "mp": "model-parallel", "cp": "context-parallel", "ep": "expert-parallel"}
-
-
-def strategy_groups(d: LogicalDiff) -> list[str]:
-    """One line per degree that changed: the user operators whose strategy changes follow from it
-    (`OperatorPair.follows`): `mp 2 → 4: 150 operators' strategies change accordingly (their
-    model-parallel dimension 2 → 4)`. An operator split by two changed degrees counts in both."""
-    out = []
-    for c in d.changes:
-        n = sum(c.field in p.follows for p in d.ops)
-        if n:
-            out.append(f"{c.field} {c.old} → {c.new}: {n} operator{'s' if n > 1 else ''}' strategies change "
-                       f"accordingly (their {_DEGREE_NAMES[c.field]} dimension {c.old} → {c.new})")
-    return out
 
 
 def strategy_table(d: LogicalDiff, every: bool = False) -> Table:
@@ -142,7 +117,7 @@ def one_sided_table(d: LogicalDiff) -> Table:
 
 def stage_table(g: LogicalGraph, side: str) -> Table:
     rows = [[str(s.stage), cell(s.rank), layer_ranges(s.layers), bytes_text(s.weights), bytes_text(s.optimizer_states),
-             bytes_text(s.activations), cell(s.total_flops), bytes_text(_comm_bytes(s) or Bytes()), bytes_text(s.memory)]
+             bytes_text(s.activations), cell(s.total_flops), bytes_text(comm_bytes(s) or Bytes()), bytes_text(s.memory)]
             for s in g.stages]
     return Table(f"{side.capitalize()} configuration per stage (one rank each, per step): {g.path}",
                  ["stage", "rank", "layers", "weights", "optimizer states", "activations", "FLOPs",

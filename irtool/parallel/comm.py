@@ -11,7 +11,7 @@ from .groups import group_name, group_table
 from .links import NodeIndex, param_through, walk_to_strategy
 from .peer import global_peer, group_members
 from .records import CommNode, FileKind, Group, Strategy
-from .rules import EXCHANGES, GATHERS, MIRRORS
+from .rules import EXCHANGES, GATHERS, MIRRORS, P2P
 from .scope import attributed_scope
 from .sizes import DTYPE_SIZE, Sized, attr_bytes, input_type, type_bytes
 from .stage import as_int, peer_stages
@@ -26,7 +26,7 @@ def groups_of(t: NodeFacts) -> dict[str, Group]:
     group's name where the dump lists none (parallel/peer.py)."""
     silent = t.get("silent")
     nodes = [n for n in t.get("comm_nodes") if n not in silent]
-    printed = group_table(nodes, t.rank)
+    printed = group_table(nodes, t.rank, [n for n in t.get("comm_nodes") if n in silent])
     return {name: g if g.ranks is not None else replace(g, ranks=group_members(name, t.rank))
             for name, g in printed.items()}
 
@@ -39,7 +39,7 @@ def comm_records(t: NodeFacts) -> dict[Node, CommNode]:
     silent = t.get("silent")
     found = t.get("comm_nodes")
     nodes = [n for n in found if n not in silent]
-    printed = group_table(nodes, t.rank)
+    printed = group_table(nodes, t.rank, [n for n in found if n in silent])
     index = t.get("node_index")
     strats = {s.node: s for s in t.column("strategy").values()}
     params = {p.name: p for p in dump.params}
@@ -73,6 +73,8 @@ def _record(t: NodeFacts, node: Node, groups: dict[str, Group], kind: FileKind, 
                  reduce_op=pa["op"] if isinstance(pa.get("op"), str) else None,
                  scope=node.scope or "", rule=rule, instance=inst or None, node=node.uid, line=node.line,
                  rank_attrs={k: pa[k] for k in RANK_ATTRS if k in pa})
+    if c.group_ranks is not None and len(c.group_ranks) == 1 and node.op not in P2P | EXCHANGES:
+        c.bytes, c.bytes_bound = 0, None  # a collective of one rank moves nothing (its group decided so: §6)
     _p2p(t, c, node, pa, pr, kind)
     fwd_comm = fwd if fwd is not None and t("kind", fwd) == "communication" else None
     _serves(c, node, pa, pr, index, fwd_comm)

@@ -54,7 +54,8 @@ lifetimes (the step walked in execution order keeping the live tensors: the peak
 `lifetime.Lifetimes`, docs/cost.md §2.1),
 param_shapes, node_index (nodes and users by key, each subgraph's users built when first asked),
 operator_params (header parameter -> the user operator reading it, §19), marked_outputs (the outputs a recompute may
-read sliced, `slicing.MarkedOutput`).
+read sliced, `slicing.MarkedOutput`), rank_job (what the dump shows of the job, `job.RankJob`, each field by one of
+`job.JOB_PASSES`; asked as `ParallelFacts.job`).
 """
 from __future__ import annotations
 
@@ -233,7 +234,7 @@ def _own_category(t: NodeFacts, n: Node) -> tuple[str, str] | None:
         found = all_to_all_purpose(n, t.get("node_index"), lambda m: _three_d_weight(t, m))
         if found is not None:
             category, rule = found
-    elif n.op in ("AllGather", "ReduceScatter") and rule in ("R6", "R6k", "R7", "R7k") and \
+    elif n.op in ("AllGather", "ReduceScatter") and rule in ("R6", "R6k", "R7", "R7k", "R10") and \
             t("evidence", n) != "backward":
         seq = sequence_parallel(n, rule, t.get("node_index"))
         if seq is not None:
@@ -324,37 +325,20 @@ def _evidence(t: NodeFacts, n: Node) -> Phase | None:
 
 def _graph_phases(t: NodeFacts) -> dict[str, Phase]:
     """The phase of each subgraph every call of which is in one phase (a lazy-inline bprop graph is
-    called only from backward call nodes); of a closure no node calls by name (a lazy-inline cell's bprop,
-    `Partial(@...bprop...)` returned to its forward call's caller and called as `%64(...)`), backward when
-    its nodes' own evidence says backward (gpt_small_dp2mp2pp2_lazyinline rank_0 validate
-    line 1270 binds the DecoderLayer's bprop: 85 nodes in `Gradients/` scope, 18 plumbing nodes saying
-    nothing). The entry graph and graphs called in several phases have none."""
+    called only from backward call nodes); the entry graph and graphs called in several phases have none."""
     sites = t.get("calls").sites
     out: dict[str, Phase | None] = {}
 
     def of(graph: str, seen: frozenset[str]) -> Phase | None:
         if graph in out:
             return out[graph]
-        if graph == t.dump.entry or graph in seen:
+        if graph == t.dump.entry or graph in seen or not sites.get(graph):
             return None
-        if not sites.get(graph):
-            out[graph] = found = _closure_phase(t, graph)
-            return found
         phases = {t("evidence", s) or of(s.graph, seen | {graph}) or "forward" for s in sites[graph]}
         out[graph] = found = phases.pop() if len(phases) == 1 else None
         return found
 
     return {g.name: ph for g in t.dump.subgraphs if (ph := of(g.name, frozenset())) is not None}
-
-
-def _closure_phase(t: NodeFacts, graph: str) -> Phase | None:
-    """Backward for a graph only bound (`Partial`), never called by name, whose nodes' own evidence says
-    backward and, besides, at most recompute (a recomputed copy runs in the backward: dryrun_llama_dp2mp2pp2
-    rank_4 validate line 5615 binds the model's bprop, 256 backward nodes and 164 copies); else None."""
-    if not t.get("calls").bound.get(graph):
-        return None
-    said = {t("evidence", n) for n in t.get("by_key")[graph].values()} - {None}
-    return "backward" if "backward" in said and said <= {"backward", "recompute"} else None
 
 
 def _phase(t: NodeFacts, n: Node) -> Phase:
@@ -561,7 +545,7 @@ PASSES: tuple[Pass, ...] = (
                                                "param_shapes", "by_key", "evidence"), "node", _own_category),
     Pass("exchange steps", ("exchange",), ("own_category", "kind", "silent", "node_index"), "node", _exchange),
     Pass("categories", ("category",), ("own_category", "exchange"), "node", _category),
-    Pass("graph phases", ("graph_phases",), ("evidence", "calls", "by_key"), "dump", _graph_phases),
+    Pass("graph phases", ("graph_phases",), ("evidence", "calls"), "dump", _graph_phases),
     Pass("phases", ("phase",), ("category", "exchange", "evidence", "graph_phases"), "node", _phase),
     Pass("micro batches", ("micro",), ("forward", "by_key", "kind"), "column", _micro),
     Pass("chunks", ("chunk",), ("forward",), "node", _chunk),

@@ -7,10 +7,14 @@ gather or scatter of tensor parallelism carries is split.
   operators) before any other matrix multiplication: a dispatch when the experts are downstream, a
   combine when they are upstream. One whose values reach `FlashAttentionScore` so is the sequence
   exchange of Ulysses context parallelism (R13).
-- R12 sequence parallel: a forward tensor-parallel `ReduceScatter` (R7) whose result feeds an
-  operator holding a (batch, sequence, hidden) activation split along the sequence over the
-  scatter's group, and a redistribution `AllGather` (R6) of such an activation back to whole
-  sequences: Megatron's sequence-parallel pair around a tensor-parallel block.
+- R12 sequence parallel: a forward tensor-parallel `ReduceScatter` (R7, or a user-written one no name
+  rule placed, R10) whose result feeds an operator holding a (batch, sequence, hidden) activation
+  split along the sequence over the scatter's group, and an `AllGather` (R6, R10) of such an
+  activation back to whole sequences: Megatron's sequence-parallel pair around a tensor-parallel
+  block. The split is read from the operator's `in_strategy` (batch, sequence, hidden: `(b, s, 1)`)
+  or its `in_layout`: a dimension other than the hidden (last, whole) one split over the device-matrix
+  axis the collective's group runs along (MindFormers' mcore layers hold (sequence, batch, hidden),
+  the sequence on the tensor-parallel axis, the batch on the data-parallel one).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from collections import deque
 from typing import Callable, Iterable
 
 from ..ir import Node
+from .groups import ranks_of
 from .links import NodeIndex, has_strategy
 from .stage import as_int
 
@@ -92,15 +97,48 @@ def all_to_all_purpose(n: Node, index: NodeIndex, three_d: Callable[[Node], bool
     return None
 
 
-def _split_sequence(n: Node, group_size: int) -> bool:
-    """`n` holds a (batch, sequence, hidden) activation split along the sequence over `group_size`
-    ranks: its first input's strategy is (b, s, 1) with s a multiple of the group size."""
+def _split_sequence(n: Node, group_size: int, ranks: tuple[int, ...] | None) -> bool:
+    """`n` holds a (batch, sequence, hidden) activation split along the sequence over the collective's group of
+    `group_size` ranks `ranks`: its first input's strategy is (b, s, 1) with s a multiple of the group size, or its
+    first input's layout splits a dimension other than the last (hidden, whole) over the group's device axis."""
     strategy = n.attr("in_strategy")
     first = strategy[0] if isinstance(strategy, (tuple, list)) and strategy else None
+    if first is None:
+        layouts = n.attr("in_layout")
+        layout = layouts[0] if isinstance(layouts, (tuple, list)) and layouts else None
+        return isinstance(layout, dict) and _layout_splits_sequence(layout, ranks)
     if not isinstance(first, (tuple, list)) or len(first) != 3:
         return False
     seq, hidden = first[1], first[2]
     return isinstance(seq, int) and isinstance(hidden, int) and hidden == 1 and seq % group_size == 0 and seq > 1
+
+
+def _layout_splits_sequence(layout: dict, ranks: tuple[int, ...] | None) -> bool:
+    """A 3-D layout whose last dimension is whole and another is split over the device-matrix axis `ranks` run
+    along (`_axis_of`)."""
+    matrix, tmap = layout.get("device_matrix"), layout.get("tensor_map")
+    if not isinstance(matrix, (tuple, list)) or not isinstance(tmap, (tuple, list)) or len(tmap) != 3 \
+            or tmap[-1] != -1:
+        return False
+    axis = _axis_of(matrix, ranks)
+    return axis is not None and any(axis in (m if isinstance(m, (tuple, list)) else (m,)) for m in tmap[:-1])
+
+
+def _axis_of(matrix: tuple | list, ranks: tuple[int, ...] | None) -> int | None:
+    """The device-matrix axis (numbered from the right, as a tensor map names it) a group of `ranks` runs along:
+    the axis of as many devices whose stride (the product of the axes to its right) the ranks step by; None for a
+    group of no single axis."""
+    if not ranks or len(ranks) < 2 or not all(isinstance(x, int) and x > 0 for x in matrix):
+        return None
+    step = ranks[1] - ranks[0]
+    if any(b - a != step for a, b in zip(ranks, ranks[1:])):
+        return None
+    stride = 1
+    for axis, size in enumerate(reversed(matrix)):
+        if size == len(ranks) and stride == step:
+            return axis
+        stride *= size
+    return None
 
 
 _GLUE = frozenset({"Reshape", "TupleGetItem", "MakeTuple", "Depend", "Load", "Cast", "StridedSlice", "Split",
@@ -129,10 +167,11 @@ def sequence_parallel(n: Node, rule: str, index: NodeIndex) -> str | None:
     size = as_int(n.primitive_attrs.get("rank_size"))
     if size is None or size < 2:
         return None
-    if n.op == "ReduceScatter" and rule.startswith("R7"):
+    ranks = ranks_of(n.primitive_attrs)
+    if n.op == "ReduceScatter" and (rule.startswith("R7") or rule == "R10"):
         consumer = _near_strategy(n, _users(index))
-        return "R12-scatter" if consumer is not None and _split_sequence(consumer, size) else None
-    if n.op == "AllGather" and rule in ("R6", "R6k"):
+        return "R12-scatter" if consumer is not None and _split_sequence(consumer, size, ranks) else None
+    if n.op == "AllGather" and rule in ("R6", "R6k", "R10"):
         producer = _near_strategy(n, _producers(index))
-        return "R12-gather" if producer is not None and _split_sequence(producer, size) else None
+        return "R12-gather" if producer is not None and _split_sequence(producer, size, ranks) else None
     return None

@@ -83,10 +83,12 @@ def _shape_text(n: Node) -> str:
     return f"{a} -> {o.shape if o is not None else None}".replace(",)", ")")
 
 
-def group_table(nodes: Iterable[Node], rank: int | None = None) -> dict[str, Group]:
+def group_table(nodes: Iterable[Node], rank: int | None = None, silent: Iterable[Node] = ()) -> dict[str, Group]:
     """Groups named by the communication nodes, with the first member list any node gives, the size
     from the members, else from the `N-` prefix of the group name; where the list contradicts the
-    sizes the nodes state, decided by `_decide` (docs/parallel.md §6)."""
+    sizes the nodes state, decided by `_decide` (docs/parallel.md §6). The `silent` nodes (moving no
+    data) are not the group's nodes, but the size one states is its group's when none of those does
+    (MindFormers' one-rank expert group: its AlltoAll says `rank_size: I64(1)`, its AlltoAllV nothing)."""
     counts: dict[str, int] = {}
     members: dict[str, tuple[int, ...] | None] = {}
     said: dict[str, list[tuple[Node, dict[str, int]]]] = {}
@@ -99,6 +101,10 @@ def group_table(nodes: Iterable[Node], rank: int | None = None) -> dict[str, Gro
         if members.get(name) is None:
             members[name] = ranks_of(pa)
         said.setdefault(name, []).append((n, _said_sizes(n)))
+    for n in silent:
+        name = group_name(n.primitive_attrs)
+        if name in said and not any(d for _, d in said[name]) and (d := _said_sizes(n)):
+            said[name].append((n, d))
     table = {}
     for name, count in counts.items():
         ranks, size, note = _decide(name, members[name], said[name], rank)

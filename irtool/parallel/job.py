@@ -9,12 +9,14 @@ Every command reads the job from here; none works these figures out again.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import prod
 from typing import Any, Callable, Iterable
 
 from .cost import ATTENTION, SEQUENCE_DIM, attention_layout
 from .model_dims import ModelDims, ffn_size, heads, kv_heads, model_dims
-from .params import layer_index
-from .records import CommNode, _as_dict
+from .params import WEIGHT_VALUE, layer_index
+from .records import CommNode, Strategy, _as_dict
+from .rules import MIRRORS
 from .table import Pass
 
 # Update primitives of the optimizers MindSpore ships, by the name the job record gives them.
@@ -156,8 +158,10 @@ def _groups_of(t: Any) -> tuple[Sizes, Sizes, Sizes, Sizes, Sizes, Sizes]:
     stage = _sizes(name, [c for c in collectives if c.category in (
         "gradient-aggregation", "operator-forward", "optimizer-parallel", "redistribution") and inside(c)],
         "within the stage")
+    gradients = {c.group_ranks for c in comm if c.category == "gradient-aggregation" and c.group_ranks}
     mp = _sizes(name, [c for c in collectives if c.category in ("operator-forward", "sequence-parallel")
-                       and c.op not in ("AlltoAll", "AllToAll") and inside(c)], "tensor parallel")
+                       and c.op not in ("AlltoAll", "AllToAll") and inside(c) and _tensor_parallel(t, c, gradients)],
+                "tensor parallel")
     ep = _sizes(name, [c for c in collectives if c.category == "expert-parallel"], "expert-parallel all-to-all")
     sp = _sizes(name, [c for c in collectives if c.category == "sequence-parallel"], "sequence-parallel")
     cp = _sizes(name, [c for c in comm if c.category == "context-parallel" and c.group_ranks and inside(c)],
@@ -289,6 +293,73 @@ JOB_PASSES: tuple[Pass, ...] = (
                                      "job_hops", "job_chunks", "job_dims", "stage_info", "file_kind"),
          "dump", _rank_job),
 )
+
+
+def _tensor_parallel(t: Any, c: CommNode, gradients: set[tuple[int, ...]]) -> bool:
+    """The collective does tensor-parallel work: a sequence-parallel gather or scatter, the communication of an
+    operator splitting a weight (a MatMul's contracted dimension, an embedding's vocabulary: one of its inputs is a
+    parameter's value, `_weight_input`, split over ranks), or one of an operator of no weight on other ranks than the
+    gradients are reduced over (a vocabulary-parallel loss's maximum and sum). The mean of a loss or a MoE router's
+    expert load reduces activations split by batch over the ranks the gradients are reduced over, the data-parallel
+    ones (`gradients`): an operator-forward AllReduce, not tensor parallelism (issue 37). Where the operator served
+    shows no strategy (a kernel graph) the collective counts."""
+    if c.category == "sequence-parallel" or not c.serves or "/%" not in c.serves or c.group_ranks not in gradients:
+        return True
+    graph, _, key = c.serves.rpartition("/")
+    try:
+        local = t.get("by_key")[graph]
+    except KeyError:  # not a graph of this dump
+        return True
+    n = local.get(key)
+    s = t.column("strategy").get(n) if n is not None else None
+    if s is None:
+        return True
+    splits = _input_splits(s)
+    params = t.get("parameters")
+    return any(k is None or k > 1 for i, k in enumerate(splits) if _weight_input(n, i, local, params))
+
+
+def _input_splits(s: Strategy) -> list[int | None]:
+    """Into how many pieces each input of an operator is split: the product of its `in_strategy` row, or of the
+    device-matrix dimensions its `in_layout` tensor map names (counted from the right, -1 none); None unreadable."""
+    out: list[int | None] = []
+    if isinstance(s.in_strategy, (tuple, list)):
+        for row in s.in_strategy:
+            ok = isinstance(row, (tuple, list)) and all(isinstance(x, int) for x in row)
+            out.append(prod(row) if ok else None)
+        return out
+    for layout in s.in_layout if isinstance(s.in_layout, (tuple, list)) else ():
+        matrix = layout.get("device_matrix") if isinstance(layout, dict) else None
+        tmap = layout.get("tensor_map") if isinstance(layout, dict) else None
+        if not isinstance(matrix, (tuple, list)) or not isinstance(tmap, (tuple, list)):
+            out.append(None)
+            continue
+        axes = [a for m in tmap for a in (m if isinstance(m, (tuple, list)) else (m,))]
+        ok = all(isinstance(a, int) and -1 <= a < len(matrix) for a in axes)
+        out.append(prod([matrix[len(matrix) - 1 - a] for a in axes if a != -1]) if ok else None)
+    return out
+
+
+def _weight_input(n: Any, index: int, local: dict, params: Any) -> bool:
+    """Input `index` of `n` is a parameter's value: a header parameter, or a `Load` (which reads a Parameter, not an
+    activation: a lazy-inline layer's weights come in as its graph's parameters and are loaded there), through what
+    passes a weight's value on (casts, the optimizer-parallel gather of its shard, before autodiff a mirror or
+    `_VirtualAssignAdd`)."""
+    for _ in range(8):
+        ins = n.inputs
+        ref = ins[index].ref if len(ins) > index else None
+        index = 0
+        if ref is None:
+            return False
+        if ref.kind != "node":
+            return params.name_of(ref.name) is not None
+        src = local.get(ref.name)
+        if src is None or not (src.op in WEIGHT_VALUE or src.op in MIRRORS or src.op.startswith("_Virtual")):
+            return False
+        if src.op == "Load":
+            return True
+        n = src
+    return False
 
 
 def _sequence_split(t: Any, file: str, comm: list[CommNode]) -> Sizes:

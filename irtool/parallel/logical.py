@@ -64,6 +64,17 @@ class CommUse:
                 **_bytes(self.bytes), "group_sizes": list(self.group_sizes)}
 
 
+def comm_bytes(holder: Any) -> Bytes | None:
+    """The bytes of every communication a `LogicalOp` or `Figures` (its `comm`) moves per device per step; None
+    for no holder (one side of a pair)."""
+    if holder is None:
+        return None
+    out = Bytes()
+    for u in holder.comm.values():
+        out += u.bytes
+    return out
+
+
 def _tally(uses: dict[tuple[str, str, str], CommUse], c: CommNode, size: int | None) -> None:
     key = (c.op, c.category, c.phase)
     if key not in uses:
@@ -455,6 +466,12 @@ def _comm_key(o: LogicalOp) -> dict:
     return {k: (u.count, u.bytes.total, u.bytes.unknown, u.group_sizes) for k, u in o.comm.items()}
 
 
+# Why a user operator changed, as one word (`OperatorPair.cause`), the first that applies: on one side only, moved
+# to another stage, its strategy changed on its own, its strategy changed as the job's degrees did (the layout:
+# `follows`), the communication around it changed, or only its figures did (FLOPs, bytes held).
+CAUSES = ("added", "removed", "stage", "strategy", "layout", "communication", "figures")
+
+
 @dataclass
 class OperatorPair:
     """One user operator under the old and the new configuration (None: not in that one)."""
@@ -477,6 +494,18 @@ class OperatorPair:
     @property
     def changed(self) -> bool:
         return self.change != "same"
+
+    @property
+    def cause(self) -> str | None:
+        """Why it changed (CAUSES), None when it did not: the viewer colours a box by it."""
+        change = self.change
+        if change != "changed":
+            return None if change == "same" else change
+        if "stage" in self.fields:
+            return "stage"
+        if "strategy" in self.fields:
+            return "layout" if self.follows else "strategy"
+        return "communication" if "comm" in self.fields else "figures"
 
     @property
     def side(self) -> LogicalOp:

@@ -5,7 +5,7 @@ What one compile tells (`Basis`, read once from one rank per stage): each parame
 times the split of the operator reading it, `model_dims.weight_splits`; an optimizer-sharded one's slice is
 what its gather gives, `optimizer.optimizer_shards`), its role, its layer and its states and buffers (the
 memory records); per layer the FLOPs and communication per step (the logical graph's layer rows); per stage
-the peak of live tensors by role in the compute phase and in the optimizer (the lifetime walk's curve) and
+the peak of live tensors by role in the compute phase and in the optimizer (the lifetimes pass's walk) and
 the time per layer (`timing.stage_timing`). Every figure of a candidate (`plan`) is either **re-derived**
 (the parameters' whole shapes split by the new strategy: weights, optimizer states, accumulation buffers and
 the optimizer-parallel traffic) or **scaled** from the compile's, and each says how (`Figure.how`). Nothing
@@ -32,7 +32,7 @@ from .order import UnitKey
 from .records import ParallelFacts
 from .sizes import DTYPE_SIZE
 from .slicing import GATHER, MarkedOutput
-from .timing import StageTiming, Step, TimedHop, UnitTime, simulate
+from .timing import OpWork, StageTiming, Step, TimedHop, UnitTime, simulate, work_seconds
 
 SCHEMA = "irtool.plan/1"
 PARAM_ROLES = ("weight", "optimizer-state", "accumulation", "hyperparameter", "unused", "other")
@@ -63,6 +63,15 @@ class Param:
     traffic: float | None = None  # its optimizer-parallel bytes per step per element gathered (None: not sharded)
 
 
+@dataclass(frozen=True, eq=False)
+class LayerTime:
+    """A layer's seconds per step on one stage: compute by phase (forward, backward, recompute) and its exposed
+    communication (exposed), and the operators and collectives they time (re-timed at another size)."""
+
+    seconds: dict[str, float]
+    work: tuple[OpWork, ...] = ()
+
+
 @dataclass
 class StageBasis:
     """What the compile's rank of one stage tells the plan."""
@@ -80,8 +89,7 @@ class StageBasis:
     layer_flops: dict[int | None, dict[str, int]]  # per step, by phase
     # per step, bytes by (category, phase); without the gathers of sliced activations (`marked`, decided anew)
     layer_comm: dict[int | None, dict[tuple[str, str], int]]
-    # per step: compute seconds by phase (forward, backward, recompute) and the exposed communication (exposed)
-    layer_time: dict[int | None, dict[str, float]]
+    layer_time: dict[int | None, LayerTime]  # per step: seconds by phase, and what they time
     tail_seconds: float  # the optimizer and aggregation after the last micro batch
     gather: float | None  # optimizer-parallel bytes per element gathered, the stage's mean (a weight sharded anew)
     reduce: float | None  # gradient-aggregation bytes per element of the weights reduced unsharded over copies
@@ -108,6 +116,8 @@ class Basis:
     notes: list[str] = field(default_factory=list)
     # per compiled stage, its own time by phase per micro batch (what a candidate's units are scaled against)
     own_time: dict[int, dict[str, float]] = field(default_factory=dict)
+    profile: Profile | None = None  # the hardware the times are on (a layer re-timed at another size)
+    _retimed: dict[tuple, dict[str, float]] = field(default_factory=dict)
 
     @property
     def layers(self) -> int:
@@ -234,7 +244,7 @@ def basis(stages: Iterable[tuple[int | None, Dump, ParallelFacts]], job: Job, gr
     b = Basis(path, job, out, val(job.dp, "dp"), val(job.mp, "mp"), pp, val(job.micro_batches, "micro batch count"),
               val(job.global_batch, "global batch"), bool(job.recompute_layers.value),
               job.optimizer_shard.known and (job.optimizer_shard.value or 1) > 1,
-              hardware.name if hardware is not None else None, notes)
+              hardware.name if hardware is not None else None, notes, profile=hardware)
     now = current(b)
     for s in out:
         own = _phases(b, now, s.stage, (s.layers, now.recomputed(s.stage, s.layers)), 1.0)
@@ -292,13 +302,14 @@ def _without_slice_gathers(rows: dict[int | None, dict[tuple[str, str], int]], f
     return rows
 
 
-def _layer_time(timing: StageTiming) -> dict[int | None, dict[str, float]]:
-    """Per layer, its compute seconds by phase and its exposed communication (`timing.stage_timing`'s)."""
-    out: dict[int | None, dict[str, float]] = {}
+def _layer_time(timing: StageTiming) -> dict[int | None, LayerTime]:
+    """Per layer, its compute seconds by phase and its exposed communication (`timing.stage_timing`'s), and the work
+    they time."""
+    out: dict[int | None, LayerTime] = {}
     for k in set(timing.layer_seconds) | set(timing.layer_exposed):
         fwd, rec = timing.layer_forward.get(k, 0.0), timing.layer_recompute.get(k, 0.0)
-        out[k] = {"forward": fwd, "recompute": rec, "backward": timing.layer_seconds.get(k, 0.0) - fwd - rec,
-                  "exposed": timing.layer_exposed.get(k, 0.0)}
+        out[k] = LayerTime({"forward": fwd, "recompute": rec, "backward": timing.layer_seconds.get(k, 0.0) - fwd - rec,
+                            "exposed": timing.layer_exposed.get(k, 0.0)}, tuple(timing.layer_work.get(k, ())))
     return out
 
 
@@ -396,6 +407,9 @@ def refusals(b: Basis, c: Candidate, devices: int) -> list[str]:
         why.append(f"offset {list(c.offset)} does not give each of {c.pp} stages a layer of {n}")
     if c.recompute_counts is not None and len(c.recompute_counts) != c.pp:
         why.append(f"recompute {list(c.recompute_counts)} does not name each of {c.pp} stages")
+    if c.pp == 1 < b.pp:  # measured: dryrun_llama_dp4mp2pp1 used 193M where the pipelined stages' scaling gave 91 MiB
+        why.append("no pipeline from a pipelined compile: a step of every micro batch in one stage keeps other "
+                   "working sets than a pipeline's stages (compile it once to plan from it)")
     if c.any_recompute and not b.recompute:
         why.append("recompute on from a compile without recompute: the checkpoints are not predicted")
     for p in _weights(b):
@@ -640,7 +654,8 @@ def _stage_plan(b: Basis, c: Candidate, s: int, layers: list[int], scale: tuple[
     gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
     src = _source(b, s, c.pp)
     peak = max(_peak(b, x, c, (blocks, gathered, held["weight"]), (len(layers), full, s), flight, scale) for x in src)
-    kept = src[0].kept_per_micro * sb * _layers_factor(src[0], len(layers)) + full * src[0].recompute_set * sw
+    kept = src[0].kept_per_micro * sb * _layers_factor(b, src[0], len(layers), c.mp) + \
+        full * src[0].recompute_set * sw
     flops = _flops(b, c, s, layers, rc, sw)
     comm, sizes = _comm(b, c, s, (layers, rc), sb, slices)
     values: dict[str, float | int] = {
@@ -714,7 +729,7 @@ def _peak(b: Basis, src: StageBasis, c: Candidate, held: tuple[int, int, int], c
     the compile's live set with the parameters re-derived (`held`: their pool blocks, the gathered weights' bytes,
     the weights' bytes) and what a step makes scaled (`_HOW["peak_bytes"]`)."""
     (blocks, gathered, new_w), (n_layers, full, c_stage), (sb, sw) = held, counts, scale
-    lk = _layers_factor(src, n_layers)
+    lk = _layers_factor(b, src, n_layers, c.mp)
     cp, op = src.compute_peak, src.optimizer_peak
     fixed = blocks + cp.get("constant", 0) + round(cp.get("input", 0) * c.global_batch / b.global_batch)
     act = cp.get("activation", 0) * sb * flight / src.in_flight * lk
@@ -738,10 +753,13 @@ def _peak(b: Basis, src: StageBasis, c: Candidate, held: tuple[int, int, int], c
     return round(max(compute, optim))
 
 
-def _layers_factor(src: StageBasis, n_layers: int) -> float:
-    """Kept activations for `n_layers` against the compile's stage: its layers' share scales, the rest stays."""
+def _layers_factor(b: Basis, src: StageBasis, n_layers: int, mp: int) -> float:
+    """Kept activations for `n_layers` against the compile's stage: its layers' share scales by the layers (a layer's
+    output, split by dp only), the rest, the stage's own, stays (the embedding's output) but on the last stage (the
+    head's logits, split by mp over the vocabulary: x compiled mp / new mp)."""
     share = src.kept_layer_share
-    return 1 - share + share * n_layers / max(1, len(src.layers))
+    own = b.mp / mp if src.stage == b.pp - 1 else 1.0
+    return (1 - share) * own + share * n_layers / max(1, len(src.layers))
 
 
 def _scale_layers(src: dict[int | None, Any], layers: list[int]) -> list[Any]:
@@ -832,14 +850,43 @@ def _slice_gathers(b: Basis, c: Candidate, which: tuple[list[int], list[bool]], 
 
 
 def _phases(b: Basis, c: Candidate, s: int, which: tuple[list[int], list[bool]], sw: float) -> dict[str, float]:
-    """Stage `s`'s seconds per step by phase (and its exposed communication): the compile's per layer x micro batches
-    x micro-batch size / (new mp / compiled mp); a layer's recompute dropped where it is not recomputed."""
+    """Stage `s`'s seconds per step by phase (and its exposed communication): the compile's per layer x micro batches,
+    each layer re-timed at the new size (`_retime`); a layer's recompute dropped where it is not recomputed."""
     layers, rc = which
     merged, extra = _rows(b, s, c.pp, "layer_time")
-    k = sw * c.micro / b.micro
+    sb = sw * c.mp / b.mp
+    k = c.micro / b.micro
     out = dict.fromkeys(("forward", "backward", "recompute", "exposed"), 0.0)
     for row, on in zip(_scale_layers(merged, layers) + extra, rc + [any(rc)] * len(extra)):
-        for ph, v in row.items():
+        for ph, v in _retime(b, row, (sw, sb, c.mp)).items():
             if ph != "recompute" or on:
                 out[ph] += v * k
     return out
+
+
+def _retime(b: Basis, row: LayerTime, scale: tuple[float, float, int]) -> dict[str, float]:
+    """A layer's seconds per step at the new size (`scale`: tensors split by mp x micro-batch size, micro-batch size,
+    mp): each operator re-timed on the profile (roofline: a small matrix product does not run at its FLOPs' share)
+    with its FLOPs and bytes x the first, each tensor-parallel collective with its bytes x the second in a group of
+    the new mp (latency per ring step), other collectives as they are (the weights' traffic); each phase x the
+    re-timed work over the compile's. Without a profile or the work: x the first (the exposed time x the second)."""
+    sw, sb, mp = scale
+    key = (id(row), sw, sb, mp)
+    if key in b._retimed:
+        return b._retimed[key]
+    p = b.profile
+    out = {}
+    for ph, v in row.seconds.items():
+        work = [w for w in row.work if (w.tier is not None) == (ph == "exposed") and (ph == "exposed" or w.phase == ph)]
+        old = sum(work_seconds(p, w) for w in work) if p is not None else 0.0
+        if not old:
+            out[ph] = v * (sb if ph == "exposed" else sw)
+            continue
+        new = sum(work_seconds(p, w, sb, mp) if w.category in _MP_COMM and w.group == b.mp else  # type: ignore[arg-type]
+                  work_seconds(p, w, 1.0 if w.tier is not None else sw) for w in work)  # weights' traffic: as is
+        out[ph] = v * new / old
+    b._retimed[key] = out
+    return out
+
+
+_MP_COMM = frozenset({"operator-forward", "redistribution"})  # tensor-parallel collectives: groups of mp

@@ -100,6 +100,11 @@ def classify(node: Node, inst: str, pa: dict, pr: dict, kernel: bool = False) ->
         return "context-parallel", "R9"
     if op in P2P:
         return ("pipeline", "R5") if PIPE_KEYS & set(pr) else ("other", "R5b")
+    if node.cnode_attrs.get("recompute_allgather") is True or inst == "recompute_slice_allgather":
+        # a layer output kept sliced until its recompute (MindFormers' recompute_slice_activation) gathered back to
+        # the layout the recompute reads: MindSpore marks the gather `recompute_allgather`, in validate and in the
+        # kernel graph alike (parallel/slicing.py)
+        return "redistribution", "R6s"
     if kernel and not inst and "forward_comm_node_unique_id" in pr:
         # a kernel graph drops the instance names (`forward_op_*`, `redistribution_op_*`) of the collectives the
         # parallel pass put in the forward graph, which MindSpore marks `forward_comm_node_unique_id` before autodiff

@@ -16,7 +16,7 @@ micro batch run after the stage's last unit (`tail`).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from graphlib import CycleError, TopologicalSorter
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -97,6 +97,21 @@ class TimedHop:
     seconds: float  # the transfer
 
 
+@dataclass(frozen=True)
+class OpWork:
+    """One timed operator or collective of a layer, as its time is worked out (a plan re-times it at another size)."""
+
+    phase: str
+    op: str
+    flops: int  # per run (a collective: 0)
+    dtype: str | None
+    moved: int | None  # bytes moved per run (a collective: its bytes)
+    runs: int
+    group: int | None = None  # a collective's group size
+    tier: Tier | None = None  # ... and the link tier it spans (None: an operator)
+    category: str | None = None  # ... and its category (docs/parallel.md §2)
+
+
 @dataclass
 class StageTiming:
     """One rank's times under a profile: per unit in execution order, the tail, the pipeline hops."""
@@ -119,6 +134,7 @@ class StageTiming:
     layer_exposed: dict[int | None, float] = field(default_factory=dict)
     layer_recompute: dict[int | None, float] = field(default_factory=dict)  # of `layer_seconds`, its recompute's
     layer_forward: dict[int | None, float] = field(default_factory=dict)  # of `layer_seconds`, its forward's
+    layer_work: dict[int | None, list[OpWork]] = field(default_factory=dict)  # what `layer_seconds` times, by layer
 
     def layer_time(self, layer: int | None) -> float:
         return self.layer_seconds.get(layer, 0.0) + self.layer_exposed.get(layer, 0.0)
@@ -167,6 +183,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
     layer_seconds: dict[int | None, float] = {}
     layer_phase: dict[str, dict[int | None, float]] = {"forward": {}, "recompute": {}}
     layer_comm: dict[int | None, float] = {}  # collective seconds by layer (moved with it, at the exposed share)
+    layer_work: dict[int | None, list[OpWork]] = {}
     untimed: list[str] = []
     for graph in dump.subgraphs:
         local = by_key[graph.name]
@@ -191,8 +208,8 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
         for n in ordered:
             b = _bucket(t, n, chunks, staged)
             ready = max((f for tag, f in (finish[x] for x in preds[n]) if tag == b), default=0.0)
-            dur, is_comm = _duration(t, n, p, groups, rank, chunks, flops, k_runs, kind, hops, matrix_by_dtype,
-                                     counts)
+            dur, is_comm, work = _duration(t, n, p, groups, rank, chunks, flops, k_runs, kind, hops,
+                                           matrix_by_dtype, counts)
             if b is None or dur == 0.0:
                 finish[n] = (b, ready)
                 continue
@@ -203,6 +220,8 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
             cursor[stream] = end
             span[b] = max(span.get(b, 0.0), end)
             ut = here.setdefault(b, UnitTime())
+            if work is not None and b[0] != "tail":
+                layer_work.setdefault(t("layer", n), []).append(replace(work, phase=t("phase", n), runs=k_runs))
             if is_comm:
                 ut.comm += dur
                 if b[0] != "tail":
@@ -228,6 +247,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
     out.layer_seconds = layer_seconds
     out.layer_forward, out.layer_recompute = layer_phase["forward"], layer_phase["recompute"]
     out.layer_exposed = {layer: secs * share for layer, secs in layer_comm.items()}
+    out.layer_work = layer_work
     return out
 
 
@@ -248,39 +268,50 @@ def _topological(preds: dict[Node, list[Node]]) -> list[Node]:
 
 def _duration(t: NodeFacts, n: Node, p: Profile, groups: dict[str, Group], rank: int | None, chunks: list[int],
               flops: dict, k_runs: int, kind: str, hops: list[TimedHop], matrix_by_dtype: dict[str, int],
-              counts: dict[str, int]) -> tuple[float, bool]:
-    """Seconds of one run of a node, and whether it is a collective; a pipeline Send/Receive is kept as a hop
-    (no time in its unit: the step simulation waits for it)."""
+              counts: dict[str, int]) -> tuple[float, bool, OpWork | None]:
+    """Seconds of one run of a node, whether it is a collective, and what was timed; a pipeline Send/Receive is
+    kept as a hop (no time in its unit: the step simulation waits for it)."""
     nk = t("kind", n)
     if nk == "communication":
         c = t("comm", n)
         if c is None:
-            return 0.0, False
+            return 0.0, False, None
         if c.category == "pipeline" and c.direction:
             peer = (rank, c.peer_rank) if rank is not None and c.peer_rank is not None else None
             secs = comm_seconds(p, c.op, c.bytes, 2, p.tier(peer, 2)[0])
             hops.append(TimedHop(c.direction, c.peer_rank, c.sr_tag, hop_unit(c, chunks), secs or 0.0))
-            return 0.0, False
+            return 0.0, False, None
         size = group_size(c, groups)
         members = c.group_ranks or (groups[c.group].ranks if c.group in groups else None)
-        secs = comm_seconds(p, c.op, c.bytes, size, p.tier(members, size)[0])
+        tier = p.tier(members, size)[0]
+        secs = comm_seconds(p, c.op, c.bytes, size, tier)
         if secs is None:
             counts["comm"] += 1
-        return secs or 0.0, True
+        return secs or 0.0, True, OpWork("", c.op, 0, None, c.bytes, 0, size, tier, c.category) if secs else None
     if nk != "compute":
-        return 0.0, False
+        return 0.0, False, None
     o = flops.get(n.uid)
     if o is not None and o.flops is None:
         counts["ops"] += 1
-        return 0.0, False
+        return 0.0, False, None
     if o is None and n.op not in MOVES:
-        return 0.0, False
+        return 0.0, False, None
     per_run = (o.flops // k_runs) if o is not None and o.flops and k_runs else 0
     dtype = next((x.dtype for x in n.input_types if x is not None and x.dtype), None)
     moved = None if o is not None and n.op in MATRIX else bytes_moved(n, kind)
     if o is not None and n.op in MATRIX and o.flops and o.phase != "optimizer":
         matrix_by_dtype[dtype or ""] = matrix_by_dtype.get(dtype or "", 0) + o.flops
-    return op_seconds(p, n.op, per_run, dtype, moved), False
+    return op_seconds(p, n.op, per_run, dtype, moved), False, OpWork("", n.op, per_run, dtype, moved, 0)
+
+
+def work_seconds(p: Profile, w: OpWork, scale: float = 1.0, group: int | None = None) -> float:
+    """Seconds over the step of `w` with its FLOPs and bytes times `scale` (a collective: in a group of `group`,
+    else its own): what a plan re-times a layer by."""
+    if w.tier is not None:
+        secs = comm_seconds(p, w.op, round((w.moved or 0) * scale), group or w.group, w.tier)
+        return (secs or 0.0) * w.runs
+    moved = round(w.moved * scale) if w.moved else w.moved
+    return op_seconds(p, w.op, round(w.flops * scale), w.dtype, moved) * w.runs
 
 
 def _fold(stage: int | None, rank: int | None, p: Profile, order: StageOrder, buckets: dict[tuple, UnitTime],

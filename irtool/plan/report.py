@@ -53,6 +53,10 @@ def _figures(p: Plan) -> str:
 def _answer(plans: list[Plan], fit: list[Plan]) -> str:
     """The answer first: the fastest candidate that fits, beside the compiled configuration."""
     now = next((p for p in plans if p.current), None)
+    if len(plans) == 1 and not plans[0].refused:  # --only: the one configuration asked for
+        one = plans[0]
+        return (f"{one.candidate.label()}{' (as compiled)' if one.current else ''}: {_figures(one)}"
+                + ("" if one.fits is None else ", fits" if one.fits else ", does not fit") + " (estimates)")
     if not fit:
         return "No candidate fits" + (f" (the compiled configuration: {_figures(now)})" if now else "") + \
             " (estimates)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..parallel.job import Evidence, Job, JobChange
+from ..parallel.logical import LogicalDiff
 from .tables import Table
 from .text import DASH
 
@@ -136,3 +137,20 @@ def changes_table(changes: list[JobChange]) -> Table:
     """The configuration change, one row per field (what, old, new, evidence of each side)."""
     rows = [[*change_parts(c), c.old_where or DASH, c.new_where or DASH] for c in changes]
     return Table("Configuration changed (old → new)", ["setting", "old", "new", "old evidence", "new evidence"], rows)
+
+
+DEGREE_NAMES = {"dp": "data-parallel", "mp": "model-parallel", "cp": "context-parallel", "ep": "expert-parallel"}
+
+
+def strategy_groups(d: LogicalDiff) -> list[str]:
+    """One line per degree that changed: the user operators whose strategy changes follow from it
+    (`OperatorPair.follows`): `mp 2 → 4: 150 operators' strategies change accordingly (their
+    model-parallel dimension 2 → 4)`. An operator split by two changed degrees counts in both."""
+    return [f"{c.field} {c.old} → {c.new}: {n} operator{'s' if n > 1 else ''}' strategies change "
+            f"accordingly (their {DEGREE_NAMES[c.field]} dimension {c.old} → {c.new})" for c, n in follows(d)]
+
+
+def follows(d: LogicalDiff) -> list[tuple[JobChange, int]]:
+    """Each degree that changed with the number of user operators whose strategy change follows from it."""
+    counted = [(c, sum(c.field in p.follows for p in d.ops)) for c in d.changes]
+    return [(c, n) for c, n in counted if n]

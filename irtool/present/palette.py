@@ -34,6 +34,12 @@ FOLD_BORDER = "#5b7fa6"  # a folded scope without communication
 # node must stand out among the communication nodes around it); white text on the dark ones
 DIFF_COLORS = {"added": "#00c853", "removed": "#d50000", "changed": "#304ffe"}
 DIFF_TEXT = {"removed": "#ffffff", "changed": "#ffffff"}
+# `irtool view` of two configurations: a user operator by why it changed (`parallel.logical.CAUSES`); the layout's
+# change, which explains most operators, in a quiet blue, an operator's own strategy change in the diff's
+CAUSE_COLORS = {"added": DIFF_COLORS["added"], "removed": DIFF_COLORS["removed"], "stage": "#aa00ff",
+                "strategy": DIFF_COLORS["changed"], "layout": "#9fa8da", "communication": "#ff6d00",
+                "figures": "#cfd8dc"}
+CAUSE_TEXT = {"removed": "#ffffff", "stage": "#ffffff", "strategy": "#ffffff"}
 # pipeline Send/Receive, as MindInsight drew them: a Send red, a Receive green; the backward's paler,
 # with a border of its colour (`irtool view`'s pipeline and execution order graphs)
 P2P_COLORS = {("send", "F"): "#ef5350", ("receive", "F"): "#66bb6a", ("send", "B"): "#ffcdd2", ("receive", "B"): "#c8e6c9"}

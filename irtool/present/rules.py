@@ -11,6 +11,7 @@ RULE_WORDS = {
     "R5b": "Send/Receive without pipeline marks",
     "R6": "redistribution between two strategies (redistribution_op)",
     "R6k": "layout conversion of the forward graph (kernel graph)",
+    "R6s": "a layer output kept sliced until its recompute, gathered back (recompute_allgather)",
     "R7": "a sharded operator's own communication (forward_op)",
     "R7k": "a sharded operator's partial results summed (kernel graph)",
     "R7b": "an operator's replace graph (a vocabulary-sharded embedding)",

@@ -129,9 +129,15 @@ def strategy_text(value: Any) -> str:
         return DASH
     if isinstance(value, dict):
         return _layout(value)
-    if isinstance(value, (list, tuple)) and any(isinstance(v, dict) for v in value):
-        return "; ".join(_layout(v) if isinstance(v, dict) else strategy_text(v) for v in value)
+    if isinstance(value, (list, tuple)) and any(_has_layout(v) for v in value):
+        # an input that is a tuple of tensors (a Concat's) has a layout per tensor: `[dev ... ; dev ...]`
+        return "; ".join(_layout(v) if isinstance(v, dict) else
+                         f"[{strategy_text(v)}]" if _has_layout(v) else strategy_text(v) for v in value)
     return format_strategy(value) or DASH
+
+
+def _has_layout(value: Any) -> bool:
+    return isinstance(value, dict) or (isinstance(value, (list, tuple)) and any(_has_layout(v) for v in value))
 
 
 def rank_list(ranks: Any) -> str:

@@ -35,6 +35,16 @@ from . import PART_SIZE
 MAX_VALUE = 2000  # characters of one attribute shown in the side panel (the dump line has them all)
 
 
+# Model Explorer draws a box's text in a canvas font without these (each a `?`): their ASCII spelling
+_CANVAS = str.maketrans({"→": "->", "—": "-", "×": "x", "…": "..."})
+
+
+def canvas_text(value: Any) -> Any:
+    """Text as Model Explorer's canvas can draw it (`1,024 → 2,048 (×2.00)` -> `1,024 -> 2,048 (x2.00)`); other
+    values (a panel's node links) as they are."""
+    return value.translate(_CANVAS) if isinstance(value, str) else value
+
+
 def namespace_of(scope: str | None) -> str:
     """`Default/network-Net/fc1-Dense/MatMul-op0` -> `Default/network-Net/fc1-Dense`."""
     parts = [p for p in (scope or "").split("/") if p]
@@ -166,6 +176,7 @@ class _Context:
         self.file = file or os.path.basename(dump.path)
         # node uid -> id of the redistribution chain it belongs to
         self.micro: Micro = partial(facts.table, "micro")
+        self.layer: Callable[[Node], int | None] = partial(facts.table, "layer")
         self.order_inputs: Callable[[Node], tuple[int, ...]] = partial(facts.table, "order_inputs")
         self.kind: Callable[[Node], str] = partial(facts.table, "kind")
         self.phase: Callable[[Node], str] = partial(facts.table, "phase")
@@ -397,9 +408,35 @@ def _split(ns: str, ms: list[Member], depth: int, chain_of: dict[str, int], micr
     _split(ns, loose, depth + 1, chain_of, micro, levels)
 
 
-def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dict[str, Any]:
-    """The Model Explorer graph of one subgraph of the dump."""
+def _by_layer(ctx: _Context, nodes: list[Node]) -> tuple[dict[Node, str], dict[str, str]]:
+    """Each node's namespace in a graph drawn by phase and layer (a graph split into parts: its parts follow the
+    model): `<phase>/layer <N>/<scope below what the layer's nodes share>` (`no layer` for none: the `layer` fact;
+    the phase: the `phase` fact), and the scope each phase's layer takes off (said in its group's info)."""
+    group = {n: f"{ctx.phase(n)}/{_layer_name(ctx.layer(n))}" for n in nodes}
+    scopes = {n: namespace_of(n.scope).split("/") for n in nodes}
+    shared: dict[str, list[str]] = {}
+    for n, parts in scopes.items():
+        common = shared.setdefault(group[n], parts[:])
+        if common[: len(parts)] != parts[: len(common)]:
+            k = 0
+            while common[k] == parts[k]:
+                k += 1
+            del common[k:]
+        elif len(parts) < len(common):
+            del common[len(parts):]
+    out = {n: "/".join([group[n], *parts[len(shared[group[n]]):]]).rstrip("/") for n, parts in scopes.items()}
+    return out, {g: "/".join(c) for g, c in shared.items()}
+
+
+def _layer_name(layer: int | None) -> str:
+    return "no layer" if layer is None else f"layer {layer}"
+
+
+def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_layer: bool = False) -> dict[str, Any]:
+    """The Model Explorer graph of one subgraph of the dump; `by_layer`: its namespaces under its phases and
+    layers (`_by_layer`), as a graph split into parts shows it."""
     sg = ctx.dump.subgraph(name)
+    layered, taken = _by_layer(ctx, sg.nodes) if by_layer else ({}, {})
     known = {n.key for n in sg.nodes}
     own_params = set(sg.params)
     aux: dict[str, dict[str, Any]] = {}  # parameter and free-variable nodes, by reference
@@ -423,7 +460,7 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
     uids: list[str] = []
     ordering: list[dict[str, str]] = []  # edges that only order (monads, UpdateState, Depend): an edge overlay
     for node in sg.nodes:
-        ns = namespace_of(node.scope)
+        ns = layered[node] if by_layer else namespace_of(node.scope)
         edges = []
         called: list[str] = []
         orders = ctx.order_inputs(node)
@@ -486,8 +523,11 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None) -> dic
     for ns, level in levels.items():
         if ns in group_attrs:
             group_attrs[ns]["level"] = level
-    for ns, phase in _root_phases(nodes, sg.nodes, ctx.phase).items():
+    for ns, phase in _root_phases(nodes, sg.nodes, ctx.phase).items():  # by layer, the roots are the phases
         group_attrs[ns]["phase"] = phase
+    for g, scope in taken.items():  # by layer: what a layer's scopes below it share
+        if g in group_attrs:
+            group_attrs[g].update({"level": "layer", **({"scope": scope} if scope else {})})
     group_attrs[""] = {"dump": ctx.file, "subgraph": name, "nodes": str(len(sg.nodes)),
                        "parameters": str(len(aux)), "entry": "yes" if ctx.dump.entry == name else "no",
                        **group_attrs.get("", {})}
@@ -556,10 +596,10 @@ def dump_graphs(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: i
     names = sorted((g.name for g in dump.subgraphs), key=lambda n: n != dump.entry)
     out: list[dict[str, Any]] = []
     for n in names:
-        graph = subgraph_graph(ctx, n, prefix + shown[n])
+        graph = subgraph_graph(ctx, n, prefix + shown[n], n in split)
         if annotate is not None:
             annotate(n, graph)
-        out += split_large(graph, part_size) if n in split else [graph]
+        out += split_large(graph, part_size, LAYERED) if n in split else [graph]
     return out
 
 
@@ -596,10 +636,11 @@ def part_id(graph_id: str, scope: str, own: bool = False) -> str:
     return f"{graph_id}: {_part_name(scope, own)}"
 
 
-def _parts(nodes: list[dict[str, Any]], size: int) -> dict[str, tuple[str, bool]]:
-    """Each namespace's part, as (scope, own): the outermost scope whose nodes, with the nodes of
-    other scopes they read, number at most `size`; else (a scope too big) the part of the scope's own
-    nodes and of its small scopes (fewer than MIN_PART nodes: a graph of a few nodes is no help)."""
+def _parts(nodes: list[dict[str, Any]], size: int, levels: int = 0) -> dict[str, tuple[str, bool]]:
+    """Each namespace's part, as (scope, own): the outermost scope at least `levels` deep (a graph by phase
+    and layer: LAYERED) whose nodes, with the nodes of other scopes they read, number at most `size`; else
+    (a scope too big, or too high) the part of the scope's own nodes and of its small scopes (fewer than
+    MIN_PART nodes: a graph of a few nodes is no help)."""
     direct: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for n in nodes:
         direct[n["namespace"]].append(n)
@@ -628,7 +669,8 @@ def _parts(nodes: list[dict[str, Any]], size: int) -> dict[str, tuple[str, bool]
 
     def cut(ns: str) -> None:
         # a scope is one part when it fits, or when no scope inside it is big enough to be one
-        if ns and (fits(ns) or all(total[child] < MIN_PART for child in kids[ns])):
+        deep = ns.count("/") + 1 >= levels if ns else False
+        if deep and (fits(ns) or all(total[child] < MIN_PART for child in kids[ns])):
             out.update(dict.fromkeys(below(ns), (ns, False)))
             return
         out[ns] = (ns, True)
@@ -678,9 +720,13 @@ def _stub(stubs: dict[str, dict[str, Any]], node: dict[str, Any], part: tuple[st
     return out
 
 
-def split_large(graph: dict[str, Any], size: int = PART_SIZE) -> list[dict[str, Any]]:
+# a graph split into parts is drawn by phase and layer (`_by_layer`): its parts are scopes two levels deep at least
+LAYERED = 2
+
+
+def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0) -> list[dict[str, Any]]:
     """A graph too large for Model Explorer to open in seconds as [overview, parts...] (`_parts`: scopes
-    of at most `size` nodes with what they read, or a larger scope's own operators).
+    of at most `size` nodes with what they read, or a larger scope's own operators; `levels` deep at least).
 
     A part's graph holds its nodes (namespaces below its scope), and under `from other parts` the
     nodes of other parts it reads or its panel links to, with their operator, place, output and part.
@@ -689,7 +735,7 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE) -> list[dict[str, 
     share their attribute lists with the whole graph's, so what is added to those (a diff's rows)
     shows in both."""
     gid, nodes, attrs = graph["id"], graph["nodes"], graph["groupNodeAttributes"]
-    part_of = _parts(nodes, size)
+    part_of = _parts(nodes, size, levels)
     members: dict[tuple[str, bool], list[dict[str, Any]]] = defaultdict(list)
     where: dict[str, tuple[str, bool]] = {}
     for n in nodes:

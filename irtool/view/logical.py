@@ -1,23 +1,26 @@
 """Two parallel configurations of one network in Model Explorer (`irtool view A B` when the two jobs
 differ as `irtool diff` decides it: `diff.compare.across_configurations`): the logical graph
 (`parallel.logical`, docs/logical.md), one box per user operator in its cell, each saying both
-sides' figures old → new (stage, strategy, FLOPs, the bytes a rank holds for it, the communication
-around it), its inputs as edges, the changed ones marked as the diff view marks a node (a colour no
-category uses, counted on folded boxes); a layer's box says its figures, the graph's info the
-configuration change. Read from the `LogicalDiff`'s records, never derived here."""
+sides' figures old -> new (stage, strategy, FLOPs, the bytes a rank holds for it, the communication
+around it), its inputs as edges, a changed one coloured by why it changed (`OperatorPair.cause`: the
+layout's change, its own strategy, communication, ...; counted on folded boxes) and saying on the box
+what changed (`diff ...` rows: its strategy old -> new, `+AllReduce`, bytes old -> new); a layer's box
+says its figures. The page's first line says the configuration change once, and the causes with
+their colours (`Model.headline`). Text drawn on the canvas is ASCII (`canvas_text`: Model Explorer's
+canvas font has no `→`, `—` or `×`). Read from the `LogicalDiff`'s records, never derived here."""
 from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
 from typing import Any
 
-from ..parallel.logical import LayerPair, LogicalDiff, LogicalOp, OperatorPair
+from ..parallel.logical import CAUSES, LayerPair, LogicalDiff, LogicalOp, OperatorPair, comm_bytes
 from ..parallel.operators import OperatorKey
 from ..present import DASH, cell, moved, strategy_text
-from ..present.job import changes_line
-from ..present.palette import DIFF_COLORS, DIFF_TEXT
+from ..present.job import change_text, changes_line, follows
+from ..present.palette import CAUSE_COLORS, CAUSE_TEXT
 from .cost import heat_node_data
-from .graphs import _kv, diff_node_data
+from .graphs import _kv, canvas_text
 from .models import Model
 
 GRAPH = "logical"
@@ -72,9 +75,46 @@ def _where(o: LogicalOp | None) -> str:
     return DASH if o is None else f"rank {cell(o.rank)} line {o.line}"
 
 
+def diff_rows(p: OperatorPair) -> list[dict[str, Any]]:
+    """What changed, as the box says it (`diff ...` rows, drawn on the box): its strategy old -> new, the
+    communication that appeared (`+AllReduce`), vanished (`-AllGather`) or changed group, its bytes and FLOPs
+    old -> new, its stage."""
+    rows = []
+    if "stage" in p.fields:
+        rows.append(_kv("diff stage", _both(p, lambda o: o.stage)))
+    if "strategy" in p.fields and p.old and p.new:
+        a, b = p.old.strategy, p.new.strategy
+        moves = [(k, f"{strategy_text(a.get(k))} -> {strategy_text(b.get(k))}") for k in sorted(set(a) | set(b))
+                 if a.get(k) != b.get(k)]
+        rows.append(_kv("diff strategy", moves[0][1] if len(moves) == 1 else
+                        "; ".join(f"{k.replace('_strategy', '')} {m}" for k, m in moves)))
+    comm = []
+    for change, ua, ub in p.comm_changes():
+        u = ub or ua
+        assert u is not None
+        if change != "changed":
+            comm.append(f"{'+' if change == 'appeared' else '-'}{u.op}")
+        elif ua and ub and ua.group_sizes != ub.group_sizes:
+            comm.append(f"{u.op} group {'/'.join(map(str, ua.group_sizes))} -> {'/'.join(map(str, ub.group_sizes))}")
+        elif ua and ub and ua.count != ub.count:
+            comm.append(f"{u.op} count {ua.count} -> {ub.count}")
+    if comm:
+        rows.append(_kv("diff comm", " ".join(dict.fromkeys(comm))))
+    if "comm" in p.fields:
+        rows.append(_kv("diff comm bytes", moved(comm_bytes(p.old), comm_bytes(p.new))))
+    for name in ("weights", "optimizer_states", "activations"):
+        if name in p.fields:
+            rows.append(_kv(f"diff {name.replace('_', ' ')}", _both(p, lambda o, name=name: getattr(o, name))))
+    if "flops" in p.fields:
+        rows.append(_kv("diff flops", _both(p, lambda o: o.total_flops)))
+    return rows
+
+
 def _box(p: OperatorPair, nid: str) -> dict[str, Any]:
     change = p.change + (f": {', '.join(f.replace('_', ' ') for f in p.fields)}" if p.fields else "")
-    rows = [_kv("change", change), _kv("source", p.side.source or DASH), _kv("layer", cell(p.side.layer)),
+    why = p.cause if p.cause != p.change else None
+    rows = [*diff_rows(p), _kv("change", change + (f" (cause: {why})" if why else "")),
+            _kv("source", p.side.source or DASH), _kv("layer", cell(p.side.layer)),
             _kv("stage", _both(p, lambda o: o.stage)), *_strategy_rows(p),
             _kv("FLOPs", _both(p, lambda o: o.total_flops)),
             _kv("weights", _both(p, lambda o: o.weights)),
@@ -88,10 +128,10 @@ def _box(p: OperatorPair, nid: str) -> dict[str, Any]:
         rows.append(_kv("nodes of unknown FLOPs", unknown))
     box: dict[str, Any] = {"id": nid, "label": p.key.op + (f" #{p.key.occurrence}" if p.key.occurrence else ""),
                            "namespace": p.key.cell, "attrs": rows, "incomingEdges": [], "outputsMetadata": []}
-    if p.changed:
-        box["style"] = {"backgroundColor": DIFF_COLORS[p.change]}
-        if p.change in DIFF_TEXT:
-            box["style"]["textColor"] = DIFF_TEXT[p.change]
+    if p.cause:
+        box["style"] = {"backgroundColor": CAUSE_COLORS[p.cause]}
+        if p.cause in CAUSE_TEXT:
+            box["style"]["textColor"] = CAUSE_TEXT[p.cause]
     return box
 
 
@@ -147,24 +187,57 @@ def logical_graph_json(d: LogicalDiff) -> dict[str, Any]:
     groups[""] = {"configuration": changes_line(d.changes) or DASH, "old": d.old.path, "new": d.new.path,
                   "user operators": str(len(d.ops)),
                   **{kind: str(count[kind]) for kind in ("changed", "added", "removed") if count[kind]},
-                  "colours": "changed, added, removed: the diff's colours (the diff overlay counts them on folded "
-                             "boxes); each box says old → new",
+                  "colours": "why an operator changed (the page's first lines say which colour is which; the "
+                             "diff overlay counts them on folded boxes); each box says what changed",
                   **{lp.label: "; ".join(f"{k} {v}" for k, v in _layer_attrs(lp).items() if k != lp.label)
                      for lp in d.layers if lp.layer is None}}
-    return {"id": GRAPH, "nodes": nodes, "groupNodeAttributes": groups}
+    for n in nodes:
+        for a in n["attrs"]:
+            a["value"] = canvas_text(a["value"])
+    return {"id": GRAPH, "nodes": nodes,
+            "groupNodeAttributes": {ns: {k: canvas_text(v) for k, v in a.items()} for ns, a in groups.items()}}
+
+
+def headline(d: LogicalDiff) -> dict[str, Any]:
+    """The page's first lines: the configuration change, what it did to the user operators, and a colour key
+    of why they changed (`lines`; `legend`: [colour, text] per cause present), each degree's strategy changes
+    said once (`follows`, as `irtool diff` counts them); "nothing matched" when no operator is on both
+    sides (two networks, not two configurations of one)."""
+    causes = Counter(p.cause for p in d.ops if p.cause)
+    both = sum(p.old is not None and p.new is not None for p in d.ops)
+    lines = [f"Configuration: {changes_line(d.changes) or DASH}"]
+    if not both:
+        lines.append(f"Nothing matched: no user operator of {d.old.path} is in {d.new.path} "
+                     f"({causes['removed']} only in old, {causes['added']} only in new): two different networks?")
+    else:
+        lines.append(f"{sum(causes.values())} of {len(d.ops)} user operators changed; the colours say why:")
+    groups = ", ".join(f"{change_text(c)} ({n})" for c, n in follows(d))
+    words = {"added": "only in new", "removed": "only in old", "stage": "moved to another stage",
+             "strategy": "its own strategy changed", "layout": f"its strategy follows {groups}",
+             "communication": "communication around it changed", "figures": "only FLOPs or bytes changed"}
+    legend = [[CAUSE_COLORS[c], f"{c} {causes[c]}: {words[c]}"] for c in CAUSES if causes[c]]
+    return {"lines": lines, "legend": legend}
 
 
 def logical_model(d: LogicalDiff) -> Model:
     """`irtool view A B` across configurations: one model, its logical graph, with the diff overlay shown
     (loaded last) and each side's FLOPs as a cost overlay; it opens on the first changed operator."""
     graph = logical_graph_json(d)
-    changes = {n["id"]: p.change for n, p in zip(graph["nodes"], d.ops) if p.changed}
+    causes = {n["id"]: p.cause for n, p in zip(graph["nodes"], d.ops) if p.cause}
     flops = {side: {n["id"]: o.total_flops for n, p in zip(graph["nodes"], d.ops)
                     if (o := getattr(p, side)) is not None} for side in ("old", "new")}
     overlays = {**{f"FLOPs ({side})": (lambda graphs, side=side: heat_node_data(
         f"FLOPs ({side})", {GRAPH: flops[side]}, graphs, what=f"each operator's FLOPs in the step, {side} side",
         unit="FLOPs")) for side in ("old", "new")},
-                "diff": lambda graphs: diff_node_data(GRAPH, changes)}
+                "diff": lambda graphs: _cause_data(causes)}
     label = f"{os.path.basename(os.path.normpath(d.old.path))} → {os.path.basename(os.path.normpath(d.new.path))}"
-    first = next(iter(changes), None)
-    return Model(label, [graph], overlays, first_graph=GRAPH, first_node=(lambda: first) if first else None)
+    first = next(iter(causes), None)
+    return Model(label, [graph], overlays, first_graph=GRAPH, first_node=(lambda: first) if first else None,
+                 headline=headline(d))
+
+
+def _cause_data(causes: dict[str, str]) -> dict[str, Any]:
+    """The diff overlay: each changed box valued and coloured by why it changed (a folded box counts each)."""
+    results = {k: {"value": v, "bgColor": CAUSE_COLORS[v], **({"textColor": CAUSE_TEXT[v]} if v in CAUSE_TEXT else {})}
+               for k, v in causes.items()}
+    return {GRAPH: {"name": "diff", "results": results, "showExpandedSummaryOnGroupNode": True}}

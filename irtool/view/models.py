@@ -17,10 +17,11 @@ from ..errors import InputError, SelectionError
 from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..parallel.hardware import load_profile
-from ..parallel.order import StageOrder, stage_order
+from ..parallel.order import StageOrder, stage_order, unit_label, unit_nodes
 from ..present import DASH, cell
 from ..present.memory import memory_svg, panel
-from ..present.timeline import stage_timings, timeline, timeline_svg
+from ..present.timeline import Timeline, stage_timings, timeline, timeline_svg
+from ..present.timing import seconds_text
 from ..selection import Loaded, Selection, selected_stage
 from .cost import COST_OVERLAYS, NodeCost, heat_node_data, node_cost
 from .graphs import (
@@ -71,8 +72,12 @@ class Model:
                  overlays: dict[str, Callable[[Graphs], dict[str, Any]]] | None = None, sorting: str | None = None,
                  first_graph: str | None = None, finder: Callable[[str], tuple[str, str]] | None = None,
                  first_node: Callable[[], str | None] | None = None, lanes: tuple[str, ...] = (),
-                 pictures: dict[str, Callable[[], str]] | None = None) -> None:
+                 pictures: dict[str, Callable[[], str]] | None = None, headline: dict[str, Any] | None = None,
+                 targets: Callable[[], dict[str, Any]] | None = None) -> None:
         self.label = label
+        self.targets = targets  # where the pictures' units and peaks open, what a node says of them (`_targets`)
+        # the page's first lines (`lines`) and a colour key (`legend`: [colour, text]): two configurations' change
+        self.headline = headline
         self.pictures = pictures or {}  # a folder's `timeline` and `memory` (SVG text, made when asked for)
         # a folder's pipeline graph opens with its columns expanded and its first box selected (what draws
         # the lines between Sends and Receives): that box, found when the page is asked for
@@ -290,18 +295,20 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
     if len(picked) == 1:
         return _file_model(picked[0], label, part_size)
 
+    pictures, played = _pictures(loaded, sel.path)
+
     def drawn() -> list[StageRank]:
         return stage_figures([r.stage_rank(part_size) for r in picked], [r.cost() for r in picked])
 
     def build() -> list[dict[str, Any]]:
         ranks = drawn()
         pipe = pipeline_graph(ranks, folder=[r for r in sel.files if r is not None], unreadable=sel.unreadable)
-        return [pipe, execution_graph(ranks, times=_unit_times(loaded))] + [
+        return [pipe, execution_graph(ranks, times=_unit_times(played()))] + [
             g for r in picked for g in r.graphs(part_size)]
 
     return Model(label, build, _overlays(picked, drawn), sorting="name_asc", first_graph="pipeline",
                  finder=_finder(picked), first_node=lambda: first_box(drawn()), lanes=LANES,
-                 pictures=_pictures(loaded, sel.path))
+                 pictures=pictures, targets=lambda: _targets(picked, played))
 
 
 def stage_figures(ranks: list[StageRank], costs: list[NodeCost]) -> list[StageRank]:
@@ -320,11 +327,10 @@ def stage_figures(ranks: list[StageRank], costs: list[NodeCost]) -> list[StageRa
     return out
 
 
-def _unit_times(loaded: list[Loaded]) -> UnitTimes | None:
+def _unit_times(tl: Timeline | None) -> UnitTimes | None:
     """When each unit of each drawn rank runs in the step as `render --timeline` plays it out (the default
     hardware profile); None when the step cannot be played out (the execution-order graph is then in order)."""
-    tl = timeline(stage_timings([(p.facts, p.rank, p.file) for p in loaded], load_profile(None)))
-    if tl.step.cannot or len(tl.ranks) < 2:
+    if tl is None:
         return None
     out: UnitTimes = {}
     for b in tl.step.boxes:
@@ -334,19 +340,57 @@ def _unit_times(loaded: list[Loaded]) -> UnitTimes | None:
     return out
 
 
-def _pictures(loaded: list[Loaded], path: str) -> dict[str, Callable[[], str]]:
+def _pictures(loaded: list[Loaded], path: str) -> tuple[dict[str, Callable[[], str]], Callable[[], Timeline | None]]:
     """A folder's pictures as `irtool render DIR --timeline` and `--memory` draw them (the default hardware
-    profile), each SVG text made when asked for (`irtool view`'s builder asks once)."""
+    profile), each SVG text made when asked for (`irtool view`'s builder asks once), and the step played out
+    (None when it cannot be: the timeline says why), played once for both the picture and the targets."""
     ranks = [(p.facts, p.rank, p.file) for p in loaded]
+    kept: list[Timeline] = []
+
+    def played() -> Timeline:
+        if not kept:
+            kept.append(timeline(stage_timings(ranks, load_profile(None))))
+        return kept[0]
+
+    def cannot(tl: Timeline) -> str | None:
+        return tl.step.cannot or ("fewer than two pipeline stages timed" if len(tl.ranks) < 2 else None)
 
     def step() -> str:
-        tl = timeline(stage_timings(ranks, load_profile(None)))
-        if len(tl.ranks) < 2 or tl.step.cannot:
-            raise SelectionError(f"{path}: no timeline: {tl.step.cannot or 'fewer than two pipeline stages timed'}")
+        tl = played()
+        if cannot(tl):
+            raise SelectionError(f"{path}: no timeline: {cannot(tl)}")
         return timeline_svg(tl, f"{path}: the step, stage by stage")
 
-    return {"timeline": step,
-            "memory": lambda: memory_svg([panel(*r) for r in ranks], f"{path}: device memory over the step")}
+    return ({"timeline": step,
+             "memory": lambda: memory_svg([panel(*r) for r in ranks], f"{path}: device memory over the step")},
+            lambda: None if cannot(played()) else played())
+
+
+def _targets(picked: list[_Rank], played: Callable[[], Timeline | None]) -> dict[str, Any]:
+    """Where the pictures' marks open in the stage graphs, and what a stage graph's node says of them (the page's
+    script, static/view.js): `units` ({"<stage> <unit>": [graph, node]}: a timeline unit's first node, the order's
+    `unit_nodes`), `peaks` ({"<stage>": [graph, node]}: the node at the memory walk's peak), `nodes` ({graph: {node:
+    [unit, its time on the timeline, stage]}}); graphs before a split (the server finds the part)."""
+    step = played()
+    boxes = {(b.stage, unit_label(b.unit)): b for b in step.step.boxes} if step is not None else {}
+    units: dict[str, list[str]] = {}
+    nodes: dict[str, dict[str, list[str]]] = {}
+    peaks: dict[str, list[str]] = {}
+    for r in picked:
+        stage = r.facts.stage if r.facts.stage is not None else 0
+        for key, members in unit_nodes(r.facts.table).items():
+            label = unit_label(key)
+            b = boxes.get((stage, label))
+            when = f"{seconds_text(b.start)} to {seconds_text(b.end)} of the step" if b else "not on the timeline"
+            first = min(members, key=lambda n: n.line)
+            units[f"{stage} {label}"] = [r.graph_id(first.graph), first.key]
+            for n in members:
+                nodes.setdefault(r.graph_id(n.graph), {})[n.key] = [label, when, str(stage)]
+        at = r.facts.table.get("lifetimes").at  # the `lifetimes` fact: the walk the memory picture draws
+        if at is not None:
+            graph, _, key = at.node.rpartition("/")
+            peaks[str(stage)] = [r.graph_id(graph), key]
+    return {"units": units, "peaks": peaks, "nodes": nodes}
 
 
 def compare_models(old: str | Selection, new: str | Selection, differ: Differ, part_size: int = PART_SIZE) -> list[Model]:
@@ -361,6 +405,7 @@ def compare_models(old: str | Selection, new: str | Selection, differ: Differ, p
     counts = {o.op: (o.old, o.new) for o in rd.ops}
     a.prefix, b.prefix = "old: ", "new: "  # Model Explorer renames a graph whose id another model has
     models = []
+    head = _nothing_matched(a, b, rd)
     for side, marks, tag in ((a, rd.old_marks, "old"), (b, rd.new_marks, "new")):
         changes = {g.name: _changes(marks, g.name, g.nodes, counts, tag) for g in side.dump.subgraphs}
         overlay: dict[str, Any] = {}
@@ -376,8 +421,20 @@ def compare_models(old: str | Selection, new: str | Selection, differ: Differ, p
         models.append(Model(f"{tag}: {os.path.basename(side.file)}", build,
                             {**_overlays([side]), "diff": lambda graphs, overlay=overlay: for_parts(overlay, graphs)},
                             first_graph=first_graph(side.dump, side.facts, side.prefix, part_size),
-                            finder=_finder([side])))
+                            finder=_finder([side]), headline=head if tag == "old" else None))
     return models
+
+
+def _nothing_matched(a: _Rank, b: _Rank, rd: DiffMarks) -> dict[str, Any] | None:
+    """The page's first lines when the two dumps share nothing the diff matches (two networks, not two compilations of
+    one): nodes with a strategy or communication on each side, and the diff marks each added or removed; else None."""
+    sides = [([f.node for f in (*r.facts.strategies, *r.facts.comm)], marks)
+             for r, marks in ((a, rd.old_marks), (b, rd.new_marks))]
+    if not all(nodes for nodes, _ in sides) or any(marks.get(uid) not in ("added", "removed")
+                                                  for nodes, marks in sides for uid in nodes):
+        return None
+    return {"lines": [f"Nothing matched: {a.file} and {b.file} share no operator with a strategy or communication",
+                      "Two different networks? Every such node is marked added or removed."], "legend": []}
 
 
 def _changes(marks: dict[str, str], subgraph: str, nodes: list[Any], counts: dict[str, tuple[int, int]],

@@ -9,6 +9,7 @@ across all graphs of a model, links to nodes of other graphs) and each model's n
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -23,6 +24,7 @@ from .models import Model
 
 INDEX = "\0index"  # the builder's file of a model's node index (its other files: graphs, overlays, pictures)
 PICTURE = "\0picture:"  # + a picture's name (`Model.pictures`): the builder's file of its SVG
+TARGETS = "\0targets"  # the builder's file of where the pictures' marks open (`Model.targets`)
 STATIC = os.path.join(os.path.dirname(__file__), "static")
 
 
@@ -53,11 +55,16 @@ class _Builder:
             fork = multiprocessing.get_context("fork")
             keys = [(i, None) for i in range(len(models))] + [(i, INDEX) for i in range(len(models))] + [
                 (i, name) for i, m in enumerate(models) for name in reversed(m.overlays)] + [  # the one shown first
-                (i, PICTURE + name) for i, m in enumerate(models) for name in m.pictures]  # only asked for by a link
+                (i, PICTURE + name) for i, m in enumerate(models) for name in m.pictures] + [  # only asked for by a link
+                (i, TARGETS) for i, m in enumerate(models) if m.targets]
             for key in keys:
                 self.files[key] = tempfile.TemporaryFile()
                 self.done[key] = fork.Event()
             self.proc = fork.Process(target=self._write, name="irtool-graphs", daemon=True)
+            # the dumps read so far (millions of objects, kept for as long as the server runs) out of the garbage
+            # collector's sight: its full collections walked them again and again while the graphs were built (a
+            # tenth to a fifth of the build of the 68 MB dump, bench/view_bench.py), and the fork shares their pages
+            gc.freeze()
             self.proc.start()
         else:
             threading.Thread(target=self._build, name="irtool-graphs", daemon=True).start()
@@ -79,6 +86,8 @@ class _Builder:
             return json.dumps(m.index(), separators=(",", ":"), ensure_ascii=False)
         if name.startswith(PICTURE):
             return m.pictures[name.removeprefix(PICTURE)]()
+        if name == TARGETS:
+            return json.dumps(_placed(m), separators=(",", ":"), ensure_ascii=False)
         return _node_data_json(m.node_data_of(name))
 
     def _build(self) -> None:
@@ -120,6 +129,19 @@ class _Builder:
             self.proc.terminate()
         for f in self.files.values():
             f.close()
+
+
+def _placed(m: Model) -> dict[str, Any]:
+    """`Model.targets` with each node's graph the one holding it (a split graph's part)."""
+    ix = m.index()
+    home = {(ix["wholes"][n[0]], n[1]): ix["graphs"][n[0]] for n in ix["nodes"]}
+    t = m.targets()  # type: ignore[misc]
+    nodes: dict[str, dict[str, Any]] = {}
+    for whole, rows in t["nodes"].items():
+        for node, row in rows.items():
+            nodes.setdefault(home.get((whole, node), whole), {})[node] = row
+    return {"units": {k: [home.get((g, n), g), n] for k, (g, n) in t["units"].items()},
+            "peaks": {k: [home.get((g, n), g), n] for k, (g, n) in t["peaks"].items()}, "nodes": nodes}
 
 
 class _Prebuilt:
@@ -213,7 +235,10 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
     page_data = {"models": [m.label for m in models], "lanes": sorted({g for m in models for g in m.lanes}),
                  # the overlay each model's panes show until a person chooses another: the one loaded last
                  "overlay": {m.label: list(m.overlays)[-1] for m in models if m.overlays},
-                 "pictures": [[name, f"irtool/{name}/{i}.svg"] for i, m in enumerate(models) for name in m.pictures]}
+                 "pictures": [[name, f"irtool/{name}/{i}.svg"] for i, m in enumerate(models) for name in m.pictures],
+                 "headlines": [m.headline for m in models if m.headline],
+                 "targets": [f"irtool/targets/{i}.json" for i, m in enumerate(models) if m.targets][:1]}
+
     seed = (f"<script>if (!localStorage.getItem({json.dumps(SHOW_ON_NODE_KEY)})) localStorage.setItem("
             f"{json.dumps(SHOW_ON_NODE_KEY)}, {json.dumps(json.dumps(SHOW_COUNTS))});"
             f"window.IRTOOL = {json.dumps(page_data)};</script>"
@@ -233,6 +258,14 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
             try:
                 return flask.Response(builder.node_data(int(i), PICTURE + kind), mimetype="image/svg+xml")
             except IrtoolError as e:  # a folder whose step cannot be played out: the reason, as the CLI says it
+                return flask.Response(f"irtool: {e}\n", status=404, mimetype="text/plain")
+        if rel_path.startswith("irtool/targets/") and rel_path.endswith(".json"):
+            i = rel_path[len("irtool/targets/") : -len(".json")]
+            if not i.isdigit() or int(i) >= len(models) or not models[int(i)].targets:
+                flask.abort(404)
+            try:
+                return flask.Response(builder.node_data(int(i), TARGETS), mimetype="application/json")
+            except IrtoolError as e:
                 return flask.Response(f"irtool: {e}\n", status=404, mimetype="text/plain")
         if rel_path in ("irtool/view.js", "irtool/view.css"):
             return flask.send_from_directory(STATIC, rel_path.removeprefix("irtool/"))

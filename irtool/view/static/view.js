@@ -146,7 +146,7 @@
     return g ? g.id : null;
   }
 
-  function openNode(pane, graphId, nodeId, label, retries = 3) {
+  function openNode(pane, graphId, nodeId, label, retries = 12) {  // looked at for 18 s (a loaded machine lays out late)
     const r = renderer(pane);
     const app = r && r.appService;
     if (app && app.selectGraphInPane && app.setNodeToReveal && app.curGraphCollections) {
@@ -483,6 +483,24 @@
     });
   }
 
+  // --- two panes side by side: each side panel narrower, the graph wider -----------------------------------------
+
+  const PANEL_SHARE = 0.3;  // of a pane's width, at least PANEL_MIN px (Model Explorer's own: 370 px however narrow)
+  const PANEL_MIN = 180;
+
+  function narrowPanels() {
+    const all = panes();
+    if (all.length < 2) return;
+    for (const p of all) {
+      const info = p.querySelector("info-panel");
+      if (!info || info.dataset.irtoolNarrowed) continue;  // once: the user's own resizing is kept
+      const width = Math.max(PANEL_MIN, Math.round(p.getBoundingClientRect().width * PANEL_SHARE));
+      if (width >= info.getBoundingClientRect().width) continue;
+      info.dataset.irtoolNarrowed = "1";
+      info.style.width = info.style.minWidth = `${width}px`;
+    }
+  }
+
   let pending = false;
   new MutationObserver(() => {
     if (pending) return;
@@ -493,6 +511,8 @@
       panes().forEach((p, pane) => index(shown(pane)[1]));  // fetched once a graph is shown, before a search
       sortSelector();
       expandLanes();
+      narrowPanels();
+      unitRow();
       opening();
       adjust();
     });
@@ -504,7 +524,7 @@
   const chosen = new Map();  // pane index -> the overlay (run name) a person chose there, or the one loaded last
   let changingGraph = false;
 
-  function patch(r, pane) {
+  function patch(r) {
     const app = r.appService;
     const edges = r.webglRendererEdgeOverlaysService;
     const proto = edges && Object.getPrototypeOf(edges);
@@ -531,18 +551,24 @@
         select(paneId, runId);
       };
       const changed = ndp.handleModelGraphInPaneChanged.bind(ndp);
+      const runsOf = ndp.getRunsForModelGraph.bind(ndp);
       ndp.handleModelGraphInPaneChanged = (graph, paneIndex) => {
-        // Model Explorer shows the first overlay with values for the graph: the one chosen instead, or none
+        // Model Explorer shows the first overlay with values for the graph: the one chosen instead, or none (a
+        // stand-in first, valueless run); one change of the overlay shown, as Model Explorer makes it (a second one
+        // raced with the graph's layout)
+        const name = chosen.has(paneIndex) ? chosen.get(paneIndex) : (IR.overlay || {})[graph.collectionLabel];
+        ndp.getRunsForModelGraph = (g) => {
+          const runs = runsOf(g);
+          const want = runs.find((x) => x.runName === name);
+          return runs.length ? [want || {runId: undefined, results: {[g.id]: null}, nodeDataProviderData: null},
+                                ...runs.filter((x) => x !== want)] : runs;
+        };
         changingGraph = true;
         try {
           changed(graph, paneIndex);
-          const runs = ndp.getRunsForModelGraph(graph);
-          const name = chosen.has(paneIndex) ? chosen.get(paneIndex) : (IR.overlay || {})[graph.collectionLabel];
-          const want = runs.find((x) => x.runName === name);
-          const paneId = app.panes()[paneIndex] && app.panes()[paneIndex].id;
-          if (paneId && runs.length) app.setSelectedNodeDataProviderRunId(paneId, want ? want.runId : undefined);
         } finally {
           changingGraph = false;
+          delete ndp.getRunsForModelGraph;
         }
       };
     }
@@ -740,14 +766,125 @@
     panes().forEach((p, pane) => {
       const r = renderer(pane);
       if (!r || !r.appService) return;
-      patch(r, pane);
+      patch(r);
       nameLinks(p, r);
       phaseBar(p, pane, r);
       legend(p, r);
     });
   }
 
-  // --- a folder's pictures ---------------------------------------------------------------------------
+
+  // --- a folder's time and memory beside the graphs ----------------------------------------------------------
+  // The bar's links open the pictures on a sheet below the graphs (a plain click; the link itself opens it in a
+  // tab): a unit of the timeline opens its first node in its stage graph, the memory peak its node; a stage graph's
+  // node says its unit of work and when it runs (the server's targets, `Model.targets`), which opens the timeline
+  // on that unit.
+
+  let targets = null;
+
+  function targetsOf() {
+    if (!targets) {
+      targets = (IR.targets || []).length ? fetch(IR.targets[0]).then((r) => (r.ok ? r.json() : null))
+        .catch(() => null) : Promise.resolve(null);
+    }
+    return targets;
+  }
+
+  const pictures = new Map();  // name -> its SVG text, fetched once
+  let sheet = null;
+
+  function showPicture(name, href, unit) {
+    if (!sheet) {
+      sheet = document.createElement("div");
+      sheet.className = "irtool-sheet";
+      sheet.addEventListener("click", onSheetClick);
+      document.body.append(sheet);
+    }
+    document.body.classList.add("irtool-with-sheet");
+    sheet.style.display = "block";
+    sheet.dataset.picture = name;
+    const text = pictures.get(name) || fetch(href).then((r) => r.text());
+    pictures.set(name, text);
+    return Promise.resolve(text).then((svg) => {
+      if (sheet.dataset.picture !== name) return;
+      const head = document.createElement("div");
+      head.className = "irtool-sheet-head";
+      for (const [other, link] of IR.pictures) {
+        const tab = document.createElement("a");
+        Object.assign(tab, {href: link, textContent: other, className: other === name ? "irtool-tab-on" : ""});
+        tab.addEventListener("click", (e) => { e.preventDefault(); showPicture(other, link); });
+        head.append(tab);
+      }
+      const hint = document.createElement("span");
+      hint.className = "irtool-sheet-hint";
+      hint.textContent = name === "timeline" ? "click a unit: its nodes in the stage graph" :
+        "click a peak: its node in the stage graph";
+      const close = document.createElement("a");
+      Object.assign(close, {href: "#", textContent: "close", className: "irtool-sheet-close"});
+      close.addEventListener("click", (e) => {
+        e.preventDefault();
+        sheet.style.display = "none";
+        document.body.classList.remove("irtool-with-sheet");
+      });
+      const picture = document.createElement("div");
+      picture.className = "irtool-sheet-picture";
+      picture.innerHTML = svg;  // irtool's own SVG, from this server
+      sheet.replaceChildren(head, picture);
+      head.append(hint, close);
+      if (unit) {
+        const g = picture.querySelector(`g.unit[data-stage="${unit[0]}"][data-unit="${unit[1]}"]`);
+        if (g) {
+          g.classList.add("irtool-current");
+          g.scrollIntoView({block: "nearest", inline: "center"});
+        }
+      }
+    });
+  }
+
+  function onSheetClick(e) {
+    const unit = e.target.closest && e.target.closest("g.unit");
+    const peak = e.target.closest && e.target.closest(".peak, .peak-label");
+    const stage = peak && peak.closest("g.stage");
+    if (!unit && !stage) return;
+    targetsOf().then((t) => {
+      const to = t && (unit ? t.units[`${unit.dataset.stage} ${unit.dataset.unit}`] : t.peaks[stage.dataset.stage]);
+      if (to) go(0, to[0], to[1], IR.models[0]);
+    });
+  }
+
+  function unitRow() {
+    // a stage graph's node: its unit of work and its time, a row of the panel opening the timeline on the unit
+    if (!(IR.targets || []).length) return;
+    panes().forEach((p, pane) => {
+      const [graph] = shown(pane);
+      const node = panelNode(p);
+      const table = p.querySelector("info-panel .attrs-table-container table, info-panel table.info-attrs");
+      if (!graph || !node || !table) return;
+      const old = p.querySelector("tr.irtool-unit");
+      if (old && old.dataset.for === `${graph}\u0000${node}` && old.isConnected) return;
+      targetsOf().then((t) => {
+        const row = t && t.nodes[graph] && t.nodes[graph][node];
+        const now = p.querySelector("tr.irtool-unit");
+        if (panelNode(p) !== node) return;
+        if (now) now.remove();
+        if (!row) return;
+        const tr = document.createElement("tr");
+        tr.className = "irtool-unit";
+        tr.dataset.for = `${graph}\u0000${node}`;
+        const key = document.createElement("td");
+        key.className = "key";
+        key.textContent = "unit of work";
+        const value = document.createElement("td");
+        value.className = "value irtool-link";
+        value.textContent = `${row[0]}, ${row[1]}`;
+        value.title = `open the timeline on ${row[0]} of stage ${row[2]}`;
+        const timeline = (IR.pictures || []).find(([name]) => name === "timeline");
+        value.onclick = () => timeline && showPicture("timeline", timeline[1], [row[2], row[0]]);
+        tr.append(key, value);
+        (table.tBodies[0] || table).prepend(tr);
+      });
+    });
+  }
 
   if ((IR.pictures || []).length) {
     const bar = document.createElement("div");
@@ -755,9 +892,38 @@
     for (const [name, href] of IR.pictures) {
       const a = document.createElement("a");
       Object.assign(a, {href, target: "_blank", rel: "noopener", textContent: name});
+      a.addEventListener("click", (e) => {
+        if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;  // a tab, as asked
+        e.preventDefault();
+        showPicture(name, href);
+      });
       bar.append(a);
     }
     document.body.append(bar);
+  }
+
+  // --- the page's first lines: two configurations' change and the colours of why an operator changed ---------------
+
+  for (const h of IR.headlines || []) {
+    const top = document.createElement("div");
+    top.className = "irtool-headline";
+    h.lines.forEach((text, i) => {
+      const line = document.createElement("div");
+      line.className = i ? "irtool-headline-line" : "irtool-headline-first";
+      line.textContent = text;
+      top.append(line);
+    });
+    for (const [colour, text] of h.legend) {
+      const key = document.createElement("span");
+      key.className = "irtool-headline-key";
+      const swatch = document.createElement("span");
+      swatch.className = "irtool-swatch";
+      swatch.style.background = colour;
+      key.append(swatch, text);
+      top.append(key);
+    }
+    document.body.prepend(top);
+    document.body.classList.add("irtool-with-headline");
   }
 
   window.irtool = {openNode: go, index, search};  // for tests and the console
