@@ -381,3 +381,22 @@ def test_step_parallel_end_chains_have_no_slice_shapes() -> None:
     assert facts.chains and all(c.consumer is not None for c in facts.chains)
     ends = [e for c in facts.chains for e in (c.producer, c.consumer) if e is not None]
     assert all(e.slice_shape is None and e.split is None for e in ends)
+
+
+def test_folder_tables_from_each_stage_first_rank_without_a_second_read() -> None:
+    # inference_pp_4p_m2: 2 stages of 2 ranks (manifest.json: device_num 4, pipeline_stages 2); ranks 0 and 2 are their
+    # stages' lowest (rank 1 shares a group with 0, rank 3 with 2): their digests keep the tables the folder shows
+    # (issue 42: an LLM folder of one rank per stage was read twice), the others' do not, and no rank is read again
+    from irtool.dumpdir import RankFile
+    from irtool.report.summary import dir_summary, rank_digest
+    from irtool.selection import Selection
+
+    path = str(F / "inference_pp_4p_m2")
+    digests = [rank_digest(RankFile(r, f)) for r, f in sorted(Selection.of(path).files.items())]
+    assert [(d.rank, d.kept) for d in digests] == [(0, True), (1, False), (2, True), (3, False)]
+    read_again: list = []
+    folder = dir_summary(path, digests, fetch=lambda files: read_again.extend(files) or [])
+    assert read_again == []
+    assert [[a.ranks for a in s.answers] for s in folder.stages] == [[[0, 1]], [[2, 3]]]
+    assert folder.stages[0].answers[0].strategies == digests[0].strategies != []
+    assert not any(r.kept or r.strategies for r in folder.rows)  # the rows spilled without the tables
