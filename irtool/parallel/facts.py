@@ -325,20 +325,37 @@ def _evidence(t: NodeFacts, n: Node) -> Phase | None:
 
 def _graph_phases(t: NodeFacts) -> dict[str, Phase]:
     """The phase of each subgraph every call of which is in one phase (a lazy-inline bprop graph is
-    called only from backward call nodes); the entry graph and graphs called in several phases have none."""
+    called only from backward call nodes); of a closure no node calls by name (a lazy-inline cell's bprop,
+    `Partial(@...bprop...)` returned to its forward call's caller and called as `%64(...)`), backward when
+    its nodes' own evidence says backward (gpt_small_dp2mp2pp2_lazyinline rank_0 validate
+    line 1270 binds the DecoderLayer's bprop: 85 nodes in `Gradients/` scope, 18 plumbing nodes saying
+    nothing). The entry graph and graphs called in several phases have none."""
     sites = t.get("calls").sites
     out: dict[str, Phase | None] = {}
 
     def of(graph: str, seen: frozenset[str]) -> Phase | None:
         if graph in out:
             return out[graph]
-        if graph == t.dump.entry or graph in seen or not sites.get(graph):
+        if graph == t.dump.entry or graph in seen:
             return None
+        if not sites.get(graph):
+            out[graph] = found = _closure_phase(t, graph)
+            return found
         phases = {t("evidence", s) or of(s.graph, seen | {graph}) or "forward" for s in sites[graph]}
         out[graph] = found = phases.pop() if len(phases) == 1 else None
         return found
 
     return {g.name: ph for g in t.dump.subgraphs if (ph := of(g.name, frozenset())) is not None}
+
+
+def _closure_phase(t: NodeFacts, graph: str) -> Phase | None:
+    """Backward for a graph only bound (`Partial`), never called by name, whose nodes' own evidence says
+    backward and, besides, at most recompute (a recomputed copy runs in the backward: dryrun_llama_dp2mp2pp2
+    rank_4 validate line 5615 binds the model's bprop, 256 backward nodes and 164 copies); else None."""
+    if not t.get("calls").bound.get(graph):
+        return None
+    said = {t("evidence", n) for n in t.get("by_key")[graph].values()} - {None}
+    return "backward" if "backward" in said and said <= {"backward", "recompute"} else None
 
 
 def _phase(t: NodeFacts, n: Node) -> Phase:
@@ -545,7 +562,7 @@ PASSES: tuple[Pass, ...] = (
                                                "param_shapes", "by_key", "evidence"), "node", _own_category),
     Pass("exchange steps", ("exchange",), ("own_category", "kind", "silent", "node_index"), "node", _exchange),
     Pass("categories", ("category",), ("own_category", "exchange"), "node", _category),
-    Pass("graph phases", ("graph_phases",), ("evidence", "calls"), "dump", _graph_phases),
+    Pass("graph phases", ("graph_phases",), ("evidence", "calls", "by_key"), "dump", _graph_phases),
     Pass("phases", ("phase",), ("category", "exchange", "evidence", "graph_phases"), "node", _phase),
     Pass("micro batches", ("micro",), ("forward", "by_key", "kind"), "column", _micro),
     Pass("chunks", ("chunk",), ("forward",), "node", _chunk),

@@ -148,12 +148,13 @@ def compute_memory(t: NodeFacts, micro_batches: int | None = None) -> MemoryFact
     for_recompute: set[Node] = set()
     recomputed: dict[Node, None] = {}  # recomputed copies' outputs a backward node reads
     has_backward = False
-    backward_graphs = {g.name for g in dump.subgraphs if any(t("phase", n) == "backward" for n in g.nodes)}
+    graph_phases = t.get("graph_phases")
     for n in dump.nodes():
         ph = t("phase", n)
-        # a backward operator, or a call (or closure) of a backward subgraph (cell reuse / lazy inline);
-        # a recomputed copy keeps the forward outputs it reads (its segment's inputs) until it runs
-        reads_back = ph == "backward" or any(c in backward_graphs for c in (*n.called_graphs, n.bound_graph))
+        # a backward operator, or a call (or closure) of a subgraph run in the backward only (cell reuse, a lazy
+        # inline bprop's `Partial` keeping the forward values it is given); a recomputed copy keeps the forward
+        # outputs it reads (its segment's inputs) until it runs
+        reads_back = ph == "backward" or any(graph_phases.get(c) == "backward" for c in (*n.called_graphs, n.bound_graph))
         if not reads_back and ph != "recompute":
             continue
         has_backward |= reads_back
