@@ -146,7 +146,7 @@
     return g ? g.id : null;
   }
 
-  function openNode(pane, graphId, nodeId, label, retries = 12) {  // looked at for 18 s (a loaded machine lays out late)
+  function openNode(pane, graphId, nodeId, label, retries = 9) {  // looked at for about a minute (see `ensure`)
     const r = renderer(pane);
     const app = r && r.appService;
     if (app && app.selectGraphInPane && app.setNodeToReveal && app.curGraphCollections) {
@@ -180,7 +180,7 @@
     openNode(pane, graphId, nodeId, label);
   }
 
-  function ensure(pane, graphId, nodeId, label, tries) {
+  function ensure(pane, graphId, nodeId, label, tries, wait = 1500) {
     // Model Explorer drops a reveal a layout running then (a search cleared, an overlay shown) undoes, and may
     // draw the graph a pane showed before when that one's late layout comes in after: asked again while the pane
     // shows the graph with nothing selected, or another graph with nothing being laid out (never once another
@@ -192,8 +192,9 @@
       const there = shown(pane)[0] === graphId;
       if (there && (!nodeId || r.selectedNodeId)) return;
       if (there || !(app.processing && app.processing())) openNode(pane, graphId, nodeId, label, 0);
-      ensure(pane, graphId, nodeId, label, tries - 1);
-    }, 1500);
+      // less and less often: asking again restarts a layout, which a loaded machine runs late
+      ensure(pane, graphId, nodeId, label, tries - 1, Math.min(wait * 2, 8000));
+    }, wait);
   }
 
   // --- search across graphs ---------------------------------------------------------------------
