@@ -98,6 +98,9 @@ def test_operator_time_is_the_roofline_at_the_efficiency_of_its_size() -> None:
     assert op_seconds(p, "BatchMatMul", 3_000_000_000, "BFloat16", None) == pytest.approx(3e9 / (989.4e12 * e))
     # a memory-bound operator: its bytes over HBM 3.35 TB/s x 0.9
     assert op_seconds(p, "TopK", 0, "Float16", 1 << 20) == pytest.approx((1 << 20) / (3.35e12 * 0.9))
+    # both at once: fc1 reads (16, 64) and (64, 128) and writes (16, 128) Float32, (1,024 + 8,192 + 2,048) x 4 =
+    # 45,056 B: 14.9 ns of HBM against 4.4 ns of arithmetic overlap (the roofline's max), never add up
+    assert op_seconds(p, "MatMul", 262_144, "Float32", 45_056) == pytest.approx(45_056 / (3.35e12 * 0.9))
 
 
 def test_a_collective_takes_the_tier_its_group_spans() -> None:
