@@ -163,12 +163,17 @@ def test_each_ranks_peak_beside_its_stage_in_the_folder_json() -> None:
     folder = FIXTURES / "dryrun_llama_dp2mp2pp2"
     used = {int(r): v["memory_block_csv_max_actual_used_B"]
             for r, v in json.loads((folder / "dryrun.json").read_text()).items()}
-    rows = json.loads(CliRunner().invoke(main, ["summarize", str(folder), "--cost", "--format", "json"]).stdout)["ranks"]
+    doc = json.loads(CliRunner().invoke(main, ["summarize", str(folder), "--cost", "--format", "json"]).stdout)
+    rows = doc["ranks"]
     assert [list(r)[:4] for r in rows] == [["rank", "file", "stage", "peak_bytes"]] * 2
     for r in rows:
         assert abs(r["peak_bytes"] - used[r["rank"]]) <= 0.03 * used[r["rank"]]
+    # and each stage's row says the same peak, of the rank it was walked on
+    assert [(s["stage"], s["peak_rank"], s["peak_bytes"]) for s in doc["stages"]] == \
+        [(r["stage"], r["rank"], r["peak_bytes"]) for r in rows]
     pipe = CliRunner().invoke(main, ["summarize", str(FIXTURES / "pipeline_2stage_8p"), "--cost", "--format", "json"])
     peaks = {r["rank"]: r["peak_bytes"] for r in json.loads(pipe.stdout)["ranks"]}
     assert [r for r, p in peaks.items() if p is not None] == [0, 4] and all(p is None or p > 0 for p in peaks.values())
     plain = CliRunner().invoke(main, ["summarize", str(folder), "--format", "json"])
     assert "peak_bytes" not in json.loads(plain.stdout)["ranks"][0]
+    assert "peak_bytes" not in json.loads(plain.stdout)["stages"][0]

@@ -268,12 +268,20 @@ class DirSummary:
                     **({"strategy_misfits": [m.as_dict() for m in r.misfits]} if r.misfits else {})}
 
         ranks = Records(len(self.rows), lambda: map(row, self.rows))
-        stages = [{"stage": s.stage, "ranks": s.ranks, "comm_totals": s.totals.as_dict(),
+        stages = [{"stage": s.stage, "ranks": s.ranks, **self._peak(s.stage), "comm_totals": s.totals.as_dict(),
                    "traffic": s.traffic.as_dict(), "groups": s.groups,
                    "answers": [a.as_dict() for a in s.answers]} for s in self.stages]
         return {"schema": SCHEMA, "path": self.path, "stage": self.stage, "job": self.job.as_dict(), "ranks": ranks,
                 "stages": stages, "send_receive_matrix": [e.as_dict() for e in self.matrix],
                 "unpaired": self.unpaired.as_dict()}
+
+
+    def _peak(self, stage: int) -> dict[str, Any]:
+        """`--cost`: the stage's peak, walked on its lowest rank measured (the `peak_bytes` of that rank's row)."""
+        if not self.costs:
+            return {}
+        c = self.costs.get(stage)
+        return {"peak_bytes": None if c is None else c.peak_bytes, "peak_rank": None if c is None else c.rank}
 
 
 def _add_tallies(into: dict[str, Tally], rows: dict[str, Tally]) -> None:
