@@ -177,3 +177,8 @@ def test_each_ranks_peak_beside_its_stage_in_the_folder_json() -> None:
     plain = CliRunner().invoke(main, ["summarize", str(folder), "--format", "json"])
     assert "peak_bytes" not in json.loads(plain.stdout)["ranks"][0]
     assert "peak_bytes" not in json.loads(plain.stdout)["stages"][0]
+    # a folder of no pipeline (stage null): its one stage row names rank 0's peak, near dryrun.json's
+    mlp = FIXTURES / "dryrun_mlp_8p"
+    used = json.loads((mlp / "dryrun.json").read_text())["0"]["memory_block_csv_max_actual_used_B"]
+    (row,) = json.loads(CliRunner().invoke(main, ["summarize", str(mlp), "--cost", "--format", "json"]).stdout)["stages"]
+    assert row["stage"] is None and row["peak_rank"] == 0 and abs(row["peak_bytes"] - used) <= 0.03 * used

@@ -276,11 +276,11 @@ class DirSummary:
                 "unpaired": self.unpaired.as_dict()}
 
 
-    def _peak(self, stage: int) -> dict[str, Any]:
+    def _peak(self, stage: int | None) -> dict[str, Any]:
         """`--cost`: the stage's peak, walked on its lowest rank measured (the `peak_bytes` of that rank's row)."""
         if not self.costs:
             return {}
-        c = self.costs.get(stage)
+        c = self.costs.get(selected_stage(stage))
         return {"peak_bytes": None if c is None else c.peak_bytes, "peak_rank": None if c is None else c.rank}
 
 
