@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 from .cost import ATTENTION, SEQUENCE_DIM, attention_layout
 from .model_dims import ModelDims, ffn_size, heads, kv_heads, model_dims
-from .params import WEIGHT_VALUE, layer_index
+from .params import WEIGHT_VALUE, follow_value, layer_index
 from .records import CommNode, Strategy, _as_dict
 from .rules import MIRRORS
 from .table import Pass
@@ -345,21 +345,14 @@ def _weight_input(n: Any, index: int, local: dict, params: Any) -> bool:
     activation: a lazy-inline layer's weights come in as its graph's parameters and are loaded there), through what
     passes a weight's value on (casts, the optimizer-parallel gather of its shard, before autodiff a mirror or
     `_VirtualAssignAdd`)."""
-    for _ in range(8):
-        ins = n.inputs
-        ref = ins[index].ref if len(ins) > index else None
-        index = 0
-        if ref is None:
-            return False
-        if ref.kind != "node":
-            return params.name_of(ref.name) is not None
-        src = local.get(ref.name)
-        if src is None or not (src.op in WEIGHT_VALUE or src.op in MIRRORS or src.op.startswith("_Virtual")):
-            return False
-        if src.op == "Load":
-            return True
-        n = src
-    return False
+    ref, src = follow_value(n, index, local, _passes_weight_on)
+    if src is not None:
+        return src.op == "Load"
+    return ref is not None and ref.kind != "node" and params.name_of(ref.name) is not None
+
+
+def _passes_weight_on(n: Any) -> bool:
+    return n.op != "Load" and (n.op in WEIGHT_VALUE or n.op in MIRRORS or n.op.startswith("_Virtual"))
 
 
 def _sequence_split(t: Any, file: str, comm: list[CommNode]) -> Sizes:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..ir import Dump, Node
-from .params import WEIGHT_VALUE, layer_index, param_name
+from .params import WEIGHT_VALUE, follow_value, layer_index, param_name
 from .rules import COMM_OPS
 
 Seen = tuple[int | None, str]  # a value and where the dump shows it, or None and why it is unknown
@@ -246,19 +246,10 @@ def _weight(n: Node, local: dict[str, Node], params: Any, index: int = 0) -> str
     """The parameter input `index` of `n` is the value of, through what passes a weight's value on (a Load, Cast,
     Depend, the optimizer-parallel AllGather of its shard): the header name, or the name of the graph's own parameter
     a call passes it in as (`▸CR_model.tok_embeddings.embedding_weight` in a cell-reuse graph)."""
-    for _ in range(8):
-        ins = n.inputs
-        ref = ins[index].ref if len(ins) > index else None
-        index = 0
-        if ref is None:
-            return None
-        if ref.kind in ("param", "free"):
-            return params.name_of(ref.name) or param_name(ref.name)
-        src = local.get(ref.name) if ref.kind == "node" else None
-        if src is None or src.op not in WEIGHT_VALUE:
-            return None
-        n = src
-    return None
+    ref, _ = follow_value(n, index, local, lambda s: s.op in WEIGHT_VALUE)
+    if ref is None or ref.kind not in ("param", "free"):
+        return None
+    return params.name_of(ref.name) or param_name(ref.name)
 
 
 def weight_splits(t: Any) -> dict[str, tuple[int, ...]]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..ir import Dump, Node, Ref
 
@@ -30,6 +30,24 @@ _LAYER = re.compile(r"(?:^|\.)(\d+)\.")
 _THROUGH = frozenset({"Load", "Depend", "TensorMove", "Cast"})  # pass a parameter's value on
 # ... and the optimizer-parallel gathers of a sharded weight: what a weight's value is still the weight after
 WEIGHT_VALUE = _THROUGH | frozenset({"AllGather", "_MicroStepAllGather", "_MiniStepAllGather"})
+
+
+def follow_value(n: Node, index: int, local: dict[str, Node],
+                 through: Callable[[Node], bool]) -> tuple[Ref | None, Node | None]:
+    """Where input `index` of `n` comes from, followed up the first inputs of the nodes `through` accepts (what passes a
+    value on; at most 8): the reference it stops at (not a node's: a parameter's, a free variable's...) and the node
+    it stops at, when a node of the graph (`local`) `through` does not accept; (None, None) where no input is."""
+    for _ in range(8):
+        ins = n.inputs
+        ref = ins[index].ref if len(ins) > index else None
+        index = 0
+        if ref is None or ref.kind != "node":
+            return ref, None
+        src = local.get(ref.name)
+        if src is None or not through(src):
+            return ref, src
+        n = src
+    return None, None
 
 
 _PICK = frozenset({"TupleGetItem", "tuple_getitem"})
