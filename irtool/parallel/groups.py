@@ -8,8 +8,9 @@ from ..ir import Node
 from .peer import hashed_members
 from .records import Group
 
-GATHERS = frozenset({"AllGather", "AllGatherV", "_HostAllGather", "InnerCommAllGather", "_MicroStepAllGather",
-                     "_MiniStepAllGather"})
+# the gathers (rules.py reads these: it imports this module, so they are stated here)
+STEP_GATHERS = frozenset({"_MicroStepAllGather", "_MiniStepAllGather"})
+GATHERS = frozenset({"AllGather", "AllGatherV", "_HostAllGather", "InnerCommAllGather"}) | STEP_GATHERS
 
 
 def ranks_of(pa: dict[str, Any]) -> tuple[int, ...] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..ir import Node
-from .groups import ranks_of
+from .groups import GATHERS, STEP_GATHERS, ranks_of
 from .records import Category, FileKind
 from .stage import as_int
 
@@ -23,9 +23,7 @@ COMM_OPS = frozenset({
     "_MicroStepAllGather", "_MiniStepAllGather", "_HostAllGather", "_HostReduceScatter",
 })
 MIRRORS = frozenset({"_MirrorOperator", "_MirrorMicroStepOperator", "_MirrorMiniStepOperator"})
-STEP_GATHERS = frozenset({"_MicroStepAllGather", "_MiniStepAllGather"})
 P2P = frozenset({"Send", "Receive", "BatchISendIRecv", "CollectivePermute", "InnerCommIsend", "InnerCommIrecv"})
-GATHERS = frozenset({"AllGather", "AllGatherV", "_HostAllGather", "InnerCommAllGather"}) | STEP_GATHERS
 EXCHANGES = frozenset({"NeighborExchange", "NeighborExchangeV2", "BatchISendIRecv", "CollectivePermute"})
 PIPE_KEYS = frozenset({"pipeline_begin", "pipeline_end", "micro", "stage", "chunk", "src_rank", "dest_rank"})
 # Attributes FlashAttentionScore puts on the p2p it generates for sequence/context parallelism (ring
