@@ -303,7 +303,7 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
     def build() -> list[dict[str, Any]]:
         ranks = drawn()
         pipe = pipeline_graph(ranks, folder=[r for r in sel.files if r is not None], unreadable=sel.unreadable)
-        return [pipe, execution_graph(ranks, times=_unit_times(played()))] + [
+        return [pipe, execution_graph(ranks, sel.job(), times=_unit_times(played()))] + [
             g for r in picked for g in r.graphs(part_size)]
 
     return Model(label, build, _overlays(picked, drawn), sorting="name_asc", first_graph="pipeline",
