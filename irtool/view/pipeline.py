@@ -281,8 +281,7 @@ def execution_graph(ranks: list[StageRank], job: Job, graph_id: str = LANES[1], 
                            "order": ("fixed by the dependencies" if o.fixed else f"not fixed: {o.why or o.schedule}")
                            + f", read in {_order_text(o)}",
                            "units": str(len(o.units)),
-                           "micro batches in flight": in_flight_figure(in_flight(
-                               o, r.facts.stage, job.pipeline_stages, job.micro_batches, job.training)),
+                           "micro batches in flight": in_flight_figure(in_flight(o, r.facts.stage, job)),
                            **r.figures}
         mine = {c.node: c for c in r.facts.comm}
         of_hop = hop_units(t)
