@@ -82,3 +82,5 @@ def test_folded_micro_batches_in_flight_per_segment() -> None:
         assert line.startswith(f"  stage {s}: micro batches in flight: 4 on segment 0, 4 on segment 1 (")
         assert "a micro batch on one segment holds 1/2 of its activations" in line and " chunk" not in line
     assert "Advice: cannot advise: 2 segments per stage: a split per segment is not searched" in out
+    # the schedule: all 8 units forward (4 micro batches on 2 segments) before any backward
+    assert sum(x.startswith("every forward before any backward, 2 segments: GPipe", 9) for x in out) == 2

@@ -219,7 +219,8 @@ def test_folded_pipeline_runs_every_forward_first() -> None:
     assert o.fixed and o.chunks == [0, 1]
     assert " ".join(o.work) == ("F0.c0 F1.c0 F2.c0 F3.c0 F0.c1 F1.c1 F2.c1 F3.c1 "
                                 "B0.c1 B1.c1 B2.c1 B3.c1 B0.c0 B1.c0 B2.c0 B3.c0")
-    assert o.schedule.startswith("every forward before any backward, 2 chunks") and o.in_flight == 4
+    # its Sends print `segment`, no `chunk` (make.py: pipeline_segments=2): segments, not interleaved chunks
+    assert o.schedule.startswith("every forward before any backward, 2 segments") and o.in_flight == 4
 
 
 def test_inference_stage_1_is_not_ordered() -> None:

@@ -45,7 +45,8 @@ Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, gra
 copies, graph_phases, comm_nodes, kernel (the dump is a kernel graph), kernels (a kernel graph's kernels in
 execution order and its streams: `kernels.Kernels`, None for other dumps),
 silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), stage_chunks (the chunks the
-stage's work runs, [] with one: `order.stage_chunks`), order (the stage's units
+stage's work runs, [] with one: `order.stage_chunks`), folded (they are a folded pipeline's segments:
+`order.stage_folded`), order (the stage's units
 of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
 parameters (which header parameter each reference names, who reads it: `params.Params`), layer_flow (the `layer`
 column and where each forward node of no layer is: `params.LayerFlow`),
@@ -74,7 +75,7 @@ from .kernels import kernels, stream_of
 from .lifetime import lifetimes
 from .links import node_index, ordered_with
 from .operators import operator_keys, operator_params, placements
-from .order import build_order, stage_chunks, units
+from .order import build_order, stage_chunks, stage_folded, units
 from .params import Params, layer_flow, param_shapes, parameters
 from .records import FileKind, Phase, Strategy
 from .roles import param_roles
@@ -581,7 +582,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("kernels", ("kernels",), ("kernel", "kind", "stream", "micro", "phase"), "dump", kernels),
     Pass("stage chunks", ("stage_chunks",), ("micro", "kind", "phase", "chunk"), "dump", stage_chunks),
     Pass("units of work", ("unit",), ("stage_chunks", "micro", "kind", "phase", "chunk"), "column", units),
-    Pass("order", ("order",), ("kernel", "by_key", "kind", "unit", "stage_chunks", "comm", "stage_info"), "dump",
+    Pass("folded", ("folded",), ("comm",), "dump", stage_folded),
+    Pass("order", ("order",), ("kernel", "by_key", "kind", "unit", "stage_chunks", "comm", "stage_info", "folded"), "dump",
          build_order),
     Pass("layer flow", ("layer_flow",), ("parameters", "phase", "forward"), "dump", layer_flow),
     Pass("layers", ("layer",), ("layer_flow",), "column", _layer),

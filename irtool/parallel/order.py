@@ -200,6 +200,14 @@ def stage_chunks(t: NodeFacts) -> list[int]:
     return chunks if len(chunks) > 1 else []
 
 
+def stage_folded(t: NodeFacts) -> bool:
+    """The `folded` pass: whether the stage's chunks are a folded pipeline's segments (its pipeline Send/Receive print
+    `segment` and no `chunk`: `pipeline_segments`), not an interleaved pipeline's model chunks (the job's `folded`, the
+    order's schedule, read this)."""
+    hops = [c for c in t.column("comm").values() if c.category == "pipeline" and c.segment is not None]
+    return any(c.chunk is None for c in hops)
+
+
 def units(t: NodeFacts) -> dict[Node, UnitKey]:
     """The `unit` pass: the unit of work each node runs in (`UnitKey`: F or B, micro batch, chunk) — the forward
     or the backward (recompute included) of its micro batch, on its chunk when the stage runs several; nodes of
@@ -281,7 +289,7 @@ def build_order(t: NodeFacts) -> StageOrder:
     if why:
         return StageOrder(info.stage, order, False, f"this pass does not fix the order ({why})", None, chunks,
                           placed, of_hop, why, launched=launched)
-    schedule, warmup = classify([u.phase for u in order], chunks)
+    schedule, warmup = classify([u.phase for u in order], chunks, "segment" if t.get("folded") else "chunk")
     return StageOrder(info.stage, order, True, schedule, warmup, chunks, placed, of_hop, launched=launched)
 
 
@@ -329,13 +337,13 @@ def _place(hops: list[tuple[CommNode, int]], order: list[UnitKey], units: dict[s
     return out if len(out) == len(hops) else [hops[i][0] for i in ranked]  # a cycle: a malformed graph
 
 
-def classify(phases: list[str], chunks: list[int]) -> tuple[str, int | None]:
+def classify(phases: list[str], chunks: list[int], part: str = "chunk") -> tuple[str, int | None]:
     """Name the schedule of units in execution order (`F`/`B` each): forward only (inference), GPipe
     (every forward before any backward), 1F1B (k forward, then backward and forward alternating, then
     the remaining backward), interleaved (more than one chunk) or other; and the warm-up (forward
-    units before the first backward)."""
+    units before the first backward). `part`: what the chunks are (`segment` of a folded pipeline)."""
     n_f = phases.count("F")
-    chunked = f", {len(chunks)} chunks" if chunks else ""
+    chunked = f", {len(chunks)} {part}s" if chunks else ""
     if n_f == len(phases):
         return f"forward only (no backward: inference){chunked}", None
     warmup = phases.index("B")
