@@ -44,7 +44,8 @@ CONFIGS = {"dryrun_llama_dp2mp2pp2": P.Candidate(2, 2, 2, 4, True, True, 8),
            "dryrun_llama_opt_shard_off": P.Candidate(2, 2, 2, 4, True, False, 8),
            "dryrun_llama_dp2mp2pp2_b2": P.Candidate(2, 2, 2, 4, True, True, 16),
            "dryrun_llama_dp2mp2pp2_l6": P.Candidate(2, 2, 2, 4, True, True, 8, num_layers=6),
-           "dryrun_llama_dp1mp4pp2_b2": P.Candidate(1, 4, 2, 4, True, True, 8)}
+           "dryrun_llama_dp1mp4pp2_b2": P.Candidate(1, 4, 2, 4, True, True, 8),
+           "dryrun_llama_dp2mp1pp4_m6": P.Candidate(2, 1, 4, 6, True, True, 12)}
 # compile-only (fake-CUDA, ../shared/tools/mindformers-dump) compiles of the same Llama: no dry run, so no peak
 COMPILES = {"mindformers_llama_dp2mp2pp2_l8": P.Candidate(2, 2, 2, 4, True, True, 8, num_layers=8),
             "mindformers_llama_pp4": P.Candidate(1, 2, 4, 8, True, True, 8, num_layers=8),

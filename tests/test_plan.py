@@ -88,7 +88,9 @@ def test_pipeline_traffic_per_boundary(basis: P.Basis) -> None:
     ("dryrun_llama_dp2mp2pp2_l6", P.Candidate(2, 2, 2, 4, True, True, 8, num_layers=6)),
     # its working sets' tensors split by dp only grow with the batch and do not shrink with mp; it peaks in a backward
     # of the last stage where the compile peaks in the loss; unsharded, the weights' compute copies stay all step
-    ("dryrun_llama_dp1mp4pp2_b2", P.Candidate(1, 4, 2, 4, True, True, 8))])
+    ("dryrun_llama_dp1mp4pp2_b2", P.Candidate(1, 4, 2, 4, True, True, 8)),
+    # two middle stages scaled from the first (no embedding), no tensor parallelism, 6 micro batches over 4 stages
+    ("dryrun_llama_dp2mp1pp4_m6", P.Candidate(2, 1, 4, 6, True, True, 12))])
 def test_peak_within_5_percent_of_the_dry_run(basis: P.Basis, folder: str, cand: P.Candidate) -> None:
     p = P.plan(basis, [cand])[0]
     ranks = sorted(int(r) for r in json.loads((FIX / folder / "dryrun.json").read_text()))
