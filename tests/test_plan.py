@@ -343,3 +343,20 @@ def test_a_rank_that_cannot_be_read_is_said_beside_the_plan(tmp_path: Path) -> N
     r = CliRunner().invoke(main, ["plan", str(tmp_path), "--hardware", "none"])
     assert r.exit_code == 2
     assert "Smallest peak" in r.output and "rank_5/19_validate_0089.ir:" in r.output and "expected '}'" in r.output
+
+
+def test_offsets_moving_several_layers_are_ranked(basis: P.Basis) -> None:
+    """With 8 layers over 2 stages (4 each) the table holds the splits moving 1 and 2 layers between the stages (up
+    to half a stage's; never emptying one), the 2-layer moves with all or no layers recomputed; each predicted as
+    `--only offset=` predicts it, its weights by hand from make.py's sizes (dp1 x mp4: no optimizer shard)."""
+    cands = P.candidates(basis, num_layers=8)
+    offs = {c.offset for c in cands}
+    assert {(1, -1), (-1, 1), (2, -2), (-2, 2)} <= offs and (3, -3) not in offs
+    assert all(c.recompute_counts is None for c in cands if c.offset in ((2, -2), (-2, 2)))
+    c = next(c for c in cands if (c.dp, c.mp, c.micro, c.offset, c.recompute) == (1, 4, 4, (2, -2), True))
+    got = P.plan(basis, [c])[0]
+    assert got.offset == [2, -2] and [s.layers for s in got.stages] == [list(range(6)), [6, 7]]
+    alone = P.plan(basis, [P.Candidate(1, 4, 2, 4, True, True, c.global_batch, (2, -2), None, 8)])[0]
+    assert [s.figures["peak_bytes"].value for s in got.stages] == [s.figures["peak_bytes"].value for s in alone.stages]
+    assert [s.figures["weight"].value for s in got.stages] == \
+        [((V * H + 6 * LAYER_SPLIT) // 4 + 6 * NORMS) * 4, ((2 * LAYER_SPLIT + V * H) // 4 + 2 * NORMS + H) * 4]

@@ -449,8 +449,12 @@ def candidates(b: Basis, devices: int | None = None, global_batch: int | None = 
             micros = sorted({b.micro, *micro} | ({pp, 2 * pp, 4 * pp} if pp > 1 else {1}))
             for m in micros:
                 for os_ in ((True, False) if dp > 1 else (False,)):
+                    even = offsets(Candidate(1, 1, pp, pp, False, False, 1), num_layers or b.layers)
                     for off in _offsets(num_layers or b.layers, pp):
-                        for rc in _recomputes(num_layers or b.layers, pp, off, b.recompute):
+                        rcs = _recomputes(num_layers or b.layers, pp, off, b.recompute)
+                        if off is not None and max(abs(x - y) for x, y in zip(off, even)) > 1:
+                            rcs = rcs[:2]  # several layers moved: all or none recomputed (not every first k)
+                        for rc in rcs:
                             c = Candidate(dp, mp, pp, m, bool(rc) if isinstance(rc, bool) else any(rc), os_,
                                           gb, off, None if isinstance(rc, bool) else rc, num_layers)
                             if not out or not _same(b, c, now):
@@ -459,19 +463,24 @@ def candidates(b: Basis, devices: int | None = None, global_batch: int | None = 
 
 
 def _offsets(layers: int, pp: int) -> list[tuple[int, ...] | None]:
-    """The even split (None), and each split moving one layer between neighbouring stages of it."""
+    """The even split (None), and each split moving k layers between neighbouring stages of it: one layer at every
+    boundary; up to half a stage's layers at the boundaries of the first and last stages (the embedding's and the
+    head's, where a stage's own working sets weigh: MindFormers' `offset` of large models moves several layers off
+    them), the giver keeping one at least."""
     if pp == 1 or layers < pp:
         return [None]
     even = offsets(Candidate(1, 1, pp, pp, False, False, 1), layers)
     out: list[tuple[int, ...] | None] = [None]
     base = layers // pp
     for s in range(pp - 1):
+        most = max(1, base // 2) if s in (0, pp - 2) else 1
         for give, take in ((s, s + 1), (s + 1, s)):
-            o = list(even)
-            o[give] -= 1
-            o[take] += 1
-            if base + o[give] >= 1:
-                out.append(tuple(o))
+            for k in range(1, most + 1):
+                o = list(even)
+                o[give] -= k
+                o[take] += k
+                if base + o[give] >= 1:
+                    out.append(tuple(o))
     return out
 
 
