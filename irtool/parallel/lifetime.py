@@ -21,9 +21,10 @@ place it is printed. Communication runs on streams of its own: a `Send`'s input 
 next `Send` or `Receive` runs, a collective's inputs until the first kernel reading its result runs (the
 compute stream waits for it there).
 
-What scales with the configuration (`Lifetimes.shares`, read by the plan): each kernel output is marked with
-whether it is made from the step's input (the data: it grows with the micro-batch size) and into how many
-pieces its whole tensor is split (`_pieces`): the whole shape the parallel pass prints over the rank's
+What scales with the configuration (`Lifetimes.points`, `recompute_shares`: read by the plan, docs/plan.md
+"What splits a working set's tensor"): each kernel output is marked with whether it is made from the step's
+data (the input, or what a Receive brings: it grows with the micro-batch size) and into how many pieces its
+whole tensor is split (`_pieces`): the whole shape the parallel pass prints over the rank's
 (`origin_output_shape` of a forward operator), else its strategy's (the largest split of an input of the
 output's rank: an elementwise operator's output is split as its inputs), else the pieces of what it reads of
 as many elements (a Cast, Reshape or collective passes its input's layout on); unknown otherwise.
@@ -245,7 +246,7 @@ class _Walk:
         self.static = 0
         self.waits: dict[int, list[int]] = {}  # a collective's first output -> its inputs, until read
         self.out_sizes: dict[Node, list[int | None]] = {}  # a reused graph's kernels run once per call
-        # per block: made from the step's input, its whole tensor's pieces and its elements (`Lifetimes.shares`)
+        # per block: made from the step's input, its whole tensor's pieces and its elements (`Share`)
         self.reads: list[bool] = []
         self.pieces: list[int | None] = []
         self.elems: list[int | None] = []
