@@ -596,7 +596,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("marked outputs", ("marked_outputs",), ("node_index", "strategy", "layer", "out_bytes", "runs"), "dump",
          marked_outputs),
     Pass("lifetimes", ("lifetimes",), ("kernel", "by_key", "param_roles", "phase", "kind", "micro", "unit", "order",
-                                        "file_kind"), "dump", lifetimes),
+                                        "file_kind", "strategy"), "dump", lifetimes),
     *JOB_PASSES,
 )
 
