@@ -121,9 +121,10 @@ def _kind(t: NodeFacts, n: Node) -> NodeKind:
     return "plumbing" if op in PLUMBING else "compute"
 
 
-def _copy(t: NodeFacts, n: Node) -> bool:
-    """A recomputed copy of a forward node (`duplicated`): it keeps the original's `unique_id`."""
-    return n.scalar_attr("duplicated") is True
+def _copy(t: NodeFacts) -> dict[Node, bool]:
+    """The recomputed copies of forward nodes (`duplicated`; each keeps its original's `unique_id`), in print
+    order: one search of each node's text (the copy list, the unique ids and the phase evidence ask every node)."""
+    return {n: True for n in t.dump.nodes() if n.mentions("duplicated") and n.scalar_attr("duplicated") is True}
 
 
 class ByKey(dict):
@@ -144,7 +145,7 @@ def _by_key(t: NodeFacts) -> ByKey:
 
 def _copies(t: NodeFacts) -> list[Node]:
     """The recomputed copies, in print order (one sweep: the job asks for them)."""
-    return [n for n in t.dump.nodes() if t("copy", n)]
+    return list(t.column("copy"))
 
 
 def _unique_ids(t: NodeFacts) -> dict[str, Node]:
@@ -574,7 +575,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("kernel graph", ("kernel",), (), "dump", _kernel),
     Pass("nodes by key", ("by_key",), (), "dump", _by_key),
     Pass("kinds", ("kind",), (), "node", _kind, keep=False),
-    Pass("copies", ("copy",), (), "node", _copy, keep=False),
+    Pass("copies", ("copy",), (), "column", _copy),
     Pass("copy list", ("copies",), ("copy",), "dump", _copies),
     Pass("unique ids", ("unique_ids",), ("copy",), "dump", _unique_ids),
     Pass("counterparts", ("forward",), ("unique_ids", "by_key"), "node", _forward),
