@@ -192,7 +192,7 @@ def _search_jump(page: object, graph: dict, out: dict[str, object]) -> None:
     except Exception:  # Playwright's TimeoutError
         out["search jump"] = None
     out["searched"] = where
-    page.locator("search-bar .btn-clear-container").click()  # type: ignore[attr-defined]
+    box.fill("")  # clear the search (its clear button may sit under the results)
     page.wait_for_timeout(1000)  # type: ignore[attr-defined]
 
 
