@@ -293,8 +293,12 @@ def test_view_picks_one_rank_per_stage_without_reading_every_rank(folder: str, p
         return irtool.load(path)
 
     sel = Selection.of(str(MINDIR / folder), policy=Policy(loader=counting))
-    assert [(p.rank, p.stage) for p in sel.per_stage()] == picked
+    drawn = sel.per_stage()
+    assert [(p.rank, p.stage) for p in drawn] == picked
     assert sorted(read) == reads
+    if folder == "pipeline_2stage_8p":
+        # the folder's job, of every rank (the view reads it): the ranks drawn are not read again, the job is the same
+        assert sel.job(have=drawn).as_dict() == Selection.of(str(PIPE)).job().as_dict()
 
 
 def test_render_scope_that_matches_nothing_names_the_closest(tmp_path: Path) -> None:
