@@ -575,7 +575,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("file kind", ("file_kind",), (), "dump", _file_kind),
     Pass("kernel graph", ("kernel",), (), "dump", _kernel),
     Pass("nodes by key", ("by_key",), (), "dump", _by_key),
-    Pass("kinds", ("kind",), (), "node", _kind, keep=False),
+    Pass("kinds", ("kind",), (), "node", _kind),
     Pass("copies", ("copy",), (), "column", _copy),
     Pass("copy list", ("copies",), ("copy",), "dump", _copies),
     Pass("unique ids", ("unique_ids",), ("copy",), "dump", _unique_ids),
