@@ -271,7 +271,7 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
         if s.full_shape and s.forward_bytes is not None and s.backward_bytes is not None:
             fwd, bwd, elems = fwd + s.forward_bytes, bwd + s.backward_bytes, elems + math.prod(s.full_shape)
     compute, optimizer = cost.lifetimes.parts if cost.lifetimes is not None else (None, None)
-    flight = in_flight(cost.order, stage, job.pipeline_stages, job.micro_batches, job.training).count or 1
+    flight = in_flight(cost.order, stage, job).count or 1
     rows = [r for r in graph.layers if r.stage == stage]
     timing = cost.timing
     return StageBasis(
