@@ -391,6 +391,21 @@ def test_only_a_folder_of_stages_has_pictures() -> None:
     assert list(_model(PIPE4).pictures) == ["timeline", "memory"] and _model(SEMI).pictures == {}
 
 
+def test_canvas_labels_say_what_is_not_known_in_words() -> None:
+    # Model Explorer's canvas font has no `—` (it draws `?`): inference_pp_4p_m2 rank 2's Receives (lines 212 and
+    # 221, `src_rank: I64(0)`, micro 0 and 1) are in no order this pass fixes: no `#N`, and nothing else left unsaid
+    from irtool.view.pipeline import _unit_text
+
+    graph = models_for(str(Path(fixture("inference_pp_4p_m2/rank_0/19_validate_0082.ir.xz")).parents[1])).graphs[0]
+    labels = {_attrs(n)["file"]: n["label"] for n in graph["nodes"]}
+    assert labels["rank_2/19_validate_0082.ir.xz:212"] == "r2 Receive m0 tag 2 <- r0 F"
+    assert labels["rank_2/19_validate_0082.ir.xz:221"] == "r2 Receive m1 tag 1 <- r0 F"
+    assert all(label.isascii() for label in labels.values())
+    # a unit of no micro batch the dump marks says so (`F—` was drawn `F?`)
+    assert (_unit_text(("B", 3, 1)), _unit_text(("F", None, None)), _unit_text(("B", None, 1))) == (
+        "B3.c1", "F, micro unknown", "B.c1, micro unknown")
+
+
 def test_pipeline_peers_outside_the_folder_are_said(tmp_path: Path) -> None:
     four = Path(fixture("pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1]
     for r in (0, 4):  # stage 0 and stage 2 only: rank 0's peer (rank 2, stage 1) is not in this folder
@@ -434,13 +449,19 @@ def test_the_diff_view_marks_what_irtool_diff_reports() -> None:
     old, new = compare_models(SEMI, CHANGED, diff_rank)
     (a,), (b,) = old.graphs, new.graphs
     marks = [{k: r["value"] for k, r in m.node_data_of("diff")[g["id"]]["results"].items()} for m, g in ((old, a), (new, b))]
-    assert Counter(marks[0].values()) == {"changed": 4, "removed": 2} and Counter(marks[1].values()) == {
-        "changed": 4, "added": 8}
+    # each coloured by why, as the two-configuration diff colours its operators (`OperatorPair.cause`): fc1's own
+    # strategy, three collectives' communication (`irtool diff`'s rows: AllGather-op7's shape (256, 32) -> (2, 128, 32),
+    # ReduceScatter-op6's shape, bytes and ranks, AllReduce-op2's group size 4 -> 2)
+    assert Counter(marks[0].values()) == {"strategy changed": 1, "communication changed": 3, "removed": 2}
+    assert Counter(marks[1].values()) == {"strategy changed": 1, "communication changed": 3, "added": 8}
     # old line 512 `%73 = PrimFunc_MatMul(...) {instance name: fc1}`, 725 `%112 = PrimFunc_ReLU(...)`, 1021 `%157 =
     # PrimFunc_ReluGrad(...)` (the one ReluGrad: an operator the other side has none of); new line 521 `%76 = ...
     # {instance name: fc1}`, 794 `%131 = PrimFunc_Sigmoid`, 1090 `%176 = PrimFunc_SigmoidGrad`
-    assert (marks[0]["%73"], marks[0]["%112"], marks[0]["%157"]) == ("changed", "removed", "removed")
-    assert (marks[1]["%76"], marks[1]["%131"], marks[1]["%176"]) == ("changed", "added", "added")
+    assert (marks[0]["%73"], marks[0]["%112"], marks[0]["%157"]) == ("strategy changed", "removed", "removed")
+    assert (marks[1]["%76"], marks[1]["%131"], marks[1]["%176"]) == ("strategy changed", "added", "added")
+    colours = {r["value"]: r["bgColor"] for r in new.node_data_of("diff")[b["id"]]["results"].values()}
+    assert colours == {"strategy changed": CAUSE_COLORS["strategy"], "communication changed": CAUSE_COLORS[
+        "communication"], "added": CAUSE_COLORS["added"]}
     # folded boxes count the marks below them; the graph's info says the operator counts, and an operator on
     # both sides whose count changed says it in its panel, unmarked (which of its nodes are new is not known)
     assert {k: v for k, v in b["groupNodeAttributes"][""].items() if k.startswith("diff ") and k != "diff operator counts"} \
@@ -456,7 +477,7 @@ def test_the_diff_view_marks_what_irtool_diff_reports() -> None:
     def rgb(c: str) -> tuple[int, ...]:
         return tuple(int(c[i : i + 2], 16) for i in (1, 3, 5))
 
-    for kind, colour in DIFF_COLORS.items():
+    for kind, colour in {**DIFF_COLORS, "communication": CAUSE_COLORS["communication"]}.items():
         near = min(sum((x - y) ** 2 for x, y in zip(rgb(colour), rgb(c))) ** 0.5 for c in CATEGORY_COLORS.values())
         assert near > 100, (kind, near)
     # the diff overlay is loaded last: the one Model Explorer shows
@@ -1530,6 +1551,12 @@ def test_the_diff_view(diff_page: object) -> None:
     results = _wait_for(page, """() => { const r = window.me_test.renderers[1].webglRendererNdpService
       .curNodeDataProviderResults(); return r && r['%76'] && r; }""").json_value()
     assert results["%76"]["bgColor"] == DIFF_COLORS["changed"] and results["%131"]["value"] == "added"
+    # the pane's legend says why each colour: fc1's strategy, three collectives' communication, nodes only here
+    legend = _wait_for(page, """() => { const rows = [...document.querySelectorAll('.pane-container')[1]
+      .querySelectorAll('.irtool-legend-row')].map(r => [r.innerText.trim(),
+        getComputedStyle(r.querySelector('.irtool-swatch')).backgroundColor]); return rows.length === 3 && rows; }""")
+    assert dict(legend.json_value()) == {w: _rgb(CAUSE_COLORS[c]) for w, c in (
+        ("strategy changed", "strategy"), ("communication changed", "communication"), ("added", "added"))}
     _go(page, "new: TrainOneStepCell", "%76", pane=1)
     panel = _panel(page, pane=1)
     assert "changed (new side)" in panel["diff"].split(" | "), panel
