@@ -19,6 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -648,6 +649,7 @@ def test_two_configurations_open_as_one_logical_graph() -> None:
 
 
 PIPE4 = str(Path(fixture("pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1])
+INTERLEAVED = str(Path(fixture("pipeline_interleaved_4stage_8p/rank_0/19_validate_0087.ir.xz")).parents[1])
 LAZY = fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz")
 
 
@@ -825,7 +827,8 @@ def test_stage_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
 # They wait for what they check, never for a time.
 
 BROWSER = pytest.mark.xdist_group("view_browser")
-SERVED = {"semi": (SEMI,), "gpt": (GPT, "--part-size", "300"), "pipe": (PIPE4,), "diff": (SEMI, CHANGED),
+SERVED = {"semi": (SEMI,), "gpt": (GPT, "--part-size", "300"), "pipe": (PIPE4,), "interleaved": (INTERLEAVED,),
+          "diff": (SEMI, CHANGED),
           "logical": (LLAMA_OLD, LLAMA_NEW)}
 OPENING = {"gpt": "&irtool_node=19_validate_0078.ir.xz%3A3761"}  # the page of GPT opens on a node (`--node`)
 SHOTS = os.environ.get("IRTOOL_SCREENSHOTS")  # README's pictures are written there when set
@@ -1023,6 +1026,12 @@ def gpt_page(pages: _Pages) -> object:
 def pipe_page(pages: _Pages) -> object:
     """`irtool view PIPE4`: the folder's pipeline graph first."""
     return pages.get("pipe")
+
+
+@pytest.fixture
+def interleaved_page(pages: _Pages) -> object:
+    """`irtool view INTERLEAVED`: 4 stages of 2 chunks, 8 micro batches."""
+    return pages.get("interleaved")
 
 
 @pytest.fixture
@@ -1468,6 +1477,9 @@ def test_the_execution_order_view(pipe_page: object) -> None:
     _wait_for(page, "() => { const l = document.querySelector('.irtool-legend'); return l && "
                     "l.innerText.includes(\"each unit of work: the sum of its operators' FLOPs\"); }")
     _shot(page, "execution")
+    # readable at fit on a 1600 x 1000 window: the stage's 16 units on lines of one stretch of time each
+    fit = _at_fit(page)
+    assert fit["font"] >= 9 and fit["lines"] == 2, fit
     # the overlay chosen stays whatever opens the next graph: a unit's link into its stage graph
     _go(page, "stage 0 rank 0: TrainStep", "%43")
     _wait_for(page, """() => { const run = window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderRun();
@@ -1529,6 +1541,57 @@ def test_a_folder_links_its_timeline_and_memory(pipe_page: object) -> None:
               f"rank_4/19_validate_0078.ir.xz:{line}")
     _shot(page, "timeline")
     _click(page, sheet.locator(".irtool-sheet-close"))
+
+
+# Each unit box of the graph shown, at fit (Model Explorer's fit button) on a window of README's pictures, 1600 x 1000:
+# the size its label is drawn at (Model Explorer's op label font, `Op node label font size`, in scene units, times
+# the screen pixels a scene unit takes), its rectangle on the screen, and the graph area's size.
+AT_FIT = """() => { const r = window.me_test.renderers[0]; const t = r.webglRendererThreejsService;
+  const at = (x, z) => t.convertScenePosToScreen(x, z);
+  const px = Math.abs(at(100, 0).x - at(0, 0).x) / 100;
+  const el = r.container.nativeElement;
+  const boxes = r.curModelGraph.nodes.filter(n => n.nodeType === 0).map(n => {
+    const x = n.globalX + n.x, y = n.globalY + n.y, a = at(x, y), b = at(x + n.width, y + n.height);
+    return [n.id, Math.min(a.x, b.x), Math.min(a.y, b.y), Math.max(a.x, b.x), Math.max(a.y, b.y)]; });
+  const rows = {};  // a row's lines: the tops of its boxes
+  r.curModelGraph.nodes.filter(n => n.nodeType === 0).forEach(n => (rows[n.nsParentId] ||= new Set()).add(n.y));
+  return {font: (r.appService.config().opNodeLabelFontSize || 11) * px, area: [el.clientWidth, el.clientHeight],
+          lines: Math.max(...Object.values(rows).map(s => s.size)), boxes}; }"""
+
+
+def _at_fit(page: object) -> dict[str, Any]:
+    """AT_FIT of the graph shown, the page's window made 1600 x 1000 for it (and set back), every box on the screen
+    and none overlapping another."""
+    page.set_viewport_size({"width": 1600, "height": 1000})  # type: ignore[attr-defined]
+    try:
+        # the renderer drawing at the new size (it follows its container a frame later), then fitted
+        _wait_for(page, """() => { const r = window.me_test.renderers[0], t = r.webglRendererThreejsService;
+          const w = r.container.nativeElement.clientWidth;
+          return w > 1000 && t.renderer.domElement.width === Math.floor(w * t.renderer.getPixelRatio()); }""")
+        page.evaluate("""async () => { window.me_test.renderers[0].webglRendererThreejsService.zoomFitGraph(0.9, 0);
+          for (let i = 0; i < 3; i++) await new Promise(requestAnimationFrame); }""")  # type: ignore[attr-defined]
+        fit = page.evaluate(AT_FIT)  # type: ignore[attr-defined]
+    finally:
+        page.set_viewport_size(SIZE)  # type: ignore[attr-defined]
+    width, height = fit["area"]
+    boxes = fit.pop("boxes")
+    assert all(0 <= x0 and x1 <= width and 0 <= y0 and y1 <= height for _, x0, y0, x1, y1 in boxes), fit
+    crossing = [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1 :]
+                if a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5 and a[2] < b[4] - 0.5 and b[2] < a[4] - 0.5]
+    assert not crossing, crossing
+    return fit
+
+
+@BROWSER
+def test_an_interleaved_execution_order_reads_at_fit(interleaved_page: object) -> None:
+    # pipeline_interleaved_4stage_8p: 4 stages of 2 chunks and 8 micro batches, 32 units a stage (`F3.c1`): placed in
+    # time, a row as wide as before would draw its labels at 3.7 px at fit; wrapped onto 3 lines of one stretch of
+    # time each, every unit's label is drawn at 9 px or more, none over another, the whole step on the screen
+    page = interleaved_page
+    _go(page, "execution order")
+    _wait_for(page, f"() => {GRAPH}.nodes.filter(n => n.nodeType === 0).length === 128")
+    fit = _at_fit(page)
+    assert fit["font"] >= 9 and fit["lines"] == 3, fit
 
 
 @BROWSER

@@ -326,7 +326,8 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1], times: Uni
                      "pipeline graph's boxes)",
             "layers": "search `layer-3:` to light up the units whose operators read layer 3 (their `layer-N` rows)"}
     if times:
-        info["time"] = "each unit where it runs in the step on the default hardware profile (`render --timeline`)"
+        info["time"] = "each unit where it runs in the step on the default hardware profile (`render --timeline`); " \
+                       "a step too long for the screen wraps onto lines, each the same stretch of time in every row"
     return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": ROWS,
             "tasksData": _overlays(graph_id, pairs, columns)}
 
