@@ -1661,3 +1661,10 @@ def test_two_configurations_in_model_explorer(logical_page: object) -> None:
     heights = page.evaluate("""(ids) => ids.map(i => window.me_test.renderers[0].curModelGraph.nodesById[i].height)""",
                             [f"{WQ}/MatMul", same])
     assert heights[0] > heights[1], heights
+    # the text drawn on its box, as Model Explorer's renderer lays out a box's rows (`key:` and the value, cut at 60
+    # characters): each change its panel names, whole
+    drawn = page.evaluate("""(id) => { const r = window.me_test.renderers[0];
+      return r.webglRendererAttrsTableService.generateAttrsTableDataForNode(r.curModelGraph.nodesById[id], 0, 11, 1, 14)
+        .rows.map(x => [x.keyLabelData.label, x.valueLabelData.label]); }""", f"{WQ}/MatMul")
+    changes = [[f"{k}:", v] for k, v in panel.items() if k.startswith("diff ") and k != "diff"]
+    assert changes and all(c in drawn for c in changes), (changes, drawn)
