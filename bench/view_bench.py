@@ -7,7 +7,8 @@ a ratio to Model Explorer showing the small 4-stage rank folder in the same run 
   than `--part-size` operators on its overview (irtool.view.graphs.split_large);
 - graph JSON received: seconds from the command to the graph JSON's arrival in the page (what the
   server does: read, analyse, build the graphs; the rest of graph visible is Model Explorer's work in
-  the browser), and its size;
+  the browser), and its size; and the CPU seconds the server's processes used until then (theirs alone:
+  nearly the same however loaded the machine is, which the wall-clock figures are not);
 - open the largest part (an overview's box with the most nodes, its inputs from other parts
   included): seconds from opening a page on it (the address naming the graph, as a link would) to
   its graph drawn: an upper bound of opening it from the overview, which needs no page load;
@@ -126,21 +127,28 @@ def _answer_after(page: object, since: float, kind: int) -> float | None:
 
 
 @contextmanager
-def _peak_memory(session: int) -> Iterator[Callable[[], dict[int, float]]]:
+def _peak_memory(session: int) -> Iterator[tuple[Callable[[], dict[int, float]], Callable[[], float]]]:
     """Each server process's peak resident memory (MB, VmHWM), read every 0.2 s while it lives (the
-    graphs are built in a forked process that ends when they are written): yields a function reading
-    them. `status` is cheap to read; `smaps` would stall the process measured on its memory map lock."""
+    graphs are built in a forked process that ends when they are written), and their CPU seconds (user
+    and system, as last read): yields a function reading each. The CPU seconds hardly depend on what
+    else the machine runs, unlike the wall-clock figures. `status` is cheap to read; `smaps` would stall
+    the process measured on its memory map lock."""
     peaks: dict[int, float] = {}
+    cpu: dict[int, float] = {}
     done = threading.Event()
+    tick = os.sysconf("SC_CLK_TCK")
 
     def sample() -> None:
         while not done.is_set():
             for stat in Path("/proc").glob("[0-9]*/stat"):
                 try:
-                    if int(stat.read_text().rsplit(")", 1)[1].split()[3]) == session:  # field 6: session id
+                    fields = stat.read_text().rsplit(")", 1)[1].split()
+                    if int(fields[3]) == session:  # field 6: session id
+                        pid = int(stat.parent.name)
+                        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick  # fields 14, 15: utime, stime
                         status = (stat.parent / "status").read_text()
                         hwm = int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
-                        peaks[int(stat.parent.name)] = max(peaks.get(int(stat.parent.name), 0.0), hwm)
+                        peaks[pid] = max(peaks.get(pid, 0.0), hwm)
                 except (OSError, IndexError, ValueError, AttributeError):
                     continue
             done.wait(0.2)
@@ -148,7 +156,7 @@ def _peak_memory(session: int) -> Iterator[Callable[[], dict[int, float]]]:
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
     try:
-        yield lambda: dict(peaks)
+        yield lambda: dict(peaks), lambda: sum(cpu.values())
     finally:
         done.set()
         thread.join()
@@ -182,7 +190,10 @@ def _search_jump(page: object, graph: dict, out: dict[str, object]) -> None:
     result.wait_for(timeout=LIMIT * 1000)
     since = page.evaluate("performance.now()")  # type: ignore[attr-defined]
     start_jump = time.perf_counter()
-    result.click(modifiers=["Alt"])
+    try:
+        result.click(modifiers=["Alt"], timeout=10_000)
+    except Exception:  # Playwright's TimeoutError: irtool's list of results across graphs may lie over it
+        result.dispatch_event("click", {"altKey": True})
     # the worker's answer revealing it, or (a node drawn already, no layout needed) the panel showing it
     try:
         page.wait_for_function(f"""() => window.__b.answers.some(a => a[0] > {since} && a[1] === {LOCATE_ANSWER})
@@ -192,7 +203,7 @@ def _search_jump(page: object, graph: dict, out: dict[str, object]) -> None:
     except Exception:  # Playwright's TimeoutError
         out["search jump"] = None
     out["searched"] = where
-    page.locator("search-bar .btn-clear-container").click()  # type: ignore[attr-defined]
+    box.fill("")  # clear the search (its clear button may sit under the results)
     page.wait_for_timeout(1000)  # type: ignore[attr-defined]
 
 
@@ -243,17 +254,17 @@ def _find_jump(page: object, graph: dict, out: dict[str, object]) -> None:
 
 def measure(browser: object, path: Path) -> dict[str, object]:
     out: dict[str, object] = {}
-    with served(path) as (url, proc, to_url), _peak_memory(proc.pid) as peak:
+    with served(path) as (url, proc, to_url), _peak_memory(proc.pid) as (peak, cpu):
         start = time.perf_counter() - to_url
         ctx = browser.new_context(viewport={"width": 1600, "height": 1000})  # type: ignore[attr-defined]
         ctx.add_init_script(HOOK)
         arrived: list[tuple[float, int]] = []
         ctx.on("requestfinished", lambda r: "load_graphs_json" in r.url and not arrived and arrived.append(
-            (time.perf_counter() - start, int(r.response().headers.get("content-length", 0)))))  # type: ignore[union-attr]
+            (time.perf_counter() - start, int(r.response().headers.get("content-length", 0)), cpu())))  # type: ignore[union-attr]
         # (the length header: `sizes()` would copy the 64 MB body to this process while the page works)
         page, graph = _open(ctx, url)
         out["graph visible"] = time.perf_counter() - start
-        (out["graph JSON received"], size), = arrived
+        (out["graph JSON received"], size, out["server CPU"]), = arrived
         out["graph JSON MB"] = size / 1e6
         out["graph"] = graph["id"]
         print(f"{path.name}: graph visible {out['graph visible']:.1f} s", file=sys.stderr, flush=True)
@@ -296,7 +307,9 @@ def main(big: Path, small: Path) -> int:
     print(f"yardstick: {small.name} graph visible {yard:.1f} s after the command")
     for name, r in ((small.name, base), (big.name, large)):
         print(f"{name}: graph visible {_fmt(r['graph visible'], yard)} (graph JSON, {r['graph JSON MB']:.1f} MB, "
-              f"received after {r['graph JSON received']:.1f} s; first graph {r['graph']})")
+              f"received after {r['graph JSON received']:.1f} s, the server's processes having used "
+              f"{r['server CPU']:.1f} s of CPU ({r['server CPU'] / base['server CPU']:.1f}x the folder's); "  # type: ignore[operator]
+              f"first graph {r['graph']})")
         if "find from the overview" in r:
             print(f"  find {r['found']} from the overview (type its id, choose the first result) "
                   f"{_fmt(r['find from the overview'], yard)}")

@@ -376,6 +376,27 @@ def test_called_graphs_of_every_callee_form(block: str, called: list[str]) -> No
     assert all(g[0] != "@" and g in block for g in node.called_graphs)  # names as the graphs' own, without `@`
 
 
+@pytest.mark.parametrize("args,inputs", [
+    # references and commas only: split at once (a fast path), each argument as the scanner finds it
+    ("%1, %para2_w, @3_g)", [Input(0, "%1", Ref("node", "%1")), Input(1, "%para2_w", Ref("param", "%para2_w")),
+                             Input(2, "@3_g", Ref("graph", "@3_g"))]),
+    (")", []),
+    # an argument not one reference (`%para2` has no `_`; two references in one; a `:`): the scanner's reading
+    ("%para2, %1 %2, @g:x)", [Input(0, "%para2", None, ()),
+                              Input(1, "%1 %2", None, (Ref("node", "%1"), Ref("node", "%2"))),
+                              Input(2, "@g:x", None, (Ref("graph", "@g"),))]),
+    # a `]` or `}` ends the list where the scanner ends it
+    ("%1] %2)", [Input(0, "%1", Ref("node", "%1"))]),
+])
+def test_scan_args_fast_path_reads_as_the_scanner(args: str, inputs: list[Input]) -> None:
+    from irtool.ir.values import _scan_args
+
+    text = "%9(x) = PrimFunc_Op(" + args + " {instance name: op}"
+    start = text.index("Op(") + 3
+    assert scan_args(text, start) == _scan_args(text, start)
+    assert scan_args(text, start)[0] == inputs
+
+
 # --- values
 
 @pytest.mark.parametrize("text,value", [

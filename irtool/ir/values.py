@@ -88,12 +88,39 @@ def read_instance_name(text: str, start: int = 0) -> str | None:
     return m.group(1) if m else None
 
 
+@functools.cache
+def _one_ref() -> re.Pattern[str]:
+    return re.compile(f"(?P<param>{terminal('PARAM_REF')})|(?P<node>{terminal('NODE_REF')})|"
+                      f"(?P<graph>{terminal('GRAPH_REF')})")
+
+
+_NOT_FLAT = re.compile(r"""[(\[{}\]"'$]""")  # what makes an argument list more than references and commas
+
+
 def scan_args(text: str, start: int) -> tuple[list[Input], int]:
     """Split the argument list that opens at `text[start-1] == '('`.
 
     Returns the inputs and the offset just after the closing ')'. The statement was checked for
-    balanced brackets when it was read, so the list always closes.
+    balanced brackets when it was read, so the list always closes. Most lists are references and
+    commas only (`%1, %para2_w, @g`): split at once, each argument one reference as the scanner
+    would find it; any other list goes through the scanner.
     """
+    close = text.find(")", start)
+    if close >= 0 and not _NOT_FLAT.search(text, start, close):
+        inputs: list[Input] = []
+        for raw in text[start:close].split(","):
+            raw = raw.strip()
+            if raw:
+                m = _one_ref().fullmatch(raw)
+                if m is None:
+                    break
+                inputs.append(_reference(len(inputs), m.lastgroup, raw))  # type: ignore[arg-type]
+        else:
+            return inputs, close + 1
+    return _scan_args(text, start)
+
+
+def _scan_args(text: str, start: int) -> tuple[list[Input], int]:
     inputs: list[Input] = []
     depth, item_start, refs = 0, start, []
     end = len(text)

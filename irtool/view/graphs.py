@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter, defaultdict
-from functools import partial
 from typing import Any, Callable, Iterable
 
 from ..ir import Dump, Node, TypeInfo
@@ -27,6 +26,7 @@ from ..ir.values import literal_value
 from ..parallel import CommNode, ParallelFacts
 from ..parallel.chains import user_source
 from ..parallel.records import ChainEnd, RedistributionChain
+from ..parallel.table import NodeFacts
 from ..present import DASH, cell, chain_end_layout, literal_text, rank_list, shape_text, strategy_text, type_text
 from ..present.palette import CATEGORY_COLORS, CAUSE_COLORS, CAUSE_TEXT, DIFF_COLORS, DIFF_TEXT
 from ..present.rules import rule_text
@@ -157,6 +157,22 @@ def comm_attrs(c: CommNode, graph: str | None = None) -> list[dict[str, str]]:
     return [_kv(f"comm {k}", v) for k, v in rows if v is not None and v != ""]
 
 
+class _Column:
+    """A node fact as a function of the node, read for every node at once (`NodeFacts.column`) when first
+    asked for: the graphs ask it of every node, and a dict lookup costs a tenth of the table's call."""
+
+    __slots__ = ("table", "fact", "cells")
+
+    def __init__(self, table: NodeFacts, fact: str) -> None:
+        self.table, self.fact, self.cells = table, fact, None
+
+    def __call__(self, node: Node) -> Any:
+        cells = self.cells
+        if cells is None:
+            cells = self.cells = self.table.column(self.fact)
+        return cells.get(node)
+
+
 class _Context:
     """Per dump: facts by node uid, parameters, subgraph names. `file`: the dump's name as the panel
     says it (`rank_4/19_validate_0078.ir.xz` in a folder)."""
@@ -175,14 +191,14 @@ class _Context:
         self.outputs: dict[str, list[dict[str, Any]]] = {}  # output metadata, shared by type
         self.file = file or os.path.basename(dump.path)
         # node uid -> id of the redistribution chain it belongs to
-        self.micro: Micro = partial(facts.table, "micro")
-        self.layer: Callable[[Node], int | None] = partial(facts.table, "layer")
-        self.order_inputs: Callable[[Node], tuple[int, ...]] = partial(facts.table, "order_inputs")
-        self.kind: Callable[[Node], str] = partial(facts.table, "kind")
-        self.phase: Callable[[Node], str] = partial(facts.table, "phase")
+        self.micro: Micro = _Column(facts.table, "micro")
+        self.layer: Callable[[Node], int | None] = _Column(facts.table, "layer")
+        self.order_inputs: Callable[[Node], tuple[int, ...]] = _Column(facts.table, "order_inputs")
+        self.kind: Callable[[Node], str] = _Column(facts.table, "kind")
+        self.phase: Callable[[Node], str] = _Column(facts.table, "phase")
         # a kernel graph's kernels: their place in the order the device runs them, and their streams
         kernels = facts.table.get("kernels")
-        self.stream: Callable[[Node], int | None] = partial(facts.table, "stream")
+        self.stream: Callable[[Node], int | None] = _Column(facts.table, "stream")
         self.streams = {s.id: s.kind for s in kernels.streams} if kernels is not None else {}
         self.executed = {n: i for i, n in enumerate(kernels.order, 1)} if kernels is not None else {}
         self.chain_of: dict[str, int] = {}
@@ -503,23 +519,32 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
     levels = bound_namespaces(members, ctx.chain_of, ctx.micro, lambda n: ctx.kind(n) != "communication"
                               and n.uid not in ctx.strategy and n.uid not in ctx.chain_of)
     # counts of a folded scope include everything below it: per namespace, then added to its ancestors
-    own: dict[str, Counter] = defaultdict(Counter)
+    own: dict[str, list[int]] = {}
     for entry, uid in zip(nodes, uids):
-        box = own[entry["namespace"]]
-        box["operators"] += 1
-        box["with strategy"] += uid in ctx.strategy
+        box = own.get(entry["namespace"])
+        if box is None:
+            box = own[entry["namespace"]] = [0] * len(_GROUP_COUNTS)
+        box[0] += 1
+        box[1] += uid in ctx.strategy
         c = ctx.comm.get(uid)
         if c is not None:
-            box["communication"] += 1
-            box["redistribution"] += c.category == "redistribution"
-            box["gradient aggregation"] += c.category == "gradient-aggregation"
-    counts: dict[str, Counter] = defaultdict(Counter)
+            box[2] += 1
+            box[3] += c.category == "redistribution"
+            box[4] += c.category == "gradient-aggregation"
+    counts: dict[str, list[int]] = {}
     for ns, box in own.items():
         parts = ns.split("/") if ns else []
         for depth in range(len(parts) + 1):  # the graph's totals too (its top, "")
-            counts["/".join(parts[:depth])].update(box)
+            above = "/".join(parts[:depth])
+            total = counts.get(above)
+            if total is None:
+                counts[above] = box[:]
+            else:
+                for i, v in enumerate(box):
+                    total[i] += v
     # counts said when not 0 (a box of `with strategy: 0` says nothing); `operators` always
-    group_attrs = {ns: {k: str(v) for k, v in box.items() if v or k == "operators"} for ns, box in counts.items()}
+    group_attrs = {ns: {k: str(v) for k, v in zip(_GROUP_COUNTS, box) if v or k == "operators"}
+                   for ns, box in counts.items()}
     for ns, level in levels.items():
         if ns in group_attrs:
             group_attrs[ns]["level"] = level
@@ -536,6 +561,9 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
     if ordering:
         out["tasksData"] = ordering_overlay(gid, ordering)
     return out
+
+
+_GROUP_COUNTS = ("operators", "with strategy", "communication", "redistribution", "gradient aggregation")
 
 
 def _root_phases(entries: list[dict[str, Any]], nodes: list[Node], phase: Callable[[Node], str]) -> dict[str, str]:
@@ -688,16 +716,18 @@ def _relative(ns: str, scope: str) -> str:
     return "" if ns == scope else ns[len(scope) + 1 :] if scope else ns
 
 
-def _counts(attrs: dict[str, dict[str, str]], scope: str, own: bool, part_of: dict[str, tuple[str, bool]]) -> Counter:
+def _counts(attrs: dict[str, dict[str, str]], scope: str, own: bool, part_of: dict[str, tuple[str, bool]],
+            children: dict[str, list[str]]) -> Counter:
     """The counts of a part, from the whole graph's group attributes: its scope's, less those of the
-    scope's child scopes in other parts (a scope's own operators)."""
+    scope's child scopes in other parts (a scope's own operators). `children`: the namespaces of `attrs`
+    by their parent, in its order."""
     def of(ns: str) -> Counter:
         return Counter({k: int(v) for k, v in attrs.get(ns, {}).items() if k in COUNTS})
 
     box = of(scope)
     if own:
-        for ns in attrs:
-            if ns and ns.rpartition("/")[0] == scope and part_of.get(ns) != (scope, True):
+        for ns in children.get(scope, ()):
+            if part_of.get(ns) != (scope, True):
                 box.subtract(of(ns))
     return +box
 
@@ -751,6 +781,12 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0) -
                     ordering[where[e["targetNodeId"]]].append(e)
     stubs: dict[str, dict[str, Any]] = {}
     root = attrs.get("", {})
+    by_part: dict[tuple[str, bool], list[str]] = defaultdict(list)  # the group namespaces of each part
+    children: dict[str, list[str]] = defaultdict(list)
+    for ns in attrs:
+        if ns:
+            by_part[part_of.get(ns)].append(ns)  # type: ignore[index]
+            children[ns.rpartition("/")[0]].append(ns)
     parts: list[dict[str, Any]] = []
     boxes: dict[tuple[str, bool], dict[str, Any]] = {}
     for (scope, own), ms in members.items():
@@ -774,8 +810,8 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0) -
         for t in linked:
             if t not in inputs:
                 inputs[t] = _stub(stubs, by_id[t], where[t])
-        group_attrs = {_relative(ns, scope): a for ns, a in attrs.items() if ns and part_of.get(ns) == (scope, own)}
-        counts = _counts(attrs, scope, own, part_of)
+        group_attrs = {_relative(ns, scope): attrs[ns] for ns in by_part[(scope, own)]}
+        counts = _counts(attrs, scope, own, part_of, children)
         group_attrs[""] = {"dump": root.get("dump", ""), "part of": gid, "scope": _part_name(scope, own),
                            "nodes": str(len(ms)), **{k: str(v) for k, v in counts.items()},
                            "nodes read from other parts": str(n_read)}
@@ -795,8 +831,9 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0) -
             "subgraphIds": [pid], "incomingEdges": [
                 {"sourceNodeId": part_id(gid, *src), "sourceNodeOutputId": "0", "targetNodeInputId": str(i)}
                 for i, src in enumerate(sorted(reads))]}
-    shown = {b["namespace"] for b in boxes.values()}
-    over_attrs = {ns: a for ns, a in attrs.items() if ns and any(s == ns or s.startswith(ns + "/") for s in shown)}
+    shown = {"/".join(parts[:i]) for parts in (b["namespace"].split("/") for b in boxes.values())
+             for i in range(1, len(parts) + 1)}  # the boxes' namespaces and those around them
+    over_attrs = {ns: a for ns, a in attrs.items() if ns and ns in shown}
     over_attrs[""] = {**root, "overview of": gid, "parts": str(len(parts)),
                       "whole graph": f"irtool view --part-size {len(nodes)} (Model Explorer takes seconds per open)"}
     return [{"id": overview_id(gid), "nodes": list(boxes.values()), "groupNodeAttributes": over_attrs}, *parts]
