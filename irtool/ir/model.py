@@ -286,10 +286,11 @@ class Node:
             return (callee[1:],)
         if self.op != CALL:
             return ()
-        open_at = self.text.find(" = " + callee + "[") + len(callee) + 3  # `%53(x) = %35[@Partial(@g)](`
-        if open_at < len(callee) + 3 or open_at > self.args_start:
+        head = " = " + callee + "["
+        at = self.text.find(head)
+        if at < 0 or at > self.args_start:
             return ()
-        closure = parse_value(self.text[open_at + 1 : self.args_start - 2])
+        closure = parse_value(self.text[at + len(head) : self.args_start - 2])  # `%5(x) = %3[@Partial(@g)](`
         return tuple(dict.fromkeys(r.name.lstrip("@") for r in _graph_refs(closure)))
 
     @property

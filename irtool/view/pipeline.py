@@ -84,13 +84,13 @@ def _unit_text(key: UnitKey | None) -> str:
     return unit_label(key) if micro is not None else phase + ("" if chunk is None else f".c{chunk}") + ", micro unknown"
 
 
-def _hop_text(r: StageRank, c: CommNode, place: int | None, phase: str) -> str:
+def _hop_text(r: StageRank, c: CommNode, place: int | None) -> str:
     """A Send/Receive box's label: `r0 #3 Send m1 c0 tag 2 -> r4 F`; its place left out where the pass does not fix
     it, the micro batch, tag and peer said unknown."""
     parts = [f"r{r.rank}", *([f"#{cell(place)}"] if place else []), c.op,
              "micro unknown" if c.micro is None else f"m{c.micro}", *([] if c.segment is None else [f"c{c.segment}"]),
              "tag unknown" if c.sr_tag is None else f"tag {c.sr_tag}", "->" if c.direction == "send" else "<-",
-             "peer unknown" if c.peer_rank is None else f"r{c.peer_rank}", phase]
+             "peer unknown" if c.peer_rank is None else f"r{c.peer_rank}", _phase_letter(c)]
     return " ".join(parts)
 
 
@@ -238,7 +238,7 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
             if c.peer_rank is not None and c.peer_rank not in in_folder:
                 outside.add(c.peer_rank)
             place, theirs = placed.get(c.node, (None, c))
-            label = _hop_text(r, c, place, _phase_letter(c))
+            label = _hop_text(r, c, place)
             order = f"{place} of {len(o.hops)} on rank {r.rank}" if place else "not fixed by this pass"
             kernel = [_kv("kernel graph", f"{o.kernel_graph}:{theirs.line}")] if place and o.kernel_graph else []
             box = _hop_box(r, c, label, [
