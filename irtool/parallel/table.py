@@ -3,6 +3,7 @@ first asked for (the passes themselves: `irtool.parallel.facts`, docs/parallel.m
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal
 
@@ -40,7 +41,8 @@ class NodeFacts:
         self._values: dict[str, Any] = {}  # dump facts
         self._cells: dict[str, dict[Node, Any]] = {}  # node facts computed so far, by fact
         self._complete: set[str] = set()  # node facts computed for every node (absent = None)
-        self._running: list[Pass] = []  # with CHECK: the passes running, innermost last
+        self._threads = threading.local()  # with CHECK: the passes running in each thread (`irtool view` serves
+        # requests in threads that ask one table), innermost last
 
     # -- asking
     def get(self, fact: str) -> Any:
@@ -95,6 +97,13 @@ class NodeFacts:
         return [self(fact, n) for n in nodes]
 
     # -- running
+    @property
+    def _running(self) -> list[Pass]:
+        running = getattr(self._threads, "running", None)
+        if running is None:
+            running = self._threads.running = []
+        return running
+
     def _provider(self, fact: str, level: Level | None) -> Pass:
         p = self._provider_of.get(fact)
         if p is None:
