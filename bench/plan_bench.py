@@ -3,8 +3,9 @@
 
 From the dry-run Llama dp2 x mp2 x pp2 (`fixtures/mindir/dryrun_llama_dp2mp2pp2`) `irtool.parallel.plan` predicts
 each other dry-run configuration of the same network (dp1 x mp4, 8 micro batches, recompute off, dp1 x mp2 x pp4,
-dp4 x mp1, 8 layers, optimizer sharding off, micro-batch size 2, 6 layers, dp1 x mp4 at size 2: each with its real
-global batch) and the compile-only compiles of it (other layer counts and layouts), and this prints per
+dp4 x mp1, 8 layers, optimizer sharding off, micro-batch size 2, 6 layers, dp1 x mp4 at size 2, dp2 x mp1 x pp4 of
+6 micro batches, the first layer of each stage recomputed: each with its real global batch) and the compile-only
+compiles of it (other layer counts and layouts), and this prints per
 configuration and rank the predicted figures beside the compiled ones: weights, optimizer states and accumulation
 buffers (the compile's `# Params`, by role: goal exact), communication per step (the compile's nodes x runs: goal
 within 2 %), peak memory against the dry run's used peak (dryrun.json `memory_block_csv_max_actual_used_B`: goal
@@ -44,7 +45,9 @@ CONFIGS = {"dryrun_llama_dp2mp2pp2": P.Candidate(2, 2, 2, 4, True, True, 8),
            "dryrun_llama_opt_shard_off": P.Candidate(2, 2, 2, 4, True, False, 8),
            "dryrun_llama_dp2mp2pp2_b2": P.Candidate(2, 2, 2, 4, True, True, 16),
            "dryrun_llama_dp2mp2pp2_l6": P.Candidate(2, 2, 2, 4, True, True, 8, num_layers=6),
-           "dryrun_llama_dp1mp4pp2_b2": P.Candidate(1, 4, 2, 4, True, True, 8)}
+           "dryrun_llama_dp1mp4pp2_b2": P.Candidate(1, 4, 2, 4, True, True, 8),
+           "dryrun_llama_dp2mp1pp4_m6": P.Candidate(2, 1, 4, 6, True, True, 12),
+           "dryrun_llama_dp2mp2pp2_rc1": P.Candidate(2, 2, 2, 4, True, True, 8, recompute_counts=(1, 1))}
 # compile-only (fake-CUDA, ../shared/tools/mindformers-dump) compiles of the same Llama: no dry run, so no peak
 COMPILES = {"mindformers_llama_dp2mp2pp2_l8": P.Candidate(2, 2, 2, 4, True, True, 8, num_layers=8),
             "mindformers_llama_pp4": P.Candidate(1, 2, 4, 8, True, True, 8, num_layers=8),

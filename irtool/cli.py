@@ -231,7 +231,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                     cost["calibration"] = cost_mod.calibration_json(calibration)
 
             def data() -> dict:
-                return result.as_dict()
+                return result.as_dict(stream=True)
 
             def blocks() -> list:
                 shown = summary_mod.summary_blocks(result, limit)

@@ -172,13 +172,20 @@ class Selection:
         """Whether a dump analysed as on `stage` is selected."""
         return self.stage is None or selected_stage(stage) == self.stage
 
-    def job(self, progress: Progress | None = None) -> Job:
+    def job(self, progress: Progress | None = None, have: Iterable[Loaded] = ()) -> Job:
         """The job of every rank selected (whatever `--stage`), each rank's read in the policy's workers and folded
-        once (`JobFold`): every command reading this selection reads this one."""
+        once (`JobFold`): every command reading this selection reads this one. `have`: ranks the command has read
+        already (`per_stage`), whose job is not read again."""
         if self.folded_job is None:
+            known = {p.rank: p.facts.job for p in have if p.rank in self.files}
+            jobs = dict(known)
+            for got in self.stream(progress, of=rank_job_of, every_stage=True,
+                                   have={r: j.stage for r, j in known.items()}):
+                jobs[got.rank] = got
             fold = JobFold()
-            for got in self.stream(progress, of=rank_job_of, every_stage=True):
-                fold.add(got)
+            for rank in self.files:  # in rank order, as they stream
+                if rank in jobs:
+                    fold.add(jobs[rank])
             self.folded_job = fold.job()
         return self.folded_job
 
@@ -188,18 +195,21 @@ class Selection:
     # -- every rank, in worker processes
 
     def stream(self, progress: Progress | None = None, of: Callable[..., Any] = rank_facts,
-               every_stage: bool = False) -> Iterator[Any]:
+               every_stage: bool = False, have: dict[int | None, int | None] | None = None) -> Iterator[Any]:
         """Every rank analysed (`of`, by default `dumpdir.rank_facts`, with the policy's lenient and deep;
         its result has a `stage`), those on the selected stage (`every_stage`: all, the caller keeps those
         of the stage, as a folder's job is of every rank), each yielded as it is done, in rank order
         (`dumpdir.iter_ranks`): a command that folds them holds none per rank; a stage no rank is on is a
-        SelectionError. The selection errors come once every rank is read."""
+        SelectionError. The selection errors come once every rank is read. `have`: ranks the caller has (rank ->
+        its stage), not read again."""
         from functools import partial as bind
 
         fn = bind(of, lenient=self.policy.lenient, deep=self.policy.deep)
-        stages: set[int | None] = set()
-        read = 0
-        for got in iter_ranks(bind(read_or_record, fn) if self.partial else fn, self.rank_files,
+        have = have or {}
+        stages: set[int | None] = set(have.values())
+        read = len(have)
+        files = [f for f in self.rank_files if f.rank not in have]
+        for got in iter_ranks(bind(read_or_record, fn) if self.partial else fn, files,
                               self.policy.jobs, progress, self.policy.scheduler):
             if isinstance(got, Unreadable):
                 self.unreadable.append(got)

@@ -22,7 +22,7 @@ from irtool.cli import main
 from irtool.parallel import analyze
 from irtool.parallel.balance import Advice, SplitEstimate, balance, bubble, in_flight, stage_cost
 from irtool.parallel.cost import compute_cost, op_flops
-from irtool.parallel.job import Evidence, job_of
+from irtool.parallel.job import job_of
 from irtool.parallel.memory import compute_memory
 from irtool.parallel.records import Bytes
 from irtool.present.cost import offset
@@ -199,7 +199,7 @@ def test_activations_of_one_micro_batch_by_hand() -> None:
     facts = analyze(dump, 2)
     sc = stage_cost(facts)
     assert sc.memory.activations.per_micro == Bytes(16512, 3, 0)
-    f = in_flight(sc.order, 1, Evidence(4, ""), Evidence(4, ""))
+    f = in_flight(sc.order, 1, job_of([facts.job]))
     assert f.count == 3 and "F0 F1 F2 B0 F3 B1 B2 B3" in f.how
     assert sc.memory.total(3) == sc.memory.static() + Bytes(3 * 16512, 9, 0)
 
@@ -377,7 +377,8 @@ def test_absent_stages_are_named_not_renumbered(tmp_path: Path) -> None:
 def test_folded_pipeline_is_not_advised_a_contiguous_split() -> None:
     costs, job = _stage_costs(FIXTURES / "pipeline_folded_8p", (0, 4), "19_validate_0078.ir.xz")
     a = balance(costs, job).advice
-    assert a.advised is None and a.cannot == "2 chunks per stage: a split per chunk is not searched"
+    # its Sends print `segment`, no `chunk` (make.py: pipeline_segments=2): its parts are said as segments
+    assert a.advised is None and a.cannot == "2 segments per stage: a split per segment is not searched"
     # stage 0 holds layers 0-1 and 4-5 (two segments), stage 1 layers 2-3 and 6-7
     assert a.current.groups == [[0, 1], [2, 3], [4, 5], [6, 7]] and a.current.stage_of == [0, 1, 0, 1]
 

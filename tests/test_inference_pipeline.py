@@ -173,3 +173,49 @@ def test_the_advice_refuses_to_move_layers_that_carry_none_of_the_work() -> None
     assert refused.cannot == ("the layers carry none of the work (stage 0: layers 0, 1 carry 0 of its 132,096 FLOPs; "
                               "stage 1: layers 2, 3 carry 0 of its 132,096 FLOPs; all of it work of no layer): a moved "
                               "layer's cost is unknown")
+
+
+
+KV = "mindformers_llama_pp2_infer_kv"
+
+
+def test_a_mindformers_kv_cache_inference_pipeline_is_advised_by_its_layers_work() -> None:
+    # MindFormers' Llama predicting with a KV cache on 2 stages (make.py: dp 1 x mp 2 x pp 2, hidden 512, 8 heads of 64,
+    # 4 kv heads, FFN 1408, seq 512, 4 micro batches of 1 row). rank_0 validate header lines 25-47: the model's weights,
+    # each `Ref[Tensor[Float32]]` as split for mp 2: the embedding (2048, 512) 4,194,304 B; per layer the two norms (512)
+    # 4,096, wq (256, 512) 524,288, wk and wv (128, 512) 262,144 each, wo (512, 256) 524,288, w1 and w3 (704, 512) and
+    # w2 (512, 704) 1,441,792 each: 5,902,336 per layer, 15,998,976 B on the rank. No node is backward and no optimizer
+    # updates any: they are weights, not hyperparameters (issue 37's inference folder called them so).
+    import lzma
+
+    from irtool.parallel.balance import stage_cost
+    from irtool.parallel.timing import MATRIX
+
+    path = fixture(f"{KV}/rank_0/19_validate_0082.ir.xz")
+    text = lzma.open(path, "rt").read()
+    assert "Gradients" not in text and "forward_unique_id" not in text and "Adam" not in text
+    facts = analyze(irtool.load(path), 0)
+    sc = stage_cost(facts, keep_ops=True)
+    model = [p for p in sc.memory.params if "_cache" not in p.name]  # the KV caches: (512, 16, 2, 64) fp16, 4 of them
+    assert len(model) == 19 and {p.role for p in model} == {"weight"} and sum(p.bytes for p in model) == 15_998_976
+    assert not any(p.role == "hyperparameter" for p in sc.memory.params)
+    # line 900 `PrimFunc_ReshapeAndCache(%43, %48, %para43_..key_cache, %para42_..value_cache, ...)` (and 2728 for layer
+    # 1): the KV cache's write scatters the step's keys and values into the cache, no arithmetic: 0 FLOPs, not an
+    # operator of unknown cost (which refused the advice: "operators of unknown cost in the layers")
+    t = facts.table
+    flops = {o.node: o.flops for o in sc.cost.ops}
+    assert [(n.line, flops[n.uid]) for n in t.dump.nodes() if n.op == "ReshapeAndCache"] == [(900, 0), (2728, 0)]
+    assert sc.cost.compute_unknown == 0
+    # each layer's matrix work per micro batch (512 tokens; mp 2 halves the heads and FFN): wq 2*512*512*256 =
+    # 134,217,728, wk and wv 2*512*512*128 = 67,108,864 each, wo 2*512*256*512 = 134,217,728, w1, w3 and w2
+    # 2*512*512*704 = 369,098,752 each, the scores and weighted values of 4 heads 2*4*512*512*64 = 134,217,728 each
+    # (BatchMatMul, lines 1035 and 1241): 1,778,384,896; x 4 micro batches = 7,113,539,584 per layer
+    by_layer: dict[int | None, int] = {}
+    for n in t.dump.nodes():
+        if n.op in MATRIX and n.uid in flops:
+            by_layer[t("layer", n)] = by_layer.get(t("layer", n), 0) + flops[n.uid]
+    assert by_layer == {0: 7_113_539_584, 1: 7_113_539_584}
+    # the layers carry the stage's work (what moves with a layer is known): the advice is given, the current split best
+    r = CliRunner().invoke(main, ["summarize", "--cost", str(FIXTURES / KV), "--format", "json"])
+    advice = json.loads(r.stdout)["cost"]["advice"]
+    assert advice["cannot"] is None and advice["advised"]["layers_per_stage"] == [[0, 1], [2, 3]]

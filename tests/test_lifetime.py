@@ -14,7 +14,7 @@ from conftest import FIXTURES
 from irtool.cli import main
 from irtool.ir import load
 from irtool.parallel.facts import node_facts
-from irtool.parallel.lifetime import MARGIN, block, walk
+from irtool.parallel.lifetime import MARGIN, _pieces, block, walk
 
 DRY = sorted(FIXTURES.glob("dryrun_*"))
 CASES = [(d, int(r), f) for d in DRY for r in json.loads((d / "dryrun.json").read_text())
@@ -182,3 +182,26 @@ def test_each_ranks_peak_beside_its_stage_in_the_folder_json() -> None:
     used = json.loads((mlp / "dryrun.json").read_text())["0"]["memory_block_csv_max_actual_used_B"]
     (row,) = json.loads(CliRunner().invoke(main, ["summarize", str(mlp), "--cost", "--format", "json"]).stdout)["stages"]
     assert row["stage"] is None and row["peak_rank"] == 0 and abs(row["peak_bytes"] - used) <= 0.03 * used
+
+
+def test_what_splits_each_live_tensor() -> None:
+    """Into how many pieces a tensor is split, read from the dump text (dp2 x mp2, rank 0's validate), and whether it
+    is made from the step's data: what the plan scales a working set by (docs/plan.md)."""
+    path = FIXTURES / "dryrun_llama_dp2mp2pp2/rank_0/19_validate_0089.ir.xz"
+    t = node_facts(load(str(path)), 0)
+    at = {n.line: n for n in t.dump.nodes()}
+    # wq's MatMul prints origin_output_shape (1024, 512) and its own (512, 256): dp 2 x mp 2
+    assert _pieces(at[600], t("strategy", at[600])) == 4
+    # Softmax, in_strategy ((2, 2, 1, 1)): split as its input
+    assert at[1691].op == "Softmax" and _pieces(at[1691], t("strategy", at[1691])) == 4
+    # a backward MatMul prints its forward's origin_output_shape (1024, 1408) beside its own (704, 512): not read
+    assert at[7152].op == "MatMul" and _pieces(at[7152], t("strategy", at[7152])) is None
+    lt = _lifetimes(path, 0)
+    # every recomputed copy is made from the data, split by dp (the norms' (1, 512, 512)) or dp x mp (the attention's
+    # (1, 4, 512, 512), the FFN's (512, 704)); one Softmax output, float32 (1, 4, 512, 512), among the latter
+    assert set(lt.recompute_shares) == {("recompute", True, 2), ("recompute", True, 4)}
+    assert lt.recompute_shares[("recompute", True, 4)] >= block(4 * 512 * 512 * 4)
+    assert sum(lt.recompute_shares.values()) == lt.most["recompute"]
+    # the compute peak is the first of the points, and no point exceeds another in every share
+    assert sum(lt.points[0].values()) == sum(lt.parts[0]) - lt.static
+    assert not any(p is not q and all(p.get(k, 0) >= v for k, v in q.items()) for p in lt.points for q in lt.points)

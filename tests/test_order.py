@@ -219,7 +219,8 @@ def test_folded_pipeline_runs_every_forward_first() -> None:
     assert o.fixed and o.chunks == [0, 1]
     assert " ".join(o.work) == ("F0.c0 F1.c0 F2.c0 F3.c0 F0.c1 F1.c1 F2.c1 F3.c1 "
                                 "B0.c1 B1.c1 B2.c1 B3.c1 B0.c0 B1.c0 B2.c0 B3.c0")
-    assert o.schedule.startswith("every forward before any backward, 2 chunks") and o.in_flight == 4
+    # its Sends print `segment`, no `chunk` (make.py: pipeline_segments=2): segments, not interleaved chunks
+    assert o.schedule.startswith("every forward before any backward, 2 segments") and o.in_flight == 4
 
 
 def test_inference_stage_1_is_not_ordered() -> None:
@@ -392,9 +393,11 @@ def test_a_send_is_placed_after_the_receive_it_depends_on() -> None:
 def test_one_unit_of_work_per_node_in_the_order_the_lifetimes_and_the_timing(rel: str) -> None:
     """The order, the lifetime walk and the timing put every node in the same unit of work (the `unit` fact): a
     chunked stage (interleaved, chunks 0 and 1) and a kernel graph (micro batches inlined in execution order)."""
+    from irtool.parallel.cost import compute_cost
+    from irtool.parallel.hardware import load_profile
     from irtool.parallel.lifetime import _unit
-    from irtool.parallel.order import hop_unit, unit_label, unit_nodes
-    from irtool.parallel.timing import _bucket
+    from irtool.parallel.order import unit_label, unit_nodes
+    from irtool.parallel.timing import _bucket, stage_timing
 
     facts = analyze(irtool.load(fixture(rel)))
     t = facts.table
@@ -410,9 +413,16 @@ def test_one_unit_of_work_per_node_in_the_order_the_lifetimes_and_the_timing(rel
     for n in t.column("micro"):
         label = _unit(t, n)[0]
         assert label is None or label == "optimizer" or label in labels, (n.line, label)
-    # a pipeline Send/Receive's unit as its record says it (`hop_unit`: placing hops, timing them, the viewer) is its node's
+    # a pipeline Send/Receive's unit, as the order places it and the timing plays it out, is its node's `unit` fact
     hops = {n: c for n, c in t.column("comm").items() if c.category == "pipeline" and c.direction}
-    assert hops and all(hop_unit(c, o.chunks) == t("unit", n) for n, c in hops.items())
+    assert hops and o.hop_units == {c.node: t("unit", n) for n, c in hops.items()}
+    timed = {(h.direction, h.sr_tag): h.unit for h in stage_timing(t, compute_cost(t, True), load_profile(None),
+                                                                      facts.groups, o).hops}
+    assert timed == {(c.direction, c.sr_tag): t("unit", n) for n, c in hops.items()}
+    if o.chunks:  # by hand: line 350 `Receive` prints `micro: I64(0)`, `chunk: I64(1)`, `pipeline_begin` (forward);
+        # line 421 `Send` prints `micro: I64(0)`, `chunk: I64(1)` and `forward_node_name: "Receive_240316"` (backward)
+        at = {c.line: o.hop_units[c.node] for c in o.hops}
+        assert at[350] == ("F", 0, 1) and at[421] == ("B", 0, 1)
     # the lifetime walk's picture marks only units the order has
     assert {u for _, u in t.get("lifetimes").units} <= labels | {"optimizer"}
     if o.chunks:

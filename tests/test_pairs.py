@@ -88,6 +88,11 @@ def test_render_draws_one_arrow_per_pair_to_its_receive(folder: str, pairs: int,
         assert _tag(nodes[a]) == _tag(nodes[b])  # the same sr_tag ...
         assert send.group(1, 2) == receive.group(1, 2)  # ... forward or backward, micro batch ...
         assert (a.split("_")[0], b.split("_")[0]) == (f"r{receive[6]}", f"r{send[6]}")  # ... and each other's peer
+    if folder == "pipeline_4stage_lazy_8p":
+        # every Send/Receive prints `chunk: I64(0)` (rank_0 validate), and each stage runs that one chunk: a box says
+        # its unit as every command does (`F0`, its node's `unit` fact), not `F0.c0`
+        assert not any(".c" in n["label"] for n in nodes.values()) and "F0 Send to stage 1 (rank 2)" in {
+            n["label"] for n in nodes.values()}
 
 
 def test_render_interleaved_boxes_say_the_chunk() -> None:

@@ -85,7 +85,14 @@ def test_pipeline_traffic_per_boundary(basis: P.Basis) -> None:
     ("dryrun_llama_dp2mp2pp2_l8", P.Candidate(2, 2, 2, 4, True, True, 8, num_layers=8)),
     ("dryrun_llama_opt_shard_off", P.Candidate(2, 2, 2, 4, True, False, 8)),
     ("dryrun_llama_dp2mp2pp2_b2", P.Candidate(2, 2, 2, 4, True, True, 16)),
-    ("dryrun_llama_dp2mp2pp2_l6", P.Candidate(2, 2, 2, 4, True, True, 8, num_layers=6))])
+    ("dryrun_llama_dp2mp2pp2_l6", P.Candidate(2, 2, 2, 4, True, True, 8, num_layers=6)),
+    # its working sets' tensors split by dp only grow with the batch and do not shrink with mp; it peaks in a backward
+    # of the last stage where the compile peaks in the loss; unsharded, the weights' compute copies stay all step
+    ("dryrun_llama_dp1mp4pp2_b2", P.Candidate(1, 4, 2, 4, True, True, 8)),
+    # two middle stages scaled from the first (no embedding), no tensor parallelism, 6 micro batches over 4 stages
+    ("dryrun_llama_dp2mp1pp4_m6", P.Candidate(2, 1, 4, 6, True, True, 12)),
+    # the first layer of each stage recomputed (MindFormers' list form): stage 0 peaks in the kept layer's backward
+    ("dryrun_llama_dp2mp2pp2_rc1", P.Candidate(2, 2, 2, 4, True, True, 8, recompute_counts=(1, 1)))])
 def test_peak_within_5_percent_of_the_dry_run(basis: P.Basis, folder: str, cand: P.Candidate) -> None:
     p = P.plan(basis, [cand])[0]
     ranks = sorted(int(r) for r in json.loads((FIX / folder / "dryrun.json").read_text()))
@@ -336,3 +343,20 @@ def test_a_rank_that_cannot_be_read_is_said_beside_the_plan(tmp_path: Path) -> N
     r = CliRunner().invoke(main, ["plan", str(tmp_path), "--hardware", "none"])
     assert r.exit_code == 2
     assert "Smallest peak" in r.output and "rank_5/19_validate_0089.ir:" in r.output and "expected '}'" in r.output
+
+
+def test_offsets_moving_several_layers_are_ranked(basis: P.Basis) -> None:
+    """With 8 layers over 2 stages (4 each) the table holds the splits moving 1 and 2 layers between the stages (up
+    to half a stage's; never emptying one), the 2-layer moves with all or no layers recomputed; each predicted as
+    `--only offset=` predicts it, its weights by hand from make.py's sizes (dp1 x mp4: no optimizer shard)."""
+    cands = P.candidates(basis, num_layers=8)
+    offs = {c.offset for c in cands}
+    assert {(1, -1), (-1, 1), (2, -2), (-2, 2)} <= offs and (3, -3) not in offs
+    assert all(c.recompute_counts is None for c in cands if c.offset in ((2, -2), (-2, 2)))
+    c = next(c for c in cands if (c.dp, c.mp, c.micro, c.offset, c.recompute) == (1, 4, 4, (2, -2), True))
+    got = P.plan(basis, [c])[0]
+    assert got.offset == [2, -2] and [s.layers for s in got.stages] == [list(range(6)), [6, 7]]
+    alone = P.plan(basis, [P.Candidate(1, 4, 2, 4, True, True, c.global_batch, (2, -2), None, 8)])[0]
+    assert [s.figures["peak_bytes"].value for s in got.stages] == [s.figures["peak_bytes"].value for s in alone.stages]
+    assert [s.figures["weight"].value for s in got.stages] == \
+        [((V * H + 6 * LAYER_SPLIT) // 4 + 6 * NORMS) * 4, ((2 * LAYER_SPLIT + V * H) // 4 + 2 * NORMS + H) * 4]

@@ -291,6 +291,8 @@ def test_view_picks_one_rank_per_stage_without_reading_every_rank() -> None:
     picked = sel.per_stage()
     assert [(p.rank, p.stage) for p in picked] == [(0, 0), (4, 1)]
     assert sorted(read) == ["rank_0", "rank_3", "rank_4", "rank_5", "rank_7"]
+    # the folder's job, of every rank (the view reads it): the ranks drawn are not read again, the job is the same
+    assert sel.job(have=picked).as_dict() == Selection.of(str(PIPE)).job().as_dict()
 
 
 def test_render_scope_that_matches_nothing_names_the_closest(tmp_path: Path) -> None:

@@ -355,6 +355,10 @@ def test_the_execution_order_graph() -> None:
         warm = 4 - s
         assert order == [f"F{m}" for m in range(warm)] + [x for m in range(8 - warm) for x in (f"B{m}", f"F{m + warm}")] \
             + [f"B{m}" for m in range(8 - warm, 8)], (ns, order)
+    # the micro batches in flight of each row, read with the folder's job (`Selection.job()`, as summarize reads it):
+    # in the order each stage's dump fixes, 1F1B over 4 stages, stage s holds 4 - s at once
+    held = graph["groupNodeAttributes"]
+    assert [held[ns]["micro batches in flight"] for ns in rows] == ["4", "3", "2", "1"]
     # each unit says the Receive it waits for and the Send after it (the boxes are the pipeline graph's): stage 1
     # (rank 2) receives F0 from rank 0 (line 87 `%0 = Receive(...)`, `src_rank: I64(0)`, `sr_tag: I64(0)`), runs it,
     # sends it to rank 4 (line 825 `%26 = Send(%25)`, `dest_rank: I64(4)`); when it runs in the step played out (the

@@ -83,8 +83,7 @@ def _side(sel: Selection) -> dict[int, StageFigures]:
     out = {}
     for p in picked:
         sc = stage_cost(p.facts, order=p.order())
-        sm = stage_memory(sc.memory, in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches,
-                                                     job.training))
+        sm = stage_memory(sc.memory, in_flight(sc.order, sc.stage, job))
         out[p.stage] = StageFigures(p.rank, dict(sc.cost.flops), sum(sc.cost.unknown.values()), sm.total.total,
                                     sm.total.unknown, {r: sc.memory.role_bytes(r).total for r in ROLES})
     return out

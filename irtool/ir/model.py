@@ -10,6 +10,7 @@ graphs, checks and parallel facts are computed by functions that take a `Dump` a
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -291,9 +292,9 @@ class Node:
         """The `%N` other nodes of its subgraph this node names after its callee, each once, in order:
         a regex over the text, far faster than splitting the arguments (`inputs`); a `%N` inside a
         string attribute would add a spurious one, and MindSpore prints none. Read once (every pass
-        following data flow asks for them)."""
+        following data flow asks for them), each text kept once (interned: a node is named by all its readers)."""
         if self._refs is None:
-            self._refs = tuple(dict.fromkeys(_NODE_REF.findall(self.text, self.args_start)))
+            self._refs = tuple(dict.fromkeys(map(sys.intern, _NODE_REF.findall(self.text, self.args_start))))
         return self._refs
 
     @property

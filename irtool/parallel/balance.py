@@ -78,6 +78,7 @@ class InFlight:
     count: int | float | None  # an interleaved stage may hold a fraction (`order.StageOrder.in_flight`)
     how: str
     by_chunk: tuple[tuple[int, int], ...] = ()  # with chunks: (chunk, whole micro batches in flight on it)
+    part: str = "chunk"  # what `by_chunk` counts on: a chunk (interleaved), a segment (folded: `Job.folded`)
 
 
 def one_f_one_b(stages: int, stage: int, micros: int) -> int:
@@ -85,19 +86,21 @@ def one_f_one_b(stages: int, stage: int, micros: int) -> int:
     return max(1, min(stages - stage, micros))
 
 
-def in_flight(order: StageOrder, stage: int | None, stages: Evidence, micros: Evidence,
-              training: bool = True) -> InFlight:
+def in_flight(order: StageOrder, stage: int | None, job: Job) -> InFlight:
     """The one place the micro batches in flight are decided: the most begun forward and not finished
     backward in the order the dump's dependencies fix (`order.py`); else 1F1B, stage s of S holding
-    min(S - s, m); else unknown. A stage of a job with no backward, optimizer or accumulation on any rank
-    (`training` False: inference) keeps nothing for a backward."""
-    if not training and order.units:
+    min(S - s, m) (the job's stage count and micro batches); else unknown. A stage of a job with no backward,
+    optimizer or accumulation on any rank (`job.training` False: inference) keeps nothing for a backward. Per
+    chunk, said as the job's: a folded pipeline's segments (`job.folded`), an interleaved one's chunks."""
+    stages, micros = job.pipeline_stages, job.micro_batches
+    if not job.training and order.units:
         return InFlight(0, "no backward work: no activations are kept for one (inference)")
     if order.fixed and order.in_flight is not None:
+        part = "segment" if job.folded else "chunk"
         return InFlight(order.in_flight, "the most micro batches begun and not finished backward in the order "
                                          "this dump fixes (" + " ".join(order.work) + ")"
-                        + (f"; a micro batch on one chunk holds 1/{len(order.chunks)} of its activations"
-                           if order.chunks else ""), tuple(order.in_flight_by_chunk or ()))
+                        + (f"; a micro batch on one {part} holds 1/{len(order.chunks)} of its activations"
+                           if order.chunks else ""), tuple(order.in_flight_by_chunk or ()), part)
     s = stage or 0
     if stages.known and stages.value == 1:
         return InFlight(1, "no pipeline: each micro batch's backward runs before the next forward")
@@ -346,8 +349,7 @@ def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
             selected: int | None = None) -> Balance:
     """The balance of one `StageCost` per stage under the folder's job (`selected`: the --stage shown)."""
     costs = sorted(costs, key=lambda c: c.stage or 0)
-    figures = [StageFigures(c, stage_memory(c.memory, in_flight(c.order, c.stage, job.pipeline_stages,
-                                                                job.micro_batches, job.training), c.lifetimes),
+    figures = [StageFigures(c, stage_memory(c.memory, in_flight(c.order, c.stage, job), c.lifetimes),
                             job.stage_layers.get(c.stage or 0, c.layers)) for c in costs]
     compute = [f.cost.cost.compute for f in figures]
     heavy = max(range(len(figures)), key=lambda i: compute[i], default=None)
@@ -501,7 +503,8 @@ def advise(figures: list[StageFigures], job: Job, device_memory: int | None) -> 
         pattern = [v % s for v in range(s * chunks)]
     even = estimate(model, _even(n_layers, len(pattern)), pattern)
     if chunks > 1:
-        return Advice(current, even, None, f"{chunks} chunks per stage: a split per chunk is not searched",
+        part = "segment" if job.folded else "chunk"  # a folded pipeline's parts are segments, as the job says them
+        return Advice(current, even, None, f"{chunks} {part}s per stage: a split per {part} is not searched",
                       n_layers, chunks, recomputed)
     if n_layers < s:
         return Advice(current, even, None, f"{n_layers} layers for {s} stages", n_layers, chunks, recomputed)

@@ -126,11 +126,16 @@ def redistribution_chains(t: NodeFacts) -> list[RedistributionChain]:
     comm_by_uid = {c.node: c for c in comm}
     not_redist = {c.node for c in comm if not c.redistributes}
     strat = {s.node: s for s in t.column("strategy").values()}
-    candidates = [n for n in dump.nodes() if _named(n) or n.mentions(FC)]
-    if not candidates:
+    marked: dict[Node, tuple[bool, bool]] = {}  # (named a redistribution, names a forward communication node)
+    for n in dump.nodes():  # one search of each node's text: most name neither
+        named, fc = _named(n), n.mentions(FC)
+        if named or fc:
+            marked[n] = (named, fc)
+    if not marked:
         return []
     index: NodeIndex = t.get("node_index")
-    in_graphs = {n.graph for n in candidates}
+    in_graphs = {n.graph for n in marked}
+    neither = (False, False)
     forward: list[tuple[list[Node], _Graph]] = []
     backward: list[tuple[list[Node], _Graph]] = []
     for g in dump.subgraphs:
@@ -139,8 +144,7 @@ def redistribution_chains(t: NodeFacts) -> list[RedistributionChain]:
         graph = _Graph(index, g.name)
         members: dict[str, bool] = {}  # key -> named (redistribution instance) or not
         for n in g.nodes:
-            named = _named(n)
-            fc = n.mentions(FC)
+            named, fc = marked.get(n, neither)
             inst = (n.instance_name or "") if named or fc else ""
             if named and _REDIST.match(inst):
                 members[n.key] = True

@@ -80,6 +80,8 @@ MEMORY_BOUND = frozenset({
     "InplaceScatterSrc", "InplaceScatterAdd", "InplaceIndexAdd", "IndexAdd", "MaskedSelect", "NonZero", "Unique",
     "MoeTokenPermute", "MoeTokenPermuteGrad", "MoeTokenUnpermute", "MoeTokenUnpermuteGrad", "MoeInitRouting",
     "MoeInitRoutingV2", "MoeFinalizeRouting", "MoeGatingTopKSoftmax", "GatherNd",
+    # a KV cache's write: the step's keys and values scattered into the cache's slots (`slot_mapping`)
+    "ReshapeAndCache",
 })
 # One FLOP per input element: reductions.
 REDUCTIONS = frozenset({"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceAll",

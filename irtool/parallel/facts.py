@@ -45,7 +45,8 @@ Facts of the dump (`table.get(fact)`): file_kind, by_key, unique_ids, calls, gra
 copies, graph_phases, comm_nodes, kernel (the dump is a kernel graph), kernels (a kernel graph's kernels in
 execution order and its streams: `kernels.Kernels`, None for other dumps),
 silent (communication nodes that move no data, §2 R2), groups (§6), stage_info (§7), stage_chunks (the chunks the
-stage's work runs, [] with one: `order.stage_chunks`), order (the stage's units
+stage's work runs, [] with one: `order.stage_chunks`), folded (they are a folded pipeline's segments:
+`order.stage_folded`), order (the stage's units
 of work in execution order, its schedule and micro batches in flight: `order.StageOrder`, docs/cost.md §4),
 parameters (which header parameter each reference names, who reads it: `params.Params`), layer_flow (the `layer`
 column and where each forward node of no layer is: `params.LayerFlow`),
@@ -60,6 +61,7 @@ read sliced, `slicing.MarkedOutput`), rank_job (what the dump shows of the job, 
 from __future__ import annotations
 
 import re
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Literal
@@ -74,7 +76,7 @@ from .kernels import kernels, stream_of
 from .lifetime import lifetimes
 from .links import node_index, ordered_with
 from .operators import operator_keys, operator_params, placements
-from .order import build_order, stage_chunks, units
+from .order import build_order, stage_chunks, stage_folded, units
 from .params import Params, layer_flow, param_shapes, parameters
 from .records import FileKind, Phase, Strategy
 from .roles import param_roles
@@ -120,9 +122,10 @@ def _kind(t: NodeFacts, n: Node) -> NodeKind:
     return "plumbing" if op in PLUMBING else "compute"
 
 
-def _copy(t: NodeFacts, n: Node) -> bool:
-    """A recomputed copy of a forward node (`duplicated`): it keeps the original's `unique_id`."""
-    return n.scalar_attr("duplicated") is True
+def _copy(t: NodeFacts) -> dict[Node, bool]:
+    """The recomputed copies of forward nodes (`duplicated`; each keeps its original's `unique_id`), in print
+    order: one search of each node's text (the copy list, the unique ids and the phase evidence ask every node)."""
+    return {n: True for n in t.dump.nodes() if n.mentions("duplicated") and n.scalar_attr("duplicated") is True}
 
 
 class ByKey(dict):
@@ -133,7 +136,7 @@ class ByKey(dict):
         self._graphs = {g.name: g for g in dump.subgraphs}
 
     def __missing__(self, graph: str) -> dict[str, Node]:
-        found = self[graph] = {n.key: n for n in self._graphs[graph].nodes}
+        found = self[graph] = {sys.intern(n.key): n for n in self._graphs[graph].nodes}  # one text with `node_refs`
         return found
 
 
@@ -143,7 +146,7 @@ def _by_key(t: NodeFacts) -> ByKey:
 
 def _copies(t: NodeFacts) -> list[Node]:
     """The recomputed copies, in print order (one sweep: the job asks for them)."""
-    return [n for n in t.dump.nodes() if t("copy", n)]
+    return list(t.column("copy"))
 
 
 def _unique_ids(t: NodeFacts) -> dict[str, Node]:
@@ -319,6 +322,8 @@ def evidence_phase(n: Node, copy: bool, bprop: bool = False) -> Phase | None:
 
 
 def _evidence(t: NodeFacts, n: Node) -> Phase | None:
+    if in_gradients(n.scope or ""):  # `evidence_phase`'s first rule, which half of a training graph meets
+        return "backward"
     # only a call can run a bprop closure: `forward` is not asked of the 40 000 others
     return evidence_phase(n, t("copy", n), n.op == "(call)" and t("forward", n) is not None)
 
@@ -398,44 +403,70 @@ def _micro(t: NodeFacts) -> dict[Node, int]:
     ut_pipeline_split_32p rank_16 validate line 634 `StridedSlice(%52)` prints `micro: I64(0)` and reads
     micro 3's MatMul (line 617): micro 3. inference_pp_4p_m2 rank_2 line 233 `Concat(%5)` prints
     `micro: I64(0)` and joins both micro batches' calls: none."""
-    marks: dict[Node, int] = {}
-    for n in t.dump.nodes():
-        v = _int_attr(n, "micro")
-        if v is not None:
-            marks[n] = _pipeline_mark(n, v)
-        elif n.op == "(call)" and n.callee[0] == "%":  # a bprop closure's call: its forward call's micro batch
-            fwd = t("forward", n)
-            if fwd is not None and (m := _int_attr(fwd, "micro")) is not None:
-                marks[n] = m
     by_key = t.get("by_key")
     out: dict[Node, int] = {}
     carries: dict[Node, int] = {}  # bit k: micro batch k's work reaches the node's readers through it
     expanding: set[Node] = set()
-    for root in t.dump.nodes():  # print order: a node's inputs are mostly done before it
-        stack: list[tuple[Node, list[Node] | None]] = [(root, None)]
-        while stack:
-            n, ins = stack.pop()
-            if n in carries or (ins is None and n in expanding):  # done, or a cycle (a malformed graph)
+
+    def settle(n: Node, found: int) -> None:
+        """`n`'s micro batch and what it carries, once every node it reads has settled (`found`: their bits)."""
+        mark = _micro_mark(t, n)
+        m = None if mark is None else _runs_for(n, mark, found)  # most nodes print none
+        if m is None:
+            carries[n] = found
+            return
+        out[n] = m
+        # a mark only the print gives (nothing it reads says) places the node, its readers go by their own;
+        # a Send/Receive's names its hop's micro batch, unless it carries a shared parameter (`pipeline_param`)
+        carries[n] = 1 << m if found or (n.op in _HOPS and not n.mentions("pipeline_param")) else found
+
+    for g in t.dump.subgraphs:  # print order: a node's inputs are mostly settled before it
+        local = by_key[g.name]
+        for root in g.nodes:
+            if root in carries:  # read by a node printed before it
                 continue
-            if ins is None:
-                ins = _data_inputs(n, by_key[n.graph])
-                pending = [(p, None) for p in ins if p not in carries]
-                if pending:
-                    expanding.add(n)
-                    stack.append((n, ins))
-                    stack.extend(pending)
-                    continue
+            ins = _data_inputs(root, local)
             found = 0
             for p in ins:
-                found |= carries.get(p, 0)
-            m = _runs_for(n, marks.get(n), found)
-            if m is not None:
-                out[n] = m
-            # a mark only the print gives (nothing it reads says) places the node, its readers go by their own;
-            # a Send/Receive's names its hop's micro batch, unless it carries a shared parameter (`pipeline_param`)
-            seeds = n.op in _HOPS and not n.mentions("pipeline_param")
-            carries[n] = 1 << m if m is not None and (found or seeds) else found
+                bits = carries.get(p)
+                if bits is None:
+                    break
+                found |= bits
+            else:  # the usual case: no walk
+                settle(root, found)
+                continue
+            expanding.add(root)
+            stack: list[tuple[Node, list[Node] | None]] = [(root, ins), *((p, None) for p in ins if p not in carries)]
+            while stack:
+                n, ins = stack.pop()
+                if n in carries or (ins is None and n in expanding):  # done, or a cycle (a malformed graph)
+                    continue
+                if ins is None:
+                    ins = _data_inputs(n, by_key[n.graph])
+                    pending = [(p, None) for p in ins if p not in carries]
+                    if pending:
+                        expanding.add(n)
+                        stack.append((n, ins))
+                        stack.extend(pending)
+                        continue
+                found = 0
+                for p in ins:
+                    found |= carries.get(p, 0)
+                settle(n, found)
     return out
+
+
+def _micro_mark(t: NodeFacts, n: Node) -> int | None:
+    """The micro batch `n` prints (`micro`, or a primitive `pipeline_end` / `pipeline_begin`'s), or a bprop
+    closure's call its forward call's; None when it prints none."""
+    v = _int_attr(n, "micro")
+    if v is not None:
+        return _pipeline_mark(n, v)
+    if n.op == "(call)" and n.callee[0] == "%":
+        fwd = t("forward", n)
+        if fwd is not None:
+            return _int_attr(fwd, "micro")
+    return None
 
 
 _HOPS = frozenset({"Send", "Receive"})
@@ -544,8 +575,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("file kind", ("file_kind",), (), "dump", _file_kind),
     Pass("kernel graph", ("kernel",), (), "dump", _kernel),
     Pass("nodes by key", ("by_key",), (), "dump", _by_key),
-    Pass("kinds", ("kind",), (), "node", _kind),
-    Pass("copies", ("copy",), (), "node", _copy),
+    Pass("kinds", ("kind",), (), "node", _kind, keep=False),
+    Pass("copies", ("copy",), (), "column", _copy),
     Pass("copy list", ("copies",), ("copy",), "dump", _copies),
     Pass("unique ids", ("unique_ids",), ("copy",), "dump", _unique_ids),
     Pass("counterparts", ("forward",), ("unique_ids", "by_key"), "node", _forward),
@@ -581,9 +612,10 @@ PASSES: tuple[Pass, ...] = (
     Pass("kernels", ("kernels",), ("kernel", "kind", "stream", "micro", "phase"), "dump", kernels),
     Pass("stage chunks", ("stage_chunks",), ("micro", "kind", "phase", "chunk"), "dump", stage_chunks),
     Pass("units of work", ("unit",), ("stage_chunks", "micro", "kind", "phase", "chunk"), "column", units),
-    Pass("order", ("order",), ("kernel", "by_key", "kind", "unit", "stage_chunks", "comm", "stage_info"), "dump",
+    Pass("folded", ("folded",), ("comm",), "dump", stage_folded),
+    Pass("order", ("order",), ("kernel", "by_key", "kind", "unit", "stage_chunks", "comm", "stage_info", "folded"), "dump",
          build_order),
-    Pass("layer flow", ("layer_flow",), ("parameters", "phase", "forward"), "dump", layer_flow),
+    Pass("layer flow", ("layer_flow",), ("parameters", "phase", "forward", "by_key"), "dump", layer_flow),
     Pass("layers", ("layer",), ("layer_flow",), "column", _layer),
     Pass("parameter roles", ("param_roles",), ("parameters", "by_key", "phase"), "dump", param_roles),
     Pass("user operators", ("operator",), ("parameters", "by_key", "kind", "phase", "copy", "micro", "unique_ids",
@@ -594,7 +626,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("marked outputs", ("marked_outputs",), ("node_index", "strategy", "layer", "out_bytes", "runs"), "dump",
          marked_outputs),
     Pass("lifetimes", ("lifetimes",), ("kernel", "by_key", "param_roles", "phase", "kind", "micro", "unit", "order",
-                                        "file_kind"), "dump", lifetimes),
+                                        "file_kind", "strategy"), "dump", lifetimes),
     *JOB_PASSES,
 )
 

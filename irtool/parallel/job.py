@@ -245,9 +245,8 @@ def _hops_of(t: Any) -> tuple[int, bool]:
 
 def _chunks_of(t: Any) -> tuple[list[int], bool]:
     """The chunks the rank's stage runs (the order's: `order.stage_chunks`, [] with one), and whether they are a
-    folded pipeline's segments (its pipeline hops print `segment` and no `chunk`)."""
-    hops = [c for c in _records(t) if c.category == "pipeline" and c.segment is not None]
-    return t.get("stage_chunks"), any(c.chunk is None for c in hops)
+    folded pipeline's segments (`order.stage_folded`)."""
+    return t.get("stage_chunks"), t.get("folded")
 
 
 def _dims_of(t: Any) -> ModelDims:
@@ -286,7 +285,7 @@ JOB_PASSES: tuple[Pass, ...] = (
     Pass("job accumulation", ("job_accumulation",), ("parameters", *_COMM), "dump", _accumulation_of),
     Pass("job backward", ("job_backward",), (*_COMM, "phase"), "dump", _backward_of),
     Pass("job hops", ("job_hops",), (*_COMM, "stage_info"), "dump", _hops_of),
-    Pass("job chunks", ("job_chunks",), (*_COMM, "stage_chunks"), "dump", _chunks_of),
+    Pass("job chunks", ("job_chunks",), ("stage_chunks", "folded"), "dump", _chunks_of),
     Pass("job dims", ("job_dims",), ("file_kind", "strategy", "parameters", "by_key", "phase"), "dump", _dims_of),
     Pass("rank job", ("rank_job",), ("job_world", "job_span", *_GROUP_FACTS, "job_micro", "job_layers",
                                      "job_recompute", "job_optimizer", "job_accumulation", "job_backward",

@@ -21,12 +21,22 @@ place it is printed. Communication runs on streams of its own: a `Send`'s input 
 next `Send` or `Receive` runs, a collective's inputs until the first kernel reading its result runs (the
 compute stream waits for it there).
 
+What scales with the configuration (`Lifetimes.points`, `recompute_shares`: read by the plan, docs/plan.md
+"What splits a working set's tensor"): each kernel output is marked with whether it is made from the step's
+data (the input, or what a Receive brings: it grows with the micro-batch size) and into how many pieces its
+whole tensor is split (`_pieces`): the whole shape the parallel pass prints over the rank's
+(`origin_output_shape` of a forward operator), else its strategy's (the largest split of an input of the
+output's rank: an elementwise operator's output is split as its inputs), else the pieces of what it reads of
+as many elements (a Cast, Reshape or collective passes its input's layout on); unknown otherwise.
+
 Not counted: scalar and small constants (MindSpore gives each a 512-byte block: 0.4 to 1.7 % of the dry
 run's peaks), operator workspace, what the runtime and HCCL reserve outside the pool, fragmentation.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING, Any, Iterable, Union
 
@@ -71,6 +81,43 @@ def block(nbytes: int) -> int:
     return ((nbytes + 31) // 512 + 1) * 512
 
 
+Share = tuple[str, bool, int | None]  # (role, made from the step's input, pieces of its whole tensor: None unknown)
+
+
+@dataclass(frozen=True)
+class _Trace:
+    """Each block of the walk after the static ones: its Share (an index into `keys`), bytes, first and last step;
+    and the first step of the optimizer."""
+
+    keys: tuple[Share, ...]
+    share: tuple[int, ...]
+    size: tuple[int, ...]
+    born: tuple[int, ...]
+    ends: tuple[int, ...]
+    optimizer: int
+
+    def points(self) -> list[dict[Share, int]]:
+        allocs: list[list[int]] = [[] for _ in range(self.optimizer)]
+        frees: list[list[int]] = [[] for _ in range(self.optimizer)]
+        for b, (s, e) in enumerate(zip(self.born, self.ends)):
+            if 0 <= s < self.optimizer:
+                allocs[s].append(b)
+                frees[min(e, self.optimizer - 1)].append(b)
+        live = [0] * len(self.keys)
+        seen: dict[tuple[int, ...], int] = {}  # each live set, the first step it is seen at
+        for s in range(self.optimizer):
+            for b in allocs[s]:
+                live[self.share[b]] += self.size[b]
+            seen.setdefault(tuple(live), s)
+            for b in frees[s]:
+                live[self.share[b]] -= self.size[b]
+        front: list[tuple[int, ...]] = []  # the largest first (of equal ones, the earliest: `Lifetimes.parts`)
+        for v in sorted(seen, key=lambda v: (-sum(v), seen[v])):
+            if not any(all(a >= x for a, x in zip(f, v)) for f in front):
+                front.append(v)
+        return [{k: x for k, x in zip(self.keys, v) if x} for v in front]
+
+
 @dataclass(frozen=True)
 class PeakAt:
     """Where the peak happens: the kernel being run when the live bytes are highest."""
@@ -102,6 +149,17 @@ class Lifetimes:
     # live bytes per role (LIVE_ROLES order) at the largest point before the optimizer and in it (None: no step there)
     parts: tuple[tuple[int, ...] | None, tuple[int, ...] | None] = (None, None)
     most: dict[str, int] = field(default_factory=dict)  # the most live bytes of each role at any step
+    # the recomputed copies live where they are the most (one layer's recompute working set), by Share
+    recompute_shares: dict[Share, int] = field(default_factory=dict)
+    trace: _Trace | None = field(default=None, repr=False, compare=False)  # what `points` is read from
+
+    @cached_property
+    def points(self) -> list[dict[Share, int]]:
+        """What is live (parameters and constants apart) at each step before the optimizer that no other such step
+        exceeds in every Share, by Share, the compute peak first (`parts[0]`): the candidates for the largest point
+        when each Share grows by its own factor (the plan scales them to another configuration). Worked out when
+        first asked."""
+        return self.trace.points() if self.trace is not None else []
 
     @property
     def peak_bytes(self) -> int:
@@ -188,11 +246,20 @@ class _Walk:
         self.static = 0
         self.waits: dict[int, list[int]] = {}  # a collective's first output -> its inputs, until read
         self.out_sizes: dict[Node, list[int | None]] = {}  # a reused graph's kernels run once per call
+        # per block: made from the step's input, its whole tensor's pieces and its elements (`Share`)
+        self.reads: list[bool] = []
+        self.pieces: list[int | None] = []
+        self.elems: list[int | None] = []
+        self.inputs: set[str] = set()  # the step's inputs as kernels name them (`%para1_inputs0`)
+        self.node_pieces: dict[Node, int | None] = {}
 
     def new_block(self, size: int | None, role: str, phase: str | None) -> int:
         self.size.append(None if size is None else block(size))
         self.role.append(role)
         self.phase_of_block.append(phase)
+        self.reads.append(role == "input")
+        self.pieces.append(None)
+        self.elems.append(None)
         return len(self.size) - 1
 
     def header_params(self) -> None:
@@ -201,6 +268,8 @@ class _Walk:
             r = roles.get(p.name)
             role = (r.role if r is not None else "other") if p.has_default else "input"
             self.params[p.name] = (self.new_block(type_bytes(p.type)[2], role, None),)
+            if role == "input":
+                self.inputs.add(p.ref)
         for n in self.t.dump.nodes():
             for i in n.inputs if "value=[...]" in n.text else ():
                 if i.ref is None and i.text.startswith("Tensor("):
@@ -298,6 +367,7 @@ class _Walk:
         if sizes is None:
             sizes = self.out_sizes[n] = _out_sizes(n)
         out = tuple(self.new_block(s, role, phase) for s in sizes)
+        self.mark(n, out, args)
         self.step(n, top, list(out), args)
         if role == "communication" and n.op not in ("Send", "Receive") and out:
             # its inputs are released when the first kernel reading its result waits for it
@@ -316,6 +386,23 @@ class _Walk:
             self.pending_send = held
         return out
 
+    def mark(self, n: Node, out: tuple[int, ...], args: list[_Value]) -> None:
+        """Whether the outputs are made from the step's input and the pieces of their whole tensor (module doc)."""
+        read: list[int] = []
+        for a in args:
+            _blocks(a, read)
+        # made from the step's data: its input, or what a Receive brings (a micro batch's activations or gradients)
+        reads = n.op == "Receive" or any(self.reads[b] for b in read) or any(r in self.inputs for r in n.param_refs)
+        ty = n.output_type
+        elems = elements(ty.shape) if ty is not None and ty.kind != "Tuple" else None
+        if n not in self.node_pieces:
+            self.node_pieces[n] = _pieces(n, self.t("strategy", n))
+        pieces = self.node_pieces[n]
+        if pieces is None and elems is not None:  # a Cast, Reshape, collective: its input's layout
+            pieces = next((self.pieces[b] for b in read if self.elems[b] == elems and self.pieces[b]), None)
+        for b in out:
+            self.reads[b], self.pieces[b], self.elems[b] = reads, pieces, elems
+
     def step(self, n: Node, top: Node, out: list[int], args: list[_Value]) -> None:
         used: list[int] = []
         for a in args:
@@ -326,6 +413,29 @@ class _Walk:
         self.allocs.append(out)
         self.uses.append(used)
         self.where.append((n, top))
+
+
+def _pieces(n: Node, strategy: Any) -> int | None:
+    """Into how many pieces the node's output is split over the ranks: its whole shape as the parallel pass prints it
+    over its own (`origin_output_shape`; a backward copy prints its forward operator's, so not read there), else the
+    largest split of an input of the output's rank in its strategy (elementwise: the output split as its inputs);
+    None when neither tells."""
+    ty = n.output_type
+    shape = ty.shape if ty is not None and ty.kind != "Tuple" and isinstance(ty.shape, tuple) else None
+    if shape is None or not all(isinstance(d, int) and d > 0 for d in shape):
+        return None
+    if n.mentions("origin_output_shape") and not n.mentions("forward_unique_id"):
+        whole = n.primal_attrs.get("origin_output_shape")
+        if isinstance(whole, tuple) and len(whole) == len(shape) and all(
+                isinstance(w, int) and w % d == 0 for w, d in zip(whole, shape)):
+            return math.prod(w // d for w, d in zip(whole, shape))
+    given = strategy.in_strategy if strategy is not None else None
+    if isinstance(given, tuple):
+        splits = [math.prod(e) for e in given if isinstance(e, tuple) and len(e) == len(shape)
+                  and all(isinstance(x, int) for x in e)]
+        if splits:
+            return max(splits)
+    return None
 
 
 def _entry_order(t: NodeFacts, graph: str) -> tuple[list[Node] | None, str]:
@@ -472,6 +582,8 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
     tops: list[int] = [-1, -1]
     most = [0] * len(live)
     parts: list[tuple[int, ...] | None] = [None, None]
+    rec = role_index["recompute"]
+    most_rec = -1  # where the recomputed copies are the most
     for s in range(nsteps):
         add(w.allocs[s], 1)
         total = sum(live)
@@ -480,6 +592,8 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
         part = int(s >= optimizer)
         if total > tops[part]:
             tops[part], parts[part] = total, tuple(live)
+        if live[rec] > most[rec]:
+            most_rec = s
         most = list(map(max, most, live))
         if series is not None:
             series.append(tuple(live))
@@ -490,8 +604,23 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
         key = _unit(t, top)
         where = PeakAt(at, n.uid, n.op, n.line, n.scope, key[0], key[1])
     by_role = {r: at_live[i] for i, r in enumerate(LIVE_ROLES) if at_live[i]}
+    trace = _trace(w, born, last, optimizer)
+    recompute: dict[Share, int] = {}
+    for k, n, s, e in zip(trace.share, trace.size, trace.born, trace.ends):
+        if trace.keys[k][0] == "recompute" and s <= most_rec <= e:
+            recompute[trace.keys[k]] = recompute.get(trace.keys[k], 0) + n
     return Lifetimes(how, Bytes(peak, 1, peak_unknown), where, by_role, nsteps, *complete, params, notes, series,
-                     starts, (parts[0], parts[1]), {r: most[i] for i, r in enumerate(LIVE_ROLES) if most[i]})
+                     starts, (parts[0], parts[1]), {r: most[i] for i, r in enumerate(LIVE_ROLES) if most[i]},
+                     recompute, trace)
+
+
+def _trace(w: _Walk, born: list[int], last: list[int], optimizer: int) -> _Trace:
+    """The blocks after the static ones (of a known, non-zero size) by Share, with their lives."""
+    keys: dict[Share, int] = {}
+    blocks = [b for b in range(w.static, len(w.size)) if w.size[b]]
+    share = tuple(keys.setdefault((w.role[b], w.reads[b], w.pieces[b]), len(keys)) for b in blocks)
+    return _Trace(tuple(keys), share, tuple(w.size[b] or 0 for b in blocks), tuple(born[b] for b in blocks),
+                  tuple(max(last[b], born[b]) for b in blocks), optimizer)
 
 
 def _unit(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:

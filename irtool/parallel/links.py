@@ -17,7 +17,7 @@ class NodeIndex:
 
     def __init__(self, by_key: Mapping[str, dict[str, Node]]) -> None:
         self.nodes = by_key
-        self._users: dict[str, dict[str, list[Node]]] = {}
+        self._users: dict[str, dict[str, Node | list[Node]]] = {}  # a single user held alone (most nodes have one)
 
     def producer(self, node: Node) -> Node | None:
         ins = node.inputs
@@ -28,17 +28,20 @@ class NodeIndex:
 
     def users(self, node: Node) -> list[Node]:
         if node.graph not in self._users:
-            users: dict[str, list[Node]] = {}
+            users: dict[str, Node | list[Node]] = {}
             get = users.get
             for n in self.nodes[node.graph].values():
                 for key in n.node_refs:  # each user once, in print order
                     found = get(key)
                     if found is None:
-                        users[key] = [n]
-                    else:
+                        users[key] = n
+                    elif type(found) is list:
                         found.append(n)
+                    else:
+                        users[key] = [found, n]
             self._users[node.graph] = users
-        return self._users[node.graph].get(node.key, [])
+        found = self._users[node.graph].get(node.key)
+        return [] if found is None else found if type(found) is list else [found]
 
 
 def node_index(t: NodeFacts) -> NodeIndex:

@@ -274,8 +274,7 @@ class _Stage:
         self.build, self.rank, self.dump, self.facts, self.t = build, rank, dump, facts, facts.table
         self.cost = stage_cost(facts)  # the cost records of the stage
         job = build.job
-        self.memory = stage_memory(self.cost.memory, in_flight(self.cost.order, self.cost.stage,
-                                                               job.pipeline_stages, job.micro_batches, job.training))
+        self.memory = stage_memory(self.cost.memory, in_flight(self.cost.order, self.cost.stage, job))
         self.stage = self.cost.stage or 0
         self.keys: dict[Node, OperatorKey] = self.t.column("operator")
         self.owners: dict[str, OperatorKey] = self.t.get("operator_params")

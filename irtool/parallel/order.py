@@ -39,9 +39,10 @@ def unit_label(key: UnitKey) -> str:
     return f"{phase}{'—' if micro is None else micro}" + ("" if chunk is None else f".c{chunk}")
 
 
-def hop_unit(c: CommNode, chunks: list[int]) -> UnitKey:
-    """The unit of work a pipeline Send/Receive belongs to: its phase, micro batch and (with chunks) segment."""
-    return ("B" if c.phase == "backward" else "F", c.micro, c.segment if chunks else None)
+def hop_units(t: NodeFacts) -> dict[str, UnitKey | None]:
+    """Each pipeline Send/Receive of the dump (its node's uid) -> the unit of work it belongs to: its node's `unit`
+    fact (None: in none), which placing the hops, timing them and the viewer read."""
+    return {c.node: t("unit", n) for n, c in t.column("comm").items() if c.category == "pipeline" and c.direction}
 
 
 def hop_key(c: CommNode) -> tuple[Any, ...]:
@@ -85,6 +86,7 @@ class StageOrder:
     warmup: int | None  # forward units before the first backward one
     chunks: list[int]  # the chunks (segments) this stage runs, [] with one
     hops: list[CommNode] = field(default_factory=list)  # pipeline Send/Receive, placed by their unit
+    hop_units: dict[str, UnitKey | None] = field(default_factory=dict)  # each hop's unit (`hop_units`), by node
     why: str = ""  # the first two units the dependencies leave unordered, when not fixed
     kernel_graph: str = ""  # the kernel graph beside the dump it came from, when a folder read it there
     launched: bool = False  # read in a kernel graph, which prints its kernels in the order the device launches them
@@ -143,7 +145,8 @@ class StageOrder:
         out: list[Unit | CommNode] = []
         done = 0
         for c in self.hops:
-            i = index.get(hop_unit(c, self.chunks))
+            unit = self.hop_units.get(c.node)
+            i = None if unit is None else index.get(unit)
             if i is not None and done < i + (c.direction == "send"):
                 out += self.units[done:i + (c.direction == "send")]
                 done = i + (c.direction == "send")
@@ -195,6 +198,14 @@ def stage_chunks(t: NodeFacts) -> list[int]:
     order's and every unit's read this)."""
     chunks = sorted({c for cs in _work(t).values() for c in cs if c is not None})
     return chunks if len(chunks) > 1 else []
+
+
+def stage_folded(t: NodeFacts) -> bool:
+    """The `folded` pass: whether the stage's chunks are a folded pipeline's segments (its pipeline Send/Receive print
+    `segment` and no `chunk`: `pipeline_segments`), not an interleaved pipeline's model chunks (the job's `folded`, the
+    order's schedule, read this)."""
+    hops = [c for c in t.column("comm").values() if c.category == "pipeline" and c.segment is not None]
+    return any(c.chunk is None for c in hops)
 
 
 def units(t: NodeFacts) -> dict[Node, UnitKey]:
@@ -250,15 +261,15 @@ def _reach(t: NodeFacts, units: dict[UnitKey, list[Node]]) -> dict[UnitKey, int]
 def build_order(t: NodeFacts) -> StageOrder:
     """The `order` pass (see the module docstring)."""
     info = t.get("stage_info")
-    found, chunks = unit_nodes(t), t.get("stage_chunks")
-    hop_nodes = {n: c for n, c in t.column("comm").items() if c.category == "pipeline" and c.direction}
+    found, chunks, of_hop = unit_nodes(t), t.get("stage_chunks"), hop_units(t)
+    hop_nodes = {n: c for n, c in t.column("comm").items() if c.node in of_hop}
     launched = bool(t.get("kernel"))
     hops = _after_what_they_read(t, hop_nodes)
     units = {k: Unit(cast(Literal["F", "B"], k[0]), k[1], k[2], len(ns), min(n.line for n in ns)) for k, ns in found.items()}
     canonical = sorted(units, key=lambda k: (k[0] != "F", k[2] or 0, k[1]))
     if not units:
         return StageOrder(info.stage, [], False, "no forward or backward work carries a micro batch in this pass: "
-                          "no pipeline order", None, chunks, _place(hops, [], chunks), "", launched=launched)
+                          "no pipeline order", None, chunks, _place(hops, [], of_hop), of_hop, launched=launched)
     reach = _reach(t, found)
     index = {k: i for i, k in enumerate(found)}
     before = {k: {j for j in found if j != k and reach[k] >> index[j] & 1} for k in found}
@@ -274,12 +285,12 @@ def build_order(t: NodeFacts) -> StageOrder:
     if why and launched:  # a kernel graph prints its kernels in the order the device runs them
         ranked, why = sorted(found, key=lambda k: units[k].line), ""
     order = [units[k] for k in (canonical if why else ranked)]
-    placed = _place(hops, [] if why else [u.key for u in order], chunks)
+    placed = _place(hops, [] if why else [u.key for u in order], of_hop)
     if why:
         return StageOrder(info.stage, order, False, f"this pass does not fix the order ({why})", None, chunks,
-                          placed, why, launched=launched)
-    schedule, warmup = classify([u.phase for u in order], chunks)
-    return StageOrder(info.stage, order, True, schedule, warmup, chunks, placed, launched=launched)
+                          placed, of_hop, why, launched=launched)
+    schedule, warmup = classify([u.phase for u in order], chunks, "segment" if t.get("folded") else "chunk")
+    return StageOrder(info.stage, order, True, schedule, warmup, chunks, placed, of_hop, launched=launched)
 
 
 def _after_what_they_read(t: NodeFacts, hops: dict[Node, CommNode]) -> list[tuple[CommNode, int]]:
@@ -291,16 +302,17 @@ def _after_what_they_read(t: NodeFacts, hops: dict[Node, CommNode]) -> list[tupl
     return [(hops[n], reach[i] & ~(1 << i)) for i, n in enumerate(nodes)]
 
 
-def _place(hops: list[tuple[CommNode, int]], order: list[UnitKey], chunks: list[int]) -> list[CommNode]:
-    """The pipeline Send/Receive in the order of their units (a unit's Receive before its Send: it
-    receives its input, computes, sends its output), never before one they depend on; hops of no placed
-    unit after them, forward before backward, by chunk and micro batch."""
+def _place(hops: list[tuple[CommNode, int]], order: list[UnitKey], units: dict[str, UnitKey | None]) -> list[CommNode]:
+    """The pipeline Send/Receive in the order of their units (`units`: each hop's; a unit's Receive before its Send:
+    it receives its input, computes, sends its output), never before one they depend on; hops of no placed unit
+    after them, forward before backward, by chunk and micro batch (those of no unit by their record's)."""
     at: dict[tuple, int] = {k: i for i, k in enumerate(order)}
 
     def key(c: CommNode) -> tuple:
-        unit = hop_unit(c, chunks)
-        return (at.get(unit, len(at)), unit[0] != "F", unit[2] or 0, -1 if c.micro is None else c.micro,
-                c.op != "Receive")
+        unit = units.get(c.node)
+        if unit is None:
+            return len(at), c.phase == "backward", c.segment or 0, -1 if c.micro is None else c.micro, c.op != "Receive"
+        return at.get(unit, len(at)), unit[0] != "F", unit[2] or 0, unit[1], c.op != "Receive"
 
     # Kahn's algorithm over the dependencies, the unit order choosing among the hops that are free to go
     ranked = sorted(range(len(hops)), key=lambda i: key(hops[i][0]))
@@ -325,13 +337,13 @@ def _place(hops: list[tuple[CommNode, int]], order: list[UnitKey], chunks: list[
     return out if len(out) == len(hops) else [hops[i][0] for i in ranked]  # a cycle: a malformed graph
 
 
-def classify(phases: list[str], chunks: list[int]) -> tuple[str, int | None]:
+def classify(phases: list[str], chunks: list[int], part: str = "chunk") -> tuple[str, int | None]:
     """Name the schedule of units in execution order (`F`/`B` each): forward only (inference), GPipe
     (every forward before any backward), 1F1B (k forward, then backward and forward alternating, then
     the remaining backward), interleaved (more than one chunk) or other; and the warm-up (forward
-    units before the first backward)."""
+    units before the first backward). `part`: what the chunks are (`segment` of a folded pipeline)."""
     n_f = phases.count("F")
-    chunked = f", {len(chunks)} chunks" if chunks else ""
+    chunked = f", {len(chunks)} {part}s" if chunks else ""
     if n_f == len(phases):
         return f"forward only (no backward: inference){chunked}", None
     warmup = phases.index("B")

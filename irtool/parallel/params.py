@@ -202,6 +202,8 @@ def _graph_order(dump: Dump, graphs: dict[str, object]) -> tuple[list, dict[Node
     callers: dict[Node, tuple[object, int]] = {}
     for g in dump.subgraphs:
         for n in g.nodes:
+            if n.op != "Partial" and not n.callee.startswith("@"):  # `_callee`'s answer for most nodes
+                continue
             target, shift = _callee(n, graphs)
             if target is None:
                 continue
@@ -265,14 +267,15 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
     passed: set[str] = set()  # subgraph parameters every call passes such a weight to
     deferred: list[tuple[Node, list[Node]]] = []
     ordered, callers = _graph_order(dump, graphs)
+    by_key = t.get("by_key")
     for g in ordered:
-        local = {n.key: n for n in g.nodes}
-        deps = {n: [local[r] for r in data_refs(n) if r in local] for n in g.nodes}
+        local = by_key[g.name]
+        deps: dict[Node, list[Node]] = {}
         for n in g.nodes:  # one element of a tuple of this graph is that element, not the whole tuple
             element = picked(n, local) if n.op in _PICK else None
             if element is None:
-                continue
-            if element.kind == "node":
+                deps[n] = [x for r in data_refs(n) if (x := local.get(r)) is not None]
+            elif element.kind == "node":
                 deps[n] = [local[element.name]] if element.name in local else []
             elif (name := params.name_of(element.name)) is not None:  # a parameter: read, as its readers are
                 index = layer_index(name)
@@ -281,6 +284,8 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
                 elif name in no_layer:
                     outside.add(n)
                 deps[n] = []
+            else:
+                deps[n] = [x for r in data_refs(n) if (x := local.get(r)) is not None]
         order = list(g.nodes)
         seen: set[Node] = set()
         for n in order:  # MindSpore prints producers first: then print order is a dependency order already
@@ -298,19 +303,22 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
                 if len(own) == 1:
                     out[n] = next(iter(own))
                 continue  # or it reads several layers' parameters (a fused update, a tuple of gradients): none
-            if n not in outside and ((weights and not weights.isdisjoint(deps[n])) or (
+            ins = deps[n]
+            if n not in outside and ((weights and not weights.isdisjoint(ins)) or (
                     passed and any(_key(r) in passed for r in n.param_refs))):
                 outside.add(n)
             if n in outside and (n.op in WEIGHT_VALUE or n.op in _PICK):
                 weights.add(n)
             if t("phase", n) in ("backward", "recompute"):  # a copy reads backward plumbing (a kernel graph's Depend)
-                deferred.append((n, deps[n]))
+                deferred.append((n, ins))
                 continue
-            found = [out[d] for d in deps[n] if d in out] + _carried(n, carried)
+            found = [x for d in ins if (x := out.get(d)) is not None]
+            if carried:
+                found += _carried(n, carried)
             if n not in outside and found and not (n.op == "MakeTuple" and len(set(found)) > 1):
                 out[n] = max(found)
                 continue
-            below = [x for d in deps[n] if (x := out.get(d, after.get(d))) is not None] + found
+            below = [x for d in ins if (x := out.get(d, after.get(d))) is not None] + found
             if below and n.op != "MakeTuple":
                 after[n] = max(below)
         for n in g.nodes:  # what this graph passes on to the graphs it calls or binds

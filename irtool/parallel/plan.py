@@ -24,7 +24,7 @@ from ..ir import Dump
 from .balance import bubble, in_flight, one_f_one_b, stage_cost, step_time
 from .hardware import Profile
 from .job import Job
-from .lifetime import LIVE_ROLES, block
+from .lifetime import LIVE_ROLES, Share, block
 from .logical import LogicalGraph
 from .model_dims import weight_splits
 from .optimizer import optimizer_shards
@@ -96,6 +96,11 @@ class StageBasis:
     timing: StageTiming | None  # its times on the profile (the step is played from these)
     marked: list[MarkedOutput]  # outputs a recompute may read sliced (`slicing`)
     notes: list[str] = field(default_factory=list)
+    # what is live in the compute phase at each step no other exceeds in every Share (lifetime.Lifetimes.points),
+    # and one layer's recompute working set, by Share: each tensor scaled by what splits it (`_factor`); empty:
+    # the compute peak's live set, every working set as split by dp and mp
+    points: list[dict[Share, int]] = field(default_factory=list)
+    recompute_shares: dict[Share, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -266,7 +271,7 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
         if s.full_shape and s.forward_bytes is not None and s.backward_bytes is not None:
             fwd, bwd, elems = fwd + s.forward_bytes, bwd + s.backward_bytes, elems + math.prod(s.full_shape)
     compute, optimizer = cost.lifetimes.parts if cost.lifetimes is not None else (None, None)
-    flight = in_flight(cost.order, stage, job.pipeline_stages, job.micro_batches, job.training).count or 1
+    flight = in_flight(cost.order, stage, job).count or 1
     rows = [r for r in graph.layers if r.stage == stage]
     timing = cost.timing
     return StageBasis(
@@ -283,7 +288,7 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
          for n in [sum(1 for p in cost.memory.params if p.bytes is None)] if n]
         + [f"stage {stage}: {n} weight(s) no operator with a strategy reads (their whole shape unknown): held as "
            "compiled in every candidate" for n in [sum(1 for q in params if q.role == "weight" and q.whole is None)]
-           if n])
+           if n], *((cost.lifetimes.points, cost.lifetimes.recompute_shares) if cost.lifetimes is not None else ()))
 
 
 def _without_slice_gathers(rows: dict[int | None, dict[tuple[str, str], int]], facts: ParallelFacts
@@ -444,8 +449,12 @@ def candidates(b: Basis, devices: int | None = None, global_batch: int | None = 
             micros = sorted({b.micro, *micro} | ({pp, 2 * pp, 4 * pp} if pp > 1 else {1}))
             for m in micros:
                 for os_ in ((True, False) if dp > 1 else (False,)):
+                    even = offsets(Candidate(1, 1, pp, pp, False, False, 1), num_layers or b.layers)
                     for off in _offsets(num_layers or b.layers, pp):
-                        for rc in _recomputes(num_layers or b.layers, pp, off, b.recompute):
+                        rcs = _recomputes(num_layers or b.layers, pp, off, b.recompute)
+                        if off is not None and max(abs(x - y) for x, y in zip(off, even)) > 1:
+                            rcs = rcs[:2]  # several layers moved: all or none recomputed (not every first k)
+                        for rc in rcs:
                             c = Candidate(dp, mp, pp, m, bool(rc) if isinstance(rc, bool) else any(rc), os_,
                                           gb, off, None if isinstance(rc, bool) else rc, num_layers)
                             if not out or not _same(b, c, now):
@@ -454,19 +463,24 @@ def candidates(b: Basis, devices: int | None = None, global_batch: int | None = 
 
 
 def _offsets(layers: int, pp: int) -> list[tuple[int, ...] | None]:
-    """The even split (None), and each split moving one layer between neighbouring stages of it."""
+    """The even split (None), and each split moving k layers between neighbouring stages of it: one layer at every
+    boundary; up to half a stage's layers at the boundaries of the first and last stages (the embedding's and the
+    head's, where a stage's own working sets weigh: MindFormers' `offset` of large models moves several layers off
+    them), the giver keeping one at least."""
     if pp == 1 or layers < pp:
         return [None]
     even = offsets(Candidate(1, 1, pp, pp, False, False, 1), layers)
     out: list[tuple[int, ...] | None] = [None]
     base = layers // pp
     for s in range(pp - 1):
+        most = max(1, base // 2) if s in (0, pp - 2) else 1
         for give, take in ((s, s + 1), (s + 1, s)):
-            o = list(even)
-            o[give] -= 1
-            o[take] += 1
-            if base + o[give] >= 1:
-                out.append(tuple(o))
+            for k in range(1, most + 1):
+                o = list(even)
+                o[give] -= k
+                o[take] += k
+                if base + o[give] >= 1:
+                    out.append(tuple(o))
     return out
 
 
@@ -620,14 +634,16 @@ _HOW = {
     "optimizer-state": _EXACT + " (shaped as its weight's shard)",
     "accumulation": _EXACT + " (as in the compile: the mp slice, or the shard; none without a pipeline and one "
                              "micro batch)",
-    "peak_bytes": "scaled: parameters re-derived (as pool blocks); the compile's live set at its peaks before and in "
-                  "the optimizer: kept activations x micro-batch size x micro batches in flight (their layers' share "
-                  "x layers), working sets x micro-batch size / (new mp / compiled mp), pipeline buffers per "
-                  "boundary, gathered weights as re-derived, optimizer temporaries x the weights' shards",
+    "peak_bytes": "scaled: parameters re-derived (as pool blocks); the compile's live sets before (every step no other "
+                  "exceeds in every share) and in the optimizer: kept activations x micro-batch size x micro batches "
+                  "in flight (their layers' share x layers), each working-set tensor by what splits it (made from the "
+                  "data: x micro-batch size; split by mp: / (new mp / compiled mp)), pipeline buffers per boundary, "
+                  "the weights' compute copies (gathered or cast) as re-derived, optimizer temporaries x the weights' "
+                  "shards",
     "micro_batches_in_flight": "1F1B: stage s of pp holds min(pp - s, micro batches)",
     "activations_per_micro_bytes": "scaled: the compile's kept tensors x micro-batch size (their layers' share x "
-                                   "layers); a layer not recomputed adds its recompute working set / (new mp / "
-                                   "compiled mp)",
+                                   "layers); a layer not recomputed adds its recompute working set, each tensor by "
+                                   "what splits it",
     "activations_bytes": "activations per micro batch x in flight",
     "compute_flops": "scaled: the compile's per layer x micro batches x micro-batch size / (new mp / compiled mp); "
                      "recompute's dropped where off",
@@ -655,11 +671,11 @@ def _stage_plan(b: Basis, c: Candidate, s: int, layers: list[int], scale: tuple[
     flight = one_f_one_b(c.pp, s, c.micro)
     rc = c.recomputed(s, layers)
     full = rc.count(False) if b.recompute else 0  # layers whose whole forward is kept
-    gathered = sum(n for (kind, *_), n in slices.items() if kind == "gathered")
+    gathered = sum(n for (kind, *_), n in slices.items() if kind in ("gathered", "cast"))
     src = _source(b, s, c.pp)
     peak = max(_peak(b, x, c, (blocks, gathered, held["weight"]), (len(layers), full, s), flight, scale) for x in src)
-    kept = src[0].kept_per_micro * sb * _layers_factor(b, src[0], len(layers), c.mp) + \
-        full * src[0].recompute_set * sw
+    kept = src[0].kept_per_micro * sb * _layers_factor(b, src[0], (len(layers), s, c), c.mp) + \
+        full * _working(b, c, src[0].recompute_shares or None, (src[0].recompute_set, "recompute"), scale)
     flops = _flops(b, c, s, layers, rc, sw)
     comm, sizes = _comm(b, c, s, (layers, rc), sb, slices)
     values: dict[str, float | int] = {
@@ -710,6 +726,8 @@ def _held(q: Param, c: Candidate, b: Basis, slices: dict, copy: int | None = Non
         elif copies > 1:
             slices[("reduced", w.name, copy)] = sl
             slices[("copies", w.name, copy)] = copies
+        if shard == 1 and w.shard > 1:  # the compile gathers its compute copy; unsharded, a Cast keeps it all step
+            slices[("cast", w.name, copy)] = sl * w.itemsize
     if q.role == "accumulation" and q.held == w.held * w.shard:
         return sl  # the compile's buffer is the mp slice, not the shard: so it stays
     return q.held * (sl // shard) // max(1, w.held) if q is not w else sl // shard
@@ -729,16 +747,15 @@ def _transfer(b: Basis, src: StageBasis) -> int:
 
 def _peak(b: Basis, src: StageBasis, c: Candidate, held: tuple[int, int, int], counts: tuple[int, int, int],
           flight: int, scale: tuple[float, float]) -> int:
-    """A new stage's peak from the compile's stage `src`: the larger of its compute-phase and optimizer peaks, each
-    the compile's live set with the parameters re-derived (`held`: their pool blocks, the gathered weights' bytes,
-    the weights' bytes) and what a step makes scaled (`_HOW["peak_bytes"]`)."""
-    (blocks, gathered, new_w), (n_layers, full, c_stage), (sb, sw) = held, counts, scale
-    lk = _layers_factor(b, src, n_layers, c.mp)
+    """A new stage's peak from the compile's stage `src`: the largest of its live sets in the compute phase (each step
+    no other exceeds in every Share: scaled by their own factors, any may be the largest; dp1 x mp4 at micro-batch
+    size 2 peaks in a backward where dp2 x mp2 peaks in the loss) and in the optimizer, each with the parameters
+    re-derived (`held`: their pool blocks, the gathered weights' bytes, the weights' bytes) and what a step makes
+    scaled (`_HOW["peak_bytes"]`)."""
+    (blocks, gathered, new_w), (n_layers, full, c_stage), (sb, _) = held, counts, scale
+    lk = _layers_factor(b, src, (n_layers, c_stage, c), c.mp)
     cp, op = src.compute_peak, src.optimizer_peak
     fixed = blocks + cp.get("constant", 0) + round(cp.get("input", 0) * c.global_batch / b.global_batch)
-    act = cp.get("activation", 0) * sb * flight / src.in_flight * lk
-    rec = cp.get("recompute", 0) * sw if full < n_layers else 0
-    act += flight * full * src.recompute_set * sw
     # communication buffers live at the peak: the pipeline's (a transfer's block for each boundary, and two more:
     # fitted on the dry runs, 3 on an end stage and 4 on a middle one of dp1 x mp2 x pp4) and the weights the
     # optimizer shard gathered (the rest, as re-derived)
@@ -746,23 +763,76 @@ def _peak(b: Basis, src: StageBasis, c: Candidate, held: tuple[int, int, int], c
     pipe_base = block(one) * (2 + _ends(src.stage, b.pp)) if one else 0
     pipe = block(round(one * sb)) * (2 + _ends(c_stage, c.pp)) if one and c.pp > 1 else 0
     base_gathered = sum(q.held * q.shard * q.itemsize for q in src.params if q.shard > 1 and q.role == "weight")
-    live = cp.get("communication", 0)
-    rest = max(0, live - pipe_base)
-    comm = max(0.0, live + pipe - pipe_base + rest * ((gathered / base_gathered if base_gathered else sb) - 1))
-    work = (cp.get("backward", 0) + cp.get("temporary", 0)) * sw
-    compute = fixed + act + rec + comm + work
+    # a layer not recomputed keeps its working set for each micro batch in flight; MindFormers recomputes a stage's
+    # first layers, so their recompute runs after the kept layers' backward freed the current micro batch's: with
+    # both, the larger of (recompute live, one micro batch fewer kept) and (no recompute live, every one kept)
+    # (recompute [1, 1] of dp2 x mp2 x pp2: +17.5 % on stage 0 counting both in full, +0.7 % so)
+    one_set = full * _working(b, c, src.recompute_shares or None, (src.recompute_set, "recompute"), scale)
+    compute = 0.0
+    # every point where the candidate's stage is the compile's in the same place and recomputes as it does; else
+    # the compute peak's only (another stage's own working sets, a recompute's copies turned into kept ones)
+    points = src.points if full == 0 and c.pp == b.pp else src.points[:1]
+    for shares in points or [None]:
+        live = _live(shares) if shares is not None else cp
+        act = live.get("activation", 0) * sb * flight / src.in_flight * lk
+        rec = _working(b, c, shares, (live.get("recompute", 0), "recompute"), scale) if full < n_layers else 0
+        rec = max(rec + (flight - 1) * one_set, flight * one_set) if full else rec
+        comm = live.get("communication", 0)
+        rest = max(0, comm - pipe_base)
+        comm = max(0.0, comm + pipe - pipe_base + rest * ((gathered / base_gathered if base_gathered else sb) - 1))
+        work = _working(b, c, shares, (live.get("backward", 0) + live.get("temporary", 0), "backward", "temporary"),
+                        scale)
+        compute = max(compute, fixed + act + rec + comm + work)
     base_w = sum(q.nbytes for q in src.params if q.role == "weight") or 1
     dyn_opt = sum(v for r, v in op.items() if r not in PARAM_ROLES and r not in ("constant", "input"))
     optim = fixed + dyn_opt * new_w / base_w
     return round(max(compute, optim))
 
 
-def _layers_factor(b: Basis, src: StageBasis, n_layers: int, mp: int) -> float:
-    """Kept activations for `n_layers` against the compile's stage: its layers' share scales by the layers (a layer's
-    output, split by dp only), the rest, the stage's own, stays (the embedding's output) but on the last stage (the
-    head's logits, split by mp over the vocabulary: x compiled mp / new mp)."""
-    share = src.kept_layer_share
-    own = b.mp / mp if src.stage == b.pp - 1 else 1.0
+def _live(shares: dict[Share, int]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for (role, *_), v in shares.items():
+        out[role] = out.get(role, 0) + v
+    return out
+
+
+def _working(b: Basis, c: Candidate, shares: dict[Share, int] | None, what: tuple[Any, ...],
+             scale: tuple[float, float]) -> float:
+    """The live bytes of some roles (`what`: their total, then the roles), each tensor scaled by what splits it
+    (`_factor`); without `shares` (a walk not read by share), all as split by dp and mp."""
+    total, *roles = what
+    if shares is None:
+        return total * scale[1]
+    return sum(v * _factor(b, c, k, scale) for k, v in shares.items() if k[0] in roles)
+
+
+def _factor(b: Basis, c: Candidate, share: Share, scale: tuple[float, float]) -> float:
+    """How a live tensor of the compile grows in `c` (`scale`: micro-batch size new / compiled, and that over new mp /
+    compiled mp), from what splits it (lifetime.Share): one made from the step's data grows with the micro-batch
+    size (its dimension 0, the batch, split by dp: that many of its pieces; not split by dp: with the micro batch
+    over every dp rank); its other pieces are mp's (split by the new mp as the compile's); a tensor of the weights or
+    constants only grows with its mp split; of unknown pieces, as split by dp and mp. A compile of mp 1 cannot tell
+    which tensors mp would split: every one made from the data, as before."""
+    _, data, pieces = share
+    sb, sw = scale
+    if pieces is None:
+        return sw
+    mp = b.mp / c.mp
+    if not data:
+        return mp if pieces > 1 else 1.0
+    dp = b.dp if pieces % b.dp == 0 else 1
+    grow = sb if dp == b.dp else sb * c.dp / b.dp
+    return grow * (mp if pieces // dp > 1 or b.mp == 1 else 1.0)
+
+
+def _layers_factor(b: Basis, src: StageBasis, where: tuple[int, int, Candidate], mp: int) -> float:
+    """Kept activations for stage `where[1]` of `where[2]`, holding `where[0]` layers, against the compile's stage:
+    its layers' share scales by the layers (a layer's output, split by dp only), the rest, the stage's own, stays (the
+    embedding's output) but on the last stage (the head's logits, split by mp over the vocabulary: x compiled mp /
+    new mp) and on a middle stage scaled from the first, which has no embedding (dp1 x mp2 x pp4 from dp2 x mp2 x pp2:
+    +7.3 % and +3.9 % with the embedding's, -1.1 % and -1.6 % without)."""
+    (n_layers, stage, c), share = where, src.kept_layer_share
+    own = b.mp / mp if src.stage == b.pp - 1 else 0.0 if src.stage == 0 < stage < c.pp - 1 else 1.0
     return (1 - share) * own + share * n_layers / max(1, len(src.layers))
 
 

@@ -15,13 +15,16 @@ Level = Literal["dump", "node", "column"]
 class Pass:
     """One analysis pass. `level`: `dump` computes dump facts once (`run(table)` -> one value per
     provided fact); `node` one node's value of its one fact when asked (`run(table, node)`);
-    `column` its one fact for every node at once (`run(table)` -> {node: value}, absent = None)."""
+    `column` its one fact for every node at once (`run(table)` -> {node: value}, absent = None). `keep`
+    (a `node` pass): its values are kept once asked; a pass that costs no more than looking a value up
+    is asked again instead (a table of 40 000 nodes per fact held for nothing)."""
 
     name: str
     provides: tuple[str, ...]
     needs: tuple[str, ...]
     level: Level
     run: Callable[..., Any]
+    keep: bool = True
 
 
 # Check that every pass asks only for the facts it declares (`needs`): on in the test suite
@@ -69,7 +72,8 @@ class NodeFacts:
         if p.level == "column":
             return self.column(fact).get(node)
         value = self._run(p, node) if CHECK else p.run(self, node)
-        self._cells.setdefault(fact, {})[node] = value
+        if p.keep:
+            self._cells.setdefault(fact, {})[node] = value
         return value
 
     def column(self, fact: str) -> dict[Node, Any]:
@@ -83,6 +87,8 @@ class NodeFacts:
             return self._cells[fact]
         if CHECK:
             return {n: self(fact, n) for n in self.dump.nodes()}
+        if not p.keep:
+            return {n: p.run(self, n) for n in self.dump.nodes()}
         cells, run, out = self._cells.setdefault(fact, {}), p.run, {}
         for n in self.dump.nodes():  # `__call__`'s work without its call per node
             value = cells.get(n, _MISSING)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from .cost import ATTENTION, CONVS, GROUPED_MATMULS, MATMULS, CostFacts, bytes_moved
 from .hardware import Profile, Tier
-from .order import StageOrder, UnitKey, hop_unit
+from .order import StageOrder, UnitKey
 from .pairs import pair_ranks
 from .records import Group
 from .traffic import collective_of, group_size, wire_bytes
@@ -93,7 +93,7 @@ class TimedHop:
     direction: str | None
     peer_rank: int | None
     sr_tag: int | None
-    unit: UnitKey
+    unit: UnitKey | None  # its node's `unit` fact (None: in no unit of work)
     seconds: float  # the transfer
 
 
@@ -208,7 +208,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
         for n in ordered:
             b = _bucket(t, n, chunks, staged)
             ready = max((f for tag, f in (finish[x] for x in preds[n]) if tag == b), default=0.0)
-            dur, is_comm, work = _duration(t, n, p, groups, rank, chunks, flops, k_runs, kind, hops,
+            dur, is_comm, work = _duration(t, n, p, groups, rank, flops, k_runs, kind, hops,
                                            matrix_by_dtype, counts)
             if b is None or dur == 0.0:
                 finish[n] = (b, ready)
@@ -266,7 +266,7 @@ def _topological(preds: dict[Node, list[Node]]) -> list[Node]:
     return out
 
 
-def _duration(t: NodeFacts, n: Node, p: Profile, groups: dict[str, Group], rank: int | None, chunks: list[int],
+def _duration(t: NodeFacts, n: Node, p: Profile, groups: dict[str, Group], rank: int | None,
               flops: dict, k_runs: int, kind: str, hops: list[TimedHop], matrix_by_dtype: dict[str, int],
               counts: dict[str, int]) -> tuple[float, bool, OpWork | None]:
     """Seconds of one run of a node, whether it is a collective, and what was timed; a pipeline Send/Receive is
@@ -279,7 +279,7 @@ def _duration(t: NodeFacts, n: Node, p: Profile, groups: dict[str, Group], rank:
         if c.category == "pipeline" and c.direction:
             peer = (rank, c.peer_rank) if rank is not None and c.peer_rank is not None else None
             secs = comm_seconds(p, c.op, c.bytes, 2, p.tier(peer, 2)[0])
-            hops.append(TimedHop(c.direction, c.peer_rank, c.sr_tag, hop_unit(c, chunks), secs or 0.0))
+            hops.append(TimedHop(c.direction, c.peer_rank, c.sr_tag, t("unit", n), secs or 0.0))
             return 0.0, False, None
         size = group_size(c, groups)
         members = c.group_ranks or (groups[c.group].ranks if c.group in groups else None)

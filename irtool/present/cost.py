@@ -45,13 +45,14 @@ def ratio_text(r: float | None) -> str:
     return DASH if r is None else f"{r:.2f}x"
 
 
-def in_flight_words(count: int | float | None, by_chunk: Iterable[tuple[int, int]] = ()) -> str:
-    """`2`, or whole micro batches per chunk (`4 on chunk 0, 1 on chunk 1`): never a fraction of one."""
-    return ", ".join(f"{n} on chunk {c}" for c, n in by_chunk) or cell(count)
+def in_flight_words(count: int | float | None, by_chunk: Iterable[tuple[int, int]] = (), part: str = "chunk") -> str:
+    """`2`, or whole micro batches per chunk (`4 on chunk 0, 1 on chunk 1`; `on segment 0` of a folded pipeline): never
+    a fraction of one."""
+    return ", ".join(f"{n} on {part} {c}" for c, n in by_chunk) or cell(count)
 
 
 def in_flight_figure(f: InFlight) -> str:
-    return in_flight_words(f.count, f.by_chunk)
+    return in_flight_words(f.count, f.by_chunk, f.part)
 
 
 def in_flight_count(f: InFlight) -> str:

@@ -2,12 +2,14 @@
 of every field with its value and evidence (docs/parallel.md §18). Every command shows a job so."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..parallel.job import Evidence, Job, JobChange
-from ..parallel.logical import LogicalDiff
 from .tables import Table
 from .text import DASH
+
+if TYPE_CHECKING:  # a summary, which imports this, needs no cost model (`logical` loads it)
+    from ..parallel.logical import LogicalDiff
 
 
 def layer_ranges(indices: list[int]) -> str:

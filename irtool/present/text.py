@@ -196,11 +196,10 @@ def json_pieces(doc: dict[str, Any], ensure_ascii: bool = True) -> Iterator[str]
     for i, (key, value) in enumerate(doc.items()):
         head = "  " + json.dumps(key, ensure_ascii=ensure_ascii) + ": "
         tail = ",\n" if i < last else "\n}\n"
-        if isinstance(value, Records) and len(value):  # a record at a time, each one level deeper: 4 spaces
+        if isinstance(value, Records) and len(value):  # records made and written a batch at a time, 4 spaces deep
             yield head + "["
-            for k, record in enumerate(value):
-                text = "".join(json_pieces({"": record}, ensure_ascii))[len('{\n  "": '):-len("\n}\n")]
-                yield ("\n    " if k == 0 else ",\n    ") + text.replace("\n", "\n  ")
+            for k, batch in enumerate(_batches(value)):
+                yield ("" if k == 0 else ",") + _records_text(batch, ensure_ascii)
             yield "\n  ]" + tail
             continue
         if isinstance(value, Records):
@@ -219,6 +218,28 @@ def json_pieces(doc: dict[str, Any], ensure_ascii: bool = True) -> Iterator[str]
 
 
 _PIECE = 1 << 20  # bytes per piece written (and then up to the end of the line)
+_BATCH = 256  # records of a `Records` made and written together
+
+
+def _batches(records: Records) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) == _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _records_text(batch: list[Any], ensure_ascii: bool) -> str:
+    """Records as the items of a top-level field's list (each after a line break, 4 spaces deep), without the
+    commas before the first and after the last."""
+    raw = _orjson_bytes(batch)
+    if raw is not None:  # `[\n  {...},\n  {...}\n]` one level deeper, without its brackets
+        return _as_python(raw[1:-2].replace(b"\n", b"\n  ").decode(), ensure_ascii)
+    texts = ("".join(json_pieces({"": record}, ensure_ascii))[len('{\n  "": '):-len("\n}\n")] for record in batch)
+    return ",".join("\n    " + text.replace("\n", "\n  ") for text in texts)
 # Floats orjson writes otherwise than Python (the same digits: both write the shortest text that
 # reads back as the same float): `1e-7` and `0.00001` where Python writes `1e-07` and `1e-05`.
 # Found by how such a value ends its line (a string ends with `"`, true/false/null with a letter),

@@ -10,7 +10,7 @@ from typing import cast
 import pydot
 
 from ..errors import SelectionError
-from ..parallel.order import StageOrder
+from ..parallel.order import StageOrder, UnitKey, unit_label
 from ..parallel.pairs import Pairs, pair_ranks
 from ..parallel.records import CommNode
 from ..present import cell
@@ -57,12 +57,12 @@ def column_title(col: Column) -> str:
     return f"stage {s.stage} (rank {col.rank})\n{s.schedule}{where}"
 
 
-def label(c: CommNode) -> str:
-    """`F0.c1 Send to stage 1 (rank 2)`: the unit (forward/backward, micro batch, chunk or segment), the
-    direction and the peer."""
-    unit = f"{'B' if c.phase == 'backward' else 'F'}{cell(c.micro)}" + ("" if c.segment is None else f".c{c.segment}")
+def label(c: CommNode, unit: UnitKey | None) -> str:
+    """`F0.c1 Send to stage 1 (rank 2)`: the unit it belongs to (`StageOrder.hop_units`: forward/backward, micro batch,
+    chunk or segment on a stage of several; `—` of none), the direction and the peer."""
     arrow = "to" if c.op == "Send" else "from"
-    return f"{unit} {c.op} {arrow} stage {cell(c.peer_stage)} (rank {cell(c.peer_rank)})"
+    unit_text = cell(None) if unit is None else unit_label(unit)
+    return f"{unit_text} {c.op} {arrow} stage {cell(c.peer_stage)} (rank {cell(c.peer_rank)})"
 
 
 def _id(rank: int, c: CommNode) -> str:
@@ -85,7 +85,8 @@ def pipeline_dot(d: Drawing, title: str) -> str:
             nid = drawn[id(e)] = _id(col.rank, e)
             # as the view's pipeline graph draws them: a Send red, a Receive green, the backward's paler
             fill = P2P_COLORS[("send" if e.op == "Send" else "receive", "B" if e.phase == "backward" else "F")]
-            c.add_node(pydot.Node(nid, label=escape(label(e)), shape="rarrow" if e.op == "Send" else "larrow",
+            c.add_node(pydot.Node(nid, label=escape(label(e, s.hop_units.get(e.node))),
+                                  shape="rarrow" if e.op == "Send" else "larrow",
                                   fillcolor=fill, tooltip=escape(f"{e.node} line {e.line} tag {e.sr_tag}",
                                                                  tooltip=True)))
             if prev is not None:

@@ -82,7 +82,7 @@ def rank_cost(dump: Dump, facts: ParallelFacts, job: Job, device_memory: int | N
               hardware: Profile | None = None, hardware_text: str = "", default: bool = False) -> FileCost:
     """The cost of a single file (`job`: as much of the job as the file tells)."""
     sc = stage_cost(facts, hardware=hardware)
-    flight = in_flight(sc.order, sc.stage, job.pipeline_stages, job.micro_batches, job.training)
+    flight = in_flight(sc.order, sc.stage, job)
     return FileCost(sc, stage_memory(sc.memory, flight, sc.lifetimes), device_memory, hardware_text,
                     hardware_json(hardware, default))
 

@@ -79,9 +79,15 @@ class FileSummary:
     failure: FailureRecord | None = None  # analyze_fail.ir: what failed
     misfits: list[StrategyMisfit] = field(default_factory=list)  # strategies that do not divide a shape
 
-    def as_dict(self) -> dict[str, Any]:
-        """The JSON of schema `irtool.summary/2`."""
+    def as_dict(self, stream: bool = False) -> dict[str, Any]:
+        """The JSON of schema `irtool.summary/2`; `stream`: its long lists (communication, strategies,
+        redistributions) as `Records`, each record made as it is written (`json_pieces`), never all held."""
         d, f, info = self.dump, self.facts, self.facts.stage_info
+
+        def listed(records: list[Any]) -> list[dict[str, Any]] | Records:
+            return Records(len(records), lambda: (r.as_dict() for r in records)) if stream else \
+                [r.as_dict() for r in records]
+
         hist = d.op_histogram()
         return {
             "schema": SCHEMA, "path": d.path, "entry": d.entry, "sorted_order": d.sorted_order, "bytes": d.size,
@@ -93,15 +99,15 @@ class FileSummary:
             "stage": info.stage,
             "stage_evidence": {"votes": {str(k): v for k, v in info.votes.items()}, "how": info.how,
                                "chunks": f.job.chunks, "peer_stages": info.peer_stages},
-            "comm": [c.as_dict() for c in f.comm],
+            "comm": listed(f.comm),
             "comm_totals": self.totals.as_dict(),
             "groups": [g.as_dict() for _, g in sorted(f.groups.items())],
             "send_receive": [e.as_dict() for e in self.pairs],
             "gradient_aggregation": [e.as_dict() for e in self.gradients],
-            "strategies": [s.as_dict() for s in f.strategies],
+            "strategies": listed(f.strategies),
             "top_scopes": [e.as_dict() for e in self.scopes[:TOP_SCOPES]],
             "no_op_gathers": [c.as_dict() for c in f.no_op_gathers],
-            "redistributions": [c.as_dict() for c in f.chains],
+            "redistributions": listed(f.chains),
             "optimizer_sharding": [o.as_dict() for o in self.shards],
             "layers": {"by_scope_depth": self.depth, "rows": [r.as_dict() for r in self.layers]},
             "traffic": self.traffic.as_dict(),

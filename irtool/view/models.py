@@ -296,6 +296,9 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
         return _file_model(picked[0], label, part_size)
 
     pictures, played = _pictures(loaded, sel.path)
+    # the folder's job, of every rank (the ranks drawn are read already): folded here, in this process, since the
+    # graphs are built in a forked daemon process (`serve._Builder`), which may not start the ranks' workers
+    job = sel.job(have=loaded)
 
     def drawn() -> list[StageRank]:
         return stage_figures([r.stage_rank(part_size) for r in picked], [r.cost() for r in picked])
@@ -303,7 +306,7 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
     def build() -> list[dict[str, Any]]:
         ranks = drawn()
         pipe = pipeline_graph(ranks, folder=[r for r in sel.files if r is not None], unreadable=sel.unreadable)
-        return [pipe, execution_graph(ranks, times=_unit_times(played()))] + [
+        return [pipe, execution_graph(ranks, job, times=_unit_times(played()))] + [
             g for r in picked for g in r.graphs(part_size)]
 
     return Model(label, build, _overlays(picked, drawn), sorting="name_asc", first_graph="pipeline",

@@ -22,8 +22,8 @@ from typing import Any, Callable, NamedTuple
 from ..dumpdir import Unreadable
 from ..parallel import CommNode, ParallelFacts
 from ..parallel.balance import in_flight
-from ..parallel.job import job_of
-from ..parallel.order import StageOrder, Unit, UnitKey, hop_key, hop_unit, stage_order, unit_label, unit_nodes
+from ..parallel.job import Job
+from ..parallel.order import StageOrder, Unit, UnitKey, hop_key, hop_units, stage_order, unit_label, unit_nodes
 from ..parallel.pairs import pair_ranks
 from ..present import DASH, cell, rank_list, shape_text
 from ..present.cost import in_flight_figure
@@ -83,7 +83,15 @@ def _peer_text(c: CommNode, shown: set[int], in_folder: set[int], unreadable: li
     return f"{'to' if c.direction == 'send' else 'from'} rank {cell(c.peer_rank)}"
 
 
-def _hop_box(r: StageRank, c: CommNode, key: UnitKey, label: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _phase_letter(c: CommNode) -> str:
+    return "B" if c.phase == "backward" else "F"
+
+
+def _unit_text(key: UnitKey | None) -> str:
+    return DASH if key is None else unit_label(key)
+
+
+def _hop_box(r: StageRank, c: CommNode, label: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """A Send/Receive box: its colour (Send red, Receive green, the backward's paler), its rows, a way
     into its stage graph (the subgraph icon opens the graph, the `stage graph` row the node in it, the
     `comm serves` row the node it serves there)."""
@@ -94,7 +102,7 @@ def _hop_box(r: StageRank, c: CommNode, key: UnitKey, label: str, rows: list[dic
         sub, _, served = c.serves.rpartition("/")
         facts = [_kv("comm serves", f"{r.graph_ids(sub)[0]} {served}") if a["key"] == "comm serves" else a
                  for a in facts]
-    look = (c.direction or "send", key[0])
+    look = (c.direction or "send", _phase_letter(c))
     return {"id": r.box_id(c), "label": label, "namespace": r.group,
             "attrs": [*rows, _kv("file", f"{r.file}:{c.line}"), _kv("stage graph", f"{whole} {node}"), *facts],
             "incomingEdges": [], "subgraphIds": [opened],
@@ -103,14 +111,17 @@ def _hop_box(r: StageRank, c: CommNode, key: UnitKey, label: str, rows: list[dic
                                                       _kv("bytes", cell(c.bytes))]}]}
 
 
-Pair = tuple[str, str, CommNode]  # (Send box, Receive box, the Send)
+Pair = tuple[str, str, str]  # (Send box, Receive box, the line's label: the Send's unit and tag)
 
 
 def _paired(ranks: list[StageRank]) -> tuple[list[Pair], int]:
-    """(Send box, Receive box, the Send) of each pair among the drawn ranks (`parallel.pairs`), and their count."""
+    """(Send box, Receive box, the Send's unit and tag) of each pair among the drawn ranks (`parallel.pairs`), and
+    their count."""
     by_rank = {r.rank: r for r in ranks}
     pairs = pair_ranks({r.rank: [c for c in r.facts.comm if c.direction is not None] for r in ranks})
-    out = [(by_rank[lp.link[0]].box_id(s), by_rank[lp.link[1]].box_id(rc), s) for lp in pairs.links for s, rc in lp.pairs]
+    units = {lp.link[0]: hop_units(by_rank[lp.link[0]].facts.table) for lp in pairs.links}
+    out = [(by_rank[lp.link[0]].box_id(s), by_rank[lp.link[1]].box_id(rc),
+            f"{_unit_text(units[lp.link[0]].get(s.node))} tag {_tag(s)}") for lp in pairs.links for s, rc in lp.pairs]
     return out, pairs.paired
 
 
@@ -123,8 +134,7 @@ def _overlays(graph_id: str, pairs: list[Pair], columns: dict[str, list[str]]) -
     """The pairs (every Send's line to the Receive it pairs with, labelled with its unit and tag; drawn
     while any box is selected) and the execution order (each box to the next of its rank; drawn for
     the box selected), as edge overlays."""
-    pair_edges = [{"sourceNodeId": s, "targetNodeId": rc, "label": f"{unit_label(hop_unit(c, []))} tag {_tag(c)}"}
-                  for s, rc, c in pairs]
+    pair_edges = [{"sourceNodeId": s, "targetNodeId": rc, "label": label} for s, rc, label in pairs]
     order_edges = [{"sourceNodeId": a, "targetNodeId": b} for ids in columns.values() for a, b in zip(ids, ids[1:])]
     overlays = []
     if pair_edges:
@@ -203,21 +213,22 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
     for r in _by_stage(ranks):
         o = r.order
         hops, placed = _hops(o, r.facts)
+        units = hop_units(r.facts.table)
         groups[r.group] = {"rank": str(r.rank), "stage": cell(r.facts.stage), "file": r.file, "schedule": o.schedule,
                            "order read in": _order_text(o), "Send/Receive": str(len(hops)), **r.figures}
         for c in hops:
-            key = hop_unit(c, o.chunks)
+            key = units.get(c.node)
             if c.peer_rank is not None and c.peer_rank not in in_folder:
                 outside.add(c.peer_rank)
             place, theirs = placed.get(c.node, (None, c))
             chunk = "" if c.segment is None else f" c{c.segment}"
             label = f"r{r.rank} #{cell(place)} {c.op} m{cell(c.micro)}{chunk} tag {_tag(c)} " \
-                    f"{'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)} {key[0]}"
+                    f"{'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)} {_phase_letter(c)}"
             order = f"{place} of {len(o.hops)} on rank {r.rank}" if place else "not fixed by this pass"
             kernel = [_kv("kernel graph", f"{o.kernel_graph}:{theirs.line}")] if place and o.kernel_graph else []
-            box = _hop_box(r, c, key, label, [
+            box = _hop_box(r, c, label, [
                 _kv("operator", c.op), _kv("rank", r.rank), _kv("stage", cell(r.facts.stage)),
-                _kv("execution order", order), *kernel, _kv("unit", unit_label(key)), _kv("tag", _tag(c)),
+                _kv("execution order", order), *kernel, _kv("unit", _unit_text(key)), _kv("tag", _tag(c)),
                 _kv("peer", _peer_text(c, shown, in_folder, unreadable))])
             micro[box["id"]] = c.micro
             nodes.append(box)
@@ -242,7 +253,7 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
 UnitTimes = dict[int, dict[UnitKey, tuple[float, float]]]  # rank -> unit -> (start, end) in the step, seconds
 
 
-def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1], times: UnitTimes | None = None
+def execution_graph(ranks: list[StageRank], job: Job, graph_id: str = LANES[1], times: UnitTimes | None = None
                     ) -> dict[str, Any]:
     """MindInsight's execution overview: a row per drawn rank (one per stage), in stage order, of its
     units of work left to right in execution order (`parallel.order`, as every folder command reads it: the
@@ -252,14 +263,15 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1], times: Uni
     `layer-3`: search `layer-3:` to light them up in every row; Model Explorer's search reads a space as two
     words) and, with `times` (the step played out, `render --timeline`'s), when it runs (the page places it so);
     each opens its first operator in the stage graph. The Send/Receive themselves are the pipeline graph's: here
-    each pair is a line from the unit sending to the unit receiving (a row of units alone reads at fit)."""
+    each pair is a line from the unit sending to the unit receiving (a row of units alone reads at fit). `job`: the
+    folder's (`Selection.job()`, of every rank, not only those drawn), whose stages and micro batches the micro
+    batches in flight are read with."""
     nodes: list[dict[str, Any]] = []
     groups: dict[str, dict[str, str]] = {}
     micro: dict[str, int | None] = {}
     columns: dict[str, list[str]] = {}
     unit_of: dict[str, str] = {}  # a Send/Receive's box in the pipeline graph -> the box of its unit here
     units = 0
-    job = job_of(r.facts.job for r in ranks)  # the stages and micro batches as the ranks drawn tell them
     for r in _by_stage(ranks):
         t = r.facts.table
         o = r.order
@@ -269,10 +281,10 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1], times: Uni
                            "order": ("fixed by the dependencies" if o.fixed else f"not fixed: {o.why or o.schedule}")
                            + f", read in {_order_text(o)}",
                            "units": str(len(o.units)),
-                           "micro batches in flight": in_flight_figure(in_flight(
-                               o, r.facts.stage, job.pipeline_stages, job.micro_batches, job.training)),
+                           "micro batches in flight": in_flight_figure(in_flight(o, r.facts.stage, job)),
                            **r.figures}
         mine = {c.node: c for c in r.facts.comm}
+        of_hop = hop_units(t)
         back = {id(theirs): mine[node] for node, theirs in _matched(o, r.facts).items()}
         hops: dict[UnitKey, list[tuple[str, str]]] = defaultdict(list)  # unit -> (row, what) of its Send/Receive
         lost = 0
@@ -283,10 +295,10 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1], times: Uni
                 lost += 1
                 continue
             c = back.pop(id(step))
-            _hop_row(r, c, o, hops, unit_of)
+            _hop_row(r, c, of_hop, hops, unit_of)
         for c in sorted(back.values(), key=lambda c: c.line):  # of no place in the order
             if c.category == "pipeline" and c.direction:
-                _hop_row(r, c, o, hops, unit_of)
+                _hop_row(r, c, of_hop, hops, unit_of)
         if lost:
             groups[r.group]["not in this dump"] = f"{lost} Send/Receive of {_order_text(o)}"
         row = [_unit_box(r, own.get(u.key, u), held.get(u.key, []), hops.get(u.key, []),
@@ -315,10 +327,13 @@ def execution_graph(ranks: list[StageRank], graph_id: str = LANES[1], times: Uni
             "tasksData": _overlays(graph_id, pairs, columns)}
 
 
-def _hop_row(r: StageRank, c: CommNode, o: StageOrder, hops: dict[UnitKey, list[tuple[str, str]]],
+def _hop_row(r: StageRank, c: CommNode, units: dict[str, UnitKey | None], hops: dict[UnitKey, list[tuple[str, str]]],
              unit_of: dict[str, str]) -> None:
-    """A Send/Receive as a row of the unit it serves (`waits for` a Receive, `then` a Send), and its unit's box."""
-    key = hop_unit(c, o.chunks)
+    """A Send/Receive as a row of the unit it serves (`waits for` a Receive, `then` a Send; `units`: each hop's,
+    `hop_units`), and its unit's box; none of no unit."""
+    key = units.get(c.node)
+    if key is None:
+        return
     arrow = "->" if c.direction == "send" else "<-"
     hops[key].append(("then" if c.direction == "send" else "waits for",
                       f"{c.op} tag {_tag(c)} {arrow} rank {cell(c.peer_rank)} ({r.file}:{c.line})"))
