@@ -516,8 +516,11 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
     members = list(zip(nodes, sg.nodes)) + [(e, first_user.get(ref)) for ref, e in aux.items()]
     # communication, operators with a strategy and redistribution chains stay in sight (what the view
     # is for): the rest stack
-    levels = bound_namespaces(members, ctx.chain_of, ctx.micro, lambda n: ctx.kind(n) != "communication"
-                              and n.uid not in ctx.strategy and n.uid not in ctx.chain_of)
+    def stackable(n: Node) -> bool:
+        uid = n.uid
+        return uid not in ctx.strategy and uid not in ctx.chain_of and ctx.kind(n) != "communication"
+
+    levels = bound_namespaces(members, ctx.chain_of, ctx.micro, stackable)
     # counts of a folded scope include everything below it: per namespace, then added to its ancestors
     own: dict[str, list[int]] = {}
     for entry, uid in zip(nodes, uids):
@@ -570,11 +573,10 @@ def _root_phases(entries: list[dict[str, Any]], nodes: list[Node], phase: Callab
     """The phase of each root namespace (MindSpore's `Default`, `Gradients`, `recompute_Default`) from its
     operators' in the fact table, each phase with its count where they are several (`recompute_Default` holds
     a recomputed cell's forward operators and their copies: `forward 124, recompute 70`)."""
-    counts: dict[str, Counter] = defaultdict(Counter)
-    for entry, node in zip(entries, nodes):
-        root = entry["namespace"].split("/", 1)[0]
-        if root:
-            counts[root][phase(node)] += 1
+    counts: dict[str, Counter] = {}
+    for (root, ph), n in Counter((e["namespace"].partition("/")[0], phase(node)) for e, node in zip(entries, nodes)).items():
+        if root:  # each root's phases in the order first met, as a Counter of its own would hold them
+            counts.setdefault(root, Counter())[ph] = n
     return {root: ", ".join(f"{ph} {n}" for ph, n in c.most_common()) if len(c) > 1 else next(iter(c))
             for root, c in counts.items()}
 
