@@ -36,6 +36,9 @@ OWNED = {
 ALSO = {
     # R4: a gradient AllReduce named after the `_Mirror*` node it is the gradient of (its category, not its counterpart)
     ("parallel/rules.py", "forward_node_name"),
+    # plan's pieces of a tensor: a backward copy prints its forward operator's `origin_output_shape`, not its own
+    # (whether it is a copy, found or not, not which node it copies)
+    ("parallel/lifetime.py", "forward_unique_id"),
 }
 # How a module reads a node's attributes: these methods with the attribute's name, or `key in <attrs>`.
 READERS = {"scalar_attr", "mentions", "attr", "get", "read_group"}
