@@ -140,7 +140,12 @@ def main() -> int:
     print()
     print("configurations by peak memory (fullest rank), predicted: " + " < ".join(by_pred))
     print("                                            dry run:   " + " < ".join(by_real))
-    print(f"order {'right' if by_pred == by_real else 'WRONG'}")
+    # a pair predicted in the other order than the dry run's is wrong; one predicted equal (to the byte) is a tie
+    wrong = [(x, y) for x in peaks for y in peaks if peaks[x][0] < peaks[y][0] and peaks[x][1] > peaks[y][1]]
+    ties = [(x, y) for i, x in enumerate(by_pred) for y in by_pred[i + 1:] if peaks[x][0] == peaks[y][0]]
+    print(f"order {'right' if not wrong else 'WRONG: ' + ', '.join(f'{x} > {y}' for x, y in wrong)}"
+          + "".join(f"; tie: {x} = {y} predicted ({peaks[x][0]:,} B), the dry run {peaks[x][1]:,} / {peaks[y][1]:,} B"
+                    for x, y in ties))
     cands = [c for c in P.candidates(basis, 8, 16, micro=(1, 2, 3, 5, 6, 8, 16)) if not P.refusals(basis, c, 8)][:100]
     while len(cands) < 100:
         cands += cands[: 100 - len(cands)]
