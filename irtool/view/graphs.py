@@ -28,7 +28,7 @@ from ..parallel.chains import user_source
 from ..parallel.records import ChainEnd, RedistributionChain
 from ..parallel.table import NodeFacts
 from ..present import DASH, cell, chain_end_layout, literal_text, rank_list, shape_text, strategy_text, type_text
-from ..present.palette import CATEGORY_COLORS, DIFF_COLORS, DIFF_TEXT
+from ..present.palette import CATEGORY_COLORS, CAUSE_COLORS, CAUSE_TEXT, DIFF_COLORS, DIFF_TEXT
 from ..present.rules import rule_text
 from . import PART_SIZE
 
@@ -516,8 +516,11 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
     members = list(zip(nodes, sg.nodes)) + [(e, first_user.get(ref)) for ref, e in aux.items()]
     # communication, operators with a strategy and redistribution chains stay in sight (what the view
     # is for): the rest stack
-    levels = bound_namespaces(members, ctx.chain_of, ctx.micro, lambda n: ctx.kind(n) != "communication"
-                              and n.uid not in ctx.strategy and n.uid not in ctx.chain_of)
+    def stackable(n: Node) -> bool:
+        uid = n.uid
+        return uid not in ctx.strategy and uid not in ctx.chain_of and ctx.kind(n) != "communication"
+
+    levels = bound_namespaces(members, ctx.chain_of, ctx.micro, stackable)
     # counts of a folded scope include everything below it: per namespace, then added to its ancestors
     own: dict[str, list[int]] = {}
     for entry, uid in zip(nodes, uids):
@@ -570,11 +573,10 @@ def _root_phases(entries: list[dict[str, Any]], nodes: list[Node], phase: Callab
     """The phase of each root namespace (MindSpore's `Default`, `Gradients`, `recompute_Default`) from its
     operators' in the fact table, each phase with its count where they are several (`recompute_Default` holds
     a recomputed cell's forward operators and their copies: `forward 124, recompute 70`)."""
-    counts: dict[str, Counter] = defaultdict(Counter)
-    for entry, node in zip(entries, nodes):
-        root = entry["namespace"].split("/", 1)[0]
-        if root:
-            counts[root][phase(node)] += 1
+    counts: dict[str, Counter] = {}
+    for (root, ph), n in Counter((e["namespace"].partition("/")[0], phase(node)) for e, node in zip(entries, nodes)).items():
+        if root:  # each root's phases in the order first met, as a Counter of its own would hold them
+            counts.setdefault(root, Counter())[ph] = n
     return {root: ", ".join(f"{ph} {n}" for ph, n in c.most_common()) if len(c) > 1 else next(iter(c))
             for root, c in counts.items()}
 
@@ -961,13 +963,26 @@ def for_parts(data: dict[str, Any], graphs: list[dict[str, Any]]) -> dict[str, A
     return out
 
 
-def diff_node_data(graph_id: str, changes: dict[str, str]) -> dict[str, Any]:
-    """Model Explorer node data marking nodes (`%N` keys) `added`, `removed` or `changed`, by name (a folded
-    box counts and colours the changes it holds)."""
-    results = {k: {"value": v, "bgColor": DIFF_COLORS[v], **({"textColor": DIFF_TEXT[v]} if v in DIFF_TEXT else {})}
-               for k, v in changes.items()}
+# why `irtool diff` marks a node, as its overlay value says it (the legend's words): coloured as the two-configuration
+# diff colours its operators' causes (`parallel.logical.CAUSES`)
+DIFF_WORDS = {"added": "added", "removed": "removed", "strategy": "strategy changed",
+              "communication": "communication changed"}
+
+
+def diff_node_data(graph_id: str, changes: dict[str, str], causes: dict[str, str]) -> dict[str, Any]:
+    """Model Explorer node data marking nodes (`%N` keys) `added`, `removed`, or changed by `causes` (`%N` -> its
+    strategy or its communication), by name and colour (a folded box counts and colours the changes it holds)."""
+    results = {}
+    for k, change in changes.items():
+        why = causes.get(k, change) if change == "changed" else change
+        if why in CAUSE_COLORS:
+            results[k] = {"value": DIFF_WORDS[why], "bgColor": CAUSE_COLORS[why],
+                          **({"textColor": CAUSE_TEXT[why]} if why in CAUSE_TEXT else {})}
+        else:  # changed, for no cause the diff says
+            results[k] = {"value": change, "bgColor": DIFF_COLORS[change], "textColor": DIFF_TEXT[change]}
     return {graph_id: {**_node_data("diff", results), "showExpandedSummaryOnGroupNode": True,
-                       "legend": {"what": "what `irtool diff` marks: added, removed or changed nodes"}}}
+                       "legend": {"what": "why `irtool diff` marks a node: only on one side, or its own strategy or "
+                                          "its communication changed (the panel's `diff` rows say old -> new)"}}}
 
 
 # --- finding nodes across graphs ----------------------------------------------------------------

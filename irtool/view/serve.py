@@ -25,7 +25,6 @@ from .models import Model
 INDEX = "\0index"  # the builder's file of a model's node index (its other files: graphs, overlays, pictures)
 PICTURE = "\0picture:"  # + a picture's name (`Model.pictures`): the builder's file of its SVG
 TARGETS = "\0targets"  # the builder's file of where the pictures' marks open (`Model.targets`)
-NICE_AFTER_GRAPHS = 10  # added to the building process's niceness once the graphs and indexes are written (`_write`)
 STATIC = os.path.join(os.path.dirname(__file__), "static")
 
 
@@ -76,13 +75,7 @@ class _Builder:
         # written (the little cyclic garbage it makes goes with it)
         gc.disable()
         try:
-            niced = False
             for (i, name), f in self.files.items():
-                if name not in (None, INDEX) and not niced:
-                    # the graphs and indexes written: the browser draws the first graph while the overlays are made
-                    # (a person waits for the graph; an overlay is opened later), so it comes first for the CPU
-                    os.nice(NICE_AFTER_GRAPHS)
-                    niced = True
                 f.write(self._text(i, name).encode())
                 f.flush()
                 self.done[(i, name)].set()
