@@ -644,7 +644,7 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
         model = models_for(sel, part_size)
         _notes(sel)
         inputs = tuple(f for f in (path,) if os.path.isfile(f))
-        atomic_write(out, model.graphs_json(), protect=inputs)
+        atomic_write(out, model.graphs_file(), protect=inputs)
         written = [out]
         if node_data:
             import json

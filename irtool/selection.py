@@ -269,10 +269,10 @@ class Selection:
         without reading every rank: MindSpore puts rank r on stage r // (device_num / pipeline_stages),
         so stages ascend with the rank and a bisection over the sorted ranks finds where each stage
         begins (about stages x log2(ranks) reads; a folder whose stages are seen out of that order is
-        read rank by rank instead; while probing only the lowest rank's dump and the latest are held,
-        a stage's first rank read again when it was not the latest). With `partial`, a rank that
-        cannot be read is dropped (recorded) and the bisection runs again over the others. The
-        choice is said in `notes` for a folder."""
+        read rank by rank instead; while probing, the lowest rank read of each stage is held, the only
+        one that can begin it: each rank is read once, and no more dumps are held than stages). With
+        `partial`, a rank that cannot be read is dropped (recorded) and the bisection runs again over the
+        others. The choice is said in `notes` for a folder."""
         stages: dict[int | None, int] = {}  # by rank: kept when the bisection runs again
         held: dict[int | None, Loaded] = {}
         while (starts := self._stage_starts(stages, held)) is None:
@@ -292,6 +292,7 @@ class Selection:
         """Indexes into `files` where a stage begins (`per_stage`), or None when a rank could not be read
         (it is no longer in `files`: `ranks` here is stale, so nothing more is read)."""
         ranks = list(self.files)
+        at = {r: i for i, r in enumerate(ranks)}
         dropped = [False]
 
         def stage(i: int) -> int:
@@ -303,9 +304,10 @@ class Selection:
                     dropped[0] = True
                     return -1
                 stages[ranks[i]] = got.stage
-                for k in [k for k in held if k != ranks[0]]:
-                    del held[k]
-                held[ranks[i]] = got
+                same = next((k for k in held if stages[k] == got.stage), None)
+                if same is None or at[same] > i:  # only the lowest rank of a stage can begin it
+                    held.pop(same, None)
+                    held[ranks[i]] = got
             return stages[ranks[i]]
 
         starts = [0]

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from irtool.parallel.records import NonFinite, plain
-from irtool.present import json_pieces
+from irtool.present import Records, json_pieces
 from irtool.present.text import _orjson_bytes
 
 
@@ -95,3 +95,22 @@ def test_any_document_same_bytes(doc: Any, ensure_ascii: bool) -> None:
     except UnicodeEncodeError:  # a lone surrogate: not writable anyway
         return
     assert ours(doc, ensure_ascii) == expected
+
+
+@pytest.mark.parametrize("ensure_ascii", [False, True])
+def test_records_written_in_batches_are_the_list(ensure_ascii: bool) -> None:
+    """`Records` (made one by one as written) are written 256 at a time by orjson, a batch orjson refuses
+    (an integer beyond 64 bits) record by record by Python's encoder: the bytes of the list written whole,
+    across batch boundaries, with an empty field after and a `Records` of none."""
+    made: list[int] = []
+
+    def record(i: int) -> Any:
+        made.append(i)
+        return [] if i % 97 == 0 else {"i": i, "f": i * 1e-07, "s": "é😀" if i % 2 else "x", "t": (i, ()),
+                                       **({"big": 2**70} if i == 300 else {})}
+
+    doc = {"rows": Records(600, lambda: map(record, range(600))), "none": Records(0, lambda: iter(())), "after": []}
+    want = python({"rows": [record(i) for i in range(600)], "none": [], "after": []}, ensure_ascii)
+    made.clear()
+    assert ours(doc, ensure_ascii) == want
+    assert made == list(range(600))  # each record made once, as it is written

@@ -407,9 +407,14 @@ def test_one_unit_of_work_per_node_in_the_order_the_lifetimes_and_the_timing(rel
     assert o.chunks == facts.job.chunks == ([0, 1] if "interleaved" in rel else [])
     assert {u.key for u in o.units} == set(placed)
     labels = {u.label for u in o.units}
+    cols = (t.column("unit"), t.column("micro"), t.column("comm"))
+
+    def bucket(n):  # the timing's unit of the node
+        return _bucket(t, n, t("phase", n), cols, o.chunks, True)
+
     for key, nodes in placed.items():
         for n in nodes:
-            assert _unit(t, n)[0] == unit_label(key) and _bucket(t, n, o.chunks, True) == key, (n.line, key)
+            assert _unit(t, n)[0] == unit_label(key) and bucket(n) == key, (n.line, key)
     for n in t.column("micro"):
         label = _unit(t, n)[0]
         assert label is None or label == "optimizer" or label in labels, (n.line, label)
@@ -430,4 +435,4 @@ def test_one_unit_of_work_per_node_in_the_order_the_lifetimes_and_the_timing(rel
         # chunks 0 and 1, so it is in neither unit (the lifetime walk called it `B7`, a unit no order has)
         (n,) = [n for n in t.dump.nodes() if n.line == 390]
         assert (n.op, t("micro", n), t("unit", n), _unit(t, n)[0]) == ("RealDiv", 7, None, None)
-        assert _bucket(t, n, o.chunks, True) == ("each", "B", None)
+        assert bucket(n) == ("each", "B", None)

@@ -117,9 +117,10 @@ def test_view_pipeline_graph_pairs_as_check_does(folder: str, pairs: int, drawn:
     assert len(edges) == drawn == int(graph["groupNodeAttributes"][""]["pairs"])
     assert len({b for _, b in edges}) == drawn
     for a, b in edges:  # `r0 #1 Send m0 c0 tag 0 -> r2`: micro, chunk and tag of the Send's box on the Receive's
+        # (`#1`, the place in its rank's order, only where the pass fixes it: not on an inference last stage)
         send, receive = nodes[a]["label"].split(), nodes[b]["label"].split()
-        assert send[2] == "Send" and receive[2] == "Receive"
-        assert send[send.index("tag") + 1] == receive[receive.index("tag") + 1] and send[3] == receive[3]
+        s, r = send.index("Send"), receive.index("Receive")
+        assert send[s + 1] == receive[r + 1] and send[send.index("tag") + 1] == receive[receive.index("tag") + 1]
 
 
 def test_four_rank_group_keeps_the_upstream_peer_stage() -> None:

@@ -92,7 +92,9 @@ def test_pipeline_traffic_per_boundary(basis: P.Basis) -> None:
     # two middle stages scaled from the first (no embedding), no tensor parallelism, 6 micro batches over 4 stages
     ("dryrun_llama_dp2mp1pp4_m6", P.Candidate(2, 1, 4, 6, True, True, 12)),
     # the first layer of each stage recomputed (MindFormers' list form): stage 0 peaks in the kept layer's backward
-    ("dryrun_llama_dp2mp2pp2_rc1", P.Candidate(2, 2, 2, 4, True, True, 8, recompute_counts=(1, 1)))])
+    ("dryrun_llama_dp2mp2pp2_rc1", P.Candidate(2, 2, 2, 4, True, True, 8, recompute_counts=(1, 1))),
+    ("dryrun_llama_dp1mp4pp2_m8_rc1", P.Candidate(1, 4, 2, 8, True, True, 8, recompute_counts=(1, 1))),
+    ("dryrun_llama_dp1mp2pp4_l8", P.Candidate(1, 2, 4, 8, True, True, 8, num_layers=8))])
 def test_peak_within_5_percent_of_the_dry_run(basis: P.Basis, folder: str, cand: P.Candidate) -> None:
     p = P.plan(basis, [cand])[0]
     ranks = sorted(int(r) for r in json.loads((FIX / folder / "dryrun.json").read_text()))

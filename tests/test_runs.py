@@ -143,3 +143,10 @@ def test_a_loop_runs_an_unknown_number_of_times_and_a_branch_at_most_once() -> N
     assert dict(cost.unknown) == {"MatMul": 6, "AddN": 3, "Add": 2, "BiasAdd": 2, "BiasAddGrad": 2, "Less": 1,
                                   "Tanh": 1, "TanhGrad": 1}
     assert cost.branch_ops > 0
+    # MindSpore names a bprop graph `◂`, a forward one `▸`: each graph but the entry (@470_..._TrainOneStepCell) has the
+    # phase its name says. The loop's bprops call one another: ◂24 (line 607) calls ◂41 or ◂25 (line 608,
+    # `Parameter_1129[@FuncUnion(...)]`), ◂25 calls ◂24 back (line 314, `Parameter_1126[@@...◂24...]`); the backward
+    # enters ◂24 at line 937 (`%22[@@...◂24...]`): a call from inside the recursion says nothing of its phase
+    phases = t.get("graph_phases")
+    assert {g.name: phases.get(g.name) for g in t.dump.subgraphs if g.name != t.dump.entry} == {
+        g.name: "backward" if "◂" in g.name else "forward" for g in t.dump.subgraphs if g.name != t.dump.entry}

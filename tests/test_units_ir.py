@@ -195,6 +195,51 @@ MIRROR = (
 )
 REAL.append((MIRROR, 'auto_parallel_8p/rank_0/step_parallel_end_0020.ir.xz', 115))
 
+# callees printed with the closure they hold: every form the fixtures print (grammar `node_callee`, `value_callee`)
+# control_flow_cpu/rank_0/19_validate_0075.ir.xz:112
+NODE_FUNC_UNION = (
+    '  %4(▲CNode_1015) = %3[@FuncUnion(@473_458_199_▸25_↻↓__main___ControlFlowNet_construct_983, @475'
+    '_460_251_▸41_2↓__main___ControlFlowNet_construct_1008)]()'
+)
+REAL.append((NODE_FUNC_UNION, 'control_flow_cpu/rank_0/19_validate_0075.ir.xz', 112))
+
+# control_flow_cpu/rank_0/19_validate_0075.ir.xz:937
+NODE_GRAPH_CLOSURE = (
+    '  %26(CNode_1095) = %22[@@472_457_183_◂24_↵↓__main___ControlFlowNet_construct_982](%25) cnode_at'
+    'trs: {checkpoint: Bool(1)}'
+)
+REAL.append((NODE_GRAPH_CLOSURE, 'control_flow_cpu/rank_0/19_validate_0075.ir.xz', 937))
+
+# control_flow_cpu/rank_0/19_validate_0075.ir.xz:608
+PARAM_FUNC_UNION = (
+    '  %0(CNode_1018) = Parameter_1129[@FuncUnion(@476_461_252_◂41_2↓__main___ControlFlowNet_construc'
+    't_1013, @474_459_200_◂25_↻↓__main___ControlFlowNet_construct_1004)](%para66_Parameter_1019)'
+)
+REAL.append((PARAM_FUNC_UNION, 'control_flow_cpu/rank_0/19_validate_0075.ir.xz', 608))
+
+# pipeline_interleaved_4stage_8p/rank_0/19_validate_0087.ir.xz:705
+NODE_PARTIAL = (
+    '  %67(CNode_3476) = %64[@Partial(@1012_1003_636_◂444_CR_78_CR___main___Net_construct_3369)](%66,'
+    ' UMonad[U]) cnode_primal_attrs: {order: I64(1572864)}'
+)
+REAL.append((NODE_PARTIAL, 'pipeline_interleaved_4stage_8p/rank_0/19_validate_0087.ir.xz', 705))
+
+# gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz:3784
+PARAM_PARTIAL = (
+    '  %0(CNode_7391) = Parameter_7392[@Partial(@2000_1992_1984_846_◂382_2CR_143_CR___main___DecoderL'
+    'ayer_construct_7336)](%para342_Parameter_7393, %para343_forward_u) cnode_attrs: {side_effect_bpr'
+    'op_app_propagate: Bool(1)}'
+)
+REAL.append((PARAM_PARTIAL, 'gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz', 3784))
+
+# mindformers_llama_dp2mp2pp2_m8/rank_0/19_validate_0089.ir.xz:3556
+UNION_OF_PARTIALS = (
+    '  %540(CNode_15074) = %539[@FuncUnion(Partial(@3310_3297_3286_3233_3176_1343_1310_✓mindformers_c'
+    'ore_lr_lr_schedule_CosineWithWarmUpLR_construct_15054), Partial(@3311_3298_3287_3234_3177_1344_1'
+    '314_✗mindformers_core_lr_lr_schedule_CosineWithWarmUpLR_construct_15072))]()'
+)
+REAL.append((UNION_OF_PARTIALS, 'mindformers_llama_dp2mp2pp2_m8/rank_0/19_validate_0089.ir.xz', 3556))
+
 # values and types cut from real lines
 STRATEGY_2D = "((2, 1), (1, 4))"  # semi_auto_8p/rank_0/19_validate_0078.ir.xz:86 `qkv` in_strategy
 CUTS.append((STRATEGY_2D, "semi_auto_8p/rank_0/19_validate_0078.ir.xz", 86))
@@ -306,6 +351,29 @@ def test_scan_args_of_computed_callees(block: str, callee: str, refs: list[tuple
     node = parse_node(block)
     assert (node.callee, node.op) == (callee, CALL)
     assert [(i.index, i.ref.kind, i.ref.name) for i in node.inputs] == [(k, *r) for k, r in enumerate(refs)]
+
+
+def _short(graph: str) -> str:
+    return graph.rsplit("_", 1)[1]  # the graph's number: `..._construct_983` -> `983`
+
+
+@pytest.mark.parametrize("block,called", [
+    (NODE_GRAPH_CLOSURE, ["982"]),  # `%22[@@472_..._982]`: a graph, printed with its own `@`
+    (NODE_PARTIAL, ["3369"]),  # `%64[@Partial(@..._3369)]`
+    (PARAM_PARTIAL, ["7336"]),  # `Parameter_7392[@Partial(@..._7336)]`: a lazy-inline layer's bprop
+    (PARAM_CALLEE, ["518"]),  # `Parameter_517[@@197_..._518]`
+    (NODE_FUNC_UNION, ["983", "1008"]),  # `%3[@FuncUnion(@a, @b)]`: either branch
+    (PARAM_FUNC_UNION, ["1013", "1004"]),
+    (UNION_OF_PARTIALS, ["15054", "15072"]),  # `%539[@FuncUnion(Partial(@a), Partial(@b))]`
+    (UNPACK_CALL, ["129"]),  # `call @48_UnpackCall_129`
+    (CALL_NODE, []),  # `%4(...)`, `$(@g:CNode_522)(...)`: a callee printed bare names no graph
+    (FREE_CALLEE, []),
+], ids=["node-graph", "node-partial", "param-partial", "param-graph", "node-union", "param-union",
+        "union-of-partials", "call", "node-bare", "free-bare"])
+def test_called_graphs_of_every_callee_form(block: str, called: list[str]) -> None:
+    node = parse_node(block)
+    assert node.op == CALL and [_short(g) for g in node.called_graphs] == called
+    assert all(g[0] != "@" and g in block for g in node.called_graphs)  # names as the graphs' own, without `@`
 
 
 @pytest.mark.parametrize("args,inputs", [

@@ -19,6 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -395,6 +396,21 @@ def test_only_a_folder_of_stages_has_pictures() -> None:
     assert list(_model(PIPE4).pictures) == ["timeline", "memory"] and _model(SEMI).pictures == {}
 
 
+def test_canvas_labels_say_what_is_not_known_in_words() -> None:
+    # Model Explorer's canvas font has no `—` (it draws `?`): inference_pp_4p_m2 rank 2's Receives (lines 212 and
+    # 221, `src_rank: I64(0)`, micro 0 and 1) are in no order this pass fixes: no `#N`, and nothing else left unsaid
+    from irtool.view.pipeline import _unit_text
+
+    graph = models_for(str(Path(fixture("inference_pp_4p_m2/rank_0/19_validate_0082.ir.xz")).parents[1])).graphs[0]
+    labels = {_attrs(n)["file"]: n["label"] for n in graph["nodes"]}
+    assert labels["rank_2/19_validate_0082.ir.xz:212"] == "r2 Receive m0 tag 2 <- r0 F"
+    assert labels["rank_2/19_validate_0082.ir.xz:221"] == "r2 Receive m1 tag 1 <- r0 F"
+    assert all(label.isascii() for label in labels.values())
+    # a unit of no micro batch the dump marks says so (`F—` was drawn `F?`)
+    assert (_unit_text(("B", 3, 1)), _unit_text(("F", None, None)), _unit_text(("B", None, 1))) == (
+        "B3.c1", "F, micro unknown", "B.c1, micro unknown")
+
+
 def test_pipeline_peers_outside_the_folder_are_said(tmp_path: Path) -> None:
     four = Path(fixture("pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1]
     for r in (0, 4):  # stage 0 and stage 2 only: rank 0's peer (rank 2, stage 1) is not in this folder
@@ -438,13 +454,19 @@ def test_the_diff_view_marks_what_irtool_diff_reports() -> None:
     old, new = compare_models(SEMI, CHANGED, diff_rank)
     (a,), (b,) = old.graphs, new.graphs
     marks = [{k: r["value"] for k, r in m.node_data_of("diff")[g["id"]]["results"].items()} for m, g in ((old, a), (new, b))]
-    assert Counter(marks[0].values()) == {"changed": 4, "removed": 2} and Counter(marks[1].values()) == {
-        "changed": 4, "added": 8}
+    # each coloured by why, as the two-configuration diff colours its operators (`OperatorPair.cause`): fc1's own
+    # strategy, three collectives' communication (`irtool diff`'s rows: AllGather-op7's shape (256, 32) -> (2, 128, 32),
+    # ReduceScatter-op6's shape, bytes and ranks, AllReduce-op2's group size 4 -> 2)
+    assert Counter(marks[0].values()) == {"strategy changed": 1, "communication changed": 3, "removed": 2}
+    assert Counter(marks[1].values()) == {"strategy changed": 1, "communication changed": 3, "added": 8}
     # old line 512 `%73 = PrimFunc_MatMul(...) {instance name: fc1}`, 725 `%112 = PrimFunc_ReLU(...)`, 1021 `%157 =
     # PrimFunc_ReluGrad(...)` (the one ReluGrad: an operator the other side has none of); new line 521 `%76 = ...
     # {instance name: fc1}`, 794 `%131 = PrimFunc_Sigmoid`, 1090 `%176 = PrimFunc_SigmoidGrad`
-    assert (marks[0]["%73"], marks[0]["%112"], marks[0]["%157"]) == ("changed", "removed", "removed")
-    assert (marks[1]["%76"], marks[1]["%131"], marks[1]["%176"]) == ("changed", "added", "added")
+    assert (marks[0]["%73"], marks[0]["%112"], marks[0]["%157"]) == ("strategy changed", "removed", "removed")
+    assert (marks[1]["%76"], marks[1]["%131"], marks[1]["%176"]) == ("strategy changed", "added", "added")
+    colours = {r["value"]: r["bgColor"] for r in new.node_data_of("diff")[b["id"]]["results"].values()}
+    assert colours == {"strategy changed": CAUSE_COLORS["strategy"], "communication changed": CAUSE_COLORS[
+        "communication"], "added": CAUSE_COLORS["added"]}
     # folded boxes count the marks below them; the graph's info says the operator counts, and an operator on
     # both sides whose count changed says it in its panel, unmarked (which of its nodes are new is not known)
     assert {k: v for k, v in b["groupNodeAttributes"][""].items() if k.startswith("diff ") and k != "diff operator counts"} \
@@ -460,7 +482,7 @@ def test_the_diff_view_marks_what_irtool_diff_reports() -> None:
     def rgb(c: str) -> tuple[int, ...]:
         return tuple(int(c[i : i + 2], 16) for i in (1, 3, 5))
 
-    for kind, colour in DIFF_COLORS.items():
+    for kind, colour in {**DIFF_COLORS, "communication": CAUSE_COLORS["communication"]}.items():
         near = min(sum((x - y) ** 2 for x, y in zip(rgb(colour), rgb(c))) ** 0.5 for c in CATEGORY_COLORS.values())
         assert near > 100, (kind, near)
     # the diff overlay is loaded last: the one Model Explorer shows
@@ -508,15 +530,23 @@ def test_cost_overlays() -> None:
         assert (len(f) == 1 or rank == 6) and len(b) == 1 and min(b) > max(f) > 0
     # a lazy-inline stage's units are calls (gpt_small_dp2mp2pp2_lazyinline rank 0: `%1 = call @..._GPT_construct_7592`
     # for micro 0, `%9` the same for micro 1; GPT forward calls DecoderLayer forward #7388 and #7389): a forward unit
-    # is one call of GPT forward, its own and its callees' FLOPs in the step over their 2 calls each; a backward
-    # unit calls a bprop closure the dump names no graph of (`%0` in GPT backward #7590): unknown, not `-` for all
+    # is one call of GPT forward, its own and its callees' FLOPs in the step over their 2 calls each; a backward unit
+    # calls GPT backward #7590 (line 6447, `%19[@Partial(@..._7590)]`), which calls the layers' bprops by the
+    # closures it is given (line 3784, `Parameter_7392[@Partial(@..._7336)]`): #7336, #7520 and #7558 (the
+    # recomputed layer's)
     lazy = _model(str(Path(LAZY).parents[1]))
     data = lazy.node_data_of("FLOPs")
-    per_step = {g: sum(v["value"] for v in data[f"stage 0 rank 0: {g}"]["results"].values())
-                for g in ("GPT forward #7592", "DecoderLayer forward #7388", "DecoderLayer forward #7389")}
+
+    def per_step(*graphs: str) -> int:
+        return sum(v["value"] for g in graphs for v in data[f"stage 0 rank 0: {g}"]["results"].values())
+
     units = data["execution order"]["results"]
-    assert units["rank0/F0"]["value"] == units["rank0/F1"]["value"] == sum(per_step.values()) // 2
-    assert "rank0/B0" not in units and data["execution order"]["legend"]["scale"].startswith("linear")
+    assert units["rank0/F0"]["value"] == units["rank0/F1"]["value"] == per_step(
+        "GPT forward #7592", "DecoderLayer forward #7388", "DecoderLayer forward #7389") // 2
+    assert units["rank0/B0"]["value"] == units["rank0/B1"]["value"] == per_step(
+        "GPT backward #7590", "DecoderLayer backward #7336", "DecoderLayer backward #7520",
+        "DecoderLayer backward #7558") // 2
+    assert data["execution order"]["legend"]["scale"].startswith("linear")
     # an overview's parts on a log scale from the least part to the largest (a linear one left one dark box among
     # pale ones): gpt_small in parts of 300, each part a colour of its size
     boxes = parts.node_data_of("FLOPs")[overview["id"]]
@@ -623,6 +653,7 @@ def test_two_configurations_open_as_one_logical_graph() -> None:
 
 
 PIPE4 = str(Path(fixture("pipeline_4stage_8p/rank_0/19_validate_0078.ir.xz")).parents[1])
+INTERLEAVED = str(Path(fixture("pipeline_interleaved_4stage_8p/rank_0/19_validate_0087.ir.xz")).parents[1])
 LAZY = fixture("gpt_small_dp2mp2pp2_lazyinline/rank_0/19_validate_0087.ir.xz")
 
 
@@ -800,7 +831,8 @@ def test_stage_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
 # They wait for what they check, never for a time.
 
 BROWSER = pytest.mark.xdist_group("view_browser")
-SERVED = {"semi": (SEMI,), "gpt": (GPT, "--part-size", "300"), "pipe": (PIPE4,), "diff": (SEMI, CHANGED),
+SERVED = {"semi": (SEMI,), "gpt": (GPT, "--part-size", "300"), "pipe": (PIPE4,), "interleaved": (INTERLEAVED,),
+          "diff": (SEMI, CHANGED),
           "logical": (LLAMA_OLD, LLAMA_NEW)}
 OPENING = {"gpt": "&irtool_node=19_validate_0078.ir.xz%3A3761"}  # the page of GPT opens on a node (`--node`)
 SHOTS = os.environ.get("IRTOOL_SCREENSHOTS")  # README's pictures are written there when set
@@ -998,6 +1030,12 @@ def gpt_page(pages: _Pages) -> object:
 def pipe_page(pages: _Pages) -> object:
     """`irtool view PIPE4`: the folder's pipeline graph first."""
     return pages.get("pipe")
+
+
+@pytest.fixture
+def interleaved_page(pages: _Pages) -> object:
+    """`irtool view INTERLEAVED`: 4 stages of 2 chunks, 8 micro batches."""
+    return pages.get("interleaved")
 
 
 @pytest.fixture
@@ -1443,6 +1481,9 @@ def test_the_execution_order_view(pipe_page: object) -> None:
     _wait_for(page, "() => { const l = document.querySelector('.irtool-legend'); return l && "
                     "l.innerText.includes(\"each unit of work: the sum of its operators' FLOPs\"); }")
     _shot(page, "execution")
+    # readable at fit on a 1600 x 1000 window: the stage's 16 units on lines of one stretch of time each
+    fit = _at_fit(page)
+    assert fit["font"] >= 9 and fit["lines"] == 2, fit
     # the overlay chosen stays whatever opens the next graph: a unit's link into its stage graph
     _go(page, "stage 0 rank 0: TrainStep", "%43")
     _wait_for(page, """() => { const run = window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderRun();
@@ -1506,6 +1547,57 @@ def test_a_folder_links_its_timeline_and_memory(pipe_page: object) -> None:
     _click(page, sheet.locator(".irtool-sheet-close"))
 
 
+# Each unit box of the graph shown, at fit (Model Explorer's fit button) on a window of README's pictures, 1600 x 1000:
+# the size its label is drawn at (Model Explorer's op label font, `Op node label font size`, in scene units, times
+# the screen pixels a scene unit takes), its rectangle on the screen, and the graph area's size.
+AT_FIT = """() => { const r = window.me_test.renderers[0]; const t = r.webglRendererThreejsService;
+  const at = (x, z) => t.convertScenePosToScreen(x, z);
+  const px = Math.abs(at(100, 0).x - at(0, 0).x) / 100;
+  const el = r.container.nativeElement;
+  const boxes = r.curModelGraph.nodes.filter(n => n.nodeType === 0).map(n => {
+    const x = n.globalX + n.x, y = n.globalY + n.y, a = at(x, y), b = at(x + n.width, y + n.height);
+    return [n.id, Math.min(a.x, b.x), Math.min(a.y, b.y), Math.max(a.x, b.x), Math.max(a.y, b.y)]; });
+  const rows = {};  // a row's lines: the tops of its boxes
+  r.curModelGraph.nodes.filter(n => n.nodeType === 0).forEach(n => (rows[n.nsParentId] ||= new Set()).add(n.y));
+  return {font: (r.appService.config().opNodeLabelFontSize || 11) * px, area: [el.clientWidth, el.clientHeight],
+          lines: Math.max(...Object.values(rows).map(s => s.size)), boxes}; }"""
+
+
+def _at_fit(page: object) -> dict[str, Any]:
+    """AT_FIT of the graph shown, the page's window made 1600 x 1000 for it (and set back), every box on the screen
+    and none overlapping another."""
+    page.set_viewport_size({"width": 1600, "height": 1000})  # type: ignore[attr-defined]
+    try:
+        # the renderer drawing at the new size (it follows its container a frame later), then fitted
+        _wait_for(page, """() => { const r = window.me_test.renderers[0], t = r.webglRendererThreejsService;
+          const w = r.container.nativeElement.clientWidth;
+          return w > 1000 && t.renderer.domElement.width === Math.floor(w * t.renderer.getPixelRatio()); }""")
+        page.evaluate("""async () => { window.me_test.renderers[0].webglRendererThreejsService.zoomFitGraph(0.9, 0);
+          for (let i = 0; i < 3; i++) await new Promise(requestAnimationFrame); }""")  # type: ignore[attr-defined]
+        fit = page.evaluate(AT_FIT)  # type: ignore[attr-defined]
+    finally:
+        page.set_viewport_size(SIZE)  # type: ignore[attr-defined]
+    width, height = fit["area"]
+    boxes = fit.pop("boxes")
+    assert all(0 <= x0 and x1 <= width and 0 <= y0 and y1 <= height for _, x0, y0, x1, y1 in boxes), fit
+    crossing = [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1 :]
+                if a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5 and a[2] < b[4] - 0.5 and b[2] < a[4] - 0.5]
+    assert not crossing, crossing
+    return fit
+
+
+@BROWSER
+def test_an_interleaved_execution_order_reads_at_fit(interleaved_page: object) -> None:
+    # pipeline_interleaved_4stage_8p: 4 stages of 2 chunks and 8 micro batches, 32 units a stage (`F3.c1`): placed in
+    # time, a row as wide as before would draw its labels at 3.7 px at fit; wrapped onto 3 lines of one stretch of
+    # time each, every unit's label is drawn at 9 px or more, none over another, the whole step on the screen
+    page = interleaved_page
+    _go(page, "execution order")
+    _wait_for(page, f"() => {GRAPH}.nodes.filter(n => n.nodeType === 0).length === 128")
+    fit = _at_fit(page)
+    assert fit["font"] >= 9 and fit["lines"] == 3, fit
+
+
 @BROWSER
 def test_the_diff_view(diff_page: object) -> None:
     page = diff_page
@@ -1526,6 +1618,12 @@ def test_the_diff_view(diff_page: object) -> None:
     results = _wait_for(page, """() => { const r = window.me_test.renderers[1].webglRendererNdpService
       .curNodeDataProviderResults(); return r && r['%76'] && r; }""").json_value()
     assert results["%76"]["bgColor"] == DIFF_COLORS["changed"] and results["%131"]["value"] == "added"
+    # the pane's legend says why each colour: fc1's strategy, three collectives' communication, nodes only here
+    legend = _wait_for(page, """() => { const rows = [...document.querySelectorAll('.pane-container')[1]
+      .querySelectorAll('.irtool-legend-row')].map(r => [r.innerText.trim(),
+        getComputedStyle(r.querySelector('.irtool-swatch')).backgroundColor]); return rows.length === 3 && rows; }""")
+    assert dict(legend.json_value()) == {w: _rgb(CAUSE_COLORS[c]) for w, c in (
+        ("strategy changed", "strategy"), ("communication changed", "communication"), ("added", "added"))}
     _go(page, "new: TrainOneStepCell", "%76", pane=1)
     panel = _panel(page, pane=1)
     assert "changed (new side)" in panel["diff"].split(" | "), panel
@@ -1567,3 +1665,10 @@ def test_two_configurations_in_model_explorer(logical_page: object) -> None:
     heights = page.evaluate("""(ids) => ids.map(i => window.me_test.renderers[0].curModelGraph.nodesById[i].height)""",
                             [f"{WQ}/MatMul", same])
     assert heights[0] > heights[1], heights
+    # the text drawn on its box, as Model Explorer's renderer lays out a box's rows (`key:` and the value, cut at 60
+    # characters): each change its panel names, whole
+    drawn = page.evaluate("""(id) => { const r = window.me_test.renderers[0];
+      return r.webglRendererAttrsTableService.generateAttrsTableDataForNode(r.curModelGraph.nodesById[id], 0, 11, 1, 14)
+        .rows.map(x => [x.keyLabelData.label, x.valueLabelData.label]); }""", f"{WQ}/MatMul")
+    changes = [[f"{k}:", v] for k, v in panel.items() if k.startswith("diff ") and k != "diff"]
+    assert changes and all(c in drawn for c in changes), (changes, drawn)

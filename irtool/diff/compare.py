@@ -61,9 +61,12 @@ class RankDiff:
     comm_bytes: list[CommBytes] = field(default_factory=list)
     parameter_comm: list[ParameterComm] = field(default_factory=list)
     renamed_scopes: int = 0  # old scopes matched to new ones through a wrapper-cell rename
-    # node uid -> "added" / "removed" / "changed", per side (for viewers; not in the JSON)
+    # node uid -> "added" / "removed" / "changed", per side, and why a changed one changed: its own "strategy" or
+    # its "communication" (`parallel.logical.CAUSES`' words; a node with both, its strategy) (for viewers; not in the JSON)
     old_marks: dict[str, str] = field(default_factory=dict)
     new_marks: dict[str, str] = field(default_factory=dict)
+    old_causes: dict[str, str] = field(default_factory=dict)
+    new_causes: dict[str, str] = field(default_factory=dict)
 
     @property
     def old_pass(self) -> str | None:
@@ -74,10 +77,12 @@ class RankDiff:
         return pass_of(self.new_path)
 
     def mark(self, old: CommFact | StrategyFact | None, new: CommFact | StrategyFact | None, change: str) -> None:
-        if old is not None:
-            self.old_marks.setdefault(old.uid, change)
-        if new is not None:
-            self.new_marks.setdefault(new.uid, change)
+        cause = "strategy" if isinstance(old or new, StrategyFact) else "communication"
+        for marks, causes, fact in ((self.old_marks, self.old_causes, old), (self.new_marks, self.new_causes, new)):
+            if fact is not None:
+                marks.setdefault(fact.uid, change)
+                if change == "changed" and causes.get(fact.uid) != "strategy":
+                    causes[fact.uid] = cause
 
     @property
     def comm_bytes_total(self) -> tuple[int, int]:

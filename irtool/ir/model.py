@@ -15,8 +15,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .records import CALL, DumpWarning, Input, SourceRef, TypeInfo, Unreadable, param_number, source_ref
+from .records import CALL, DumpWarning, Input, Ref, SourceRef, TypeInfo, Unreadable, param_number, source_ref
 from .values import (
+    Apply,
     _group_ends,
     param_refs,
     parse_tail,
@@ -37,7 +38,6 @@ _NODE_REF = re.compile(r"%\d+(?![\w.])")  # a node reference inside a statement 
 # `..._▸382_2CR_143_CR___main___DecoderLayer_construct_7389`
 _CELL_GRAPH = re.compile(r"(?:^|_)([A-Z][A-Za-z0-9]*)_construct(?:_(\d+))?$")
 MONADS = frozenset(("UMonad", "IOMonad"))
-_GRAPH_NAME = re.compile(r"@([^\s(),\[\]]+)")  # graph names inside a callee such as `%35[@Partial(@g)]`
 
 
 @dataclass
@@ -275,17 +275,23 @@ class Node:
 
     @property
     def called_graphs(self) -> tuple[str, ...]:
-        """The subgraphs (names without `@`) this node calls: `call @g(...)`, and a callee that is a
-        closure naming its graph (`%35[@Partial(@g)](...)`, `Parameter_9[@FuncUnion(@a, @b)](...)`).
-        `Partial(@g, ...)` binds @g without calling it (`bound_graph`)."""
+        """The subgraphs (names without `@`) this node calls: `call @g(...)`, and a callee printed with
+        the closure it holds (the grammar's `node_callee` and `value_callee`), read as a `value`: each graph
+        it names, whatever wraps it: `%41[@@g]`, `%35[@Partial(@g)]`, `Parameter_9[@Partial(@g)]`,
+        `Parameter_9[@FuncUnion(@a, @b)]`, `%539[@FuncUnion(Partial(@a), Partial(@b))]`. A callee printed
+        bare (`%3(...)`, `$(@g:CNode_5)(...)`) names none. `Partial(@g, ...)` binds @g without calling it
+        (`bound_graph`)."""
         callee = self.callee
         if callee[0] == "@":
             return (callee[1:],)
-        head = self.text[: self.args_start]  # `%53(name) = %35[@Partial(@g)](`: the closure is printed before `(`
-        at = head.find(" = " + callee + "[")
-        if callee[0] not in "%$" or at < 0:
+        if self.op != CALL:
             return ()
-        return tuple(g for g in _GRAPH_NAME.findall(head, at) if g not in ("Partial", "FuncUnion"))
+        head = " = " + callee + "["
+        at = self.text.find(head)
+        if at < 0 or at > self.args_start:
+            return ()
+        closure = parse_value(self.text[at + len(head) : self.args_start - 2])  # `%5(x) = %3[@Partial(@g)](`
+        return tuple(dict.fromkeys(r.name.lstrip("@") for r in _graph_refs(closure)))
 
     @property
     def node_refs(self) -> tuple[str, ...]:
@@ -376,6 +382,19 @@ class Node:
                 return outs[0]
         sig = parse_type_sig(line)
         return sig[1][0] if sig[1] else None
+
+
+def _graph_refs(value: Any) -> Iterator[Ref]:
+    """The graph references inside a value (a closure `@FuncUnion(Partial(@a), Partial(@b))`), in order."""
+    if isinstance(value, Ref):
+        if value.kind == "graph":
+            yield value
+    elif isinstance(value, Apply):
+        for v in (*value.args, *value.kwargs.values()):
+            yield from _graph_refs(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _graph_refs(v)
 
 
 @dataclass(frozen=True)

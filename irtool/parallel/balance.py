@@ -10,6 +10,8 @@ even split by that function. Text of these records is presentation's (`irtool.pr
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable
+from weakref import WeakKeyDictionary
 
 from .cost import CostFacts, compute_cost
 from .hardware import Profile
@@ -19,6 +21,9 @@ from .memory import MemoryFacts, compute_memory, scaled
 from .order import StageOrder, stage_order
 from .records import Bytes, ParallelFacts
 from .timing import StageTiming, Step, simulate, stage_timing
+
+if TYPE_CHECKING:
+    from .table import NodeFacts
 
 MEASURE = "forward+backward+recompute FLOPs"
 NOISE = 0.01  # by time, a split must shorten the slowest stage by more than this to be advised over the current
@@ -61,14 +66,34 @@ def stage_cost(facts: ParallelFacts, keep_ops: bool = False, hardware: Profile |
     for c in facts.comm:
         comm += c.step_bytes
     micros = job.micro.value if job.micro.known else None
-    cost = compute_cost(facts.table, keep_ops or hardware is not None)
+    cost = _flops(facts.table, keep_ops or hardware is not None)
     order = order or stage_order(facts.table)
     timing = None if hardware is None else stage_timing(facts.table, cost, hardware, facts.groups, order)
-    if timing is not None and not keep_ops:
+    if cost.ops and not keep_ops:
         cost = replace(cost, ops=[])
-    return StageCost(stage=facts.stage, rank=job.rank, file=job.file, cost=cost,
-                     memory=compute_memory(facts.table, micros), comm=comm, order=order,
+    memory = _made(facts.table, ("memory", micros), lambda: compute_memory(facts.table, micros))
+    return StageCost(stage=facts.stage, rank=job.rank, file=job.file, cost=cost, memory=memory, comm=comm, order=order,
                      layers=list(job.layers), lifetimes=facts.table.get("lifetimes"), timing=timing)
+
+
+# each fact table's FLOPs and memory records, made once: a command asking a rank's cost twice (`export` and `view`:
+# the node overlays and the timeline) makes them once
+_MADE: WeakKeyDictionary[NodeFacts, dict[Any, Any]] = WeakKeyDictionary()
+
+
+def _made(t: NodeFacts, key: Any, make: Callable[[], Any]) -> Any:
+    kept = _MADE.setdefault(t, {})
+    if key not in kept:
+        kept[key] = make()
+    return kept[key]
+
+
+def _flops(t: NodeFacts, keep_ops: bool) -> CostFacts:
+    """`compute_cost(t, keep_ops)`, made once per table (the records with each operator's FLOPs serve both)."""
+    kept = _MADE.get(t, {})
+    if "ops" in kept or keep_ops:
+        return _made(t, "ops", lambda: compute_cost(t, keep_ops=True))
+    return _made(t, "flops", lambda: compute_cost(t))
 
 
 @dataclass(frozen=True)

@@ -334,23 +334,41 @@ def _graph_phases(t: NodeFacts) -> dict[str, Phase]:
     `Partial(@...bprop...)` returned to its forward call's caller and called as `%64(...)`), backward when
     its nodes' own evidence says backward (gpt_small_dp2mp2pp2_lazyinline rank_0 validate
     line 1270 binds the DecoderLayer's bprop: 85 nodes in `Gradients/` scope, 18 plumbing nodes saying
-    nothing). The entry graph and graphs called in several phases have none."""
+    nothing). The entry graph and graphs called in several phases have none. A call from inside a
+    recursion (control_flow_cpu rank_0 validate: a while loop's bprop ◂24, line 607, calls the bprops ◂25 and
+    ◂41 that call it back, line 314) says nothing of the phase the recursion is entered in: left out."""
     sites = t.get("calls").sites
     out: dict[str, Phase | None] = {}
 
-    def of(graph: str, seen: frozenset[str]) -> Phase | None:
+    def of(graph: str, seen: frozenset[str]) -> tuple[Phase | None | object, bool]:
+        """(the graph's phase, `_UNDECIDED` when all its calls come from the recursion in `seen`; whether a call
+        was left out so, when the answer holds for this path only and is not kept)."""
         if graph in out:
-            return out[graph]
-        if graph == t.dump.entry or graph in seen:
-            return None
+            return out[graph], False
+        if graph == t.dump.entry:
+            return None, False
         if not sites.get(graph):
             out[graph] = found = _closure_phase(t, graph)
-            return found
-        phases = {t("evidence", s) or of(s.graph, seen | {graph}) or "forward" for s in sites[graph]}
-        out[graph] = found = phases.pop() if len(phases) == 1 else None
-        return found
+            return found, False
+        phases, cut, inside = set(), False, seen | {graph}
+        for s in sites[graph]:
+            found = t("evidence", s)
+            if found is None:
+                found, deeper = of(s.graph, inside) if s.graph not in inside else (_UNDECIDED, True)
+                cut |= deeper
+                if found is _UNDECIDED:
+                    continue
+            phases.add(found or "forward")
+        found = _UNDECIDED if not phases else phases.pop() if len(phases) == 1 else None
+        if not cut:
+            out[graph] = found
+        return found, cut
 
-    return {g.name: ph for g in t.dump.subgraphs if (ph := of(g.name, frozenset())) is not None}
+    return {g.name: ph for g in t.dump.subgraphs
+            if (ph := of(g.name, frozenset())[0]) is not None and ph is not _UNDECIDED}
+
+
+_UNDECIDED = object()  # a graph called only from inside a recursion being followed
 
 
 def _closure_phase(t: NodeFacts, graph: str) -> Phase | None:
@@ -575,7 +593,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("file kind", ("file_kind",), (), "dump", _file_kind),
     Pass("kernel graph", ("kernel",), (), "dump", _kernel),
     Pass("nodes by key", ("by_key",), (), "dump", _by_key),
-    Pass("kinds", ("kind",), (), "node", _kind, keep=False),
+    Pass("kinds", ("kind",), (), "node", _kind),
     Pass("copies", ("copy",), (), "column", _copy),
     Pass("copy list", ("copies",), ("copy",), "dump", _copies),
     Pass("unique ids", ("unique_ids",), ("copy",), "dump", _unique_ids),

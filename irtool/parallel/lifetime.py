@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from heapq import heapify, heappop, heappush
-from typing import TYPE_CHECKING, Any, Iterable, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from ..ir import Node
 from ..ir.values import parse_value
@@ -229,15 +229,36 @@ def _out_sizes(n: Node) -> list[int | None]:
     return [type_bytes(t)[2]]
 
 
+# opcodes of a node compiled for the walk (`_Walk.compile`): what it does with the values it reads
+_RET, _NONE, _FIRST, _TUPLE, _ITEM, _PARTIAL, _CALL, _IN_PLACE_OP, _VIEW, _KERNEL = range(10)
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    """What a kernel's step is, whatever call runs it: its output blocks' sizes, role and phase, and what of their
+    Share (`_Walk.mark`) the node alone says."""
+
+    blocks: tuple[int | None, ...]  # block sizes (`block`), None when unknown
+    roles: list[str]  # the role of each output block
+    phases: list[str | None]
+    held: bool  # a collective: its inputs are held until its result is read
+    op: str
+    reads: bool  # a Receive, or a kernel naming one of the step's inputs: made from the step's data
+    elems: int | None  # elements of its (not tuple) output
+    pieces: int | None  # `_pieces` of its output, None when the node does not tell
+
+
 class _Walk:
-    """One walk: the trace of kernels run (what each allocates and reads), then the sweep."""
+    """One walk: the trace of kernels run (what each allocates and reads), then the sweep. A reused graph's
+    nodes run once per call: what does not depend on the call (which values a node reads, its outputs' sizes,
+    role and phase) is worked out once per node (`compile`, `kernel_of`)."""
 
     def __init__(self, t: NodeFacts) -> None:
         self.t = t
         self.graphs = {g.name: g for g in t.dump.subgraphs}
         self.size: list[int | None] = []  # per block
         self.role: list[str] = []
-        self.allocs: list[list[int]] = []  # per step
+        self.allocs: list[tuple[int, ...] | list[int]] = []  # per step
         self.uses: list[list[int]] = []
         self.where: list[tuple[Node, Node]] = []  # per step: the kernel, and the top-level node it runs under
         self.params: dict[str, tuple[int, ...]] = {}
@@ -245,13 +266,14 @@ class _Walk:
         self.phase_of_block: list[str | None] = []
         self.static = 0
         self.waits: dict[int, list[int]] = {}  # a collective's first output -> its inputs, until read
-        self.out_sizes: dict[Node, list[int | None]] = {}  # a reused graph's kernels run once per call
+        self.code: dict[Node, tuple] = {}  # node -> its instruction (`compile`)
+        self.kernels: dict[Node, _Kernel] = {}
+        self.phase: dict[Node, str | None] = {}  # of every node a step runs
         # per block: made from the step's input, its whole tensor's pieces and its elements (`Share`)
         self.reads: list[bool] = []
         self.pieces: list[int | None] = []
         self.elems: list[int | None] = []
         self.inputs: set[str] = set()  # the step's inputs as kernels name them (`%para1_inputs0`)
-        self.node_pieces: dict[Node, int | None] = {}
 
     def new_block(self, size: int | None, role: str, phase: str | None) -> int:
         self.size.append(None if size is None else block(size))
@@ -281,138 +303,177 @@ class _Walk:
     def run_graph(self, name: str, args: tuple[_Value, ...], top: Node | None, depth: int,
                   order: list[Node] | None = None) -> _Value:
         g = self.graphs[name]
-        env: dict[str, _Value] = {}
-        for p, a in zip(g.params, args):
-            env[p] = a
+        env: dict[str, _Value] = dict(zip(g.params, args))
+        params, code, compile_ = self.params, self.code, self.compile
         result: _Value = None
         for n in order if order is not None else g.nodes:
-            if n.op == "Return":
-                result = self.arg_values(n, env)[0] if n.inputs else None
-                continue
-            env[n.key] = self.run_node(n, env, top or n, depth)
+            c = code.get(n) or compile_(n)
+            op = c[0]
+            if op == _KERNEL:  # the usual node: what it reads, by reference
+                args_ = [env.get(r) for r in c[2]]
+                if c[3]:
+                    args_ += [env.get(r, params.get(r)) for r in c[3]]
+                env[c[1]] = self.kernel(n, top or n, args_)
+            elif op == _NONE:
+                env[c[1]] = None
+            elif op == _FIRST:
+                env[c[1]] = self.value(c[2], env)
+            elif op == _RET:
+                result = self.value(c[1], env)
+            elif op == _IN_PLACE_OP or op == _VIEW:
+                args_ = [env.get(r) for r in c[2]] + [env.get(r, params.get(r)) for r in c[3]]
+                first = self.value(c[4], env)
+                if op == _IN_PLACE_OP:
+                    self.step(n, top or n, (), [a for a in args_ if a is not first])
+                    env[c[1]] = first
+                else:
+                    env[c[1]] = first if first is not None else self.kernel(n, top or n, args_)
+            elif op == _TUPLE:
+                env[c[1]] = _Seq(tuple(self.value(s, env) for s in c[2]))
+            elif op == _ITEM:
+                env[c[1]] = None if c[2] is None else _item(self.value(c[2], env), c[3])
+            elif op == _PARTIAL:
+                args_ = [self.value(s, env) for s in c[2]]
+                g0 = args_[0] if args_ else None
+                env[c[1]] = _Closure(g0.graph, tuple(args_[1:])) if isinstance(g0, _Closure) else None
+            else:  # _CALL
+                env[c[1]] = self.call(n, [self.value(s, env) for s in c[2]], env, top or n, depth)
         return result
 
-    def arg_values(self, n: Node, env: dict[str, _Value]) -> list[_Value]:
-        out = []
-        for i in n.inputs:
-            r = i.ref
-            if r is None:
-                out.append(None)
-            elif r.kind == "node":
-                out.append(env.get(r.name))
-            elif r.kind == "param":
-                out.append(env.get(r.name, self.params.get(r.name)))
-            elif r.kind == "graph":
-                out.append(_Closure(r.name[1:], ()))
-            else:
-                out.append(None)
-        return out
-
-    def run_node(self, n: Node, env: dict[str, _Value], top: Node, depth: int) -> _Value:
-        op = n.op
-        if op in _NO_VALUE:
-            return None
-        if op in _THROUGH:
-            return self.first_value(n, env)
-        if op == "MakeTuple":
-            return _Seq(tuple(self.arg_values(n, env)))
-        if op == "TupleGetItem":
-            args = self.arg_values(n, env)
+    def compile(self, n: Node) -> tuple:
+        """The node's instruction: (opcode, its key, what it reads); what a call would read again each time."""
+        op, key = n.op, n.key
+        if op == "Return":
+            c: tuple = (_RET, _spec(n.inputs[0]) if n.inputs else None)
+        elif op in _NO_VALUE:
+            c = (_NONE, key)
+        elif op in _THROUGH:
+            c = (_FIRST, key, _first_spec(n))
+        elif op in ("MakeTuple", "Partial", "(call)"):
+            c = ({"MakeTuple": _TUPLE, "Partial": _PARTIAL}.get(op, _CALL), key, tuple(map(_spec, n.inputs)))
+        elif op == "TupleGetItem":
             i = n.input_value(1)
-            return _item(args[0], i if isinstance(i, int) and not isinstance(i, bool) else None) if args else None
-        if op == "Partial":
-            args = self.arg_values(n, env)
-            g = args[0] if args else None
-            return _Closure(g.graph, tuple(args[1:])) if isinstance(g, _Closure) else None
-        if op == "(call)":
-            return self.call(n, env, top, depth)
-        # a kernel: what it reads, by reference (the regex over its text, not its parsed arguments: most nodes)
-        args = [env.get(r) for r in n.node_refs] + [env.get(r, self.params.get(r)) for r in n.param_refs]
-        in_place = op in _IN_PLACE or (n.mentions("side_effect_mem") and n.scalar_attr("side_effect_mem") is True)
-        if in_place or (op in _VIEWS and args):
-            first = self.first_value(n, env)
-            if in_place:
-                self.step(n, top, [], [a for a in args if a is not first])
-                return first
-            if first is not None:
-                return first
-        return self.kernel(n, top, args)
+            c = (_ITEM, key, _spec(n.inputs[0]) if n.inputs else None,
+                 i if isinstance(i, int) and not isinstance(i, bool) else None)
+        else:
+            refs, prefs = n.node_refs, n.param_refs
+            if op in _IN_PLACE or (n.mentions("side_effect_mem") and n.scalar_attr("side_effect_mem") is True):
+                self.phase[n] = self.t("phase", n)
+                c = (_IN_PLACE_OP, key, refs, prefs, _first_spec(n))
+            elif op in _VIEWS and (refs or prefs):
+                c = (_VIEW, key, refs, prefs, _first_spec(n))
+            else:
+                c = (_KERNEL, key, refs, prefs)
+        self.code[n] = c
+        return c
 
-    def first_value(self, n: Node, env: dict[str, _Value]) -> _Value:
-        """The value of the node's first argument (None for a constant)."""
-        ref = n.first_node_ref
-        if ref is not None:
-            return env.get(ref)
-        ref = n.first_param_ref
-        if ref is not None:
-            return env.get(ref, self.params.get(ref))
-        return self.arg_values(n, env)[0] if n.inputs else None
+    def value(self, spec: tuple[str, str] | None, env: dict[str, _Value]) -> _Value:
+        """The value an input names (`_spec`)."""
+        if spec is None:
+            return None
+        kind, name = spec
+        if kind == "node":
+            return env.get(name)
+        if kind == "param":
+            return env.get(name, self.params.get(name))
+        return _Closure(name, ())
 
-    def call(self, n: Node, env: dict[str, _Value], top: Node, depth: int) -> _Value:
-        args = tuple(self.arg_values(n, env))
+    def call(self, n: Node, args: list[_Value], env: dict[str, _Value], top: Node, depth: int) -> _Value:
         if n.callee[0] == "@":
             graph, bound = n.callee[1:], ()
         else:
             target = env.get(n.callee)
             graph, bound = (target.graph, target.bound) if isinstance(target, _Closure) else (None, ())
         if graph is None or graph not in self.graphs or depth >= _MAX_DEPTH:
-            return self.kernel(n, top, list(args))
-        return self.run_graph(graph, bound + args, top, depth + 1)
+            return self.kernel(n, top, args)
+        return self.run_graph(graph, bound + tuple(args), top, depth + 1)
+
+    def kernel_of(self, n: Node) -> _Kernel:
+        t = self.t
+        phase = self.phase[n] = t("phase", n)
+        role = "communication" if t("kind", n) == "communication" else _PHASE_ROLE.get(phase, "temporary")
+        sizes = _out_sizes(n)
+        ty = n.output_type
+        k = self.kernels[n] = _Kernel(tuple(None if s is None else block(s) for s in sizes), [role] * len(sizes),
+                                      [phase] * len(sizes),
+                                      role == "communication" and n.op not in ("Send", "Receive") and bool(sizes),
+                                      n.op, n.op == "Receive" or any(r in self.inputs for r in n.param_refs),
+                                      elements(ty.shape) if ty is not None and ty.kind != "Tuple" else None,
+                                      _pieces(n, t("strategy", n)))
+        return k
 
     def kernel(self, n: Node, top: Node, args: list[_Value]) -> _Value:
-        t = self.t
-        phase = t("phase", n)
-        role = "communication" if t("kind", n) == "communication" else _PHASE_ROLE.get(phase, "temporary")
-        sizes = self.out_sizes.get(n)
-        if sizes is None:
-            sizes = self.out_sizes[n] = _out_sizes(n)
-        out = tuple(self.new_block(s, role, phase) for s in sizes)
-        self.mark(n, out, args)
-        self.step(n, top, list(out), args)
-        if role == "communication" and n.op not in ("Send", "Receive") and out:
-            # its inputs are released when the first kernel reading its result waits for it
+        k = self.kernels.get(n) or self.kernel_of(n)
+        start = len(self.size)
+        self.size += k.blocks
+        self.role += k.roles
+        self.phase_of_block += k.phases
+        out = tuple(range(start, len(self.size)))
+        self.mark(k, args)
+        self.step(n, top, out, args)
+        if k.held:  # its inputs are released when the first kernel reading its result waits for it
             held: list[int] = []
             for a in args:
                 _blocks(a, held)
             self.waits[out[0]] = held
-        if n.op in ("Send", "Receive"):  # a Send's buffers are kept until the next Send or Receive runs
+        elif k.op in ("Send", "Receive"):  # a Send's buffers are kept until the next Send or Receive runs
             if self.pending_send:
                 self.uses[-1].extend(self.pending_send)
-            held: list[int] = []
-            if n.op == "Send":
+            held = []
+            if k.op == "Send":
                 for a in args:
                     _blocks(a, held)
                 held.extend(out)
             self.pending_send = held
         return out
 
-    def mark(self, n: Node, out: tuple[int, ...], args: list[_Value]) -> None:
-        """Whether the outputs are made from the step's input and the pieces of their whole tensor (module doc)."""
+    def mark(self, k: _Kernel, args: list[_Value]) -> None:
+        """Whether the kernel's new outputs are made from the step's input and the pieces of their whole tensor
+        (module doc)."""
         read: list[int] = []
         for a in args:
             _blocks(a, read)
         # made from the step's data: its input, or what a Receive brings (a micro batch's activations or gradients)
-        reads = n.op == "Receive" or any(self.reads[b] for b in read) or any(r in self.inputs for r in n.param_refs)
-        ty = n.output_type
-        elems = elements(ty.shape) if ty is not None and ty.kind != "Tuple" else None
-        if n not in self.node_pieces:
-            self.node_pieces[n] = _pieces(n, self.t("strategy", n))
-        pieces = self.node_pieces[n]
-        if pieces is None and elems is not None:  # a Cast, Reshape, collective: its input's layout
-            pieces = next((self.pieces[b] for b in read if self.elems[b] == elems and self.pieces[b]), None)
-        for b in out:
-            self.reads[b], self.pieces[b], self.elems[b] = reads, pieces, elems
+        reads = k.reads or any(self.reads[b] for b in read)
+        pieces = k.pieces
+        if pieces is None and k.elems is not None:  # a Cast, Reshape, collective: its input's layout
+            pieces = next((self.pieces[b] for b in read if self.elems[b] == k.elems and self.pieces[b]), None)
+        self.reads += [reads] * len(k.blocks)
+        self.pieces += [pieces] * len(k.blocks)
+        self.elems += [k.elems] * len(k.blocks)
 
-    def step(self, n: Node, top: Node, out: list[int], args: list[_Value]) -> None:
+    def step(self, n: Node, top: Node, out: tuple[int, ...], args: list[_Value]) -> None:
         used: list[int] = []
         for a in args:
-            _blocks(a, used)
+            if type(a) is tuple:
+                used += a
+            elif a is not None:
+                _blocks(a, used)
         if self.waits:
             for b in [b for b in used if b in self.waits]:
                 used.extend(self.waits.pop(b))
         self.allocs.append(out)
         self.uses.append(used)
         self.where.append((n, top))
+
+
+def _spec(i: Any) -> tuple[str, str] | None:
+    """What an input names, for `_Walk.value`: a node or parameter by name, a graph (a closure), else None."""
+    r = i.ref
+    if r is None or r.kind not in ("node", "param", "graph"):
+        return None
+    return (r.kind, r.name[1:] if r.kind == "graph" else r.name)
+
+
+def _first_spec(n: Node) -> tuple[str, str] | None:
+    """What the node's first argument names (`_spec`), found without splitting the arguments where it can."""
+    ref = n.first_node_ref
+    if ref is not None:
+        return ("node", ref)
+    ref = n.first_param_ref
+    if ref is not None:
+        return ("param", ref)
+    return _spec(n.inputs[0]) if n.inputs else None
 
 
 def _pieces(n: Node, strategy: Any) -> int | None:
@@ -541,63 +602,73 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
            curve: bool) -> Lifetimes:
     nsteps = len(w.allocs)
     nparams = w.static
-    last = [-1] * len(w.size)
-    born = [-1] * len(w.size)
-    for s in range(nsteps):
-        for b in w.allocs[s]:
+    size, role, allocs = w.size, w.role, w.allocs
+    last = [-1] * len(size)
+    born = [-1] * len(size)
+    for s, (made, used) in enumerate(zip(allocs, w.uses)):
+        for b in made:
             born[b] = s
-        for b in w.uses[s]:
+        for b in used:
             last[b] = s
     frees: list[list[int]] = [[] for _ in range(nsteps)]
-    role_index = {r: i for i, r in enumerate(LIVE_ROLES)}
     backward_read: set[int] = set()
     late = {"backward", "recompute"}
-    for s in range(nsteps):
-        n = w.where[s][0]
-        if n is not None and t("phase", n) in late:
-            backward_read.update(b for b in w.uses[s] if w.phase_of_block[b] == "forward")
-    for b in range(nparams, len(w.size)):
-        if w.role[b] == "temporary" and b in backward_read:
-            w.role[b] = "activation"
-        end = last[b] if last[b] >= born[b] else born[b]
-        frees[end].append(b)
+    phase, block_phase = w.phase, w.phase_of_block
+    for (n, _), used in zip(w.where, w.uses):
+        if n is not None and phase[n] in late:
+            backward_read.update(b for b in used if block_phase[b] == "forward")
+    for b in range(nparams, len(size)):
+        if role[b] == "temporary" and b in backward_read:
+            role[b] = "activation"
+        frees[max(last[b], born[b])].append(b)
+    role_index = {r: i for i, r in enumerate(LIVE_ROLES)}
+    ri = [role_index[r] for r in role]
     live = [0] * len(LIVE_ROLES)
     unknown = 0
-
-    def add(blocks: Iterable[int], sign: int) -> None:
-        nonlocal unknown
-        for b in blocks:
-            size = w.size[b]
-            if size is None:
-                unknown += sign
-            else:
-                live[role_index[w.role[b]]] += sign * size
-
-    add(range(nparams), 1)
-    params = sum(live)
-    peak, peak_unknown, at, at_live = sum(live), unknown, -1, list(live)
+    for b in range(nparams):
+        if size[b] is None:
+            unknown += 1
+        else:
+            live[ri[b]] += size[b]
+    params = total = sum(live)
+    peak, peak_unknown, at, at_live = total, unknown, -1, list(live)
     series: list[tuple[int, ...]] | None = [] if curve else None
     starts = _unit_starts(t, w)
     optimizer = next((s for s, u in starts if u == "optimizer"), nsteps)
     tops: list[int] = [-1, -1]
-    most = [0] * len(live)
+    # the most of each role at any step (after its allocations): a role grows only where a step allocates it
+    most = list(live) if nsteps else [0] * len(live)
     parts: list[tuple[int, ...] | None] = [None, None]
     rec = role_index["recompute"]
     most_rec = -1  # where the recomputed copies are the most
     for s in range(nsteps):
-        add(w.allocs[s], 1)
-        total = sum(live)
+        rec_before = most[rec]
+        for b in allocs[s]:
+            z = size[b]
+            if z is None:
+                unknown += 1
+            else:
+                r = ri[b]
+                live[r] += z
+                total += z
+                if live[r] > most[r]:
+                    most[r] = live[r]
         if total > peak:
             peak, peak_unknown, at, at_live = total, unknown, s, list(live)
         part = int(s >= optimizer)
         if total > tops[part]:
             tops[part], parts[part] = total, tuple(live)
-        if live[rec] > most[rec]:
+        if live[rec] > rec_before:
             most_rec = s
-        most = list(map(max, most, live))
         if series is not None:
             series.append(tuple(live))
-        add(frees[s], -1)
+        for b in frees[s]:
+            z = size[b]
+            if z is None:
+                unknown -= 1
+            else:
+                live[ri[b]] -= z
+                total -= z
     where = None
     if at >= 0:
         n, top = w.where[at]

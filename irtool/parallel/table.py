@@ -3,6 +3,7 @@ first asked for (the passes themselves: `irtool.parallel.facts`, docs/parallel.m
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal
 
@@ -15,16 +16,13 @@ Level = Literal["dump", "node", "column"]
 class Pass:
     """One analysis pass. `level`: `dump` computes dump facts once (`run(table)` -> one value per
     provided fact); `node` one node's value of its one fact when asked (`run(table, node)`);
-    `column` its one fact for every node at once (`run(table)` -> {node: value}, absent = None). `keep`
-    (a `node` pass): its values are kept once asked; a pass that costs no more than looking a value up
-    is asked again instead (a table of 40 000 nodes per fact held for nothing)."""
+    `column` its one fact for every node at once (`run(table)` -> {node: value}, absent = None)."""
 
     name: str
     provides: tuple[str, ...]
     needs: tuple[str, ...]
     level: Level
     run: Callable[..., Any]
-    keep: bool = True
 
 
 # Check that every pass asks only for the facts it declares (`needs`): on in the test suite
@@ -43,7 +41,8 @@ class NodeFacts:
         self._values: dict[str, Any] = {}  # dump facts
         self._cells: dict[str, dict[Node, Any]] = {}  # node facts computed so far, by fact
         self._complete: set[str] = set()  # node facts computed for every node (absent = None)
-        self._running: list[Pass] = []  # with CHECK: the passes running, innermost last
+        self._threads = threading.local()  # with CHECK: the passes running in each thread (`irtool view` serves
+        # requests in threads that ask one table), innermost last
 
     # -- asking
     def get(self, fact: str) -> Any:
@@ -72,8 +71,7 @@ class NodeFacts:
         if p.level == "column":
             return self.column(fact).get(node)
         value = self._run(p, node) if CHECK else p.run(self, node)
-        if p.keep:
-            self._cells.setdefault(fact, {})[node] = value
+        self._cells.setdefault(fact, {})[node] = value
         return value
 
     def column(self, fact: str) -> dict[Node, Any]:
@@ -87,8 +85,6 @@ class NodeFacts:
             return self._cells[fact]
         if CHECK:
             return {n: self(fact, n) for n in self.dump.nodes()}
-        if not p.keep:
-            return {n: p.run(self, n) for n in self.dump.nodes()}
         cells, run, out = self._cells.setdefault(fact, {}), p.run, {}
         for n in self.dump.nodes():  # `__call__`'s work without its call per node
             value = cells.get(n, _MISSING)
@@ -101,6 +97,13 @@ class NodeFacts:
         return [self(fact, n) for n in nodes]
 
     # -- running
+    @property
+    def _running(self) -> list[Pass]:
+        running = getattr(self._threads, "running", None)
+        if running is None:
+            running = self._threads.running = []
+        return running
+
     def _provider(self, fact: str, level: Level | None) -> Pass:
         p = self._provider_of.get(fact)
         if p is None:

@@ -16,8 +16,7 @@ micro batch run after the stage's last unit (`tail`).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field, replace
-from graphlib import CycleError, TopologicalSorter
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .cost import ATTENTION, CONVS, GROUPED_MATMULS, MATMULS, CostFacts, bytes_moved
@@ -147,20 +146,21 @@ class StageTiming:
         return out
 
 
-def _bucket(t: NodeFacts, n: Node, chunks: list[int], staged: bool) -> tuple | None:
+def _bucket(t: NodeFacts, n: Node, phase: str | None, cols: tuple[dict, dict, dict], chunks: list[int],
+            staged: bool) -> tuple | None:
     """The unit a node's time goes to: its unit of work (the `unit` fact), a spread bucket (printed once for every
     micro batch, or on no one chunk of its micro batch's several: `("each", F|B, chunk)`), or the tail
     (`("tail",)`). A step of no units (`staged` False, no pipeline: no node carries a micro batch) is one tail, on
-    one clock: its gradient AllReduce hides under the backward."""
-    phase = t("phase", n)
+    one clock: its gradient AllReduce hides under the backward. `cols`: the `unit`, `micro` and `comm` columns."""
     if phase == "optimizer" or not staged:
         return ("tail",)
-    unit = t("unit", n)
+    unit_of, micro_of, comm_of = cols
+    unit = unit_of.get(n)
     if unit is not None:
         return unit
     letter = "F" if phase == "forward" else "B"
-    if t("micro", n) is None:
-        c = t("comm", n)
+    if micro_of.get(n) is None:
+        c = comm_of.get(n)
         if c is not None and c.category == "gradient-aggregation":
             return ("tail",)
         return ("each", letter, t("chunk", n) if chunks else None)
@@ -185,6 +185,8 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
     layer_comm: dict[int | None, float] = {}  # collective seconds by layer (moved with it, at the exposed share)
     layer_work: dict[int | None, list[OpWork]] = {}
     untimed: list[str] = []
+    cols = (t.column("unit"), t.column("micro"), t.column("comm")) if staged else ({}, {}, {})
+    layer_of = t.column("layer")
     for graph in dump.subgraphs:
         local = by_key[graph.name]
         preds = {n: [local[r] for r in n.node_refs if r in local] for n in local.values()}
@@ -206,9 +208,10 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
         if len(ordered) < len(preds):
             untimed.append(f"{len(preds) - len(ordered)} nodes of {graph.name} read each other in a cycle: not timed")
         for n in ordered:
-            b = _bucket(t, n, chunks, staged)
+            ph = t("phase", n)
+            b = _bucket(t, n, ph, cols, chunks, staged)
             ready = max((f for tag, f in (finish[x] for x in preds[n]) if tag == b), default=0.0)
-            dur, is_comm, work = _duration(t, n, p, groups, rank, flops, k_runs, kind, hops,
+            dur, is_comm, work = _duration(t, n, ph, p, groups, rank, flops, k_runs, kind, hops,
                                            matrix_by_dtype, counts)
             if b is None or dur == 0.0:
                 finish[n] = (b, ready)
@@ -221,16 +224,15 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
             span[b] = max(span.get(b, 0.0), end)
             ut = here.setdefault(b, UnitTime())
             if work is not None and b[0] != "tail":
-                layer_work.setdefault(t("layer", n), []).append(replace(work, phase=t("phase", n), runs=k_runs))
+                layer_work.setdefault(layer_of.get(n), []).append(work)
             if is_comm:
                 ut.comm += dur
                 if b[0] != "tail":
-                    layer = t("layer", n)
+                    layer = layer_of.get(n)
                     layer_comm[layer] = layer_comm.get(layer, 0.0) + dur * k_runs
             else:
-                ph = t("phase", n)
                 if ph in ("forward", "backward", "recompute"):
-                    layer = t("layer", n)
+                    layer = layer_of.get(n)
                     layer_seconds[layer] = layer_seconds.get(layer, 0.0) + dur * k_runs
                     if ph in layer_phase:
                         layer_phase[ph][layer] = layer_phase[ph].get(layer, 0.0) + dur * k_runs
@@ -252,25 +254,39 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
 
 
 def _topological(preds: dict[Node, list[Node]]) -> list[Node]:
-    """The nodes in an order where each comes after what it reads: graphlib's, each group of ready nodes in the
-    order they became ready (a cycle, which a graph's references cannot form, leaves its nodes out)."""
-    ts = TopologicalSorter(preds)
-    try:
-        ts.prepare()
-    except CycleError:  # what no cycle blocks is still handed out
-        pass
+    """The nodes in an order where each comes after what it reads: each group of ready nodes in the order they
+    became ready, the first group in the order the nodes are first named (graphlib's `TopologicalSorter` order,
+    without its cycle search: nodes in a cycle, which a graph's references cannot form, are left out)."""
+    named: dict[Node, None] = {}
+    for n, ps in preds.items():
+        named[n] = None
+        named.update(dict.fromkeys(ps))
+    users: dict[Node, list[Node]] = {n: [] for n in named}
+    waiting = dict.fromkeys(named, 0)
+    for n, ps in preds.items():
+        waiting[n] += len(ps)
+        for x in ps:
+            users[x].append(n)
+    ready = [n for n, w in waiting.items() if not w]
     out: list[Node] = []
-    while ready := ts.get_ready():
+    while ready:
         out += ready
-        ts.done(*ready)
+        nxt = []
+        for n in ready:
+            for u in users[n]:
+                waiting[u] -= 1
+                if not waiting[u]:
+                    nxt.append(u)
+        ready = nxt
     return out
 
 
-def _duration(t: NodeFacts, n: Node, p: Profile, groups: dict[str, Group], rank: int | None,
+def _duration(t: NodeFacts, n: Node, phase: str | None, p: Profile, groups: dict[str, Group], rank: int | None,
               flops: dict, k_runs: int, kind: str, hops: list[TimedHop], matrix_by_dtype: dict[str, int],
               counts: dict[str, int]) -> tuple[float, bool, OpWork | None]:
     """Seconds of one run of a node, whether it is a collective, and what was timed; a pipeline Send/Receive is
-    kept as a hop (no time in its unit: the step simulation waits for it)."""
+    kept as a hop (no time in its unit: the step simulation waits for it). What was timed is kept as run
+    `k_runs` times in `phase`."""
     nk = t("kind", n)
     if nk == "communication":
         c = t("comm", n)
@@ -287,7 +303,7 @@ def _duration(t: NodeFacts, n: Node, p: Profile, groups: dict[str, Group], rank:
         secs = comm_seconds(p, c.op, c.bytes, size, tier)
         if secs is None:
             counts["comm"] += 1
-        return secs or 0.0, True, OpWork("", c.op, 0, None, c.bytes, 0, size, tier, c.category) if secs else None
+        return secs or 0.0, True, OpWork(phase, c.op, 0, None, c.bytes, k_runs, size, tier, c.category) if secs else None
     if nk != "compute":
         return 0.0, False, None
     o = flops.get(n.uid)
@@ -301,7 +317,7 @@ def _duration(t: NodeFacts, n: Node, p: Profile, groups: dict[str, Group], rank:
     moved = None if o is not None and n.op in MATRIX else bytes_moved(n, kind)
     if o is not None and n.op in MATRIX and o.flops and o.phase != "optimizer":
         matrix_by_dtype[dtype or ""] = matrix_by_dtype.get(dtype or "", 0) + o.flops
-    return op_seconds(p, n.op, per_run, dtype, moved), False, OpWork("", n.op, per_run, dtype, moved, 0)
+    return op_seconds(p, n.op, per_run, dtype, moved), False, OpWork(phase, n.op, per_run, dtype, moved, k_runs)
 
 
 def work_seconds(p: Profile, w: OpWork, scale: float = 1.0, group: int | None = None) -> float:

@@ -28,7 +28,7 @@ from ..parallel.chains import user_source
 from ..parallel.records import ChainEnd, RedistributionChain
 from ..parallel.table import NodeFacts
 from ..present import DASH, cell, chain_end_layout, literal_text, rank_list, shape_text, strategy_text, type_text
-from ..present.palette import CATEGORY_COLORS, DIFF_COLORS, DIFF_TEXT
+from ..present.palette import CATEGORY_COLORS, CAUSE_COLORS, CAUSE_TEXT, DIFF_COLORS, DIFF_TEXT
 from ..present.rules import rule_text
 from . import PART_SIZE
 
@@ -963,13 +963,26 @@ def for_parts(data: dict[str, Any], graphs: list[dict[str, Any]]) -> dict[str, A
     return out
 
 
-def diff_node_data(graph_id: str, changes: dict[str, str]) -> dict[str, Any]:
-    """Model Explorer node data marking nodes (`%N` keys) `added`, `removed` or `changed`, by name (a folded
-    box counts and colours the changes it holds)."""
-    results = {k: {"value": v, "bgColor": DIFF_COLORS[v], **({"textColor": DIFF_TEXT[v]} if v in DIFF_TEXT else {})}
-               for k, v in changes.items()}
+# why `irtool diff` marks a node, as its overlay value says it (the legend's words): coloured as the two-configuration
+# diff colours its operators' causes (`parallel.logical.CAUSES`)
+DIFF_WORDS = {"added": "added", "removed": "removed", "strategy": "strategy changed",
+              "communication": "communication changed"}
+
+
+def diff_node_data(graph_id: str, changes: dict[str, str], causes: dict[str, str]) -> dict[str, Any]:
+    """Model Explorer node data marking nodes (`%N` keys) `added`, `removed`, or changed by `causes` (`%N` -> its
+    strategy or its communication), by name and colour (a folded box counts and colours the changes it holds)."""
+    results = {}
+    for k, change in changes.items():
+        why = causes.get(k, change) if change == "changed" else change
+        if why in CAUSE_COLORS:
+            results[k] = {"value": DIFF_WORDS[why], "bgColor": CAUSE_COLORS[why],
+                          **({"textColor": CAUSE_TEXT[why]} if why in CAUSE_TEXT else {})}
+        else:  # changed, for no cause the diff says
+            results[k] = {"value": change, "bgColor": DIFF_COLORS[change], "textColor": DIFF_TEXT[change]}
     return {graph_id: {**_node_data("diff", results), "showExpandedSummaryOnGroupNode": True,
-                       "legend": {"what": "what `irtool diff` marks: added, removed or changed nodes"}}}
+                       "legend": {"what": "why `irtool diff` marks a node: only on one side, or its own strategy or "
+                                          "its communication changed (the panel's `diff` rows say old -> new)"}}}
 
 
 # --- finding nodes across graphs ----------------------------------------------------------------

@@ -18,7 +18,7 @@ from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..parallel.hardware import load_profile
 from ..parallel.order import StageOrder, stage_order, unit_label, unit_nodes
-from ..present import DASH, cell
+from ..present import cell
 from ..present.memory import memory_svg, panel
 from ..present.timeline import Timeline, stage_timings, timeline, timeline_svg
 from ..present.timing import seconds_text
@@ -46,10 +46,13 @@ Graphs = list[dict[str, Any]]
 class DiffMarks(Protocol):
     """What `irtool diff` found in two analysed dumps, as the view reads it: node uid -> added /
     removed / changed per side, its strategy and communication entries (`node_scope`, `field` or
-    `fields`, `old`, `new`) for the panel's old -> new rows, and its operator counts (`op`, `old`, `new`)."""
+    `fields`, `old`, `new`) for the panel's old -> new rows, and its operator counts (`op`, `old`, `new`); node uid
+    -> why a changed one changed (`strategy`, `communication`) per side."""
 
     old_marks: dict[str, str]
     new_marks: dict[str, str]
+    old_causes: dict[str, str]
+    new_causes: dict[str, str]
     strategy: list[Any]
     comm: list[Any]
     ops: list[Any]
@@ -133,17 +136,30 @@ class Model:
 
     def graphs_json(self) -> str:
         """Model Explorer's graph JSON: `{"label": ..., "graphs": [...]}` (its file loader's form), made once."""
-        graphs = self.graphs
+        doc = self._doc()
         with self._lock:
             if self._json is None:
-                doc: dict[str, Any] = {"label": self.label, "graphs": graphs}
-                if self.sorting:
-                    doc["graphSorting"] = self.sorting
                 try:  # orjson (C) writes 50 MB in a fraction of a second, json.dumps in about two
                     self._json = orjson.dumps(doc).decode()
                 except TypeError:  # an integer beyond 64 bits, a lone surrogate: Python's encoder
                     self._json = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
             return self._json
+
+    def graphs_file(self) -> bytes | str:
+        """`graphs_json` as `export` writes it: orjson's UTF-8 bytes as they come, not made text and encoded again
+        (a folder's graph JSON is tens of MB: held once, not three times), else the text."""
+        if self._json is None:
+            try:
+                return orjson.dumps(self._doc())
+            except TypeError:
+                pass
+        return self.graphs_json()
+
+    def _doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"label": self.label, "graphs": self.graphs}
+        if self.sorting:
+            doc["graphSorting"] = self.sorting
+        return doc
 
 
 @dataclass
@@ -324,7 +340,7 @@ def stage_figures(ranks: list[StageRank], costs: list[NodeCost]) -> list[StageRa
     for r, c, f in zip(ranks, costs, flops):
         figures = {"stage FLOPs": cell(f) + (f" (+{c.unknown} operators of unknown cost)" if c.unknown else ""),
                    "stage load": "the heaviest stage" if f == top else f"{f / top:.0%} of the heaviest stage"
-                   if top else DASH,
+                   if top else "no FLOPs known",
                    "stage bytes held": cell(sum(c.held.values()))}
         out.append(r._replace(figures=figures))
     return out
@@ -409,11 +425,12 @@ def compare_models(old: str | Selection, new: str | Selection, differ: Differ, p
     a.prefix, b.prefix = "old: ", "new: "  # Model Explorer renames a graph whose id another model has
     models = []
     head = _nothing_matched(a, b, rd)
-    for side, marks, tag in ((a, rd.old_marks, "old"), (b, rd.new_marks, "new")):
+    for side, marks, why, tag in ((a, rd.old_marks, rd.old_causes, "old"), (b, rd.new_marks, rd.new_causes, "new")):
         changes = {g.name: _changes(marks, g.name, g.nodes, counts, tag) for g in side.dump.subgraphs}
         overlay: dict[str, Any] = {}
         for g in side.dump.subgraphs:
-            overlay.update(diff_node_data(side.graph_id(g.name), changes[g.name]))
+            causes = {uid.rpartition("/")[2]: c for uid, c in why.items() if uid.rpartition("/")[0] == g.name}
+            overlay.update(diff_node_data(side.graph_id(g.name), changes[g.name], causes))
 
         def build(side: _Rank = side, changes: dict[str, dict[str, str]] = changes, tag: str = tag) -> Graphs:
             def annotate(subgraph: str, graph: dict[str, Any]) -> None:  # before a split: parts share the rows

@@ -57,7 +57,7 @@ class StageRank(NamedTuple):
     @property
     def group(self) -> str:
         """The rank's column (row) of boxes: `stage 0 rank 0`."""
-        return f"stage {DASH if self.facts.stage is None else self.facts.stage} rank {self.rank}"
+        return f"stage {'unknown' if self.facts.stage is None else self.facts.stage} rank {self.rank}"
 
 
 def _by_stage(ranks: Iterable[StageRank]) -> list[StageRank]:
@@ -74,6 +74,26 @@ def _tag(c: CommNode) -> str:
     return DASH if c.sr_tag is None else str(c.sr_tag)  # a name: `1572864`, not `1,572,864`
 
 
+# Labels on the canvas say in words what is not known, or leave it out: its font has no `—` (drawn `?`).
+def _unit_text(key: UnitKey | None) -> str:
+    """A unit's label: `F3`, `B0.c1`; `F, micro unknown` where the dump marks no micro batch; `unit unknown` for a
+    Send/Receive of no unit."""
+    if key is None:
+        return "unit unknown"
+    phase, micro, chunk = key
+    return unit_label(key) if micro is not None else phase + ("" if chunk is None else f".c{chunk}") + ", micro unknown"
+
+
+def _hop_text(r: StageRank, c: CommNode, place: int | None) -> str:
+    """A Send/Receive box's label: `r0 #3 Send m1 c0 tag 2 -> r4 F`; its place left out where the pass does not fix
+    it, the micro batch, tag and peer said unknown."""
+    parts = [f"r{r.rank}", *([f"#{cell(place)}"] if place else []), c.op,
+             "micro unknown" if c.micro is None else f"m{c.micro}", *([] if c.segment is None else [f"c{c.segment}"]),
+             "tag unknown" if c.sr_tag is None else f"tag {c.sr_tag}", "->" if c.direction == "send" else "<-",
+             "peer unknown" if c.peer_rank is None else f"r{c.peer_rank}", _phase_letter(c)]
+    return " ".join(parts)
+
+
 def _peer_text(c: CommNode, shown: set[int], in_folder: set[int], unreadable: list[Unreadable]) -> str:
     """The peer as the panel says it: `to rank 4`, or why it is not drawn (`selection.not_read`'s words)."""
     if c.peer_rank is not None and c.peer_rank not in shown:
@@ -85,10 +105,6 @@ def _peer_text(c: CommNode, shown: set[int], in_folder: set[int], unreadable: li
 
 def _phase_letter(c: CommNode) -> str:
     return "B" if c.phase == "backward" else "F"
-
-
-def _unit_text(key: UnitKey | None) -> str:
-    return DASH if key is None else unit_label(key)
 
 
 def _hop_box(r: StageRank, c: CommNode, label: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -121,7 +137,8 @@ def _paired(ranks: list[StageRank]) -> tuple[list[Pair], int]:
     pairs = pair_ranks({r.rank: [c for c in r.facts.comm if c.direction is not None] for r in ranks})
     units = {lp.link[0]: hop_units(by_rank[lp.link[0]].facts.table) for lp in pairs.links}
     out = [(by_rank[lp.link[0]].box_id(s), by_rank[lp.link[1]].box_id(rc),
-            f"{_unit_text(units[lp.link[0]].get(s.node))} tag {_tag(s)}") for lp in pairs.links for s, rc in lp.pairs]
+            _unit_text(units[lp.link[0]].get(s.node)) + ("" if s.sr_tag is None else f" tag {s.sr_tag}"))
+           for lp in pairs.links for s, rc in lp.pairs]
     return out, pairs.paired
 
 
@@ -196,7 +213,7 @@ def first_box(ranks: list[StageRank]) -> str | None:
 def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Iterable[int] | None = None,
                    unreadable: Iterable[Unreadable] = ()) -> dict[str, Any]:
     """MindInsight's pipeline view: a column per drawn rank (one per stage), in stage order, of its
-    Send/Receive in execution order (`parallel.order`: `#3`; `#—` and dump order where the pass does not
+    Send/Receive in execution order (`parallel.order`: `#3`; no number and dump order where the pass does not
     fix it), each box a Send (red) or Receive (green), forward or backward (paler, `F`/`B`), saying its
     micro batch, chunk, tag and peer, opening its node in the stage graph; the pairs and the order as
     edge overlays. A peer that is not drawn is said to be in the folder, unreadable or not in the
@@ -221,9 +238,7 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
             if c.peer_rank is not None and c.peer_rank not in in_folder:
                 outside.add(c.peer_rank)
             place, theirs = placed.get(c.node, (None, c))
-            chunk = "" if c.segment is None else f" c{c.segment}"
-            label = f"r{r.rank} #{cell(place)} {c.op} m{cell(c.micro)}{chunk} tag {_tag(c)} " \
-                    f"{'->' if c.direction == 'send' else '<-'} r{cell(c.peer_rank)} {_phase_letter(c)}"
+            label = _hop_text(r, c, place)
             order = f"{place} of {len(o.hops)} on rank {r.rank}" if place else "not fixed by this pass"
             kernel = [_kv("kernel graph", f"{o.kernel_graph}:{theirs.line}")] if place and o.kernel_graph else []
             box = _hop_box(r, c, label, [
@@ -322,7 +337,8 @@ def execution_graph(ranks: list[StageRank], job: Job, graph_id: str = LANES[1], 
                      "pipeline graph's boxes)",
             "layers": "search `layer-3:` to light up the units whose operators read layer 3 (their `layer-N` rows)"}
     if times:
-        info["time"] = "each unit where it runs in the step on the default hardware profile (`render --timeline`)"
+        info["time"] = "each unit where it runs in the step on the default hardware profile (`render --timeline`); " \
+                       "a step too long for the screen wraps onto lines, each the same stretch of time in every row"
     return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": ROWS,
             "tasksData": _overlays(graph_id, pairs, columns)}
 
@@ -361,7 +377,7 @@ def _unit_box(r: StageRank, u: Unit, members: list[Any], hops: list[tuple[str, s
     rows += [_kv(f"layer-{layer}", f"{n} operators") for layer, n in sorted(
         (x for x in layers.items() if x[0] is not None), key=lambda x: x[0])]
     look = "recompute" if recomputed else u.phase
-    return {"id": r.unit_id(u), "label": u.label + (" +recompute" if recomputed else ""),
+    return {"id": r.unit_id(u), "label": _unit_text(u.key) + (" +recompute" if recomputed else ""),
             "namespace": r.group, "attrs": rows, "incomingEdges": [], "subgraphIds": [opened] if opened else [],
             "style": {"backgroundColor": UNIT_COLORS[look], "borderColor": "#616161"}, "outputsMetadata": [],
             "micro batch": u.micro}

@@ -72,9 +72,14 @@
     return m && [parseFloat(m[1].replaceAll(",", "")) * SECONDS[m[2]], parseFloat(m[3].replaceAll(",", "")) * SECONDS[m[4]]];
   }
 
+  const ASPECT = 1.3;  // width / height of the graph area of a 1600 x 1000 window beside the side panel
+  const LINE = 12;  // scene units between two lines of a row
+
   function inTime(mg, rows) {
     // a row's boxes where and as long as they run in the step (their `time` rows), on one scale for every row: the
-    // shortest unit as wide as its label; rows keep their order when some box has no time or sits deeper
+    // shortest unit as wide as its label; rows keep their order when some box has no time or sits deeper. A step
+    // longer than the graph area is wide at fit wraps onto lines, each the same stretch of time in every row (its
+    // units where they start), so that the whole step fits the area with its labels at a size people read
     const ops = mg.nodes.filter((n) => n.nodeType === 0);
     const ids = new Set(rows.map((n) => n.id));
     const times = ops.map((n) => span(n.attrs && n.attrs.time));
@@ -83,14 +88,35 @@
     const scale = Math.max(...ops.map((n, i) => times[i][1] > times[i][0] ? (wide(n) + 4) / (times[i][1] - times[i][0]) : 0));
     if (!(scale > 0 && isFinite(scale))) return;
     const pad = Math.min(...ops.map((n) => n.x));
+    const at = ops.map((n, i) => times[i][0] * scale);
+    ops.forEach((n, i) => { n.width = Math.max(wide(n), (times[i][1] - times[i][0]) * scale - 4); });
+    const step = Math.max(...ops.map((n, i) => at[i] + n.width));
+    const line = Math.max(...ops.map((n) => n.height)) + LINE;
+    const tall = rows.reduce((sum, r) => sum + r.height, 0) + 20 * (rows.length - 1);
+    const longest = Math.max(...ops.map((n) => n.width));
+    const fit = (k) => Math.min(ASPECT / (step / k + longest + 2 * pad), 1 / (tall + rows.length * (k - 1) * line));
+    let lines = 1;
+    while (lines < 8 && fit(lines + 1) > fit(lines)) lines += 1;
+    const stretch = step / lines;
+    const onLine = new Map();
     ops.forEach((n, i) => {
-      n.x = pad + times[i][0] * scale;
-      n.width = Math.max(wide(n), (times[i][1] - times[i][0]) * scale - 4);
+      const k = Math.min(lines - 1, Math.floor(at[i] / stretch));
+      n.x = pad + at[i] - k * stretch;
+      n.y += k * line;
+      onLine.set(n.id, k);
     });
-    for (const row of rows) {
+    let below = 0;  // rows under a taller one moved down, with what they hold
+    const moved = new Map();
+    for (const row of [...rows].sort((a, b) => a.y - b.y)) {
       const mine = ops.filter((n) => n.nsParentId === row.id);
       if (mine.length) row.width = Math.max(...mine.map((n) => n.x + n.width)) + pad;
+      row.y += below;
+      moved.set(row.id, below);
+      const extra = mine.length ? Math.max(...mine.map((n) => onLine.get(n.id))) * line : 0;
+      row.height += extra;
+      below += extra;
     }
+    for (const n of ops) n.globalY = (n.globalY || 0) + moved.get(n.nsParentId);
   }
 
   const NativeWorker = window.Worker;
