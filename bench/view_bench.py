@@ -7,8 +7,9 @@ a ratio to Model Explorer showing the small 4-stage rank folder in the same run 
   than `--part-size` operators on its overview (irtool.view.graphs.split_large);
 - graph JSON received: seconds from the command to the graph JSON's arrival in the page (what the
   server does: read, analyse, build the graphs; the rest of graph visible is Model Explorer's work in
-  the browser), and its size; and the CPU seconds the server's processes used until then (theirs alone:
-  nearly the same however loaded the machine is, which the wall-clock figures are not);
+  the browser), and its size; and the CPU seconds the server's processes used until then (theirs alone,
+  less stretched by the machine's load than the wall clock, but with whatever the builder went on to do
+  while the page was still receiving: the index, the overlays);
 - open the largest part (an overview's box with the most nodes, its inputs from other parts
   included): seconds from opening a page on it (the address naming the graph, as a link would) to
   its graph drawn: an upper bound of opening it from the overview, which needs no page load;
@@ -130,9 +131,8 @@ def _answer_after(page: object, since: float, kind: int) -> float | None:
 def _peak_memory(session: int) -> Iterator[tuple[Callable[[], dict[int, float]], Callable[[], float]]]:
     """Each server process's peak resident memory (MB, VmHWM), read every 0.2 s while it lives (the
     graphs are built in a forked process that ends when they are written), and their CPU seconds (user
-    and system, as last read): yields a function reading each. The CPU seconds hardly depend on what
-    else the machine runs, unlike the wall-clock figures. `status` is cheap to read; `smaps` would stall
-    the process measured on its memory map lock."""
+    and system, as last read): yields a function reading each. `status` is cheap to read; `smaps` would
+    stall the process measured on its memory map lock."""
     peaks: dict[int, float] = {}
     cpu: dict[int, float] = {}
     done = threading.Event()
