@@ -172,7 +172,7 @@
     return g ? g.id : null;
   }
 
-  function openNode(pane, graphId, nodeId, label, retries = 9) {  // looked at for about a minute (see `ensure`)
+  function openNode(pane, graphId, nodeId, label, retries = 9) {  // looked at for about 100 s (see `ensure`)
     const r = renderer(pane);
     const app = r && r.appService;
     if (app && app.selectGraphInPane && app.setNodeToReveal && app.curGraphCollections) {
@@ -218,8 +218,9 @@
       const there = shown(pane)[0] === graphId;
       if (there && (!nodeId || r.selectedNodeId)) return;
       if (there || !(app.processing && app.processing())) openNode(pane, graphId, nodeId, label, 0);
-      // less and less often: asking again restarts a layout, which a loaded machine runs late
-      ensure(pane, graphId, nodeId, label, tries - 1, Math.min(wait * 2, 8000));
+      // less and less often: asking again restarts a layout, which a loaded machine runs late (a 68 MB dump's
+      // part took over 8 s: asked every 8 s it was never laid out)
+      ensure(pane, graphId, nodeId, label, tries - 1, Math.min(wait * 2, 16000));
     }, wait);
   }
 
