@@ -294,8 +294,8 @@ def test_folder_summary_rank_with_another_strategy_shown_apart() -> None:
     (stage,) = d["stages"]
     assert [a["ranks"] for a in stage["answers"]] == [[0, 1, 2, 4, 5, 6, 7], [3]]
     out = run("summarize", F / "check_strategy_mismatch_8p", "--all")
-    assert "ranks 1, 2, 4-7: same as rank 0" in out and "No pipeline stage, rank 3: operators with strategies" in out
-    mm = [line for line in out.split("No pipeline stage, rank 3: operators with strategies", 1)[1].splitlines()
+    assert "ranks 1, 2, 4-7: same as rank 0" in out and "Stage 0 (no pipeline), rank 3: operators with strategies" in out
+    mm = [line for line in out.split("Stage 0 (no pipeline), rank 3: operators with strategies", 1)[1].splitlines()
           if line.startswith("  MatMul ") and "out_proj" not in line]
     assert any("(2,1)(1,4)" in line for line in mm)
 
