@@ -507,12 +507,12 @@ def advise(figures: list[StageFigures], job: Job, device_memory: int | None) -> 
         absent = job.stages_absent
         none.cannot = f"stage{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} not read"
         return none
-    if len(figures) < 2:
+    if len(figures) < 2 and job.pipeline_stages.known:
         none.cannot = "one stage"
         return none
     if not job.pipeline_stages.known or job.pipeline_stages.value != len(figures):
         of = job.pipeline_stages.value if job.pipeline_stages.known else "an unknown number"
-        none.cannot = f"{len(figures)} stages read of {of}"
+        none.cannot = f"{len(figures)} stage{'s' if len(figures) != 1 else ''} read of {of}"
         return none
     micros = job.micro_batches.value if job.micro_batches.known else None
     model = split_model(figures, micros, device_memory, chunks)

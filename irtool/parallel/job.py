@@ -86,7 +86,8 @@ class RankJob:
     accumulation: Evidence  # gradient accumulation buffers (`accu_grads.*`) or micro-step mirrors
     training: bool  # the dump has an optimizer, accumulation or backward work
     hops: int = 0  # pipeline Send/Receive (a pass before step_parallel_end has them, but no stage yet)
-    last: bool = False  # the last stage: forward work received from upstream, none sent downstream
+    last: int | None = None  # the last stage this rank tells (`_hops_of`), and where (`last_where`)
+    last_where: str = ""
     backward: bool = False  # the dump has backward work (recomputed copies come with it: before, recompute is unknown)
     parallel: bool = True  # the parallel pass has inserted its communication (no group degree is known before)
     recompute_where: str = ""  # the first recomputed copy, `file:line (op)`
@@ -233,14 +234,22 @@ def _backward_of(t: Any) -> bool:
     return any(c.phase == "backward" for c in _records(t)) or any(t("phase", n) == "backward" for n in t.dump.nodes())
 
 
-def _hops_of(t: Any) -> tuple[int, bool]:
-    """The pipeline Send/Receive, and whether the rank is on the last stage: it sends no forward work to a later
-    stage (a folded or interleaved one sends it round to stage 0)."""
+def _hops_of(t: Any) -> tuple[int, int | None, str]:
+    """The pipeline Send/Receive, and the last stage the rank tells, with where: its own when it sends no forward
+    work to a later stage (a folded or interleaved one sends it round to stage 0), else on stage 0 the peer stage
+    of a forward Receive from a later stage: nothing is upstream of stage 0 but the last stage, whose work an
+    interleaved or folded pipeline sends round to stage 0's next chunk."""
     stage = t.get("stage_info").stage
     hops = [c for c in _records(t) if c.category == "pipeline" and c.direction]
     forward = [c for c in hops if c.phase == "forward"]
-    return len(hops), stage is not None and bool(forward) and not any(
-        c.op == "Send" and (c.peer_stage is None or c.peer_stage > stage) for c in forward)
+    if stage is not None and forward and not any(
+            c.op == "Send" and (c.peer_stage is None or c.peer_stage > stage) for c in forward):
+        return len(hops), stage, f"it sends no forward work to a later stage ({_name(t)})"
+    wrap = [c for c in forward if stage == 0 and c.op == "Receive" and c.peer_stage is not None and c.peer_stage > 0]
+    if wrap:
+        return len(hops), wrap[0].peer_stage, _at(_name(t), wrap[0], f"forward Receive from rank {wrap[0].peer_rank} "
+                                                  f"on stage {wrap[0].peer_stage}, into stage 0's chunk {wrap[0].segment}")
+    return len(hops), None, ""
 
 
 def _chunks_of(t: Any) -> tuple[list[int], bool]:
@@ -258,7 +267,7 @@ def _rank_job(t: Any) -> RankJob:
     layers, where = t.get("job_layers")
     recompute, recompute_where = t.get("job_recompute")
     chunks, folded = t.get("job_chunks")
-    hops, last = t.get("job_hops")
+    hops, last, last_where = t.get("job_hops")
     stage, mp, ep, sp, cp, shard = (t.get(f) for f in _GROUP_FACTS)
     optimizer, accumulation, backward = t.get("job_optimizer"), t.get("job_accumulation"), t.get("job_backward")
     return RankJob(rank=t.rank, file=_name(t), stage=t.get("stage_info").stage, stage_sizes=stage,
@@ -266,7 +275,7 @@ def _rank_job(t: Any) -> RankJob:
                    micro=t.get("job_micro"), chunks=chunks, folded=folded, layers=layers, layers_where=where,
                    recompute=recompute, dims=t.get("job_dims"), optimizer=optimizer, opt_shard=shard,
                    accumulation=accumulation, training=optimizer.known or accumulation.known or backward,
-                   hops=hops, last=last, backward=backward, parallel=t.get("file_kind") != "pre",
+                   hops=hops, last=last, last_where=last_where, backward=backward, parallel=t.get("file_kind") != "pre",
                    recompute_where=recompute_where)
 
 
@@ -482,7 +491,8 @@ class JobFold:
         self.backward = False
         self.parallel = False
         self.recompute_where = ""
-        self.last: Evidence | None = None  # the stage count a rank of the last stage tells
+        self.last: Evidence | None = None  # the stage count a rank of the last stage (or stage 0's wrap) tells
+        self.last_own = False
         self.dims: dict[str, Evidence] = {}  # ModelDims field -> the first rank's that knows it
         self.per_rank = False  # the data input printed is one data-parallel rank's
         self.layer_weights: tuple = ()  # the lowest layer's 2-D MatMul weights a rank read (`ModelDims.layer_weights`)
@@ -505,9 +515,10 @@ class JobFold:
         self.chunks.update(r.chunks)
         self.folded |= r.folded
         self.staged |= r.stage is not None or bool(r.chunks) or r.hops > 0
-        if r.last and r.stage is not None and self.last is None:
-            self.last = Evidence(r.stage + 1, f"rank {r.rank} is on the last stage, {r.stage}: it sends no forward work "
-                                              f"to a later stage ({r.file})")
+        if r.last is not None and (self.last is None or r.last == r.stage and not self.last_own):
+            self.last_own = r.last == r.stage  # the first rank of the last stage says it, else stage 0's wrap
+            self.last = Evidence(r.last + 1, f"rank {r.rank} {'is on' if r.last == r.stage else 'names'} the last stage, "
+                                             f"{r.last}: {r.last_where}")
         s = r.stage
         self.stage_ranks.setdefault(s, []).append(r.rank)
         if r.layers:
