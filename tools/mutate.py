@@ -82,10 +82,13 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant.one("link-direction", P + "pairs.py", 'if h.direction == "send" else (h.peer_rank, rank)',
                'if h.direction == "receive" else (h.peer_rank, rank)', "a link's sender and receiver swapped", PAIRS),
     # phase (parallel/facts.py, comm.py)
-    Mutant.one("phase-copy-first", P + "facts.py", 'scope = n.scope or ""',
-               'scope = n.scope or ""\n    if copy:\n        return "recompute"',
-               "a recomputed copy checked before the backward evidence (`is_bp`, `forward_unique_id`, Gradients/)",
-               PHASE),
+    Mutant("phase-copy-first", P + "facts.py", (
+        Edit('scope = n.scope or ""', 'scope = n.scope or ""\n    if copy:\n        return "recompute"'),
+        # the fast path of the same rule, `Gradients/` scope first (`_evidence`), takes the copy first too
+        Edit('if in_gradients(n.scope or ""):', 'if in_gradients(n.scope or "") and not t("copy", n):')),
+        "a recomputed copy checked before the backward evidence (`is_bp`, `forward_unique_id`, Gradients/)",
+        PHASE, ((P + "facts.py", (Edit('scope = n.scope or ""',
+                                        'scope = n.scope or ""\n    if copy:\n        return "recompute"'),)),)),
     Mutant.one("phase-isbp-copy", P + "facts.py", '(n.scalar_attr("is_bp") is True and not copy)',
                '(n.scalar_attr("is_bp") is True)', "`is_bp` on a recomputed copy read as backward", PHASE),
     Mutant.one("phase-graph-calls", P + "facts.py", "_own_phase(t, s) or of(s.graph, seen | {graph}) or",
@@ -153,6 +156,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant.one("span-largest-group", P + "job.py", "size = f.span or (Evidence(top, f.stage_sizes[top][1])",
                "size = (Evidence(top, f.stage_sizes[top][1])",
                "ranks per stage from the largest collective group, not from the pipeline peers", JOB),
+    Mutant.one("last-from-wrap", P + "job.py", "wrap = [c for c in forward if stage == 0", "wrap = [c for c in () if stage == 0",
+               "stage 0's forward Receive from the last stage (the wrap) not read as naming the last stage",
+               ("tests/test_order.py", *JOB)),
     Mutant.one("mp-loss-mean", P + "job.py", 'or "/%" not in c.serves or c.group_ranks not in gradients:',
                'or "/%" not in c.serves or True:',
                "tensor parallelism from any operator-forward collective (a loss mean or a router's expert load too)",
