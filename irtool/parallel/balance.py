@@ -126,9 +126,11 @@ def in_flight(order: StageOrder, stage: int | None, job: Job) -> InFlight:
                                          "this dump fixes (" + " ".join(order.work) + ")"
                         + (f"; a micro batch on one {part} holds 1/{len(order.chunks)} of its activations"
                            if order.chunks else ""), tuple(order.in_flight_by_chunk or ()), part)
-    s = stage or 0
     if stages.known and stages.value == 1:
         return InFlight(1, "no pipeline: each micro batch's backward runs before the next forward")
+    if stage is None:  # a rank of unknown stage in a pipeline is not stage 0
+        return InFlight(None, "unknown: this pass does not fix the order and the rank's stage is unknown")
+    s = stage
     if stages.known and micros.known:
         n = one_f_one_b(stages.value, s, micros.value)
         return InFlight(n, f"1F1B assumed (this pass does not fix the order): stage {s} of {stages.value} holds "
