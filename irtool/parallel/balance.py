@@ -361,6 +361,7 @@ class Balance:
     measure: str = MEASURE
     notes: list[str] = field(default_factory=list)
     unknown_dominates: list[tuple[int, int, int]] = field(default_factory=list)  # (stage, unknown, all): no ratio
+    micro_seen: list[int] = field(default_factory=list)  # the ranks' micro batch counts, when they disagree several
 
     @property
     def played(self) -> Step | None:
@@ -384,7 +385,9 @@ def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
                 default=None)  # another stage than the heaviest, even when they tie
     m = job.micro_batches.value if job.micro_batches.known else None
     v = job.chunks.value if job.chunks.known else 1
-    complete = not job.stages_absent and job.pipeline_stages.known and len(figures) == job.pipeline_stages.value
+    # ranks that disagree on the micro batches do not run one step: no step, bubble or advice is estimated
+    complete = len(job.micro_seen) < 2 and not job.stages_absent and job.pipeline_stages.known \
+        and len(figures) == job.pipeline_stages.value
     timed = [f.cost.timing for f in figures if f.cost.timing is not None]
     step = simulate(timed) if complete and timed and len(timed) == len(figures) else None
     b = Balance(
@@ -397,7 +400,8 @@ def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
         unknown_ops=sum(f.cost.cost.compute_unknown for f in figures),
         bubble=(step.bubble if step is not None and not step.cannot else
                 bubble([c / m for c in compute], m, v) if complete and m else None),
-        device_memory=device_memory, advice=advise(figures, job, device_memory), step=step)
+        device_memory=device_memory, advice=advise(figures, job, device_memory), step=step,
+        micro_seen=list(job.micro_seen))
     if timed and len(timed) == len(figures) > 1:
         b.seconds = {f.stage: x.total().seconds for f, x in zip(figures, timed)}
         b.slowest, b.fastest = max(b.seconds, key=b.seconds.__getitem__), min(b.seconds, key=b.seconds.__getitem__)
@@ -505,6 +509,9 @@ def advise(figures: list[StageFigures], job: Job, device_memory: int | None) -> 
     recomputed = sorted({i for v in job.recompute.values() for i in v})
     n_layers = sum(len(f.layers) for f in figures)
     none = Advice(None, None, None, "", n_layers, chunks, recomputed)
+    if len(job.micro_seen) > 1:
+        none.cannot = f"ranks disagree on the number of micro batches ({' or '.join(map(str, job.micro_seen))})"
+        return none
     if job.stages_absent:
         absent = job.stages_absent
         none.cannot = f"stage{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} not read"

@@ -403,7 +403,9 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
               f"({how})" if b.bubble is not None else
               "  estimated bubble: unknown (" + ("stages not read" if b.absent else
                                                  "micro batches unknown: " + m.where if not m.known else
-                                                 "the stage count unknown") + ")")
+                                                 "ranks disagree on the number of micro batches ("
+                                                 + " or ".join(map(str, b.micro_seen)) + ")" if len(b.micro_seen) > 1
+                                                 else "the stage count unknown") + ")")
     blocks: list[Block] = ["", "Balance: " + balance_sentence(b), t.limited(limit)]
     if b.played is not None:
         blocks.append(step_table(b.played).limited(limit))
