@@ -175,6 +175,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant.one("advice-no-layer", P + "balance.py", "if idle:", "if False:",
                "advice given where the layers carry none of a stage's work (an inference pipeline's)", COST,
                after="idle = [f for f in figures if f.layers"),
+    Mutant.one("cost-disagree", P + "balance.py", "complete = len(job.micro_seen) < 2 and not job.stages_absent",
+               "complete = not job.stages_absent", "a step, bubble and advice estimated where the ranks disagree on the "
+               "micro batches (with the most, for ranks that ran fewer)", ("tests/test_check.py", *COST),
+               also=()),
     Mutant.one("balance-unknown", P + "balance.py", "if (c := f.cost.cost).compute_unknown > c.compute_known]",
                "if (c := f.cost.cost).compute_unknown > c.compute_known + c.compute_unknown]",
                "a balance ratio printed from known operators where unknown-cost work dominates", COST),
