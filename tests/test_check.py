@@ -195,6 +195,11 @@ def test_the_summary_of_disagreeing_ranks_takes_the_compiled_micro_batches() -> 
     assert "Advice: cannot advise: ranks disagree on the number of micro batches (2 or 4)" in text
     assert "  estimated bubble: unknown (ranks disagree on the number of micro batches (2 or 4))" in text
     assert not text.startswith("Step: ")
+    # diff says the new side's counts, never its most alone: pipeline_2stage_8p (the same network, every rank micro
+    # 0-3) against it was "no configuration change", 4 and 4
+    sides = (str(FIXTURES / "pipeline_2stage_8p"), str(FIXTURES / "check_micro_mismatch_8p"))
+    diff = CliRunner().invoke(main, ["diff", *sides])
+    assert diff.output.startswith("FAIL: configuration: micro batches 4 → 2 or 4 (ranks disagree); ")
 
 
 # --- causes and coverage (issue 18, item 3)

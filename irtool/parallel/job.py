@@ -823,6 +823,9 @@ class JobChange:
     old_where: str = ""  # the evidence of each value
     new_where: str = ""
     stage: int | None = None
+    # micro batches: every count a side's ranks read when they disagree (its value is then the most, `Job.micro_seen`)
+    old_seen: tuple[int, ...] = ()
+    new_seen: tuple[int, ...] = ()
 
     @property
     def structural(self) -> bool:
@@ -834,9 +837,10 @@ class JobChange:
         return self.field in MODEL
 
     def as_dict(self) -> dict[str, Any]:
+        seen = {k: list(v) for k, v in (("old_seen", self.old_seen), ("new_seen", self.new_seen)) if v}
         return {"field": self.field, "stage": self.stage, "old": self.old, "new": self.new,
                 "old_evidence": self.old_where, "new_evidence": self.new_where, "structural": self.structural,
-                "model": self.model}
+                "model": self.model, **seen}
 
 
 def _stage_value(job: Job, stage: int) -> tuple[bool, list[int] | None, str]:
@@ -876,6 +880,8 @@ def job_changes(old: Job, new: Job) -> list[JobChange]:
             ka, kb = _layers_known(old), _layers_known(new)
             a = sorted(i for i in a if kb is None or i in kb)
             b = sorted(i for i in b if ka is None or i in ka)
-        if ea.known and eb.known and a != b:
-            out.append(JobChange(name, a, b, ea.where, eb.where))
+        sa, sb = ((tuple(j.micro_seen) if len(j.micro_seen) > 1 else ()) for j in (old, new)) \
+            if name == "micro_batches" else ((), ())
+        if ea.known and eb.known and (a, sa) != (b, sb):
+            out.append(JobChange(name, a, b, ea.where, eb.where, old_seen=sa, new_seen=sb))
     return out
