@@ -173,7 +173,8 @@ MUTANTS: tuple[Mutant, ...] = (
                "sequence parallelism not recognised from a layout (`in_layout`) splitting the sequence",
                ("tests/test_llm.py", "tests/test_parallel_rules.py")),
     Mutant.one("advice-no-layer", P + "balance.py", "if idle:", "if False:",
-               "advice given where the layers carry none of a stage's work (an inference pipeline's)", COST,
+               "advice given where the layers carry none of a stage's work (an inference pipeline's)",
+               ("tests/test_inference_pipeline.py", *COST),
                after="idle = [f for f in figures if f.layers"),
     Mutant.one("cost-disagree", P + "balance.py", "complete = len(job.micro_seen) < 2 and not job.stages_absent",
                "complete = not job.stages_absent", "a step, bubble and advice estimated where the ranks disagree on the "
