@@ -516,6 +516,9 @@ def advise(figures: list[StageFigures], job: Job, device_memory: int | None) -> 
         absent = job.stages_absent
         none.cannot = f"stage{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} not read"
         return none
+    if not figures:
+        none.cannot = "no rank of a known stage read"
+        return none
     if len(figures) < 2 and job.pipeline_stages.known:
         none.cannot = "one stage"
         return none

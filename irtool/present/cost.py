@@ -74,6 +74,8 @@ def balance_sentence(b: Balance) -> str:
     0-4, stage 1 holds layer 5 (forward alone: 5.05x)`."""
     if b.selected is not None:
         return f"only stage {b.selected} selected (--stage): no other stage to compare with"
+    if not b.stages:
+        return "no rank of a known stage read"
     if len(b.stages) < 2:
         if b.absent:
             return f"one stage read; stage{'s' if len(b.absent) > 1 else ''} {', '.join(map(str, b.absent))} not read"

@@ -286,7 +286,8 @@ class DirSummary:
         """`--cost`: the stage's peak, walked on its lowest rank measured (the `peak_bytes` of that rank's row)."""
         if not self.costs:
             return {}
-        c = self.costs.get(selected_stage(stage))
+        at = self.job.stage_of(stage)  # a stage unknown is no stage's cost record
+        c = None if at is None else self.costs.get(at)
         return {"peak_bytes": None if c is None else c.peak_bytes, "peak_rank": None if c is None else c.rank}
 
 
