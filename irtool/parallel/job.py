@@ -17,6 +17,7 @@ from .model_dims import ModelDims, ffn_size, heads, kv_heads, model_dims
 from .params import WEIGHT_VALUE, follow_value, layer_index
 from .records import CommNode, Strategy, _as_dict
 from .rules import MIRRORS
+from .stage import as_int
 from .table import Pass
 
 # Update primitives of the optimizers MindSpore ships, by the name the job record gives them.
@@ -249,7 +250,28 @@ def _hops_of(t: Any) -> tuple[int, int | None, str]:
     if wrap:
         return len(hops), wrap[0].peer_stage, _at(_name(t), wrap[0], f"forward Receive from rank {wrap[0].peer_rank} "
                                                   f"on stage {wrap[0].peer_stage}, into stage 0's chunk {wrap[0].segment}")
-    return len(hops), None, ""
+    return (len(hops), *_one_rank_per_stage(hops, t.rank, stage, _name(t)))
+
+
+def _one_rank_per_stage(hops: list[CommNode], rank: int | None, stage: int | None, name: str) -> tuple[int | None, str]:
+    """The last stage a p2p group of one rank per stage tells (a lazy-inline pipeline's, `(0, 2, 4, 6)`): where the
+    rank is the member at its own stage's index and each hop's peer index (`pa.dest_rank`/`pa.src_rank`, an index
+    into the group on this path) is its peer stage, the group's k members are the k stages' (None, "" otherwise: a
+    group of two says nothing a pair does not, and a stage's several ranks in one group break the index)."""
+    if rank is None or stage is None:
+        return None, ""
+    for c in hops:
+        ranks = c.group_ranks
+        index = as_int(c.rank_attrs.get("dest_rank" if c.op == "Send" else "src_rank"))
+        if not ranks or len(ranks) < 3 or rank not in ranks or ranks.index(rank) != stage or c.peer_stage is None \
+                or index != c.peer_stage or index >= len(ranks) or ranks[index] != c.peer_rank:
+            return None, ""
+    c = hops[0] if hops else None
+    if c is None or not c.group_ranks:
+        return None, ""
+    return len(c.group_ranks) - 1, _at(name, c, f"{c.op} on the group {c.group_ranks} of one rank per stage: rank "
+                                                f"{rank} at index {stage} on stage {stage}, rank {c.peer_rank} at index "
+                                                f"{c.peer_stage} on stage {c.peer_stage}")
 
 
 def _chunks_of(t: Any) -> tuple[list[int], bool]:
