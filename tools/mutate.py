@@ -66,7 +66,7 @@ PHASE = ("tests/test_parallel_rules.py", "tests/test_one_decider.py", "tests/tes
 STAGE = ("tests/test_inference_pipeline.py", "tests/test_peers.py", "tests/test_parallel.py")
 COST = ("tests/test_cost.py", "tests/test_plan.py")
 ORDER = ("tests/test_order.py", "tests/test_render.py")
-JOB = ("tests/test_parallel.py", "tests/test_golden.py", "tests/test_folded_fixtures.py")
+JOB = ("tests/test_degrees.py", "tests/test_parallel.py", "tests/test_golden.py", "tests/test_folded_fixtures.py")
 
 MUTANTS: tuple[Mutant, ...] = (
     # pairing (parallel/pairs.py)
