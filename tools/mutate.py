@@ -175,7 +175,7 @@ MUTANTS: tuple[Mutant, ...] = (
                "a folded pipeline's segments taken for interleaved chunks", ("tests/test_folded_fixtures.py", *ORDER)),
     Mutant.one("sp-sequence-split", P + "flowrules.py", "and _layout_splits_sequence(layout, ranks)", "and False",
                "sequence parallelism not recognised from a layout (`in_layout`) splitting the sequence",
-               ("tests/test_llm.py", "tests/test_parallel_rules.py")),
+               ("tests/test_degrees.py", "tests/test_llm.py", "tests/test_parallel_rules.py")),
     Mutant.one("advice-no-layer", P + "balance.py", "if idle:", "if False:",
                "advice given where the layers carry none of a stage's work (an inference pipeline's)",
                ("tests/test_inference_pipeline.py", *COST),
@@ -265,7 +265,8 @@ PIPELINES = ("pipeline_3stage_24p_m5", "pipeline_4stage_8p", "pipeline_2stage_2p
              "pipeline_interleaved_4stage_8p", "pipeline_folded_8p", "pipeline_segments_8p", "pipeline_unequal_8p",
              "pipeline_4stage_lazy_8p", "gpt_small_dp2mp2pp2", "mindformers_llama_dp2mp2pp2",
              "mindformers_llama_pp4_interleaved", "mindformers_moe_dp2mp2pp2_ep2", "dryrun_llama_dp2mp2pp2",
-             "check_micro_mismatch_8p", "dynamic_shape_pp_4p")
+             "check_micro_mismatch_8p", "dynamic_shape_pp_4p", "mindformers_deepseek3_sp_dp2mp2pp2",
+             "mindformers_deepseek3_dp2pp4", "pipeline_4stage_32p_loss")
 FLAT = ("semi_auto_8p", "flash_sp_sendrecv_8p", "flash_attention_sp_8p", "moe_8p", "user_group_8p", "two_d_tp_8p",
         "mindformers_llama_sp_fa_dp2mp2pp2", "opt_parallel_8p", "mlp_cpu", "control_flow_cpu")
 COMMANDS: tuple[tuple[str, ...], ...] = (
