@@ -248,8 +248,10 @@ def _hops_of(t: Any) -> tuple[int, int | None, str]:
         return len(hops), stage, f"it sends no forward work to a later stage ({_name(t)})"
     wrap = [c for c in forward if stage == 0 and c.op == "Receive" and c.peer_stage is not None and c.peer_stage > 0]
     if wrap:
-        return len(hops), wrap[0].peer_stage, _at(_name(t), wrap[0], f"forward Receive from rank {wrap[0].peer_rank} "
-                                                  f"on stage {wrap[0].peer_stage}, into stage 0's chunk {wrap[0].segment}")
+        c = wrap[0]
+        part = "chunk" if c.chunk is not None else "segment"  # a folded pipeline's hops print `segment` alone
+        return len(hops), c.peer_stage, _at(_name(t), c, f"forward Receive from rank {c.peer_rank} on stage "
+                                                         f"{c.peer_stage}, into stage 0's {part} {c.segment}")
     return (len(hops), *_one_rank_per_stage(hops, t.rank, stage, _name(t)))
 
 
