@@ -853,7 +853,9 @@ class JobChange:
 
     @property
     def structural(self) -> bool:
-        return self.field in STRUCTURAL
+        # the same most micro batches where only one side's ranks disagree: the same configuration, a rank differs
+        # (compared rank with rank, where that rank shows it)
+        return self.field in STRUCTURAL and self.old != self.new
 
     @property
     def model(self) -> bool:
