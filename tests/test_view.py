@@ -627,6 +627,10 @@ def test_two_configurations_open_as_one_logical_graph() -> None:
     wo = _attrs(next(n for n in graph["nodes"] if n["id"] == f"{WQ[: -len('wq-Linear')]}wo-Linear/MatMul"))
     assert "AllReduce group 2 -> 4" in wo["diff comm"]
     assert not any(ch in str(n["attrs"]) + str(graph["groupNodeAttributes"]) for n in graph["nodes"] for ch in "→—×")
+    # the top cell's Cast before the layers (the embedding's) and after them (the head's, reading layer 3): two
+    # operators of one cell and type, each id saying where it is in words
+    ids = {n["id"] for n in graph["nodes"]}
+    assert {"LlamaForCausalLM/Cast (before the layers)", "LlamaForCausalLM/Cast (after layer 3)"} <= ids
     # its input, wq's Reshape of the activations, an edge; the diff overlay marks it; the page opens on a change
     assert box["incomingEdges"][0]["sourceNodeId"] == f"{WQ}/Reshape"
     assert model.node_data_of("diff")["logical"]["results"][box["id"]]["value"] == "layout"
@@ -646,9 +650,12 @@ def test_two_configurations_open_as_one_logical_graph() -> None:
     assert head["legend"][0][1].startswith(f"layout {layout}: its strategy follows dp 2 → 1 (")
     assert sum(int(t.split()[1].rstrip(":")) for _, t in head["legend"]) == len(across.changed_ops)
     assert head["lines"][1] == f"{len(across.changed_ops)} of {len(across.ops)} user operators changed; the colours say why:"
-    # two different networks (semi_auto_8p's 2-layer MLP, the GPT): no user operator on both sides, said so
+    # two different networks (semi_auto_8p's 2-layer MLP, the GPT): no user operator on both sides, said first;
+    # the GPT's rank 0 alone holds stage 0 of its 2: stage 1's operators are not removed, they were not read
     other = headline(logical_diff(Selection.of(SEMI), Selection.of(GPT)))
-    assert other["lines"][1].startswith("Nothing matched: no user operator of ")
+    assert other["lines"][0].startswith("Nothing matched: no user operator of ")
+    assert other["lines"][1].startswith("Configuration: ")
+    assert other["lines"][2] == f"new: stage 1 not read ({GPT} holds no rank of it): its operators show as only in old"
     assert [t.split(":")[0] for _, t in other["legend"]] == ["added 97", "removed 33"]
 
 
