@@ -722,6 +722,11 @@ def test_repeated_operators_stack_and_graphs_are_named_by_their_cell() -> None:
     assert call["label"] == "call GPT forward #7592" and call["subgraphIds"] == ["GPT forward #7592"]
     assert _attrs(call)["callee"] == "GPT forward #7592"
     assert re.fullmatch(r"@\S+_GPT_construct_7592", _attrs(call)["callee in the dump"])
+    # line 6447 `%22(CNode_7596) = %19[@Partial(@..._GPT_construct_7590)](%21, UMonad[U])`, `is_bp: Bool(1)`: a call
+    # of the closure %19 holds, named by that graph (it was `call %19`)
+    back = next(n for n in entry["nodes"] if n["id"] == "%22")
+    assert back["label"] == "call GPT backward #7590" and back["subgraphIds"] == ["GPT backward #7590"]
+    assert re.fullmatch(r"%19 holding @\S+_GPT_construct_7590", _attrs(back)["callee in the dump"])
 
 
 def test_the_panel_reads_values_as_a_person_does() -> None:
