@@ -547,6 +547,10 @@ def test_cost_overlays() -> None:
         "GPT backward #7590", "DecoderLayer backward #7336", "DecoderLayer backward #7520",
         "DecoderLayer backward #7558") // 2
     assert data["execution order"]["legend"]["scale"].startswith("linear")
+    # ... and a backward unit recomputes forward work through those calls (#7558's `recompute_Default` operators, as
+    # the timeline times it): coloured and labelled so, as a unit holding them itself is (it was plain backward)
+    order = next(g for g in lazy.graphs if g["id"] == "execution order")
+    assert {n["label"] for n in order["nodes"]} == {"F0", "F1", "B0 +recompute", "B1 +recompute"}
     # an overview's parts on a log scale from the least part to the largest (a linear one left one dark box among
     # pale ones): gpt_small in parts of 300, each part a colour of its size
     boxes = parts.node_data_of("FLOPs")[overview["id"]]

@@ -316,8 +316,10 @@ def execution_graph(ranks: list[StageRank], job: Job, graph_id: str = LANES[1], 
                 _hop_row(r, c, of_hop, hops, unit_of)
         if lost:
             groups[r.group]["not in this dump"] = f"{lost} Send/Receive of {_order_text(o)}"
+        recomputed = unit_values(r, {n.uid: runs for g in t.dump.subgraphs for n in g.nodes
+                                     if t("phase", n) == "recompute" and (runs := t("runs", n))})
         row = [_unit_box(r, own.get(u.key, u), held.get(u.key, []), hops.get(u.key, []),
-                         (times or {}).get(r.rank, {}).get(u.key)) for u in o.units]
+                         (times or {}).get(r.rank, {}).get(u.key), recomputed.get(r.unit_id(u), 0)) for u in o.units]
         units += len(row)
         if o.kernel_graph:  # where the order was read
             for box, u in zip(row, o.units):
@@ -357,12 +359,12 @@ def _hop_row(r: StageRank, c: CommNode, units: dict[str, UnitKey | None], hops: 
 
 
 def _unit_box(r: StageRank, u: Unit, members: list[Any], hops: list[tuple[str, str]],
-              time: tuple[float, float] | None) -> dict[str, Any]:
-    """A unit of work: its phase, micro batch, chunk, when it runs, its Send/Receive, operators (recomputed
-    ones), the layers they read."""
+              time: tuple[float, float] | None, recomputed: int) -> dict[str, Any]:
+    """A unit of work: its phase, micro batch, chunk, when it runs, its Send/Receive, operators (`recomputed`:
+    the recompute operators it runs, those of the graphs it calls included, as the timeline times them), the
+    layers they read."""
     t = r.facts.table
     first = min(members, key=lambda n: n.line) if members else None
-    recomputed = sum(t("phase", n) == "recompute" for n in members)
     layers = Counter(t("layer", n) for n in members)
     rows = [_kv("unit", u.label), _kv("phase", "forward" if u.phase == "F" else "backward"), _kv("micro", u.micro),
             _kv("chunk", cell(u.chunk)), _kv("operators", u.nodes), _kv("recomputed operators", recomputed),
