@@ -29,7 +29,7 @@ from irtool.cli import main
 from irtool.diff import diff_rank
 from irtool.errors import InputError
 from irtool.parallel.logical import LogicalDiff
-from irtool.present.palette import CATEGORY_COLORS, CAUSE_COLORS, DIFF_COLORS, HEAT, P2P_COLORS
+from irtool.present.palette import CATEGORY_COLORS, CAUSE_COLORS, DIFF_COLORS, HEAT, P2P_COLORS, UNIT_COLORS
 from irtool.selection import Selection
 from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE
 from irtool.view.models import Model, compare_models, models_for
@@ -1414,6 +1414,11 @@ def test_the_pipeline_graph_of_a_folder(pipe_page: object) -> None:
     assert columns == sorted(columns) and len(set(columns)) == 4, columns
     # the graph selector: the pipeline graph, the stage graphs its boxes open under it in stage order (Model
     # Explorer lists them by node count: 972, 956, 780, 773 nodes for stages 0, 3, 2, 1), the execution order graph
+    # no overlay has values here: the legend says the boxes' own colours
+    key = _wait_for(page, """() => { const l = document.querySelector('.pane-container .irtool-legend');
+      return l && l.innerText.startsWith('Send/Receive') && [...l.querySelectorAll('.irtool-legend-row')].map(
+        r => r.innerText.trim()); }""").json_value()
+    assert key == ["Send, forward", "Receive, forward", "Send, backward", "Receive, backward"], key
     _click(page, page.locator("graph-selector .graph-selector-label"))
     page.locator(".graph-selector-panel .graph-label").first.wait_for()
     options = page.locator(".graph-selector-panel .graph-label").all_inner_texts()
@@ -1493,7 +1498,11 @@ def test_the_execution_order_view(pipe_page: object) -> None:
       ns => {GRAPH}.nodesById[ns + '___group___'].x)""")
     assert len(set(lefts)) == 1, lefts
     assert page.evaluate("window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderRun()") is None
-    assert page.locator(".pane-container .irtool-legend").count() == 0
+    # ... their legend those colours (no recompute here: pipeline_4stage_8p recomputes nothing)
+    own = _wait_for(page, """() => { const l = document.querySelector('.pane-container .irtool-legend');
+      return l && l.innerText.startsWith('units of work') && [...l.querySelectorAll('.irtool-legend-row')].map(
+        r => [r.innerText.trim(), getComputedStyle(r.querySelector('.irtool-swatch')).backgroundColor]); }""").json_value()
+    assert own == [["forward", _rgb(UNIT_COLORS["F"])], ["backward", _rgb(UNIT_COLORS["B"])]], own
     # the units' FLOPs: one scale for every stage, each stage's load (test_cost_overlays), its legend saying so
     results = _overlay(page, "FLOPs")
     assert results["rank0/B0"]["value"] > results["rank0/F0"]["value"] > 0
@@ -1542,6 +1551,11 @@ def test_a_folder_links_its_timeline_and_memory(pipe_page: object) -> None:
     # timeline's own tooltip of the unit says it
     _click(page, sheet.locator('g.unit[data-stage="1"][data-unit="B2"] rect.unit-box'))
     assert _selected(page, "stage 1 rank 2: TrainStep", node="%162") == "%162"
+    # ... and the unit's other nodes marked as search results are (a folded group holding one marked): backward work
+    marked = _wait_for(page, f"""() => {{ const r = window.me_test.renderers[0];
+      const s = r.appService.panes()[0].searchResults; const ids = s && Object.keys(s.results);
+      return ids && ids.length > 1 && ids.map(id => [id, {GRAPH}.nodesById[id].attrs.phase]); }}""").json_value()
+    assert "%162" in dict(marked) and {phase for _, phase in marked} == {"backward"}, marked
     tip = next(g.find("s:title", ns).text for g in svg.iter(f"{{{ns['s']}}}g")
                if g.get("class") == "unit" and (g.get("data-stage"), g.get("data-unit")) == ("1", "B2"))
     row = page.locator("tr.irtool-unit td.value")

@@ -261,9 +261,16 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
     for what, which in (("peers unreadable", outside & unread), ("peers not in the folder", outside - unread)):
         if which:
             info[what] = rank_list(sorted(which))
+    used = {n["style"]["backgroundColor"] for n in nodes}
+    key = [[P2P_COLORS[look], f"{'Send' if look[0] == 'send' else 'Receive'}, {PHASE_WORDS[look[1]]}"]
+           for look in P2P_COLORS if P2P_COLORS[look] in used]
     return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": COLUMNS,
-            "tasksData": _overlays(graph_id, pairs, columns)}
+            "tasksData": _overlays(graph_id, pairs, columns), KEY: {"title": "Send/Receive", "rows": key}}
 
+
+# the key of a lane graph's own colours (`KEY`: title, [colour, text] rows), the page's legend where no overlay is shown
+KEY = "irtoolKey"
+PHASE_WORDS = {"F": "forward", "B": "backward", "recompute": "backward recomputing forward work"}
 
 UnitTimes = dict[int, dict[UnitKey, tuple[float, float]]]  # rank -> unit -> (start, end) in the step, seconds
 
@@ -341,8 +348,10 @@ def execution_graph(ranks: list[StageRank], job: Job, graph_id: str = LANES[1], 
     if times:
         info["time"] = "each unit where it runs in the step on the default hardware profile (`render --timeline`); " \
                        "a step too long for the screen wraps onto lines, each the same stretch of time in every row"
+    used = {n["style"]["backgroundColor"] for n in nodes}
+    key = [[colour, PHASE_WORDS[look]] for look, colour in UNIT_COLORS.items() if colour in used]
     return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": ROWS,
-            "tasksData": _overlays(graph_id, pairs, columns)}
+            "tasksData": _overlays(graph_id, pairs, columns), KEY: {"title": "units of work", "rows": key}}
 
 
 def _hop_row(r: StageRank, c: CommNode, units: dict[str, UnitKey | None], hops: dict[UnitKey, list[tuple[str, str]]],
