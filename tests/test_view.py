@@ -1276,6 +1276,14 @@ def test_cost_overlays_in_model_explorer(semi_page: object) -> None:
         _attrs(n).get("phase") == "backward" for n in graph["nodes"] if n["id"] in drawn)
     assert {k for k in kept if not k.startswith("%para")} <= drawn
     _shot(page, "phases")
+    # the legend's range is of the graph shown: the FLOPs of the forward and optimizer operators, not the backward's
+    flops = _overlay(page, "FLOPs")
+    shown = [flops[k]["value"] for k in drawn if isinstance(flops.get(k, {}).get("value"), int)]
+    valued = [v["value"] for v in flops.values() if isinstance(v.get("value"), int)]
+    assert len(shown) < len(valued)
+    _wait_for(page, "(t) => document.querySelector('.irtool-legend').innerText.trim().endsWith(t)",
+              f"{len(shown):,} valued: min {min(shown):,}, max {max(shown):,}")
+    _overlay(page, "comm category")
     phases.nth(1).check()
     _wait_for(page, f"() => {{ const g = {GRAPH}; return g && g.id === 'TrainOneStepCell'; }}")
 

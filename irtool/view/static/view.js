@@ -774,7 +774,8 @@
     const said = data.legend || {};
     add("irtool-legend-title", run.runName + (said.unit && said.unit !== run.runName ? ` (${said.unit})` : ""));
     if (said.what) add("irtool-legend-what", said.what);
-    const values = Object.values(data.results || {}).map((x) => x.value);
+    // the values of the nodes of the graph shown (a graph of some phases shares the whole graph's overlay)
+    const values = Object.entries(data.results || {}).filter(([id]) => g.nodesById[id]).map(([, x]) => x.value);
     if (data.thresholds) {
       let low = null;
       for (const t of data.thresholds) {
