@@ -250,11 +250,10 @@ def test_the_view_draws_the_kernel_graphs_order() -> None:
     # the execution-order graph: a row of units in the kernel graph's print order, each saying the Send after it
     # and the Receive it waits for. Rank 0 launches F1's forward (line 3536: `micro_inputs-CellList/1-_MicroBatch/
     # StridedSlice`, then its embedding and layers) before B0 (its first kernel at 6870), which waits for the
-    # Receive of tag 0 (validate line 15211); full recompute: B0 recomputes its layers' forward (in the layers'
-    # bprops it calls, lazy inline)
+    # Receive of tag 0 (validate line 15211)
     rows = _rows(execution, 0)
     assert [(x["label"], int(x["kernel graph"].rsplit(":", 1)[1])) for x in rows][:4] == [
-        ("F0", 108), ("F1", 3536), ("B0 +recompute", 6870), ("F2", 16099)]
+        ("F0", 108), ("F1", 3536), ("B0", 6870), ("F2", 16099)]
     assert rows[0]["then"] == "Send tag 0 -> rank 4 (rank_0/19_validate_0089.ir.xz:15176)"
     assert rows[2]["waits for"] == "Receive tag 0 <- rank 4 (rank_0/19_validate_0089.ir.xz:15211)"
     for rank in KERNEL_HOPS:

@@ -382,7 +382,7 @@ def test_the_execution_order_graph() -> None:
     # layers 1 and 3 (manifest), both on stage 0 (layers 0-4): its backward units hold `recompute_Default/...`
     # operators (`grep -c 'scope: (recompute_Default' rank_0/...validate...` > 0), stage 1 (layer 5) none
     unequal = _model(str(Path(fixture("pipeline_unequal_8p/rank_0/19_validate_0078.ir.xz")).parents[1])).graphs[1]
-    look = {(n["namespace"], n["label"].split(" ")[0][0], n["label"].endswith("+recompute")): n["style"]["backgroundColor"]
+    look = {(n["namespace"], n["label"][0], _attrs(n)["recomputed operators"] != "0"): n["style"]["backgroundColor"]
             for n in unequal["nodes"]}
     assert {k for k in look if k[0] == "stage 0 rank 0"} == {("stage 0 rank 0", "F", False), ("stage 0 rank 0", "B", True)}
     assert {k for k in look if k[0] == "stage 1 rank 2"} == {("stage 1 rank 2", "F", False), ("stage 1 rank 2", "B", False)}
@@ -548,9 +548,12 @@ def test_cost_overlays() -> None:
         "DecoderLayer backward #7558") // 2
     assert data["execution order"]["legend"]["scale"].startswith("linear")
     # ... and a backward unit recomputes forward work through those calls (#7558's `recompute_Default` operators, as
-    # the timeline times it): coloured and labelled so, as a unit holding them itself is (it was plain backward)
+    # the timeline times it): coloured so, as a unit holding them itself is (it was plain backward)
     order = next(g for g in lazy.graphs if g["id"] == "execution order")
-    assert {n["label"] for n in order["nodes"]} == {"F0", "F1", "B0 +recompute", "B1 +recompute"}
+    assert {(n["label"], n["style"]["backgroundColor"]) for n in order["nodes"]} == {
+        ("F0", UNIT_COLORS["F"]), ("F1", UNIT_COLORS["F"]), ("B0", UNIT_COLORS["recompute"]),
+        ("B1", UNIT_COLORS["recompute"])}
+    assert all(_attrs(n)["recomputed operators"] != "0" for n in order["nodes"] if n["label"][0] == "B")
     # an overview's parts on a log scale from the least part to the largest (a linear one left one dark box among
     # pale ones): gpt_small in parts of 300, each part a colour of its size
     boxes = parts.node_data_of("FLOPs")[overview["id"]]

@@ -388,7 +388,7 @@ def _unit_box(r: StageRank, u: Unit, members: list[Any], hops: list[tuple[str, s
     rows += [_kv(f"layer-{layer}", f"{n} operators") for layer, n in sorted(
         (x for x in layers.items() if x[0] is not None), key=lambda x: x[0])]
     look = "recompute" if recomputed else u.phase
-    return {"id": r.unit_id(u), "label": _unit_text(u.key) + (" +recompute" if recomputed else ""),
+    return {"id": r.unit_id(u), "label": _unit_text(u.key),  # recomputing: its colour (a word more cut the font at fit)
             "namespace": r.group, "attrs": rows, "incomingEdges": [], "subgraphIds": [opened] if opened else [],
             "style": {"backgroundColor": UNIT_COLORS[look], "borderColor": "#616161"}, "outputsMetadata": [],
             "micro batch": u.micro}
