@@ -652,6 +652,8 @@ COUNTS = ("operators", "with strategy", "communication", "redistribution", "grad
           *(f"diff {kind}" for kind in DIFF_COLORS))
 MIN_PART = 100  # nodes of the smallest scope given a graph of its own
 INPUTS = "from other parts"  # the namespace of the nodes of other parts a part reads or links to
+PART_OF = "part of"  # a part's info row: the graph it is a part of
+STUB = "irtool part"  # a part stub's info row: its number, by which the page asks for its graph (`part_stub`)
 
 
 def overview_id(graph_id: str) -> str:
@@ -814,7 +816,7 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0) -
                 inputs[t] = _stub(stubs, by_id[t], where[t])
         group_attrs = {_relative(ns, scope): attrs[ns] for ns in by_part[(scope, own)]}
         counts = _counts(attrs, scope, own, part_of, children)
-        group_attrs[""] = {"dump": root.get("dump", ""), "part of": gid, "scope": _part_name(scope, own),
+        group_attrs[""] = {"dump": root.get("dump", ""), PART_OF: gid, "scope": _part_name(scope, own),
                            "nodes": str(len(ms)), **{k: str(v) for k, v in counts.items()},
                            "nodes read from other parts": str(n_read)}
         if inputs:
@@ -839,6 +841,17 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0) -
     over_attrs[""] = {**root, "overview of": gid, "parts": str(len(parts)),
                       "whole graph": f"irtool view --part-size {len(nodes)} (Model Explorer takes seconds per open)"}
     return [{"id": overview_id(gid), "nodes": list(boxes.values()), "groupNodeAttributes": over_attrs}, *parts]
+
+
+def part_stub(graph: dict[str, Any], number: int) -> dict[str, Any]:
+    """A part as `irtool view`'s page first gets it: its id, its info and its ordering edges (Model Explorer reads
+    every graph's edge overlays when it loads a model), no nodes. The page's script (static/view.js) fetches its
+    graph (`irtool/part/<model>/<number>.json`) when Model Explorer is about to lay it out."""
+    stub = {"id": graph["id"], "nodes": [],
+            "groupNodeAttributes": {"": {**graph["groupNodeAttributes"].get("", {}), STUB: str(number)}}}
+    if "tasksData" in graph:
+        stub["tasksData"] = graph["tasksData"]
+    return stub
 
 
 # --- node data -------------------------------------------------------------------------------
@@ -956,7 +969,7 @@ def for_parts(data: dict[str, Any], graphs: list[dict[str, Any]]) -> dict[str, A
     shown = {g["id"] for g in graphs}
     out = {gid: d for gid, d in data.items() if gid in shown}
     for g in graphs:
-        whole = g["groupNodeAttributes"].get("", {}).get("part of")
+        whole = g["groupNodeAttributes"].get("", {}).get(PART_OF)
         if whole in data:
             ids = {n["id"] for n in g["nodes"]}
             out[g["id"]] = {**data[whole], "results": {k: v for k, v in data[whole]["results"].items() if k in ids}}
@@ -1008,7 +1021,7 @@ def node_index(graphs: list[dict[str, Any]]) -> dict[str, Any]:
     files: dict[str, int] = {}
     scopes: dict[str, int] = {}
     ids = [g["id"] for g in graphs]
-    wholes = [g["groupNodeAttributes"].get("", {}).get("part of", g["id"]) for g in graphs]
+    wholes = [g["groupNodeAttributes"].get("", {}).get(PART_OF, g["id"]) for g in graphs]
     for gi, g in enumerate(graphs):
         if "overview of" in g["groupNodeAttributes"].get("", {}):
             continue
