@@ -31,7 +31,7 @@ from irtool.errors import InputError
 from irtool.parallel.logical import LogicalDiff
 from irtool.present.palette import CATEGORY_COLORS, CAUSE_COLORS, DIFF_COLORS, HEAT, P2P_COLORS
 from irtool.selection import Selection
-from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE, STUB
+from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE, STUB, STUB_NODES
 from irtool.view.models import Model, compare_models, models_for
 from irtool.view.pipeline import ORDER, PAIRS
 from irtool.view.serve import _placed
@@ -237,8 +237,8 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     # `irtool view`'s page gets each part as a stub (no nodes, its number), the part's graph when it opens it
     page = json.loads(model.page_json())["graphs"]
     assert page[0] == overview and [g["id"] for g in page] == [overview["id"]] + [g["id"] for g in parts]
-    assert [(len(g["nodes"]), g["groupNodeAttributes"][""][STUB]) for g in page[1:]] == [
-        (0, str(k)) for k in range(len(parts))]
+    assert [(len(g["nodes"]), g["groupNodeAttributes"][""][STUB], g["groupNodeAttributes"][""][STUB_NODES])
+            for g in page[1:]] == [(0, str(k), str(len(g["nodes"]))) for k, g in enumerate(parts)]
     assert json.loads(model.part_json(7)) == parts[7] and model.part_json(len(parts)) is None
     # node data: each part gets the whole graph's results for its nodes
     category = model.node_data["comm category"]

@@ -654,6 +654,7 @@ MIN_PART = 100  # nodes of the smallest scope given a graph of its own
 INPUTS = "from other parts"  # the namespace of the nodes of other parts a part reads or links to
 PART_OF = "part of"  # a part's info row: the graph it is a part of
 STUB = "irtool part"  # a part stub's info row: its number, by which the page asks for its graph (`part_stub`)
+STUB_NODES = "irtool part nodes"  # and its node count, which Model Explorer's graph selector says
 
 
 def overview_id(graph_id: str) -> str:
@@ -848,7 +849,8 @@ def part_stub(graph: dict[str, Any], number: int) -> dict[str, Any]:
     every graph's edge overlays when it loads a model), no nodes. The page's script (static/view.js) fetches its
     graph (`irtool/part/<model>/<number>.json`) when Model Explorer is about to lay it out."""
     stub = {"id": graph["id"], "nodes": [],
-            "groupNodeAttributes": {"": {**graph["groupNodeAttributes"].get("", {}), STUB: str(number)}}}
+            "groupNodeAttributes": {"": {**graph["groupNodeAttributes"].get("", {}), STUB: str(number),
+                                         STUB_NODES: str(len(graph["nodes"]))}}}
     if "tasksData" in graph:
         stub["tasksData"] = graph["tasksData"]
     return stub

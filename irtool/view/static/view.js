@@ -128,6 +128,7 @@
   // it wait their turn.
 
   const STUB = "irtool part";
+  const STUB_NODES = "irtool part nodes";
 
   function partUrl(m) {
     const g = m && m.graph;
@@ -140,7 +141,27 @@
     return fetch(url).then((r) => (r.ok ? r.json() : Promise.reject(new Error(`${url}: ${r.status}`)))).then((full) => {
       graph.nodes = full.nodes;
       graph.groupNodeAttributes = full.groupNodeAttributes;
+      const app = renderer(0) && renderer(0).appService;
+      if (app && app.curGraphCollections.set) app.curGraphCollections.set([...app.curGraphCollections()]);  // counted
     }).catch((e) => console.error("irtool: a part's graph", e));
+  }
+
+  function stubCounts() {
+    // the graph selector counts a stub's nodes (none): the part's count instead, as it says once loaded
+    const app = renderer(0) && renderer(0).appService;
+    if (!app || !app.curGraphCollections) return;
+    const counts = new Map();
+    for (const c of app.curGraphCollections()) {
+      for (const g of c.graphs) {
+        const info = g.groupNodeAttributes && g.groupNodeAttributes[""];
+        if (info && info[STUB] !== undefined) counts.set(g.id, info[STUB_NODES]);
+      }
+    }
+    if (!counts.size) return;
+    for (const el of document.querySelectorAll("[data-id] .node-count-label")) {
+      const n = counts.get(el.closest("[data-id]").dataset.id);
+      if (n !== undefined && el.textContent.trim() !== `${n} nodes`) el.textContent = ` ${n} nodes `;
+    }
   }
 
   function loadParts(w) {
@@ -585,6 +606,7 @@
       decorate();
       panes().forEach((p, pane) => index(shown(pane)[1]));  // fetched once a graph is shown, before a search
       sortSelector();
+      stubCounts();
       expandLanes();
       narrowPanels();
       unitRow();
