@@ -139,7 +139,8 @@ def test_step_parallel_end_gives_no_peak() -> None:
 
 @pytest.mark.parametrize("rel", ["dryrun_llama_dp2mp2pp2/rank_0/19_validate_0089.ir.xz",
                                  "pipeline_interleaved_4stage_8p/rank_0/19_validate_0087.ir.xz",
-                                 "control_flow_cpu/rank_0/19_validate_0075.ir.xz"])
+                                 "control_flow_cpu/rank_0/19_validate_0075.ir.xz",
+                                 "inference_pp_8p_m4/rank_0/19_validate_0082.ir.xz"])
 def test_the_walk_runs_each_node_as_often_as_the_runs_fact_says(rel: str) -> None:
     # one answer to "how often does a node run in a step": the walk (calls run in place, each lazy-inline layer
     # once per layer and micro batch, each bprop closure once per call) agrees with the `runs` pass node by node
@@ -148,13 +149,22 @@ def test_the_walk_runs_each_node_as_often_as_the_runs_fact_says(rel: str) -> Non
     from irtool.parallel import lifetime
 
     t = node_facts(load(str(FIXTURES / rel)), 0)
-    w = lifetime._Walk(t)
-    w.header_params()
-    entry = t.dump.entry
-    w.run_graph(entry, (), None, 0, lifetime._entry_order(t, entry)[0])
+    walks = []
+    for replay in (True, False):
+        w = lifetime._Walk(t, replay)
+        w.header_params()
+        entry = t.dump.entry
+        w.run_graph(entry, (), None, 0, lifetime._entry_order(t, entry)[0])
+        walks.append(w)
+    w = walks[0]
     ran = Counter(n for n, _ in w.where)
     assert ran and all(ran[n] == t("runs", n) for n in ran if t("runs", n) is not None)
     assert max(ran.values()) > 1 or "control_flow" in rel
+    # a call replayed (its graph called before with arguments of the same form) makes the steps walking it makes
+    assert w.replays > 0 or "control_flow" in rel
+    fields = ("size", "role", "phase_of_block", "reads", "pieces", "elems", "allocs", "uses", "where", "waits",
+              "pending_send")
+    assert all(getattr(w, f) == getattr(walks[1], f) for f in fields)
 
 
 def test_each_ranks_peak_beside_its_stage_in_the_folder_json() -> None:

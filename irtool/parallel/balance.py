@@ -56,11 +56,12 @@ class StageCost:
 
 
 def stage_cost(facts: ParallelFacts, keep_ops: bool = False, hardware: Profile | None = None,
-               order: StageOrder | None = None) -> StageCost:
+               order: StageOrder | None = None, walk: bool = True) -> StageCost:
     """The cost record of one analysed rank (reading what its dump shows of the job, `facts.job`); `keep_ops`
     keeps each operator's FLOPs (`cost.compute_cost`); `hardware` adds its times (`timing.stage_timing`); `order`:
     the rank's order as a folder command shows it (`dumpdir.rank_order`: its kernel graph's where present), else
-    its own dump's `order` fact."""
+    its own dump's `order` fact; `walk` False: without the lifetime walk (`lifetimes` None), for a caller that reads no
+    peak (the node overlays, the timeline, a logical graph's FLOPs balance)."""
     job: RankJob = facts.job
     comm = Bytes()
     for c in facts.comm:
@@ -73,7 +74,8 @@ def stage_cost(facts: ParallelFacts, keep_ops: bool = False, hardware: Profile |
         cost = replace(cost, ops=[])
     memory = _made(facts.table, ("memory", micros), lambda: compute_memory(facts.table, micros))
     return StageCost(stage=facts.stage, rank=job.rank, file=job.file, cost=cost, memory=memory, comm=comm, order=order,
-                     layers=list(job.layers), lifetimes=facts.table.get("lifetimes"), timing=timing)
+                     layers=list(job.layers), lifetimes=facts.table.get("lifetimes") if walk else None,
+                     timing=timing)
 
 
 # each fact table's FLOPs and memory records, made once: a command asking a rank's cost twice (`export` and `view`:
