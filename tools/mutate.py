@@ -185,7 +185,7 @@ MUTANTS: tuple[Mutant, ...] = (
                "micro batches (with the most, for ranks that ran fewer)", ("tests/test_check.py", *COST),
                also=()),
     Mutant.one("cost-unknown-stage", C + "report/cost.py",
-               "if (selected is None or s == selected) and job.stage_of(c.stage) is not None]",
+               "if (selected is None or s == selected) and job.folder_stage(c.stage) is not None]",
                "if (selected is None or s == selected)]", "a rank of unknown stage in a pipeline measured as stage 0",
                ("tests/test_partial.py", *COST)),
     Mutant.one("balance-unknown", P + "balance.py", "if (c := f.cost.cost).compute_unknown > c.compute_known]",

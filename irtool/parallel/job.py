@@ -448,7 +448,7 @@ class Job:
     stage_unknown: list[int | None] = field(default_factory=list)
     stage_unknown_layers: list[int] = field(default_factory=list)
 
-    def stage_of(self, stage: int | None) -> int | None:
+    def folder_stage(self, stage: int | None) -> int | None:
         """The folder's stage of a rank whose dump decides `stage` (None: its dump shows none): stage 0 when no
         rank shows a pipeline (MindSpore's default of one stage, `stage_ranks`), else unknown (`stage_unknown`)."""
         return 0 if stage is None and not self.stage_unknown else stage

@@ -437,9 +437,9 @@ def dir_cost(costs: dict[int, StageCost], job: Job, selected: int | None = None,
     """The balance of a folder from one cost record per stage (`selected`: the --stage shown)."""
     from ..parallel.balance import balance
 
-    # a rank of unknown stage in a pipeline is no stage's: never measured as stage 0 (`Job.stage_of`)
+    # a rank of unknown stage in a pipeline is no stage's: never measured as stage 0 (`Job.folder_stage`)
     picked = [c for s, c in sorted(costs.items())
-              if (selected is None or s == selected) and job.stage_of(c.stage) is not None]
+              if (selected is None or s == selected) and job.folder_stage(c.stage) is not None]
     return balance(picked, job, device_memory, selected)
 
 

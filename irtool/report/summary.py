@@ -267,14 +267,14 @@ class DirSummary:
 
         def row(r: RankDigest) -> dict[str, Any]:
             peak = {"peak_bytes": None if r.cost is None else r.cost.peak_bytes} if measured else {}
-            return {"rank": r.rank, "file": r.path, "stage": self.job.stage_of(r.stage), **peak, "counts": r.counts,
+            return {"rank": r.rank, "file": r.path, "stage": self.job.folder_stage(r.stage), **peak, "counts": r.counts,
                     "comm_totals": r.totals.as_dict(), "send_receive": [e.as_dict() for e in r.pairs],
                     "groups": r.groups, "warnings": [w.as_dict() for w in r.warnings],
                     **({"failure": r.failure.as_dict()} if r.failure is not None else {}),
                     **({"strategy_misfits": [m.as_dict() for m in r.misfits]} if r.misfits else {})}
 
         ranks = Records(len(self.rows), lambda: map(row, self.rows))
-        stages = [{"stage": self.job.stage_of(s.stage), "ranks": s.ranks, **self._peak(s.stage),
+        stages = [{"stage": self.job.folder_stage(s.stage), "ranks": s.ranks, **self._peak(s.stage),
                    "comm_totals": s.totals.as_dict(), "traffic": s.traffic.as_dict(), "groups": s.groups,
                    "answers": [a.as_dict() for a in s.answers]} for s in self.stages]
         return {"schema": SCHEMA, "path": self.path, "stage": self.stage, "job": self.job.as_dict(), "ranks": ranks,
@@ -286,7 +286,7 @@ class DirSummary:
         """`--cost`: the stage's peak, walked on its lowest rank measured (the `peak_bytes` of that rank's row)."""
         if not self.costs:
             return {}
-        at = self.job.stage_of(stage)  # a stage unknown is no stage's cost record
+        at = self.job.folder_stage(stage)  # a stage unknown is no stage's cost record
         c = None if at is None else self.costs.get(at)
         return {"peak_bytes": None if c is None else c.peak_bytes, "peak_rank": None if c is None else c.rank}
 
@@ -506,7 +506,7 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
     ranks, said so in the title), its strategies, redistributions and optimizer sharding (ranks with
     the same tables shown once: `ranks 1-3: same as rank 0`), and every rank's Send/Receive."""
     ranks = Table("Ranks", ["rank", "stage", "file", "comm nodes", "bytes"],
-                  [[cell(r.rank), cell(d.job.stage_of(r.stage)), r.path, cell(r.totals.total.count),
+                  [[cell(r.rank), cell(d.job.folder_stage(r.stage)), r.path, cell(r.totals.total.count),
                     bytes_text(r.totals.total.bytes)] for r in d.rows])
     failed = [b for r in d.rows for b in [*failure_blocks(r.failure, f"Rank {cell(r.rank)}: "),
                                           *misfit_lines(r.misfits, f"Rank {cell(r.rank)}: ")]]
@@ -519,7 +519,7 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
     for st in d.stages:
         n = len(st.ranks)
         # the job's stage: a stage no dump decides in a pipelined job is unknown, without a pipeline it is 0
-        at = d.job.stage_of(st.stage)
+        at = d.job.folder_stage(st.stage)
         name = "Stage unknown" if at is None else f"Stage {at}" + (" (no pipeline)" if st.stage is None else "")
         title = f"{name}: sum over {n} rank{'s' if n != 1 else ''} ({rank_list(r for r in st.ranks if r is not None)})"
         blocks.append(Table(f"{title}, communication by category", ["category", "count", "bytes"],
