@@ -454,7 +454,7 @@ class Job:
         return 0 if stage is None and not self.stage_unknown else stage
 
     def as_dict(self) -> dict[str, Any]:
-        # the ranks of unknown stage only where there are some (JSON `irtool.summary/2` gained them as optional)
+        # the ranks of unknown stage only where there are some (optional since version 2 of the summary JSON)
         d = _as_dict(self, skip=("micro_seen",) + (() if self.stage_unknown else ("stage_unknown", "stage_unknown_layers")))
         for k, v in vars(self).items():
             if isinstance(v, Evidence):
