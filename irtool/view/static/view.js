@@ -568,6 +568,22 @@
       };
       proto.irtool = true;
     }
+    const own = Object.getPrototypeOf(r);
+    if (own.handleCurNodeDataProviderResultsChanged && !own.irtool) {
+      // an overlay shown as a graph opens lays the graph out again with the node the renderer holds selected, which
+      // it learns from the pane a moment after the pane has it: the node a link opened was selected, then dropped
+      // (gpt_small's part opened from the overview's search); the pane's own is asked instead
+      const changed = own.handleCurNodeDataProviderResultsChanged;
+      own.handleCurNodeDataProviderResultsChanged = function (...args) {
+        const pane = this.appService && this.appService.getPaneById && this.appService.getPaneById(this.paneId);
+        const id = pane && pane.selectedNodeInfo && pane.selectedNodeInfo.nodeId;
+        if (id && id !== this.selectedNodeId && this.curModelGraph && this.curModelGraph.nodesById[id]) {
+          this.selectedNodeId = id;
+        }
+        return changed.apply(this, args);
+      };
+      own.irtool = true;
+    }
     const ndp = r.webglRendererNdpService && r.webglRendererNdpService.nodeDataProviderExtensionService;
     if (ndp && app && !app.irtoolRuns) {
       app.irtoolRuns = true;
