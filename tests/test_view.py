@@ -31,7 +31,7 @@ from irtool.errors import InputError
 from irtool.parallel.logical import LogicalDiff
 from irtool.present.palette import CATEGORY_COLORS, CAUSE_COLORS, DIFF_COLORS, HEAT, P2P_COLORS, UNIT_COLORS
 from irtool.selection import Selection
-from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE
+from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE, STUB, STUB_NODES, _Context, _reads
 from irtool.view.models import Model, compare_models, models_for
 from irtool.view.pipeline import ORDER, PAIRS
 from irtool.view.serve import _placed
@@ -199,6 +199,14 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     facts = {n.key: (loaded.facts.table("phase", n), loaded.facts.table("layer", n)) for n in loaded.dump.nodes()}
     assert {facts[n["id"]] for n in mine if n["id"] in facts} == {("forward", 1)}
     assert part["groupNodeAttributes"][""]["scope"] == layer
+    # a node of no layer too many to lay out among its kind is put with the others reading the layer it reads (the
+    # 68 MB dump's 3 142 `Depend`s of the gradient accumulation, 128 per layer): line 7115 `%604 = Depend(Tensor(...),
+    # %603)`, line 7110 `%603 = PrimFunc_AssignAdd(%para43_accu_grads.1.attention.wq.weight, ...)`: layer 1's; line
+    # 5152 `%393 = Depend(%392, %255)` reads a Reshape of layer 0 and a Send of layer 1: none
+    nodes = {n.key: n for n in loaded.dump.subgraph(loaded.dump.entry).nodes}
+    reads = _reads(_Context(loaded.dump, loaded.facts), list(nodes.values()))
+    assert (facts["%604"][1], facts["%603"][1], reads(nodes["%604"])) == (None, 1, "reads layer 1")
+    assert ({facts["%392"][1], facts["%255"][1]}, reads(nodes["%393"])) == ({0, 1}, None)
     assert part["groupNodeAttributes"][""]["operators"] == str(sum(n["id"] in facts for n in mine))
     # what it reads from other parts, and what its panel links to there, is there too, each saying its
     # part; the edges into the layer are kept, and every link names a node of the part's graph
@@ -234,6 +242,12 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert [g["id"] for g in json.loads(out.read_text())["graphs"]] == [overview["id"]] + [g["id"] for g in parts]
     assert set(json.loads((tmp_path / "gpt.comm_category.json").read_text())) == {g["id"] for g in parts}
+    # `irtool view`'s page gets each part as a stub (no nodes, its number), the part's graph when it opens it
+    page = json.loads(model.page_json())["graphs"]
+    assert page[0] == overview and [g["id"] for g in page] == [overview["id"]] + [g["id"] for g in parts]
+    assert [(len(g["nodes"]), g["groupNodeAttributes"][""][STUB], g["groupNodeAttributes"][""][STUB_NODES])
+            for g in page[1:]] == [(0, str(k), str(len(g["nodes"]))) for k, g in enumerate(parts)]
+    assert json.loads(model.part_json(7)) == parts[7] and model.part_json(len(parts)) is None
     # node data: each part gets the whole graph's results for its nodes
     category = model.node_data["comm category"]
     whole_results = _model(GPT).node_data["comm category"][whole["id"]]["results"]
@@ -1338,6 +1352,13 @@ def test_a_large_graph_opens_on_its_overview_with_counts_and_a_part_behind_it(gp
     # the overview first, no choosing in the graph selector: a box per part
     boxes = page.evaluate(f"{GRAPH}.nodes.filter(n => n.nodeType === 0).map(n => n.label)")
     assert len(boxes) == len(parts) and "layer 1" in boxes, boxes
+    # the page got the parts as stubs, and the graph of each part it opened when it opened it: the page opened on a
+    # node of layer 1's backward (test_opening_on_a_node); layer 0's forward was not opened yet
+    loaded = page.evaluate("""() => Object.fromEntries(window.me_test.renderers[0].appService.curGraphCollections()
+      .flatMap(c => c.graphs).map(g => [g.id, g.nodes.length]))""")
+    assert loaded["TrainGradAccuStepCell: forward/layer 0"] == 0
+    assert loaded["TrainGradAccuStepCell: backward/layer 1/Default/network-PipelineCell"] == next(
+        len(g["nodes"]) for g in parts if g["id"] == "TrainGradAccuStepCell: backward/layer 1/Default/network-PipelineCell")
     # Model Explorer draws group attributes on boxes when "Layer node attributes" is on: irtool seeds it
     shown = page.evaluate("window.__me.showOnNode")
     assert shown["Layer node attributes"]["selected"] is True, shown

@@ -11,6 +11,8 @@
 //
 // - A folder's pipeline and execution-order graphs (`IRTOOL.lanes`) shown with their groups, a rank
 //   each, expanded when a pane opens them.
+// - A split graph's parts as stubs, each part's graph fetched when Model Explorer first lays it out (its worker
+//   asked for it): the page loads the overview, not the 54 MB of every part of the 68 MB dump.
 // - The graph selector in the model's own order (a folder's pipeline and execution-order graphs, then
 //   its stages in stage order, each rank's entry graph first; a split graph's overview before its
 //   parts): Model Explorer sorts a model from a server by node count (it drops the graph JSON's
@@ -119,11 +121,77 @@
     for (const n of ops) n.globalY = (n.globalY || 0) + moved.get(n.nsParentId);
   }
 
+  // --- a split graph's parts loaded when opened -------------------------------------------------------
+  // The page gets each part as a stub (graphs.part_stub: no nodes, its number in its info): Model Explorer asks its
+  // worker to lay out a graph with the graph's JSON, so a stub's graph is fetched then, put in place of the stub (the
+  // page's own copy: what opens it again, the phase selector, read it) and the request sent on; the requests after
+  // it wait their turn.
+
+  const STUB = "irtool part";
+  const STUB_NODES = "irtool part nodes";
+
+  function partUrl(m) {
+    const g = m && m.graph;
+    const info = g && !g.nodes.length && g.groupNodeAttributes && g.groupNodeAttributes[""];
+    const i = info && info[STUB] !== undefined ? IR.models.indexOf(g.collectionLabel) : -1;
+    return i >= 0 ? `irtool/part/${i}/${info[STUB]}.json` : null;
+  }
+
+  function fill(graph, url) {
+    return fetch(url).then((r) => (r.ok ? r.json() : Promise.reject(new Error(`${url}: ${r.status}`)))).then((full) => {
+      graph.nodes = full.nodes;
+      graph.groupNodeAttributes = full.groupNodeAttributes;
+      const app = renderer(0) && renderer(0).appService;
+      if (app && app.curGraphCollections.set) app.curGraphCollections.set([...app.curGraphCollections()]);  // counted
+    }).catch((e) => console.error("irtool: a part's graph", e));
+  }
+
+  function stubCounts() {
+    // the graph selector counts a stub's nodes (none): the part's count instead, as it says once loaded
+    const app = renderer(0) && renderer(0).appService;
+    if (!app || !app.curGraphCollections) return;
+    const counts = new Map();
+    for (const c of app.curGraphCollections()) {
+      for (const g of c.graphs) {
+        const info = g.groupNodeAttributes && g.groupNodeAttributes[""];
+        if (info && info[STUB] !== undefined) counts.set(g.id, info[STUB_NODES]);
+      }
+    }
+    if (!counts.size) return;
+    for (const el of document.querySelectorAll("[data-id] .node-count-label")) {
+      const n = counts.get(el.closest("[data-id]").dataset.id);
+      if (n !== undefined && el.textContent.trim() !== `${n} nodes`) el.textContent = ` ${n} nodes `;
+    }
+  }
+
+  function loadParts(w) {
+    const post = w.postMessage.bind(w);
+    let held = null;  // the requests sent while a part's graph is fetched, in order
+    w.postMessage = (m, ...rest) => {
+      if (held) {
+        held.push([m, rest]);
+        return;
+      }
+      const url = partUrl(m);
+      if (!url) {
+        post(m, ...rest);
+        return;
+      }
+      held = [[m, rest]];
+      fill(m.graph, url).then(() => {
+        const waiting = held;
+        held = null;
+        for (const [x, r] of waiting) w.postMessage(x, ...r);  // another stub among them holds the rest again
+      });
+    };
+  }
+
   const NativeWorker = window.Worker;
   if (NativeWorker) {  // the layouts Model Explorer's worker sends, adjusted before the page draws them
     window.Worker = function (url, opts) {
       const w = new NativeWorker(url, opts);
       w.addEventListener("message", (e) => alignLanes(e.data && e.data.modelGraph));
+      loadParts(w);
       return w;
     };
     window.Worker.prototype = NativeWorker.prototype;
@@ -538,6 +606,7 @@
       decorate();
       panes().forEach((p, pane) => index(shown(pane)[1]));  // fetched once a graph is shown, before a search
       sortSelector();
+      stubCounts();
       expandLanes();
       narrowPanels();
       unitRow();
