@@ -30,6 +30,7 @@ from .graphs import (
     PART_SIZE,
     bytes_node_data,
     category_node_data,
+    complete,
     diff_node_data,
     diff_panel,
     dump_graphs,
@@ -99,11 +100,22 @@ class Model:
         self._build = graphs if callable(graphs) else None
         self._graphs = None if callable(graphs) else graphs
         self._json: str | None = None
+        self._complete = False
         self._index: dict[str, Any] | None = None
         self._lock = threading.Lock()
 
     @property
     def graphs(self) -> list[dict[str, Any]]:
+        """Every graph, each part of a split graph made (`graphs.complete`)."""
+        graphs = self._built()
+        with self._lock:
+            if not self._complete:
+                complete(graphs)
+                self._complete = True
+            return graphs
+
+    def _built(self) -> list[dict[str, Any]]:
+        """The graphs as built: a split graph's parts may be left to be made (`dump_graphs(later=True)`)."""
         with self._lock:
             if self._graphs is None:
                 self._graphs = self._build()  # type: ignore[misc]
@@ -152,7 +164,7 @@ class Model:
         """The graph JSON the page loads first (`graphs_json` with each part of a split graph a stub: `part_stub`); a
         part's graph is sent when the page opens it (`part_jsons`). Model Explorer loads every graph of a model in one
         request: the 68 MB dump's parts were 54 MB of JSON the page read before it drew the overview."""
-        doc = self._doc()
+        doc = self._doc(self._built())
         return _dumps({**doc, "graphs": [part_stub(g, k) if k is not None else g
                                          for g, k in zip(doc["graphs"], self._part_numbers())]})
 
@@ -160,7 +172,7 @@ class Model:
         """Each graph's number among the parts of split graphs (the page asks for a part by it), None for the others."""
         out: list[int | None] = []
         k = 0
-        for g in self.graphs:
+        for g in self._built():
             if PART_OF in g["groupNodeAttributes"].get("", {}):
                 out.append(k)
                 k += 1
@@ -188,8 +200,8 @@ class Model:
                 pass
         return self.graphs_json()
 
-    def _doc(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"label": self.label, "graphs": self.graphs}
+    def _doc(self, graphs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        doc: dict[str, Any] = {"label": self.label, "graphs": self.graphs if graphs is None else graphs}
         if self.sorting:
             doc["graphSorting"] = self.sorting
         return doc
@@ -228,7 +240,7 @@ class _Rank:
         return self.prefix + self._names[subgraph]
 
     def graphs(self, part_size: int, annotate: Any = None) -> Graphs:
-        return dump_graphs(self.dump, self.facts, self.prefix, part_size, annotate, self.shown)
+        return dump_graphs(self.dump, self.facts, self.prefix, part_size, annotate, self.shown, later=annotate is None)
 
     def stage_rank(self, part_size: int) -> StageRank:
         """This rank as the pipeline and execution order graphs draw it: each subgraph's graph ids."""
