@@ -164,31 +164,19 @@ class Model:
         """The graph JSON the page loads first (`graphs_json` with each part of a split graph a stub: `part_stub`); a
         part's graph is sent when the page opens it (`part_jsons`). Model Explorer loads every graph of a model in one
         request: the 68 MB dump's parts were 54 MB of JSON the page read before it drew the overview."""
-        doc = self._doc(self._built())
-        return _dumps({**doc, "graphs": [part_stub(g, k) if k is not None else g
-                                         for g, k in zip(doc["graphs"], self._part_numbers())]})
-
-    def _part_numbers(self) -> list[int | None]:
-        """Each graph's number among the parts of split graphs (the page asks for a part by it), None for the others."""
-        out: list[int | None] = []
-        k = 0
-        for g in self._built():
-            if PART_OF in g["groupNodeAttributes"].get("", {}):
-                out.append(k)
-                k += 1
-            else:
-                out.append(None)
-        return out
+        number = itertools.count()
+        return _dumps(self._doc([part_stub(g, next(number)) if _is_part(g) else g for g in self._built()]))
 
     def part_jsons(self) -> Iterator[bytes]:
-        """The JSON of each part of the split graphs, in their order (the page's stubs say their number)."""
-        for g, k in zip(self.graphs, self._part_numbers()):
-            if k is not None:
+        """The JSON of each part of the split graphs, in their order (a stub's number)."""
+        for g in self.graphs:
+            if _is_part(g):
                 yield _dumps(g)
 
     def part_json(self, number: int) -> bytes | None:
         """The JSON of part `number` (`part_jsons`), None when there is none."""
-        return next(itertools.islice(self.part_jsons(), number, None), None)
+        parts = [g for g in self.graphs if _is_part(g)]
+        return _dumps(parts[number]) if 0 <= number < len(parts) else None
 
     def graphs_file(self) -> bytes | str:
         """`graphs_json` as `export` writes it: orjson's UTF-8 bytes as they come, not made text and encoded again
@@ -205,6 +193,10 @@ class Model:
         if self.sorting:
             doc["graphSorting"] = self.sorting
         return doc
+
+
+def _is_part(graph: dict[str, Any]) -> bool:
+    return PART_OF in graph["groupNodeAttributes"].get("", {})
 
 
 def _dumps(doc: Any) -> bytes:
