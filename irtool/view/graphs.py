@@ -215,8 +215,20 @@ PHASE_ROWS = {p: {"key": "phase", "value": p} for p in PHASES}
 
 def _callee(node: Node, ctx: _Context) -> str:
     """A call's callee as the graph selector names it (`DecoderLayer forward #7389`, not the dump's
-    `@7389_..._DecoderLayer_construct_7389`); a closure (`%5`) as the dump says it."""
-    return ctx.shown.get(node.callee.lstrip("@"), node.callee)
+    `@7389_..._DecoderLayer_construct_7389`), a closure by the graph it holds (`%19[@Partial(@..._GPT_..._7590)]`:
+    `GPT backward #7590`); a closure naming no graph (`%5`) as the dump says it."""
+    own = ctx.shown.get(node.callee.lstrip("@"))
+    held = [ctx.shown.get(g, g) for g in node.called_graphs] if own is None else []
+    return own or " | ".join(held) or node.callee
+
+
+def _callee_in_dump(node: Node, ctx: _Context) -> str | None:
+    """The dump's name of a call's callee where the viewer's differs: `@..._construct_7592`, a closure with the
+    graphs it holds (`%19 holding @..._construct_7590`)."""
+    if node.callee.lstrip("@") in ctx.shown:
+        return node.callee
+    held = [f"@{g}" for g in node.called_graphs]
+    return f"{node.callee} holding {', '.join(held)}" if held else None
 
 
 def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
@@ -233,8 +245,9 @@ def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
     if node.is_call:
         attrs[:0] = [_kv("operator", node.op)]  # the box says `call <the callee's name in the viewer>`
         attrs.append(_kv("callee", _callee(node, ctx)))
-        if node.callee.lstrip("@") in ctx.shown:
-            attrs.append(_kv("callee in the dump", node.callee))
+        in_dump = _callee_in_dump(node, ctx)
+        if in_dump:
+            attrs.append(_kv("callee in the dump", in_dump))
     inst = node.instance_name
     if inst:
         attrs.append(_kv("instance name", inst))

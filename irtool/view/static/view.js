@@ -806,16 +806,19 @@
   }
 
   function legend(p, r) {
+    // the overlay shown, else a lane graph's own colours (its `irtoolKey`: pipeline.KEY)
     const s = r.webglRendererNdpService;
     const run = s && s.curNodeDataProviderRun && s.curNodeDataProviderRun();
     const g = r.curModelGraph;
     let el = p.querySelector(".irtool-legend");
     const data = run && g && run.nodeDataProviderData && run.nodeDataProviderData[g.id];
-    if (!data) {
+    const own = !data && g && graphJson(r.appService, g.id, g.collectionLabel);
+    const ownKey = own && own.irtoolKey;
+    if (!data && !ownKey) {
       if (el) el.remove();
       return;
     }
-    const key = `${run.runId}\u0000${g.id}`;
+    const key = data ? `${run.runId}\u0000${g.id}` : `\u0000${g.id}`;
     if (el && el.dataset.key === key) return;
     if (!el) {
       el = document.createElement("div");
@@ -823,12 +826,8 @@
       p.append(el);
     }
     el.dataset.key = key;
-    const said = data.legend || {};
     const add = (cls, text) => el.append(Object.assign(document.createElement("div"), {className: cls, textContent: text}));
     el.replaceChildren();
-    add("irtool-legend-title", run.runName + (said.unit && said.unit !== run.runName ? ` (${said.unit})` : ""));
-    if (said.what) add("irtool-legend-what", said.what);
-    const values = Object.values(data.results || {}).map((x) => x.value);
     const swatch = (colour, text) => {
       const row = document.createElement("div");
       row.className = "irtool-legend-row";
@@ -837,6 +836,16 @@
       row.append(sw, text);
       el.append(row);
     };
+    if (!data) {
+      add("irtool-legend-title", ownKey.title);
+      for (const [colour, text] of ownKey.rows) swatch(colour, text);
+      return;
+    }
+    const said = data.legend || {};
+    add("irtool-legend-title", run.runName + (said.unit && said.unit !== run.runName ? ` (${said.unit})` : ""));
+    if (said.what) add("irtool-legend-what", said.what);
+    // the values of the nodes of the graph shown (a graph of some phases shares the whole graph's overlay)
+    const values = Object.entries(data.results || {}).filter(([id]) => g.nodesById[id]).map(([, x]) => x.value);
     if (data.thresholds) {
       let low = null;
       for (const t of data.thresholds) {
@@ -915,7 +924,7 @@
       }
       const hint = document.createElement("span");
       hint.className = "irtool-sheet-hint";
-      hint.textContent = name === "timeline" ? "click a unit: its nodes in the stage graph" :
+      hint.textContent = name === "timeline" ? "click a unit: its nodes in the stage graph (marked, its first selected)" :
         "click a peak: its node in the stage graph";
       const close = document.createElement("a");
       Object.assign(close, {href: "#", textContent: "close", className: "irtool-sheet-close"});
@@ -946,8 +955,28 @@
     if (!unit && !stage) return;
     targetsOf().then((t) => {
       const to = t && (unit ? t.units[`${unit.dataset.stage} ${unit.dataset.unit}`] : t.peaks[stage.dataset.stage]);
-      if (to) go(0, to[0], to[1], IR.models[0]);
+      if (!to) return;
+      go(0, to[0], to[1], IR.models[0]);
+      marking += 1;
+      if (unit) markUnit(t, to[0], unit.dataset.stage, unit.dataset.unit, marking);
     });
+  }
+
+  let marking = 0;  // the last mark asked for (a unit clicked before the one before it was marked wins)
+
+  function markUnit(t, graph, stage, unit, mine, tries = 240) {
+    // the unit's nodes in the graph it opened (the targets' `nodes` rows: unit, time, stage) marked as search results
+    // are (a node in a folded group marks the group), once the pane shows the graph with its first node selected
+    const r = renderer(0);
+    if (!r || tries <= 0 || mine !== marking) return;
+    if (!(r.curModelGraph && r.curModelGraph.id === graph && r.selectedNodeId)) {
+      setTimeout(() => markUnit(t, graph, stage, unit, mine, tries - 1), 500);
+      return;
+    }
+    const rows = t.nodes[graph] || {};
+    const ids = Object.keys(rows).filter((id) => rows[id][0] === unit && String(rows[id][2]) === String(stage));
+    r.appService.setSearchResults(r.appService.panes()[0].id,
+      {results: Object.fromEntries(ids.map((id) => [id, [{type: "title", matchedText: unit}]]))});
   }
 
   function unitRow() {
