@@ -187,11 +187,14 @@ def test_each_ranks_peak_beside_its_stage_in_the_folder_json() -> None:
     plain = CliRunner().invoke(main, ["summarize", str(folder), "--format", "json"])
     assert "peak_bytes" not in json.loads(plain.stdout)["ranks"][0]
     assert "peak_bytes" not in json.loads(plain.stdout)["stages"][0]
-    # a folder of no pipeline (stage null): its one stage row names rank 0's peak, near dryrun.json's
+    # a folder of no pipeline (no Send/Receive in rank 0's dump): one stage, stage 0 (docs/parallel.md §7 rule 4) in
+    # the rank's row, the stage's row, the cost's row and the job alike; its row names rank 0's peak, near dryrun.json's
     mlp = FIXTURES / "dryrun_mlp_8p"
     used = json.loads((mlp / "dryrun.json").read_text())["0"]["memory_block_csv_max_actual_used_B"]
-    (row,) = json.loads(CliRunner().invoke(main, ["summarize", str(mlp), "--cost", "--format", "json"]).stdout)["stages"]
-    assert row["stage"] is None and row["peak_rank"] == 0 and abs(row["peak_bytes"] - used) <= 0.03 * used
+    doc = json.loads(CliRunner().invoke(main, ["summarize", str(mlp), "--cost", "--format", "json"]).stdout)
+    (row,), (rank,), (cost,) = doc["stages"], doc["ranks"], doc["cost"]["stages"]
+    assert row["stage"] == rank["stage"] == cost["stage"] == 0 and doc["job"]["stage_ranks"] == {"0": [0]}
+    assert row["peak_rank"] == 0 and abs(row["peak_bytes"] - used) <= 0.03 * used
 
 
 def test_what_splits_each_live_tensor() -> None:

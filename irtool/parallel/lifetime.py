@@ -525,11 +525,6 @@ class _Walk:
         self.where.append((n, top))
 
 
-class _Outside(Exception):
-    """A call's steps name a block neither made in it, nor an argument's, nor static (none can, as the walk reads
-    values: kept so that a rule added to the walk later makes a call walked each time, not replayed wrong)."""
-
-
 @dataclass(frozen=True)
 class _Call:
     """The steps one call of a graph made (`_Walk.run_call`), to replay at a later call with arguments of the same
@@ -557,6 +552,9 @@ class _Call:
         static, arg = w.static, {b: i for i, b in enumerate(flat)}
         index: dict[int, int] = {}
         ext: list[tuple[bool, int]] = []
+        # a block neither made in the call, nor an argument's, nor static (none can be, as the walk reads values:
+        # kept so that a rule added to the walk later makes a call walked each time, not replayed wrong)
+        outside: list[int] = []
 
         def code(b: int) -> int:
             if b >= first:
@@ -568,21 +566,20 @@ class _Call:
                 elif b in arg:
                     ext.append((True, arg[b]))
                 else:
-                    raise _Outside
+                    outside.append(b)
+                    return 0
                 x = index[b] = ~(len(ext) - 1)
             return x
 
         if w.pending_send is not pending:  # a Send or Receive ran in it (none does in a fixture's): walked each time
             return None
-        try:
-            return cls(ext, w.size[first:], w.role[first:], w.phase_of_block[first:], w.reads[first:],
-                       w.pieces[first:], w.elems[first:],
-                       [(a[0] - first, a[-1] + 1 - first) if a else (0, 0) for a in w.allocs[steps:]],
-                       [[code(b) for b in u] for u in w.uses[steps:]], [n for n, _ in w.where[steps:]],
-                       [(k - first, [code(b) for b in v]) for k, v in w.waits.items() if k >= first],
-                       _encode(result, code))
-        except _Outside:
-            return None
+        call = cls(ext, w.size[first:], w.role[first:], w.phase_of_block[first:], w.reads[first:],
+                   w.pieces[first:], w.elems[first:],
+                   [(a[0] - first, a[-1] + 1 - first) if a else (0, 0) for a in w.allocs[steps:]],
+                   [[code(b) for b in u] for u in w.uses[steps:]], [n for n, _ in w.where[steps:]],
+                   [(k - first, [code(b) for b in v]) for k, v in w.waits.items() if k >= first],
+                   _encode(result, code))
+        return None if outside else call
 
 
 def _encode(v: _Value, code: Any) -> Any:
