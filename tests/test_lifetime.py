@@ -220,11 +220,11 @@ def test_what_splits_each_live_tensor() -> None:
     t = node_facts(load(str(path)), 0)
     at = {n.line: n for n in t.dump.nodes()}
     # wq's MatMul prints origin_output_shape (1024, 512) and its own (512, 256): dp 2 x mp 2
-    assert _pieces(at[600], t("strategy", at[600])) == 4
+    assert _pieces(at[600], t("strategy", at[600]), at[600].output_type) == 4
     # Softmax, in_strategy ((2, 2, 1, 1)): split as its input
-    assert at[1691].op == "Softmax" and _pieces(at[1691], t("strategy", at[1691])) == 4
+    assert at[1691].op == "Softmax" and _pieces(at[1691], t("strategy", at[1691]), at[1691].output_type) == 4
     # a backward MatMul prints its forward's origin_output_shape (1024, 1408) beside its own (704, 512): not read
-    assert at[7152].op == "MatMul" and _pieces(at[7152], t("strategy", at[7152])) is None
+    assert at[7152].op == "MatMul" and _pieces(at[7152], t("strategy", at[7152]), at[7152].output_type) is None
     lt = _lifetimes(path, 0)
     # every recomputed copy is made from the data, split by dp (the norms' (1, 512, 512)) or dp x mp (the attention's
     # (1, 4, 512, 512), the FFN's (512, 704)); one Softmax output, float32 (1, 4, 512, 512), among the latter
