@@ -183,7 +183,10 @@ def _micro_of(t: Any) -> Evidence:
 def _layers_of(t: Any) -> tuple[list[int], str]:
     """The layers the rank's work is of (the `layer` fact of every node not only updating weights), and where
     the first parameter of one is read."""
-    layers = {i for n, i in t.column("layer").items() if t("phase", n) != "optimizer"}
+    layers: set[int] = set()
+    for n, i in t.column("layer").items():  # a layer's first node not updating weights: not every node's phase
+        if i not in layers and t("phase", n) != "optimizer":
+            layers.add(i)
     params = t.get("parameters")
     where = next((f"{_name(t)}:{n.line} (reads {p})" for p, readers in params.readers.items()
                   if (i := layer_index(p)) is not None
