@@ -64,7 +64,7 @@ import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..ir import Dump, Node, kept, pass_name
 from ..ir.kept import Kept
@@ -73,7 +73,6 @@ from .dynamic import rows
 from .flowrules import ALL_TO_ALL, all_to_all_purpose, sequence_parallel
 from .job import JOB_PASSES
 from .kernels import kernels, stream_of
-from .lifetime import lifetimes
 from .links import node_index, ordered_with
 from .operators import operator_keys, operator_params, placements
 from .order import build_order, stage_chunks, stage_folded, units
@@ -88,6 +87,9 @@ from .slicing import marked_outputs
 from .stage import stage_info
 from .strategies import strategy_records
 from .table import NodeFacts, Pass
+
+if TYPE_CHECKING:
+    from .lifetime import Lifetimes
 
 NodeKind = Literal["communication", "compute", "call", "plumbing"]
 # Operators that only order, route or pack values: no work of their own, and not where a unit of work is placed.
@@ -599,6 +601,12 @@ def _parameters(t: NodeFacts) -> Params:
     return parameters(t.dump)
 
 
+def _lifetimes(t: NodeFacts) -> Lifetimes:
+    from .lifetime import lifetimes  # the cost model's walk: not imported by a plain summary
+
+    return lifetimes(t)
+
+
 def _layer(t: NodeFacts) -> dict[Node, int]:
     return t.get("layer_flow").layer
 
@@ -658,7 +666,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("marked outputs", ("marked_outputs",), ("node_index", "strategy", "layer", "out_bytes", "runs"), "dump",
          marked_outputs),
     Pass("lifetimes", ("lifetimes",), ("kernel", "by_key", "param_roles", "phase", "kind", "micro", "unit", "order",
-                                        "file_kind", "strategy"), "dump", lifetimes),
+                                        "file_kind", "strategy"), "dump", _lifetimes),
     *JOB_PASSES,
 )
 
