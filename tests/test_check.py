@@ -187,9 +187,19 @@ def test_the_summary_of_disagreeing_ranks_takes_the_compiled_micro_batches() -> 
     assert job["micro_batches"]["value"] == 4 and "/rank_0/" in job["micro_batches"]["evidence"]
     [note] = [n for n in job["notes"] if n.startswith("ranks disagree on the number of micro batches: 2 (")]
     assert "/rank_5/" in note.split(";")[0] and "; 4 (" in note
-    # and the text says both counts where it says the job's
-    text = CliRunner().invoke(main, ["summarize", str(FIXTURES / "check_micro_mismatch_8p")]).output
-    assert ", micro batches: ranks disagree (2 or 4), " in text.splitlines()[1]
+    # and the text says both counts where it says the job's; ranks that disagree run no one step: no bubble or advice
+    # is estimated for a count the measured ranks (0 and 4, of 4) did not run
+    text = CliRunner().invoke(main, ["summarize", "--cost", str(FIXTURES / "check_micro_mismatch_8p")]).output
+    assert [x for x in text.splitlines() if x.startswith("Job: ")][0].startswith(
+        "Job: world 8, dp 2 x mp 2 x pp 2, micro batches: ranks disagree (2 or 4), ")
+    assert "Advice: cannot advise: ranks disagree on the number of micro batches (2 or 4)" in text
+    assert "  estimated bubble: unknown (ranks disagree on the number of micro batches (2 or 4))" in text
+    assert not text.startswith("Step: ")
+    # diff says the new side's counts, never its most alone: pipeline_2stage_8p (the same network, every rank micro
+    # 0-3) against it was "no configuration change", 4 and 4
+    sides = (str(FIXTURES / "pipeline_2stage_8p"), str(FIXTURES / "check_micro_mismatch_8p"))
+    diff = CliRunner().invoke(main, ["diff", *sides])
+    assert diff.output.startswith("FAIL: configuration: micro batches 4 → 2 or 4 (ranks disagree); ")
 
 
 # --- causes and coverage (issue 18, item 3)

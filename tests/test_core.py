@@ -223,7 +223,7 @@ def test_sorted_and_default_order_give_the_same_graph():
 def test_summary_json_schema_fields():
     dump = irtool.load(fixture("mlp_cpu/rank_0/19_validate_0072.ir"))
     s = summarize(dump, irtool.analyze(dump))
-    assert s["schema"] == "irtool.summary/2"
+    assert s["schema"] == "irtool.summary/3"
     assert s["counts"] == {"subgraphs": 1, "params": 24, "cnodes": 68}
     assert s["header"]["cnodes"] == 68 and s["header"]["nodes"] == 160
     # mlp_cpu validate histogram, counted by hand with grep: 13 UpdateState, 8 MatMul, 1 Return

@@ -15,6 +15,7 @@ from conftest import FIXTURES, fixture
 import irtool
 from irtool.cli import main
 from irtool.parallel import analyze
+from irtool.parallel.job import job_of
 
 # (folder, rank, stage, peer global rank, Send/Receive count). 4p: rank 0 sends 2x to rank 2 and its AllReduce group
 # is "0-1": own rank 0 -> d = 2, stage [0, 2) holds 0 and 1 -> stage 0 (own rank 1 -> d = 1 would put 0 and 1 in two
@@ -48,6 +49,13 @@ def test_each_rank_on_its_configured_stage(folder: str, rank: int, stage: int, p
         # a forward Send goes to the next stage, a forward Receive comes from the previous: with 2 stages, 1 - stage
         assert {c.peer_stage for c in p2p} == {1 - stage}
         assert sorted(c.micro for c in p2p) == list(range(hops))  # one hop per micro batch
+        # the rank alone: MindSpore pairs rank r with r + d, d ranks per stage (the peer, not the largest group: its
+        # AllReduce group of 2 is mp), 2 stages of the validate Send/Receive's world group of 2d ranks
+        job = job_of([facts.job])
+        d = abs(peer - rank)
+        assert job.dp.value * job.mp.value == d and job.mp.value == 2, rel
+        if "validate" in rel:
+            assert (job.pipeline_stages.value, job.world_size.value) == (2, 2 * d), rel
 
 
 def test_manifest_agrees_with_the_cases() -> None:

@@ -139,7 +139,8 @@ def test_step_parallel_end_gives_no_peak() -> None:
 
 @pytest.mark.parametrize("rel", ["dryrun_llama_dp2mp2pp2/rank_0/19_validate_0089.ir.xz",
                                  "pipeline_interleaved_4stage_8p/rank_0/19_validate_0087.ir.xz",
-                                 "control_flow_cpu/rank_0/19_validate_0075.ir.xz"])
+                                 "control_flow_cpu/rank_0/19_validate_0075.ir.xz",
+                                 "inference_pp_8p_m4/rank_0/19_validate_0082.ir.xz"])
 def test_the_walk_runs_each_node_as_often_as_the_runs_fact_says(rel: str) -> None:
     # one answer to "how often does a node run in a step": the walk (calls run in place, each lazy-inline layer
     # once per layer and micro batch, each bprop closure once per call) agrees with the `runs` pass node by node
@@ -148,13 +149,22 @@ def test_the_walk_runs_each_node_as_often_as_the_runs_fact_says(rel: str) -> Non
     from irtool.parallel import lifetime
 
     t = node_facts(load(str(FIXTURES / rel)), 0)
-    w = lifetime._Walk(t)
-    w.header_params()
-    entry = t.dump.entry
-    w.run_graph(entry, (), None, 0, lifetime._entry_order(t, entry)[0])
+    walks = []
+    for replay in (True, False):
+        w = lifetime._Walk(t, replay)
+        w.header_params()
+        entry = t.dump.entry
+        w.run_graph(entry, (), None, 0, lifetime._entry_order(t, entry)[0])
+        walks.append(w)
+    w = walks[0]
     ran = Counter(n for n, _ in w.where)
     assert ran and all(ran[n] == t("runs", n) for n in ran if t("runs", n) is not None)
     assert max(ran.values()) > 1 or "control_flow" in rel
+    # a call replayed (its graph called before with arguments of the same form) makes the steps walking it makes
+    assert w.replays > 0 or "control_flow" in rel
+    fields = ("size", "role", "phase_of_block", "reads", "pieces", "elems", "allocs", "uses", "where", "waits",
+              "pending_send")
+    assert all(getattr(w, f) == getattr(walks[1], f) for f in fields)
 
 
 def test_each_ranks_peak_beside_its_stage_in_the_folder_json() -> None:
@@ -177,11 +187,14 @@ def test_each_ranks_peak_beside_its_stage_in_the_folder_json() -> None:
     plain = CliRunner().invoke(main, ["summarize", str(folder), "--format", "json"])
     assert "peak_bytes" not in json.loads(plain.stdout)["ranks"][0]
     assert "peak_bytes" not in json.loads(plain.stdout)["stages"][0]
-    # a folder of no pipeline (stage null): its one stage row names rank 0's peak, near dryrun.json's
+    # a folder of no pipeline (no Send/Receive in rank 0's dump): one stage, stage 0 (docs/parallel.md §7 rule 4) in
+    # the rank's row, the stage's row, the cost's row and the job alike; its row names rank 0's peak, near dryrun.json's
     mlp = FIXTURES / "dryrun_mlp_8p"
     used = json.loads((mlp / "dryrun.json").read_text())["0"]["memory_block_csv_max_actual_used_B"]
-    (row,) = json.loads(CliRunner().invoke(main, ["summarize", str(mlp), "--cost", "--format", "json"]).stdout)["stages"]
-    assert row["stage"] is None and row["peak_rank"] == 0 and abs(row["peak_bytes"] - used) <= 0.03 * used
+    doc = json.loads(CliRunner().invoke(main, ["summarize", str(mlp), "--cost", "--format", "json"]).stdout)
+    (row,), (rank,), (cost,) = doc["stages"], doc["ranks"], doc["cost"]["stages"]
+    assert row["stage"] == rank["stage"] == cost["stage"] == 0 and doc["job"]["stage_ranks"] == {"0": [0]}
+    assert row["peak_rank"] == 0 and abs(row["peak_bytes"] - used) <= 0.03 * used
 
 
 def test_what_splits_each_live_tensor() -> None:

@@ -210,6 +210,11 @@ def test_interleaved_stage_0() -> None:
     assert "  micro batches in flight: 7 on chunk 0, 4 on chunk 1 (the most micro batches begun" in text
     assert "activations times micro batches in flight: 7 on chunk 0, 4 on chunk 1 *" in text
     assert "5.5" not in text
+    # the rank alone still says its job's size: line 459 Sends to rank 2 on stage 1 (2 ranks per stage), line 546 is a
+    # forward Receive into chunk 1 from rank 6 (`src_global_rank: I64(6)`): nothing is upstream of stage 0 but the
+    # last stage, 6 / 2 = stage 3, so 4 stages of 2 ranks, world 8; never "one stage" (issue 37: world and pp `—`)
+    assert "dst_global_rank: I64(2)" in _line(rel, 459) and "src_global_rank: I64(6)" in _line(rel, 546)
+    assert "Job: world 8, dp 1 x mp 2 x pp 4, 2 chunks per stage, 8 micro batches" in text
 
 
 def test_folded_pipeline_runs_every_forward_first() -> None:

@@ -222,7 +222,8 @@ def test_diff_same_blocks_once_and_peers() -> None:
     assert receive and all(line.endswith("peer rank 1 (stage 0)") for line in receive)
     md = run("diff", P2, MISMATCH, "--format", "markdown", code=1)
     assert "**ranks 1-3: same as rank 0**" in md and "**ranks 6, 7: same as rank 4**" in md
-    assert md.count("<details") == 3
+    # and the configuration change first (rank 5 compiled with 2 of the 4 micro batches), where each side shows it folded
+    assert "- **configuration: micro batches 4 → 2 or 4 (ranks disagree)**" in md and md.count("<details") == 4
     doc = json.loads(run("diff", P2, MISMATCH, "--format", "json", code=1))
     assert [r["new"]["rank"] for r in doc["ranks"]] == list(range(8))  # JSON keeps every rank
     r5 = doc["ranks"][5]
@@ -294,8 +295,8 @@ def test_folder_summary_rank_with_another_strategy_shown_apart() -> None:
     (stage,) = d["stages"]
     assert [a["ranks"] for a in stage["answers"]] == [[0, 1, 2, 4, 5, 6, 7], [3]]
     out = run("summarize", F / "check_strategy_mismatch_8p", "--all")
-    assert "ranks 1, 2, 4-7: same as rank 0" in out and "No pipeline stage, rank 3: operators with strategies" in out
-    mm = [line for line in out.split("No pipeline stage, rank 3: operators with strategies", 1)[1].splitlines()
+    assert "ranks 1, 2, 4-7: same as rank 0" in out and "Stage 0 (no pipeline), rank 3: operators with strategies" in out
+    mm = [line for line in out.split("Stage 0 (no pipeline), rank 3: operators with strategies", 1)[1].splitlines()
           if line.startswith("  MatMul ") and "out_proj" not in line]
     assert any("(2,1)(1,4)" in line for line in mm)
 

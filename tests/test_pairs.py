@@ -25,6 +25,7 @@ from test_view import pairs_drawn
 import irtool
 from irtool.cli import main
 from irtool.parallel import analyze
+from irtool.parallel.job import job_of
 from irtool.view.models import models_for
 
 # folder, Send/Receive pairs of the folder, pairs among the lowest rank of each stage (what render and view draw)
@@ -132,6 +133,10 @@ def test_four_rank_group_keeps_the_upstream_peer_stage() -> None:
     c = next(c for c in facts.comm if c.line == 6247)
     assert (c.op, c.phase, c.peer_rank, c.rank_attrs["src_rank"], c.peer_stage) == ("Receive", "forward", 2, 1, 1)
     assert facts.stage == 2 and {c.peer_stage for c in facts.comm if c.direction} == {1, 3}
+    # the group holds one rank per stage (rank 4 at index 2 on stage 2, rank 2 at index 1 on stage 1): 4 stages, so the
+    # rank alone says pp 4 and world 8 (2 ranks per stage: rank 2 is one stage up), where it said `—`
+    job = job_of([facts.job])
+    assert (job.pipeline_stages.value, job.world_size.value) == (4, 8) and "(0, 2, 4, 6)" in job.pipeline_stages.where
 
 
 def test_inference_hops_have_a_peer_stage() -> None:

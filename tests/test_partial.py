@@ -319,8 +319,12 @@ def test_a_rank_of_unknown_stage_is_said_unknown_never_stage_0() -> None:
     line 2114, `src_rank: I64(0)`) receives from stage 0, so rank 4 is not on stage 0, whatever else it is.
     The job files neither rank under a stage: it says them of unknown stage, in text, JSON and Markdown."""
     args = (PIPE, "--pass", "step_parallel_begin")
-    job = json.loads(_cli("summarize", *args, "--format", "json").stdout)["job"]
+    doc = json.loads(_cli("summarize", *args, "--cost", "--format", "json").stdout)
+    job = doc["job"]
     assert job["stage_ranks"] == {} and job["stages_read"] == [] and job["stage_unknown"] == [0, 4]
+    # nor measured as stage 0: no cost row, no peak on the row of the stage unknown
+    assert [(s["stage"], s["ranks"], s["peak_rank"]) for s in doc["stages"]] == [(None, [0, 4], None)]
+    assert doc["cost"]["stages"] == [] and doc["cost"]["sentence"] == "no rank of a known stage read"
     assert job["pipeline_stages"]["value"] is None and "stages 0" not in job["pipeline_stages"]["unknown"]
     for fmt in ("text", "markdown"):
         out = _cli("summarize", *args, "--format", fmt).stdout

@@ -29,9 +29,9 @@ from irtool.cli import main
 from irtool.diff import diff_rank
 from irtool.errors import InputError
 from irtool.parallel.logical import LogicalDiff
-from irtool.present.palette import CATEGORY_COLORS, CAUSE_COLORS, DIFF_COLORS, HEAT, P2P_COLORS
+from irtool.present.palette import CATEGORY_COLORS, CAUSE_COLORS, DIFF_COLORS, HEAT, P2P_COLORS, UNIT_COLORS
 from irtool.selection import Selection
-from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE
+from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE, STUB, STUB_NODES, _Context, _reads
 from irtool.view.models import Model, compare_models, models_for
 from irtool.view.pipeline import ORDER, PAIRS
 from irtool.view.serve import _placed
@@ -199,6 +199,14 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     facts = {n.key: (loaded.facts.table("phase", n), loaded.facts.table("layer", n)) for n in loaded.dump.nodes()}
     assert {facts[n["id"]] for n in mine if n["id"] in facts} == {("forward", 1)}
     assert part["groupNodeAttributes"][""]["scope"] == layer
+    # a node of no layer too many to lay out among its kind is put with the others reading the layer it reads (the
+    # 68 MB dump's 3 142 `Depend`s of the gradient accumulation, 128 per layer): line 7115 `%604 = Depend(Tensor(...),
+    # %603)`, line 7110 `%603 = PrimFunc_AssignAdd(%para43_accu_grads.1.attention.wq.weight, ...)`: layer 1's; line
+    # 5152 `%393 = Depend(%392, %255)` reads a Reshape of layer 0 and a Send of layer 1: none
+    nodes = {n.key: n for n in loaded.dump.subgraph(loaded.dump.entry).nodes}
+    reads = _reads(_Context(loaded.dump, loaded.facts), list(nodes.values()))
+    assert (facts["%604"][1], facts["%603"][1], reads(nodes["%604"])) == (None, 1, "reads layer 1")
+    assert ({facts["%392"][1], facts["%255"][1]}, reads(nodes["%393"])) == ({0, 1}, None)
     assert part["groupNodeAttributes"][""]["operators"] == str(sum(n["id"] in facts for n in mine))
     # what it reads from other parts, and what its panel links to there, is there too, each saying its
     # part; the edges into the layer are kept, and every link names a node of the part's graph
@@ -234,6 +242,12 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert [g["id"] for g in json.loads(out.read_text())["graphs"]] == [overview["id"]] + [g["id"] for g in parts]
     assert set(json.loads((tmp_path / "gpt.comm_category.json").read_text())) == {g["id"] for g in parts}
+    # `irtool view`'s page gets each part as a stub (no nodes, its number), the part's graph when it opens it
+    page = json.loads(model.page_json())["graphs"]
+    assert page[0] == overview and [g["id"] for g in page] == [overview["id"]] + [g["id"] for g in parts]
+    assert [(len(g["nodes"]), g["groupNodeAttributes"][""][STUB], g["groupNodeAttributes"][""][STUB_NODES])
+            for g in page[1:]] == [(0, str(k), str(len(g["nodes"]))) for k, g in enumerate(parts)]
+    assert json.loads(model.part_json(7)) == parts[7] and model.part_json(len(parts)) is None
     # node data: each part gets the whole graph's results for its nodes
     category = model.node_data["comm category"]
     whole_results = _model(GPT).node_data["comm category"][whole["id"]]["results"]
@@ -382,7 +396,7 @@ def test_the_execution_order_graph() -> None:
     # layers 1 and 3 (manifest), both on stage 0 (layers 0-4): its backward units hold `recompute_Default/...`
     # operators (`grep -c 'scope: (recompute_Default' rank_0/...validate...` > 0), stage 1 (layer 5) none
     unequal = _model(str(Path(fixture("pipeline_unequal_8p/rank_0/19_validate_0078.ir.xz")).parents[1])).graphs[1]
-    look = {(n["namespace"], n["label"].split(" ")[0][0], n["label"].endswith("+recompute")): n["style"]["backgroundColor"]
+    look = {(n["namespace"], n["label"][0], _attrs(n)["recomputed operators"] != "0"): n["style"]["backgroundColor"]
             for n in unequal["nodes"]}
     assert {k for k in look if k[0] == "stage 0 rank 0"} == {("stage 0 rank 0", "F", False), ("stage 0 rank 0", "B", True)}
     assert {k for k in look if k[0] == "stage 1 rank 2"} == {("stage 1 rank 2", "F", False), ("stage 1 rank 2", "B", False)}
@@ -547,6 +561,13 @@ def test_cost_overlays() -> None:
         "GPT backward #7590", "DecoderLayer backward #7336", "DecoderLayer backward #7520",
         "DecoderLayer backward #7558") // 2
     assert data["execution order"]["legend"]["scale"].startswith("linear")
+    # ... and a backward unit recomputes forward work through those calls (#7558's `recompute_Default` operators, as
+    # the timeline times it): coloured so, as a unit holding them itself is (it was plain backward)
+    order = next(g for g in lazy.graphs if g["id"] == "execution order")
+    assert {(n["label"], n["style"]["backgroundColor"]) for n in order["nodes"]} == {
+        ("F0", UNIT_COLORS["F"]), ("F1", UNIT_COLORS["F"]), ("B0", UNIT_COLORS["recompute"]),
+        ("B1", UNIT_COLORS["recompute"])}
+    assert all(_attrs(n)["recomputed operators"] != "0" for n in order["nodes"] if n["label"][0] == "B")
     # an overview's parts on a log scale from the least part to the largest (a linear one left one dark box among
     # pale ones): gpt_small in parts of 300, each part a colour of its size
     boxes = parts.node_data_of("FLOPs")[overview["id"]]
@@ -627,6 +648,10 @@ def test_two_configurations_open_as_one_logical_graph() -> None:
     wo = _attrs(next(n for n in graph["nodes"] if n["id"] == f"{WQ[: -len('wq-Linear')]}wo-Linear/MatMul"))
     assert "AllReduce group 2 -> 4" in wo["diff comm"]
     assert not any(ch in str(n["attrs"]) + str(graph["groupNodeAttributes"]) for n in graph["nodes"] for ch in "→—×")
+    # the top cell's Cast before the layers (the embedding's) and after them (the head's, reading layer 3): two
+    # operators of one cell and type, each id saying where it is in words
+    ids = {n["id"] for n in graph["nodes"]}
+    assert {"LlamaForCausalLM/Cast (before the layers)", "LlamaForCausalLM/Cast (after layer 3)"} <= ids
     # its input, wq's Reshape of the activations, an edge; the diff overlay marks it; the page opens on a change
     assert box["incomingEdges"][0]["sourceNodeId"] == f"{WQ}/Reshape"
     assert model.node_data_of("diff")["logical"]["results"][box["id"]]["value"] == "layout"
@@ -646,9 +671,12 @@ def test_two_configurations_open_as_one_logical_graph() -> None:
     assert head["legend"][0][1].startswith(f"layout {layout}: its strategy follows dp 2 → 1 (")
     assert sum(int(t.split()[1].rstrip(":")) for _, t in head["legend"]) == len(across.changed_ops)
     assert head["lines"][1] == f"{len(across.changed_ops)} of {len(across.ops)} user operators changed; the colours say why:"
-    # two different networks (semi_auto_8p's 2-layer MLP, the GPT): no user operator on both sides, said so
+    # two different networks (semi_auto_8p's 2-layer MLP, the GPT): no user operator on both sides, said first;
+    # the GPT's rank 0 alone holds stage 0 of its 2: stage 1's operators are not removed, they were not read
     other = headline(logical_diff(Selection.of(SEMI), Selection.of(GPT)))
-    assert other["lines"][1].startswith("Nothing matched: no user operator of ")
+    assert other["lines"][0].startswith("Nothing matched: no user operator of ")
+    assert other["lines"][1].startswith("Configuration: ")
+    assert other["lines"][2] == f"new: stage 1 not read ({GPT} holds no rank of it): its operators show as only in old"
     assert [t.split(":")[0] for _, t in other["legend"]] == ["added 97", "removed 33"]
 
 
@@ -715,6 +743,11 @@ def test_repeated_operators_stack_and_graphs_are_named_by_their_cell() -> None:
     assert call["label"] == "call GPT forward #7592" and call["subgraphIds"] == ["GPT forward #7592"]
     assert _attrs(call)["callee"] == "GPT forward #7592"
     assert re.fullmatch(r"@\S+_GPT_construct_7592", _attrs(call)["callee in the dump"])
+    # line 6447 `%22(CNode_7596) = %19[@Partial(@..._GPT_construct_7590)](%21, UMonad[U])`, `is_bp: Bool(1)`: a call
+    # of the closure %19 holds, named by that graph (it was `call %19`)
+    back = next(n for n in entry["nodes"] if n["id"] == "%22")
+    assert back["label"] == "call GPT backward #7590" and back["subgraphIds"] == ["GPT backward #7590"]
+    assert re.fullmatch(r"%19 holding @\S+_GPT_construct_7590", _attrs(back)["callee in the dump"])
 
 
 def test_the_panel_reads_values_as_a_person_does() -> None:
@@ -1260,6 +1293,14 @@ def test_cost_overlays_in_model_explorer(semi_page: object) -> None:
         _attrs(n).get("phase") == "backward" for n in graph["nodes"] if n["id"] in drawn)
     assert {k for k in kept if not k.startswith("%para")} <= drawn
     _shot(page, "phases")
+    # the legend's range is of the graph shown: the FLOPs of the forward and optimizer operators, not the backward's
+    flops = _overlay(page, "FLOPs")
+    shown = [flops[k]["value"] for k in drawn if isinstance(flops.get(k, {}).get("value"), int)]
+    valued = [v["value"] for v in flops.values() if isinstance(v.get("value"), int)]
+    assert len(shown) < len(valued)
+    _wait_for(page, "(t) => document.querySelector('.irtool-legend').innerText.trim().endsWith(t)",
+              f"{len(shown):,} valued: min {min(shown):,}, max {max(shown):,}")
+    _overlay(page, "comm category")
     phases.nth(1).check()
     _wait_for(page, f"() => {{ const g = {GRAPH}; return g && g.id === 'TrainOneStepCell'; }}")
 
@@ -1311,6 +1352,13 @@ def test_a_large_graph_opens_on_its_overview_with_counts_and_a_part_behind_it(gp
     # the overview first, no choosing in the graph selector: a box per part
     boxes = page.evaluate(f"{GRAPH}.nodes.filter(n => n.nodeType === 0).map(n => n.label)")
     assert len(boxes) == len(parts) and "layer 1" in boxes, boxes
+    # the page got the parts as stubs, and the graph of each part it opened when it opened it: the page opened on a
+    # node of layer 1's backward (test_opening_on_a_node); layer 0's forward was not opened yet
+    loaded = page.evaluate("""() => Object.fromEntries(window.me_test.renderers[0].appService.curGraphCollections()
+      .flatMap(c => c.graphs).map(g => [g.id, g.nodes.length]))""")
+    assert loaded["TrainGradAccuStepCell: forward/layer 0"] == 0
+    assert loaded["TrainGradAccuStepCell: backward/layer 1/Default/network-PipelineCell"] == next(
+        len(g["nodes"]) for g in parts if g["id"] == "TrainGradAccuStepCell: backward/layer 1/Default/network-PipelineCell")
     # Model Explorer draws group attributes on boxes when "Layer node attributes" is on: irtool seeds it
     shown = page.evaluate("window.__me.showOnNode")
     assert shown["Layer node attributes"]["selected"] is True, shown
@@ -1398,6 +1446,11 @@ def test_the_pipeline_graph_of_a_folder(pipe_page: object) -> None:
     assert columns == sorted(columns) and len(set(columns)) == 4, columns
     # the graph selector: the pipeline graph, the stage graphs its boxes open under it in stage order (Model
     # Explorer lists them by node count: 972, 956, 780, 773 nodes for stages 0, 3, 2, 1), the execution order graph
+    # no overlay has values here: the legend says the boxes' own colours
+    key = _wait_for(page, """() => { const l = document.querySelector('.pane-container .irtool-legend');
+      return l && l.innerText.startsWith('Send/Receive') && [...l.querySelectorAll('.irtool-legend-row')].map(
+        r => r.innerText.trim()); }""").json_value()
+    assert key == ["Send, forward", "Receive, forward", "Send, backward", "Receive, backward"], key
     _click(page, page.locator("graph-selector .graph-selector-label"))
     page.locator(".graph-selector-panel .graph-label").first.wait_for()
     options = page.locator(".graph-selector-panel .graph-label").all_inner_texts()
@@ -1477,7 +1530,11 @@ def test_the_execution_order_view(pipe_page: object) -> None:
       ns => {GRAPH}.nodesById[ns + '___group___'].x)""")
     assert len(set(lefts)) == 1, lefts
     assert page.evaluate("window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderRun()") is None
-    assert page.locator(".pane-container .irtool-legend").count() == 0
+    # ... their legend those colours (no recompute here: pipeline_4stage_8p recomputes nothing)
+    own = _wait_for(page, """() => { const l = document.querySelector('.pane-container .irtool-legend');
+      return l && l.innerText.startsWith('units of work') && [...l.querySelectorAll('.irtool-legend-row')].map(
+        r => [r.innerText.trim(), getComputedStyle(r.querySelector('.irtool-swatch')).backgroundColor]); }""").json_value()
+    assert own == [["forward", _rgb(UNIT_COLORS["F"])], ["backward", _rgb(UNIT_COLORS["B"])]], own
     # the units' FLOPs: one scale for every stage, each stage's load (test_cost_overlays), its legend saying so
     results = _overlay(page, "FLOPs")
     assert results["rank0/B0"]["value"] > results["rank0/F0"]["value"] > 0
@@ -1526,6 +1583,11 @@ def test_a_folder_links_its_timeline_and_memory(pipe_page: object) -> None:
     # timeline's own tooltip of the unit says it
     _click(page, sheet.locator('g.unit[data-stage="1"][data-unit="B2"] rect.unit-box'))
     assert _selected(page, "stage 1 rank 2: TrainStep", node="%162") == "%162"
+    # ... and the unit's other nodes marked as search results are (a folded group holding one marked): backward work
+    marked = _wait_for(page, f"""() => {{ const r = window.me_test.renderers[0];
+      const s = r.appService.panes()[0].searchResults; const ids = s && Object.keys(s.results);
+      return ids && ids.length > 1 && ids.map(id => [id, {GRAPH}.nodesById[id].attrs.phase]); }}""").json_value()
+    assert "%162" in dict(marked) and {phase for _, phase in marked} == {"backward"}, marked
     tip = next(g.find("s:title", ns).text for g in svg.iter(f"{{{ns['s']}}}g")
                if g.get("class") == "unit" and (g.get("data-stage"), g.get("data-unit")) == ("1", "B2"))
     row = page.locator("tr.irtool-unit td.value")

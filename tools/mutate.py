@@ -66,7 +66,7 @@ PHASE = ("tests/test_parallel_rules.py", "tests/test_one_decider.py", "tests/tes
 STAGE = ("tests/test_inference_pipeline.py", "tests/test_peers.py", "tests/test_parallel.py")
 COST = ("tests/test_cost.py", "tests/test_plan.py")
 ORDER = ("tests/test_order.py", "tests/test_render.py")
-JOB = ("tests/test_parallel.py", "tests/test_golden.py", "tests/test_folded_fixtures.py")
+JOB = ("tests/test_degrees.py", "tests/test_parallel.py", "tests/test_golden.py", "tests/test_folded_fixtures.py")
 
 MUTANTS: tuple[Mutant, ...] = (
     # pairing (parallel/pairs.py)
@@ -82,15 +82,20 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant.one("link-direction", P + "pairs.py", 'if h.direction == "send" else (h.peer_rank, rank)',
                'if h.direction == "receive" else (h.peer_rank, rank)', "a link's sender and receiver swapped", PAIRS),
     # phase (parallel/facts.py, comm.py)
-    Mutant.one("phase-copy-first", P + "facts.py", 'scope = n.scope or ""',
-               'scope = n.scope or ""\n    if copy:\n        return "recompute"',
-               "a recomputed copy checked before the backward evidence (`is_bp`, `forward_unique_id`, Gradients/)",
-               PHASE),
+    Mutant("phase-copy-first", P + "facts.py", (
+        Edit('scope = n.scope or ""', 'scope = n.scope or ""\n    if copy:\n        return "recompute"'),
+        # the fast path of the same rule, `Gradients/` scope first (`_evidence`), takes the copy first too
+        Edit('if in_gradients(n.scope or ""):', 'if in_gradients(n.scope or "") and not t("copy", n):')),
+        "a recomputed copy checked before the backward evidence (`is_bp`, `forward_unique_id`, Gradients/)",
+        PHASE, ((P + "facts.py", (Edit('scope = n.scope or ""',
+                                        'scope = n.scope or ""\n    if copy:\n        return "recompute"'),)),)),
     Mutant.one("phase-isbp-copy", P + "facts.py", '(n.scalar_attr("is_bp") is True and not copy)',
                '(n.scalar_attr("is_bp") is True)', "`is_bp` on a recomputed copy read as backward", PHASE),
     Mutant.one("phase-graph-calls", P + "facts.py", "_own_phase(t, s) or of(s.graph, seen | {graph}) or",
                "_own_phase(t, s) or", "a subgraph's phase from its call sites' own evidence only (not their graph's)",
-               PHASE, also=((P + "facts.py", 't("evidence", s) or of(s.graph, seen | {graph}) or', 't("evidence", s) or'),)),
+               PHASE, also=((P + "facts.py", 't("evidence", s) or of(s.graph, seen | {graph}) or', 't("evidence", s) or'),
+                            (P + "facts.py", "found, deeper = of(s.graph, inside) if s.graph not in inside else",
+                             "found, deeper = (None, False) if True else"))),
     Mutant.one("phase-rule-r8", P + "facts.py", 'if rule in ("R1", "R4", "R8") or', 'if rule in ("R1", "R4") or',
                "rule R8 communication not decided backward by its rule", PHASE),
     Mutant.one("phase-exchange", P + "comm.py", 'if other.phase == "backward":', 'if other.phase == "forward":',
@@ -133,7 +138,8 @@ MUTANTS: tuple[Mutant, ...] = (
                "return mark if found >> mark & 1 and _pipeline_mark(n, None) == mark else None", "return mark",
                "micro batch: a node joining several micro batches keeps its printed mark", ORDER),
     Mutant.one("micro-shared-param", P + "facts.py", 'seeds = n.op in _HOPS and not n.mentions("pipeline_param")',
-               "seeds = n.op in _HOPS", "micro batch: a shared parameter's hop seeds its micro batch", ORDER),
+               "seeds = n.op in _HOPS", "micro batch: a shared parameter's hop seeds its micro batch", ORDER,
+               also=((P + "facts.py", '(n.op in _HOPS and not n.mentions("pipeline_param"))', "(n.op in _HOPS)"),)),
     Mutant.one("micro-depend", P + "facts.py", 'refs = (n.first_node_ref,) if n.op == "Depend" else n.node_refs',
                "refs = n.node_refs", "micro batch: a Depend's ordering input read as data", ORDER),
     # the job (parallel/job.py)
@@ -147,6 +153,44 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant.one("world-derived", P + "job.py", "elif not world.known and self.staged and stages.known and stage_size.known:",
                "elif False:", "world size not derived from ranks per stage x stages", JOB,
                also=((P + "job.py", "if not world.known and f.staged and stages.known and size.known:", "if False:"),)),
+    Mutant.one("span-largest-group", P + "job.py", "size = f.span or (Evidence(top, f.stage_sizes[top][1])",
+               "size = (Evidence(top, f.stage_sizes[top][1])",
+               "ranks per stage from the largest collective group, not from the pipeline peers",
+               ("tests/test_inference_pipeline.py", *JOB)),
+    Mutant.one("last-from-wrap", P + "job.py", "wrap = [c for c in forward if stage == 0",
+               "wrap = [c for c in () if stage == 0",
+               "stage 0's forward Receive from the last stage (the wrap) not read as naming the last stage",
+               ("tests/test_order.py", *JOB)),
+    Mutant.one("last-from-group", P + "job.py", "if rank is None or stage is None:", "if True:",
+               "a p2p group of one rank per stage not read as the stage count",
+               ("tests/test_pairs.py", *JOB), after="def _one_rank_per_stage"),
+    Mutant.one("mp-loss-mean", P + "job.py", 'or "/%" not in c.serves or c.group_ranks not in gradients:',
+               'or "/%" not in c.serves or True:',
+               "tensor parallelism from any operator-forward collective (a loss mean or a router's expert load too)",
+               ("tests/test_llm.py", *JOB)),
+    Mutant.one("stage-of-no-pipeline", P + "job.py", "return 0 if stage is None and not self.stage_unknown else stage",
+               "return stage", "a folder's rank of no pipeline on no stage (null), where the job says stage 0",
+               ("tests/test_lifetime.py", *JOB)),
+    Mutant.one("folded-chunks", P + "order.py", "return any(c.chunk is None for c in hops)", "return False",
+               "a folded pipeline's segments taken for interleaved chunks", ("tests/test_folded_fixtures.py", *ORDER)),
+    Mutant.one("sp-sequence-split", P + "flowrules.py", "and _layout_splits_sequence(layout, ranks)", "and False",
+               "sequence parallelism not recognised from a layout (`in_layout`) splitting the sequence",
+               ("tests/test_degrees.py", "tests/test_llm.py", "tests/test_parallel_rules.py")),
+    Mutant.one("advice-no-layer", P + "balance.py", "if idle:", "if False:",
+               "advice given where the layers carry none of a stage's work (an inference pipeline's)",
+               ("tests/test_inference_pipeline.py", *COST),
+               after="idle = [f for f in figures if f.layers"),
+    Mutant.one("cost-disagree", P + "balance.py", "complete = len(job.micro_seen) < 2 and not job.stages_absent",
+               "complete = not job.stages_absent", "a step, bubble and advice estimated where the ranks disagree on the "
+               "micro batches (with the most, for ranks that ran fewer)", ("tests/test_check.py", *COST),
+               also=()),
+    Mutant.one("cost-unknown-stage", C + "report/cost.py",
+               "if (selected is None or s == selected) and job.folder_stage(c.stage) is not None]",
+               "if (selected is None or s == selected)]", "a rank of unknown stage in a pipeline measured as stage 0",
+               ("tests/test_partial.py", *COST)),
+    Mutant.one("balance-unknown", P + "balance.py", "if (c := f.cost.cost).compute_unknown > c.compute_known]",
+               "if (c := f.cost.cost).compute_unknown > c.compute_known + c.compute_unknown]",
+               "a balance ratio printed from known operators where unknown-cost work dominates", COST),
     # runs per step (parallel/runs.py)
     Mutant.one("runs-max", P + "runs.py", "total += r.count", "total = max(total, r.count)",
                "runs per step: a graph called from several sites counted once", ("tests/test_runs.py", *COST)),
@@ -168,8 +212,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant.one("order-kahn", P + "order.py", "return out if len(out) == len(hops) else [hops[i][0] for i in ranked]",
                "return [hops[i][0] for i in ranked]",
                "Send/Receive placed by their units only, not after the hops they depend on (Kahn)", ORDER),
-    Mutant.one("order-send-first", P + "order.py", 'c.op != "Receive")', 'c.op == "Receive")',
-               "within a unit, its Send placed before its Receive", ORDER),
+    Mutant("order-send-first", P + "order.py", (Edit('c.op != "Receive")', 'c.op == "Receive")'),),
+           "within a unit, its Send placed before its Receive", ORDER,
+           ((P + "order.py", (Edit('c.op != "Receive"', 'c.op == "Receive"', after='return len(at), c.phase == "backward"'),
+                              Edit('c.op != "Receive"', 'c.op == "Receive"', after="return at.get(unit, len(at)),"))),)),
     Mutant.one("order-print", P + "order.py", "ranked = sorted(found, key=lambda k: (len(before[k]), canonical.index(k)))",
                "ranked = sorted(found, key=lambda k: units[k].line)", "units ordered by print order", ORDER),
     Mutant.one("in-flight-release", P + "order.py", 'held += 1 if u.phase == "F" else -1',
@@ -186,7 +232,8 @@ MUTANTS: tuple[Mutant, ...] = (
                "backward work placed by its inputs, not its forward counterpart", COST),
     # lifetimes (parallel/lifetime.py)
     Mutant.one("lifetime-free", P + "lifetime.py", "end = last[b] if last[b] >= born[b] else born[b]", "end = born[b]",
-               "a block freed where it is made, not after its last use", ("tests/test_lifetime.py", *COST)),
+               "a block freed where it is made, not after its last use", ("tests/test_lifetime.py", *COST),
+               also=((P + "lifetime.py", "frees[max(last[b], born[b])].append(b)", "frees[born[b]].append(b)"),)),
     Mutant.one("lifetime-late", P + "lifetime.py", 'late = {"backward", "recompute"}', 'late = {"backward"}',
                "a forward block read only by recompute not an activation", ("tests/test_lifetime.py", *COST)),
     Mutant.one("lifetime-block", P + "lifetime.py", "return ((nbytes + 31) // 512 + 1) * 512",
@@ -206,12 +253,18 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant.one("text-disagree", C + "present/job.py", "if len(job.micro_seen) > 1", "if len(job.micro_seen) > 2",
                "summary text: ranks disagreeing on two micro batch counts print one",
                ("tests/test_check.py", "tests/test_output.py", "tests/test_parallel.py")),
+    Mutant.one("diff-disagree", C + "present/job.py", "        if seen:  # ranks of that side disagree",
+               "        if False:  # ranks of that side disagree",
+               "diff: a side whose ranks disagree on the micro batches said by its most alone",
+               ("tests/test_check.py", "tests/test_output.py")),
     Mutant.one("text-segments", C + "present/job.py", "'segments (folded)' if job.folded else 'chunks'", "'chunks'",
                "summary text: a folded pipeline's segments said as chunks",
                ("tests/test_folded_fixtures.py", "tests/test_output.py")),
     Mutant.one("text-in-flight", C + "present/cost.py",
                'return ", ".join(f"{n} on chunk {c}" for c, n in by_chunk) or cell(count)', "return cell(count)",
-               "in flight said as a fraction, not whole micro batches per chunk", ("tests/test_order.py", *COST)),
+               "in flight said as a fraction, not whole micro batches per chunk", ("tests/test_order.py", *COST),
+               also=((C + "present/cost.py", 'return ", ".join(f"{n} on {part} {c}" for c, n in by_chunk) or cell(count)',
+                      "return cell(count)"),)),
 )
 
 F = "fixtures/mindir/"
@@ -220,7 +273,8 @@ PIPELINES = ("pipeline_3stage_24p_m5", "pipeline_4stage_8p", "pipeline_2stage_2p
              "pipeline_interleaved_4stage_8p", "pipeline_folded_8p", "pipeline_segments_8p", "pipeline_unequal_8p",
              "pipeline_4stage_lazy_8p", "gpt_small_dp2mp2pp2", "mindformers_llama_dp2mp2pp2",
              "mindformers_llama_pp4_interleaved", "mindformers_moe_dp2mp2pp2_ep2", "dryrun_llama_dp2mp2pp2",
-             "check_micro_mismatch_8p", "dynamic_shape_pp_4p")
+             "check_micro_mismatch_8p", "dynamic_shape_pp_4p", "mindformers_deepseek3_sp_dp2mp2pp2",
+             "mindformers_deepseek3_dp2pp4", "pipeline_4stage_32p_loss")
 FLAT = ("semi_auto_8p", "flash_sp_sendrecv_8p", "flash_attention_sp_8p", "moe_8p", "user_group_8p", "two_d_tp_8p",
         "mindformers_llama_sp_fa_dp2mp2pp2", "opt_parallel_8p", "mlp_cpu", "control_flow_cpu")
 COMMANDS: tuple[tuple[str, ...], ...] = (

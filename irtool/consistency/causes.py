@@ -149,7 +149,8 @@ def _odd_headline(folder: Folder, stages: Stages, stage: int | None, ranks: list
                 f"{strategy_text_of(theirs) or 'no strategy'}{more}{where}")
     mine, theirs = stages.micros(ranks[0]), stages.micros(alike[0])
     if mine != theirs:
-        return f"{who} build{'s' if len(ranks) == 1 else ''} {mine} micro batches; {_ranks(alike)} build {theirs}"
+        return (f"{who} build{'s' if len(ranks) == 1 else ''} {mine} micro batches; {_ranks(alike)} "
+                f"build{'s' if len(alike) == 1 else ''} {theirs}")
     return f"{who} differ{'s' if len(ranks) == 1 else ''} from {_ranks(alike)}: {first.problem}"
 
 

@@ -56,11 +56,12 @@ class StageCost:
 
 
 def stage_cost(facts: ParallelFacts, keep_ops: bool = False, hardware: Profile | None = None,
-               order: StageOrder | None = None) -> StageCost:
+               order: StageOrder | None = None, walk: bool = True) -> StageCost:
     """The cost record of one analysed rank (reading what its dump shows of the job, `facts.job`); `keep_ops`
     keeps each operator's FLOPs (`cost.compute_cost`); `hardware` adds its times (`timing.stage_timing`); `order`:
     the rank's order as a folder command shows it (`dumpdir.rank_order`: its kernel graph's where present), else
-    its own dump's `order` fact."""
+    its own dump's `order` fact; `walk` False: without the lifetime walk (`lifetimes` None), for a caller that reads no
+    peak (the node overlays, the timeline, a logical graph's FLOPs balance)."""
     job: RankJob = facts.job
     comm = Bytes()
     for c in facts.comm:
@@ -73,7 +74,8 @@ def stage_cost(facts: ParallelFacts, keep_ops: bool = False, hardware: Profile |
         cost = replace(cost, ops=[])
     memory = _made(facts.table, ("memory", micros), lambda: compute_memory(facts.table, micros))
     return StageCost(stage=facts.stage, rank=job.rank, file=job.file, cost=cost, memory=memory, comm=comm, order=order,
-                     layers=list(job.layers), lifetimes=facts.table.get("lifetimes"), timing=timing)
+                     layers=list(job.layers), lifetimes=facts.table.get("lifetimes") if walk else None,
+                     timing=timing)
 
 
 # each fact table's FLOPs and memory records, made once: a command asking a rank's cost twice (`export` and `view`:
@@ -126,9 +128,11 @@ def in_flight(order: StageOrder, stage: int | None, job: Job) -> InFlight:
                                          "this dump fixes (" + " ".join(order.work) + ")"
                         + (f"; a micro batch on one {part} holds 1/{len(order.chunks)} of its activations"
                            if order.chunks else ""), tuple(order.in_flight_by_chunk or ()), part)
-    s = stage or 0
     if stages.known and stages.value == 1:
         return InFlight(1, "no pipeline: each micro batch's backward runs before the next forward")
+    if stage is None:  # a rank of unknown stage in a pipeline is not stage 0
+        return InFlight(None, "unknown: this pass does not fix the order and the rank's stage is unknown")
+    s = stage
     if stages.known and micros.known:
         n = one_f_one_b(stages.value, s, micros.value)
         return InFlight(n, f"1F1B assumed (this pass does not fix the order): stage {s} of {stages.value} holds "
@@ -359,6 +363,7 @@ class Balance:
     measure: str = MEASURE
     notes: list[str] = field(default_factory=list)
     unknown_dominates: list[tuple[int, int, int]] = field(default_factory=list)  # (stage, unknown, all): no ratio
+    micro_seen: list[int] = field(default_factory=list)  # the ranks' micro batch counts, when they disagree several
 
     @property
     def played(self) -> Step | None:
@@ -382,7 +387,9 @@ def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
                 default=None)  # another stage than the heaviest, even when they tie
     m = job.micro_batches.value if job.micro_batches.known else None
     v = job.chunks.value if job.chunks.known else 1
-    complete = not job.stages_absent and job.pipeline_stages.known and len(figures) == job.pipeline_stages.value
+    # ranks that disagree on the micro batches do not run one step: no step, bubble or advice is estimated
+    complete = len(job.micro_seen) < 2 and not job.stages_absent and job.pipeline_stages.known \
+        and len(figures) == job.pipeline_stages.value
     timed = [f.cost.timing for f in figures if f.cost.timing is not None]
     step = simulate(timed) if complete and timed and len(timed) == len(figures) else None
     b = Balance(
@@ -395,7 +402,8 @@ def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
         unknown_ops=sum(f.cost.cost.compute_unknown for f in figures),
         bubble=(step.bubble if step is not None and not step.cannot else
                 bubble([c / m for c in compute], m, v) if complete and m else None),
-        device_memory=device_memory, advice=advise(figures, job, device_memory), step=step)
+        device_memory=device_memory, advice=advise(figures, job, device_memory), step=step,
+        micro_seen=list(job.micro_seen))
     if timed and len(timed) == len(figures) > 1:
         b.seconds = {f.stage: x.total().seconds for f, x in zip(figures, timed)}
         b.slowest, b.fastest = max(b.seconds, key=b.seconds.__getitem__), min(b.seconds, key=b.seconds.__getitem__)
@@ -503,16 +511,22 @@ def advise(figures: list[StageFigures], job: Job, device_memory: int | None) -> 
     recomputed = sorted({i for v in job.recompute.values() for i in v})
     n_layers = sum(len(f.layers) for f in figures)
     none = Advice(None, None, None, "", n_layers, chunks, recomputed)
+    if len(job.micro_seen) > 1:
+        none.cannot = f"ranks disagree on the number of micro batches ({' or '.join(map(str, job.micro_seen))})"
+        return none
     if job.stages_absent:
         absent = job.stages_absent
         none.cannot = f"stage{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} not read"
         return none
-    if len(figures) < 2:
+    if not figures:
+        none.cannot = "no rank of a known stage read"
+        return none
+    if len(figures) < 2 and job.pipeline_stages.known:
         none.cannot = "one stage"
         return none
     if not job.pipeline_stages.known or job.pipeline_stages.value != len(figures):
         of = job.pipeline_stages.value if job.pipeline_stages.known else "an unknown number"
-        none.cannot = f"{len(figures)} stages read of {of}"
+        none.cannot = f"{len(figures)} stage{'s' if len(figures) != 1 else ''} read of {of}"
         return none
     micros = job.micro_batches.value if job.micro_batches.known else None
     model = split_model(figures, micros, device_memory, chunks)

@@ -419,7 +419,24 @@ def op_flops(node: Node, kind: str, rows: int | None = None) -> tuple[int | None
 
 def bytes_moved(node: Node, kind: str, rows: int | None = None) -> int | None:
     """Bytes a memory-bound operator reads and writes: its tensor inputs and outputs (a tuple's
-    elements summed), as printed; None when one is of unknown size."""
+    elements summed), as printed; None when one is of unknown size. Read from the node's type line only: worked
+    out once per distinct line (a layer's operators print the same types in every layer)."""
+    if rows is not None or not node.type_lines:
+        return _moved(node, rows)
+    line = node.type_lines[0]
+    moved = _MOVED.get(line, _UNSEEN)
+    if moved is _UNSEEN:
+        if len(_MOVED) >= 1 << 16:  # a long-lived process (the view server) reading dump after dump
+            _MOVED.clear()
+        moved = _MOVED[line] = _moved(node, None)
+    return moved  # type: ignore[return-value]
+
+
+_MOVED: dict[str, int | None] = {}
+_UNSEEN = object()
+
+
+def _moved(node: Node, rows: int | None) -> int | None:
     total = 0
     for t in [*node.input_types, node.output_type]:
         if t is None or t.kind not in ("Tensor", "Ref", "Tuple") or t.shape is None:

@@ -16,6 +16,7 @@ from .model_dims import ModelDims, ffn_size, heads, kv_heads, model_dims
 from .params import WEIGHT_VALUE, follow_value, layer_index
 from .records import CommNode, Strategy, _as_dict
 from .rules import MIRRORS
+from .stage import as_int
 from .table import Pass
 
 # Update primitives of the optimizers MindSpore ships, by the name the job record gives them.
@@ -85,7 +86,8 @@ class RankJob:
     accumulation: Evidence  # gradient accumulation buffers (`accu_grads.*`) or micro-step mirrors
     training: bool  # the dump has an optimizer, accumulation or backward work
     hops: int = 0  # pipeline Send/Receive (a pass before step_parallel_end has them, but no stage yet)
-    last: bool = False  # the last stage: forward work received from upstream, none sent downstream
+    last: int | None = None  # the last stage this rank tells (`_hops_of`), and where (`last_where`)
+    last_where: str = ""
     backward: bool = False  # the dump has backward work (recomputed copies come with it: before, recompute is unknown)
     parallel: bool = True  # the parallel pass has inserted its communication (no group degree is known before)
     recompute_where: str = ""  # the first recomputed copy, `file:line (op)`
@@ -235,14 +237,45 @@ def _backward_of(t: Any) -> bool:
     return any(c.phase == "backward" for c in _records(t)) or any(t("phase", n) == "backward" for n in t.dump.nodes())
 
 
-def _hops_of(t: Any) -> tuple[int, bool]:
-    """The pipeline Send/Receive, and whether the rank is on the last stage: it sends no forward work to a later
-    stage (a folded or interleaved one sends it round to stage 0)."""
+def _hops_of(t: Any) -> tuple[int, int | None, str]:
+    """The pipeline Send/Receive, and the last stage the rank tells, with where: its own when it sends no forward
+    work to a later stage (a folded or interleaved one sends it round to stage 0), else on stage 0 the peer stage
+    of a forward Receive from a later stage: nothing is upstream of stage 0 but the last stage, whose work an
+    interleaved or folded pipeline sends round to stage 0's next chunk."""
     stage = t.get("stage_info").stage
     hops = [c for c in _records(t) if c.category == "pipeline" and c.direction]
     forward = [c for c in hops if c.phase == "forward"]
-    return len(hops), stage is not None and bool(forward) and not any(
-        c.op == "Send" and (c.peer_stage is None or c.peer_stage > stage) for c in forward)
+    if stage is not None and forward and not any(
+            c.op == "Send" and (c.peer_stage is None or c.peer_stage > stage) for c in forward):
+        return len(hops), stage, f"it sends no forward work to a later stage ({_name(t)})"
+    wrap = [c for c in forward if stage == 0 and c.op == "Receive" and c.peer_stage is not None and c.peer_stage > 0]
+    if wrap:
+        c = wrap[0]
+        part = "chunk" if c.chunk is not None else "segment"  # a folded pipeline's hops print `segment` alone
+        return len(hops), c.peer_stage, _at(_name(t), c, f"forward Receive from rank {c.peer_rank} on stage "
+                                                         f"{c.peer_stage}, into stage 0's {part} {c.segment}")
+    return (len(hops), *_one_rank_per_stage(hops, t.rank, stage, _name(t)))
+
+
+def _one_rank_per_stage(hops: list[CommNode], rank: int | None, stage: int | None, name: str) -> tuple[int | None, str]:
+    """The last stage a p2p group of one rank per stage tells (a lazy-inline pipeline's, `(0, 2, 4, 6)`): where the
+    rank is the member at its own stage's index and each hop's peer index (`pa.dest_rank`/`pa.src_rank`, an index
+    into the group on this path) is its peer stage, the group's k members are the k stages' (None, "" otherwise: a
+    group of two says nothing a pair does not, and a stage's several ranks in one group break the index)."""
+    if rank is None or stage is None:
+        return None, ""
+    for c in hops:
+        ranks = c.group_ranks
+        index = as_int(c.rank_attrs.get("dest_rank" if c.op == "Send" else "src_rank"))
+        if not ranks or len(ranks) < 3 or rank not in ranks or ranks.index(rank) != stage or c.peer_stage is None \
+                or index != c.peer_stage or index >= len(ranks) or ranks[index] != c.peer_rank:
+            return None, ""
+    c = hops[0] if hops else None
+    if c is None or not c.group_ranks:
+        return None, ""
+    return len(c.group_ranks) - 1, _at(name, c, f"{c.op} on the group {c.group_ranks} of one rank per stage: rank "
+                                                f"{rank} at index {stage} on stage {stage}, rank {c.peer_rank} at index "
+                                                f"{c.peer_stage} on stage {c.peer_stage}")
 
 
 def _chunks_of(t: Any) -> tuple[list[int], bool]:
@@ -260,7 +293,7 @@ def _rank_job(t: Any) -> RankJob:
     layers, where = t.get("job_layers")
     recompute, recompute_where = t.get("job_recompute")
     chunks, folded = t.get("job_chunks")
-    hops, last = t.get("job_hops")
+    hops, last, last_where = t.get("job_hops")
     stage, mp, ep, sp, cp, shard = (t.get(f) for f in _GROUP_FACTS)
     optimizer, accumulation, backward = t.get("job_optimizer"), t.get("job_accumulation"), t.get("job_backward")
     return RankJob(rank=t.rank, file=_name(t), stage=t.get("stage_info").stage, stage_sizes=stage,
@@ -268,7 +301,7 @@ def _rank_job(t: Any) -> RankJob:
                    micro=t.get("job_micro"), chunks=chunks, folded=folded, layers=layers, layers_where=where,
                    recompute=recompute, dims=t.get("job_dims"), optimizer=optimizer, opt_shard=shard,
                    accumulation=accumulation, training=optimizer.known or accumulation.known or backward,
-                   hops=hops, last=last, backward=backward, parallel=t.get("file_kind") != "pre",
+                   hops=hops, last=last, last_where=last_where, backward=backward, parallel=t.get("file_kind") != "pre",
                    recompute_where=recompute_where)
 
 
@@ -419,8 +452,13 @@ class Job:
     stage_unknown: list[int | None] = field(default_factory=list)
     stage_unknown_layers: list[int] = field(default_factory=list)
 
+    def folder_stage(self, stage: int | None) -> int | None:
+        """The folder's stage of a rank whose dump decides `stage` (None: its dump shows none): stage 0 when no
+        rank shows a pipeline (MindSpore's default of one stage, `stage_ranks`), else unknown (`stage_unknown`)."""
+        return 0 if stage is None and not self.stage_unknown else stage
+
     def as_dict(self) -> dict[str, Any]:
-        # the ranks of unknown stage only where there are some (JSON `irtool.summary/2` gained them as optional)
+        # the ranks of unknown stage only where there are some (optional since version 2 of the summary JSON)
         d = _as_dict(self, skip=("micro_seen",) + (() if self.stage_unknown else ("stage_unknown", "stage_unknown_layers")))
         for k, v in vars(self).items():
             if isinstance(v, Evidence):
@@ -481,7 +519,8 @@ class JobFold:
         self.backward = False
         self.parallel = False
         self.recompute_where = ""
-        self.last: Evidence | None = None  # the stage count a rank of the last stage tells
+        self.last: Evidence | None = None  # the stage count a rank of the last stage (or stage 0's wrap) tells
+        self.last_own = False
         self.dims: dict[str, Evidence] = {}  # ModelDims field -> the first rank's that knows it
         self.per_rank = False  # the data input printed is one data-parallel rank's
         self.layer_weights: tuple = ()  # the lowest layer's 2-D MatMul weights a rank read (`ModelDims.layer_weights`)
@@ -504,9 +543,10 @@ class JobFold:
         self.chunks.update(r.chunks)
         self.folded |= r.folded
         self.staged |= r.stage is not None or bool(r.chunks) or r.hops > 0
-        if r.last and r.stage is not None and self.last is None:
-            self.last = Evidence(r.stage + 1, f"rank {r.rank} is on the last stage, {r.stage}: it sends no forward work "
-                                              f"to a later stage ({r.file})")
+        if r.last is not None and (self.last is None or r.last == r.stage and not self.last_own):
+            self.last_own = r.last == r.stage  # the first rank of the last stage says it, else stage 0's wrap
+            self.last = Evidence(r.last + 1, f"rank {r.rank} {'is on' if r.last == r.stage else 'names'} the last stage, "
+                                             f"{r.last}: {r.last_where}")
         s = r.stage
         self.stage_ranks.setdefault(s, []).append(r.rank)
         if r.layers:
@@ -811,10 +851,15 @@ class JobChange:
     old_where: str = ""  # the evidence of each value
     new_where: str = ""
     stage: int | None = None
+    # micro batches: every count a side's ranks read when they disagree (its value is then the most, `Job.micro_seen`)
+    old_seen: tuple[int, ...] = ()
+    new_seen: tuple[int, ...] = ()
 
     @property
     def structural(self) -> bool:
-        return self.field in STRUCTURAL
+        # the same most micro batches where only one side's ranks disagree: the same configuration, a rank differs
+        # (compared rank with rank, where that rank shows it)
+        return self.field in STRUCTURAL and self.old != self.new
 
     @property
     def model(self) -> bool:
@@ -822,9 +867,10 @@ class JobChange:
         return self.field in MODEL
 
     def as_dict(self) -> dict[str, Any]:
+        seen = {k: list(v) for k, v in (("old_seen", self.old_seen), ("new_seen", self.new_seen)) if v}
         return {"field": self.field, "stage": self.stage, "old": self.old, "new": self.new,
                 "old_evidence": self.old_where, "new_evidence": self.new_where, "structural": self.structural,
-                "model": self.model}
+                "model": self.model, **seen}
 
 
 def _stage_value(job: Job, stage: int) -> tuple[bool, list[int] | None, str]:
@@ -864,6 +910,8 @@ def job_changes(old: Job, new: Job) -> list[JobChange]:
             ka, kb = _layers_known(old), _layers_known(new)
             a = sorted(i for i in a if kb is None or i in kb)
             b = sorted(i for i in b if ka is None or i in ka)
-        if ea.known and eb.known and a != b:
-            out.append(JobChange(name, a, b, ea.where, eb.where))
+        sa, sb = ((tuple(j.micro_seen) if len(j.micro_seen) > 1 else ()) for j in (old, new)) \
+            if name == "micro_batches" else ((), ())
+        if ea.known and eb.known and (a, sa) != (b, sb):
+            out.append(JobChange(name, a, b, ea.where, eb.where, old_seen=sa, new_seen=sb))
     return out

@@ -251,10 +251,13 @@ class _Kernel:
 class _Walk:
     """One walk: the trace of kernels run (what each allocates and reads), then the sweep. A reused graph's
     nodes run once per call: what does not depend on the call (which values a node reads, its outputs' sizes,
-    role and phase) is worked out once per node (`compile`, `kernel_of`)."""
+    role and phase) is worked out once per node (`compile`, `kernel_of`), and a call of a graph called before with
+    arguments of the same form (`form`: a layer's call for each micro batch) replays the steps that call made
+    (`run_call`, `_Call`: its blocks offset, its arguments' blocks put in), not walked again."""
 
-    def __init__(self, t: NodeFacts) -> None:
+    def __init__(self, t: NodeFacts, replay: bool = True) -> None:
         self.t = t
+        self.replay_calls = replay  # False: every call walked (tests hold the replay against it)
         self.graphs = {g.name: g for g in t.dump.subgraphs}
         self.size: list[int | None] = []  # per block
         self.role: list[str] = []
@@ -274,6 +277,8 @@ class _Walk:
         self.pieces: list[int | None] = []
         self.elems: list[int | None] = []
         self.inputs: set[str] = set()  # the step's inputs as kernels name them (`%para1_inputs0`)
+        self.calls: dict[tuple, _Call | None] = {}  # (graph, depth, the arguments' form) -> its steps (`run_call`)
+        self.replays = 0  # calls replayed
 
     def new_block(self, size: int | None, role: str, phase: str | None) -> int:
         self.size.append(None if size is None else block(size))
@@ -386,7 +391,71 @@ class _Walk:
             graph, bound = (target.graph, target.bound) if isinstance(target, _Closure) else (None, ())
         if graph is None or graph not in self.graphs or depth >= _MAX_DEPTH:
             return self.kernel(n, top, args)
-        return self.run_graph(graph, bound + tuple(args), top, depth + 1)
+        return self.run_call(graph, bound + tuple(args), top, depth + 1)
+
+    def run_call(self, graph: str, args: tuple[_Value, ...], top: Node, depth: int) -> _Value:
+        """A call: its steps replayed when the graph was called before with arguments of the same form (`form`),
+        else walked and kept for the next such call."""
+        form = self.form(args) if self.replay_calls else None
+        if form is None:  # an argument a collective's inputs wait for: walked
+            return self.run_graph(graph, args, top, depth)
+        key, flat = (graph, depth, form[0]), form[1]
+        if key in self.calls:
+            kept = self.calls[key]
+            if kept is not None:
+                return self.replay(kept, flat, top)
+            return self.run_graph(graph, args, top, depth)
+        first, steps, pending = len(self.size), len(self.allocs), self.pending_send
+        result = self.run_graph(graph, args, top, depth)
+        self.calls[key] = _Call.record(self, first, steps, pending, flat, result)
+        return result
+
+    def form(self, args: tuple[_Value, ...]) -> tuple[tuple, list[int]] | None:
+        """What a call's steps depend on in its arguments: their structure, which static block (parameters,
+        constants) each is, which of them are the same block, and of the others what `mark` reads; with those
+        others in order of first appearance. None when a collective's inputs wait for one of them."""
+        flat: list[int] = []
+        first: dict[int, int] = {}
+        static, reads, pieces, elems = self.static, self.reads, self.pieces, self.elems
+
+        def code(b: int) -> Any:
+            if b < static:
+                return b
+            i = first.get(b)
+            if i is None:
+                i = first[b] = len(flat)
+                flat.append(b)
+            return (i, reads[b], pieces[b], elems[b])
+
+        def enc(v: _Value) -> Any:
+            if v is None or type(v) is tuple:
+                return v if not v else tuple(map(code, v))
+            if isinstance(v, _Seq):
+                return ("seq", tuple(map(enc, v.items)))
+            return ("closure", v.graph, tuple(map(enc, v.bound)))
+
+        key = tuple(map(enc, args))
+        if self.waits and any(b in self.waits for b in flat):
+            return None
+        return key, flat
+
+    def replay(self, c: _Call, flat: list[int], top: Node) -> _Value:
+        """The kept steps of a call again (`_Call`), for the blocks of this call."""
+        self.replays += 1
+        s = len(self.size)
+        ext = [flat[x] if arg else x for arg, x in c.ext]
+        self.size += c.size
+        self.role += c.role
+        self.phase_of_block += c.phase
+        self.reads += c.reads
+        self.pieces += c.pieces
+        self.elems += c.elems
+        self.allocs += [tuple(range(lo + s, hi + s)) for lo, hi in c.allocs]
+        self.uses += [[x + s if x >= 0 else ext[~x] for x in u] for u in c.uses]
+        self.where += [(n, top) for n in c.nodes]
+        for k, held in c.waits:
+            self.waits[k + s] = [x + s if x >= 0 else ext[~x] for x in held]
+        return _decode(c.result, s, ext)
 
     def kernel_of(self, n: Node) -> _Kernel:
         t = self.t
@@ -455,6 +524,79 @@ class _Walk:
         self.allocs.append(out)
         self.uses.append(used)
         self.where.append((n, top))
+
+
+@dataclass(frozen=True)
+class _Call:
+    """The steps one call of a graph made (`_Walk.run_call`), to replay at a later call with arguments of the same
+    form: a block made in the call by its offset from the call's first (`x >= 0`), any other by its index in `ext`
+    (`~x`), an argument's (its position among the call's argument blocks) or a static one."""
+
+    ext: list[tuple[bool, int]]  # (an argument's: its position, else the static block)
+    size: list[int | None]  # of the blocks made in the call, as `_Walk` keeps them
+    role: list[str]
+    phase: list[str | None]
+    reads: list[bool]
+    pieces: list[int | None]
+    elems: list[int | None]
+    allocs: list[tuple[int, int]]  # per step: the range of blocks it makes
+    uses: list[list[int]]
+    nodes: list[Node]
+    waits: list[tuple[int, list[int]]]  # collectives whose inputs still wait after the call
+    result: Any
+
+    @classmethod
+    def record(cls, w: _Walk, first: int, steps: int, pending: list[int], flat: list[int],
+               result: _Value) -> _Call | None:
+        """The steps from `steps` on, the blocks from `first` on (`flat`: the call's argument blocks; `pending`: the
+        Send's buffers before it, which a Send or Receive in it would release); None when it cannot be replayed."""
+        static, arg = w.static, {b: i for i, b in enumerate(flat)}
+        index: dict[int, int] = {}
+        ext: list[tuple[bool, int]] = []
+        # a block neither made in the call, nor an argument's, nor static (none can be, as the walk reads values:
+        # kept so that a rule added to the walk later makes a call walked each time, not replayed wrong)
+        outside: list[int] = []
+
+        def code(b: int) -> int:
+            if b >= first:
+                return b - first
+            x = index.get(b)
+            if x is None:
+                if b < static:
+                    ext.append((False, b))
+                elif b in arg:
+                    ext.append((True, arg[b]))
+                else:
+                    outside.append(b)
+                    return 0
+                x = index[b] = ~(len(ext) - 1)
+            return x
+
+        if w.pending_send is not pending:  # a Send or Receive ran in it (none does in a fixture's): walked each time
+            return None
+        call = cls(ext, w.size[first:], w.role[first:], w.phase_of_block[first:], w.reads[first:],
+                   w.pieces[first:], w.elems[first:],
+                   [(a[0] - first, a[-1] + 1 - first) if a else (0, 0) for a in w.allocs[steps:]],
+                   [[code(b) for b in u] for u in w.uses[steps:]], [n for n, _ in w.where[steps:]],
+                   [(k - first, [code(b) for b in v]) for k, v in w.waits.items() if k >= first],
+                   _encode(result, code))
+        return None if outside else call
+
+
+def _encode(v: _Value, code: Any) -> Any:
+    if v is None or type(v) is tuple:
+        return v if not v else tuple(map(code, v))
+    if isinstance(v, _Seq):
+        return _Seq(tuple(_encode(x, code) for x in v.items))
+    return _Closure(v.graph, tuple(_encode(x, code) for x in v.bound))
+
+
+def _decode(v: Any, s: int, ext: list[int]) -> _Value:
+    if v is None or type(v) is tuple:
+        return v if not v else tuple(x + s if x >= 0 else ext[~x] for x in v)
+    if isinstance(v, _Seq):
+        return _Seq(tuple(_decode(x, s, ext) for x in v.items))
+    return _Closure(v.graph, tuple(_decode(x, s, ext) for x in v.bound))
 
 
 def _spec(i: Any) -> tuple[str, str] | None:

@@ -272,7 +272,7 @@ class _Stage:
 
     def __init__(self, build: _Builder, rank: int | None, dump: Dump, facts: ParallelFacts) -> None:
         self.build, self.rank, self.dump, self.facts, self.t = build, rank, dump, facts, facts.table
-        self.cost = stage_cost(facts)  # the cost records of the stage
+        self.cost = stage_cost(facts, walk=False)  # the cost records of the stage (its balance: FLOPs, no peak)
         job = build.job
         self.memory = stage_memory(self.cost.memory, in_flight(self.cost.order, self.cost.stage, job))
         self.stage = self.cost.stage or 0

@@ -210,7 +210,11 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
         for n in ordered:
             ph = t("phase", n)
             b = _bucket(t, n, ph, cols, chunks, staged)
-            ready = max((f for tag, f in (finish[x] for x in preds[n]) if tag == b), default=0.0)
+            ready = 0.0  # when what it reads on the same clock has ended
+            for x in preds[n]:
+                tag, f = finish[x]
+                if tag == b and f > ready:
+                    ready = f
             dur, is_comm, work = _duration(t, n, ph, p, groups, rank, flops, k_runs, kind, hops,
                                            matrix_by_dtype, counts)
             if b is None or dur == 0.0:

@@ -74,9 +74,13 @@ def balance_sentence(b: Balance) -> str:
     0-4, stage 1 holds layer 5 (forward alone: 5.05x)`."""
     if b.selected is not None:
         return f"only stage {b.selected} selected (--stage): no other stage to compare with"
+    if not b.stages:
+        return "no rank of a known stage read"
     if len(b.stages) < 2:
-        return "one stage: nothing to balance" if not b.absent else \
-            f"one stage read; stage{'s' if len(b.absent) > 1 else ''} {', '.join(map(str, b.absent))} not read"
+        if b.absent:
+            return f"one stage read; stage{'s' if len(b.absent) > 1 else ''} {', '.join(map(str, b.absent))} not read"
+        # a pipeline whose stage count is unknown is not one stage (an interleaved rank alone: its peers' stages)
+        return "one stage: nothing to balance" if b.stage_count.known else "one stage read of an unknown number"
     unknown = (f"; known operators only: {b.unknown_ops} operator{'s' if b.unknown_ops != 1 else ''} of unknown cost "
                "not counted") if b.unknown_ops else ""
     absent = f"; stages {', '.join(map(str, b.absent))} not read" if b.absent else ""

@@ -118,10 +118,12 @@ def change_parts(c: JobChange) -> tuple[str, str, str]:
     if c.field == "recompute_layers":
         return "recompute", layer_ranges(c.old) if c.old else "none", layer_ranges(c.new) if c.new else "none"
 
-    def value(v: Any) -> str:
+    def value(v: Any, seen: tuple[int, ...] = ()) -> str:
+        if seen:  # ranks of that side disagree: every count, never one of them alone
+            return f"{' or '.join(map(str, seen))} (ranks disagree)"
         return "yes" if v is True else "no" if v is False else str(v)
 
-    return _LABELS.get(c.field, c.field.replace("_", " ")), value(c.old), value(c.new)
+    return _LABELS.get(c.field, c.field.replace("_", " ")), value(c.old, c.old_seen), value(c.new, c.new_seen)
 
 
 def change_text(c: JobChange) -> str:

@@ -35,7 +35,7 @@ class Timeline:
 
 def stage_timings(ranks: Iterable[tuple[ParallelFacts, int | None, str]], hardware: Profile) -> list[StageTiming]:
     """Each pipeline stage's time on `hardware`, of the ranks given (facts, rank, file) one per stage."""
-    return [stage_cost(facts, hardware=hardware).timing
+    return [stage_cost(facts, hardware=hardware, walk=False).timing
             for facts, rank, file in ranks if facts.stage is not None and rank is not None]
 
 

@@ -403,7 +403,9 @@ def dir_blocks(b: Balance, job: Job, limit: int | None) -> list[Block]:
               f"({how})" if b.bubble is not None else
               "  estimated bubble: unknown (" + ("stages not read" if b.absent else
                                                  "micro batches unknown: " + m.where if not m.known else
-                                                 "the stage count unknown") + ")")
+                                                 "ranks disagree on the number of micro batches ("
+                                                 + " or ".join(map(str, b.micro_seen)) + ")" if len(b.micro_seen) > 1
+                                                 else "the stage count unknown") + ")")
     blocks: list[Block] = ["", "Balance: " + balance_sentence(b), t.limited(limit)]
     if b.played is not None:
         blocks.append(step_table(b.played).limited(limit))
@@ -435,7 +437,9 @@ def dir_cost(costs: dict[int, StageCost], job: Job, selected: int | None = None,
     """The balance of a folder from one cost record per stage (`selected`: the --stage shown)."""
     from ..parallel.balance import balance
 
-    picked = [c for s, c in sorted(costs.items()) if selected is None or s == selected]
+    # a rank of unknown stage in a pipeline is no stage's: never measured as stage 0 (`Job.folder_stage`)
+    picked = [c for s, c in sorted(costs.items())
+              if (selected is None or s == selected) and job.folder_stage(c.stage) is not None]
     return balance(picked, job, device_memory, selected)
 
 

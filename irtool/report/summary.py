@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # the cost model is loaded only when asked for (`--cost`)
     from ..parallel.balance import StageCost
     from ..parallel.hardware import Profile
 
-SCHEMA = "irtool.summary/2"
+SCHEMA = "irtool.summary/3"
 TOP_SCOPES = 10  # `top_scopes` keeps the cells that move the most bytes (the text title says of how many)
 
 
@@ -80,7 +80,7 @@ class FileSummary:
     misfits: list[StrategyMisfit] = field(default_factory=list)  # strategies that do not divide a shape
 
     def as_dict(self, stream: bool = False) -> dict[str, Any]:
-        """The JSON of schema `irtool.summary/2`; `stream`: its long lists (communication, strategies,
+        """The JSON of schema `irtool.summary/3`; `stream`: its long lists (communication, strategies,
         redistributions) as `Records`, each record made as it is written (`json_pieces`), never all held."""
         d, f, info = self.dump, self.facts, self.facts.stage_info
 
@@ -147,7 +147,7 @@ def comm_layers(facts: ParallelFacts) -> dict[str, int]:
 
 def summarize(dump: Dump, facts: ParallelFacts, extra_warnings: Iterable[DumpWarning] = (),
               depth: int | None = None) -> dict[str, Any]:
-    """The summary of one dump as JSON-ready data (schema `irtool.summary/2`)."""
+    """The summary of one dump as JSON-ready data (schema `irtool.summary/3`)."""
     return file_summary(dump, facts, extra_warnings, depth).as_dict()
 
 
@@ -261,21 +261,21 @@ class DirSummary:
     first_ranks: dict[int, RankFile]  # the lowest rank read of each stage, every stage whatever --stage
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON `irtool.summary/2` of a folder; its `ranks` are made one at a time as they are written
+        """The JSON `irtool.summary/3` of a folder; its `ranks` are made one at a time as they are written
         (`present.Records`)."""
         measured = bool(self.costs)  # `--cost`: each rank says its peak beside its stage
 
         def row(r: RankDigest) -> dict[str, Any]:
             peak = {"peak_bytes": None if r.cost is None else r.cost.peak_bytes} if measured else {}
-            return {"rank": r.rank, "file": r.path, "stage": r.stage, **peak, "counts": r.counts,
+            return {"rank": r.rank, "file": r.path, "stage": self.job.folder_stage(r.stage), **peak, "counts": r.counts,
                     "comm_totals": r.totals.as_dict(), "send_receive": [e.as_dict() for e in r.pairs],
                     "groups": r.groups, "warnings": [w.as_dict() for w in r.warnings],
                     **({"failure": r.failure.as_dict()} if r.failure is not None else {}),
                     **({"strategy_misfits": [m.as_dict() for m in r.misfits]} if r.misfits else {})}
 
         ranks = Records(len(self.rows), lambda: map(row, self.rows))
-        stages = [{"stage": s.stage, "ranks": s.ranks, **self._peak(s.stage), "comm_totals": s.totals.as_dict(),
-                   "traffic": s.traffic.as_dict(), "groups": s.groups,
+        stages = [{"stage": self.job.folder_stage(s.stage), "ranks": s.ranks, **self._peak(s.stage),
+                   "comm_totals": s.totals.as_dict(), "traffic": s.traffic.as_dict(), "groups": s.groups,
                    "answers": [a.as_dict() for a in s.answers]} for s in self.stages]
         return {"schema": SCHEMA, "path": self.path, "stage": self.stage, "job": self.job.as_dict(), "ranks": ranks,
                 "stages": stages, "send_receive_matrix": [e.as_dict() for e in self.matrix],
@@ -286,7 +286,8 @@ class DirSummary:
         """`--cost`: the stage's peak, walked on its lowest rank measured (the `peak_bytes` of that rank's row)."""
         if not self.costs:
             return {}
-        c = self.costs.get(selected_stage(stage))
+        at = self.job.folder_stage(stage)  # a stage unknown is no stage's cost record
+        c = None if at is None else self.costs.get(at)
         return {"peak_bytes": None if c is None else c.peak_bytes, "peak_rank": None if c is None else c.rank}
 
 
@@ -505,7 +506,7 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
     ranks, said so in the title), its strategies, redistributions and optimizer sharding (ranks with
     the same tables shown once: `ranks 1-3: same as rank 0`), and every rank's Send/Receive."""
     ranks = Table("Ranks", ["rank", "stage", "file", "comm nodes", "bytes"],
-                  [[cell(r.rank), cell(r.stage), r.path, cell(r.totals.total.count),
+                  [[cell(r.rank), cell(d.job.folder_stage(r.stage)), r.path, cell(r.totals.total.count),
                     bytes_text(r.totals.total.bytes)] for r in d.rows])
     failed = [b for r in d.rows for b in [*failure_blocks(r.failure, f"Rank {cell(r.rank)}: "),
                                           *misfit_lines(r.misfits, f"Rank {cell(r.rank)}: ")]]
@@ -517,9 +518,9 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
         blocks.append(Table(f"Warnings: {len(warnings)}", ["rank", "location", "warning"], warnings))
     for st in d.stages:
         n = len(st.ranks)
-        # a stage no dump decides in a pipelined job is unknown, not the absence of a pipeline
-        name = f"Stage {st.stage}" if st.stage is not None else "Stage unknown" if d.job.stage_unknown else \
-            "No pipeline stage"
+        # the job's stage: a stage no dump decides in a pipelined job is unknown, without a pipeline it is 0
+        at = d.job.folder_stage(st.stage)
+        name = "Stage unknown" if at is None else f"Stage {at}" + (" (no pipeline)" if st.stage is None else "")
         title = f"{name}: sum over {n} rank{'s' if n != 1 else ''} ({rank_list(r for r in st.ranks if r is not None)})"
         blocks.append(Table(f"{title}, communication by category", ["category", "count", "bytes"],
                             _totals_rows(st.totals.by_category)).limited(limit))

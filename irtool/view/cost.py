@@ -35,7 +35,7 @@ class NodeCost:
 
 def node_cost(facts: ParallelFacts, rank: int | None, file: str) -> NodeCost:
     """The cost records of one analysed rank (`balance.stage_cost`), by node."""
-    sc = stage_cost(facts, keep_ops=True)
+    sc = stage_cost(facts, keep_ops=True, walk=False)
     cost, memory, t = sc.cost, sc.memory, facts.table
     held_by_name = {p.name: p.bytes for p in memory.params if p.bytes is not None}
     held = {p.ref: held_by_name[p.name] for p in t.dump.params if p.name in held_by_name}

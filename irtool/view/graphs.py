@@ -214,8 +214,20 @@ PHASE_ROWS = {p: {"key": "phase", "value": p} for p in PHASES}
 
 def _callee(node: Node, ctx: _Context) -> str:
     """A call's callee as the graph selector names it (`DecoderLayer forward #7389`, not the dump's
-    `@7389_..._DecoderLayer_construct_7389`); a closure (`%5`) as the dump says it."""
-    return ctx.shown.get(node.callee.lstrip("@"), node.callee)
+    `@7389_..._DecoderLayer_construct_7389`), a closure by the graph it holds (`%19[@Partial(@..._GPT_..._7590)]`:
+    `GPT backward #7590`); a closure naming no graph (`%5`) as the dump says it."""
+    own = ctx.shown.get(node.callee.lstrip("@"))
+    held = [ctx.shown.get(g, g) for g in node.called_graphs] if own is None else []
+    return own or " | ".join(held) or node.callee
+
+
+def _callee_in_dump(node: Node, ctx: _Context) -> str | None:
+    """The dump's name of a call's callee where the viewer's differs: `@..._construct_7592`, a closure with the
+    graphs it holds (`%19 holding @..._construct_7590`)."""
+    if node.callee.lstrip("@") in ctx.shown:
+        return node.callee
+    held = [f"@{g}" for g in node.called_graphs]
+    return f"{node.callee} holding {', '.join(held)}" if held else None
 
 
 def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
@@ -232,8 +244,9 @@ def _node_attrs(node: Node, uid: str, ctx: _Context) -> list[dict[str, str]]:
     if node.is_call:
         attrs[:0] = [_kv("operator", node.op)]  # the box says `call <the callee's name in the viewer>`
         attrs.append(_kv("callee", _callee(node, ctx)))
-        if node.callee.lstrip("@") in ctx.shown:
-            attrs.append(_kv("callee in the dump", node.callee))
+        in_dump = _callee_in_dump(node, ctx)
+        if in_dump:
+            attrs.append(_kv("callee in the dump", in_dump))
     inst = node.instance_name
     if inst:
         attrs.append(_kv("instance name", inst))
@@ -318,10 +331,12 @@ def _children(direct: Iterable[str]) -> dict[str, set[str]]:
 
 
 def bound_namespaces(members: list[Member], chain_of: dict[str, int], micro: Micro,
-                     stackable: Callable[[Node], bool] = lambda n: True) -> dict[str, str]:
+                     stackable: Callable[[Node], bool] = lambda n: True, reads: Reads | None = None) -> dict[str, str]:
     """Split every namespace with more than MAX_CHILDREN direct children into levels users know,
     in this order while a group is still too big: micro batch (the `micro` attribute), the
-    redistribution chain a node belongs to, operator type, then runs of dump lines. Then, in any
+    redistribution chain a node belongs to, operator type, the layer a node reads (`reads`: a graph drawn by
+    layer, whose nodes of no layer are a layer's plumbing: the gradient accumulation's `Depend`s of each layer),
+    then runs of dump lines. Then, in any
     namespace of more than STACK_SCOPE children, the operators of a type occurring STACK_MIN times or
     more (`stackable` ones) go into a group of their own, `Depend (17)` (a stack).
     Returns each new namespace's level name (`micro batch`, `operator`, ...), for its group attributes."""
@@ -332,7 +347,7 @@ def bound_namespaces(members: list[Member], chain_of: dict[str, int], micro: Mic
     levels: dict[str, str] = {}
     for ns, ms in direct.items():
         if len(ms) + len(children[ns]) > MAX_CHILDREN:
-            _split(ns, ms, 0, chain_of, micro, levels)
+            _split(ns, ms, 0, (chain_of, micro, reads), levels)
     _stack(members, levels, stackable)
     return levels
 
@@ -370,7 +385,12 @@ def _lines(m: Member) -> int:
     return m[1].line if m[1] is not None else 0
 
 
-def _keys(depth: int, chain_of: dict[str, int], micro: Micro, ms: list[Member]) -> tuple[str, list[str | None]] | None:
+Reads = Callable[[Node], "str | None"]  # an operator -> the one layer the operators it reads are in, if one
+Keys = tuple[dict[str, int], Micro, "Reads | None"]  # what the levels read: chains, micro batches, layers read
+
+
+def _keys(depth: int, by: Keys, ms: list[Member]) -> tuple[str, list[str | None]] | None:
+    chain_of, micro, reads = by
     if depth == 0:
         return "micro batch", [_micro(n, micro) for _, n in ms]
     if depth == 1:
@@ -380,14 +400,15 @@ def _keys(depth: int, chain_of: dict[str, int], micro: Micro, ms: list[Member]) 
         ops = [e["label"] if n is not None and e["id"] == n.key else "parameters" for e, n in ms]
         count = Counter(ops)
         return "operator", [op if op == "parameters" else f"{op} ({count[op]})" for op in ops]
+    if depth == 3 and reads is not None:
+        return "layer read", [reads(n) if n is not None and e["id"] == n.key else None for e, n in ms]
     return None
 
 
-def _split(ns: str, ms: list[Member], depth: int, chain_of: dict[str, int], micro: Micro,
-           levels: dict[str, str]) -> None:
+def _split(ns: str, ms: list[Member], depth: int, by: Keys, levels: dict[str, str]) -> None:
     if len(ms) <= MAX_CHILDREN:
         return
-    keyed = _keys(depth, chain_of, micro, ms)
+    keyed = _keys(depth, by, ms)
     if keyed is None:  # runs of dump lines, as many levels as needed
         ms = sorted(ms, key=_lines)
         size = MAX_CHILDREN
@@ -400,7 +421,7 @@ def _split(ns: str, ms: list[Member], depth: int, chain_of: dict[str, int], micr
             levels[sub] = "dump lines"
             for e, _ in run:
                 e["namespace"] = sub
-            _split(sub, run, depth, chain_of, micro, levels)
+            _split(sub, run, depth, by, levels)
         return
     level, keys = keyed
     groups: dict[str | None, list[Member]] = defaultdict(list)
@@ -409,7 +430,7 @@ def _split(ns: str, ms: list[Member], depth: int, chain_of: dict[str, int], micr
     named = [k for k in groups if k is not None]
     # a level helps when it splits: several groups, or a few big ones out of many loose nodes
     if not named or (len(groups) == 1) or len(named) > MAX_CHILDREN:
-        _split(ns, ms, depth + 1, chain_of, micro, levels)
+        _split(ns, ms, depth + 1, by, levels)
         return
     loose = groups.pop(None, [])
     for k, group in groups.items():
@@ -420,8 +441,8 @@ def _split(ns: str, ms: list[Member], depth: int, chain_of: dict[str, int], micr
         levels[sub] = level
         for e, _ in group:
             e["namespace"] = sub
-        _split(sub, group, depth + 1, chain_of, micro, levels)
-    _split(ns, loose, depth + 1, chain_of, micro, levels)
+        _split(sub, group, depth + 1, by, levels)
+    _split(ns, loose, depth + 1, by, levels)
 
 
 def _by_layer(ctx: _Context, nodes: list[Node]) -> tuple[dict[Node, str], dict[str, str]]:
@@ -520,7 +541,7 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
         uid = n.uid
         return uid not in ctx.strategy and uid not in ctx.chain_of and ctx.kind(n) != "communication"
 
-    levels = bound_namespaces(members, ctx.chain_of, ctx.micro, stackable)
+    levels = bound_namespaces(members, ctx.chain_of, ctx.micro, stackable, _reads(ctx, sg.nodes) if by_layer else None)
     # counts of a folded scope include everything below it: per namespace, then added to its ancestors
     own: dict[str, list[int]] = {}
     for entry, uid in zip(nodes, uids):
@@ -564,6 +585,20 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
     if ordering:
         out["tasksData"] = ordering_overlay(gid, ordering)
     return out
+
+
+def _reads(ctx: _Context, nodes: list[Node]) -> Reads:
+    """An operator -> `reads layer N` when the operators it reads (by data or only for order: a `Depend` of the
+    gradient accumulation's `AssignAdd`) are all in layer N (the `layer` fact), else None."""
+    by_key = {n.key: n for n in nodes}
+
+    def reads(node: Node) -> str | None:
+        layers = {ctx.layer(by_key[ref.name]) for inp in node.inputs for ref in ((inp.ref,) if inp.ref else inp.nested)
+                  if ref.kind == "node" and ref.name in by_key}
+        layers.discard(None)
+        return f"reads layer {layers.pop()}" if len(layers) == 1 else None
+
+    return reads
 
 
 _GROUP_COUNTS = ("operators", "with strategy", "communication", "redistribution", "gradient aggregation")
@@ -652,6 +687,9 @@ COUNTS = ("operators", "with strategy", "communication", "redistribution", "grad
           *(f"diff {kind}" for kind in DIFF_COLORS))
 MIN_PART = 100  # nodes of the smallest scope given a graph of its own
 INPUTS = "from other parts"  # the namespace of the nodes of other parts a part reads or links to
+PART_OF = "part of"  # a part's info row: the graph it is a part of
+STUB = "irtool part"  # a part stub's info row: its number, by which the page asks for its graph (`part_stub`)
+STUB_NODES = "irtool part nodes"  # and its node count, which Model Explorer's graph selector says
 
 
 def overview_id(graph_id: str) -> str:
@@ -814,7 +852,7 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0) -
                 inputs[t] = _stub(stubs, by_id[t], where[t])
         group_attrs = {_relative(ns, scope): attrs[ns] for ns in by_part[(scope, own)]}
         counts = _counts(attrs, scope, own, part_of, children)
-        group_attrs[""] = {"dump": root.get("dump", ""), "part of": gid, "scope": _part_name(scope, own),
+        group_attrs[""] = {"dump": root.get("dump", ""), PART_OF: gid, "scope": _part_name(scope, own),
                            "nodes": str(len(ms)), **{k: str(v) for k, v in counts.items()},
                            "nodes read from other parts": str(n_read)}
         if inputs:
@@ -839,6 +877,18 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0) -
     over_attrs[""] = {**root, "overview of": gid, "parts": str(len(parts)),
                       "whole graph": f"irtool view --part-size {len(nodes)} (Model Explorer takes seconds per open)"}
     return [{"id": overview_id(gid), "nodes": list(boxes.values()), "groupNodeAttributes": over_attrs}, *parts]
+
+
+def part_stub(graph: dict[str, Any], number: int) -> dict[str, Any]:
+    """A part as `irtool view`'s page first gets it: its id, its info and its ordering edges (Model Explorer reads
+    every graph's edge overlays when it loads a model), no nodes. The page's script (static/view.js) fetches its
+    graph (`irtool/part/<model>/<number>.json`) when Model Explorer is about to lay it out."""
+    stub = {"id": graph["id"], "nodes": [],
+            "groupNodeAttributes": {"": {**graph["groupNodeAttributes"].get("", {}), STUB: str(number),
+                                         STUB_NODES: str(len(graph["nodes"]))}}}
+    if "tasksData" in graph:
+        stub["tasksData"] = graph["tasksData"]
+    return stub
 
 
 # --- node data -------------------------------------------------------------------------------
@@ -956,7 +1006,7 @@ def for_parts(data: dict[str, Any], graphs: list[dict[str, Any]]) -> dict[str, A
     shown = {g["id"] for g in graphs}
     out = {gid: d for gid, d in data.items() if gid in shown}
     for g in graphs:
-        whole = g["groupNodeAttributes"].get("", {}).get("part of")
+        whole = g["groupNodeAttributes"].get("", {}).get(PART_OF)
         if whole in data:
             ids = {n["id"] for n in g["nodes"]}
             out[g["id"]] = {**data[whole], "results": {k: v for k, v in data[whole]["results"].items() if k in ids}}
@@ -1008,7 +1058,7 @@ def node_index(graphs: list[dict[str, Any]]) -> dict[str, Any]:
     files: dict[str, int] = {}
     scopes: dict[str, int] = {}
     ids = [g["id"] for g in graphs]
-    wholes = [g["groupNodeAttributes"].get("", {}).get("part of", g["id"]) for g in graphs]
+    wholes = [g["groupNodeAttributes"].get("", {}).get(PART_OF, g["id"]) for g in graphs]
     for gi, g in enumerate(graphs):
         if "overview of" in g["groupNodeAttributes"].get("", {}):
             continue

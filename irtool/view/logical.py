@@ -27,10 +27,15 @@ GRAPH = "logical"
 
 
 def _id(p: OperatorPair, seen: Counter) -> str:
-    """A box's id: the operator as `irtool diff` names it (`.../wq-Linear/MatMul`), with the layer it
-    follows where two keys print alike (a top cell's operator before and after the layers)."""
+    """A box's id: the operator as `irtool diff` names it (`.../wq-Linear/MatMul`), with where it is where two
+    keys print alike (a top cell's operator before and after the layers: `(before the layers)`, `(after layer 3)`,
+    the key's layer for work of no layer being the last layer it reads)."""
     text = p.key.text
-    return text if seen[text] == 1 else f"{text} (layer key {p.key.layer})"
+    if seen[text] == 1:
+        return text
+    layer = p.key.layer
+    where = "before the layers" if layer < 0 else f"after layer {layer}" if p.side.layer is None else f"layer {layer}"
+    return f"{text} ({where})"
 
 
 def _both(p: OperatorPair, get: Any) -> str:
@@ -206,11 +211,18 @@ def headline(d: LogicalDiff) -> dict[str, Any]:
     causes = Counter(p.cause for p in d.ops if p.cause)
     both = sum(p.old is not None and p.new is not None for p in d.ops)
     lines = [f"Configuration: {changes_line(d.changes) or DASH}"]
-    if not both:
-        lines.append(f"Nothing matched: no user operator of {d.old.path} is in {d.new.path} "
-                     f"({causes['removed']} only in old, {causes['added']} only in new): two different networks?")
+    if not both:  # the first thing to know: the two are not one network (the configuration line says how they differ)
+        lines.insert(0, f"Nothing matched: no user operator of {d.old.path} is in {d.new.path} "
+                        f"({causes['removed']} only in old, {causes['added']} only in new): two different networks?")
     else:
         lines.append(f"{sum(causes.values())} of {len(d.ops)} user operators changed; the colours say why:")
+    for side, other, g in (("old", "new", d.old), ("new", "old", d.new)):
+        absent = g.job.stages_absent
+        if absent:  # a folder without a stage's rank: its operators are not gone, they were not read
+            many = len(absent) > 1
+            lines.append(f"{side}: stage{'s' if many else ''} {', '.join(map(str, absent))} not read ({g.path} holds no "
+                         f"rank of {'them' if many else 'it'}): {'their' if many else 'its'} operators show as only in "
+                         f"{other}")
     groups = ", ".join(f"{change_text(c)} ({n})" for c, n in follows(d))
     words = {"added": "only in new", "removed": "only in old", "stage": "moved to another stage",
              "strategy": "its own strategy changed", "layout": f"its strategy follows {groups}",

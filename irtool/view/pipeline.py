@@ -261,9 +261,16 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
     for what, which in (("peers unreadable", outside & unread), ("peers not in the folder", outside - unread)):
         if which:
             info[what] = rank_list(sorted(which))
+    used = {n["style"]["backgroundColor"] for n in nodes}
+    key = [[P2P_COLORS[look], f"{'Send' if look[0] == 'send' else 'Receive'}, {PHASE_WORDS[look[1]]}"]
+           for look in P2P_COLORS if P2P_COLORS[look] in used]
     return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": COLUMNS,
-            "tasksData": _overlays(graph_id, pairs, columns)}
+            "tasksData": _overlays(graph_id, pairs, columns), KEY: {"title": "Send/Receive", "rows": key}}
 
+
+# the key of a lane graph's own colours (`KEY`: title, [colour, text] rows), the page's legend where no overlay is shown
+KEY = "irtoolKey"
+PHASE_WORDS = {"F": "forward", "B": "backward", "recompute": "backward recomputing forward work"}
 
 UnitTimes = dict[int, dict[UnitKey, tuple[float, float]]]  # rank -> unit -> (start, end) in the step, seconds
 
@@ -316,8 +323,10 @@ def execution_graph(ranks: list[StageRank], job: Job, graph_id: str = LANES[1], 
                 _hop_row(r, c, of_hop, hops, unit_of)
         if lost:
             groups[r.group]["not in this dump"] = f"{lost} Send/Receive of {_order_text(o)}"
+        recomputed = unit_values(r, {n.uid: runs for g in t.dump.subgraphs for n in g.nodes
+                                     if t("phase", n) == "recompute" and (runs := t("runs", n))})
         row = [_unit_box(r, own.get(u.key, u), held.get(u.key, []), hops.get(u.key, []),
-                         (times or {}).get(r.rank, {}).get(u.key)) for u in o.units]
+                         (times or {}).get(r.rank, {}).get(u.key), recomputed.get(r.unit_id(u), 0)) for u in o.units]
         units += len(row)
         if o.kernel_graph:  # where the order was read
             for box, u in zip(row, o.units):
@@ -339,8 +348,10 @@ def execution_graph(ranks: list[StageRank], job: Job, graph_id: str = LANES[1], 
     if times:
         info["time"] = "each unit where it runs in the step on the default hardware profile (`render --timeline`); " \
                        "a step too long for the screen wraps onto lines, each the same stretch of time in every row"
+    used = {n["style"]["backgroundColor"] for n in nodes}
+    key = [[colour, PHASE_WORDS[look]] for look, colour in UNIT_COLORS.items() if colour in used]
     return {"id": graph_id, "nodes": nodes, "groupNodeAttributes": {"": info, **groups}, "groupNodeConfigs": ROWS,
-            "tasksData": _overlays(graph_id, pairs, columns)}
+            "tasksData": _overlays(graph_id, pairs, columns), KEY: {"title": "units of work", "rows": key}}
 
 
 def _hop_row(r: StageRank, c: CommNode, units: dict[str, UnitKey | None], hops: dict[UnitKey, list[tuple[str, str]]],
@@ -357,12 +368,12 @@ def _hop_row(r: StageRank, c: CommNode, units: dict[str, UnitKey | None], hops: 
 
 
 def _unit_box(r: StageRank, u: Unit, members: list[Any], hops: list[tuple[str, str]],
-              time: tuple[float, float] | None) -> dict[str, Any]:
-    """A unit of work: its phase, micro batch, chunk, when it runs, its Send/Receive, operators (recomputed
-    ones), the layers they read."""
+              time: tuple[float, float] | None, recomputed: int) -> dict[str, Any]:
+    """A unit of work: its phase, micro batch, chunk, when it runs, its Send/Receive, operators (`recomputed`:
+    the recompute operators it runs, those of the graphs it calls included, as the timeline times them), the
+    layers they read."""
     t = r.facts.table
     first = min(members, key=lambda n: n.line) if members else None
-    recomputed = sum(t("phase", n) == "recompute" for n in members)
     layers = Counter(t("layer", n) for n in members)
     rows = [_kv("unit", u.label), _kv("phase", "forward" if u.phase == "F" else "backward"), _kv("micro", u.micro),
             _kv("chunk", cell(u.chunk)), _kv("operators", u.nodes), _kv("recomputed operators", recomputed),
@@ -377,7 +388,7 @@ def _unit_box(r: StageRank, u: Unit, members: list[Any], hops: list[tuple[str, s
     rows += [_kv(f"layer-{layer}", f"{n} operators") for layer, n in sorted(
         (x for x in layers.items() if x[0] is not None), key=lambda x: x[0])]
     look = "recompute" if recomputed else u.phase
-    return {"id": r.unit_id(u), "label": _unit_text(u.key) + (" +recompute" if recomputed else ""),
+    return {"id": r.unit_id(u), "label": _unit_text(u.key),  # recomputing: its colour (a word more cut the font at fit)
             "namespace": r.group, "attrs": rows, "incomingEdges": [], "subgraphIds": [opened] if opened else [],
             "style": {"backgroundColor": UNIT_COLORS[look], "borderColor": "#616161"}, "outputsMetadata": [],
             "micro batch": u.micro}

@@ -25,6 +25,8 @@ from .models import Model
 INDEX = "\0index"  # the builder's file of a model's node index (its other files: graphs, overlays, pictures)
 PICTURE = "\0picture:"  # + a picture's name (`Model.pictures`): the builder's file of its SVG
 TARGETS = "\0targets"  # the builder's file of where the pictures' marks open (`Model.targets`)
+PARTS = "\0parts"  # the builder's file of the JSON of every part of a split graph, one after another
+PARTS_AT = "\0parts at"  # the builder's file of where each part's JSON is in PARTS ([start, end] bytes)
 STATIC = os.path.join(os.path.dirname(__file__), "static")
 
 
@@ -49,11 +51,13 @@ class _Builder:
         self.files: dict[tuple[int, str | None], Any] = {}
         self.done: dict[tuple[int, str | None], Any] = {}  # set by the process once the file is written
         self.proc: Any = None
+        self._at: dict[int, list[list[int]]] = {}  # in the process: where each model's parts are in its PARTS file
         if sys.platform.startswith("linux"):
             import multiprocessing
 
             fork = multiprocessing.get_context("fork")
             keys = [(i, None) for i in range(len(models))] + [(i, INDEX) for i in range(len(models))] + [
+                (i, name) for i in range(len(models)) for name in (PARTS, PARTS_AT)] + [
                 (i, name) for i, m in enumerate(models) for name in reversed(m.overlays)] + [  # the one shown first
                 (i, PICTURE + name) for i, m in enumerate(models) for name in m.pictures] + [  # only asked for by a link
                 (i, TARGETS) for i, m in enumerate(models) if m.targets]
@@ -76,16 +80,24 @@ class _Builder:
         gc.disable()
         try:
             for (i, name), f in self.files.items():
-                f.write(self._text(i, name).encode())
+                if name == PARTS:  # each part's JSON as it is made, not all of them held at once
+                    at = self._at[i] = []
+                    for text in self.models[i].part_jsons():
+                        at.append([f.tell(), f.tell() + f.write(text)])
+                else:
+                    text = self._text(i, name)
+                    f.write(text if isinstance(text, bytes) else text.encode())
                 f.flush()
                 self.done[(i, name)].set()
         except BaseException:  # noqa: BLE001 - no traceback here: the server builds again and reports it
             os._exit(1)
 
-    def _text(self, index: int, name: str | None) -> str:
+    def _text(self, index: int, name: str | None) -> str | bytes:
         m = self.models[index]
         if name is None:
-            return m.graphs_json()
+            return m.page_json()
+        if name == PARTS_AT:
+            return json.dumps(self._at[index])
         if name == INDEX:
             return json.dumps(m.index(), separators=(",", ":"), ensure_ascii=False)
         if name.startswith(PICTURE):
@@ -97,7 +109,7 @@ class _Builder:
     def _build(self) -> None:
         for m in self.models:
             try:
-                m.graphs_json()
+                m.page_json()
             except Exception:  # noqa: BLE001 - raised again, and reported, where the page asks for the graphs
                 return
 
@@ -118,7 +130,20 @@ class _Builder:
         path = self._written(index, None)
         if path is not None:
             return flask.send_file(path, mimetype="application/json")
-        return flask.Response(self.models[index].graphs_json(), mimetype="application/json")
+        return flask.Response(self.models[index].page_json(), mimetype="application/json")
+
+    def part(self, index: int, number: int) -> bytes | None:
+        """The JSON of a model's part `number` (`Model.part_jsons`), None when there is none."""
+        at = self._written(index, PARTS_AT)
+        if at is None:
+            return self.models[index].part_json(number)
+        with open(at, encoding="utf-8") as f:
+            spans = json.load(f)
+        if not 0 <= number < len(spans):
+            return None
+        with open(self._written(index, PARTS), "rb") as f:  # type: ignore[arg-type]
+            f.seek(spans[number][0])
+            return f.read(spans[number][1] - spans[number][0])
 
     def node_data(self, index: int, name: str) -> str:
         """An overlay's JSON text, (`name` INDEX) the model's node index or (PICTURE + name) a picture's SVG."""
@@ -126,7 +151,7 @@ class _Builder:
         if path is not None:
             with open(path, encoding="utf-8") as f:
                 return f.read()
-        return self._text(index, name)
+        return self._text(index, name)  # type: ignore[return-value]
 
     def close(self) -> None:
         if self.proc is not None and self.proc.is_alive():
@@ -271,6 +296,12 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
                 return flask.Response(builder.node_data(int(i), TARGETS), mimetype="application/json")
             except IrtoolError as e:
                 return flask.Response(f"irtool: {e}\n", status=404, mimetype="text/plain")
+        if kind == "part" and file.endswith(".json"):  # a part's graph, asked for when the page opens it
+            i, _, k = file.removesuffix(".json").partition("/")
+            text = builder.part(int(i), int(k)) if i.isdigit() and int(i) < len(models) and k.isdigit() else None
+            if text is None:
+                flask.abort(404)
+            return flask.Response(text, mimetype="application/json")
         if rel_path in ("irtool/view.js", "irtool/view.css"):
             return flask.send_from_directory(STATIC, rel_path.removeprefix("irtool/"))
         if rel_path != "index.html":

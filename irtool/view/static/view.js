@@ -11,6 +11,8 @@
 //
 // - A folder's pipeline and execution-order graphs (`IRTOOL.lanes`) shown with their groups, a rank
 //   each, expanded when a pane opens them.
+// - A split graph's parts as stubs, each part's graph fetched when Model Explorer first lays it out (its worker
+//   asked for it): the page loads the overview, not the 54 MB of every part of the 68 MB dump.
 // - The graph selector in the model's own order (a folder's pipeline and execution-order graphs, then
 //   its stages in stage order, each rank's entry graph first; a split graph's overview before its
 //   parts): Model Explorer sorts a model from a server by node count (it drops the graph JSON's
@@ -119,11 +121,77 @@
     for (const n of ops) n.globalY = (n.globalY || 0) + moved.get(n.nsParentId);
   }
 
+  // --- a split graph's parts loaded when opened -------------------------------------------------------
+  // The page gets each part as a stub (graphs.part_stub: no nodes, its number in its info): Model Explorer asks its
+  // worker to lay out a graph with the graph's JSON, so a stub's graph is fetched then, put in place of the stub (the
+  // page's own copy: what opens it again, the phase selector, read it) and the request sent on; the requests after
+  // it wait their turn.
+
+  const STUB = "irtool part";
+  const STUB_NODES = "irtool part nodes";
+
+  function partUrl(m) {
+    const g = m && m.graph;
+    const info = g && !g.nodes.length && g.groupNodeAttributes && g.groupNodeAttributes[""];
+    const i = info && info[STUB] !== undefined ? IR.models.indexOf(g.collectionLabel) : -1;
+    return i >= 0 ? `irtool/part/${i}/${info[STUB]}.json` : null;
+  }
+
+  function fill(graph, url) {
+    return fetch(url).then((r) => (r.ok ? r.json() : Promise.reject(new Error(`${url}: ${r.status}`)))).then((full) => {
+      graph.nodes = full.nodes;
+      graph.groupNodeAttributes = full.groupNodeAttributes;
+      const app = renderer(0) && renderer(0).appService;
+      if (app && app.curGraphCollections.set) app.curGraphCollections.set([...app.curGraphCollections()]);  // counted
+    }).catch((e) => console.error("irtool: a part's graph", e));
+  }
+
+  function stubCounts() {
+    // the graph selector counts a stub's nodes (none): the part's count instead, as it says once loaded
+    const app = renderer(0) && renderer(0).appService;
+    if (!app || !app.curGraphCollections) return;
+    const counts = new Map();
+    for (const c of app.curGraphCollections()) {
+      for (const g of c.graphs) {
+        const info = g.groupNodeAttributes && g.groupNodeAttributes[""];
+        if (info && info[STUB] !== undefined) counts.set(g.id, info[STUB_NODES]);
+      }
+    }
+    if (!counts.size) return;
+    for (const el of document.querySelectorAll("[data-id] .node-count-label")) {
+      const n = counts.get(el.closest("[data-id]").dataset.id);
+      if (n !== undefined && el.textContent.trim() !== `${n} nodes`) el.textContent = ` ${n} nodes `;
+    }
+  }
+
+  function loadParts(w) {
+    const post = w.postMessage.bind(w);
+    let held = null;  // the requests sent while a part's graph is fetched, in order
+    w.postMessage = (m, ...rest) => {
+      if (held) {
+        held.push([m, rest]);
+        return;
+      }
+      const url = partUrl(m);
+      if (!url) {
+        post(m, ...rest);
+        return;
+      }
+      held = [[m, rest]];
+      fill(m.graph, url).then(() => {
+        const waiting = held;
+        held = null;
+        for (const [x, r] of waiting) w.postMessage(x, ...r);  // another stub among them holds the rest again
+      });
+    };
+  }
+
   const NativeWorker = window.Worker;
   if (NativeWorker) {  // the layouts Model Explorer's worker sends, adjusted before the page draws them
     window.Worker = function (url, opts) {
       const w = new NativeWorker(url, opts);
       w.addEventListener("message", (e) => alignLanes(e.data && e.data.modelGraph));
+      loadParts(w);
       return w;
     };
     window.Worker.prototype = NativeWorker.prototype;
@@ -538,6 +606,7 @@
       decorate();
       panes().forEach((p, pane) => index(shown(pane)[1]));  // fetched once a graph is shown, before a search
       sortSelector();
+      stubCounts();
       expandLanes();
       narrowPanels();
       unitRow();
@@ -736,16 +805,19 @@
   }
 
   function legend(p, r) {
+    // the overlay shown, else a lane graph's own colours (its `irtoolKey`: pipeline.KEY)
     const s = r.webglRendererNdpService;
     const run = s && s.curNodeDataProviderRun && s.curNodeDataProviderRun();
     const g = r.curModelGraph;
     let el = p.querySelector(".irtool-legend");
     const data = run && g && run.nodeDataProviderData && run.nodeDataProviderData[g.id];
-    if (!data) {
+    const own = !data && g && graphJson(r.appService, g.id, g.collectionLabel);
+    const ownKey = own && own.irtoolKey;
+    if (!data && !ownKey) {
       if (el) el.remove();
       return;
     }
-    const key = `${run.runId}\u0000${g.id}`;
+    const key = data ? `${run.runId}\u0000${g.id}` : `\u0000${g.id}`;
     if (el && el.dataset.key === key) return;
     if (!el) {
       el = document.createElement("div");
@@ -753,12 +825,8 @@
       p.append(el);
     }
     el.dataset.key = key;
-    const said = data.legend || {};
     const add = (cls, text) => el.append(Object.assign(document.createElement("div"), {className: cls, textContent: text}));
     el.replaceChildren();
-    add("irtool-legend-title", run.runName + (said.unit && said.unit !== run.runName ? ` (${said.unit})` : ""));
-    if (said.what) add("irtool-legend-what", said.what);
-    const values = Object.values(data.results || {}).map((x) => x.value);
     const swatch = (colour, text) => {
       const row = document.createElement("div");
       row.className = "irtool-legend-row";
@@ -767,6 +835,16 @@
       row.append(sw, text);
       el.append(row);
     };
+    if (!data) {
+      add("irtool-legend-title", ownKey.title);
+      for (const [colour, text] of ownKey.rows) swatch(colour, text);
+      return;
+    }
+    const said = data.legend || {};
+    add("irtool-legend-title", run.runName + (said.unit && said.unit !== run.runName ? ` (${said.unit})` : ""));
+    if (said.what) add("irtool-legend-what", said.what);
+    // the values of the nodes of the graph shown (a graph of some phases shares the whole graph's overlay)
+    const values = Object.entries(data.results || {}).filter(([id]) => g.nodesById[id]).map(([, x]) => x.value);
     if (data.thresholds) {
       let low = null;
       for (const t of data.thresholds) {
@@ -845,7 +923,7 @@
       }
       const hint = document.createElement("span");
       hint.className = "irtool-sheet-hint";
-      hint.textContent = name === "timeline" ? "click a unit: its nodes in the stage graph" :
+      hint.textContent = name === "timeline" ? "click a unit: its nodes in the stage graph (marked, its first selected)" :
         "click a peak: its node in the stage graph";
       const close = document.createElement("a");
       Object.assign(close, {href: "#", textContent: "close", className: "irtool-sheet-close"});
@@ -876,8 +954,28 @@
     if (!unit && !stage) return;
     targetsOf().then((t) => {
       const to = t && (unit ? t.units[`${unit.dataset.stage} ${unit.dataset.unit}`] : t.peaks[stage.dataset.stage]);
-      if (to) go(0, to[0], to[1], IR.models[0]);
+      if (!to) return;
+      go(0, to[0], to[1], IR.models[0]);
+      marking += 1;
+      if (unit) markUnit(t, to[0], unit.dataset.stage, unit.dataset.unit, marking);
     });
+  }
+
+  let marking = 0;  // the last mark asked for (a unit clicked before the one before it was marked wins)
+
+  function markUnit(t, graph, stage, unit, mine, tries = 240) {
+    // the unit's nodes in the graph it opened (the targets' `nodes` rows: unit, time, stage) marked as search results
+    // are (a node in a folded group marks the group), once the pane shows the graph with its first node selected
+    const r = renderer(0);
+    if (!r || tries <= 0 || mine !== marking) return;
+    if (!(r.curModelGraph && r.curModelGraph.id === graph && r.selectedNodeId)) {
+      setTimeout(() => markUnit(t, graph, stage, unit, mine, tries - 1), 500);
+      return;
+    }
+    const rows = t.nodes[graph] || {};
+    const ids = Object.keys(rows).filter((id) => rows[id][0] === unit && String(rows[id][2]) === String(stage));
+    r.appService.setSearchResults(r.appService.panes()[0].id,
+      {results: Object.fromEntries(ids.map((id) => [id, [{type: "title", matchedText: unit}]]))});
   }
 
   function unitRow() {
