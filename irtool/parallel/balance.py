@@ -363,7 +363,7 @@ class Balance:
     measure: str = MEASURE
     notes: list[str] = field(default_factory=list)
     unknown_dominates: list[tuple[int, int, int]] = field(default_factory=list)  # (stage, unknown, all): no ratio
-    micro_seen: list[int] = field(default_factory=list)  # the ranks' micro batch counts, when they disagree several
+    micro_seen: list[int] = field(default_factory=list)  # every micro batch count the ranks read (several: they disagree)
 
     @property
     def played(self) -> Step | None:
