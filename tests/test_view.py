@@ -1306,7 +1306,10 @@ def test_cost_overlays_in_model_explorer(semi_page: object) -> None:
     assert len(shown) < len(valued)
     _wait_for(page, "(t) => document.querySelector('.irtool-legend').innerText.trim().endsWith(t)",
               f"{len(shown):,} valued: min {min(shown):,}, max {max(shown):,}")
+    # ... and a category's colour only where the graph shown has one: no gradient aggregation without the backward
     _overlay(page, "comm category")
+    _wait_for(page, "() => { const t = document.querySelector('.irtool-legend').innerText; "
+                    "return t.includes('redistribution') && !t.includes('gradient-aggregation'); }")
     phases.nth(1).check()
     _wait_for(page, f"() => {{ const g = {GRAPH}; return g && g.id === 'TrainOneStepCell'; }}")
 

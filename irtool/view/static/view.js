@@ -887,7 +887,8 @@
     add("irtool-legend-title", run.runName + (said.unit && said.unit !== run.runName ? ` (${said.unit})` : ""));
     if (said.what) add("irtool-legend-what", said.what);
     // the values of the nodes of the graph shown (a graph of some phases shares the whole graph's overlay)
-    const values = Object.entries(data.results || {}).filter(([id]) => g.nodesById[id]).map(([, x]) => x.value);
+    const shown = Object.entries(data.results || {}).filter(([id]) => g.nodesById[id]).map(([, x]) => x);
+    const values = shown.map((x) => x.value);
     if (data.thresholds) {
       let low = null;
       for (const t of data.thresholds) {
@@ -900,7 +901,7 @@
       el.append(bar);
     } else {  // a value per colour (categories, diff marks)
       const colours = new Map();
-      for (const x of Object.values(data.results || {})) if (x.bgColor) colours.set(String(x.value), x.bgColor);
+      for (const x of shown) if (x.bgColor) colours.set(String(x.value), x.bgColor);
       for (const [value, colour] of colours) swatch(colour, value);
     }
     if (said.scale) add("irtool-legend-scale", said.scale);
