@@ -888,7 +888,6 @@
     if (said.what) add("irtool-legend-what", said.what);
     // the values of the nodes of the graph shown (a graph of some phases shares the whole graph's overlay)
     const shown = Object.entries(data.results || {}).filter(([id]) => g.nodesById[id]).map(([, x]) => x);
-    const values = shown.map((x) => x.value);
     if (data.thresholds) {
       let low = null;
       for (const t of data.thresholds) {
@@ -905,7 +904,7 @@
       for (const [value, colour] of colours) swatch(colour, value);
     }
     if (said.scale) add("irtool-legend-scale", said.scale);
-    const numbers = values.filter((v) => typeof v === "number");
+    const numbers = shown.map((x) => x.value).filter((v) => typeof v === "number");
     if (numbers.length) {
       add("irtool-legend-range", `${numbers.length.toLocaleString("en-US")} valued: min ${number(Math.min(...numbers))}, ` +
                                  `max ${number(Math.max(...numbers))}`);
