@@ -868,6 +868,7 @@
       p.append(el);
     }
     el.dataset.key = key;
+    el.classList.toggle("irtool-legend-own", !data);
     const add = (cls, text) => el.append(Object.assign(document.createElement("div"), {className: cls, textContent: text}));
     el.replaceChildren();
     const swatch = (colour, text) => {
@@ -911,11 +912,26 @@
     }
   }
 
+  function pairLines(r) {
+    // a lane graph opened with nothing selected (from another graph, the selector): Model Explorer works out the
+    // overlays' edges only for a selection or a layout with one, so its pair lines, drawn whatever is selected, are
+    // worked out here once it is drawn
+    const s = r.webglRendererEdgeOverlaysService;
+    const g = r.curModelGraph;
+    if (!s || !g || r.selectedNodeId || !(IR.lanes || []).includes(g.id) || !r.nodesToRender || !r.nodesToRender.length ||
+        (s.overlaysEdgesList && s.overlaysEdgesList.length)) return;
+    s.updateOverlaysData();
+    if (!s.curOverlays.length) return;
+    s.updateOverlaysEdges();
+    r.webglRendererThreejsService.render();
+  }
+
   function adjust() {
     panes().forEach((p, pane) => {
       const r = renderer(pane);
       if (!r || !r.appService) return;
       patch(r);
+      pairLines(r);
       nameLinks(p, r);
       phaseBar(p, pane, r);
       legend(p, r);
