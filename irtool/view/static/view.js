@@ -147,7 +147,8 @@
   }
 
   function stubCounts() {
-    // the graph selector counts a stub's nodes (none): the part's count instead, as it says once loaded
+    // the graph selector counts a stub's nodes (none): its own and those it reads instead (once loaded, with
+    // those its links name)
     const app = renderer(0) && renderer(0).appService;
     if (!app || !app.curGraphCollections) return;
     const counts = new Map();
