@@ -1311,7 +1311,10 @@ def test_cost_overlays_in_model_explorer(semi_page: object) -> None:
     assert len(shown) < len(valued)
     _wait_for(page, "(t) => document.querySelector('.irtool-legend').innerText.trim().endsWith(t)",
               f"{len(shown):,} valued: min {min(shown):,}, max {max(shown):,}")
+    # ... and a category's colour only where the graph shown has one: no gradient aggregation without the backward
     _overlay(page, "comm category")
+    _wait_for(page, "() => { const t = document.querySelector('.irtool-legend').innerText; "
+                    "return t.includes('redistribution') && !t.includes('gradient-aggregation'); }")
     phases.nth(1).check()
     _wait_for(page, f"() => {{ const g = {GRAPH}; return g && g.id === 'TrainOneStepCell'; }}")
 
@@ -1555,6 +1558,10 @@ def test_the_execution_order_view(pipe_page: object) -> None:
     # readable at fit on a 1600 x 1000 window: the stage's 16 units on lines of one stretch of time each
     fit = _at_fit(page)
     assert fit["font"] >= 9 and fit["lines"] == 2, fit
+    # back on the pipeline graph with nothing selected (as the graph selector opens it): its pair lines drawn
+    _go(page, "pipeline")
+    _wait_for(page, """() => { const r = window.me_test.renderers[0]; const s = r.webglRendererEdgeOverlaysService;
+      return r.curModelGraph.id === 'pipeline' && !r.selectedNodeId && s.overlaysEdgesList.length === 1; }""")
     # the overlay chosen stays whatever opens the next graph: a unit's link into its stage graph
     _go(page, "stage 0 rank 0: TrainStep", "%43")
     _wait_for(page, """() => { const run = window.me_test.renderers[0].webglRendererNdpService.curNodeDataProviderRun();

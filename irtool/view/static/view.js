@@ -869,6 +869,7 @@
       p.append(el);
     }
     el.dataset.key = key;
+    el.classList.toggle("irtool-legend-own", !data);
     const add = (cls, text) => el.append(Object.assign(document.createElement("div"), {className: cls, textContent: text}));
     el.replaceChildren();
     const swatch = (colour, text) => {
@@ -888,7 +889,7 @@
     add("irtool-legend-title", run.runName + (said.unit && said.unit !== run.runName ? ` (${said.unit})` : ""));
     if (said.what) add("irtool-legend-what", said.what);
     // the values of the nodes of the graph shown (a graph of some phases shares the whole graph's overlay)
-    const values = Object.entries(data.results || {}).filter(([id]) => g.nodesById[id]).map(([, x]) => x.value);
+    const shown = Object.entries(data.results || {}).filter(([id]) => g.nodesById[id]).map(([, x]) => x);
     if (data.thresholds) {
       let low = null;
       for (const t of data.thresholds) {
@@ -901,15 +902,29 @@
       el.append(bar);
     } else {  // a value per colour (categories, diff marks)
       const colours = new Map();
-      for (const x of Object.values(data.results || {})) if (x.bgColor) colours.set(String(x.value), x.bgColor);
+      for (const x of shown) if (x.bgColor) colours.set(String(x.value), x.bgColor);
       for (const [value, colour] of colours) swatch(colour, value);
     }
     if (said.scale) add("irtool-legend-scale", said.scale);
-    const numbers = values.filter((v) => typeof v === "number");
+    const numbers = shown.map((x) => x.value).filter((v) => typeof v === "number");
     if (numbers.length) {
       add("irtool-legend-range", `${numbers.length.toLocaleString("en-US")} valued: min ${number(Math.min(...numbers))}, ` +
                                  `max ${number(Math.max(...numbers))}`);
     }
+  }
+
+  function pairLines(r) {
+    // a lane graph opened with nothing selected (from another graph, the selector): Model Explorer works out the
+    // overlays' edges only for a selection or a layout with one, so its pair lines, drawn whatever is selected, are
+    // worked out here once it is drawn
+    const s = r.webglRendererEdgeOverlaysService;
+    const g = r.curModelGraph;
+    if (!s || !g || r.selectedNodeId || !(IR.lanes || []).includes(g.id) || !r.nodesToRender || !r.nodesToRender.length ||
+        (s.overlaysEdgesList && s.overlaysEdgesList.length)) return;
+    s.updateOverlaysData();
+    if (!s.curOverlays.length) return;
+    s.updateOverlaysEdges();
+    r.webglRendererThreejsService.render();
   }
 
   function adjust() {
@@ -917,6 +932,7 @@
       const r = renderer(pane);
       if (!r || !r.appService) return;
       patch(r);
+      pairLines(r);
       nameLinks(p, r);
       phaseBar(p, pane, r);
       legend(p, r);
