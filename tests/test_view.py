@@ -1297,6 +1297,12 @@ def test_cost_overlays_in_model_explorer(semi_page: object) -> None:
     assert drawn and drawn <= {n["id"] for n in graph["nodes"]} and not any(
         _attrs(n).get("phase") == "backward" for n in graph["nodes"] if n["id"] in drawn)
     assert {k for k in kept if not k.startswith("%para")} <= drawn
+    # the counts on the boxes are of the phases shown: the graph's operators of the forward and the optimizer, none
+    # of the 6 gradient AllReduces (all backward); each root's phase row its phases left on
+    counts = page.evaluate(f"{GRAPH}.groupNodeAttributes")
+    shown_ops = sum(_attrs(n).get("phase") in ("forward", "optimizer") for n in graph["nodes"])
+    assert counts[""]["operators"] == str(shown_ops) and "gradient aggregation" not in counts[""], counts[""]
+    assert counts["Default"]["phase"] == graph["groupNodeAttributes"]["Default"]["phase"] == "forward 139, optimizer 15"
     _shot(page, "phases")
     # the legend's range is of the graph shown: the FLOPs of the forward and optimizer operators, not the backward's
     flops = _overlay(page, "FLOPs")

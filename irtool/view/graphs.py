@@ -548,11 +548,12 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
 
     levels = bound_namespaces(members, ctx.chain_of, ctx.micro, stackable, _reads(ctx, sg.nodes) if by_layer else None)
     # counts of a folded scope include everything below it: per namespace, then added to its ancestors
-    own: dict[str, list[int]] = {}
-    for entry, uid in zip(nodes, uids):
-        box = own.get(entry["namespace"])
+    own: dict[tuple[str, Any], list[int]] = {}  # (namespace, phase) -> its nodes' counts
+    for entry, uid, node in zip(nodes, uids, sg.nodes):
+        key = (entry["namespace"], ctx.phase(node))
+        box = own.get(key)
         if box is None:
-            box = own[entry["namespace"]] = [0] * len(_GROUP_COUNTS)
+            box = own[key] = [0] * len(_GROUP_COUNTS)
         box[0] += 1
         box[1] += uid in ctx.strategy
         c = ctx.comm.get(uid)
@@ -561,16 +562,17 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
             box[3] += c.category == "redistribution"
             box[4] += c.category == "gradient-aggregation"
     counts: dict[str, list[int]] = {}
-    for ns, box in own.items():
+    phased: dict[str, dict[Any, list[int]]] = defaultdict(dict)  # the same by phase: the page's phase selector's
+    for (ns, phase), box in own.items():
         parts = ns.split("/") if ns else []
         for depth in range(len(parts) + 1):  # the graph's totals too (its top, "")
             above = "/".join(parts[:depth])
-            total = counts.get(above)
-            if total is None:
-                counts[above] = box[:]
-            else:
-                for i, v in enumerate(box):
-                    total[i] += v
+            for total in (counts.get(above), phased[above].get(phase)):
+                if total is not None:
+                    for i, v in enumerate(box):
+                        total[i] += v
+            counts.setdefault(above, box[:])
+            phased[above].setdefault(phase, box[:])
     # counts said when not 0 (a box of `with strategy: 0` says nothing); `operators` always
     group_attrs = {ns: {k: str(v) for k, v in zip(_GROUP_COUNTS, box) if v or k == "operators"}
                    for ns, box in counts.items()}
@@ -587,6 +589,9 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
                        **group_attrs.get("", {})}
     gid = graph_id or name
     out = {"id": gid, "nodes": list(aux.values()) + nodes, "groupNodeAttributes": group_attrs}
+    if len({phase for _, phase in own}) > 1:  # the counts of the phases left on, when some are turned off
+        out[PHASE_COUNTS] = {"keys": _GROUP_COUNTS, "groups": {
+            ns: {p: box for p, box in by.items() if p is not None} for ns, by in phased.items()}}
     if ordering:
         out["tasksData"] = ordering_overlay(gid, ordering)
     return out
@@ -607,6 +612,7 @@ def _reads(ctx: _Context, nodes: list[Node]) -> Reads:
 
 
 _GROUP_COUNTS = ("operators", "with strategy", "communication", "redistribution", "gradient aggregation")
+PHASE_COUNTS = "irtoolPhaseCounts"  # a graph's group counts by phase (`keys`; `groups`: namespace -> phase -> counts)
 
 
 def _root_phases(entries: list[dict[str, Any]], nodes: list[Node], phase: Callable[[Node], str]) -> dict[str, str]:
