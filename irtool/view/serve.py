@@ -56,9 +56,12 @@ class _Builder:
             import multiprocessing
 
             fork = multiprocessing.get_context("fork")
-            keys = [(i, None) for i in range(len(models))] + [(i, INDEX) for i in range(len(models))] + [
+            # the overlay shown first (the one loaded last) next: Model Explorer draws the first graph once it has it;
+            # the parts, only asked for when opened, before the other overlays (the cost ones take seconds)
+            shown = [(i, list(m.overlays)[-1]) for i, m in enumerate(models) if m.overlays]
+            keys = [(i, None) for i in range(len(models))] + shown + [(i, INDEX) for i in range(len(models))] + [
                 (i, name) for i in range(len(models)) for name in (PARTS, PARTS_AT)] + [
-                (i, name) for i, m in enumerate(models) for name in reversed(m.overlays)] + [  # the one shown first
+                (i, name) for i, m in enumerate(models) for name in reversed(m.overlays) if (i, name) not in shown] + [
                 (i, PICTURE + name) for i, m in enumerate(models) for name in m.pictures] + [  # only asked for by a link
                 (i, TARGETS) for i, m in enumerate(models) if m.targets]
             for key in keys:
