@@ -178,17 +178,15 @@ class Model:
         parts = [g for g in self.graphs if _is_part(g)]
         return _dumps(parts[number]) if 0 <= number < len(parts) else None
 
-    def graphs_file(self) -> Iterator[bytes]:
-        """`graphs_json` as `export` writes it: UTF-8 bytes a graph at a time (`_dumps`), not the text made and encoded
-        (a folder's graph JSON is tens of MB: never held whole beside the graphs it is made from)."""
-        if self._json is not None:
-            yield self._json.encode()
-            return
-        doc = self._doc()
-        yield b'{"label":' + _dumps(doc["label"]) + b',"graphs":['
-        for i, g in enumerate(doc["graphs"]):
-            yield b"," + _dumps(g) if i else _dumps(g)
-        yield b"]" + (b',"graphSorting":' + _dumps(doc["graphSorting"]) if "graphSorting" in doc else b"") + b"}"
+    def graphs_file(self) -> bytes | str:
+        """`graphs_json` as `export` writes it: orjson's UTF-8 bytes as they come, not made text and encoded again
+        (a folder's graph JSON is tens of MB: held once, not three times), else the text."""
+        if self._json is None:
+            try:
+                return orjson.dumps(self._doc())
+            except TypeError:
+                pass
+        return self.graphs_json()
 
     def _doc(self, graphs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         doc: dict[str, Any] = {"label": self.label, "graphs": self.graphs if graphs is None else graphs}
