@@ -37,7 +37,7 @@ run: install
 ## pytest rewrite the tests' asserts, again (460 instead of 425 CPU-s in one run).
 test: install
 	$(BIN)/ruff check irtool tests bench tools fuzz
-	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -n auto --dist loadgroup --durations=15
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -n auto --dist loadgroup --no-loadscope-reorder --durations=15
 
 lint: install
 	$(BIN)/ruff check irtool tests bench tools fuzz

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -48,19 +50,57 @@ def fixture(rel: str) -> str:
     return str(path)
 
 
-# The 68 MB dump: parsed and analysed once per test process. Tests reading it carry `LARGE_GROUP`, so
-# that pytest-xdist runs them all in one worker: `make test` passes `--dist loadgroup` (without it the
-# mark does nothing and each worker that gets one of them parses the dump again).
+# Sharing a load across tests. A test process keeps every dump it read and its fact table (KEPT above), so the
+# second test reading a dump costs nothing -- when it runs in the same process. `make test` runs two pytest-xdist
+# workers with `--dist loadgroup`: the tests carrying the same `xdist_group` mark run on one worker, one after the
+# other, and the others go one by one to whichever worker is free. So:
+# - A test parametrized by a bundled scenario (its id names the folder, e.g. `[dryrun_llama_micro8-0-...]` or
+#   `[summarize gpt_small_dp2mp2pp2]`) joins that folder's group by itself (`pytest_collection_modifyitems`
+#   below): it runs where test_core's per-dump test and the others naming the folder read its dumps.
+# - A test that reads one scenario's dumps but does not name it in its id says so with `@reads("folder")` (or a
+#   module with `pytestmark = reads("folder")`), e.g. test_kernel.py and test_lifetime.py.
+# - Where several tests need the same costly object, keep it in a `functools.cache` function or a module-scoped
+#   fixture, and add a check to an existing test of that load before writing a new test that makes it again.
+# A group runs on one worker: keep each to a few seconds of work (a scenario's dumps), never a whole module of
+# unrelated loads. Groups are handed out largest first (pytest-xdist orders them by their number of tests).
+SCENARIOS = sorted((p.name for p in FIXTURES.iterdir() if p.is_dir()), key=len, reverse=True)
+_NAMED = re.compile(r"(?<!\w)(" + "|".join(map(re.escape, SCENARIOS)) + r")(?!\w)")
+
+
+def reads(scenario: str) -> pytest.MarkDecorator:
+    """The mark of a test reading `scenario`'s dumps: it runs on the worker that reads them for the others."""
+    if scenario not in SCENARIOS:
+        raise FileNotFoundError(FIXTURES / scenario)
+    return pytest.mark.xdist_group(scenario)
+
+
+# The 68 MB dump: parsed and analysed once per test process; the tests reading it are in its folder's group.
 LARGE = "gpt_large_perf/rank_0/19_validate_0078.ir.xz"
-LARGE_GROUP = pytest.mark.xdist_group("gpt_large_validate")
+LARGE_GROUP = reads("gpt_large_perf")
 
 
+# The browser tests' group (tests/test_view.py) takes the longest from start to end, most of it waiting for
+# Chromium: it starts first, and the other worker does the rest meanwhile.
+FIRST = "view_browser"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which names each test's group in its id
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test whose parameters name one of the large model's passes runs beside the others reading them (the
-    reader's cache then parses each once)."""
+    """A test whose parameters name a bundled scenario runs in that scenario's group (above). The groups come
+    first, FIRST before the others and then the larger ones (as pytest-xdist orders them without
+    `--no-loadscope-reorder`, which `make test` passes to keep this order), then the single tests: the longest
+    work is handed out first, and the short tests fill the end."""
+    group: dict[pytest.Item, str] = {}
     for item in items:
-        if "gpt_large_perf" in item.nodeid and not item.get_closest_marker("xdist_group"):
-            item.add_marker(LARGE_GROUP)
+        mark = item.get_closest_marker("xdist_group")
+        callspec = getattr(item, "callspec", None)
+        named = _NAMED.search(callspec.id) if mark is None and callspec is not None else None
+        if named:
+            item.add_marker(reads(named.group(1)))
+        if mark or named:
+            group[item] = mark.args[0] if mark else named.group(1)
+    size = Counter(group.values())
+    items.sort(key=lambda i: (i not in group, group.get(i) != FIRST, -size[group.get(i)]))
 
 
 @functools.cache

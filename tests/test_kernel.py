@@ -8,7 +8,7 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from conftest import fixture
+from conftest import fixture, reads
 
 from irtool import load
 from irtool.cli import main
@@ -17,6 +17,7 @@ from irtool.parallel.cost import compute_cost
 
 DRY = "dryrun_llama_dp2mp2pp2"
 KERNEL_PASSES = ["graph_build_0_0154", "hwopt_d_end_acl_graph_final_0_0150"]
+pytestmark = reads(DRY)  # run beside the other tests reading its dumps (conftest.py)
 
 
 def _summary(rank: int, name: str, *more: str) -> CliRunner:
