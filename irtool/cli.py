@@ -636,7 +636,7 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
     """Write a dump (file or rank_* folder) as Model Explorer graph JSON, for people who cannot run a server."""
     import os
 
-    from .atomic import atomic_write
+    from .atomic import atomic_open, atomic_write
     from .view.models import models_for
 
     def body() -> int:
@@ -644,7 +644,9 @@ def export_cmd(path: str, out: str, fmt: str, stage: int | None, pass_name: str 
         model = models_for(sel, part_size)
         _notes(sel)
         inputs = tuple(f for f in (path,) if os.path.isfile(f))
-        atomic_write(out, model.graphs_file(), protect=inputs)
+        with atomic_open(out, "wb", protect=inputs) as f:  # a graph at a time
+            for chunk in model.graphs_file():
+                f.write(chunk)
         written = [out]
         if node_data:
             import json

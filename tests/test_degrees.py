@@ -83,6 +83,12 @@ def test_a_collective_of_the_one_rank_expert_group_moves_nothing() -> None:
     # `expert-parallel 1,073,280 (+12 unknown) B (5)` (12: the runs of those of unknown size).
     r = CliRunner().invoke(main, ["summarize", "--format", "json",
                                   str(FIXTURES / "mindformers_deepseek3_dp2pp4/rank_2/19_validate_0091.ir.xz")])
-    comm = [c for c in json.loads(r.stdout)["comm"] if c["category"] == "expert-parallel"]
+    doc = json.loads(r.stdout)
+    comm = [c for c in doc["comm"] if c["category"] == "expert-parallel"]
     assert [(c["line"], c["group_ranks"], c["bytes"]) for c in comm] == [
         (7248, [2], 0), (7280, [2], 0), (7902, [2], 0), (9928, [2], 0), (12226, [2], 0)]
+    # the AlltoAll itself (line 7160, `rank_size: I64(1)` beside the world's `group_rank_ids`, (1, 4) Float32 in and
+    # out) moves nothing: 0 bytes, not 16, said among the collectives that move no data
+    (alltoall,) = [c for c in doc["no_op_gathers"] if c["line"] == 7160]
+    assert (alltoall["op"], alltoall["group_ranks"], alltoall["shape"], alltoall["bytes"]) == ("AlltoAll", [2], [1, 4], 0)
+    assert doc["comm_totals"]["by_category"]["expert-parallel"]["bytes"] == 0

@@ -220,11 +220,11 @@ def test_what_splits_each_live_tensor() -> None:
     t = node_facts(load(str(path)), 0)
     at = {n.line: n for n in t.dump.nodes()}
     # wq's MatMul prints origin_output_shape (1024, 512) and its own (512, 256): dp 2 x mp 2
-    assert _pieces(at[600], t("strategy", at[600])) == 4
+    assert _pieces(at[600], t("strategy", at[600]), at[600].output_type) == 4
     # Softmax, in_strategy ((2, 2, 1, 1)): split as its input
-    assert at[1691].op == "Softmax" and _pieces(at[1691], t("strategy", at[1691])) == 4
+    assert at[1691].op == "Softmax" and _pieces(at[1691], t("strategy", at[1691]), at[1691].output_type) == 4
     # a backward MatMul prints its forward's origin_output_shape (1024, 1408) beside its own (704, 512): not read
-    assert at[7152].op == "MatMul" and _pieces(at[7152], t("strategy", at[7152])) is None
+    assert at[7152].op == "MatMul" and _pieces(at[7152], t("strategy", at[7152]), at[7152].output_type) is None
     lt = _lifetimes(path, 0)
     # every recomputed copy is made from the data, split by dp (the norms' (1, 512, 512)) or dp x mp (the attention's
     # (1, 4, 512, 512), the FFN's (512, 704)); one Softmax output, float32 (1, 4, 512, 512), among the latter
@@ -234,3 +234,23 @@ def test_what_splits_each_live_tensor() -> None:
     # the compute peak is the first of the points, and no point exceeds another in every share
     assert sum(lt.points[0].values()) == sum(lt.parts[0]) - lt.static
     assert not any(p is not q and all(p.get(k, 0) >= v for k, v in q.items()) for p in lt.points for q in lt.points)
+
+
+def test_a_forward_tensor_a_recomputed_copy_reads_is_kept_as_an_activation() -> None:
+    """gpt_small_dp2mp2pp2 rank_0 validate line 388: `%24 = PrimFunc_Cast(%23, I64(42))`, (64) Float16 (a bias, 128 B in
+    a 512 B block), read by the forward Adds of lines 409 (micro 0) and 2582 (micro 1) and by the recomputed copies
+    (`duplicated: Bool(1)`) of lines 4463 and 5870: held from the forward until the recompute, an activation, never a
+    temporary freed after its forward readers' role (the lifetime-late mutant)."""
+    from irtool.parallel import lifetime
+
+    rel = "gpt_small_dp2mp2pp2/rank_0/19_validate_0078.ir.xz"
+    t = node_facts(load(str(FIXTURES / rel)), 0)
+    at = {n.line: n for n in t.dump.nodes()}
+    copies = t.get("copies")
+    assert at[388].op == "Cast" and at[4463] in copies and at[5870] in copies
+    w = lifetime._Walk(t, True)
+    w.header_params()
+    w.run_graph(t.dump.entry, (), None, 0, lifetime._entry_order(t, t.dump.entry)[0])
+    made = [b for (n, _), blocks in zip(w.where, w.allocs) if n is at[388] for b in blocks]
+    lifetime._sweep(t, w, "", (True, 0.0), [], False)
+    assert made and {(w.size[b], w.role[b]) for b in made} == {(512, "activation")}

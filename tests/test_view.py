@@ -242,11 +242,16 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert [g["id"] for g in json.loads(out.read_text())["graphs"]] == [overview["id"]] + [g["id"] for g in parts]
     assert set(json.loads((tmp_path / "gpt.comm_category.json").read_text())) == {g["id"] for g in parts}
-    # `irtool view`'s page gets each part as a stub (no nodes, its number), the part's graph when it opens it
+    # `irtool view`'s page gets each part as a stub (no nodes, its number, the count of its nodes and of those it
+    # reads), the part's graph when it opens it
+    def counted(g: dict) -> int:
+        own = [n for n in g["nodes"] if not n["namespace"].startswith(INPUTS)]
+        return len(own) + len({e["sourceNodeId"] for n in own for e in n["incomingEdges"]} - {n["id"] for n in own})
+
     page = json.loads(model.page_json())["graphs"]
     assert page[0] == overview and [g["id"] for g in page] == [overview["id"]] + [g["id"] for g in parts]
     assert [(len(g["nodes"]), g["groupNodeAttributes"][""][STUB], g["groupNodeAttributes"][""][STUB_NODES])
-            for g in page[1:]] == [(0, str(k), str(len(g["nodes"]))) for k, g in enumerate(parts)]
+            for g in page[1:]] == [(0, str(k), str(counted(g))) for k, g in enumerate(parts)]
     assert json.loads(model.part_json(7)) == parts[7] and model.part_json(len(parts)) is None
     # node data: each part gets the whole graph's results for its nodes
     category = model.node_data["comm category"]
@@ -1292,6 +1297,12 @@ def test_cost_overlays_in_model_explorer(semi_page: object) -> None:
     assert drawn and drawn <= {n["id"] for n in graph["nodes"]} and not any(
         _attrs(n).get("phase") == "backward" for n in graph["nodes"] if n["id"] in drawn)
     assert {k for k in kept if not k.startswith("%para")} <= drawn
+    # the counts on the boxes are of the phases shown: the graph's operators of the forward and the optimizer, none
+    # of the 6 gradient AllReduces (all backward); each root's phase row its phases left on
+    counts = page.evaluate(f"{GRAPH}.groupNodeAttributes")
+    shown_ops = sum(_attrs(n).get("phase") in ("forward", "optimizer") for n in graph["nodes"])
+    assert counts[""]["operators"] == str(shown_ops) and "gradient aggregation" not in counts[""], counts[""]
+    assert counts["Default"]["phase"] == graph["groupNodeAttributes"]["Default"]["phase"] == "forward 139, optimizer 15"
     _shot(page, "phases")
     # the legend's range is of the graph shown: the FLOPs of the forward and optimizer operators, not the backward's
     flops = _overlay(page, "FLOPs")

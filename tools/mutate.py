@@ -200,7 +200,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant.one("bytes-rank-size-1", P + "rules.py",
                'if as_int(pa.get("rank_size")) == 1 or (ranks is not None and len(ranks) == 1):',
                "if ranks is not None and len(ranks) == 1:", "a collective of `rank_size 1` counted as moving data",
-               ("tests/test_parallel_rules.py", "tests/test_parallel.py")),
+               ("tests/test_degrees.py", "tests/test_parallel_rules.py", "tests/test_parallel.py")),
     Mutant.one("bytes-wire", P + "traffic.py", "return factor * (n - 1) * nbytes // n", "return factor * nbytes",
                "wire bytes without the (n-1)/n ring factor", ("tests/test_parallel.py", "tests/test_parallel_rules.py"),
                also=((P + "traffic.py", "return _RING[kind] * (n - 1) * nbytes // n", "return _RING[kind] * nbytes"),)),

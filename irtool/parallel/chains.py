@@ -122,10 +122,9 @@ def redistribution_chains(t: NodeFacts) -> list[RedistributionChain]:
     validate (`kind` `pre` / `spe`) the printed types are logical or stale (§1): no slice shapes then."""
     dump, kind, groups = t.dump, t.get("file_kind"), t.get("groups")
     silent = t.get("silent")
-    comm = [c for n, c in t.column("comm").items() if n not in silent]
-    comm_by_uid = {c.node: c for c in comm}
-    not_redist = {c.node for c in comm if not c.redistributes}
-    strat = {s.node: s for s in t.column("strategy").values()}
+    comm_of = {n: c for n, c in t.column("comm").items() if n not in silent}
+    not_redist = {n for n, c in comm_of.items() if not c.redistributes}
+    strat: dict[Node, Strategy] = t.column("strategy")
     marked: dict[Node, tuple[bool, bool]] = {}  # (named a redistribution, names a forward communication node)
     for n in dump.nodes():  # one search of each node's text: most name neither
         named, fc = _named(n), n.mentions(FC)
@@ -148,7 +147,7 @@ def redistribution_chains(t: NodeFacts) -> list[RedistributionChain]:
             inst = (n.instance_name or "") if named or fc else ""
             if named and _REDIST.match(inst):
                 members[n.key] = True
-            elif fc and n.uid not in not_redist and not _OTHER_INSERTED.match(inst) and n.op != "Return":
+            elif fc and n not in not_redist and not _OTHER_INSERTED.match(inst) and n.op != "Return":
                 members[n.key] = False
             elif n.op in _TUPLE_OPS and any(k in members for k in n.node_refs):
                 ins = graph.node_inputs(n)  # split only when the text names a member
@@ -157,9 +156,9 @@ def redistribution_chains(t: NodeFacts) -> list[RedistributionChain]:
         parent = {k: k for k in members}
         is_bwd = {k: t("phase", graph.nodes[k]) == "backward" for k in members}
         for key in members:
-            for _, x in graph.node_inputs(graph.nodes[key]):
-                if x.key in members and is_bwd[x.key] == is_bwd[key]:
-                    parent[_find(parent, x.key)] = _find(parent, key)
+            for ref in graph.nodes[key].node_refs:  # the nodes it reads (without splitting its arguments)
+                if ref in members and is_bwd[ref] == is_bwd[key]:
+                    parent[_find(parent, ref)] = _find(parent, key)
         parts: dict[str, list[Node]] = {}
         for key in members:
             parts.setdefault(_find(parent, key), []).append(graph.nodes[key])
@@ -173,7 +172,7 @@ def redistribution_chains(t: NodeFacts) -> list[RedistributionChain]:
     chains: list[RedistributionChain] = []
     fwd_ids: dict[Node | str, int] = {}  # a forward member, or its forward_comm_node_unique_id -> chain id
     for nodes, graph in sorted(forward, key=lambda p: (p[0][0].line, p[0][0].graph)):
-        chain = _chain(t, len(chains), nodes, graph, comm_by_uid, groups, strat, kind == "post")
+        chain = _chain(t, len(chains), nodes, graph, comm_of, groups, strat, kind == "post")
         chains.append(chain)
         for n in nodes:
             fwd_ids.setdefault(n, chain.id)
@@ -184,7 +183,7 @@ def redistribution_chains(t: NodeFacts) -> list[RedistributionChain]:
     for nodes, graph, hit in sorted(pieces, key=lambda p: (p[0][0].line, p[0][0].graph)):
         if not any(_REDIST.match(n.instance_name or "") for n in nodes):
             continue  # the bprop of a local slice: no communication
-        chain = _chain(t, len(chains), nodes, graph, comm_by_uid, groups, strat, kind == "post")
+        chain = _chain(t, len(chains), nodes, graph, comm_of, groups, strat, kind == "post")
         if hit is not None:
             chain.of_chain = hit
             chain.producer, chain.consumer = chains[hit].producer, chains[hit].consumer
@@ -236,10 +235,10 @@ def _by_forward(t: NodeFacts, nodes: list[Node], graph: _Graph,
     return list(out.items())
 
 
-def _chain(t: NodeFacts, cid: int, nodes: list[Node], graph: _Graph, comm_by_uid: dict[str, CommNode],
-           groups: dict[str, Group], strat: dict[str, Strategy], typed: bool) -> RedistributionChain:
+def _chain(t: NodeFacts, cid: int, nodes: list[Node], graph: _Graph, comm_of: dict[Node, CommNode],
+           groups: dict[str, Group], strat: dict[Node, Strategy], typed: bool) -> RedistributionChain:
     keys = {n.key for n in nodes}
-    comms = [comm_by_uid[n.uid] for n in nodes if n.uid in comm_by_uid]
+    comms = [comm_of[n] for n in nodes if n in comm_of]
     phase: Phase = comms[0].phase if comms else t("phase", nodes[0])
     tensor, wire = Bytes(), Bytes()  # over one step: each run of a node counted
     for c in comms:
@@ -270,9 +269,9 @@ def _chain(t: NodeFacts, cid: int, nodes: list[Node], graph: _Graph, comm_by_uid
         first_line=nodes[0].line, scope=nodes[0].scope or "", lines=[n.line for n in nodes])
 
 
-def _end(node: Node, strat: dict[str, Strategy], index: int | None, as_consumer: bool,
+def _end(node: Node, strat: dict[Node, Strategy], index: int | None, as_consumer: bool,
          piece: Any) -> ChainEnd:
-    s = strat.get(node.uid)
+    s = strat.get(node)
     if as_consumer:
         strategy = _item(s.in_strategy, index) if s else None
         layout = _item(s.in_layout, index) if s else None
@@ -289,7 +288,7 @@ def _end(node: Node, strat: dict[str, Strategy], index: int | None, as_consumer:
                     split=_split(full, piece), source=user_source(node), scope=node.scope or "")
 
 
-def _producer(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str, Strategy]) -> ChainEnd | None:
+def _producer(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[Node, Strategy]) -> ChainEnd | None:
     """The first operator upstream of the chain's first external input (through tuple items,
     Load, Depend and communication of other kinds), or the parameter it reads."""
     for n in nodes:
@@ -306,7 +305,7 @@ def _producer(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str,
             x = graph.nodes.get(ref.name)
             item: int | None = None
             steps = 0
-            while x is not None and steps < 16 and x.uid not in strat and (x.op in _THROUGH or x.op in COMM_OPS):
+            while x is not None and steps < 16 and x not in strat and (x.op in _THROUGH or x.op in COMM_OPS):
                 steps += 1
                 if x.op == "TupleGetItem" and item is None and len(x.inputs) > 1:
                     v = x.input_value(1)
@@ -329,10 +328,10 @@ def _parameter_end(ref: str, piece: Any) -> ChainEnd:
     return ChainEnd(node=ref, op="Parameter", name=name.split("_", 1)[-1], slice_shape=piece)
 
 
-def _consumers(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str, Strategy]) -> list[ChainEnd]:
+def _consumers(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[Node, Strategy]) -> list[ChainEnd]:
     """The first operators downstream of the chain (through tuple items and Depend), each with the
     input the chain feeds."""
-    out: list[ChainEnd] = []
+    out: list[tuple[bool, ChainEnd]] = []  # (no strategy, the end)
     seen: set[str] = set()
     for n in nodes:
         stack = [(n, u) for u in graph.index.users(n) if u.key not in keys]
@@ -343,13 +342,13 @@ def _consumers(nodes: list[Node], keys: set[str], graph: _Graph, strat: dict[str
             if u.key in seen:
                 continue
             seen.add(u.key)
-            if u.uid not in strat and u.op in ("TupleGetItem", "Depend", "MakeTuple") and u.op != "Return":
+            if u not in strat and u.op in ("TupleGetItem", "Depend", "MakeTuple") and u.op != "Return":
                 stack.extend((u, w) for w in graph.index.users(u) if w.key not in keys)
                 continue
             if u.op in ("Return", "UpdateState"):
                 continue
             index = next((i.index for i in u.inputs if i.ref is not None and i.ref.name == src.key), None)
             t = input_type(u, index) if index is not None else None
-            out.append(_end(u, strat, index, True, _shape_of(t)))
-    out.sort(key=lambda e: (e.node not in strat, e.line))
-    return out
+            out.append((u not in strat, _end(u, strat, index, True, _shape_of(t))))
+    out.sort(key=lambda e: (e[0], e[1].line))
+    return [e for _, e in out]

@@ -64,7 +64,7 @@ import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..ir import Dump, Node, kept, pass_name
 from ..ir.kept import Kept
@@ -73,7 +73,6 @@ from .dynamic import rows
 from .flowrules import ALL_TO_ALL, all_to_all_purpose, sequence_parallel
 from .job import JOB_PASSES
 from .kernels import kernels, stream_of
-from .lifetime import lifetimes
 from .links import node_index, ordered_with
 from .operators import operator_keys, operator_params, placements
 from .order import build_order, stage_chunks, stage_folded, units
@@ -88,6 +87,9 @@ from .slicing import marked_outputs
 from .stage import stage_info
 from .strategies import strategy_records
 from .table import NodeFacts, Pass
+
+if TYPE_CHECKING:
+    from .lifetime import Lifetimes
 
 NodeKind = Literal["communication", "compute", "call", "plumbing"]
 # Operators that only order, route or pack values: no work of their own, and not where a unit of work is placed.
@@ -421,6 +423,8 @@ def _micro(t: NodeFacts) -> dict[Node, int]:
     ut_pipeline_split_32p rank_16 validate line 634 `StridedSlice(%52)` prints `micro: I64(0)` and reads
     micro 3's MatMul (line 617): micro 3. inference_pp_4p_m2 rank_2 line 233 `Concat(%5)` prints
     `micro: I64(0)` and joins both micro batches' calls: none."""
+    if not any(n.mentions("micro") for n in t.dump.nodes()):
+        return {}  # no node prints a micro batch (`_micro_mark`): none runs for one, without a sweep
     by_key = t.get("by_key")
     out: dict[Node, int] = {}
     carries: dict[Node, int] = {}  # bit k: micro batch k's work reaches the node's readers through it
@@ -525,17 +529,29 @@ def _int_attr(n: Node, key: str) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _chunk(t: NodeFacts, n: Node) -> int | None:
-    """The position of the node's work in the pipeline's model order: the fold segment (`segment`),
+def _chunk(t: NodeFacts) -> dict[Node, int]:
+    """The position of each node's work in the pipeline's model order: the fold segment (`segment`),
     else `chunk` (MindSpore 2.7 prints `chunk` for both: an interleaved pipeline's chunk, a folded
-    one's segment; the job says which, §7)."""
-    v = _int_attr(n, "segment")
-    if v is None:
-        v = _int_attr(n, "chunk")
-    if v is None and n.op == "(call)" and n.callee[0] == "%":  # a bprop closure's call: its forward call's
-        fwd = t("forward", n)
-        return t("chunk", fwd) if fwd is not None else None
-    return v
+    one's segment; the job says which, §7). A column of the nodes that have one (most print none: the
+    stage's chunks are read from it without asking every node)."""
+    out: dict[Node, int | None] = {}
+
+    def of(n: Node) -> int | None:
+        if n in out:
+            return out[n]
+        out[n] = None  # a cycle of bprop calls (a malformed graph) has none
+        v = _int_attr(n, "segment")
+        if v is None:
+            v = _int_attr(n, "chunk")
+        if v is None and n.op == "(call)" and n.callee[0] == "%":  # a bprop closure's call: its forward call's
+            fwd = t("forward", n)
+            v = of(fwd) if fwd is not None else None
+        out[n] = v
+        return v
+
+    for n in t.dump.nodes():
+        of(n)
+    return {n: v for n, v in out.items() if v is not None}
 
 
 def _printed_chunk(t: NodeFacts, n: Node) -> int | None:
@@ -585,6 +601,12 @@ def _parameters(t: NodeFacts) -> Params:
     return parameters(t.dump)
 
 
+def _lifetimes(t: NodeFacts) -> Lifetimes:
+    from .lifetime import lifetimes  # the cost model's walk: not imported by a plain summary
+
+    return lifetimes(t)
+
+
 def _layer(t: NodeFacts) -> dict[Node, int]:
     return t.get("layer_flow").layer
 
@@ -614,7 +636,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("graph phases", ("graph_phases",), ("evidence", "calls", "by_key"), "dump", _graph_phases),
     Pass("phases", ("phase",), ("category", "exchange", "evidence", "graph_phases"), "node", _phase),
     Pass("micro batches", ("micro",), ("forward", "by_key", "kind"), "column", _micro),
-    Pass("chunks", ("chunk",), ("forward",), "node", _chunk),
+    Pass("chunks", ("chunk",), ("forward",), "column", _chunk),
     Pass("printed chunks", ("printed_chunk",), (), "node", _printed_chunk),
     Pass("sizes", ("out_bytes",), (), "node", _out_bytes),
     Pass("ordering inputs", ("order_inputs",), ("by_key",), "node", _order_inputs),
@@ -644,7 +666,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("marked outputs", ("marked_outputs",), ("node_index", "strategy", "layer", "out_bytes", "runs"), "dump",
          marked_outputs),
     Pass("lifetimes", ("lifetimes",), ("kernel", "by_key", "param_roles", "phase", "kind", "micro", "unit", "order",
-                                        "file_kind", "strategy"), "dump", lifetimes),
+                                        "file_kind", "strategy"), "dump", _lifetimes),
     *JOB_PASSES,
 )
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Callable, Iterable
 
-from .cost import ATTENTION, SEQUENCE_DIM, attention_layout
 from .model_dims import ModelDims, ffn_size, heads, kv_heads, model_dims
 from .params import WEIGHT_VALUE, follow_value, layer_index
 from .records import CommNode, Strategy, _as_dict
@@ -185,7 +184,10 @@ def _micro_of(t: Any) -> Evidence:
 def _layers_of(t: Any) -> tuple[list[int], str]:
     """The layers the rank's work is of (the `layer` fact of every node not only updating weights), and where
     the first parameter of one is read."""
-    layers = {i for n, i in t.column("layer").items() if t("phase", n) != "optimizer"}
+    layers: set[int] = set()
+    for n, i in t.column("layer").items():  # a layer's first node not updating weights: not every node's phase
+        if i not in layers and t("phase", n) != "optimizer":
+            layers.add(i)
     params = t.get("parameters")
     where = next((f"{_name(t)}:{n.line} (reads {p})" for p, readers in params.readers.items()
                   if (i := layer_index(p)) is not None
@@ -393,6 +395,8 @@ def _sequence_split(t: Any, file: str, comm: list[CommNode]) -> Sizes:
     the attention's query in its `in_strategy` (flash_attention_sp_8p: BSH `(2, 2, 2)`, 2)."""
     if not any(c.category == "context-parallel" for c in comm):
         return {}
+    from .cost import ATTENTION, SEQUENCE_DIM, attention_layout  # the cost model: not imported by a plain summary
+
     out: Sizes = {}
     for n, s in t.column("strategy").items():
         if n.op not in ATTENTION or not isinstance(s.in_strategy, (tuple, list)) or not s.in_strategy:

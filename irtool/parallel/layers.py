@@ -44,12 +44,13 @@ class ScopeIndex:
 
     def __init__(self, scopes: Iterable[str]) -> None:
         self.runs: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+        runs = self.runs
         for parts in {_cell_parts(s) for s in set(scopes) if s}:
             flat = [(n, i) for i, p in enumerate(parts) for n in _names(p)]
+            names, at = tuple(n for n, _ in flat), [i for _, i in flat]
             for j in range(len(flat)):
                 for k in range(j + 1, min(len(flat), j + _MAX_RUN) + 1):
-                    key = tuple(n for n, _ in flat[j:k])
-                    self.runs.setdefault(key, set()).add(parts[: flat[k - 1][1] + 1])
+                    runs.setdefault(names[j:k], set()).add(parts[: at[k - 1] + 1])
         self._cache: dict[str, tuple[str, ...] | None] = {}
 
     def cell_of(self, parameter: str) -> tuple[str, ...] | None:

@@ -40,7 +40,7 @@ from functools import cached_property
 from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING, Any, Union
 
-from ..ir import Node
+from ..ir import Node, TypeInfo
 from ..ir.values import parse_value
 from .order import unit_label, unit_nodes
 from .records import Bytes
@@ -215,9 +215,8 @@ def _constant_bytes(text: str) -> int | None:
     return None if n is None else n * DTYPE_SIZE[kw["dtype"]]
 
 
-def _out_sizes(n: Node) -> list[int | None]:
-    """The bytes of each output of a kernel (a tuple: one per element), None when unknown."""
-    t = n.output_type
+def _out_sizes(t: TypeInfo | None) -> list[int | None]:
+    """The bytes of each output of a kernel of output type `t` (a tuple: one per element), None when unknown."""
     if t is None:
         return [None]
     if t.kind == "Tuple":
@@ -461,14 +460,14 @@ class _Walk:
         t = self.t
         phase = self.phase[n] = t("phase", n)
         role = "communication" if t("kind", n) == "communication" else _PHASE_ROLE.get(phase, "temporary")
-        sizes = _out_sizes(n)
         ty = n.output_type
+        sizes = _out_sizes(ty)
         k = self.kernels[n] = _Kernel(tuple(None if s is None else block(s) for s in sizes), [role] * len(sizes),
                                       [phase] * len(sizes),
                                       role == "communication" and n.op not in ("Send", "Receive") and bool(sizes),
                                       n.op, n.op == "Receive" or any(r in self.inputs for r in n.param_refs),
                                       elements(ty.shape) if ty is not None and ty.kind != "Tuple" else None,
-                                      _pieces(n, t("strategy", n)))
+                                      _pieces(n, t("strategy", n), ty))
         return k
 
     def kernel(self, n: Node, top: Node, args: list[_Value]) -> _Value:
@@ -618,12 +617,11 @@ def _first_spec(n: Node) -> tuple[str, str] | None:
     return _spec(n.inputs[0]) if n.inputs else None
 
 
-def _pieces(n: Node, strategy: Any) -> int | None:
+def _pieces(n: Node, strategy: Any, ty: TypeInfo | None) -> int | None:
     """Into how many pieces the node's output is split over the ranks: its whole shape as the parallel pass prints it
     over its own (`origin_output_shape`; a backward copy prints its forward operator's, so not read there), else the
     largest split of an input of the output's rank in its strategy (elementwise: the output split as its inputs);
-    None when neither tells."""
-    ty = n.output_type
+    None when neither tells (`ty`: the node's output type)."""
     shape = ty.shape if ty is not None and ty.kind != "Tuple" and isinstance(ty.shape, tuple) else None
     if shape is None or not all(isinstance(d, int) and d > 0 for d in shape):
         return None

@@ -196,6 +196,8 @@ def stage_chunks(t: NodeFacts) -> list[int]:
     """The `stage_chunks` pass: the chunks (an interleaved pipeline's, a folded one's segments) the stage's work
     runs, by the `chunk` of its compute and call nodes of a micro batch; [] with one (the job's `chunks`, the
     order's and every unit's read this)."""
+    if len(set(t.column("chunk").values())) < 2:  # one chunk at most: not every node's phase asked
+        return []
     chunks = sorted({c for cs in _work(t).values() for c in cs if c is not None})
     return chunks if len(chunks) > 1 else []
 

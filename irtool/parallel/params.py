@@ -185,6 +185,9 @@ def param_shapes(t: NodeFacts) -> dict[str, tuple]:
 
 # Inputs that only order execution: the later inputs of Depend and Load (`Load(%para, U)`: a kernel graph
 # orders it by a `Depend` where the front end prints a monad), every input of UpdateState.
+_ORDERING = frozenset({"UpdateState", "Depend", "Load"})  # the nodes `data_refs` does not read all of
+
+
 def data_refs(n: Node) -> Sequence[str]:
     if n.op == "UpdateState":
         return []
@@ -271,10 +274,11 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
     for g in ordered:
         local = by_key[g.name]
         deps: dict[Node, list[Node]] = {}
+        get = local.get
         for n in g.nodes:  # one element of a tuple of this graph is that element, not the whole tuple
             element = picked(n, local) if n.op in _PICK else None
             if element is None:
-                deps[n] = [x for r in data_refs(n) if (x := local.get(r)) is not None]
+                deps[n] = [x for r in (data_refs(n) if n.op in _ORDERING else n.node_refs) if (x := get(r)) is not None]
             elif element.kind == "node":
                 deps[n] = [local[element.name]] if element.name in local else []
             elif (name := params.name_of(element.name)) is not None:  # a parameter: read, as its readers are

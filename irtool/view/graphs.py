@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter, defaultdict
+from functools import partial
 from typing import Any, Callable, Iterable
 
 from ..ir import Dump, Node, TypeInfo
@@ -469,9 +470,11 @@ def _layer_name(layer: int | None) -> str:
     return "no layer" if layer is None else f"layer {layer}"
 
 
-def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_layer: bool = False) -> dict[str, Any]:
+def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_layer: bool = False,
+                   later: list[tuple[list[dict[str, Any]], Node, str]] | None = None) -> dict[str, Any]:
     """The Model Explorer graph of one subgraph of the dump; `by_layer`: its namespaces under its phases and
-    layers (`_by_layer`), as a graph split into parts shows it."""
+    layers (`_by_layer`), as a graph split into parts shows it; `later`: each operator's panel rows are left to be
+    made later (`_rows`), its (empty) list, the node and its uid put there."""
     sg = ctx.dump.subgraph(name)
     layered, taken = _by_layer(ctx, sg.nodes) if by_layer else ({}, {})
     known = {n.key for n in sg.nodes}
@@ -526,8 +529,10 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
         c = ctx.comm.get(uid)
         entry: dict[str, Any] = {
             "id": node.key, "label": node.op if not node.is_call else f"call {_callee(node, ctx)}", "namespace": ns,
-            "attrs": _node_attrs(node, uid, ctx), "incomingEdges": edges,
+            "attrs": _node_attrs(node, uid, ctx) if later is None else [], "incomingEdges": edges,
             "outputsMetadata": _output_metadata(node.output_type, ctx.outputs)}
+        if later is not None:
+            later.append((entry["attrs"], node, uid))
         subs = _graph_refs(node, called, ctx.names)
         if subs:
             entry["subgraphIds"] = [ctx.graph_ids[g] for g in subs]
@@ -543,11 +548,12 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
 
     levels = bound_namespaces(members, ctx.chain_of, ctx.micro, stackable, _reads(ctx, sg.nodes) if by_layer else None)
     # counts of a folded scope include everything below it: per namespace, then added to its ancestors
-    own: dict[str, list[int]] = {}
-    for entry, uid in zip(nodes, uids):
-        box = own.get(entry["namespace"])
+    own: dict[tuple[str, Any], list[int]] = {}  # (namespace, phase) -> its nodes' counts
+    for entry, uid, node in zip(nodes, uids, sg.nodes):
+        key = (entry["namespace"], ctx.phase(node))
+        box = own.get(key)
         if box is None:
-            box = own[entry["namespace"]] = [0] * len(_GROUP_COUNTS)
+            box = own[key] = [0] * len(_GROUP_COUNTS)
         box[0] += 1
         box[1] += uid in ctx.strategy
         c = ctx.comm.get(uid)
@@ -556,16 +562,17 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
             box[3] += c.category == "redistribution"
             box[4] += c.category == "gradient-aggregation"
     counts: dict[str, list[int]] = {}
-    for ns, box in own.items():
+    phased: dict[str, dict[Any, list[int]]] = defaultdict(dict)  # the same by phase: the page's phase selector's
+    for (ns, phase), box in own.items():
         parts = ns.split("/") if ns else []
         for depth in range(len(parts) + 1):  # the graph's totals too (its top, "")
             above = "/".join(parts[:depth])
-            total = counts.get(above)
-            if total is None:
-                counts[above] = box[:]
-            else:
-                for i, v in enumerate(box):
-                    total[i] += v
+            for total in (counts.get(above), phased[above].get(phase)):
+                if total is not None:
+                    for i, v in enumerate(box):
+                        total[i] += v
+            counts.setdefault(above, box[:])
+            phased[above].setdefault(phase, box[:])
     # counts said when not 0 (a box of `with strategy: 0` says nothing); `operators` always
     group_attrs = {ns: {k: str(v) for k, v in zip(_GROUP_COUNTS, box) if v or k == "operators"}
                    for ns, box in counts.items()}
@@ -582,6 +589,9 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
                        **group_attrs.get("", {})}
     gid = graph_id or name
     out = {"id": gid, "nodes": list(aux.values()) + nodes, "groupNodeAttributes": group_attrs}
+    if len({phase for _, phase in own}) > 1:  # the counts of the phases left on, when some are turned off
+        out[PHASE_COUNTS] = {"keys": _GROUP_COUNTS, "groups": {
+            ns: {p: box for p, box in by.items() if p is not None} for ns, by in phased.items()}}
     if ordering:
         out["tasksData"] = ordering_overlay(gid, ordering)
     return out
@@ -602,6 +612,7 @@ def _reads(ctx: _Context, nodes: list[Node]) -> Reads:
 
 
 _GROUP_COUNTS = ("operators", "with strategy", "communication", "redistribution", "gradient aggregation")
+PHASE_COUNTS = "irtoolPhaseCounts"  # a graph's group counts by phase (`keys`; `groups`: namespace -> phase -> counts)
 
 
 def _root_phases(entries: list[dict[str, Any]], nodes: list[Node], phase: Callable[[Node], str]) -> dict[str, str]:
@@ -649,11 +660,12 @@ def graph_names(dump: Dump, facts: ParallelFacts) -> dict[str, str]:
 
 def dump_graphs(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: int = PART_SIZE,
                 annotate: Callable[[str, dict[str, Any]], None] | None = None,
-                file: str | None = None) -> list[dict[str, Any]]:
+                file: str | None = None, later: bool = False) -> list[dict[str, Any]]:
     """One graph per subgraph, the entry graph first; graph ids are `prefix` + its name (`graph_names`).
     A subgraph of more than `part_size` operators (PART_SIZE) comes as its overview and parts
     (`split_large`), after `annotate(subgraph, graph)` (a diff's rows) had the whole graph. `file`:
-    the dump's name in the panel (default its file name)."""
+    the dump's name in the panel (default its file name). `later` (without `annotate`): a split graph's parts are
+    made when `complete` is called on the graphs (its overview first: `irtool view` sends it before them)."""
     ctx = _Context(dump, facts, file)
     split = _too_large(dump, part_size)
     shown = ctx.shown = graph_names(dump, facts)
@@ -661,11 +673,38 @@ def dump_graphs(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: i
     names = sorted((g.name for g in dump.subgraphs), key=lambda n: n != dump.entry)
     out: list[dict[str, Any]] = []
     for n in names:
-        graph = subgraph_graph(ctx, n, prefix + shown[n], n in split)
+        rows: list[tuple[list[dict[str, Any]], Node, str]] | None = [] if n in split and later and not annotate else None
+        graph = subgraph_graph(ctx, n, prefix + shown[n], n in split, rows)
         if annotate is not None:
             annotate(n, graph)
-        out += split_large(graph, part_size, LAYERED) if n in split else [graph]
+        if n not in split:
+            out.append(graph)
+            continue
+        parts = split_large(graph, part_size, LAYERED, _rows(rows, ctx) if rows is not None else None)
+        out += parts if later else complete(parts)
     return out
+
+
+def _rows(later: list[tuple[list[dict[str, Any]], Node, str]], ctx: _Context) -> Callable[[], None]:
+    """The panel rows of a graph's operators left for later (`subgraph_graph`), made by the first call."""
+    def make() -> None:
+        while later:
+            rows, node, uid = later.pop()
+            rows.extend(_node_attrs(node, uid, ctx))
+
+    return make
+
+
+COMPLETE = "\0complete"  # a part made by `complete`: the function making its nodes (`split_large`)
+
+
+def complete(graphs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`graphs` with every part still to be made (`dump_graphs(later=True)`) made."""
+    for g in graphs:
+        make = g.pop(COMPLETE, None)
+        if make is not None:
+            make()
+    return graphs
 
 
 def first_graph(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: int = PART_SIZE) -> str | None:
@@ -794,9 +833,11 @@ def _stub(stubs: dict[str, dict[str, Any]], node: dict[str, Any], part: tuple[st
 LAYERED = 2
 
 
-def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0) -> list[dict[str, Any]]:
+def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0, rows: Callable[[], None] | None = None
+                ) -> list[dict[str, Any]]:
     """A graph too large for Model Explorer to open in seconds as [overview, parts...] (`_parts`: scopes
-    of at most `size` nodes with what they read, or a larger scope's own operators; `levels` deep at least).
+    of at most `size` nodes with what they read, or a larger scope's own operators; `levels` deep at least),
+    each part's nodes made by `complete` (`rows`: the graph's panel rows left for later, made before them).
 
     A part's graph holds its nodes (namespaces below its scope), and under `from other parts` the
     nodes of other parts it reads or its panel links to, with their operator, place, output and part.
@@ -832,35 +873,20 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0) -
     for (scope, own), ms in members.items():
         pid = part_id(gid, scope, own)
         mine = {n["id"] for n in ms}
-        inputs: dict[str, dict[str, Any]] = {}
-        out = []
-        reads: set[tuple[str, bool]] = set()  # the parts it reads
-        linked: list[str] = []  # nodes of other parts the panel's links name (a chain's producer, ...)
-        for n in ms:
-            out.append({**n, "namespace": _relative(n["namespace"], scope)})
-            for e in n["incomingEdges"]:
-                src = e["sourceNodeId"]
-                if src not in mine and src in by_id:
-                    reads.add(where[src])
-                    inputs[src] = _stub(stubs, by_id[src], where[src])
-            for a in n["attrs"]:
-                if type(a["value"]) is dict:
-                    linked += (t for t in a["value"].get("nodeIds", ()) if t not in mine and t in by_id)
-        n_read = len(inputs)
-        for t in linked:
-            if t not in inputs:
-                inputs[t] = _stub(stubs, by_id[t], where[t])
+        # the nodes of other parts it reads, in order (their part's box an edge into its box)
+        read = dict.fromkeys(e["sourceNodeId"] for n in ms for e in n["incomingEdges"]
+                             if e["sourceNodeId"] not in mine and e["sourceNodeId"] in by_id)
+        reads = {where[src] for src in read}  # the parts it reads
+        n_read = len(read)
         group_attrs = {_relative(ns, scope): attrs[ns] for ns in by_part[(scope, own)]}
         counts = _counts(attrs, scope, own, part_of, children)
         group_attrs[""] = {"dump": root.get("dump", ""), PART_OF: gid, "scope": _part_name(scope, own),
                            "nodes": str(len(ms)), **{k: str(v) for k, v in counts.items()},
                            "nodes read from other parts": str(n_read)}
-        if inputs:
-            group_attrs[INPUTS] = {"nodes": str(len(inputs)), "read": str(n_read),
-                                   "level": "nodes of other parts this part reads or its links name"}
-        part = {"id": pid, "nodes": list(inputs.values()) + out, "groupNodeAttributes": group_attrs}
+        part = {"id": pid, "nodes": [], "groupNodeAttributes": group_attrs}
         if ordering.get((scope, own)):
             part["tasksData"] = ordering_overlay(pid, ordering[(scope, own)])
+        part[COMPLETE] = partial(_part_nodes, part, ms, scope, read, (by_id, where, stubs), rows)
         parts.append(part)
         boxes[(scope, own)] = {
             "id": pid, "label": _part_name(scope.rpartition("/")[2], own),
@@ -879,13 +905,40 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0) -
     return [{"id": overview_id(gid), "nodes": list(boxes.values()), "groupNodeAttributes": over_attrs}, *parts]
 
 
+Others = tuple[dict[str, dict[str, Any]], dict[str, tuple[str, bool]], dict[str, dict[str, Any]]]
+
+
+def _part_nodes(part: dict[str, Any], ms: list[dict[str, Any]], scope: str, read: dict[str, None], others: Others,
+                rows: Callable[[], None] | None) -> None:
+    """A part's nodes (`split_large`): the nodes of other parts it reads (`read`) and its panel links name, as stubs
+    (`others`: every node by id, its part, the stubs made so far), then its own below its scope. `rows`: the whole
+    graph's panel rows left for later (`dump_graphs`), made first."""
+    if rows is not None:
+        rows()
+    by_id, where, stubs = others
+    mine = {n["id"] for n in ms}
+    inputs = {src: _stub(stubs, by_id[src], where[src]) for src in read}
+    out = []
+    for n in ms:
+        out.append({**n, "namespace": _relative(n["namespace"], scope)})
+        for a in n["attrs"]:
+            if type(a["value"]) is dict:  # a link to a node (a chain's producer, what a node serves)
+                for t in a["value"].get("nodeIds", ()):
+                    if t not in mine and t in by_id and t not in inputs:
+                        inputs[t] = _stub(stubs, by_id[t], where[t])
+    if inputs:
+        part["groupNodeAttributes"][INPUTS] = {"nodes": str(len(inputs)), "read": str(len(read)),
+                                               "level": "nodes of other parts this part reads or its links name"}
+    part["nodes"] = list(inputs.values()) + out
+
+
 def part_stub(graph: dict[str, Any], number: int) -> dict[str, Any]:
     """A part as `irtool view`'s page first gets it: its id, its info and its ordering edges (Model Explorer reads
     every graph's edge overlays when it loads a model), no nodes. The page's script (static/view.js) fetches its
     graph (`irtool/part/<model>/<number>.json`) when Model Explorer is about to lay it out."""
-    stub = {"id": graph["id"], "nodes": [],
-            "groupNodeAttributes": {"": {**graph["groupNodeAttributes"].get("", {}), STUB: str(number),
-                                         STUB_NODES: str(len(graph["nodes"]))}}}
+    info = graph["groupNodeAttributes"].get("", {})
+    stub = {"id": graph["id"], "nodes": [], "groupNodeAttributes": {"": {
+        **info, STUB: str(number), STUB_NODES: str(int(info["nodes"]) + int(info["nodes read from other parts"]))}}}
     if "tasksData" in graph:
         stub["tasksData"] = graph["tasksData"]
     return stub

@@ -211,11 +211,6 @@ def headline(d: LogicalDiff) -> dict[str, Any]:
     causes = Counter(p.cause for p in d.ops if p.cause)
     both = sum(p.old is not None and p.new is not None for p in d.ops)
     lines = [f"Configuration: {changes_line(d.changes) or DASH}"]
-    if not both:  # the first thing to know: the two are not one network (the configuration line says how they differ)
-        lines.insert(0, f"Nothing matched: no user operator of {d.old.path} is in {d.new.path} "
-                        f"({causes['removed']} only in old, {causes['added']} only in new): two different networks?")
-    else:
-        lines.append(f"{sum(causes.values())} of {len(d.ops)} user operators changed; the colours say why:")
     for side, other, g in (("old", "new", d.old), ("new", "old", d.new)):
         absent = g.job.stages_absent
         if absent:  # a folder without a stage's rank: its operators are not gone, they were not read
@@ -223,6 +218,11 @@ def headline(d: LogicalDiff) -> dict[str, Any]:
             lines.append(f"{side}: stage{'s' if many else ''} {', '.join(map(str, absent))} not read ({g.path} holds no "
                          f"rank of {'them' if many else 'it'}): {'their' if many else 'its'} operators show as only in "
                          f"{other}")
+    if not both:  # the first thing to know: the two are not one network (the configuration line says how they differ)
+        lines.insert(0, f"Nothing matched: no user operator of {d.old.path} is in {d.new.path} "
+                        f"({causes['removed']} only in old, {causes['added']} only in new): two different networks?")
+    else:  # right above the colours' key
+        lines.append(f"{sum(causes.values())} of {len(d.ops)} user operators changed; the colours say why:")
     groups = ", ".join(f"{change_text(c)} ({n})" for c, n in follows(d))
     words = {"added": "only in new", "removed": "only in old", "stage": "moved to another stage",
              "strategy": "its own strategy changed", "layout": f"its strategy follows {groups}",

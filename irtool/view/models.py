@@ -30,6 +30,7 @@ from .graphs import (
     PART_SIZE,
     bytes_node_data,
     category_node_data,
+    complete,
     diff_node_data,
     diff_panel,
     dump_graphs,
@@ -99,11 +100,22 @@ class Model:
         self._build = graphs if callable(graphs) else None
         self._graphs = None if callable(graphs) else graphs
         self._json: str | None = None
+        self._complete = False
         self._index: dict[str, Any] | None = None
         self._lock = threading.Lock()
 
     @property
     def graphs(self) -> list[dict[str, Any]]:
+        """Every graph, each part of a split graph made (`graphs.complete`)."""
+        graphs = self._built()
+        with self._lock:
+            if not self._complete:
+                complete(graphs)
+                self._complete = True
+            return graphs
+
+    def _built(self) -> list[dict[str, Any]]:
+        """The graphs as built: a split graph's parts may be left to be made (`dump_graphs(later=True)`)."""
         with self._lock:
             if self._graphs is None:
                 self._graphs = self._build()  # type: ignore[misc]
@@ -152,47 +164,41 @@ class Model:
         """The graph JSON the page loads first (`graphs_json` with each part of a split graph a stub: `part_stub`); a
         part's graph is sent when the page opens it (`part_jsons`). Model Explorer loads every graph of a model in one
         request: the 68 MB dump's parts were 54 MB of JSON the page read before it drew the overview."""
-        doc = self._doc()
-        return _dumps({**doc, "graphs": [part_stub(g, k) if k is not None else g
-                                         for g, k in zip(doc["graphs"], self._part_numbers())]})
-
-    def _part_numbers(self) -> list[int | None]:
-        """Each graph's number among the parts of split graphs (the page asks for a part by it), None for the others."""
-        out: list[int | None] = []
-        k = 0
-        for g in self.graphs:
-            if PART_OF in g["groupNodeAttributes"].get("", {}):
-                out.append(k)
-                k += 1
-            else:
-                out.append(None)
-        return out
+        number = itertools.count()
+        return _dumps(self._doc([part_stub(g, next(number)) if _is_part(g) else g for g in self._built()]))
 
     def part_jsons(self) -> Iterator[bytes]:
-        """The JSON of each part of the split graphs, in their order (the page's stubs say their number)."""
-        for g, k in zip(self.graphs, self._part_numbers()):
-            if k is not None:
+        """The JSON of each part of the split graphs, in their order (a stub's number)."""
+        for g in self.graphs:
+            if _is_part(g):
                 yield _dumps(g)
 
     def part_json(self, number: int) -> bytes | None:
         """The JSON of part `number` (`part_jsons`), None when there is none."""
-        return next(itertools.islice(self.part_jsons(), number, None), None)
+        parts = [g for g in self.graphs if _is_part(g)]
+        return _dumps(parts[number]) if 0 <= number < len(parts) else None
 
-    def graphs_file(self) -> bytes | str:
-        """`graphs_json` as `export` writes it: orjson's UTF-8 bytes as they come, not made text and encoded again
-        (a folder's graph JSON is tens of MB: held once, not three times), else the text."""
-        if self._json is None:
-            try:
-                return orjson.dumps(self._doc())
-            except TypeError:
-                pass
-        return self.graphs_json()
+    def graphs_file(self) -> Iterator[bytes]:
+        """`graphs_json` as `export` writes it: UTF-8 bytes a graph at a time (`_dumps`), not the text made and encoded
+        (a folder's graph JSON is tens of MB: never held whole beside the graphs it is made from)."""
+        if self._json is not None:
+            yield self._json.encode()
+            return
+        doc = self._doc()
+        yield b'{"label":' + _dumps(doc["label"]) + b',"graphs":['
+        for i, g in enumerate(doc["graphs"]):
+            yield b"," + _dumps(g) if i else _dumps(g)
+        yield b"]" + (b',"graphSorting":' + _dumps(doc["graphSorting"]) if "graphSorting" in doc else b"") + b"}"
 
-    def _doc(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"label": self.label, "graphs": self.graphs}
+    def _doc(self, graphs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        doc: dict[str, Any] = {"label": self.label, "graphs": self.graphs if graphs is None else graphs}
         if self.sorting:
             doc["graphSorting"] = self.sorting
         return doc
+
+
+def _is_part(graph: dict[str, Any]) -> bool:
+    return PART_OF in graph["groupNodeAttributes"].get("", {})
 
 
 def _dumps(doc: Any) -> bytes:
@@ -228,7 +234,7 @@ class _Rank:
         return self.prefix + self._names[subgraph]
 
     def graphs(self, part_size: int, annotate: Any = None) -> Graphs:
-        return dump_graphs(self.dump, self.facts, self.prefix, part_size, annotate, self.shown)
+        return dump_graphs(self.dump, self.facts, self.prefix, part_size, annotate, self.shown, later=annotate is None)
 
     def stage_rank(self, part_size: int) -> StageRank:
         """This rank as the pipeline and execution order graphs draw it: each subgraph's graph ids."""

@@ -256,8 +256,8 @@ def pipeline_graph(ranks: list[StageRank], graph_id: str = LANES[0], folder: Ite
     _bounded(nodes, micro)
     info = {"Send/Receive": str(len(nodes)), "pairs": str(paired), "ranks drawn": rank_list(sorted(shown)),
             "colours": "Send red, Receive green; backward (B) pale, forward (F) full",
-            "lines": "select a box: each Send's line to the Receive it pairs with, and the box's place in its "
-                     "rank's order (Edge overlays menu)"}
+            "lines": "each Send's line to the Receive it pairs with, drawn whether or not a box is selected; a "
+                     "selected box's line to the next of its rank (Edge overlays menu)"}
     for what, which in (("peers unreadable", outside & unread), ("peers not in the folder", outside - unread)):
         if which:
             info[what] = rank_list(sorted(which))

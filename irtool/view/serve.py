@@ -296,7 +296,7 @@ def _add_to_page(me: Any, models: list[Model], builder: _Builder) -> None:
                 return flask.Response(builder.node_data(int(i), TARGETS), mimetype="application/json")
             except IrtoolError as e:
                 return flask.Response(f"irtool: {e}\n", status=404, mimetype="text/plain")
-        if kind == "part" and file.endswith(".json"):  # a part's graph, asked for when the page opens it
+        if rel_path.startswith("irtool/part/") and file.endswith(".json"):  # a part's graph, when the page opens it
             i, _, k = file.removesuffix(".json").partition("/")
             text = builder.part(int(i), int(k)) if i.isdigit() and int(i) < len(models) and k.isdigit() else None
             if text is None:

@@ -147,7 +147,8 @@
   }
 
   function stubCounts() {
-    // the graph selector counts a stub's nodes (none): the part's count instead, as it says once loaded
+    // the graph selector counts a stub's nodes (none): its own and those it reads instead (once loaded, with
+    // those its links name)
     const app = renderer(0) && renderer(0).appService;
     if (!app || !app.curGraphCollections) return;
     const counts = new Map();
@@ -637,6 +638,22 @@
       };
       proto.irtool = true;
     }
+    const own = Object.getPrototypeOf(r);
+    if (own.handleCurNodeDataProviderResultsChanged && !own.irtool) {
+      // an overlay shown as a graph opens lays the graph out again with the node the renderer holds selected, which
+      // it learns from the pane a moment after the pane has it: the node a link opened was selected, then dropped
+      // (gpt_small's part opened from the overview's search); the pane's own is asked instead
+      const changed = own.handleCurNodeDataProviderResultsChanged;
+      own.handleCurNodeDataProviderResultsChanged = function (...args) {
+        const pane = this.appService && this.appService.getPaneById && this.appService.getPaneById(this.paneId);
+        const id = pane && pane.selectedNodeInfo && pane.selectedNodeInfo.nodeId;
+        if (id && id !== this.selectedNodeId && this.curModelGraph && this.curModelGraph.nodesById[id]) {
+          this.selectedNodeId = id;
+        }
+        return changed.apply(this, args);
+      };
+      own.irtool = true;
+    }
     const ndp = r.webglRendererNdpService && r.webglRendererNdpService.nodeDataProviderExtensionService;
     if (ndp && app && !app.irtoolRuns) {
       app.irtoolRuns = true;
@@ -749,7 +766,7 @@
     }
     const nodes = base.nodes.filter((n) => kept.has(n.id)).map((n) => (
       {...n, incomingEdges: (n.incomingEdges || []).filter((e) => kept.has(e.sourceNodeId))}));
-    const g = {...base, id, nodes};
+    const g = {...base, id, nodes, groupNodeAttributes: phaseCounts(base, on)};
     delete g.tasksData;
     phaseBase.set(id, base.id);
     const runs = app.irtoolNdp ? Object.values(app.irtoolNdp.runs()) : [];
@@ -758,6 +775,33 @@
       if (data && data[base.id] && !data[id]) data[id] = data[base.id];
     }
     return g;
+  }
+
+  function phaseCounts(base, on) {
+    // the counts on the groups' boxes (operators, with strategy, ...) of the phases on (`irtoolPhaseCounts`, made
+    // with them: graphs.PHASE_COUNTS), each group's `phase` row too; a count of 0 said by none, as irtool says them
+    const by = base.irtoolPhaseCounts;
+    const attrs = base.groupNodeAttributes || {};
+    if (!by) return attrs;
+    const out = {};
+    for (const [ns, a] of Object.entries(attrs)) {
+      const per = by.groups[ns];
+      if (!per) {
+        out[ns] = a;
+        continue;
+      }
+      const b = {...a};
+      by.keys.forEach((k, i) => {
+        const n = on.reduce((sum, ph) => sum + (per[ph] ? per[ph][i] : 0), 0);
+        if (n || i === 0) b[k] = String(n); else delete b[k];
+      });
+      if ("phase" in b) {
+        const here = on.filter((ph) => per[ph] && per[ph][0]);
+        b.phase = here.length > 1 ? here.map((ph) => `${ph} ${per[ph][0]}`).join(", ") : here[0] || "none";
+      }
+      out[ns] = b;
+    }
+    return out;
   }
 
   function phaseBar(p, pane, r) {
