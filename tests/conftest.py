@@ -90,19 +90,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 FIRST = "view_browser"
 
 
-_niced = False
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A worker yields the cores to Chromium (niceness 5) once it runs a test outside the browser group: the extra
-    worker takes only what the browser leaves, and a page is not drawn slower than with a worker per core."""
-    global _niced
-    mark = item.get_closest_marker("xdist_group")
-    if not _niced and os.environ.get("PYTEST_XDIST_WORKER") and not (mark and mark.args[0] == FIRST):
-        os.nice(5)
-        _niced = True
-
-
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which names each test's group in its id
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test whose parameters name a bundled scenario runs in that scenario's group (above). The groups come
