@@ -29,11 +29,9 @@ run: install
 	$(BIN)/irtool summarize $(FIXTURE)
 
 ## Install, then run the whole test suite (unit, property and CLI tests) and the linter. The tests
-## run on every core (pytest-xdist), a worker per core and one more (the browser tests' worker mostly waits for
-## Chromium); each writes only into its own temporary folder. `--dist loadgroup` keeps the tests marked
-## `xdist_group` (tests/conftest.py: those reading the same scenario's dumps, the browser tests) on one worker,
-## which reads those dumps once for all of them instead of once per worker; `--no-loadscope-reorder` keeps the
-## order conftest.py gives the groups (the browser tests first).
+## run on every core (pytest-xdist); each writes only into its own temporary folder. `--dist loadgroup`
+## keeps the tests marked `xdist_group` (tests/conftest.py: those reading the 68 MB dump) on one worker,
+## which parses that dump once for all of them instead of once per worker.
 ## Python may write its compiled modules (`__pycache__`, ignored by git) even where the environment says not to
 ## (PYTHONDONTWRITEBYTECODE): every test process and every `irtool` a test starts would compile the package, and
 ## pytest rewrite the tests' asserts, again (460 instead of 425 CPU-s in one run).

@@ -79,12 +79,6 @@ LARGE = "gpt_large_perf/rank_0/19_validate_0078.ir.xz"
 LARGE_GROUP = reads("gpt_large_perf")
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto` (`make test`): a worker per core and one more. The browser group's worker mostly waits for
-    Chromium (a page to load, to draw): the extra one keeps both cores busy meanwhile."""
-    return (os.cpu_count() or 1) + 1
-
-
 # The browser tests' group (tests/test_view.py) takes the longest from start to end, most of it waiting for
 # Chromium: it starts first, and the other worker does the rest meanwhile.
 FIRST = "view_browser"
