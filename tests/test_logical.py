@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import reads
 
 from irtool import analyze, load
 from irtool.cli import main
@@ -33,7 +34,9 @@ OLD, NEW = F / "pipeline_unequal_sgd_8p", F / "pipeline_even_adamw_8p"
 VALIDATE = "19_validate_0078.ir.xz"
 
 
-pytestmark = pytest.mark.xdist_group("logical_pair")  # one worker reads the pair once (`compared`)
+# the tests of one pair run on the worker that read it (conftest.py): each pair is diffed once there (`compared`,
+# `llama_pair`)
+PAIR = pytest.mark.xdist_group("logical_pair")
 
 
 def run(*args: object) -> tuple[int, str]:
@@ -65,6 +68,7 @@ CONFIG_LINES = [
 ]
 
 
+@PAIR
 def test_the_configuration_change_is_said_first_in_one_block() -> None:
     code, text = run(OLD, NEW)
     assert code == 1
@@ -79,6 +83,7 @@ def test_the_configuration_change_is_said_first_in_one_block() -> None:
     assert len(lines) < 120
 
 
+@PAIR
 def test_markdown_and_json_say_the_configuration_first() -> None:
     md = to_markdown(compared())
     assert len(md) <= MARKDOWN_LIMIT
@@ -99,6 +104,7 @@ def test_markdown_and_json_say_the_configuration_first() -> None:
     assert doc["failures"][0].startswith("configuration: micro batches 8 → 4")
 
 
+@PAIR
 def test_fail_on_config_alone_and_without_it() -> None:
     assert compared().failures(["config"]) == [compared().failures()[0]]
     # no user operator is on one side only (the same network): `ops` alone passes
@@ -110,6 +116,7 @@ def _pair(result, layer: int, op: str, occurrence: int):
                 if p.key == OperatorKey(f"Net/layers-CellList/{layer}-Block", op, layer, occurrence))
 
 
+@PAIR
 def test_a_weights_slices_and_a_layers_allreduces_on_each_side() -> None:
     result = compared()
     assert result.mode == "logical"
@@ -135,6 +142,7 @@ def test_a_weights_slices_and_a_layers_allreduces_on_each_side() -> None:
     assert "  layer 0                operator-forward  16 → 8 (×0.50)   32,768 → 32,768          2 → 2" in text
 
 
+@PAIR
 def test_an_operator_is_not_its_instance_name() -> None:
     # MindSpore merges primitives of equal attributes: block 6's second MatMul (`6-Block/MatMul-op1`) is named
     # `fc2` on old rank 4 (stage 2) and `proj_out` on new rank 6 (stage 3), where proj_out's MatMul is sharded alike.
@@ -147,6 +155,7 @@ def test_an_operator_is_not_its_instance_name() -> None:
     assert not [p for p in result.logical.ops if p.change in ("added", "removed")]
 
 
+@PAIR
 def test_a_top_cells_operators_before_and_after_the_layers_are_told_apart() -> None:
     # proj_in (rank 0) and proj_out (rank 6) are both printed `_backbone-Net/MatMul-op0` (grep): by cell,
     # operator and creation order they would be one operator; by layer (data flow) they are not
@@ -174,6 +183,7 @@ def test_user_cells_drop_the_wrappers() -> None:
     assert user_cell("Default/clip_grad_norm-ClipGradNorm/Square-op0", in_wrapper=True) is None
 
 
+@PAIR
 def test_the_logical_graph_of_a_folder() -> None:
     g = logical_of(Selection.of(str(NEW)))
     doc = g.as_dict()
@@ -195,6 +205,7 @@ def test_the_logical_graph_of_a_folder() -> None:
     assert fc1.source.endswith("make.py:48 return self.res(x, self.fc2(self.act(self.fc1(h, self.w1)), self.w2))")
 
 
+@PAIR
 def test_a_pr_comment_never_outgrows_github() -> None:
     # rank with rank the same pair is the wall of 1,200 lines the issue measured: its Markdown is cut to fit
     result = compared(by_rank=True)
@@ -218,6 +229,7 @@ def gpt_pair(other: str):
     return diff(load(str(GPT)), load(str(F / other / "rank_0" / VALIDATE)))
 
 
+@reads("gpt_small_dp2mp2pp2")
 def test_tensor_parallel_2_against_4() -> None:
     result = gpt_pair("gpt_small_dp1mp4pp2")
     # dp x mp of one stage (ranks 0-3, stage of rank r = r // 4): the forward AllReduce of the row-parallel wo/w2
@@ -258,6 +270,7 @@ def test_tensor_parallel_2_against_4() -> None:
     assert strategy_follows(mm.old, mm.new, {"dp": (2, 1), "mp": (2, 4)}) == ("dp", "mp")
 
 
+@reads("gpt_small_dp2mp2pp2")
 def test_two_micro_batches_against_eight() -> None:
     result = gpt_pair("gpt_small_dp2mp2pp2_m8")
     # `grep -o 'micro: I64([0-9]*)' | sort -u`: 0-1 against 0-7; and the global batch, said first as it is not the
@@ -304,6 +317,7 @@ def _holding(result, name: str):
     return pair, held
 
 
+@reads("mindformers_llama_dp2mp2pp2")
 def test_llama_tensor_parallel_2_against_4_configuration_first() -> None:
     result = llama_pair()
     # mp: the row-parallel wo's forward AllReduce prints `group_rank_ids: (0, 1)` (rank 0 line 5182) against
@@ -320,6 +334,7 @@ def test_llama_tensor_parallel_2_against_4_configuration_first() -> None:
         assert side.job.recompute == {0: [0, 1], 1: [2, 3]} and side.job.stage_layers == {0: [0, 1], 1: [2, 3]}
 
 
+@reads("mindformers_llama_dp2mp2pp2")
 def test_llama_tensor_parallel_2_against_4_per_layer() -> None:
     d = llama_pair().logical
     # `# Params` of rank 0 (line 22 on): wq (128, 512) on both sides (the mp 2 slice (256, 512) halved again by the
@@ -368,6 +383,7 @@ def test_llama_tensor_parallel_2_against_4_per_layer() -> None:
     assert not [p for p in d.ops for _, a, b in p.comm_changes() if (a or b).category == "other"]  # type: ignore[union-attr]
 
 
+@reads("mindformers_llama_dp2mp2pp2")
 def test_llama_wq_matmul_changes_strategy_not_flops() -> None:
     d = llama_pair().logical
     # wq's MatMul (rank 0 old line 3730, new 3767): `in_strategy: ((2, 1), (2, 1))`, (512, 512) x (256, 512)^T ->
@@ -381,6 +397,7 @@ def test_llama_wq_matmul_changes_strategy_not_flops() -> None:
     assert "strategy" in mm.fields and "flops" not in mm.fields
 
 
+@reads("mindformers_llama_dp2mp2pp2")
 def test_llama_markdown_and_json() -> None:
     result = llama_pair()
     md = to_markdown(result)
@@ -426,6 +443,7 @@ def test_an_moe_layers_expert_weights_are_in_its_weights() -> None:
 LLAMA_L8, LLAMA_H1024 = F / "mindformers_llama_dp2mp2pp2_l8", F / "mindformers_llama_dp2mp2pp2_h1024"
 
 
+@reads("mindformers_llama_dp2mp2pp2")
 def test_a_wider_model_is_said_first_not_as_the_layouts_doing() -> None:
     result = diff_dirs(str(LLAMA_OLD), str(LLAMA_H1024))
     # the embedding's Gather, rank 0 line 3279 on both, reading `Load(%para117_▸CR_model.tok_embeddings.embedding_weight`
@@ -457,6 +475,7 @@ def test_a_wider_model_is_said_first_not_as_the_layouts_doing() -> None:
     assert "| hidden size | 512 | 1024 |" in md
 
 
+@reads("mindformers_llama_dp2mp2pp2")
 def test_more_layers_and_the_recompute_of_the_new_ones() -> None:
     result = diff_dirs(str(LLAMA_OLD), str(LLAMA_L8))
     # `# Params` `%paraN_model.layers.K.*`: rank 0 layers 0-1 -> 0-3, rank 4 2-3 -> 4-7 (both stages read on both
@@ -490,6 +509,7 @@ def test_the_global_batch_from_the_inputs_whole_shape() -> None:
     assert not job.global_batch.known and "one data-parallel rank's; dp unknown" in job.global_batch.where
 
 
+@reads("mindformers_llama_dp2mp2pp2")
 def test_a_larger_batch_is_said_first() -> None:
     # line 23: `%para1_inputs0: <Tensor[Int32], (8, 513)> : [8, 513]` against `(16, 513)> : [16, 513]`; dp 2 and 4
     # micro batches on both (make.py's MFL_BATCH 1 -> 2)
@@ -508,6 +528,7 @@ def test_a_larger_batch_is_said_first() -> None:
     assert (mm.old.flops["forward"], mm.new.flops["forward"]) == (4 * 134217728, 4 * 2 * 134217728)
 
 
+@reads("mindformers_llama_dp2mp2pp2")
 def test_markdown_puts_the_stages_and_cost_before_the_operators() -> None:
     code, md = run(LLAMA_OLD, LLAMA_NEW, "--format", "markdown", "--cost")
     assert code == 1 and len(md) <= MARKDOWN_LIMIT
@@ -599,6 +620,7 @@ def test_the_key_value_heads_are_unknown_behind_a_collective(tmp_path: Path) -> 
     assert not kv.known and "AllGather (line 1544)" in kv.where
 
 
+@reads("gpt_large_perf")
 def test_sizes_before_the_parallel_pass_are_whole() -> None:
     # gpt_large_perf (make.py: GPT_HIDDEN 512, GPT_FFN 2048, GPT_HEADS 8, GPT_VOCAB 32000, GPT_SEQ 256): validate's
     # embedding Gather reads `(16000, 512)` split `(2, 1)`; step_parallel_begin, before the parallel pass, the whole

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from conftest import reads
 
 from irtool.cli import main
 from irtool.parallel import plan as P
@@ -293,6 +294,7 @@ def test_cli_text_and_bad_input(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "cannot plan" in r.output and "Traceback" not in r.output
 
 
+@reads("mindformers_llama_pp4_uneven")
 def test_an_uneven_pp4_compile_planned_as_compiled_gives_it_back() -> None:
     """mindformers_llama_pp4_uneven (offset [1, 0, 0, -1]): its own configuration is the current one (offset and
     recompute read from the job), each stage scaled from itself; peaks, communication and weights are the compile's

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, reads
 
 from irtool import load
 from irtool.cli import main
@@ -345,6 +345,7 @@ def test_the_interleaved_bubble_without_times_counts_chunks() -> None:
     assert cost["bubble"] == pytest.approx(1 / 9, abs=0.005)
 
 
+@reads("dryrun_llama_dp2mp2pp2")
 def test_a_kernel_graph_and_validate_of_one_compile_give_one_step() -> None:
     # dryrun_llama_dp2mp2pp2: validate (lazy-inline cells called per micro batch, no streams) and the kernel graph
     # (every micro batch inlined, each kernel once, collectives on the streams it prints) are one compile: the
@@ -449,6 +450,7 @@ def test_the_uneven_mindformers_job_is_advised_back_to_even_by_time() -> None:
     assert "the step shortens by " in text.splitlines()[3]
 
 
+@reads("mindformers_llama_pp4")
 def test_interleaving_the_same_model_shortens_its_bubble() -> None:
     # mindformers_llama_pp4 and its interleaved compile (the same Llama, 4 stages, 8 micro batches, 2 layers a stage):
     # with 2 chunks the warm-up crosses the stages a chunk at a time
