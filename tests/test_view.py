@@ -1422,6 +1422,13 @@ def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
     assert page.locator(".irtool-find-title").inner_text() == "1 in other graphs"
     assert page.locator(".irtool-find-row").inner_text().startswith("SumExt %1000 19_validate_0078.ir.xz:10293")
     _clear_search(page)
+    # a node deep in a group of a part not opened yet (line 4423 `%307(CNode_3670) = PrimFunc_MatMul(...)`, scope
+    # `.../w2-Linear/Grad_MatMul` under recompute): the part fetched, its group opened, the node selected
+    page.locator("search-bar input").fill("%307$")
+    row = page.locator(".irtool-find-row").first
+    row.wait_for()
+    _click(page, row)
+    assert _selected(page, "TrainGradAccuStepCell: backward/layer 0/recompute_Default", node="%307") == "%307"
 
 
 @BROWSER

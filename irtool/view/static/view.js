@@ -255,7 +255,7 @@
           app.selectNode(paneId, undefined);
           if (app.curToLocateNodeInfo) app.curToLocateNodeInfo.set(undefined);
           app.setNodeToReveal(paneId, nodeId);
-          if (retries) ensure(pane, graphId, nodeId, label, retries);
+          if (retries) ensure(pane, graphId, nodeId, label, retries, Date.now());
           return;
         }
       }
@@ -275,21 +275,33 @@
     openNode(pane, graphId, nodeId, label);
   }
 
-  function ensure(pane, graphId, nodeId, label, tries, wait = 1500) {
+  const touched = new Map();  // pane -> when the user last pressed a pointer in it
+  document.addEventListener("pointerdown", (e) => {
+    const pane = e.target instanceof Element ? paneOf(e.target) : -1;
+    if (pane >= 0) touched.set(pane, Date.now());
+  }, true);
+
+  function ensure(pane, graphId, nodeId, label, tries, since, wait = 1500) {
     // Model Explorer drops a reveal a layout running then (a search cleared, an overlay shown) undoes, and may
-    // draw the graph a pane showed before when that one's late layout comes in after: asked again while the pane
+    // draw the graph a pane showed before when that one's late layout comes in after, and may drop the node
+    // selected a while after it was shown so (on a loaded machine, seconds later): asked again while the pane
     // shows the graph with nothing selected, or another graph with nothing being laid out (never once another
-    // graph was asked for, nor over a node the user chose meanwhile; looked at again while a layout runs)
+    // graph was asked for, nor over a node the user chose meanwhile, nor once the user pressed a pointer in the
+    // pane; looked at again while a layout runs, and while the node stays selected)
     setTimeout(() => {
       const r = renderer(pane);
       const app = r && r.appService;
-      if (!r || tries <= 0 || (asked(pane) || graphId) !== graphId) return;
+      if (!r || tries <= 0 || (asked(pane) || graphId) !== graphId || (touched.get(pane) || 0) > since) return;
       const there = shown(pane)[0] === graphId;
-      if (there && (!nodeId || r.selectedNodeId)) return;
+      if (there && (!nodeId || (r.selectedNodeId && r.selectedNodeId !== nodeId))) return;
+      if (there && r.selectedNodeId === nodeId) {
+        ensure(pane, graphId, nodeId, label, tries - 1, since, wait);
+        return;
+      }
       if (there || !(app.processing && app.processing())) openNode(pane, graphId, nodeId, label, 0);
       // less and less often: asking again restarts a layout, which a loaded machine runs late (a 68 MB dump's
       // part took over 8 s: asked every 8 s it was never laid out)
-      ensure(pane, graphId, nodeId, label, tries - 1, Math.min(wait * 2, 16000));
+      ensure(pane, graphId, nodeId, label, tries - 1, since, Math.min(wait * 2, 16000));
     }, wait);
   }
 
