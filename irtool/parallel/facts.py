@@ -311,11 +311,12 @@ def evidence_phase(n: Node, copy: bool, bprop: bool = False) -> Phase | None:
     """The phase the node's own evidence other than its category decides (§3): backward evidence first (a
     recomputed copy in a bprop, `Gradients/recompute_Default/.../Grad_LayerNorm/TupleGetItem`, is backward
     work), then the copy, then the optimizer's scope."""
-    scope = n.scope or ""
-    if (in_gradients(scope) or n.mentions("forward_unique_id") or n.mentions("forward_node_name")
-            or ((n.instance_name or "").startswith("grad") and not borrowed_name(n))
-            or (n.scalar_attr("is_bp") is True and not copy) or bprop):  # a copy runs in the backward: `is_bp` on it
-        return "backward"
+    scope, text = n.scope or "", n.text
+    # each attribute rule behind a search of the text for its key: most nodes print none of them
+    if (in_gradients(scope) or ("forward_" in text and (n.mentions("forward_unique_id") or n.mentions("forward_node_name")))
+            or ("{instance name: grad" in text and (n.instance_name or "").startswith("grad") and not borrowed_name(n))
+            or (not copy and "is_bp: " in text and n.scalar_attr("is_bp") is True) or bprop):  # a copy runs in the
+        return "backward"  # backward: `is_bp` on it
     if copy:
         return "recompute"
     if "ptim" in scope and _OPTIMIZER_SCOPE.search(scope):  # the text first: every scope is searched
@@ -432,8 +433,11 @@ def _micro(t: NodeFacts) -> dict[Node, int]:
 
     def settle(n: Node, found: int) -> None:
         """`n`'s micro batch and what it carries, once every node it reads has settled (`found`: their bits)."""
+        if "micro: " not in n.text and (n.op != "(call)" or n.callee[0] != "%"):  # most nodes: no mark
+            carries[n] = found
+            return
         mark = _micro_mark(t, n)
-        m = None if mark is None else _runs_for(n, mark, found)  # most nodes print none
+        m = None if mark is None else _runs_for(n, mark, found)
         if m is None:
             carries[n] = found
             return
@@ -444,19 +448,25 @@ def _micro(t: NodeFacts) -> dict[Node, int]:
 
     for g in t.dump.subgraphs:  # print order: a node's inputs are mostly settled before it
         local = by_key[g.name]
+        get, bits_of = local.get, carries.get
         for root in g.nodes:
             if root in carries:  # read by a node printed before it
                 continue
-            ins = _data_inputs(root, local)
+            # `_data_inputs` read in place, without its list: the usual node's inputs are all settled
+            op = root.op
             found = 0
-            for p in ins:
-                bits = carries.get(p)
+            for r in () if op == "UpdateState" else (root.first_node_ref,) if op == "Depend" else root.node_refs:
+                p = get(r)
+                if p is None or p.op == "UpdateState":
+                    continue
+                bits = bits_of(p)
                 if bits is None:
                     break
                 found |= bits
             else:  # the usual case: no walk
                 settle(root, found)
                 continue
+            ins = _data_inputs(root, local)
             expanding.add(root)
             stack: list[tuple[Node, list[Node] | None]] = [(root, ins), *((p, None) for p in ins if p not in carries)]
             while stack:
@@ -508,8 +518,8 @@ def _runs_for(n: Node, mark: int | None, found: int) -> int | None:
 
 def _pipeline_mark(n: Node, default: int | None) -> int | None:
     """The micro batch a primitive `pipeline_end` / `pipeline_begin` names, else `default`."""
-    if not (n.mentions("pipeline_end") or n.mentions("pipeline_begin")):
-        return default
+    if "pipeline_" not in n.text or not (n.mentions("pipeline_end") or n.mentions("pipeline_begin")):
+        return default  # one search first: half the nodes of a pipeline dump print `micro`, few `pipeline_end`
     pa = n.attr_group("primitive_attrs")
     marked = pa.get("pipeline_end", pa.get("pipeline_begin"))
     return marked if isinstance(marked, int) and not isinstance(marked, bool) else default
@@ -549,8 +559,9 @@ def _chunk(t: NodeFacts) -> dict[Node, int]:
         out[n] = v
         return v
 
-    for n in t.dump.nodes():
-        of(n)
+    for n in t.dump.nodes():  # the text searched first: a node printing neither and calling no closure has none
+        if n not in out and ("segment: " in n.text or "chunk: " in n.text or (n.op == "(call)" and n.callee[0] == "%")):
+            of(n)
     return {n: v for n, v in out.items() if v is not None}
 
 
