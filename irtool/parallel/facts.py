@@ -127,7 +127,7 @@ def _kind(t: NodeFacts, n: Node) -> NodeKind:
 def _copy(t: NodeFacts) -> dict[Node, bool]:
     """The recomputed copies of forward nodes (`duplicated`; each keeps its original's `unique_id`), in print
     order: one search of each node's text (the copy list, the unique ids and the phase evidence ask every node)."""
-    return {n: True for n in t.dump.nodes() if n.mentions("duplicated") and n.scalar_attr("duplicated") is True}
+    return {n: True for n in t.dump.nodes() if "duplicated: " in n.text and n.scalar_attr("duplicated") is True}
 
 
 class ByKey(dict):
@@ -179,8 +179,8 @@ def forward_id(n: Node) -> str | None:
 def _forward(t: NodeFacts, n: Node) -> Node | None:
     if n.op == "(call)" and n.callee[0] == "%":
         return _bprop_of(t, n)
-    if not (n.mentions("forward_unique_id") or n.mentions("forward_node_name")):
-        return None
+    if "forward_" not in n.text or not (n.mentions("forward_unique_id") or n.mentions("forward_node_name")):
+        return None  # one search first: forward work names no counterpart
     fid = forward_id(n)
     found = t.get("unique_ids").get(fid) if fid is not None else None
     return found if found is not n else None

@@ -173,8 +173,9 @@ def parameters(dump: Dump) -> Params:
             break
     params = Params(names)
     for n in dump.nodes():
-        for name in params.read_by(n):
-            params.readers.setdefault(name, []).append(n)
+        if n.param_refs:  # most nodes name no parameter
+            for name in params.read_by(n):
+                params.readers.setdefault(name, []).append(n)
     return params
 
 
