@@ -395,7 +395,7 @@ def _phase(t: NodeFacts, n: Node) -> Phase:
         other = t("exchange", n)
         if other is not None and t("phase", other) == "backward":
             return "backward"
-    own = t("evidence", n)
+    own = _evidence(t, n)  # the phase pass is its one reader for most nodes: not kept per node for nothing
     if own is not None:
         return own
     return t.get("graph_phases").get(n.graph, "forward")
@@ -645,7 +645,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("exchange steps", ("exchange",), ("own_category", "kind", "silent", "node_index"), "node", _exchange),
     Pass("categories", ("category",), ("own_category", "exchange"), "node", _category),
     Pass("graph phases", ("graph_phases",), ("evidence", "calls", "by_key"), "dump", _graph_phases),
-    Pass("phases", ("phase",), ("category", "exchange", "evidence", "graph_phases"), "node", _phase),
+    Pass("phases", ("phase",), ("category", "exchange", "evidence", "graph_phases", "copy", "forward"), "node",
+         _phase),
     Pass("micro batches", ("micro",), ("forward", "by_key", "kind"), "column", _micro),
     Pass("chunks", ("chunk",), ("forward",), "column", _chunk),
     Pass("printed chunks", ("printed_chunk",), (), "node", _printed_chunk),
