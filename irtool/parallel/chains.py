@@ -126,13 +126,10 @@ def redistribution_chains(t: NodeFacts) -> list[RedistributionChain]:
     not_redist = {n for n, c in comm_of.items() if not c.redistributes}
     strat: dict[Node, Strategy] = t.column("strategy")
     marked: dict[Node, tuple[bool, bool]] = {}  # (named a redistribution, names a forward communication node)
-    fc_key = FC + ": "
     for n in dump.nodes():  # one search of each node's text: most name neither
-        text = n.text
-        if "redistribution_op" in text or fc_key in text:
-            named, fc = _named(n), fc_key in text
-            if named or fc:
-                marked[n] = (named, fc)
+        named, fc = _named(n), n.mentions(FC)
+        if named or fc:
+            marked[n] = (named, fc)
     if not marked:
         return []
     index: NodeIndex = t.get("node_index")

@@ -127,7 +127,7 @@ def _kind(t: NodeFacts, n: Node) -> NodeKind:
 def _copy(t: NodeFacts) -> dict[Node, bool]:
     """The recomputed copies of forward nodes (`duplicated`; each keeps its original's `unique_id`), in print
     order: one search of each node's text (the copy list, the unique ids and the phase evidence ask every node)."""
-    return {n: True for n in t.dump.nodes() if "duplicated: " in n.text and n.scalar_attr("duplicated") is True}
+    return {n: True for n in t.dump.nodes() if n.mentions("duplicated") and n.scalar_attr("duplicated") is True}
 
 
 class ByKey(dict):
@@ -179,8 +179,8 @@ def forward_id(n: Node) -> str | None:
 def _forward(t: NodeFacts, n: Node) -> Node | None:
     if n.op == "(call)" and n.callee[0] == "%":
         return _bprop_of(t, n)
-    if "forward_" not in n.text or not (n.mentions("forward_unique_id") or n.mentions("forward_node_name")):
-        return None  # one search first: forward work names no counterpart
+    if not (n.mentions("forward_unique_id") or n.mentions("forward_node_name")):
+        return None
     fid = forward_id(n)
     found = t.get("unique_ids").get(fid) if fid is not None else None
     return found if found is not n else None
@@ -311,11 +311,10 @@ def evidence_phase(n: Node, copy: bool, bprop: bool = False) -> Phase | None:
     """The phase the node's own evidence other than its category decides (§3): backward evidence first (a
     recomputed copy in a bprop, `Gradients/recompute_Default/.../Grad_LayerNorm/TupleGetItem`, is backward
     work), then the copy, then the optimizer's scope."""
-    scope, text = n.scope or "", n.text
-    # each attribute rule behind a search of the text for its key: most nodes print none of them
-    if (in_gradients(scope) or ("forward_" in text and (n.mentions("forward_unique_id") or n.mentions("forward_node_name")))
-            or ("{instance name: grad" in text and (n.instance_name or "").startswith("grad") and not borrowed_name(n))
-            or (not copy and "is_bp: " in text and n.scalar_attr("is_bp") is True) or bprop):  # a copy runs in the
+    scope = n.scope or ""
+    if (in_gradients(scope) or n.mentions("forward_unique_id") or n.mentions("forward_node_name")
+            or ((n.instance_name or "").startswith("grad") and not borrowed_name(n))
+            or (not copy and n.mentions("is_bp") and n.scalar_attr("is_bp") is True) or bprop):  # a copy runs in the
         return "backward"  # backward: `is_bp` on it
     if copy:
         return "recompute"
@@ -433,7 +432,7 @@ def _micro(t: NodeFacts) -> dict[Node, int]:
 
     def settle(n: Node, found: int) -> None:
         """`n`'s micro batch and what it carries, once every node it reads has settled (`found`: their bits)."""
-        if "micro: " not in n.text and (n.op != "(call)" or n.callee[0] != "%"):  # most nodes: no mark
+        if not n.mentions("micro") and (n.op != "(call)" or n.callee[0] != "%"):  # most nodes: no mark, no call
             carries[n] = found
             return
         mark = _micro_mark(t, n)
@@ -518,8 +517,8 @@ def _runs_for(n: Node, mark: int | None, found: int) -> int | None:
 
 def _pipeline_mark(n: Node, default: int | None) -> int | None:
     """The micro batch a primitive `pipeline_end` / `pipeline_begin` names, else `default`."""
-    if "pipeline_" not in n.text or not (n.mentions("pipeline_end") or n.mentions("pipeline_begin")):
-        return default  # one search first: half the nodes of a pipeline dump print `micro`, few `pipeline_end`
+    if not (n.mentions("pipeline_end") or n.mentions("pipeline_begin")):
+        return default
     pa = n.attr_group("primitive_attrs")
     marked = pa.get("pipeline_end", pa.get("pipeline_begin"))
     return marked if isinstance(marked, int) and not isinstance(marked, bool) else default
@@ -559,8 +558,8 @@ def _chunk(t: NodeFacts) -> dict[Node, int]:
         out[n] = v
         return v
 
-    for n in t.dump.nodes():  # the text searched first: a node printing neither and calling no closure has none
-        if n not in out and ("segment: " in n.text or "chunk: " in n.text or (n.op == "(call)" and n.callee[0] == "%")):
+    for n in t.dump.nodes():  # a node printing neither and calling no closure has none: not read further
+        if n not in out and (n.mentions("segment") or n.mentions("chunk") or (n.op == "(call)" and n.callee[0] == "%")):
             of(n)
     return {n: v for n, v in out.items() if v is not None}
 

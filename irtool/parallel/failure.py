@@ -203,7 +203,7 @@ def strategy_misfits(dump: Dump, kind: str) -> list[StrategyMisfit]:
     slices (MindFormers' embedding `Sub` of a lazy-inline layer: `(1, 512)` under `((2, 1), (1, 1))`)."""
     out: list[StrategyMisfit] = []
     for node in dump.nodes():
-        if "in_strategy: " not in node.text or node.op.startswith("_Virtual"):  # `mentions`, without a call per node
+        if not node.mentions("in_strategy") or node.op.startswith("_Virtual"):
             continue
         strategy = attr_value(node, "in_strategy")
         if not isinstance(strategy, tuple):

@@ -18,8 +18,7 @@ def strategy_records(dump: Dump) -> dict[Node, Strategy]:
     order (the `strategies` pass of the fact table)."""
     out: dict[Node, Strategy] = {}
     for node in dump.nodes():
-        text = node.text  # searched in place: `mentions` per node costs more than the search
-        if not ("in_strategy: " in text or "in_layout: " in text) or node.op.startswith("_Virtual"):
+        if not (node.mentions("in_strategy") or node.mentions("in_layout")) or node.op.startswith("_Virtual"):
             continue
         values: dict[str, Any] = {}
         for key in STRATEGY_KEYS:
