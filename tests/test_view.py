@@ -258,6 +258,12 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     whole_results = _model(GPT).node_data["comm category"][whole["id"]]["results"]
     assert category[part["id"]]["results"] == {k: v for k, v in whole_results.items() if k in ids}
     assert sum(len(category[g["id"]]["results"]) for g in parts) >= len(whole_results)
+    # ... the same made before the parts are (`irtool view` sends the overlay shown first before it makes them),
+    # and without making them: no part has its nodes yet
+    fresh = models_for(GPT, 300)
+    fresh.page_json()
+    assert {name: fresh.node_data_of(name) for name in fresh.overlays} == model.node_data
+    assert not any(g["nodes"] for g in fresh._built()[1:])
 
 
 def test_a_call_opens_the_graph_of_its_callee_also_in_a_folder_and_when_split() -> None:

@@ -122,8 +122,9 @@ class Model:
             return self._graphs
 
     def node_data_of(self, name: str) -> dict[str, Any]:
-        """The overlay `name`: Model Explorer's node data by graph id."""
-        graphs = self.graphs
+        """The overlay `name`: Model Explorer's node data by graph id (a split graph's parts need not be made:
+        `graphs.node_ids`)."""
+        graphs = self._built()
         with self._lock:
             if name not in self._node_data:
                 self._node_data[name] = self.overlays[name](graphs)
