@@ -31,6 +31,7 @@ from irtool.errors import InputError
 from irtool.parallel.logical import LogicalDiff
 from irtool.present.palette import CATEGORY_COLORS, CAUSE_COLORS, DIFF_COLORS, HEAT, P2P_COLORS, UNIT_COLORS
 from irtool.selection import Selection
+from irtool.view import graphs
 from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE, STUB, STUB_NODES, _Context, _reads
 from irtool.view.models import Model, compare_models, models_for
 from irtool.view.pipeline import ORDER, PAIRS
@@ -169,7 +170,7 @@ def test_a_flat_scope_gets_levels_model_explorer_can_lay_out() -> None:
     assert levels["recompute_Default"]["phase"] == "forward 124, recompute 70"
 
 
-def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
+def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (whole,) = _model(GPT).graphs  # 1500 operators: one graph at the default part size
     model = _model(GPT, 300)
     overview, *parts = model.graphs
@@ -204,9 +205,22 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     # %603)`, line 7110 `%603 = PrimFunc_AssignAdd(%para43_accu_grads.1.attention.wq.weight, ...)`: layer 1's; line
     # 5152 `%393 = Depend(%392, %255)` reads a Reshape of layer 0 and a Send of layer 1: none
     nodes = {n.key: n for n in loaded.dump.subgraph(loaded.dump.entry).nodes}
-    reads = _reads(_Context(loaded.dump, loaded.facts), list(nodes.values()))
+    ctx = _Context(loaded.dump, loaded.facts)
+    reads, param = _reads(ctx, list(nodes.values()))
     assert (facts["%604"][1], facts["%603"][1], reads(nodes["%604"])) == (None, 1, "reads layer 1")
     assert ({facts["%392"][1], facts["%255"][1]}, reads(nodes["%393"])) == ({0, 1}, None)
+    # ... and when a layer's are too many still (the 68 MB dump's 128-150, one per micro batch of each weight), with
+    # those of the weight they wait for: %603's own parameter; `grep -c 'AssignAdd(%para[0-9]*_accu_grads.1.attention.wq
+    # .weight'` -> 2 (micro batches), so 2 `Depend`s, at a limit of 30 (36 read layer 1: 16 weights, 4 of no one)
+    assert param(nodes["%604"]) == param(nodes["%603"]) == "reads accu_grads.1.attention.wq.weight"
+    monkeypatch.setattr(graphs, "MAX_CHILDREN", 30)
+    levels = graphs.subgraph_graph(ctx, loaded.dump.entry, by_layer=True)["groupNodeAttributes"]
+    group = "forward/no layer/Default/Depend (86)/reads layer 1"
+    assert levels[group]["operators"] == "36"
+    weights = {ns.rpartition("/")[2]: a["operators"] for ns, a in levels.items() if ns.startswith(group + "/")}
+    assert len(weights) == 16 and weights["reads accu_grads.1.attention.wq.weight"] == "2"
+    assert {levels[f"{group}/{w}"]["level"] for w in weights} == {"parameter read"}
+    monkeypatch.undo()
     assert part["groupNodeAttributes"][""]["operators"] == str(sum(n["id"] in facts for n in mine))
     # what it reads from other parts, and what its panel links to there, is there too, each saying its
     # part; the edges into the layer are kept, and every link names a node of the part's graph

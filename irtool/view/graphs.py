@@ -20,7 +20,7 @@ import os
 import re
 from collections import Counter, defaultdict
 from functools import partial
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from ..ir import Dump, Node, TypeInfo
 from ..ir.values import literal_value
@@ -332,11 +332,13 @@ def _children(direct: Iterable[str]) -> dict[str, set[str]]:
 
 
 def bound_namespaces(members: list[Member], chain_of: dict[str, int], micro: Micro,
-                     stackable: Callable[[Node], bool] = lambda n: True, reads: Reads | None = None) -> dict[str, str]:
+                     stackable: Callable[[Node], bool] = lambda n: True,
+                     reads: tuple[Reads, Reads] | None = None) -> dict[str, str]:
     """Split every namespace with more than MAX_CHILDREN direct children into levels users know,
     in this order while a group is still too big: micro batch (the `micro` attribute), the
-    redistribution chain a node belongs to, operator type, the layer a node reads (`reads`: a graph drawn by
-    layer, whose nodes of no layer are a layer's plumbing: the gradient accumulation's `Depend`s of each layer),
+    redistribution chain a node belongs to, operator type, the layer a node reads and the parameter the operators
+    it reads read (`reads`, `_reads`: a graph drawn by layer, whose nodes of no layer are a layer's plumbing: the
+    gradient accumulation's `Depend`s of each layer, one per micro batch of each of its weights),
     then runs of dump lines. Then, in any
     namespace of more than STACK_SCOPE children, the operators of a type occurring STACK_MIN times or
     more (`stackable` ones) go into a group of their own, `Depend (17)` (a stack).
@@ -386,8 +388,9 @@ def _lines(m: Member) -> int:
     return m[1].line if m[1] is not None else 0
 
 
-Reads = Callable[[Node], "str | None"]  # an operator -> the one layer the operators it reads are in, if one
-Keys = tuple[dict[str, int], Micro, "Reads | None"]  # what the levels read: chains, micro batches, layers read
+Reads = Callable[[Node], "str | None"]  # an operator -> the one layer (parameter) the operators it reads are in (read)
+# what the levels read: chains, micro batches, layers and parameters read
+Keys = tuple[dict[str, int], Micro, "tuple[Reads, Reads] | None"]
 
 
 def _keys(depth: int, by: Keys, ms: list[Member]) -> tuple[str, list[str | None]] | None:
@@ -401,8 +404,10 @@ def _keys(depth: int, by: Keys, ms: list[Member]) -> tuple[str, list[str | None]
         ops = [e["label"] if n is not None and e["id"] == n.key else "parameters" for e, n in ms]
         count = Counter(ops)
         return "operator", [op if op == "parameters" else f"{op} ({count[op]})" for op in ops]
-    if depth == 3 and reads is not None:
-        return "layer read", [reads(n) if n is not None and e["id"] == n.key else None for e, n in ms]
+    if depth in (3, 4) and reads is not None:
+        read = reads[depth - 3]
+        return ("layer read", "parameter read")[depth - 3], [read(n) if n is not None and e["id"] == n.key else None
+                                                             for e, n in ms]
     return None
 
 
@@ -485,7 +490,7 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
     def source(ref_kind: str, ref_name: str, ns: str) -> str:
         if ref_name not in aux:
             p = ctx.params.get(ref_name)
-            label = ref_name[ref_name.index("_") + 1 :] if ref_kind == "param" and "_" in ref_name else ref_name
+            label = _param_label(ref_name) if ref_kind == "param" else ref_name
             kind = "free variable" if ref_kind == "free" else \
                 ("subgraph parameter" if ref_name in own_params else "parameter")
             attrs = [_kv("operator", "Parameter" if ref_kind == "param" else "FreeVariable"), _kv("kind", kind),
@@ -597,18 +602,33 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
     return out
 
 
-def _reads(ctx: _Context, nodes: list[Node]) -> Reads:
-    """An operator -> `reads layer N` when the operators it reads (by data or only for order: a `Depend` of the
-    gradient accumulation's `AssignAdd`) are all in layer N (the `layer` fact), else None."""
+def _reads(ctx: _Context, nodes: list[Node]) -> tuple[Reads, Reads]:
+    """Two functions of an operator: `reads layer N` when the operators it reads (by data or only for order: a
+    `Depend` of the gradient accumulation's `AssignAdd`) are all in layer N (the `layer` fact), and `reads P` when
+    it reads one parameter, P (that `AssignAdd` its `accu_grads.0.attention.wq.weight`), or reads none and the
+    operators it reads read one between them (the `Depend`); else None."""
     by_key = {n.key: n for n in nodes}
 
-    def reads(node: Node) -> str | None:
-        layers = {ctx.layer(by_key[ref.name]) for inp in node.inputs for ref in ((inp.ref,) if inp.ref else inp.nested)
-                  if ref.kind == "node" and ref.name in by_key}
+    def refs(node: Node) -> Iterator[Any]:
+        return (ref for inp in node.inputs for ref in ((inp.ref,) if inp.ref else inp.nested))
+
+    def layer(node: Node) -> str | None:
+        layers = {ctx.layer(by_key[ref.name]) for ref in refs(node) if ref.kind == "node" and ref.name in by_key}
         layers.discard(None)
         return f"reads layer {layers.pop()}" if len(layers) == 1 else None
 
-    return reads
+    def param(node: Node) -> str | None:
+        params = {r.name for r in refs(node) if r.kind == "param"} or {
+            ref.name for r in refs(node) if r.kind == "node" and r.name in by_key
+            for ref in refs(by_key[r.name]) if ref.kind == "param"}
+        return f"reads {_param_label(params.pop())}" if len(params) == 1 else None
+
+    return layer, param
+
+
+def _param_label(ref: str) -> str:
+    """A parameter as its box says it: `%para389_accu_grads.0.attention.wq.weight` -> `accu_grads.0.attention.wq.weight`."""
+    return ref[ref.index("_") + 1 :] if "_" in ref else ref
 
 
 _GROUP_COUNTS = ("operators", "with strategy", "communication", "redistribution", "gradient aggregation")
