@@ -692,8 +692,16 @@ def test_two_configurations_open_as_one_logical_graph() -> None:
     assert head["lines"][0] == "Configuration: dp 2 → 1; mp 2 → 4; optimizer sharding 2 → 1"
     across = _logical_diff()
     layout = sum(bool(p.follows) for p in across.ops)
+    # ... and the two whose strategy did not change, only their communication, as a degree did (`comm_follows`): the
+    # embedding's Mul, its AllReduce's group 2 -> 4 (old `group_rank_ids: (0, 1)`, mp 2 -> 4), and the loss's Mul,
+    # its AllGather of a group of 2 gone (dp 2 -> 1); a pipeline Receive moving twice the bytes stays `communication`
+    follow = {p.key.text: p.comm_follows for p in across.ops if p.comm_follows}
+    assert follow == {"LlamaForCausalLM/model-LlamaModel/tok_embeddings-LlamaEmbedding/Mul": ("mp",),
+                      "LlamaForCausalLM/loss-CrossEntropyLoss/Mul": ("dp",)}
+    assert {p.cause for p in across.ops if p.comm_follows} == {"layout"}
     assert head["legend"][0][0] == CAUSE_COLORS["layout"]
-    assert head["legend"][0][1].startswith(f"layout {layout}: its strategy follows dp 2 → 1 (")
+    assert head["legend"][0][1].startswith(f"layout {layout + 2}: its strategy follows dp 2 → 1 (")
+    assert head["legend"][0][1].endswith("; only its communication follows dp 2 → 1 (1), mp 2 → 4 (1)")
     assert sum(int(t.split()[1].rstrip(":")) for _, t in head["legend"]) == len(across.changed_ops)
     assert head["lines"][1] == f"{len(across.changed_ops)} of {len(across.ops)} user operators changed; the colours say why:"
     # two different networks (semi_auto_8p's 2-layer MLP, the GPT): no user operator on both sides, said first;

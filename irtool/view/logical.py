@@ -224,8 +224,12 @@ def headline(d: LogicalDiff) -> dict[str, Any]:
     else:  # right above the colours' key
         lines.append(f"{sum(causes.values())} of {len(d.ops)} user operators changed; the colours say why:")
     groups = ", ".join(f"{change_text(c)} ({n})" for c, n in follows(d))
+    comm = [(c, sum(c.field in p.comm_follows for p in d.ops)) for c in d.changes]
+    moved_comm = ", ".join(f"{change_text(c)} ({n})" for c, n in comm if n)
+    layout = "; ".join(x for x in (groups and f"its strategy follows {groups}",
+                                   moved_comm and f"only its communication follows {moved_comm}") if x)
     words = {"added": "only in new", "removed": "only in old", "stage": "moved to another stage",
-             "strategy": "its own strategy changed", "layout": f"its strategy follows {groups}",
+             "strategy": "its own strategy changed", "layout": layout,
              "communication": "communication around it changed", "figures": "only FLOPs or bytes changed"}
     legend = [[CAUSE_COLORS[c], f"{c} {causes[c]}: {words[c]}"] for c in CAUSES if causes[c]]
     return {"lines": lines, "legend": legend}
