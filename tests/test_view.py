@@ -531,6 +531,12 @@ def test_the_diff_view_marks_what_irtool_diff_reports() -> None:
     assert old.headline is None and new.headline is None
     other = compare_models(SEMI, GPT, diff_rank)[0].headline
     assert other is not None and other["lines"][0].startswith("Nothing matched: "), other
+    # ... then what their jobs differ in, as `irtool diff` says it: the model's and data's sizes apart from the layout
+    # (the GPT's manifest: batch 8, pp 2, 2 micro batches; semi_auto_8p one stage)
+    assert other["lines"][2].startswith("Model and data changed, not the parallel layout: global batch ")
+    assert other["lines"][2].endswith(" → 8 (the marks below change with it)")
+    assert "pipeline stages 1 → 2; micro batches 1 → 2" in other["lines"][3] and other["lines"][3].startswith(
+        "Configuration: ")
 
 
 def test_cost_overlays() -> None:
@@ -708,8 +714,9 @@ def test_two_configurations_open_as_one_logical_graph() -> None:
     # the GPT's rank 0 alone holds stage 0 of its 2: stage 1's operators are not removed, they were not read
     other = headline(logical_diff(Selection.of(SEMI), Selection.of(GPT)))
     assert other["lines"][0].startswith("Nothing matched: no user operator of ")
-    assert other["lines"][1].startswith("Configuration: ")
-    assert other["lines"][2] == f"new: stage 1 not read ({GPT} holds no rank of it): its operators show as only in old"
+    assert other["lines"][1].startswith("Model and data changed, not the parallel layout: global batch ")
+    assert other["lines"][2].startswith("Configuration: ")
+    assert other["lines"][3] == f"new: stage 1 not read ({GPT} holds no rank of it): its operators show as only in old"
     assert [t.split(":")[0] for _, t in other["legend"]] == ["added 97", "removed 33"]
 
 
