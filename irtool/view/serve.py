@@ -28,6 +28,9 @@ TARGETS = "\0targets"  # the builder's file of where the pictures' marks open (`
 PARTS = "\0parts"  # the builder's file of the JSON of every part of a split graph, one after another
 PARTS_AT = "\0parts at"  # the builder's file of where each part's JSON is in PARTS ([start, end] bytes)
 STATIC = os.path.join(os.path.dirname(__file__), "static")
+# the builder's niceness once the first graphs and their overlay are written: the index, the parts and the cost
+# overlays (seconds for a large dump) then leave the CPU to the browser laying out the first graph
+NICER = 5
 
 
 def _model_explorer() -> Any:
@@ -67,6 +70,7 @@ class _Builder:
             for key in keys:
                 self.files[key] = tempfile.TemporaryFile()
                 self.done[key] = fork.Event()
+            self._first = len(models) + len(shown)  # what the page waits for before it draws the first graph
             self.proc = fork.Process(target=self._write, name="irtool-graphs", daemon=True)
             # the dumps read so far (millions of objects, kept for as long as the server runs) out of the garbage
             # collector's sight: its full collections walked them again and again while the graphs were built (a
@@ -82,7 +86,9 @@ class _Builder:
         # written (the little cyclic garbage it makes goes with it)
         gc.disable()
         try:
-            for (i, name), f in self.files.items():
+            for k, ((i, name), f) in enumerate(self.files.items()):
+                if k == self._first:  # the rest (the index, the parts, the cost overlays) yields to the page's drawing
+                    os.nice(NICER)
                 if name == PARTS:  # each part's JSON as it is made, not all of them held at once
                     at = self._at[i] = []
                     for text in self.models[i].part_jsons():
@@ -380,9 +386,9 @@ def serve(models: list[Model], host: str, port: int, open_browser: bool, announc
           node: str | None = None) -> None:
     """Run Model Explorer's server on `host:port` until interrupted; `announce` gets the URL first.
     `node` (`--node`, checked by the caller with `Model.find`): the page opens on it."""
-    me = _model_explorer()
     builder = _Builder(models)  # from now on: Model Explorer starts and the page loads meanwhile
     try:
+        me = _model_explorer()
         prebuilt = _send_as_built(me)
         config = config_for(models, builder if prebuilt else None)
         _add_to_page(me, models, builder)
