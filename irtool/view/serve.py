@@ -28,9 +28,6 @@ TARGETS = "\0targets"  # the builder's file of where the pictures' marks open (`
 PARTS = "\0parts"  # the builder's file of the JSON of every part of a split graph, one after another
 PARTS_AT = "\0parts at"  # the builder's file of where each part's JSON is in PARTS ([start, end] bytes)
 STATIC = os.path.join(os.path.dirname(__file__), "static")
-# the builder's niceness once the first graphs and their overlay are written: the index, the parts and the cost
-# overlays (seconds for a large dump) then leave the CPU to the browser laying out the first graph
-NICER = 5
 
 
 def _model_explorer() -> Any:
@@ -70,7 +67,6 @@ class _Builder:
             for key in keys:
                 self.files[key] = tempfile.TemporaryFile()
                 self.done[key] = fork.Event()
-            self._first = len(models) + len(shown)  # what the page waits for before it draws the first graph
             self.proc = fork.Process(target=self._write, name="irtool-graphs", daemon=True)
             # the dumps read so far (millions of objects, kept for as long as the server runs) out of the garbage
             # collector's sight: its full collections walked them again and again while the graphs were built (a
@@ -86,9 +82,7 @@ class _Builder:
         # written (the little cyclic garbage it makes goes with it)
         gc.disable()
         try:
-            for k, ((i, name), f) in enumerate(self.files.items()):
-                if k == self._first:  # the rest (the index, the parts, the cost overlays) yields to the page's drawing
-                    os.nice(NICER)
+            for (i, name), f in self.files.items():
                 if name == PARTS:  # each part's JSON as it is made, not all of them held at once
                     at = self._at[i] = []
                     for text in self.models[i].part_jsons():
