@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 from .model_dims import ModelDims, ffn_size, heads, kv_heads, model_dims
 from .params import WEIGHT_VALUE, follow_value, layer_index
-from .records import CommNode, Strategy, _as_dict
+from .records import CommNode, Strategy, _as_dict, placed_stage
 from .rules import MIRRORS
 from .stage import as_int
 from .table import Pass
@@ -91,6 +91,11 @@ class RankJob:
     backward: bool = False  # the dump has backward work (recomputed copies come with it: before, recompute is unknown)
     parallel: bool = True  # the parallel pass has inserted its communication (no group degree is known before)
     recompute_where: str = ""  # the first recomputed copy, `file:line (op)`
+
+    @property
+    def placed(self) -> int | None:
+        """The stage every command files the rank under (`records.placed_stage`): None, unknown, never 0."""
+        return placed_stage(self.stage, self.hops)
 
 
 def stage_span(comm: list[CommNode], rank: int | None, stage: int | None, name: str) -> Evidence:
