@@ -454,8 +454,10 @@ def simulate(timings: Iterable[StageTiming], time_of: Callable[[int, UnitKey], f
     if not ts:
         return Step(0.0, [], [], [], "", "no stage")
     profile = ts[0].profile
-    unfixed = [s.stage for s in ts if s.order and not s.fixed]  # a stage of no units (no pipeline) is its tail
-    if unfixed:
+    # a stage of no units (no pipeline) is its tail; one stage alone waits for no other, so any order of its units
+    # (gradient accumulation without a pipeline: nothing orders the micro batches) takes the same time
+    unfixed = [s.stage or 0 for s in ts if s.order and not s.fixed]
+    if unfixed and len(ts) > 1:
         return Step(0.0, [], [], [], profile, f"the dump does not fix the order of stage {unfixed[0]}")
     dur = {(s.stage or 0, k): (time_of(s.stage or 0, k) if time_of else s.units[k].seconds)
            for s in ts for k in s.order}
