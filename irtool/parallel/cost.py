@@ -450,6 +450,10 @@ def _moved(node: Node, rows: int | None) -> int | None:
     return total
 
 
+# families whose FLOPs read a node's attributes or inputs besides its types (transposes, kernel sizes, heads)
+_READS_ATTRS = frozenset({"matmul", "grouped-matmul", "conv", "attention"})
+
+
 def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
     """The FLOPs of every operator of the dump of fact table `t` over one step (each operator's FLOPs
     times its runs, the `runs` fact: a reused cell's operators once per call; unknown runs make its
@@ -471,10 +475,17 @@ def compute_cost(t: NodeFacts, keep_ops: bool = False) -> CostFacts:
     logical = matmul_fwd = matmul_unknown = dynamic_flops = dynamic_bound = moved_known = moved_unknown = 0
     branch_ops = unknown_runs = 0
     graphs = t.get("graph_runs")
+    typed: dict[tuple[str, str | None], tuple[int | None, str, bool]] = {}  # (op, type line) -> `op_flops`
     for node in dump.nodes():
         if node.op in NO_ARITHMETIC:
             continue
-        f, family, per_device = op_flops(node, kind)
+        key = (node.op, node.type_lines[0] if node.type_lines else None)
+        found = typed.get(key)
+        if found is None:
+            found = op_flops(node, kind)
+            if kind != "spe" and found[1] not in _READS_ATTRS:  # its FLOPs are its type line's: layers repeat them
+                typed[key] = found
+        f, family, per_device = found
         bound = None
         rows = t("rows", node) if f is None and family not in ("unknown", "none") else None
         if rows is not None:

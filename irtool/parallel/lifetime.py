@@ -195,6 +195,17 @@ def _blocks(v: _Value, out: list[int]) -> None:
             _blocks(x, out)
 
 
+def _read(args: list[_Value]) -> list[int]:
+    """The blocks of the values a step reads, in order."""
+    out: list[int] = []
+    for a in args:
+        if type(a) is tuple:
+            out += a
+        elif a is not None:
+            _blocks(a, out)
+    return out
+
+
 def _item(v: _Value, i: int | None) -> _Value:
     if i is None:
         return v
@@ -334,7 +345,7 @@ class _Walk:
                 args_ = [env.get(r) for r in c[2]] + [env.get(r, params.get(r)) for r in c[3]]
                 first = self.value(c[4], env)
                 if op == _IN_PLACE_OP:
-                    self.step(n, top or n, len(self.size), [a for a in args_ if a is not first])
+                    self.step(n, top or n, len(self.size), _read([a for a in args_ if a is not first]))
                     env[c[1]] = first
                 else:
                     env[c[1]] = first if first is not None else self.kernel(n, top or n, args_)
@@ -481,30 +492,20 @@ class _Walk:
         self.role += k.roles
         self.phase_of_block += k.phases
         out = tuple(range(start, len(self.size)))
-        self.mark(k, args)
-        self.step(n, top, start, args)
+        read = _read(args)
+        self.mark(k, read)
+        self.step(n, top, start, read)
         if k.held:  # its inputs are released when the first kernel reading its result waits for it
-            held: list[int] = []
-            for a in args:
-                _blocks(a, held)
-            self.waits[out[0]] = held
+            self.waits[out[0]] = read
         elif k.op in ("Send", "Receive"):  # a Send's buffers are kept until the next Send or Receive runs
             if self.pending_send:  # read by this step, the last
                 self.used.extend(self.pending_send)
-            held = []
-            if k.op == "Send":
-                for a in args:
-                    _blocks(a, held)
-                held.extend(out)
-            self.pending_send = held
+            self.pending_send = read + list(out) if k.op == "Send" else []
         return out
 
-    def mark(self, k: _Kernel, args: list[_Value]) -> None:
+    def mark(self, k: _Kernel, read: list[int]) -> None:
         """Whether the kernel's new outputs are made from the step's input and the pieces of their whole tensor
-        (module doc)."""
-        read: list[int] = []
-        for a in args:
-            _blocks(a, read)
+        (module doc); `read`: the blocks of what it reads."""
         # made from the step's data: its input, or what a Receive brings (a micro batch's activations or gradients)
         reads = k.reads or any(self.reads[b] for b in read)
         pieces = k.pieces
@@ -514,20 +515,15 @@ class _Walk:
         self.pieces += [pieces] * len(k.blocks)
         self.elems += [k.elems] * len(k.blocks)
 
-    def step(self, n: Node, top: Node, start: int, args: list[_Value]) -> None:
-        """A step running kernel `n` (under `top`), making the blocks from `start` on, reading `args`."""
-        used: list[int] = []
-        for a in args:
-            if type(a) is tuple:
-                used += a
-            elif a is not None:
-                _blocks(a, used)
-        if self.waits:
-            for b in [b for b in used if b in self.waits]:
-                used.extend(self.waits.pop(b))
+    def step(self, n: Node, top: Node, start: int, read: list[int]) -> None:
+        """A step running kernel `n` (under `top`), making the blocks from `start` on, reading the blocks `read`
+        (and the inputs of the collectives among them, which wait no more)."""
         self.starts.append(start)
         self.use_at.append(len(self.used))
-        self.used.extend(used)
+        self.used.extend(read)
+        if self.waits:
+            for b in [b for b in read if b in self.waits]:
+                self.used.extend(self.waits.pop(b))
         self.where.append((n, top))
 
 

@@ -187,7 +187,7 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
     untimed: list[str] = []
     cols = (t.column("unit"), t.column("micro"), t.column("comm")) if staged else ({}, {}, {})
     layer_of, phase_of, kind_of = t.column("layer"), t.column("phase"), t.column("kind")
-    seconds: dict[tuple, float] = {}  # an operator's seconds by what they are worked out from (layers repeat)
+    seconds: dict[tuple, tuple[float, str | None, OpWork]] = {}  # operators timed, by what decides it (`_duration`)
     for graph in dump.subgraphs:
         local = by_key[graph.name]
         preds = {n: [local[r] for r in n.node_refs if r in local] for n in local.values()}
@@ -231,9 +231,15 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
             finish[n] = (b, end)
             cursor[stream] = end
             span[b] = max(span.get(b, 0.0), end)
-            ut = here.setdefault(b, UnitTime())
+            ut = here.get(b)
+            if ut is None:
+                ut = here[b] = UnitTime()
             if work is not None and b[0] != "tail":
-                layer_work.setdefault(layer_of.get(n), []).append(work)
+                layer = layer_of.get(n)
+                if layer in layer_work:
+                    layer_work[layer].append(work)
+                else:
+                    layer_work[layer] = [work]
             if is_comm:
                 ut.comm += dur
                 if b[0] != "tail":
@@ -293,10 +299,10 @@ def _topological(preds: dict[Node, list[Node]]) -> list[Node]:
 def _duration(t: NodeFacts, n: Node, nk: str, phase: str | None, p: Profile, groups: dict[str, Group],
               rank: int | None, flops: dict, k_runs: int, kind: str, hops: list[TimedHop],
               matrix_by_dtype: dict[str, int], counts: dict[str, int],
-              seconds: dict[tuple, float]) -> tuple[float, bool, OpWork | None]:
+              seconds: dict[tuple, tuple[float, str | None, OpWork]]) -> tuple[float, bool, OpWork | None]:
     """Seconds of one run of a node of kind `nk`, whether it is a collective, and what was timed; a pipeline
     Send/Receive is kept as a hop (no time in its unit: the step simulation waits for it). What was timed is kept
-    as run `k_runs` times in `phase`; `seconds`: operators' seconds already worked out."""
+    as run `k_runs` times in `phase`; `seconds`: operators' seconds, dtype and work already worked out."""
     if nk == "communication":
         c = t("comm", n)
         if c is None:
@@ -320,15 +326,18 @@ def _duration(t: NodeFacts, n: Node, nk: str, phase: str | None, p: Profile, gro
     if o is None and n.op not in MOVES:
         return 0.0, False, None
     per_run = (o.flops // k_runs) if o is not None and o.flops and k_runs else 0
-    dtype = next((x.dtype for x in n.input_types if x is not None and x.dtype), None)
-    moved = None if o is not None and n.op in MATRIX else bytes_moved(n, kind)
+    # the dtype and bytes are the type line's: worked out once per line, FLOPs, phase and runs (layers repeat)
+    key = (n.op, n.type_lines[0] if n.type_lines else None, o is not None, per_run, phase, k_runs)
+    timed = seconds.get(key)
+    if timed is None:
+        dtype = next((x.dtype for x in n.input_types if x is not None and x.dtype), None)
+        moved = None if o is not None and n.op in MATRIX else bytes_moved(n, kind)
+        timed = seconds[key] = (op_seconds(p, n.op, per_run, dtype, moved), dtype,
+                                OpWork(phase, n.op, per_run, dtype, moved, k_runs))
+    secs, dtype, work = timed
     if o is not None and n.op in MATRIX and o.flops and o.phase != "optimizer":
         matrix_by_dtype[dtype or ""] = matrix_by_dtype.get(dtype or "", 0) + o.flops
-    key = (n.op, per_run, dtype, moved)
-    secs = seconds.get(key)
-    if secs is None:
-        secs = seconds[key] = op_seconds(p, n.op, per_run, dtype, moved)
-    return secs, False, OpWork(phase, n.op, per_run, dtype, moved, k_runs)
+    return secs, False, work
 
 
 def work_seconds(p: Profile, w: OpWork, scale: float = 1.0, group: int | None = None) -> float:
