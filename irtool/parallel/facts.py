@@ -79,7 +79,7 @@ from .order import build_order, stage_chunks, stage_folded, units
 from .params import Params, layer_flow, param_shapes, parameters
 from .records import FileKind, Phase, Strategy
 from .roles import param_roles
-from .rules import COMM_OPS, KERNEL_PASSES, borrowed_name, classify, file_kind, moves_no_data
+from .rules import COMM_OPS, KERNEL_PASSES, borrowed_name, classify, file_kind, moves_no_data, pipeline_split_done
 from .runs import graph_runs, node_runs
 from .scope import in_gradients
 from .sizes import type_bytes
@@ -101,8 +101,9 @@ PLUMBING = frozenset({
 
 # --- the passes ----------------------------------------------------------------------------------
 
-def _file_kind(t: NodeFacts) -> FileKind:
-    return file_kind(pass_name(t.dump.path or ""))
+def _file_kind(t: NodeFacts) -> tuple[FileKind, bool]:
+    name = pass_name(t.dump.path or "")
+    return file_kind(name), pipeline_split_done(name)
 
 
 _KERNEL_GRAPH = re.compile(r"kernel_graph\d+$")
@@ -622,7 +623,7 @@ def _layer(t: NodeFacts) -> dict[Node, int]:
 
 
 PASSES: tuple[Pass, ...] = (
-    Pass("file kind", ("file_kind",), (), "dump", _file_kind),
+    Pass("file kind", ("file_kind", "split_done"), (), "dump", _file_kind),
     Pass("kernel graph", ("kernel",), (), "dump", _kernel),
     Pass("nodes by key", ("by_key",), (), "dump", _by_key),
     Pass("kinds", ("kind",), (), "node", _kind),
