@@ -176,7 +176,7 @@ def test_the_walk_runs_each_node_as_often_as_the_runs_fact_says(rel: str) -> Non
     assert max(ran.values()) > 1 or "control_flow" in rel
     # a call replayed (its graph called before with arguments of the same form) makes the steps walking it makes
     assert w.replays > 0 or "control_flow" in rel
-    fields = ("size", "role", "phase_of_block", "reads", "pieces", "elems", "allocs", "uses", "where", "waits",
+    fields = ("size", "role", "phase_of_block", "reads", "pieces", "elems", "starts", "use_at", "used", "where", "waits",
               "pending_send")
     assert all(getattr(w, f) == getattr(walks[1], f) for f in fields)
 
@@ -255,6 +255,7 @@ def test_a_forward_tensor_a_recomputed_copy_reads_is_kept_as_an_activation() -> 
     w = lifetime._Walk(t, True)
     w.header_params()
     w.run_graph(t.dump.entry, (), None, 0, lifetime._entry_order(t, t.dump.entry)[0])
-    made = [b for (n, _), blocks in zip(w.where, w.allocs) if n is at[388] for b in blocks]
+    bounds = [*w.starts, len(w.size)]
+    made = [b for s, (n, _) in enumerate(w.where) if n is at[388] for b in range(bounds[s], bounds[s + 1])]
     lifetime._sweep(t, w, "", (True, 0.0), [], False)
     assert made and {(w.size[b], w.role[b]) for b in made} == {(512, "activation")}
