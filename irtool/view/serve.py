@@ -28,11 +28,6 @@ TARGETS = "\0targets"  # the builder's file of where the pictures' marks open (`
 PARTS = "\0parts"  # the builder's file of the JSON of every part of a split graph, one after another
 PARTS_AT = "\0parts at"  # the builder's file of where each part's JSON is in PARTS ([start, end] bytes)
 STATIC = os.path.join(os.path.dirname(__file__), "static")
-# Seconds the builder waits, once the first graphs and their overlay are written, for the page to ask for them before
-# it makes the rest (the index, the parts, the cost overlays: seconds of CPU for a large dump): the browser loading
-# Model Explorer's page beside it on a loaded 2-core machine took 28-64 s to ask (bench/view_bench.py), 6-11 s with
-# the builder out of its way. (A lower priority instead delays the side panel: it waits for every overlay.)
-ASKED_WAIT = 30.0
 
 
 def _model_explorer() -> Any:
@@ -72,8 +67,6 @@ class _Builder:
             for key in keys:
                 self.files[key] = tempfile.TemporaryFile()
                 self.done[key] = fork.Event()
-            self._first = len(models) + len(shown)  # the files the page waits for before it draws the first graph
-            self.asked = fork.Event()  # set once a file is asked for (`_written`)
             self.proc = fork.Process(target=self._write, name="irtool-graphs", daemon=True)
             # the dumps read so far (millions of objects, kept for as long as the server runs) out of the garbage
             # collector's sight: its full collections walked them again and again while the graphs were built (a
@@ -89,9 +82,7 @@ class _Builder:
         # written (the little cyclic garbage it makes goes with it)
         gc.disable()
         try:
-            for k, ((i, name), f) in enumerate(self.files.items()):
-                if k == self._first:  # the rest waits until the page is loaded: ASKED_WAIT
-                    self.asked.wait(ASKED_WAIT)
+            for (i, name), f in self.files.items():
                 if name == PARTS:  # each part's JSON as it is made, not all of them held at once
                     at = self._at[i] = []
                     for text in self.models[i].part_jsons():
@@ -130,7 +121,6 @@ class _Builder:
         None when the process ended without writing it."""
         if self.proc is None:
             return None
-        self.asked.set()  # a file asked for: the page is loaded (or the address opened on a node: the index)
         done = self.done[(index, name)]
         while not done.wait(0.1):
             if not self.proc.is_alive():
