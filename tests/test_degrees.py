@@ -74,6 +74,11 @@ def test_sequence_parallelism_of_a_mindformers_mla_moe_model() -> None:
     # ep 1: rank 4's dispatcher group "4b227777...28cb0" (sha256 of "4"), line 7734 `AlltoAll` with `rank_size: I64(1)`
     want = {"dp": 2, "mp": 2, "pipeline_stages": 2, "sp": 2, "ep": 1}
     assert {k: job[k]["value"] for k in want} == want
+    # the embedding of MindFormers' mcore models: rank_0 line 2068 `PrimFunc_Embedding(%4, %para58_▸CR_embedding.
+    # word_embeddings.weight, ...)`, no in_strategy (a Morph of self-defined shard laying the table out (tp, None)),
+    # header line 27 `(512, 256)`: make.py's vocabulary 1024 split over tp 2, hidden 256 whole (it read both unknown,
+    # as no Gather). The vocabulary stays unknown: the dump prints no split for the rows
+    assert (job["hidden_size"]["value"], job["vocab_size"]["value"]) == (256, None)
 
 
 def test_a_collective_of_the_one_rank_expert_group_moves_nothing() -> None:

@@ -1334,8 +1334,10 @@ def test_cost_overlays_in_model_explorer(semi_page: object) -> None:
     assert {k for k in kept if not k.startswith("%para")} <= drawn
     # the counts on the boxes are of the phases shown: the graph's operators of the forward and the optimizer, none
     # of the 6 gradient AllReduces (all backward); each root's phase row its phases left on
-    counts = page.evaluate(f"{GRAPH}.groupNodeAttributes")
     shown_ops = sum(_attrs(n).get("phase") in ("forward", "optimizer") for n in graph["nodes"])
+    # the counts follow the graph's relayout (a loaded machine saw them a frame late): waited for, then read
+    _wait_for(page, f"() => ({GRAPH}.groupNodeAttributes[''] || {{}}).operators === '{shown_ops}'")
+    counts = page.evaluate(f"{GRAPH}.groupNodeAttributes")
     assert counts[""]["operators"] == str(shown_ops) and "gradient aggregation" not in counts[""], counts[""]
     assert counts["Default"]["phase"] == graph["groupNodeAttributes"]["Default"]["phase"] == "forward 139, optimizer 15"
     _shot(page, "phases")

@@ -275,7 +275,7 @@ class _Stage:
         self.cost = stage_cost(facts, walk=False)  # the cost records of the stage (its balance: FLOPs, no peak)
         job = build.job
         self.memory = stage_memory(self.cost.memory, in_flight(self.cost.order, self.cost.stage, job))
-        self.stage = self.cost.stage or 0
+        self.stage = self.cost.stage  # None: a rank of unknown stage (drawn only alone: `Selection.per_stage`)
         self.keys: dict[Node, OperatorKey] = self.t.column("operator")
         self.owners: dict[str, OperatorKey] = self.t.get("operator_params")
         self.by_uid = {n.uid: n for n in dump.nodes()}

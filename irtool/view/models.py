@@ -25,7 +25,7 @@ from ..present.job import changes_line
 from ..present.memory import memory_svg, panel
 from ..present.timeline import Timeline, stage_timings, timeline, timeline_svg
 from ..present.timing import seconds_text
-from ..selection import Loaded, Selection, selected_stage
+from ..selection import Loaded, Selection
 from .cost import COST_OVERLAYS, NodeCost, heat_node_data, node_cost
 from .graphs import (
     PART_OF,
@@ -351,9 +351,9 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
     if sel.is_file:
         return _file_model(picked[0], label, part_size)
     # Model Explorer sorts the graph selector by name: stages numbered to one width (`stage 02` before `stage 10`)
-    width = len(str(max(selected_stage(r.facts.stage) for r in picked)))
-    for r in picked:
-        r.prefix = f"stage {selected_stage(r.facts.stage):0{width}d} rank {r.rank}: "
+    width = len(str(max(p.stage or 0 for p in loaded)))  # a rank of unknown stage is drawn alone (`per_stage`)
+    for r, p in zip(picked, loaded):
+        r.prefix = ("stage unknown" if p.stage is None else f"stage {p.stage:0{width}d}") + f" rank {r.rank}: "
         r.shown = os.path.relpath(r.file, sel.path)
     if len(picked) == 1:
         return _file_model(picked[0], label, part_size)
