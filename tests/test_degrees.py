@@ -35,7 +35,11 @@ def _job(path: str) -> dict:
     # (line 7545). No MatMul weight is split (mp 1): it read dp 1 x mp 2. Its token dispatcher's expert group
     # "d4735e3a...c51f90" (sha256 of "2": the one rank 2, ep 1) prints the world's `rank_list: (0, ..., 7)`; its
     # AlltoAll (line 7160, moving nothing) says `rank_size: I64(1)`, its AlltoAllVs (7248, 7280) no size: ep 1 (it read 8).
-    ("mindformers_deepseek3_dp2pp4", {"world_size": 8, "pipeline_stages": 4, "dp": 2, "mp": 1, "ep": 1}),
+    # Hidden size 256: rank_0 line 2047 `PrimFunc_Embedding(%1, %para58_▸CR_embedding.word_embeddings.weight, ...)` with
+    # no in_strategy reads the table `(1024, 256)` by `masked_input` (the vocabulary-parallel rows); it was unknown (no
+    # Gather); the vocabulary is not: this rank's rows of a split no strategy prints.
+    ("mindformers_deepseek3_dp2pp4", {"world_size": 8, "pipeline_stages": 4, "dp": 2, "mp": 1, "ep": 1,
+                                      "hidden_size": 256, "vocab_size": None}),
 ])
 def test_a_reduction_over_the_batch_is_not_tensor_parallelism(path: str, want: dict) -> None:
     job = _job(str(FIXTURES / path))
@@ -71,8 +75,9 @@ def test_sequence_parallelism_of_a_mindformers_mla_moe_model() -> None:
     assert {rank4[line] for line in (10405, 10585, 11495)} == {"redistribution"}
     assert len(rank4) == 13
     job = _job(str(FIXTURES / SP))
-    # ep 1: rank 4's dispatcher group "4b227777...28cb0" (sha256 of "4"), line 7734 `AlltoAll` with `rank_size: I64(1)`
-    want = {"dp": 2, "mp": 2, "pipeline_stages": 2, "sp": 2, "ep": 1}
+    # ep 1: rank 4's dispatcher group "4b227777...28cb0" (sha256 of "4"), line 7734 `AlltoAll` with `rank_size: I64(1)`;
+    # hidden 256: rank_0 line 2068 `PrimFunc_Embedding` of `(512, 256)`, half the vocabulary's rows (mp 2), width whole
+    want = {"dp": 2, "mp": 2, "pipeline_stages": 2, "sp": 2, "ep": 1, "hidden_size": 256, "vocab_size": None}
     assert {k: job[k]["value"] for k in want} == want
 
 
