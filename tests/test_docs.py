@@ -189,3 +189,20 @@ def test_the_readme_gives_every_option() -> None:
                     not any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", row) for o in opts):
                 missing.append(f"{name} {opts[0]}")
     assert not missing
+
+
+def test_no_text_file_keeps_a_merge_conflict_marker() -> None:
+    # fixtures/mindir/README.md kept `<<<<<<< HEAD` / `=======` / `>>>>>>> main` from a merge (68e7482)
+    marker = re.compile(r"^(<{7}|={7}|>{7})( |$)", re.M)
+    texts = [p for pattern in ("*.md", "docs/*.md", "fixtures/**/*.md", "irtool/**/*.py", "tests/*.py")
+             for p in ROOT.glob(pattern)]
+    assert len(texts) > 50
+    assert [str(p.relative_to(ROOT)) for p in texts if marker.search(p.read_text(encoding="utf-8"))] == []
+
+
+def test_every_bundled_scenario_has_a_readme_row() -> None:
+    fixtures = ROOT / "fixtures" / "mindir"
+    table = (fixtures / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`([a-z0-9_]+)`", "\n".join(row for row in table.splitlines() if row.startswith("| `"))))
+    folders = {p.parent.name for p in fixtures.glob("*/manifest.json")}
+    assert sorted(folders - named) == []

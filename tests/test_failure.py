@@ -252,3 +252,21 @@ def test_after_the_parallel_pass_a_misfit_is_read_from_the_origin_shapes(tmp_pat
     dump = irtool.load(path)
     assert [(m.line, m.name, m.input, m.shape, m.strategy, m.dims) for m in strategy_misfits(dump, "post")] == [
         (86, "qkv", 1, (64, 190), (1, 4), ((1, 190, 4),))]
+
+
+def test_a_compile_that_stops_before_the_pipeline_split_leaves_the_pipeline_unknown() -> None:
+    # zbv_stage_order_fail_8p: MindSpore refused the zero_bubble_v stage order in its parallel pass (manifest) and its
+    # last dump is 10_dataset_repeat_opt, a pass before the pipeline split and the parallel pass: no `Send`, `Receive`
+    # or `micro: I64` anywhere (grep -c: 0), shapes whole: line 15 `%para4_blocks.0.w1: <Ref[Tensor[Float32]], (64,
+    # 256), ...` (make.py: F = 256) while line 1569's fc1 prints `in_strategy: ((1, 1), (1, 2))`, not applied yet;
+    # line 3847 `ApplyMomentum`. The job has 4 stages and 8 micro batches (make.py), which this pass cannot show
+    path = fixture("zbv_stage_order_fail_8p/rank_0/10_dataset_repeat_opt_0013.ir.xz")
+    job = json.loads(run_cli("summarize", "--format", "json", path).stdout)["job"]
+    assert job["ffn_size"]["value"] == 256  # the whole width, not 256 x the split 2
+    assert [job[k]["value"] for k in ("world_size", "pipeline_stages", "micro_batches", "chunks")] == [None] * 4
+    assert (job["optimizer"]["value"], job["stage_unknown"], job["stage_ranks"]) == ("Momentum", [0], {})
+    # bootstrap of a 2-stage pipeline with 4 micro batches (pipeline_2stage_8p: no Send/Receive until its
+    # 11_pipeline_split, which has 4) and no optimizer inlined yet: neither one stage nor inference
+    boot = run_cli("summarize", fixture("pipeline_2stage_8p/rank_0/00_bootstrap_0000.ir.xz")).stdout.splitlines()
+    assert boot[1] == ("Job: world —, dp — x mp — x pp —, — micro batches, training or inference — (a pass before "
+                       "the pipeline split), rank 0 of unknown stage")

@@ -442,3 +442,23 @@ def test_one_unit_of_work_per_node_in_the_order_the_lifetimes_and_the_timing(rel
         (n,) = [n for n in t.dump.nodes() if n.line == 390]
         assert (n.op, t("micro", n), t("unit", n), _unit(t, n)[0]) == ("RealDiv", 7, None, None)
         assert bucket(n) == ("each", "B", None)
+
+
+def test_the_gpipe_scheduler_of_the_interleaved_pipeline() -> None:
+    # pipeline_interleaved_gpipe_8p rank_0: pipeline_interleaved_4stage_8p's make.py with `pipeline_scheduler: gpipe`.
+    # Lines 459-792 print every forward Send/Receive; line 816 `%102 = Depend(Tensor(...), %94)` on line 792's Send of
+    # micro 7 chunk 1 feeds line 819 `%103(dx) = Receive(%102)`, the first backward Receive (micro 0, chunk 1): every
+    # forward of both chunks before any backward, so all 8 micro batches are in flight on each chunk
+    rel = "pipeline_interleaved_gpipe_8p/rank_0/19_validate_0087.ir.xz"
+    assert "%102" in _line(rel, 816) and "Depend(Tensor(shape=[], dtype=Float32, value=0), %94)" in _line(rel, 816)
+    assert "micro: I64(7), chunk: I64(1)" in _line(rel, 792) and "%103(dx) = Receive(%102)" in _line(rel, 819)
+    o = _order(rel)
+    assert o.fixed and " ".join(o.work) == " ".join([f"F{m}.c0" for m in range(8)] + [f"F{m}.c1" for m in range(8)] +
+                                                    [f"B{m}.c1" for m in range(8)] + [f"B{m}.c0" for m in range(8)])
+    assert o.in_flight_by_chunk == [(0, 8), (1, 8)]
+    # the 1F1B compile against it: nothing but the order changed, which `diff --cost` says (the rest: one Depend)
+    out = CliRunner().invoke(main, ["diff", "--cost", str(FIXTURES / "pipeline_interleaved_4stage_8p/rank_0"),
+                                    str(FIXTURES / "pipeline_interleaved_gpipe_8p/rank_0")]).stdout
+    assert ("stage 0: order interleaved 1F1B, 2 chunks: 11 forward warm-up, then one backward per forward -> every "
+            "forward before any backward, 2 chunks: GPipe, or 1F1B whose warm-up covers all 16 forward") in out
+    assert "Depend  125  126  +1" in out

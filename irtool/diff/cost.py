@@ -44,10 +44,11 @@ class StageFigures:
     memory: int  # known bytes
     memory_unknown: int  # tensors or parameters of unknown size beside them
     by_role: dict[str, int]
+    schedule: str = ""  # the stage's order named (`order.classify`): a schedule change leaves FLOPs and layout alone
 
     def as_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "flops": self.flops, "unknown_ops": self.unknown_ops, "memory_bytes": self.memory,
-                "memory_unknown": self.memory_unknown, "memory_by_role": self.by_role}
+                "memory_unknown": self.memory_unknown, "memory_by_role": self.by_role, "schedule": self.schedule}
 
 
 @dataclass
@@ -85,7 +86,8 @@ def _side(sel: Selection) -> dict[int, StageFigures]:
         sc = stage_cost(p.facts, order=p.order())
         sm = stage_memory(sc.memory, in_flight(sc.order, sc.stage, job))
         out[p.stage] = StageFigures(p.rank, dict(sc.cost.flops), sum(sc.cost.unknown.values()), sm.total.total,
-                                    sm.total.unknown, {r: sc.memory.role_bytes(r).total for r in ROLES})
+                                    sm.total.unknown, {r: sc.memory.role_bytes(r).total for r in ROLES},
+                                    sc.order.schedule)
     return out
 
 
@@ -107,4 +109,7 @@ def blocks(d: CostDiff) -> list[Block]:
         t.rows.append([cell(s), cell(fo), cell(fn), change_pct(fo, fn) if o and n else cell(None),
                        cell(o.memory if o else None), cell(n.memory if n else None),
                        change_pct(o.memory, n.memory) if o and n else cell(None)])
-    return ["", t]
+    # the pipeline schedule (1F1B -> GPipe) changes no operator, layout or FLOPs: said where it changed
+    changed = [f"stage {s}: order {o.schedule} -> {n.schedule}" for s, (o, n) in sorted(d.stages.items())
+               if o and n and o.schedule != n.schedule]
+    return ["", t, *changed]

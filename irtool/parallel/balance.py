@@ -120,7 +120,7 @@ def in_flight(order: StageOrder, stage: int | None, job: Job) -> InFlight:
     optimizer or accumulation on any rank (`job.training` False: inference) keeps nothing for a backward. Per
     chunk, said as the job's: a folded pipeline's segments (`job.folded`), an interleaved one's chunks."""
     stages, micros = job.pipeline_stages, job.micro_batches
-    if not job.training and order.units:
+    if job.training is False and order.units:
         return InFlight(0, "no backward work: no activations are kept for one (inference)")
     if order.fixed and order.in_flight is not None:
         part = "segment" if job.folded else "chunk"

@@ -90,6 +90,8 @@ class RankJob:
     last_where: str = ""
     backward: bool = False  # the dump has backward work (recomputed copies come with it: before, recompute is unknown)
     parallel: bool = True  # the parallel pass has inserted its communication (no group degree is known before)
+    split: bool = True  # the pipeline split has run (`rules.pipeline_split_done`): before, no Send/Receive or micro
+    # batch mark is inserted and no optimizer inlined, so their absence says nothing
     recompute_where: str = ""  # the first recomputed copy, `file:line (op)`
 
     @property
@@ -307,6 +309,7 @@ def _rank_job(t: Any) -> RankJob:
                    recompute=recompute, dims=t.get("job_dims"), optimizer=optimizer, opt_shard=shard,
                    accumulation=accumulation, training=optimizer.known or accumulation.known or backward,
                    hops=hops, last=last, last_where=last_where, backward=backward, parallel=t.get("file_kind") != "pre",
+                   split=t.get("split_done"),
                    recompute_where=recompute_where)
 
 
@@ -327,7 +330,7 @@ JOB_PASSES: tuple[Pass, ...] = (
     Pass("job hops", ("job_hops",), (*_COMM, "stage_info"), "dump", _hops_of),
     Pass("job chunks", ("job_chunks",), ("stage_chunks", "folded"), "dump", _chunks_of),
     Pass("job dims", ("job_dims",), ("file_kind", "strategy", "parameters", "by_key", "phase"), "dump", _dims_of),
-    Pass("rank job", ("rank_job",), ("job_world", "job_span", *_GROUP_FACTS, "job_micro", "job_layers",
+    Pass("rank job", ("rank_job",), ("split_done", "job_world", "job_span", *_GROUP_FACTS, "job_micro", "job_layers",
                                      "job_recompute", "job_optimizer", "job_accumulation", "job_backward",
                                      "job_hops", "job_chunks", "job_dims", "stage_info", "file_kind"),
          "dump", _rank_job),
@@ -449,7 +452,7 @@ class Job:
     kv_heads: Evidence  # key-value heads (fewer than the heads: grouped-query attention)
     vocab_size: Evidence
     sequence_length: Evidence
-    training: bool
+    training: bool | None  # None: no rank's pass is past the pipeline split (nothing says training or not yet)
     notes: list[str] = field(default_factory=list)
     micro_seen: list[int] = field(default_factory=list)  # every count of micro batches a rank read says (JSON: notes)
     # ranks read whose dumps do not decide their stage in a pipelined job (never filed under a stage), and the
@@ -523,6 +526,7 @@ class JobFold:
         self.training = False
         self.backward = False
         self.parallel = False
+        self.split = False
         self.recompute_where = ""
         self.last: Evidence | None = None  # the stage count a rank of the last stage (or stage 0's wrap) tells
         self.last_own = False
@@ -566,6 +570,7 @@ class JobFold:
         self.training |= r.training
         self.backward |= r.backward
         self.parallel |= r.parallel
+        self.split |= r.split
         self.recompute_where = self.recompute_where or r.recompute_where
         for name, seen in vars(r.dims).items():
             if name == "per_rank":
@@ -654,9 +659,10 @@ class FoldPass:
 
 def _by_stage(f: JobFold, d: dict[str, Any]) -> dict[str, dict[int | None, Any]]:
     """The ranks, layers, where and recomputed layers by stage, the stages in order: a rank of no stage is of stage 0
-    when no rank shows a pipeline (MindSpore's default of one stage), else of a stage unknown (None, last)."""
+    when no rank shows a pipeline (MindSpore's default of one stage) past the pipeline split, else of a stage unknown
+    (None, last)."""
     def by(values: dict[int | None, Any]) -> dict[int | None, Any]:
-        keyed = {(0 if s is None and not f.staged else s): v for s, v in values.items()}
+        keyed = {(0 if s is None and not f.staged and f.split else s): v for s, v in values.items()}
         return dict(sorted(keyed.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
 
     return {"ranks": by(f.stage_ranks), "layers": by(f.stage_layers), "where": by(f.where),
@@ -695,8 +701,10 @@ def _stage_size_seen(f: JobFold, d: dict[str, Any]) -> Evidence:
 
 def _stage_count(f: JobFold, d: dict[str, Any]) -> Evidence:
     world, size = d["_world_seen"], d["_stage_size_seen"]
+    if f.first is None:
+        return _unknown("no rank read")
     if not f.staged:
-        return Evidence(1, "no pipeline Send/Receive: one stage")
+        return Evidence(1, "no pipeline Send/Receive: one stage") if f.split else _unknown(_BEFORE_SPLIT)
     if f.last is not None:
         return f.last
     if world.known and size.known and world.value % size.value == 0:
@@ -723,6 +731,9 @@ def _world(f: JobFold, d: dict[str, Any]) -> Evidence:
     if not world.known and f.staged and stages.known and size.known:
         return Evidence(size.value * stages.value, f"{size.value} ranks per stage x {stages.value} stages; {size.where}")
     return world
+
+
+_BEFORE_SPLIT = "a pass before the pipeline split: no Send/Receive or micro batch inserted yet"
 
 
 def _why(f: JobFold, text: str) -> str:
@@ -759,7 +770,8 @@ def _micro_batches(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, list[int]]:
     if f.micro:
         return f.micro[max(f.micro)], sorted(f.micro)
     if not f.staged:
-        return Evidence(1, "no pipeline and no node carries a micro batch (`micro`): the batch at once"), []
+        return (Evidence(1, "no pipeline and no node carries a micro batch (`micro`): the batch at once") if f.split
+                else _unknown(_BEFORE_SPLIT)), []
     return _unknown("no node carries a micro batch (`micro`)"), []
 
 
@@ -768,6 +780,8 @@ def _chunks(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, bool]:
     if f.chunks:
         return Evidence(len(f.chunks), f"{kind} {', '.join(map(str, sorted(f.chunks)))}: the `chunk` a stage's "
                                        "work prints"), f.folded
+    if not f.split and not f.staged:
+        return _unknown(_BEFORE_SPLIT), f.folded
     return Evidence(1, "no stage's work prints two chunks or segments" if f.staged else "no pipeline"), f.folded
 
 
@@ -791,7 +805,8 @@ def _recompute(f: JobFold, d: dict[str, Any]) -> tuple[dict[int, list[int]], Evi
 def _training(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, Evidence, bool]:
     first = f.first
     return (f.optimizer or (first.optimizer if first else _unknown("no rank read")),
-            f.accumulation or (first.accumulation if first else _unknown("no rank read")), f.training)
+            f.accumulation or (first.accumulation if first else _unknown("no rank read")),
+            f.training or (False if f.split else None))
 
 
 def _model(f: JobFold, d: dict[str, Any]) -> tuple[Evidence, ...]:

@@ -10,13 +10,11 @@ the job (`job.RankJob`, `job.JobFold`) reads them from here once.
   has a strategy (`parallel_mode="data_parallel"`: data_parallel_8p prints `(16, 3, 32, 32)> : [16, 3, 32, 32]`
   for its 16 samples per device) both are the rank's own: the job multiplies by dp (`per_rank`).
 - The vocabulary, hidden size and sequence length: the embedding, a `Gather` reading a weight of no layer with
-  token indices. A rank holds slices: the full shape is the slice times the split its `in_strategy` gives each
-  dimension (`(2048, 512)` split `(2, 1)`: a (4096, 512) table, vocabulary 4096, hidden size 512; indices
-  `(1, 512)` split `(2, 1)`: sequences of 512). Before the parallel pass (`whole`) shapes are not sliced yet, whatever
-  the strategies the user set. MindFormers' mcore models embed with `Embedding(indices, table, ...)` and no
-  `in_strategy` (a vocabulary-parallel table: its rows split, the indices masked to them): the hidden size is the
-  table's width (DeepSeek-V3 on dp 2 x pp 4: `(1024, 256)`, 256), the vocabulary and the sequence unknown (the
-  rows are this rank's slice, the indices the micro batch's tokens flattened).
+  token indices (or an `Embedding(indices, table)` of MindFormers' mcore models: with no strategy printed only its
+  columns, the hidden size, are known). A rank holds slices: the full shape is the slice times the split its
+  `in_strategy` gives each dimension (`(2048, 512)` split `(2, 1)`: a (4096, 512) table, vocabulary 4096, hidden
+  size 512; indices `(1, 512)` split `(2, 1)`: sequences of 512). Before the parallel pass (`whole`) shapes are
+  not sliced yet, whatever the strategies the user set.
 - The feed-forward size: the whole shapes (slice times split, as above) of the 2-D weights the forward MatMuls of
   the lowest layer read (`layer_weights`); the job takes the largest dimension beside its hidden size that is
   larger than it (Llama's w1 `(704, 512)` split `(2, 1)`: 1408 beside 512). An MoE layer's experts are batched
@@ -44,8 +42,9 @@ from .rules import COMM_OPS
 
 Seen = tuple[int | None, str]  # a value and where the dump shows it, or None and why it is unknown
 _GATHER = ("Gather", "GatherV2", "SparseGatherV2")
-# `mint.nn.functional.embedding` (MindFormers' mcore VocabParallelEmbedding): `Embedding(indices, table, ...)`, which
-# splits the vocabulary (the table's rows; the indices masked to them, `masked_input`), never the hidden size
+# `Embedding(indices, table, ...)` (mint.nn.functional.embedding): MindFormers' mcore VocabParallelEmbedding runs it
+# inside a self-defined shard (a Morph: no in_strategy printed) whose table is laid out (tp, None): rows split over
+# the tensor-parallel ranks, the columns, the hidden size, whole (mindformers parallel_core tensor_parallel/layers.py)
 _EMBEDDING = "Embedding"
 # what the key passes through between where it is computed and the attention scores: same elements, or repeated
 _KEY_PATH = frozenset({"Reshape", "Transpose", "Cast", "ExpandDims", "Squeeze", "Tile", "BroadcastTo", "Load",
@@ -103,29 +102,30 @@ def _embedding(t: Any, file: str, strategies: dict[Node, Any]) -> tuple[Seen, Se
     why = "no embedding (a Gather of a weight of no layer by token indices)"
     params, by_key = t.get("parameters"), t.get("by_key")
     for n in t.dump.nodes():
-        at = (0, 1) if n.op in _GATHER else (1, 0) if n.op == _EMBEDDING else None  # (table, indices)
-        if at is None or len(n.input_types) < 2:
+        if n.op not in _GATHER and n.op != _EMBEDDING or len(n.input_types) < 2:
             continue
-        table, index = n.input_types[at[0]], n.input_types[at[1]]
+        at, ai = (1, 0) if n.op == _EMBEDDING else (0, 1)  # the table's input and the indices'
+        table, index = n.input_types[at], n.input_types[ai]
         if table.shape is None or len(table.shape) != 2 or not (index.dtype or "").startswith(("Int", "UInt")):
             continue
-        weight = _weight(n, by_key[n.graph], params, at[0])
+        weight = _weight(n, by_key[n.graph], params, at)
         if weight is None or layer_index(weight) is not None:
             continue
         split = _split(n, strategies)
-        if split is None and n.op == _EMBEDDING:  # a vocabulary-parallel table: rows split, its width whole
-            rows = f"{file}:{n.line}: the embedding's {weight} {_dims(table.shape)} prints no in_strategy: its rows " \
-                   "on this rank are a slice of the vocabulary"
-            return (table.shape[1], f"{file}:{n.line} (Embedding of {weight} {_dims(table.shape)} with no in_strategy, "
-                                    f"vocabulary-parallel: rows split, {table.shape[1]} wide)"), (None, rows), \
-                (None, f"{file}:{n.line}: token indices {_dims(index.shape)} of the micro batch flattened")
+        if n.op == _EMBEDDING and split is None and table.shape[1] > 0:
+            where = (f"{file}:{n.line} (Embedding of {weight} {_dims(table.shape)}, no in_strategy: MindFormers' "
+                     "vocabulary-parallel table splits its rows only")
+            rows = "the rows split over the tensor-parallel ranks by a self-defined shard"
+            return (table.shape[1], where + f": {table.shape[1]} wide)"), (None, f"{where}: {rows})"), \
+                (None, f"{file}:{n.line}: the token indices are flattened")
+        if split is not None and n.op == _EMBEDDING:
+            split = [split[1], split[0], *split[2:]]
         if split is None:
-            return ((None, f"{file}:{n.line}: the embedding's Gather has no in_strategy of whole numbers"),) * 3
-        split = [split[i] for i in at] if len(split) > 1 else split
+            return ((None, f"{file}:{n.line}: the embedding's {n.op} has no in_strategy of whole numbers"),) * 3
         full_table, full_index = _full(table.shape, split[0]), _full(index.shape, split[1])
         if full_table is None:
             return ((None, f"{file}:{n.line}: the embedding's table and its split do not match"),) * 3
-        where = f"{file}:{n.line} (Gather of {weight} {_dims(table.shape)} split {_dims(tuple(split[0]))}"
+        where = f"{file}:{n.line} ({n.op} of {weight} {_dims(table.shape)} split {_dims(tuple(split[0]))}"
         seq = (full_index[-1], f"{where}: token indices {_dims(index.shape)} split {_dims(tuple(split[1]))})") \
             if full_index is not None and len(full_index) == 2 else (None, f"{file}:{n.line}: indices not (batch, sequence)")
         return (full_table[1], where + f": {full_table[1]} wide)"), (full_table[0], where + f": {full_table[0]} rows)"), seq

@@ -33,6 +33,15 @@ SP_KEYS = frozenset({"FLASH_SP_COMM_TYPE", "FLASH_INDEX", "RING_ATTENTION_INDEX"
 
 # Passes before step_parallel_end: types are logical or stale (docs/parallel.md §1).
 PRE_SHARDING_PASSES = ("bootstrap", "pipeline_split", "merge_send_receive", "step_parallel_begin")
+# The front end's other passes before the parallel pass, by exact name (`pass_name`): later passes reuse these
+# words (`15_auto_monad_reorder`, `opt_pass_47_begin_end_overlap_inline`, `opt_pass_3_py_interpret_to_execute_
+# after_opt_a`). A compile that fails in the parallel pass dumps only these (a zero_bubble_v stage order: its last
+# file is `10_dataset_repeat_opt`).
+PRE_PARALLEL_FRONT_END = frozenset({
+    "type_inference", "auto_monad", "graph_reusing", "inline", "add_attr", "parallel-infer-symbol",
+    "pre_auto_parallel", "insert-virtual-dataset", "parallel-infer-symbol-second", "dataset_repeat_opt",
+    "opt_pass_0_rewriter_before_opt_a", "opt_pass_1_a1a2", "opt_pass_0_add_attr_with_inline",
+    "opt_pass_0_py_interpret_to_execute", "opt_pass_1_rewriter_before_opt_a"})
 STEP_PARALLEL_END = "step_parallel_end"
 # Kernel-graph passes (the backend's one flat `@kernel_graphN`), graph_build first (`dumpdir.kernel_file`).
 KERNEL_PASSES = ("graph_build", "hwopt_d_end_acl_graph_final", "hwopt_", "task_emit")
@@ -71,9 +80,15 @@ def file_kind(pass_name: str) -> FileKind:
     """Where a pass sits relative to the parallel pass."""
     if pass_name == STEP_PARALLEL_END:
         return "spe"
-    if any(p in pass_name for p in PRE_SHARDING_PASSES):
+    if pass_name in PRE_PARALLEL_FRONT_END or any(p in pass_name for p in PRE_SHARDING_PASSES):
         return "pre"
     return "post"
+
+
+def pipeline_split_done(pass_name: str) -> bool:
+    """The pipeline split has run: a pipeline's Send/Receive and micro-batch marks are in place, and a train step's
+    optimizer is inlined. Before it (bootstrap, the front end's first passes) no Send/Receive says no pipeline."""
+    return "bootstrap" not in pass_name and pass_name not in PRE_PARALLEL_FRONT_END
 
 
 # Collectives that reduce: in the forward, only a sharded operator's partial results are reduced (R7k).
@@ -92,6 +107,10 @@ def classify(node: Node, inst: str, pa: dict, pr: dict, kernel: bool = False) ->
         return "optimizer-parallel", "R2"
     if "parallel_optimizer" in inst:
         return "optimizer-parallel", "R3"
+    if inst.startswith("_grad_accumulation_shard") or fwd_name.startswith("_VirtualAssignAdd"):
+        # optimizer level 2/3 (`gradient_accumulation_shard`): `_VirtualAssignAdd`'s bprop reduce-scatters each micro
+        # step's gradient into the sharded accumulation buffer (grad_comm_ops.py), in place of the mirror AllReduce
+        return "optimizer-parallel", "R3a"
     if inst.startswith("grad_mirror") or fwd_name.startswith("_Mirror"):
         return "gradient-aggregation", "R4"
     if (op in P2P or op in EXCHANGES) and (SP_KEYS & (set(pa) | set(pr)) or fwd_name.startswith("NeighborExchange")):

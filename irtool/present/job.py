@@ -48,7 +48,8 @@ def job_line(job: Job) -> str:
     opt = _value(job.optimizer)
     if job.optimizer_shard.known and job.optimizer_shard.value > 1:
         opt += f" sharded over {job.optimizer_shard.value} ranks"
-    parts.append(f"optimizer {opt}" if job.training else "inference (no backward)")
+    parts.append(f"optimizer {opt}" if job.training else "inference (no backward)" if job.training is False else
+                 f"training or inference {DASH} (a pass before the pipeline split)")
     if job.gradient_accumulation.known:
         parts.append("gradient accumulation")
     if job.recompute:

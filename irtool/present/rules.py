@@ -6,6 +6,7 @@ RULE_WORDS = {
     "R1": "mirror operator: a replicated parameter's gradient AllReduce",
     "R2": "per-step gather of an optimizer-sharded parameter",
     "R3": "gather of an optimizer-sharded parameter (parallel_optimizer)",
+    "R3a": "a micro step's gradient reduce-scattered into the sharded accumulation (optimizer level 2/3)",
     "R4": "gradient AllReduce of a replicated parameter (grad_mirror)",
     "R5": "pipeline Send/Receive (pipeline marks)",
     "R5b": "Send/Receive without pipeline marks",

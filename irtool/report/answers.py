@@ -182,12 +182,12 @@ def answer_blocks(chains: list[RedistributionChain], shards: list[OptimizerShard
     return blocks
 
 
-def dir_answer_blocks(stages: list[tuple[int | None, Traffic]], matrix: list[StageLink],
+def dir_answer_blocks(stages: list[tuple[str, Traffic]], matrix: list[StageLink],
                       limit: int | None = DEFAULT_LIMIT) -> list[Block]:
-    """Traffic per stage and the stage x stage Send matrix of a folder."""
+    """Traffic per stage (named as the stage's other tables name it) and the stage x stage Send matrix of a folder."""
     blocks: list[Block] = [
-        traffic_table(tr, f"Stage {cell(stage)} traffic: tensor bytes and estimated per-rank wire bytes, summed over ranks")
-        .limited(limit) for stage, tr in stages if tr.by_op]
+        traffic_table(tr, f"{name} traffic: tensor bytes and estimated per-rank wire bytes, summed over ranks")
+        .limited(limit) for name, tr in stages if tr.by_op]
     t = Table("Pipeline Send/Receive between stages (counted at the sender)",
               ["from stage", "to stage", "count", "bytes"],
               [[cell(e.from_stage), cell(e.to_stage), cell(e.tally.count), bytes_text(e.tally.bytes)] for e in matrix])

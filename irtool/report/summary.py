@@ -425,7 +425,8 @@ def _stage_line(facts: ParallelFacts) -> str:
             return f"Pipeline stage: unknown (votes disagree: {_votes(ev.votes)})"
         hops = ev.hops
         if not hops:
-            return "Pipeline stage: none (no pipeline Send/Receive)"
+            return "Pipeline stage: none (no pipeline Send/Receive)" if facts.table.get("split_done") else \
+                "Pipeline stage: unknown (a pass before the pipeline split: no Send/Receive inserted yet)"
         why = "stages are read from step_parallel_end or a later pass" if facts.kind == "pre" else \
             "none of them tells the stage"
         return f"Pipeline stage: unknown ({hops} pipeline Send/Receive; {why})"
@@ -527,9 +528,7 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
         blocks.append(Table(f"Warnings: {len(warnings)}", ["rank", "location", "warning"], warnings))
     for st in d.stages:
         n = len(st.ranks)
-        # the job's stage: a stage no dump decides in a pipelined job is unknown, without a pipeline it is 0
-        at = d.job.folder_stage(st.stage)
-        name = "Stage unknown" if at is None else f"Stage {at}" + (" (no pipeline)" if st.stage is None else "")
+        name = _stage_name(d, st.stage)
         title = f"{name}: sum over {n} rank{'s' if n != 1 else ''} ({rank_list(r for r in st.ranks if r is not None)})"
         blocks.append(Table(f"{title}, communication by category", ["category", "count", "bytes"],
                             _totals_rows(st.totals.by_category)).limited(limit))
@@ -548,7 +547,13 @@ def dir_blocks(d: DirSummary, limit: int | None = DEFAULT_LIMIT) -> list[Block]:
                                [[cell(r.rank), cell(r.stage), *_send_receive_row(p, seg)]
                                 for r in d.rows for p in r.pairs])
     return blocks + [send_receive_table.limited(limit)] + dir_answer_blocks(
-        [(st.stage, st.traffic) for st in d.stages], d.matrix, limit)
+        [(_stage_name(d, st.stage), st.traffic) for st in d.stages], d.matrix, limit)
+
+
+def _stage_name(d: DirSummary, stage: int | None) -> str:
+    """The job's stage: a stage no dump decides in a pipelined job is unknown, without a pipeline it is 0."""
+    at = d.job.folder_stage(stage)
+    return "Stage unknown" if at is None else f"Stage {at}" + (" (no pipeline)" if stage is None else "")
 
 
 # --- a failed compile (analyze_fail.ir): what failed, before anything else -------------------
