@@ -353,6 +353,11 @@ def test_no_stage_selects_a_rank_of_unknown_stage() -> None:
     cost = json.loads(_cli("summarize", begin, "--cost", "--format", "json").stdout)["cost"]
     assert cost["stage"] is None and cost["memory"]["micro_batches_in_flight"] is None
     assert cost["memory"]["in_flight_how"] == "unknown: this pass does not fix the order and the rank's stage is unknown"
+    # nor planned as stage 0: its place in the pipeline scales everything the plan works out
+    res = _cli("plan", PIPE, "--pass", "step_parallel_begin")
+    assert res.exit_code == 2 and res.stderr.splitlines()[-1] == (
+        f"irtool: {PIPE}/rank_0/step_parallel_begin_0018.ir.xz: cannot plan: the rank's pipeline stage is unknown (its "
+        "Send/Receive do not say it); plan from a pass that decides it (step_parallel_end or later)")
 
 
 def test_cost_of_a_folder_whose_lowest_rank_of_a_stage_is_unreadable(tmp_path: Path) -> None:
