@@ -73,6 +73,10 @@ def test_the_deepest_marker_fails_not_the_last_printed_in_a_pipeline_stage() -> 
     # line 907: `: (<Tensor[Float32], (4, 32)>, <Ref[Tensor[Int32]], (32, 16)>) -> (<null>)`
     assert [(i.what, i.dtype, i.shape) for i in r.inputs] == [("x", "Float32", (4, 32)), ("w", "Int32", (32, 16))]
     assert r.stack_note == "20/29 (Ignored 9 internal frames)" and len(r.traceback) == 13
+    # type inference failed before the pipeline split (no communication in the file: grep -cE 'AllReduce|Send|
+    # Receive' 0): the 2 stages and 2 micro batches of make.py are not in it, neither "pp 1" nor "1 micro batch"
+    job = irtool.analyze(dump).job
+    assert (job.split, job.micro.known, job.stage) == (False, False, None)
 
 
 def test_a_marker_takes_the_next_node_whichever_way_the_block_is_read(tmp_path: Path) -> None:

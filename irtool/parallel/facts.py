@@ -103,6 +103,12 @@ PLUMBING = frozenset({
 
 def _file_kind(t: NodeFacts) -> tuple[FileKind, bool]:
     name = pass_name(t.dump.path or "")
+    if name == "analyze_fail":
+        # a failed compile's stack names no pass: what the parallel pass leaves (its communication) says which side of
+        # it the compile stopped; without any, type inference failed before the pipeline split (a 2-stage pipeline's
+        # analyze_fail_pipeline_type read "pp 1, 1 micro batch")
+        after = any(n.op in COMM_OPS for n in t.dump.nodes())
+        return ("post" if after else "pre"), after
     return file_kind(name), pipeline_split_done(name)
 
 

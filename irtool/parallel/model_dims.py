@@ -11,10 +11,10 @@ the job (`job.RankJob`, `job.JobFold`) reads them from here once.
   for its 16 samples per device) both are the rank's own: the job multiplies by dp (`per_rank`).
 - The vocabulary, hidden size and sequence length: the embedding, a `Gather` reading a weight of no layer with
   token indices (or an `Embedding(indices, table)` of MindFormers' mcore models: with no strategy printed only its
-  columns, the hidden size, are known). A rank holds slices: the full shape is the slice times the split its `in_strategy` gives each
-  dimension (`(2048, 512)` split `(2, 1)`: a (4096, 512) table, vocabulary 4096, hidden size 512; indices
-  `(1, 512)` split `(2, 1)`: sequences of 512). Before the parallel pass (`whole`) shapes are not sliced yet, whatever
-  the strategies the user set.
+  columns, the hidden size, are known). A rank holds slices: the full shape is the slice times the split its
+  `in_strategy` gives each dimension (`(2048, 512)` split `(2, 1)`: a (4096, 512) table, vocabulary 4096, hidden
+  size 512; indices `(1, 512)` split `(2, 1)`: sequences of 512). Before the parallel pass (`whole`) shapes are not
+  sliced yet, whatever the strategies the user set.
 - The feed-forward size: the whole shapes (slice times split, as above) of the 2-D weights the forward MatMuls of
   the lowest layer read (`layer_weights`); the job takes the largest dimension beside its hidden size that is
   larger than it (Llama's w1 `(704, 512)` split `(2, 1)`: 1408 beside 512). An MoE layer's experts are batched
