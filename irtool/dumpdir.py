@@ -206,6 +206,10 @@ class RankFacts:
     def stage(self) -> int | None:
         return self.facts.stage
 
+    @property
+    def placed(self) -> int | None:
+        return self.facts.stage_info.placed
+
 
 def rank_facts(rank: RankFile, lenient: bool = False, deep: bool = False) -> RankFacts:
     """Load and analyze one rank (runs in a worker process); `deep` also runs `check` on it. Its

@@ -7,7 +7,9 @@ needs a parsed dump and is checked when ranks are read. Every selection error is
 `SelectionError` with one wording (docs/selection.md lists them).
 
 One rule for a dump without pipeline: all of it is stage 0 (MindSpore's default of one stage), so
-`--stage 0` selects all of it and any other stage is a selection error (`selected_stage`).
+`--stage 0` selects all of it and any other stage is a selection error. A pipelined dump that does not
+decide its stage (a pass before step_parallel_end, votes that disagree) is of unknown stage: no
+`--stage` selects it, and it begins no stage (`records.placed_stage`, the one rule of every command).
 
 How ranks are read is the selection's `Policy`: in this process with a loader (one that shows
 progress), in a process pool of `jobs` workers, or on a Dask cluster (`scheduler`).
@@ -25,6 +27,7 @@ What a folder of `rank_N/` folders holds, decided here and said the same in ever
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
@@ -41,35 +44,51 @@ if TYPE_CHECKING:
 
 # --- the stage rule and the wording of every selection error ---------------------------------
 
-def selected_stage(stage: int | None) -> int:
-    """The stage a selection sees for a dump whose analysed stage is `stage`: a dump without pipeline
-    Send/Receive (stage None) is all of stage 0, MindSpore's default of one stage."""
-    return 0 if stage is None else stage
-
-
 def stages_text(stages: Iterable[int | None]) -> str:
-    """The stages that exist among these, for a message: `stage 0` or `stages 0, 1`."""
-    known = sorted({selected_stage(s) for s in stages})
-    return ("stage " if len(known) == 1 else "stages ") + ", ".join(map(str, known))
+    """The stages that exist among these (None: a rank of unknown stage), for a message: `stage 0`,
+    `stages 0, 1`, `stage 1 and of unknown stage`, `of unknown stage`."""
+    stages = set(stages)
+    known = sorted(s for s in stages if s is not None)
+    said = ("stage " if len(known) == 1 else "stages ") + ", ".join(map(str, known)) if known else ""
+    return said if None not in stages else f"{said} and of unknown stage" if said else "of unknown stage"
+
+
+def _on(stages: Iterable[int | None]) -> str:
+    """`on stages 0, 1`, `on stage 1 and of unknown stage`, `of unknown stage` (`stages_text`)."""
+    said = stages_text(stages)
+    return said if said.startswith("of") else "on " + said
 
 
 def stage_error(where: str, stage: int, stages: Iterable[int | None]) -> SelectionError:
     """`--stage` that no rank read is on."""
-    return SelectionError(f"{where}: no rank is on stage {stage} ({stages_text(stages)}); try another --stage")
+    stages = set(stages)
+    said = stages_text(stages) if None not in stages else "the ranks are " + _on(stages)
+    return SelectionError(f"{where}: no rank is on stage {stage} ({said}); try another --stage")
 
 
 def require_stage(where: str, stage: int | None, stages: Iterable[int | None],
                   unreadable: Iterable[Unreadable] = ()) -> None:
-    """A SelectionError (`stage_error`) when `stage` is given and none of `stages` is it; when some
-    ranks were not read (`unreadable`), the error says the stage may be theirs."""
+    """A SelectionError (`stage_error`) when `stage` is given and none of `stages` (the ranks' placed stages,
+    None unknown: `records.placed_stage`) is it; when some ranks were not read (`unreadable`), the error says
+    the stage may be theirs."""
     stages = list(stages)
-    if stage is None or stage in {selected_stage(s) for s in stages}:
+    if stage is None or stage in stages:
         return
     unread = [u.rank for u in unreadable if u.rank is not None]
     if not unread:
         raise stage_error(where, stage, stages)
-    raise SelectionError(f"{where}: no rank read is on stage {stage} (the ranks read are on {stages_text(stages)}; "
+    raise SelectionError(f"{where}: no rank read is on stage {stage} (the ranks read are {_on(stages)}; "
                          f"not read: {_ranks_text(unread)}); try another --stage")
+
+
+def stage_word(stage: int | None) -> str:
+    """`stage 3`, or `stage unknown` for a rank whose pipelined dump does not say (`records.placed_stage`)."""
+    return "stage unknown" if stage is None else f"stage {stage}"
+
+
+def _order(stage: int | None) -> int:
+    """Stages in order, a rank of unknown stage after every stage (MindSpore's order of ranks cannot place it)."""
+    return sys.maxsize if stage is None else stage
 
 
 def _ranks_text(ranks: list[int]) -> str:
@@ -118,8 +137,9 @@ class Loaded:
     facts: ParallelFacts
 
     @property
-    def stage(self) -> int:
-        return selected_stage(self.facts.stage)
+    def stage(self) -> int | None:
+        """The stage the rank is filed under (`StageInfo.placed`): None when its pipelined dump does not say."""
+        return self.facts.stage_info.placed
 
     def order(self, lenient: bool = False) -> StageOrder:
         """The rank's order of work as every folder command shows it (`dumpdir.rank_order`)."""
@@ -170,7 +190,7 @@ class Selection:
 
     def wants(self, stage: int | None) -> bool:
         """Whether a dump analysed as on `stage` is selected."""
-        return self.stage is None or selected_stage(stage) == self.stage
+        return self.stage is None or stage == self.stage
 
     def job(self, progress: Progress | None = None, have: Iterable[Loaded] = ()) -> Job:
         """The job of every rank selected (whatever `--stage`), each rank's read in the policy's workers and folded
@@ -216,8 +236,8 @@ class Selection:
                 continue
             read += 1
             self._skips(getattr(got, "warnings", ()))
-            stages.add(got.stage)
-            if every_stage or self.wants(got.stage):
+            stages.add(got.placed)
+            if every_stage or self.wants(got.placed):
                 yield got
         self.unreadable.sort(key=lambda u: -1 if u.rank is None else u.rank)
         if not read and self.unreadable:  # nothing to answer for (partial): the first rank's error is the answer
@@ -257,9 +277,9 @@ class Selection:
             got = None
             while got is None:
                 got = self.read_or_drop(next(iter(self.files)))
-            self.require([got.facts.stage])
+            self.require([got.stage])
             if not self.is_file and self.stage is None:
-                self.notes.append(f"{self.path}: using rank {got.rank} (stage {got.stage}), the lowest rank; "
+                self.notes.append(f"{self.path}: using rank {got.rank} ({stage_word(got.stage)}), the lowest rank; "
                                   "--stage picks the rank of another stage")
             return got
         return self.per_stage()[0]
@@ -279,13 +299,15 @@ class Selection:
             pass  # a rank could not be read: again over the ranks left
         ranks = list(self.files)
         picked = sorted((held[ranks[i]] if ranks[i] in held else self.read(ranks[i]) for i in starts),
-                        key=lambda p: p.stage)
+                        key=lambda p: _order(p.stage))
         self.require([p.stage for p in picked])
-        picked = [p for p in picked if self.wants(p.stage)]
+        # a rank of unknown stage begins no stage: shown only when no rank's stage is known
+        picked = [p for p in picked if self.wants(p.stage) and (p.stage is not None or len(picked) == 1)]
         if not self.is_file and len(self.files) > 1:
-            which = ", ".join(f"rank {p.rank} (stage {p.stage})" for p in picked)
-            self.notes.append(f"{self.path}: using {which}, the lowest rank of "
-                              + ("its stage" if len(picked) == 1 else "each stage"))
+            which = ", ".join(f"rank {p.rank} ({stage_word(p.stage)})" for p in picked)
+            self.notes.append(f"{self.path}: using {which}, the lowest rank "
+                              + ("read; no rank's stage is known" if picked[0].stage is None else
+                                 "of its stage" if len(picked) == 1 else "of each stage"))
         return picked
 
     def _stage_starts(self, stages: dict[int | None, int], held: dict[int | None, Loaded]) -> list[int] | None:
@@ -303,8 +325,8 @@ class Selection:
                 if got is None:
                     dropped[0] = True
                     return -1
-                stages[ranks[i]] = got.stage
-                same = next((k for k in held if stages[k] == got.stage), None)
+                stages[ranks[i]] = _order(got.stage)
+                same = next((k for k in held if stages[k] == stages[ranks[i]]), None)
                 if same is None or at[same] > i:  # only the lowest rank of a stage can begin it
                     held.pop(same, None)
                     held[ranks[i]] = got

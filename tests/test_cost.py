@@ -322,7 +322,7 @@ def test_mindformers_offset_semantics() -> None:
 def test_cli_folder_cost_json_device_memory_and_yaml() -> None:
     # FLOPs only (`--hardware none`): the split balances FLOPs (test_timing.py: by time)
     cost = json.loads(_summarize(str(SCEN), "--format", "json", "--device-memory", "1MiB", "--hardware", "none"))["cost"]
-    assert cost["schema"] == "irtool.cost/3" and cost["step"] is None
+    assert cost["schema"] == "irtool.cost/4" and cost["step"] is None
     assert cost["sentence"].startswith("stage 0 does 5.37x the compute (forward+backward+recompute FLOPs) of stage 1")
     # fits reads the peak of live tensors where the dump fixes the order of the step (validate: every stage)
     assert [s["fits"] for s in cost["stages"]] == [s["peak_bytes"] <= 2**20 for s in cost["stages"]]

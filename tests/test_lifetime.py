@@ -124,7 +124,7 @@ def test_summarize_cost_json_peak_beside_stage_and_fits() -> None:
                                   str(limit)])
     assert r.exit_code == 0, r.output
     cost = json.loads(r.stdout)["cost"]
-    assert cost["schema"] == "irtool.cost/3"
+    assert cost["schema"] == "irtool.cost/4"
     rows = {s["stage"]: s for s in cost["stages"]}
     assert list(cost["stages"][0])[:2] == ["stage", "peak_bytes"]
     for stage, rank in ((0, 0), (1, 4)):
@@ -210,6 +210,10 @@ def test_each_ranks_peak_beside_its_stage_in_the_folder_json() -> None:
     (row,), (rank,), (cost,) = doc["stages"], doc["ranks"], doc["cost"]["stages"]
     assert row["stage"] == rank["stage"] == cost["stage"] == 0 and doc["job"]["stage_ranks"] == {"0": [0]}
     assert row["peak_rank"] == 0 and abs(row["peak_bytes"] - used) <= 0.03 * used
+    # the rank's file alone says its peak beside the same stage (`irtool.cost/4`: `0` without a pipeline, as the
+    # folder's rows; it was `null`, the value of a stage unknown): "the peak of stage 0" is read alike in both
+    alone = json.loads(CliRunner().invoke(main, ["summarize", rank["file"], "--cost", "--format", "json"]).stdout)["cost"]
+    assert (alone["stage"], alone["peak_bytes"]) == (0, row["peak_bytes"])
 
 
 @reads("dryrun_llama_dp2mp2pp2")

@@ -452,6 +452,11 @@ def test_a_wider_model_is_said_first_not_as_the_layouts_doing() -> None:
     # (4096, 1024), sequences of 512 on both; line 23 `%para1_inputs0: <Tensor[Int32], (8, 513)> : [8, 513]` on both
     assert [change_text(c) for c in result.config] == ["hidden size 512 → 1024"]
     assert result.mode == "logical" and result.config[0].model
+    # `irtool view` of the two says it once, as its page's first line, not as the layout's change
+    from irtool.view.logical import headline
+
+    assert headline(result.logical)["lines"][0] == ("Model and data changed, not the parallel layout: hidden size "
+                                                    "512 → 1024 (every figure below changes with it)")
     # the feed-forward size: w3 `(704, 512)` -> `(704, 1024)` split `((2, 1), (2, 1))` (line 5513): 1408 on both
     for job, hidden in ((result.old_job, 512), (result.new_job, 1024)):
         assert (job.hidden_size.value, job.vocab_size.value, job.sequence_length.value) == (hidden, 4096, 512)

@@ -330,3 +330,26 @@ def test_a_rank_of_unknown_stage_is_said_unknown_never_stage_0() -> None:
         out = _cli("summarize", *args, "--format", fmt).stdout
         assert "ranks 0, 4 of unknown stage" in out and "stage unknown" in out, fmt
         assert "stage 0" not in out.lower() and "no pipeline stage" not in out.lower(), fmt
+
+
+def test_no_stage_selects_a_rank_of_unknown_stage() -> None:
+    """`--stage` never selects a rank of unknown stage, nor does a rank of unknown stage begin a stage: ranks 0 and 4,
+    the only ones that dump step_parallel_begin, print their Send/Receive before the parallel pass gives them a
+    stage (rank 4's 4 Receives, lines 2114, 2836, 3576 and 4303, carry `src_rank: I64(0)` and no `stage`). Read as
+    stage 0, `--stage 0` would select both; rank 4 is on stage 1 (its step_parallel_end says so)."""
+    res = _cli("summarize", PIPE, "--pass", "step_parallel_begin", "--stage", "0")
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.splitlines()[-1] == (f"irtool: {PIPE}: no rank read is on stage 0 (the ranks read are of unknown "
+                                           "stage; not read: ranks 1-3, 5-7); try another --stage")
+    begin = PIPE / "rank_4" / "step_parallel_begin_0018.ir.xz"
+    res = _cli("render", begin, "--stage", "0", "-o", "unused.svg")
+    assert res.exit_code == 2 and res.stderr.splitlines() == [
+        f"irtool: {begin}: no rank is on stage 0 (the ranks are of unknown stage); try another --stage"]
+    # the folder's lowest rank of a stage: none is known, so the lowest rank read, said of unknown stage
+    sel = Selection.of(str(PIPE), pass_name_="step_parallel_begin", partial=True)
+    assert [(p.rank, p.stage) for p in sel.per_stage()] == [(0, None)]
+    assert sel.notes == [f"{PIPE}: using rank 0 (stage unknown), the lowest rank read; no rank's stage is known"]
+    # its cost: of no stage, and no micro batches in flight from 1F1B on a stage it is not known to be on
+    cost = json.loads(_cli("summarize", begin, "--cost", "--format", "json").stdout)["cost"]
+    assert cost["stage"] is None and cost["memory"]["micro_batches_in_flight"] is None
+    assert cost["memory"]["in_flight_how"] == "unknown: this pass does not fix the order and the rank's stage is unknown"

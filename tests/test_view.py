@@ -31,6 +31,7 @@ from irtool.errors import InputError
 from irtool.parallel.logical import LogicalDiff
 from irtool.present.palette import CATEGORY_COLORS, CAUSE_COLORS, DIFF_COLORS, HEAT, P2P_COLORS, UNIT_COLORS
 from irtool.selection import Selection
+from irtool.view import graphs
 from irtool.view.graphs import INPUTS, LINK_KEYS, MAX_CHILDREN, PART_SIZE, STUB, STUB_NODES, _Context, _reads
 from irtool.view.models import Model, compare_models, models_for
 from irtool.view.pipeline import ORDER, PAIRS
@@ -169,7 +170,7 @@ def test_a_flat_scope_gets_levels_model_explorer_can_lay_out() -> None:
     assert levels["recompute_Default"]["phase"] == "forward 124, recompute 70"
 
 
-def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
+def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (whole,) = _model(GPT).graphs  # 1500 operators: one graph at the default part size
     model = _model(GPT, 300)
     overview, *parts = model.graphs
@@ -204,9 +205,22 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     # %603)`, line 7110 `%603 = PrimFunc_AssignAdd(%para43_accu_grads.1.attention.wq.weight, ...)`: layer 1's; line
     # 5152 `%393 = Depend(%392, %255)` reads a Reshape of layer 0 and a Send of layer 1: none
     nodes = {n.key: n for n in loaded.dump.subgraph(loaded.dump.entry).nodes}
-    reads = _reads(_Context(loaded.dump, loaded.facts), list(nodes.values()))
+    ctx = _Context(loaded.dump, loaded.facts)
+    reads, param = _reads(ctx, list(nodes.values()))
     assert (facts["%604"][1], facts["%603"][1], reads(nodes["%604"])) == (None, 1, "reads layer 1")
     assert ({facts["%392"][1], facts["%255"][1]}, reads(nodes["%393"])) == ({0, 1}, None)
+    # ... and when a layer's are too many still (the 68 MB dump's 128-150, one per micro batch of each weight), with
+    # those of the weight they wait for: %603's own parameter; `grep -c 'AssignAdd(%para[0-9]*_accu_grads.1.attention.wq
+    # .weight'` -> 2 (micro batches), so 2 `Depend`s, at a limit of 30 (36 read layer 1: 16 weights, 4 of no one)
+    assert param(nodes["%604"]) == param(nodes["%603"]) == "reads accu_grads.1.attention.wq.weight"
+    monkeypatch.setattr(graphs, "MAX_CHILDREN", 30)
+    levels = graphs.subgraph_graph(ctx, loaded.dump.entry, by_layer=True)["groupNodeAttributes"]
+    group = "forward/no layer/Default/Depend (86)/reads layer 1"
+    assert levels[group]["operators"] == "36"
+    weights = {ns.rpartition("/")[2]: a["operators"] for ns, a in levels.items() if ns.startswith(group + "/")}
+    assert len(weights) == 16 and weights["reads accu_grads.1.attention.wq.weight"] == "2"
+    assert {levels[f"{group}/{w}"]["level"] for w in weights} == {"parameter read"}
+    monkeypatch.undo()
     assert part["groupNodeAttributes"][""]["operators"] == str(sum(n["id"] in facts for n in mine))
     # what it reads from other parts, and what its panel links to there, is there too, each saying its
     # part; the edges into the layer are kept, and every link names a node of the part's graph
@@ -258,6 +272,12 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path) -> None:
     whole_results = _model(GPT).node_data["comm category"][whole["id"]]["results"]
     assert category[part["id"]]["results"] == {k: v for k, v in whole_results.items() if k in ids}
     assert sum(len(category[g["id"]]["results"]) for g in parts) >= len(whole_results)
+    # ... the same made before the parts are (`irtool view` sends the overlay shown first before it makes them),
+    # and without making them: no part has its nodes yet
+    fresh = models_for(GPT, 300)
+    fresh.page_json()
+    assert {name: fresh.node_data_of(name) for name in fresh.overlays} == model.node_data
+    assert not any(g["nodes"] for g in fresh._built()[1:])
 
 
 def test_a_call_opens_the_graph_of_its_callee_also_in_a_folder_and_when_split() -> None:
@@ -511,6 +531,12 @@ def test_the_diff_view_marks_what_irtool_diff_reports() -> None:
     assert old.headline is None and new.headline is None
     other = compare_models(SEMI, GPT, diff_rank)[0].headline
     assert other is not None and other["lines"][0].startswith("Nothing matched: "), other
+    # ... then what their jobs differ in, as `irtool diff` says it: the model's and data's sizes apart from the layout
+    # (the GPT's manifest: batch 8, pp 2, 2 micro batches; semi_auto_8p one stage)
+    assert other["lines"][2].startswith("Model and data changed, not the parallel layout: global batch ")
+    assert other["lines"][2].endswith(" → 8 (the marks below change with it)")
+    assert "pipeline stages 1 → 2; micro batches 1 → 2" in other["lines"][3] and other["lines"][3].startswith(
+        "Configuration: ")
 
 
 def test_cost_overlays() -> None:
@@ -672,16 +698,25 @@ def test_two_configurations_open_as_one_logical_graph() -> None:
     assert head["lines"][0] == "Configuration: dp 2 → 1; mp 2 → 4; optimizer sharding 2 → 1"
     across = _logical_diff()
     layout = sum(bool(p.follows) for p in across.ops)
+    # ... and the two whose strategy did not change, only their communication, as a degree did (`comm_follows`): the
+    # embedding's Mul, its AllReduce's group 2 -> 4 (old `group_rank_ids: (0, 1)`, mp 2 -> 4), and the loss's Mul,
+    # its AllGather of a group of 2 gone (dp 2 -> 1); a pipeline Receive moving twice the bytes stays `communication`
+    follow = {p.key.text: p.comm_follows for p in across.ops if p.comm_follows}
+    assert follow == {"LlamaForCausalLM/model-LlamaModel/tok_embeddings-LlamaEmbedding/Mul": ("mp",),
+                      "LlamaForCausalLM/loss-CrossEntropyLoss/Mul": ("dp",)}
+    assert {p.cause for p in across.ops if p.comm_follows} == {"layout"}
     assert head["legend"][0][0] == CAUSE_COLORS["layout"]
-    assert head["legend"][0][1].startswith(f"layout {layout}: its strategy follows dp 2 → 1 (")
+    assert head["legend"][0][1].startswith(f"layout {layout + 2}: its strategy follows dp 2 → 1 (")
+    assert head["legend"][0][1].endswith("; only its communication follows dp 2 → 1 (1), mp 2 → 4 (1)")
     assert sum(int(t.split()[1].rstrip(":")) for _, t in head["legend"]) == len(across.changed_ops)
     assert head["lines"][1] == f"{len(across.changed_ops)} of {len(across.ops)} user operators changed; the colours say why:"
     # two different networks (semi_auto_8p's 2-layer MLP, the GPT): no user operator on both sides, said first;
     # the GPT's rank 0 alone holds stage 0 of its 2: stage 1's operators are not removed, they were not read
     other = headline(logical_diff(Selection.of(SEMI), Selection.of(GPT)))
     assert other["lines"][0].startswith("Nothing matched: no user operator of ")
-    assert other["lines"][1].startswith("Configuration: ")
-    assert other["lines"][2] == f"new: stage 1 not read ({GPT} holds no rank of it): its operators show as only in old"
+    assert other["lines"][1].startswith("Model and data changed, not the parallel layout: global batch ")
+    assert other["lines"][2].startswith("Configuration: ")
+    assert other["lines"][3] == f"new: stage 1 not read ({GPT} holds no rank of it): its operators show as only in old"
     assert [t.split(":")[0] for _, t in other["legend"]] == ["added 97", "removed 33"]
 
 
@@ -1395,8 +1430,22 @@ def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
     row.wait_for()
     assert row.inner_text().split("\n") == ["Send %154 19_validate_0078.ir.xz:2446", part]
     _shot(page, "find")
-    _click(page, row)
+    # the part not opened yet: while its graph is fetched (held here) the page says so, beside Model Explorer's own
+    # "Processing graph", and while Model Explorer lays it out; then nothing
+    held: list = []
+    page.route("**/irtool/part/**", lambda r: held.append(r))
+    try:
+        _click(page, row)
+        waiting = page.locator(".irtool-waiting")
+        waiting.wait_for()
+        assert re.fullmatch(rf'irtool: fetching the graph of part "{part}" \(\d+ nodes\) from the server, \d+ s',
+                            waiting.inner_text()), waiting.inner_text()
+    finally:
+        page.unroute("**/irtool/part/**")
+        for r in held:
+            r.continue_()
     assert _selected(page, part, node="%154") == "%154"
+    waiting.wait_for(state="detached")
     # its attributes drawn after its id, once every overlay is loaded (the builder makes the 68 MB dump's last: over
     # a minute when the machine is loaded)
     _wait_for(page, "() => [...document.querySelectorAll('info-panel td')].some(td => td.innerText.trim() === 'file')",
@@ -1429,6 +1478,20 @@ def test_find_any_node_from_the_overview_and_open_it(gpt_page: object) -> None:
     row.wait_for()
     _click(page, row)
     assert _selected(page, "TrainGradAccuStepCell: backward/layer 0/recompute_Default", node="%307") == "%307"
+    # a part whose graph does not come (the request failing here): the page says why, and the pane draws the part
+    # empty instead of turning Model Explorer's spinner for ever
+    empty = "TrainGradAccuStepCell: optimizer (own operators)"
+    page.route("**/irtool/part/**", lambda r: r.abort())
+    try:
+        page.evaluate("(g) => window.irtool.openNode(0, g, null)", empty)
+        failed = page.locator(".irtool-waiting.irtool-waiting-failed")
+        failed.wait_for()
+        assert failed.inner_text().startswith(f'irtool: the graph of part "{empty}" (') and "could not be fetched" in \
+            failed.inner_text(), failed.inner_text()
+        _wait_for(page, """(g) => { const r = window.me_test.renderers[0];
+          return r.curModelGraph.id === g && !r.appService.processing(); }""", empty)
+    finally:
+        page.unroute("**/irtool/part/**")
 
 
 @BROWSER
@@ -1662,9 +1725,11 @@ def _at_fit(page: object) -> dict[str, Any]:
         _wait_for(page, """() => { const r = window.me_test.renderers[0], t = r.webglRendererThreejsService;
           const w = r.container.nativeElement.clientWidth;
           return w > 1000 && t.renderer.domElement.width === Math.floor(w * t.renderer.getPixelRatio()); }""")
-        page.evaluate("""async () => { window.me_test.renderers[0].webglRendererThreejsService.zoomFitGraph(0.9, 0);
-          for (let i = 0; i < 3; i++) await new Promise(requestAnimationFrame); }""")  # type: ignore[attr-defined]
-        fit = page.evaluate(AT_FIT)  # type: ignore[attr-defined]
+        page.evaluate("""() => { window.__fit = null;  // type: ignore[attr-defined]
+          window.me_test.renderers[0].webglRendererThreejsService.zoomFitGraph(0.9, 0); }""")
+        # the fit drawn: its boxes where they were 100 ms before (a loaded machine draws the frames late)
+        fit = _wait_for(page, f"""() => {{ const now = JSON.stringify(({AT_FIT})());
+          const same = window.__fit === now; window.__fit = now; return same && JSON.parse(now); }}""").json_value()  # type: ignore[attr-defined]
     finally:
         page.set_viewport_size(SIZE)  # type: ignore[attr-defined]
     width, height = fit["area"]

@@ -90,6 +90,7 @@ class RankDigest:
     # the relative order of a link's Sends (Receives) is compared: after step_parallel_end (docs/parallel.md §1),
     # when MindSpore has chained the micro batches; earlier passes leave it open (docs/check.md, docs/cost.md §4)
     ordered: bool = True
+    placed: int | None = 0  # the stage a selection files it under (`StageInfo.placed`): None unknown, never 0
 
 
 @dataclass
@@ -149,7 +150,8 @@ def digest(rank: int | None, path: str, cnodes: int, facts: ParallelFacts, at: d
     return RankDigest(rank, path, facts.stage, cnodes, any(c.category == "pipeline" for c in facts.comm),
                       [Message.of(c, at.get(c.node, i) if at else i)
                        for i, c in enumerate(c for c in facts.comm if c.direction is not None)], groups,
-                      (_hash(sorted(counted(facts).items())), _hash(shape)), ordered=facts.kind == "post")
+                      (_hash(sorted(counted(facts).items())), _hash(shape)), ordered=facts.kind == "post",
+                      placed=facts.stage_info.placed)
 
 
 def details(facts: ParallelFacts) -> RankDetails:

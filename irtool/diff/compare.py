@@ -576,8 +576,8 @@ def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None 
         compared.append((old_rank, new_rank))
         sides[0].add(a)
         sides[1].add(b)
-        seen += (a.facts.stage, b.facts.stage)
-        if a_sel.wants(a.facts.stage) or b_sel.wants(b.facts.stage):
+        seen += (a.stage, b.stage)  # placed: a rank of unknown stage is on no stage (`Loaded.stage`)
+        if a_sel.wants(a.stage) or b_sel.wants(b.stage):
             result.ranks.append(diff_rank((a.dump, a.facts), (b.dump, b.facts), old_rank, new_rank))
             old_stages.add(a.stage)
             new_stages.add(b.stage)
@@ -614,8 +614,8 @@ def diff_dirs(old: str | Selection, new: str | Selection, pass_name: str | None 
                 stages.add(rank_stage)
     # a stage no rank is on compares nothing: an error, not a clean diff that would pass CI
     a_sel.require(seen, where)
-    result.only_old_stages = sorted(old_stages - new_stages)
-    result.only_new_stages = sorted(new_stages - old_stages)
+    result.only_old_stages = sorted(s for s in old_stages - new_stages if s is not None)  # unknown is no stage
+    result.only_new_stages = sorted(s for s in new_stages - old_stages if s is not None)
     _unreadable(result, a_sel, b_sel)
     _configure(result, *sides, by_rank)
     a_sel.folded_job, b_sel.folded_job = result.old_job, result.new_job

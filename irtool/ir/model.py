@@ -300,7 +300,10 @@ class Node:
         string attribute would add a spurious one, and MindSpore prints none. Read once (every pass
         following data flow asks for them), each text kept once (interned: a node is named by all its readers)."""
         if self._refs is None:
-            self._refs = tuple(dict.fromkeys(map(sys.intern, _NODE_REF.findall(self.text, self.args_start))))
+            refs = _NODE_REF.findall(self.text, self.args_start)
+            # most nodes name each input once: the duplicates dropped only where there are some
+            self._refs = tuple(map(sys.intern, refs if len(refs) < 2 or len(set(refs)) == len(refs) else
+                                   dict.fromkeys(refs)))
         return self._refs
 
     @property
@@ -344,7 +347,7 @@ class Node:
     def graph_args(self) -> tuple[str, ...]:
         """The graphs among the node's arguments (names without `@`): `Partial(@g, ...)`, `J(@g)`,
         `Switch(%c, @a, @b)` take a graph without calling it."""
-        if "@" not in self.text[self.args_start:]:  # most nodes: no argument parsed
+        if self.text.find("@", self.args_start) < 0:  # most nodes: no argument parsed (nor the text copied)
             return ()
         return tuple(i.ref.name[1:] for i in self.inputs if i.ref is not None and i.ref.kind == "graph")
 

@@ -740,7 +740,10 @@ def _op_of(callee: str) -> str:
 
 def _scope_of(line: str) -> str:
     """The scope a `# Scope:` line names, without its brackets (not interned: a scope names one node)."""
-    inner = line.split(": ", 1)[1].rstrip()
+    i = line.index(": ") + 2
+    if line[-1] == ")" and line[i] == "(":  # the usual line, nothing to strip: one slice
+        return line[i + 1:-1]
+    inner = line[i:].rstrip()
     return inner[1:-1] if inner[:1] == "(" and inner[-1:] == ")" else inner
 
 

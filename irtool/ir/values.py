@@ -30,12 +30,19 @@ def terminal(name: str) -> str:
     raise KeyError(name)
 
 
+# A bracketed constant holding no reference, string or brace, at most three deep (`(I64(0), I64(256))`,
+# `Tensor(shape=[], dtype=Int32, value=1)`): skipped by `_scan_args` as one token instead of one per bracket and
+# comma (a reference, string or graph starts with one of `%$@"'`, none of which it holds).
+_PLAIN = r"""[^()\[\]{}"'%$@]"""
+_CONSTANT = rf"\((?:{_PLAIN}|\[{_PLAIN}*\]|\((?:{_PLAIN}|\[{_PLAIN}*\]|\({_PLAIN}*\))*\))*\)"
+
+
 @functools.cache
 def _scanner() -> re.Pattern[str]:
     parts = [f"(?P<string>{terminal('STRING')})", f"(?P<free>{terminal('FREE_VAR')})",
              f"(?P<param>{terminal('PARAM_REF')})", f"(?P<node>{terminal('NODE_REF')})",
-             f"(?P<graph>{terminal('GRAPH_REF')})", r"(?P<open>[(\[{])", r"(?P<close>[)\]}])",
-             r"(?P<comma>,)"]
+             f"(?P<graph>{terminal('GRAPH_REF')})", f"(?P<constant>{_CONSTANT})", r"(?P<open>[(\[{])",
+             r"(?P<close>[)\]}])", r"(?P<comma>,)"]
     return re.compile("|".join(parts))
 
 
@@ -138,7 +145,7 @@ def _scan_args(text: str, start: int) -> tuple[list[Input], int]:
             if depth == 0:
                 _add(inputs, text[item_start : m.start()], refs)
                 item_start, refs = m.end(), []
-        elif kind != "string":
+        elif kind != "string" and kind != "constant":
             refs.append((kind, m.group()))
     return inputs, end
 

@@ -73,8 +73,8 @@ def stage_cost(facts: ParallelFacts, keep_ops: bool = False, hardware: Profile |
     if cost.ops and not keep_ops:
         cost = replace(cost, ops=[])
     memory = _made(facts.table, ("memory", micros), lambda: compute_memory(facts.table, micros))
-    return StageCost(stage=facts.stage, rank=job.rank, file=job.file, cost=cost, memory=memory, comm=comm, order=order,
-                     layers=list(job.layers), lifetimes=facts.table.get("lifetimes") if walk else None,
+    return StageCost(stage=facts.stage_info.placed, rank=job.rank, file=job.file, cost=cost, memory=memory, comm=comm,
+                     order=order, layers=list(job.layers), lifetimes=facts.table.get("lifetimes") if walk else None,
                      timing=timing)
 
 
@@ -187,8 +187,8 @@ class StageFigures:
     layers: list[int]  # the job's layers of this stage
 
     @property
-    def stage(self) -> int:
-        return self.cost.stage or 0
+    def stage(self) -> int | None:
+        return self.cost.stage
 
 
 @dataclass(frozen=True)
@@ -378,9 +378,9 @@ def _ratio(a: int, b: int) -> float | None:
 def balance(costs: list[StageCost], job: Job, device_memory: int | None = None,
             selected: int | None = None) -> Balance:
     """The balance of one `StageCost` per stage under the folder's job (`selected`: the --stage shown)."""
-    costs = sorted(costs, key=lambda c: c.stage or 0)
+    costs = sorted(costs, key=lambda c: (c.stage is None, c.stage or 0))  # a file of unknown stage: alone, last
     figures = [StageFigures(c, stage_memory(c.memory, in_flight(c.order, c.stage, job), c.lifetimes),
-                            job.stage_layers.get(c.stage or 0, c.layers)) for c in costs]
+                            job.stage_layers.get(c.stage, c.layers)) for c in costs]
     compute = [f.cost.cost.compute for f in figures]
     heavy = max(range(len(figures)), key=lambda i: compute[i], default=None)
     light = min((i for i in range(len(figures)) if i != heavy or len(figures) == 1), key=lambda i: compute[i],

@@ -321,8 +321,8 @@ def evidence_phase(n: Node, copy: bool, bprop: bool = False) -> Phase | None:
     scope = n.scope or ""
     if (in_gradients(scope) or n.mentions("forward_unique_id") or n.mentions("forward_node_name")
             or ((n.instance_name or "").startswith("grad") and not borrowed_name(n))
-            or (n.scalar_attr("is_bp") is True and not copy) or bprop):  # a copy runs in the backward: `is_bp` on it
-        return "backward"
+            or (not copy and n.mentions("is_bp") and n.scalar_attr("is_bp") is True) or bprop):  # a copy runs in the
+        return "backward"  # backward: `is_bp` on it
     if copy:
         return "recompute"
     if "ptim" in scope and _OPTIMIZER_SCOPE.search(scope):  # the text first: every scope is searched
@@ -401,7 +401,7 @@ def _phase(t: NodeFacts, n: Node) -> Phase:
         other = t("exchange", n)
         if other is not None and t("phase", other) == "backward":
             return "backward"
-    own = t("evidence", n)
+    own = _evidence(t, n)  # the phase pass is its one reader for most nodes: not kept per node for nothing
     if own is not None:
         return own
     return t.get("graph_phases").get(n.graph, "forward")
@@ -439,8 +439,11 @@ def _micro(t: NodeFacts) -> dict[Node, int]:
 
     def settle(n: Node, found: int) -> None:
         """`n`'s micro batch and what it carries, once every node it reads has settled (`found`: their bits)."""
+        if not n.mentions("micro") and (n.op != "(call)" or n.callee[0] != "%"):  # most nodes: no mark, no call
+            carries[n] = found
+            return
         mark = _micro_mark(t, n)
-        m = None if mark is None else _runs_for(n, mark, found)  # most nodes print none
+        m = None if mark is None else _runs_for(n, mark, found)
         if m is None:
             carries[n] = found
             return
@@ -451,19 +454,25 @@ def _micro(t: NodeFacts) -> dict[Node, int]:
 
     for g in t.dump.subgraphs:  # print order: a node's inputs are mostly settled before it
         local = by_key[g.name]
+        get, bits_of = local.get, carries.get
         for root in g.nodes:
             if root in carries:  # read by a node printed before it
                 continue
-            ins = _data_inputs(root, local)
+            # `_data_inputs` read in place, without its list: the usual node's inputs are all settled
+            op = root.op
             found = 0
-            for p in ins:
-                bits = carries.get(p)
+            for r in () if op == "UpdateState" else (root.first_node_ref,) if op == "Depend" else root.node_refs:
+                p = get(r)
+                if p is None or p.op == "UpdateState":
+                    continue
+                bits = bits_of(p)
                 if bits is None:
                     break
                 found |= bits
             else:  # the usual case: no walk
                 settle(root, found)
                 continue
+            ins = _data_inputs(root, local)
             expanding.add(root)
             stack: list[tuple[Node, list[Node] | None]] = [(root, ins), *((p, None) for p in ins if p not in carries)]
             while stack:
@@ -556,8 +565,9 @@ def _chunk(t: NodeFacts) -> dict[Node, int]:
         out[n] = v
         return v
 
-    for n in t.dump.nodes():
-        of(n)
+    for n in t.dump.nodes():  # a node printing neither and calling no closure has none: not read further
+        if n not in out and (n.mentions("segment") or n.mentions("chunk") or (n.op == "(call)" and n.callee[0] == "%")):
+            of(n)
     return {n: v for n, v in out.items() if v is not None}
 
 
@@ -641,7 +651,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("exchange steps", ("exchange",), ("own_category", "kind", "silent", "node_index"), "node", _exchange),
     Pass("categories", ("category",), ("own_category", "exchange"), "node", _category),
     Pass("graph phases", ("graph_phases",), ("evidence", "calls", "by_key"), "dump", _graph_phases),
-    Pass("phases", ("phase",), ("category", "exchange", "evidence", "graph_phases"), "node", _phase),
+    Pass("phases", ("phase",), ("category", "exchange", "evidence", "graph_phases", "copy", "forward"), "node",
+         _phase),
     Pass("micro batches", ("micro",), ("forward", "by_key", "kind"), "column", _micro),
     Pass("chunks", ("chunk",), ("forward",), "column", _chunk),
     Pass("printed chunks", ("printed_chunk",), (), "node", _printed_chunk),

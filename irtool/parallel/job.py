@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 from .model_dims import ModelDims, ffn_size, heads, kv_heads, model_dims
 from .params import WEIGHT_VALUE, follow_value, layer_index
-from .records import CommNode, Strategy, _as_dict
+from .records import CommNode, Strategy, _as_dict, placed_stage
 from .rules import MIRRORS
 from .stage import as_int
 from .table import Pass
@@ -93,6 +93,11 @@ class RankJob:
     split: bool = True  # the pipeline split has run (`rules.pipeline_split_done`): before, no Send/Receive or micro
     # batch mark is inserted and no optimizer inlined, so their absence says nothing
     recompute_where: str = ""  # the first recomputed copy, `file:line (op)`
+
+    @property
+    def placed(self) -> int | None:
+        """The stage every command files the rank under (`records.placed_stage`): None, unknown, never 0."""
+        return placed_stage(self.stage, self.hops)
 
 
 def stage_span(comm: list[CommNode], rank: int | None, stage: int | None, name: str) -> Evidence:

@@ -275,7 +275,7 @@ class _Stage:
         self.cost = stage_cost(facts, walk=False)  # the cost records of the stage (its balance: FLOPs, no peak)
         job = build.job
         self.memory = stage_memory(self.cost.memory, in_flight(self.cost.order, self.cost.stage, job))
-        self.stage = self.cost.stage or 0
+        self.stage = self.cost.stage  # None: a rank of unknown stage (drawn only alone: `Selection.per_stage`)
         self.keys: dict[Node, OperatorKey] = self.t.column("operator")
         self.owners: dict[str, OperatorKey] = self.t.get("operator_params")
         self.by_uid = {n.uid: n for n in dump.nodes()}
@@ -466,8 +466,9 @@ def _comm_key(o: LogicalOp) -> dict:
 
 
 # Why a user operator changed, as one word (`OperatorPair.cause`), the first that applies: on one side only, moved
-# to another stage, its strategy changed on its own, its strategy changed as the job's degrees did (the layout:
-# `follows`), the communication around it changed, or only its figures did (FLOPs, bytes held).
+# to another stage, its strategy changed on its own, its strategy or only the communication around it changed as the
+# job's degrees did (the layout: `follows`, `comm_follows`), the communication around it changed otherwise, or only
+# its figures did (FLOPs, bytes held).
 CAUSES = ("added", "removed", "stage", "strategy", "layout", "communication", "figures")
 
 
@@ -481,6 +482,8 @@ class OperatorPair:
     fields: tuple[str, ...] = ()  # OP_FIELDS that differ
     # the degrees (`DEGREES`) whose change every changed strategy value follows from; () when some value does not
     follows: tuple[str, ...] = ()
+    # the degrees whose change explains every change of the communication around it (`comm_follows`)
+    comm_follows: tuple[str, ...] = ()
 
     @property
     def change(self) -> str:
@@ -504,7 +507,9 @@ class OperatorPair:
             return "stage"
         if "strategy" in self.fields:
             return "layout" if self.follows else "strategy"
-        return "communication" if "comm" in self.fields else "figures"
+        if "comm" in self.fields:
+            return "layout" if self.comm_follows else "communication"
+        return "figures"
 
     @property
     def side(self) -> LogicalOp:
@@ -612,6 +617,33 @@ def strategy_follows(a: LogicalOp, b: LogicalOp, degrees: dict[str, tuple[int, i
     return tuple(d for d in DEGREES if d in used)
 
 
+def comm_follows(changes: list[tuple[str, CommUse | None, CommUse | None]], degrees: dict[str, tuple[int, int]]
+                 ) -> tuple[str, ...]:
+    """The degrees whose change (`degrees`: name -> (old, new)) explains every change of the communication around an
+    operator (`OperatorPair.comm_changes`): a kind whose groups changed size as one degree did (`AllReduce group 2 ->
+    4` as mp 2 -> 4), vanished as its degree fell to 1 (a group of one rank moves nothing: a weight's gradient
+    AllReduce as dp 2 -> 1), or appeared as it rose from 1; () when some change is not so (a count or bytes alone, a
+    group size no degree had, sizes unknown)."""
+    moves: dict[tuple[int, int], set[str]] = {}
+    for k, move in degrees.items():
+        moves.setdefault(move, set()).add(k)
+    used: set[str] = set()
+    for change, ua, ub in changes:
+        if change == "changed":
+            assert ua is not None and ub is not None
+            pairs = list(zip(ua.group_sizes, ub.group_sizes)) if len(ua.group_sizes) == len(ub.group_sizes) else []
+            pairs = [m for m in pairs if m[0] != m[1]]
+        else:
+            u = ua or ub
+            assert u is not None
+            pairs = [(size, 1) if change == "vanished" else (1, size) for size in u.group_sizes]
+        if not pairs or any(m not in moves for m in pairs):
+            return ()
+        for m in pairs:
+            used.update(moves[m])
+    return tuple(d for d in DEGREES if d in used)
+
+
 def compare_logical(old: LogicalGraph, new: LogicalGraph) -> LogicalDiff:
     """Pair two logical graphs by operator key and by layer label (module docstring)."""
     a, b = {o.key: o for o in old.ops}, {o.key: o for o in new.ops}
@@ -622,7 +654,10 @@ def compare_logical(old: LogicalGraph, new: LogicalGraph) -> LogicalDiff:
         x, y = a.get(key), b.get(key)
         fields = _fields(x, y) if x and y else ()
         follows = strategy_follows(x, y, degrees) if x and y and "strategy" in fields and degrees else ()
-        pairs.append(OperatorPair(key, x, y, fields, follows))
+        pair = OperatorPair(key, x, y, fields, follows)
+        if "comm" in fields and "strategy" not in fields and degrees:
+            pair.comm_follows = comm_follows(pair.comm_changes(), degrees)
+        pairs.append(pair)
     pairs.sort(key=lambda p: (p.side.layer is None, p.side.layer or 0, p.key))
     la, lb = {x.label: x for x in old.layers}, {x.label: x for x in new.layers}
     layer_pairs = [LayerPair(label, (la.get(label) or lb[label]).layer, la.get(label), lb.get(label))

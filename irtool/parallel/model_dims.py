@@ -13,8 +13,8 @@ the job (`job.RankJob`, `job.JobFold`) reads them from here once.
   token indices (or an `Embedding(indices, table)` of MindFormers' mcore models: with no strategy printed only its
   columns, the hidden size, are known). A rank holds slices: the full shape is the slice times the split its
   `in_strategy` gives each dimension (`(2048, 512)` split `(2, 1)`: a (4096, 512) table, vocabulary 4096, hidden
-  size 512; indices `(1, 512)` split `(2, 1)`: sequences of 512). Before the parallel pass (`whole`) shapes are not
-  sliced yet, whatever the strategies the user set.
+  size 512; indices `(1, 512)` split `(2, 1)`: sequences of 512). Before the parallel pass (`whole`) shapes are
+  not sliced yet, whatever the strategies the user set.
 - The feed-forward size: the whole shapes (slice times split, as above) of the 2-D weights the forward MatMuls of
   the lowest layer read (`layer_weights`); the job takes the largest dimension beside its hidden size that is
   larger than it (Llama's w1 `(704, 512)` split `(2, 1)`: 1408 beside 512). An MoE layer's experts are batched

@@ -173,8 +173,9 @@ def parameters(dump: Dump) -> Params:
             break
     params = Params(names)
     for n in dump.nodes():
-        for name in params.read_by(n):
-            params.readers.setdefault(name, []).append(n)
+        if n.param_refs:  # most nodes name no parameter
+            for name in params.read_by(n):
+                params.readers.setdefault(name, []).append(n)
     return params
 
 
@@ -276,9 +277,10 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
         deps: dict[Node, list[Node]] = {}
         get = local.get
         for n in g.nodes:  # one element of a tuple of this graph is that element, not the whole tuple
-            element = picked(n, local) if n.op in _PICK else None
+            op = n.op
+            element = picked(n, local) if op in _PICK else None
             if element is None:
-                deps[n] = [x for r in (data_refs(n) if n.op in _ORDERING else n.node_refs) if (x := get(r)) is not None]
+                deps[n] = [x for r in (data_refs(n) if op in _ORDERING else n.node_refs) if (x := get(r)) is not None]
             elif element.kind == "node":
                 deps[n] = [local[element.name]] if element.name in local else []
             elif (name := params.name_of(element.name)) is not None:  # a parameter: read, as its readers are
@@ -301,6 +303,7 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
                 order = list(TopologicalSorter({n: d for n, d in deps.items()}).static_order())
             except CycleError:  # a malformed graph: print order
                 order = list(g.nodes)
+        layer_of = out.get
         for n in order:
             own = owns.get(n)
             if own is not None:
@@ -308,20 +311,29 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
                     out[n] = next(iter(own))
                 continue  # or it reads several layers' parameters (a fused update, a tuple of gradients): none
             ins = deps[n]
-            if n not in outside and ((weights and not weights.isdisjoint(ins)) or (
+            away = n in outside
+            if not away and ((weights and not weights.isdisjoint(ins)) or (
                     passed and any(_key(r) in passed for r in n.param_refs))):
                 outside.add(n)
-            if n in outside and (n.op in WEIGHT_VALUE or n.op in _PICK):
+                away = True
+            if away and (n.op in WEIGHT_VALUE or n.op in _PICK):
                 weights.add(n)
-            if t("phase", n) in ("backward", "recompute"):  # a copy reads backward plumbing (a kernel graph's Depend)
+            if t("phase", n) in _LATER:  # a copy reads backward plumbing (a kernel graph's Depend)
                 deferred.append((n, ins))
                 continue
-            found = [x for d in ins if (x := out.get(d)) is not None]
-            if carried:
-                found += _carried(n, carried)
-            if n not in outside and found and not (n.op == "MakeTuple" and len(set(found)) > 1):
-                out[n] = max(found)
-                continue
+            if len(ins) == 1 and not carried:  # the usual node: one input, no list made
+                found = layer_of(ins[0])
+                if found is not None and not away:
+                    out[n] = found
+                    continue
+                found = [] if found is None else [found]
+            else:
+                found = [x for d in ins if (x := layer_of(d)) is not None]
+                if carried:
+                    found += _carried(n, carried)
+                if not away and found and not (n.op == "MakeTuple" and len(set(found)) > 1):
+                    out[n] = max(found)
+                    continue
             below = [x for d in ins if (x := out.get(d, after.get(d))) is not None] + found
             if below and n.op != "MakeTuple":
                 after[n] = max(below)
@@ -347,6 +359,9 @@ def layer_flow(t: NodeFacts) -> LayerFlow:
         if found and not (n.op == "MakeTuple" and len(set(found)) > 1):
             out[n] = max(found)
     return LayerFlow(out, after)
+
+
+_LATER = frozenset({"backward", "recompute"})  # phases `layer_flow` places after every graph's forward work
 
 
 def _carried(n: Node, carried: dict[str, set[int | None]]) -> list[int]:

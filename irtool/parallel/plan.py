@@ -261,7 +261,10 @@ def _stage_basis(rank: int | None, dump: Dump, facts: ParallelFacts, job: Job, g
                  hardware: Profile | None) -> StageBasis:
     t = facts.table
     cost = stage_cost(facts, hardware=hardware)
-    stage = cost.stage or 0
+    stage = cost.stage
+    if stage is None:  # a rank of unknown stage is not stage 0: its place in the pipeline scales everything
+        raise InputError(f"{cost.file}: cannot plan: the rank's pipeline stage is unknown (its Send/Receive do not say it); "
+                         "plan from a pass that decides it (step_parallel_end or later)")
     last = stage == (job.pipeline_stages.value or 1) - 1
     splits = {_name(k): v for k, v in weight_splits(t).items()}
     shards = {_name(s.parameter): s for s in optimizer_shards(facts.comm, facts.groups)}

@@ -238,6 +238,12 @@ class Group:
         return _as_dict(self)
 
 
+def placed_stage(stage: int | None, hops: int) -> int | None:
+    """A rank's stage as every command files it (`StageInfo.placed`): the stage its dump decides; stage 0 for a dump
+    without pipeline Send/Receive (`hops`); None, unknown, for a pipelined dump that does not decide it."""
+    return stage if stage is not None or hops else 0
+
+
 @dataclass
 class StageInfo:
     """This rank's pipeline stage and the evidence for it (docs/parallel.md §7)."""
@@ -246,6 +252,13 @@ class StageInfo:
     votes: dict[int, int]
     how: list[str]
     peer_stages: list[int]
+    hops: int = 0  # pipeline Send/Receive, whatever the pass (before step_parallel_end they carry no stage)
+
+    @property
+    def placed(self) -> int | None:
+        """The stage every command files this rank under: its own when the dump decides it, stage 0 when the dump
+        has no pipeline Send/Receive (MindSpore's default of one stage), else unknown (None), never stage 0."""
+        return placed_stage(self.stage, self.hops)
 
 
 @dataclass

@@ -83,7 +83,8 @@ def stage_of(kind: FileKind, comm: list[CommNode], primal: dict[str, dict]) -> S
             votes[stage] += 1
             how.add(rule)
     stage = next(iter(votes)) if len(votes) == 1 else None
-    return StageInfo(stage=stage, votes=dict(votes), how=sorted(how), peer_stages=sorted(peers))
+    hops = sum(c.category == "pipeline" and c.direction is not None for c in comm)
+    return StageInfo(stage=stage, votes=dict(votes), how=sorted(how), peer_stages=sorted(peers), hops=hops)
 
 
 def own_rank_candidates(comm: list[CommNode]) -> set[int] | None:

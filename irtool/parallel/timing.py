@@ -186,14 +186,15 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
     layer_work: dict[int | None, list[OpWork]] = {}
     untimed: list[str] = []
     cols = (t.column("unit"), t.column("micro"), t.column("comm")) if staged else ({}, {}, {})
-    layer_of = t.column("layer")
+    layer_of, phase_of, kind_of = t.column("layer"), t.column("phase"), t.column("kind")
+    seconds: dict[tuple, float] = {}  # an operator's seconds by what they are worked out from (layers repeat)
     for graph in dump.subgraphs:
         local = by_key[graph.name]
         preds = {n: [local[r] for r in n.node_refs if r in local] for n in local.values()}
         k_runs = runs[graph.name].count
         if k_runs is None:  # a loop body, a graph nothing calls: its per-step time is not known
-            n_ops = sum(1 for n in local.values() if t("kind", n) == "compute")
-            n_comm = sum(1 for n in local.values() if t("kind", n) == "communication")
+            n_ops = sum(1 for n in local.values() if kind_of[n] == "compute")
+            n_comm = sum(1 for n in local.values() if kind_of[n] == "communication")
             counts["ops"] += n_ops
             counts["comm"] += n_comm
             if n_ops or n_comm:
@@ -208,15 +209,19 @@ def stage_timing(t: NodeFacts, cost: CostFacts, p: Profile, groups: dict[str, Gr
         if len(ordered) < len(preds):
             untimed.append(f"{len(preds) - len(ordered)} nodes of {graph.name} read each other in a cycle: not timed")
         for n in ordered:
-            ph = t("phase", n)
+            ph = phase_of[n]
             b = _bucket(t, n, ph, cols, chunks, staged)
             ready = 0.0  # when what it reads on the same clock has ended
             for x in preds[n]:
                 tag, f = finish[x]
                 if tag == b and f > ready:
                     ready = f
-            dur, is_comm, work = _duration(t, n, ph, p, groups, rank, flops, k_runs, kind, hops,
-                                           matrix_by_dtype, counts)
+            nk = kind_of[n]
+            if nk != "compute" and nk != "communication":
+                finish[n] = (b, ready)
+                continue
+            dur, is_comm, work = _duration(t, n, nk, ph, p, groups, rank, flops, k_runs, kind, hops,
+                                           matrix_by_dtype, counts, seconds)
             if b is None or dur == 0.0:
                 finish[n] = (b, ready)
                 continue
@@ -285,13 +290,13 @@ def _topological(preds: dict[Node, list[Node]]) -> list[Node]:
     return out
 
 
-def _duration(t: NodeFacts, n: Node, phase: str | None, p: Profile, groups: dict[str, Group], rank: int | None,
-              flops: dict, k_runs: int, kind: str, hops: list[TimedHop], matrix_by_dtype: dict[str, int],
-              counts: dict[str, int]) -> tuple[float, bool, OpWork | None]:
-    """Seconds of one run of a node, whether it is a collective, and what was timed; a pipeline Send/Receive is
-    kept as a hop (no time in its unit: the step simulation waits for it). What was timed is kept as run
-    `k_runs` times in `phase`."""
-    nk = t("kind", n)
+def _duration(t: NodeFacts, n: Node, nk: str, phase: str | None, p: Profile, groups: dict[str, Group],
+              rank: int | None, flops: dict, k_runs: int, kind: str, hops: list[TimedHop],
+              matrix_by_dtype: dict[str, int], counts: dict[str, int],
+              seconds: dict[tuple, float]) -> tuple[float, bool, OpWork | None]:
+    """Seconds of one run of a node of kind `nk`, whether it is a collective, and what was timed; a pipeline
+    Send/Receive is kept as a hop (no time in its unit: the step simulation waits for it). What was timed is kept
+    as run `k_runs` times in `phase`; `seconds`: operators' seconds already worked out."""
     if nk == "communication":
         c = t("comm", n)
         if c is None:
@@ -308,8 +313,6 @@ def _duration(t: NodeFacts, n: Node, phase: str | None, p: Profile, groups: dict
         if secs is None:
             counts["comm"] += 1
         return secs or 0.0, True, OpWork(phase, c.op, 0, None, c.bytes, k_runs, size, tier, c.category) if secs else None
-    if nk != "compute":
-        return 0.0, False, None
     o = flops.get(n.uid)
     if o is not None and o.flops is None:
         counts["ops"] += 1
@@ -321,7 +324,11 @@ def _duration(t: NodeFacts, n: Node, phase: str | None, p: Profile, groups: dict
     moved = None if o is not None and n.op in MATRIX else bytes_moved(n, kind)
     if o is not None and n.op in MATRIX and o.flops and o.phase != "optimizer":
         matrix_by_dtype[dtype or ""] = matrix_by_dtype.get(dtype or "", 0) + o.flops
-    return op_seconds(p, n.op, per_run, dtype, moved), False, OpWork(phase, n.op, per_run, dtype, moved, k_runs)
+    key = (n.op, per_run, dtype, moved)
+    secs = seconds.get(key)
+    if secs is None:
+        secs = seconds[key] = op_seconds(p, n.op, per_run, dtype, moved)
+    return secs, False, OpWork(phase, n.op, per_run, dtype, moved, k_runs)
 
 
 def work_seconds(p: Profile, w: OpWork, scale: float = 1.0, group: int | None = None) -> float:

@@ -24,7 +24,7 @@ from ..parallel.failure import failure_record
 from ..parallel.scope import in_gradients, printed_cells, without_gradients
 from ..present import strategy_text
 from ..selection import Selection as RankSelection
-from ..selection import require_stage
+from ..selection import require_stage, stage_word
 
 MAX_BOXES = 2000  # above this Graphviz layout gets slow: refuse and suggest a deeper fold
 READABLE_BOXES = 30  # the automatic depth keeps at most this many boxes
@@ -42,12 +42,13 @@ class Semantics:
     # uid -> the scope a comm node is attributed to when it differs from the printed one (CommNode.cell_scope)
     scope: dict[str, str] = field(default_factory=dict)
     stage: int | None = None
+    placed: int | None = 0  # the stage a selection files the dump under (`StageInfo.placed`): None unknown
     table: Any = None  # the dump's fact table (`irtool.parallel.facts.NodeFacts`): every node's phase
 
     @classmethod
     def of(cls, facts: ParallelFacts) -> Semantics:
         """Collect categories, phases, peer stages, strategies and the stage of one dump's facts."""
-        sem = cls(stage=facts.stage, table=facts.table)
+        sem = cls(stage=facts.stage, placed=facts.stage_info.placed, table=facts.table)
         for c in facts.comm:
             sem.category[c.node] = c.category if c.category in CATEGORIES else "other"
             sem.phase[c.node] = c.phase
@@ -71,7 +72,7 @@ def load_input(sel: str | RankSelection) -> tuple[Dump, ParallelFacts, str]:
     got = sel.first()
     if sel.is_file:
         return got.dump, got.facts, f"file {got.file}"
-    return got.dump, got.facts, f"rank {got.rank} ({got.file}), stage {got.stage}"
+    return got.dump, got.facts, f"rank {got.rank} ({got.file}), {stage_word(got.stage)}"
 
 
 # --- selection ---------------------------------------------------------------------------------
@@ -123,7 +124,7 @@ def select(dump: Dump, g: nx.MultiDiGraph, sem: Semantics, *, stage: int | None 
     notes: list[str] = []
     nodes = {n.uid: n for n in dump.nodes()}
     chosen = set(nodes)
-    require_stage(dump.path, stage, [sem.stage])
+    require_stage(dump.path, stage, [sem.placed])
     if subgraph is not None:
         name = subgraph.lstrip("@")
         if name not in {s.name for s in dump.subgraphs}:

@@ -1,5 +1,5 @@
 """Cost in `summarize --cost`: FLOPs and memory of a rank, and the balance of a folder's stages
-(docs/cost.md, docs/timing.md). JSON field `cost` (schema `irtool.cost/3`), made once here from the records of
+(docs/cost.md, docs/timing.md). JSON field `cost` (schema `irtool.cost/4`), made once here from the records of
 `irtool.parallel.balance`; text and Markdown from `irtool.present.cost`."""
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ from ..present.cost import (
 from ..present.job import layer_ranges
 from ..present.timing import seconds_text, step_line, step_table, unit_table
 
-SCHEMA = "irtool.cost/3"
+SCHEMA = "irtool.cost/4"
 BUBBLE_FORMULA = "1 - m*sum(t)/(S*T), T = (sum(t) + (v*m-1)*max(t))/v"
 SIMULATED = "the step played out over the stages' unit orders and Send -> Receive pairs (docs/timing.md §3)"
 

@@ -39,7 +39,6 @@ from ..parallel.totals import (
 )
 from ..present import DEFAULT_LIMIT, Block, Records, Table, bytes_text, cell, rank_list, strategy_text
 from ..present.job import job_line, job_table
-from ..selection import selected_stage
 from ..spill import Spill
 from .answers import answer_blocks, dir_answer_blocks, folder_answer_tables, strategies_table
 from .headline import (
@@ -180,6 +179,10 @@ class RankDigest:
     failure: FailureRecord | None = None  # its file is an analyze_fail.ir: what failed
     misfits: list[StrategyMisfit] = field(default_factory=list)  # strategies that do not divide a shape
 
+    @property
+    def placed(self) -> int | None:
+        return self.job.placed
+
 
 def _first_of_stage(facts: ParallelFacts, rank: int | None) -> bool:
     """Whether no rank below `rank` shares a collective group of its stage with it (a stage's ranks hold
@@ -259,11 +262,12 @@ class DirSummary:
     unpaired: Unpaired  # Send/Receive of the ranks shown the folder's pairing leaves without a partner
     costs: dict[int, StageCost]  # the cost record of the lowest rank of each stage measured (`--cost`)
     first_ranks: dict[int, RankFile]  # the lowest rank read of each stage, every stage whatever --stage
+    measured: bool = False  # `--cost` asked: a rank of unknown stage measures no stage's, yet says its peak unknown
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON `irtool.summary/3` of a folder; its `ranks` are made one at a time as they are written
         (`present.Records`)."""
-        measured = bool(self.costs)  # `--cost`: each rank says its peak beside its stage
+        measured = self.measured  # `--cost`: each rank says its peak beside its stage
 
         def row(r: RankDigest) -> dict[str, Any]:
             peak = {"peak_bytes": None if r.cost is None else r.cost.peak_bytes} if measured else {}
@@ -284,7 +288,7 @@ class DirSummary:
 
     def _peak(self, stage: int | None) -> dict[str, Any]:
         """`--cost`: the stage's peak, walked on its lowest rank measured (the `peak_bytes` of that rank's row)."""
-        if not self.costs:
+        if not self.measured:
             return {}
         at = self.job.folder_stage(stage)  # a stage unknown is no stage's cost record
         c = None if at is None else self.costs.get(at)
@@ -349,11 +353,14 @@ def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None
     pairing = UnpairedFold()
     costs: dict[int, StageCost] = {}
     first: dict[int, RankFile] = {}
+    measured = False
     for r in ranks:
         job.add(r.job)  # the job is the folder's, whichever stage the tables show
-        at = selected_stage(r.stage)
-        first.setdefault(at, RankFile(r.rank, r.path))
-        if r.cost is not None:
+        at = r.placed  # a rank of unknown stage is no stage's first rank or cost record
+        if at is not None:
+            first.setdefault(at, RankFile(r.rank, r.path))
+        measured |= r.cost is not None
+        if r.cost is not None and at is not None:
             costs.setdefault(at, r.cost)
         shown = stage is None or at == stage
         if r.rank is not None:  # the peers of the stage shown are on other stages: every rank is paired
@@ -369,7 +376,7 @@ def dir_summary(path: str, ranks: Iterable[RankDigest], stage: int | None = None
         kept = {k.rank: k for k in fetch([RankFile(r.rank, r.path) for r in missing])}
     stages = [folds[st].stage_sum(st, kept) for st in sorted(folds, key=lambda k: (k is None, k or 0))]
     return DirSummary(path, stage, rows, stages, [links[k] for k in sorted(links)], job.job(), pairing.result(),
-                      costs, first)
+                      costs, first, measured)
 
 
 class _StageFold:
@@ -414,7 +421,7 @@ def _stage_line(facts: ParallelFacts) -> str:
     if ev.stage is None:
         if ev.votes:
             return f"Pipeline stage: unknown (votes disagree: {_votes(ev.votes)})"
-        hops = sum(c.category == "pipeline" and c.direction is not None for c in facts.comm)
+        hops = ev.hops
         if not hops:
             return "Pipeline stage: none (no pipeline Send/Receive)" if facts.table.get("split_done") else \
                 "Pipeline stage: unknown (a pass before the pipeline split: no Send/Receive inserted yet)"

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from ..parallel import ParallelFacts
 from ..parallel.balance import stage_cost
 from ..present.palette import HEAT
-from .graphs import INPUTS
+from .graphs import node_ids, own_ids
 
 
 @dataclass
@@ -83,7 +83,7 @@ def heat_node_data(name: str, values: dict[str, dict[str, int]], graphs: list[di
     the least to the largest part; and `sums` (graph id -> node id -> a sum: a folder's units of work) are
     given as they are, each such graph on a linear scale of its own. Each graph's data carries its `legend`
     (what is coloured, `what`, in `unit`, and the scale), which the page shows beside the graph."""
-    ids = {g["id"]: {n["id"] for n in g["nodes"]} for g in graphs}
+    ids = {g["id"]: node_ids(g) for g in graphs}
     out = {gid: {k: v for k, v in vs.items() if k in ids[gid]} for gid, vs in values.items() if gid in ids}
     parts: dict[str, dict[str, int]] = {}
     for g in graphs:
@@ -94,7 +94,7 @@ def heat_node_data(name: str, values: dict[str, dict[str, int]], graphs: list[di
         overview = next((o["id"] for o in graphs if o["groupNodeAttributes"].get("", {}).get("overview of") == whole),
                         None)
         if overview is not None:
-            mine = {n["id"] for n in g["nodes"] if not n["namespace"].startswith(INPUTS)}
+            mine = own_ids(g)
             parts.setdefault(overview, {})[g["id"]] = sum(v for k, v in values[whole].items() if k in mine)
     top = max((v for vs in out.values() for v in vs.values()), default=0)
     legend = {"what": what, "unit": unit}

@@ -20,7 +20,7 @@ import os
 import re
 from collections import Counter, defaultdict
 from functools import partial
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from ..ir import Dump, Node, TypeInfo
 from ..ir.values import literal_value
@@ -332,11 +332,13 @@ def _children(direct: Iterable[str]) -> dict[str, set[str]]:
 
 
 def bound_namespaces(members: list[Member], chain_of: dict[str, int], micro: Micro,
-                     stackable: Callable[[Node], bool] = lambda n: True, reads: Reads | None = None) -> dict[str, str]:
+                     stackable: Callable[[Node], bool] = lambda n: True,
+                     reads: tuple[Reads, Reads] | None = None) -> dict[str, str]:
     """Split every namespace with more than MAX_CHILDREN direct children into levels users know,
     in this order while a group is still too big: micro batch (the `micro` attribute), the
-    redistribution chain a node belongs to, operator type, the layer a node reads (`reads`: a graph drawn by
-    layer, whose nodes of no layer are a layer's plumbing: the gradient accumulation's `Depend`s of each layer),
+    redistribution chain a node belongs to, operator type, the layer a node reads and the parameter the operators
+    it reads read (`reads`, `_reads`: a graph drawn by layer, whose nodes of no layer are a layer's plumbing: the
+    gradient accumulation's `Depend`s of each layer, one per micro batch of each of its weights),
     then runs of dump lines. Then, in any
     namespace of more than STACK_SCOPE children, the operators of a type occurring STACK_MIN times or
     more (`stackable` ones) go into a group of their own, `Depend (17)` (a stack).
@@ -386,8 +388,9 @@ def _lines(m: Member) -> int:
     return m[1].line if m[1] is not None else 0
 
 
-Reads = Callable[[Node], "str | None"]  # an operator -> the one layer the operators it reads are in, if one
-Keys = tuple[dict[str, int], Micro, "Reads | None"]  # what the levels read: chains, micro batches, layers read
+Reads = Callable[[Node], "str | None"]  # an operator -> the one layer (parameter) the operators it reads are in (read)
+# what the levels read: chains, micro batches, layers and parameters read
+Keys = tuple[dict[str, int], Micro, "tuple[Reads, Reads] | None"]
 
 
 def _keys(depth: int, by: Keys, ms: list[Member]) -> tuple[str, list[str | None]] | None:
@@ -401,8 +404,10 @@ def _keys(depth: int, by: Keys, ms: list[Member]) -> tuple[str, list[str | None]
         ops = [e["label"] if n is not None and e["id"] == n.key else "parameters" for e, n in ms]
         count = Counter(ops)
         return "operator", [op if op == "parameters" else f"{op} ({count[op]})" for op in ops]
-    if depth == 3 and reads is not None:
-        return "layer read", [reads(n) if n is not None and e["id"] == n.key else None for e, n in ms]
+    if depth in (3, 4) and reads is not None:
+        read = reads[depth - 3]
+        return ("layer read", "parameter read")[depth - 3], [read(n) if n is not None and e["id"] == n.key else None
+                                                             for e, n in ms]
     return None
 
 
@@ -471,10 +476,10 @@ def _layer_name(layer: int | None) -> str:
 
 
 def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_layer: bool = False,
-                   later: list[tuple[list[dict[str, Any]], Node, str]] | None = None) -> dict[str, Any]:
+                   later: Later | None = None) -> dict[str, Any]:
     """The Model Explorer graph of one subgraph of the dump; `by_layer`: its namespaces under its phases and
-    layers (`_by_layer`), as a graph split into parts shows it; `later`: each operator's panel rows are left to be
-    made later (`_rows`), its (empty) list, the node and its uid put there."""
+    layers (`_by_layer`), as a graph split into parts shows it; `later`: each operator's panel rows and output
+    metadata are left to be made later (`_Rows`), their (empty) lists, the node and its uid put there."""
     sg = ctx.dump.subgraph(name)
     layered, taken = _by_layer(ctx, sg.nodes) if by_layer else ({}, {})
     known = {n.key for n in sg.nodes}
@@ -485,7 +490,7 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
     def source(ref_kind: str, ref_name: str, ns: str) -> str:
         if ref_name not in aux:
             p = ctx.params.get(ref_name)
-            label = ref_name[ref_name.index("_") + 1 :] if ref_kind == "param" and "_" in ref_name else ref_name
+            label = _param_label(ref_name) if ref_kind == "param" else ref_name
             kind = "free variable" if ref_kind == "free" else \
                 ("subgraph parameter" if ref_name in own_params else "parameter")
             attrs = [_kv("operator", "Parameter" if ref_kind == "param" else "FreeVariable"), _kv("kind", kind),
@@ -530,9 +535,9 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
         entry: dict[str, Any] = {
             "id": node.key, "label": node.op if not node.is_call else f"call {_callee(node, ctx)}", "namespace": ns,
             "attrs": _node_attrs(node, uid, ctx) if later is None else [], "incomingEdges": edges,
-            "outputsMetadata": _output_metadata(node.output_type, ctx.outputs)}
+            "outputsMetadata": _output_metadata(node.output_type, ctx.outputs) if later is None else []}
         if later is not None:
-            later.append((entry["attrs"], node, uid))
+            later.append((entry["attrs"], entry["outputsMetadata"], node, uid))
         subs = _graph_refs(node, called, ctx.names)
         if subs:
             entry["subgraphIds"] = [ctx.graph_ids[g] for g in subs]
@@ -597,18 +602,33 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
     return out
 
 
-def _reads(ctx: _Context, nodes: list[Node]) -> Reads:
-    """An operator -> `reads layer N` when the operators it reads (by data or only for order: a `Depend` of the
-    gradient accumulation's `AssignAdd`) are all in layer N (the `layer` fact), else None."""
+def _reads(ctx: _Context, nodes: list[Node]) -> tuple[Reads, Reads]:
+    """Two functions of an operator: `reads layer N` when the operators it reads (by data or only for order: a
+    `Depend` of the gradient accumulation's `AssignAdd`) are all in layer N (the `layer` fact), and `reads P` when
+    it reads one parameter, P (that `AssignAdd` its `accu_grads.0.attention.wq.weight`), or reads none and the
+    operators it reads read one between them (the `Depend`); else None."""
     by_key = {n.key: n for n in nodes}
 
-    def reads(node: Node) -> str | None:
-        layers = {ctx.layer(by_key[ref.name]) for inp in node.inputs for ref in ((inp.ref,) if inp.ref else inp.nested)
-                  if ref.kind == "node" and ref.name in by_key}
+    def refs(node: Node) -> Iterator[Any]:
+        return (ref for inp in node.inputs for ref in ((inp.ref,) if inp.ref else inp.nested))
+
+    def layer(node: Node) -> str | None:
+        layers = {ctx.layer(by_key[ref.name]) for ref in refs(node) if ref.kind == "node" and ref.name in by_key}
         layers.discard(None)
         return f"reads layer {layers.pop()}" if len(layers) == 1 else None
 
-    return reads
+    def param(node: Node) -> str | None:
+        params = {r.name for r in refs(node) if r.kind == "param"} or {
+            ref.name for r in refs(node) if r.kind == "node" and r.name in by_key
+            for ref in refs(by_key[r.name]) if ref.kind == "param"}
+        return f"reads {_param_label(params.pop())}" if len(params) == 1 else None
+
+    return layer, param
+
+
+def _param_label(ref: str) -> str:
+    """A parameter as its box says it: `%para389_accu_grads.0.attention.wq.weight` -> `accu_grads.0.attention.wq.weight`."""
+    return ref[ref.index("_") + 1 :] if "_" in ref else ref
 
 
 _GROUP_COUNTS = ("operators", "with strategy", "communication", "redistribution", "gradient aggregation")
@@ -673,38 +693,72 @@ def dump_graphs(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: i
     names = sorted((g.name for g in dump.subgraphs), key=lambda n: n != dump.entry)
     out: list[dict[str, Any]] = []
     for n in names:
-        rows: list[tuple[list[dict[str, Any]], Node, str]] | None = [] if n in split and later and not annotate else None
+        rows: Later | None = [] if n in split and later and not annotate else None
         graph = subgraph_graph(ctx, n, prefix + shown[n], n in split, rows)
         if annotate is not None:
             annotate(n, graph)
         if n not in split:
             out.append(graph)
             continue
-        parts = split_large(graph, part_size, LAYERED, _rows(rows, ctx) if rows is not None else None)
+        parts = split_large(graph, part_size, LAYERED, _Rows(rows, ctx) if rows is not None else None)
         out += parts if later else complete(parts)
     return out
 
 
-def _rows(later: list[tuple[list[dict[str, Any]], Node, str]], ctx: _Context) -> Callable[[], None]:
-    """The panel rows of a graph's operators left for later (`subgraph_graph`), made by the first call."""
-    def make() -> None:
-        while later:
-            rows, node, uid = later.pop()
-            rows.extend(_node_attrs(node, uid, ctx))
+# the panel rows and output metadata of a graph's operators left for later (`subgraph_graph`): (rows, outputs, node, uid)
+Later = list[tuple[list[dict[str, Any]], list[dict[str, Any]], Node, str]]
 
-    return make
+
+class _Rows:
+    """The panel rows and output metadata of a graph's operators left for later: all made by a call; `linking()` makes
+    only those that can link to other nodes (a communication node's, a redistribution chain's: `comm_attrs`,
+    `chain_attrs`), which say the nodes of other parts a part shows (`_part_ids`) before the parts are made."""
+
+    def __init__(self, later: Later, ctx: _Context) -> None:
+        self.later, self.ctx, self.linked = later, ctx, False
+
+    def __call__(self) -> None:
+        ctx = self.ctx
+        while self.later:
+            rows, outputs, node, uid = self.later.pop()
+            if not rows:
+                rows.extend(_node_attrs(node, uid, ctx))
+            outputs.extend(_output_metadata(node.output_type, ctx.outputs))
+
+    def linking(self) -> None:
+        if not self.linked:
+            self.linked = True
+            ctx = self.ctx
+            for rows, _, node, uid in self.later:
+                if not rows and (uid in ctx.comm or uid in ctx.chain_of):
+                    rows.extend(_node_attrs(node, uid, ctx))
 
 
 COMPLETE = "\0complete"  # a part made by `complete`: the function making its nodes (`split_large`)
+IDS = "\0ids"  # a part before `complete`: the function saying its node ids (`_part_ids`)
 
 
 def complete(graphs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`graphs` with every part still to be made (`dump_graphs(later=True)`) made."""
     for g in graphs:
         make = g.pop(COMPLETE, None)
+        g.pop(IDS, None)
         if make is not None:
             make()
     return graphs
+
+
+def node_ids(graph: dict[str, Any]) -> set[str]:
+    """The ids of a graph's nodes, a part's before it is made too (an overlay keeps its results for them: the overlay
+    shown first is sent before the parts are made)."""
+    ids = graph.get(IDS)
+    return ids()[0] if ids is not None else {n["id"] for n in graph["nodes"]}
+
+
+def own_ids(graph: dict[str, Any]) -> set[str]:
+    """`node_ids` less the nodes of other parts a part shows (under INPUTS)."""
+    ids = graph.get(IDS)
+    return ids()[1] if ids is not None else {n["id"] for n in graph["nodes"] if not n["namespace"].startswith(INPUTS)}
 
 
 def first_graph(dump: Dump, facts: ParallelFacts, prefix: str = "", part_size: int = PART_SIZE) -> str | None:
@@ -833,11 +887,12 @@ def _stub(stubs: dict[str, dict[str, Any]], node: dict[str, Any], part: tuple[st
 LAYERED = 2
 
 
-def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0, rows: Callable[[], None] | None = None
+def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0, rows: _Rows | None = None
                 ) -> list[dict[str, Any]]:
     """A graph too large for Model Explorer to open in seconds as [overview, parts...] (`_parts`: scopes
     of at most `size` nodes with what they read, or a larger scope's own operators; `levels` deep at least),
-    each part's nodes made by `complete` (`rows`: the graph's panel rows left for later, made before them).
+    each part's nodes made by `complete` (`rows`: the graph's panel rows left for later, made before them; `node_ids`
+    says them before).
 
     A part's graph holds its nodes (namespaces below its scope), and under `from other parts` the
     nodes of other parts it reads or its panel links to, with their operator, place, output and part.
@@ -887,6 +942,7 @@ def split_large(graph: dict[str, Any], size: int = PART_SIZE, levels: int = 0, r
         if ordering.get((scope, own)):
             part["tasksData"] = ordering_overlay(pid, ordering[(scope, own)])
         part[COMPLETE] = partial(_part_nodes, part, ms, scope, read, (by_id, where, stubs), rows)
+        part[IDS] = _part_ids(ms, read, by_id, rows)
         parts.append(part)
         boxes[(scope, own)] = {
             "id": pid, "label": _part_name(scope.rpartition("/")[2], own),
@@ -909,7 +965,7 @@ Others = tuple[dict[str, dict[str, Any]], dict[str, tuple[str, bool]], dict[str,
 
 
 def _part_nodes(part: dict[str, Any], ms: list[dict[str, Any]], scope: str, read: dict[str, None], others: Others,
-                rows: Callable[[], None] | None) -> None:
+                rows: _Rows | None) -> None:
     """A part's nodes (`split_large`): the nodes of other parts it reads (`read`) and its panel links name, as stubs
     (`others`: every node by id, its part, the stubs made so far), then its own below its scope. `rows`: the whole
     graph's panel rows left for later (`dump_graphs`), made first."""
@@ -930,6 +986,25 @@ def _part_nodes(part: dict[str, Any], ms: list[dict[str, Any]], scope: str, read
         part["groupNodeAttributes"][INPUTS] = {"nodes": str(len(inputs)), "read": str(len(read)),
                                                "level": "nodes of other parts this part reads or its links name"}
     part["nodes"] = list(inputs.values()) + out
+
+
+def _part_ids(ms: list[dict[str, Any]], read: dict[str, None], by_id: dict[str, dict[str, Any]],
+              rows: _Rows | None) -> Callable[[], tuple[set[str], set[str]]]:
+    """The ids of a part's nodes as `_part_nodes` will make them (its own, `ms`; those of other parts it reads,
+    `read`, and its panel links name), and of its own nodes, worked out once when first asked for."""
+    said: list[tuple[set[str], set[str]]] = []
+
+    def ids() -> tuple[set[str], set[str]]:
+        if not said:
+            if rows is not None:
+                rows.linking()
+            mine = {n["id"] for n in ms}
+            linked = {t for n in ms for a in n["attrs"] if type(a["value"]) is dict
+                      for t in a["value"].get("nodeIds", ()) if t in by_id}
+            said.append((mine | read.keys() | linked, mine))
+        return said[0]
+
+    return ids
 
 
 def part_stub(graph: dict[str, Any], number: int) -> dict[str, Any]:
@@ -1061,7 +1136,7 @@ def for_parts(data: dict[str, Any], graphs: list[dict[str, Any]]) -> dict[str, A
     for g in graphs:
         whole = g["groupNodeAttributes"].get("", {}).get(PART_OF)
         if whole in data:
-            ids = {n["id"] for n in g["nodes"]}
+            ids = node_ids(g)
             out[g["id"]] = {**data[whole], "results": {k: v for k, v in data[whole]["results"].items() if k in ids}}
     return out
 

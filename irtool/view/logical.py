@@ -5,7 +5,8 @@ sides' figures old -> new (stage, strategy, FLOPs, the bytes a rank holds for it
 around it), its inputs as edges, a changed one coloured by why it changed (`OperatorPair.cause`: the
 layout's change, its own strategy, communication, ...; counted on folded boxes) and saying on the box
 what changed (`diff ...` rows: its strategy old -> new, `+AllReduce`, bytes old -> new); a layer's box
-says its figures. The page's first line says the configuration change once, and the causes with
+says its figures. The page's first lines say the change of the model's sizes (`irtool diff`'s "Model and data
+changed"), the configuration change once, and the causes with
 their colours (`Model.headline`). Text drawn on the canvas is ASCII (`canvas_text`: Model Explorer's
 canvas font has no `→`, `—` or `×`). Read from the `LogicalDiff`'s records, never derived here."""
 from __future__ import annotations
@@ -210,7 +211,14 @@ def headline(d: LogicalDiff) -> dict[str, Any]:
     sides (two networks, not two configurations of one)."""
     causes = Counter(p.cause for p in d.ops if p.cause)
     both = sum(p.old is not None and p.new is not None for p in d.ops)
-    lines = [f"Configuration: {changes_line(d.changes) or DASH}"]
+    # the model's and data's change said first, apart from the layout's, as `irtool diff` says it: the figures change
+    # with it (a hidden size 512 -> 1024: its communication's bytes, its FLOPs, whatever the layout)
+    model = [c for c in d.changes if c.model]
+    layout = [c for c in d.changes if not c.model]
+    lines = [f"Model and data changed, not the parallel layout: {changes_line(model)} (every figure below changes "
+             "with it)"] if model else []
+    if layout or not model:
+        lines.append(f"Configuration: {changes_line(layout) or DASH}")
     for side, other, g in (("old", "new", d.old), ("new", "old", d.new)):
         absent = g.job.stages_absent
         if absent:  # a folder without a stage's rank: its operators are not gone, they were not read
@@ -224,8 +232,12 @@ def headline(d: LogicalDiff) -> dict[str, Any]:
     else:  # right above the colours' key
         lines.append(f"{sum(causes.values())} of {len(d.ops)} user operators changed; the colours say why:")
     groups = ", ".join(f"{change_text(c)} ({n})" for c, n in follows(d))
+    comm = [(c, sum(c.field in p.comm_follows for p in d.ops)) for c in d.changes]
+    moved_comm = ", ".join(f"{change_text(c)} ({n})" for c, n in comm if n)
+    follow = "; ".join(x for x in (groups and f"its strategy follows {groups}",
+                                   moved_comm and f"only its communication follows {moved_comm}") if x)
     words = {"added": "only in new", "removed": "only in old", "stage": "moved to another stage",
-             "strategy": "its own strategy changed", "layout": f"its strategy follows {groups}",
+             "strategy": "its own strategy changed", "layout": follow,
              "communication": "communication around it changed", "figures": "only FLOPs or bytes changed"}
     legend = [[CAUSE_COLORS[c], f"{c} {causes[c]}: {words[c]}"] for c in CAUSES if causes[c]]
     return {"lines": lines, "legend": legend}

@@ -18,12 +18,14 @@ from ..errors import InputError, SelectionError
 from ..ir import Dump
 from ..parallel import ParallelFacts
 from ..parallel.hardware import load_profile
+from ..parallel.job import Job, job_changes
 from ..parallel.order import StageOrder, stage_order, unit_label, unit_nodes
 from ..present import cell
+from ..present.job import changes_line
 from ..present.memory import memory_svg, panel
 from ..present.timeline import Timeline, stage_timings, timeline, timeline_svg
 from ..present.timing import seconds_text
-from ..selection import Loaded, Selection, selected_stage
+from ..selection import Loaded, Selection
 from .cost import COST_OVERLAYS, NodeCost, heat_node_data, node_cost
 from .graphs import (
     PART_OF,
@@ -122,8 +124,9 @@ class Model:
             return self._graphs
 
     def node_data_of(self, name: str) -> dict[str, Any]:
-        """The overlay `name`: Model Explorer's node data by graph id."""
-        graphs = self.graphs
+        """The overlay `name`: Model Explorer's node data by graph id (a split graph's parts need not be made:
+        `graphs.node_ids`)."""
+        graphs = self._built()
         with self._lock:
             if name not in self._node_data:
                 self._node_data[name] = self.overlays[name](graphs)
@@ -348,9 +351,9 @@ def models_for(sel: str | Selection, part_size: int = PART_SIZE) -> Model:
     if sel.is_file:
         return _file_model(picked[0], label, part_size)
     # Model Explorer sorts the graph selector by name: stages numbered to one width (`stage 02` before `stage 10`)
-    width = len(str(max(selected_stage(r.facts.stage) for r in picked)))
-    for r in picked:
-        r.prefix = f"stage {selected_stage(r.facts.stage):0{width}d} rank {r.rank}: "
+    width = len(str(max(p.stage or 0 for p in loaded)))  # a rank of unknown stage is drawn alone (`per_stage`)
+    for r, p in zip(picked, loaded):
+        r.prefix = ("stage unknown" if p.stage is None else f"stage {p.stage:0{width}d}") + f" rank {r.rank}: "
         r.shown = os.path.relpath(r.file, sel.path)
     if len(picked) == 1:
         return _file_model(picked[0], label, part_size)
@@ -461,14 +464,16 @@ def compare_models(old: str | Selection, new: str | Selection, differ: Differ, p
     side by side, each with a `diff` overlay (loaded last: the one shown) marking the communication
     and strategy nodes `irtool diff` reports added, removed or changed, and the nodes of an operator
     the other side has none of (its operator counts); a node of an operator whose count changed says
-    the counts in its panel (`differ`: the diff command's function, passed by the CLI)."""
-    a, b = (_Rank(p.rank, p.file, p.dump, p.facts)
-            for p in ((s if isinstance(s, Selection) else Selection.of(s)).first() for s in (old, new)))
+    the counts in its panel (`differ`: the diff command's function, passed by the CLI). The page's first lines say
+    what the two jobs differ in, as `irtool diff` does (a hidden size, the optimizer: `_changed`)."""
+    sels = [s if isinstance(s, Selection) else Selection.of(s) for s in (old, new)]
+    firsts = [s.first() for s in sels]
+    a, b = (_Rank(p.rank, p.file, p.dump, p.facts) for p in firsts)
     rd = differ((a.dump, a.facts), (b.dump, b.facts), a.rank, b.rank)
     counts = {o.op: (o.old, o.new) for o in rd.ops}
     a.prefix, b.prefix = "old: ", "new: "  # Model Explorer renames a graph whose id another model has
     models = []
-    head = _nothing_matched(a, b, rd)
+    head = _headline(_nothing_matched(a, b, rd), _changed(*(s.job(have=[p]) for s, p in zip(sels, firsts))))
     for side, marks, why, tag in ((a, rd.old_marks, rd.old_causes, "old"), (b, rd.new_marks, rd.new_causes, "new")):
         changes = {g.name: _changes(marks, g.name, g.nodes, counts, tag) for g in side.dump.subgraphs}
         overlay: dict[str, Any] = {}
@@ -487,6 +492,24 @@ def compare_models(old: str | Selection, new: str | Selection, differ: Differ, p
                             first_graph=first_graph(side.dump, side.facts, side.prefix, part_size),
                             finder=_finder([side]), headline=head if tag == "old" else None))
     return models
+
+
+def _changed(old: Job, new: Job) -> list[str]:
+    """What two jobs compared rank with rank differ in (`parallel.job.job_changes`), as `irtool diff` says it: the
+    model and data's change first (the marks change with it), then the rest of the configuration's."""
+    changes = job_changes(old, new)
+    model = [c for c in changes if c.model]
+    rest = [c for c in changes if not c.model]
+    return ([f"Model and data changed, not the parallel layout: {changes_line(model)} (the marks below change with "
+             "it)"] if model else []) + ([f"Configuration: {changes_line(rest)}"] if rest else [])
+
+
+def _headline(matched: dict[str, Any] | None, changed: list[str]) -> dict[str, Any] | None:
+    """The page's first lines: "nothing matched" (`_nothing_matched`), then what the jobs differ in."""
+    if matched is None and not changed:
+        return None
+    head = matched or {"lines": [], "legend": []}
+    return {**head, "lines": [*head["lines"], *changed]}
 
 
 def _nothing_matched(a: _Rank, b: _Rank, rd: DiffMarks) -> dict[str, Any] | None:

@@ -380,9 +380,9 @@ def serve(models: list[Model], host: str, port: int, open_browser: bool, announc
           node: str | None = None) -> None:
     """Run Model Explorer's server on `host:port` until interrupted; `announce` gets the URL first.
     `node` (`--node`, checked by the caller with `Model.find`): the page opens on it."""
-    me = _model_explorer()
     builder = _Builder(models)  # from now on: Model Explorer starts and the page loads meanwhile
     try:
+        me = _model_explorer()
         prebuilt = _send_as_built(me)
         config = config_for(models, builder if prebuilt else None)
         _add_to_page(me, models, builder)

@@ -12,7 +12,9 @@
 // - A folder's pipeline and execution-order graphs (`IRTOOL.lanes`) shown with their groups, a rank
 //   each, expanded when a pane opens them.
 // - A split graph's parts as stubs, each part's graph fetched when Model Explorer first lays it out (its worker
-//   asked for it): the page loads the overview, not the 54 MB of every part of the 68 MB dump.
+//   asked for it): the page loads the overview, not the 54 MB of every part of the 68 MB dump. While it waits,
+//   a line says for what (the part fetched, then laid out), or why the part could not be fetched (after PART_WAIT
+//   seconds at most: it is then drawn empty, Model Explorer's spinner never turns for ever).
 // - The graph selector in the model's own order (a folder's pipeline and execution-order graphs, then
 //   its stages in stage order, each rank's entry graph first; a split graph's overview before its
 //   parts): Model Explorer sorts a model from a server by node count (it drops the graph JSON's
@@ -137,13 +139,59 @@
     return i >= 0 ? `irtool/part/${i}/${info[STUB]}.json` : null;
   }
 
+  const PART_WAIT = 180;  // seconds a part's graph is waited for (the server makes the 68 MB dump's in about 10)
+
   function fill(graph, url) {
-    return fetch(url).then((r) => (r.ok ? r.json() : Promise.reject(new Error(`${url}: ${r.status}`)))).then((full) => {
-      graph.nodes = full.nodes;
-      graph.groupNodeAttributes = full.groupNodeAttributes;
-      const app = renderer(0) && renderer(0).appService;
-      if (app && app.curGraphCollections.set) app.curGraphCollections.set([...app.curGraphCollections()]);  // counted
-    }).catch((e) => console.error("irtool: a part's graph", e));
+    // the part's graph put in place of its stub; the reason it could not be, or null
+    const stop = new AbortController();
+    const late = setTimeout(() => stop.abort(), PART_WAIT * 1000);
+    return fetch(url, {signal: stop.signal}).then((r) => (r.ok ? r.json() : Promise.reject(new Error(`the server answered ${r.status}`))))
+      .then((full) => {
+        graph.nodes = full.nodes;
+        graph.groupNodeAttributes = full.groupNodeAttributes;
+        const app = renderer(0) && renderer(0).appService;
+        if (app && app.curGraphCollections.set) app.curGraphCollections.set([...app.curGraphCollections()]);  // counted
+        return null;
+      }).catch((e) => (stop.signal.aborted ? `nothing in ${PART_WAIT} s` : String(e.message || e)))
+      .finally(() => clearTimeout(late));
+  }
+
+  // What the page waits for while Model Explorer says "Processing graph": a part's graph fetched, then laid out
+  // (until the worker answers with it); or why it could not be fetched (the part is then drawn empty).
+  let waitingFor = null;
+
+  function waiting(text, graphId = null, failed = false) {
+    let el = document.querySelector(".irtool-waiting");
+    waitingFor = graphId;
+    if (!text) {
+      if (el) el.remove();
+      return;
+    }
+    if (!el) {
+      el = document.createElement("div");
+      el.className = "irtool-waiting";
+      document.body.append(el);
+    }
+    el.textContent = text;
+    el.classList.toggle("irtool-waiting-failed", failed);
+    if (failed) setTimeout(() => { if (el.textContent === text) waiting(null); }, 30000);
+  }
+
+  function fetching(graph, url) {
+    // `fill`, saying what the page waits for, and for how long
+    const info = graph.groupNodeAttributes[""];
+    const what = `part "${graph.id}" (${info[STUB_NODES]} nodes)`;
+    const start = Date.now();
+    const say = () => waiting(`irtool: fetching the graph of ${what} from the server, ${Math.round((Date.now() - start) / 1000)} s`,
+      graph.id);
+    say();
+    const tick = setInterval(say, 1000);
+    return fill(graph, url).then((failed) => {
+      clearInterval(tick);
+      if (failed) waiting(`irtool: the graph of ${what} could not be fetched (${failed}): drawn empty; open it again to retry`, null, true);
+      else waiting(`irtool: Model Explorer is laying out ${what}`, graph.id);
+      return failed;
+    });
   }
 
   function stubCounts() {
@@ -168,21 +216,24 @@
   function loadParts(w) {
     const post = w.postMessage.bind(w);
     let held = null;  // the requests sent while a part's graph is fetched, in order
+    const failed = new Set();  // a part's address whose graph could not be fetched, while its requests are sent on
     w.postMessage = (m, ...rest) => {
       if (held) {
         held.push([m, rest]);
         return;
       }
       const url = partUrl(m);
-      if (!url) {
+      if (!url || failed.has(url)) {
         post(m, ...rest);
         return;
       }
       held = [[m, rest]];
-      fill(m.graph, url).then(() => {
+      fetching(m.graph, url).then((reason) => {
         const waiting = held;
         held = null;
+        if (reason) failed.add(url);  // laid out as the stub it still is (asked for again when opened again)
         for (const [x, r] of waiting) w.postMessage(x, ...r);  // another stub among them holds the rest again
+        failed.delete(url);
       });
     };
   }
@@ -191,7 +242,11 @@
   if (NativeWorker) {  // the layouts Model Explorer's worker sends, adjusted before the page draws them
     window.Worker = function (url, opts) {
       const w = new NativeWorker(url, opts);
-      w.addEventListener("message", (e) => alignLanes(e.data && e.data.modelGraph));
+      w.addEventListener("message", (e) => {
+        const g = e.data && e.data.modelGraph;
+        alignLanes(g);
+        if (g && waitingFor && g.id === waitingFor) waiting(null);  // the part laid out
+      });
       loadParts(w);
       return w;
     };
