@@ -258,7 +258,7 @@ def test_after_the_parallel_pass_a_misfit_is_read_from_the_origin_shapes(tmp_pat
         (86, "qkv", 1, (64, 190), (1, 4), ((1, 190, 4),))]
 
 
-def test_a_compile_that_stops_before_the_pipeline_split_leaves_the_pipeline_unknown() -> None:
+def test_a_compile_that_stops_before_the_pipeline_split_leaves_the_pipeline_unknown(tmp_path: Path) -> None:
     # zbv_stage_order_fail_8p: MindSpore refused the zero_bubble_v stage order in its parallel pass (manifest) and its
     # last dump is 10_dataset_repeat_opt, a pass before the pipeline split and the parallel pass: no `Send`, `Receive`
     # or `micro: I64` anywhere (grep -c: 0), shapes whole: line 15 `%para4_blocks.0.w1: <Ref[Tensor[Float32]], (64,
@@ -269,6 +269,9 @@ def test_a_compile_that_stops_before_the_pipeline_split_leaves_the_pipeline_unkn
     assert job["ffn_size"]["value"] == 256  # the whole width, not 256 x the split 2
     assert [job[k]["value"] for k in ("world_size", "pipeline_stages", "micro_batches", "chunks")] == [None] * 4
     assert (job["optimizer"]["value"], job["stage_unknown"], job["stage_ranks"]) == ("Momentum", [0], {})
+    # every command files the rank under no stage (render said "using rank 0 (stage 0)")
+    drawn = run_cli("render", "--pass", "dataset_repeat", str(Path(path).parents[1]), "-o", str(tmp_path / "g.svg"))
+    assert "using rank 0 (stage unknown)" in drawn.stderr
     # bootstrap of a 2-stage pipeline with 4 micro batches (pipeline_2stage_8p: no Send/Receive until its
     # 11_pipeline_split, which has 4) and no optimizer inlined yet: neither one stage nor inference
     boot = run_cli("summarize", fixture("pipeline_2stage_8p/rank_0/00_bootstrap_0000.ir.xz")).stdout.splitlines()

@@ -665,7 +665,7 @@ PASSES: tuple[Pass, ...] = (
                                       "runs", "printed_chunk", "silent", "groups", "strategy", "rows", "node_index",
                                       "by_key"),
          "column", comm_records),
-    Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
+    Pass("stage", ("stage_info",), ("file_kind", "split_done", "comm", "silent"), "dump", stage_info),
     Pass("streams", ("stream",), (), "node", stream_of),
     Pass("kernels", ("kernels",), ("kernel", "kind", "stream", "micro", "phase"), "dump", kernels),
     Pass("stage chunks", ("stage_chunks",), ("micro", "kind", "phase", "chunk"), "dump", stage_chunks),
