@@ -524,6 +524,8 @@ def test_optimizer_level2_reduce_scatters_into_the_sharded_accumulation() -> Non
     # the order of stage None"), yet one stage waits for no other: any order takes the same time
     assert out.startswith("Step: ") and "None" not in out.splitlines()[0]
     assert "Optimizer sharding: all ranks: 10 parameters over groups of 4, 8 ranks" in out
+    # the traffic table names the stage as the folder's other tables do (it said "Stage — traffic")
+    assert "\nStage 0 (no pipeline) traffic: " in out and "Stage 0 (no pipeline): sum over 1 rank (0)" in out
 
 
 def test_level2_accumulation_under_a_pipeline_names_its_parameter_through_a_depend() -> None:
