@@ -519,6 +519,11 @@ def test_optimizer_level2_reduce_scatters_into_the_sharded_accumulation() -> Non
     assert (by_line[1570].parameter, by_line[1570].bytes) == ("embed.w", 16 * 128 * 4)
     assert (by_line[3197].parameter, by_line[3197].group_ranks) == ("blocks.2.w2", (0, 2, 4, 6))
     assert not [c for c in facts.comm if c.category == "other"]
+    # a kernel graph drops the instance name and keeps the primal attributes: `forward_node_name: "_VirtualAssignAdd_
+    # 25319"` still says it (line 1570)
+    node = next(n for n, c in facts.table.column("comm").items() if c.line == 1570)
+    assert node.primal_attrs["forward_node_name"] == "_VirtualAssignAdd_25319"
+    assert classify(node, "", node.primitive_attrs, node.primal_attrs) == ("optimizer-parallel", "R3a")
     out = CliRunner().invoke(main, ["summarize", "--cost", str(fixture("grad_accu_opt_level2_8p"))]).output
     # nothing orders the micro steps (no Depend between them; was "cannot play the step out: the dump does not fix
     # the order of stage None"), yet one stage waits for no other: any order takes the same time
