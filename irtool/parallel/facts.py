@@ -103,6 +103,12 @@ PLUMBING = frozenset({
 
 def _file_kind(t: NodeFacts) -> tuple[FileKind, bool]:
     name = pass_name(t.dump.path or "")
+    if name == "analyze_fail":
+        # a failed compile's stack names no pass: what the parallel pass leaves (its communication) says which side of
+        # it the compile stopped; without any, type inference failed before the pipeline split (a 2-stage pipeline's
+        # analyze_fail_pipeline_type read "pp 1, 1 micro batch")
+        after = any(n.op in COMM_OPS for n in t.dump.nodes())
+        return ("post" if after else "pre"), after
     return file_kind(name), pipeline_split_done(name)
 
 
@@ -660,7 +666,7 @@ PASSES: tuple[Pass, ...] = (
                                       "runs", "printed_chunk", "silent", "groups", "strategy", "rows", "node_index",
                                       "by_key"),
          "column", comm_records),
-    Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
+    Pass("stage", ("stage_info",), ("file_kind", "split_done", "comm", "silent"), "dump", stage_info),
     Pass("streams", ("stream",), (), "node", stream_of),
     Pass("kernels", ("kernels",), ("kernel", "kind", "stream", "micro", "phase"), "dump", kernels),
     Pass("stage chunks", ("stage_chunks",), ("micro", "kind", "phase", "chunk"), "dump", stage_chunks),
