@@ -749,14 +749,14 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
     nparams = w.static
     size, role, used = w.size, w.role, w.used
     bounds = [*w.starts, len(size)]  # step s makes the blocks from bounds[s] to bounds[s + 1]
-    at = [*w.use_at, len(used)]
+    reads_at = [*w.use_at, len(used)]  # step s reads used[reads_at[s]:reads_at[s + 1]]
     born = [-1] * nparams + [s for s in range(nsteps) for _ in range(bounds[s + 1] - bounds[s])]
     end = born[:]  # the step after which each block is freed: its last reader's, else its own
     backward_read: set[int] = set()
     late = {"backward", "recompute"}
     phase, block_phase = w.phase, w.phase_of_block
     for s, (n, _) in enumerate(w.where):
-        read = used[at[s]:at[s + 1]]
+        read = used[reads_at[s]:reads_at[s + 1]]
         for b in read:
             end[b] = s
         if n is not None and phase[n] in late:
@@ -808,12 +808,13 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
         if series is not None:
             series.append(tuple(live))
         while freed < nfree and end[by_end[freed]] == s:
-            z = size[by_end[freed]]
+            b = by_end[freed]
             freed += 1
+            z = size[b]
             if z is None:
                 unknown -= 1
             else:
-                live[ri[by_end[freed - 1]]] -= z
+                live[ri[b]] -= z
                 total -= z
     where = None
     if at_step >= 0:
