@@ -129,6 +129,22 @@ def test_flash_sp_exchange_inherits_the_backward_phase() -> None:
     assert (comm[1088].rule, comm[1088].phase) == ("R9", "backward")
 
 
+def test_a_gradient_reducers_work_is_the_optimizers_never_forward() -> None:
+    """MindSpore's gradient reducers run between the backward and the update (`grads = self.pp_grad_reducer(grads)`,
+    make.py:73), once per step: their work is filed with the optimizer's, never as forward work."""
+    t = analyze(irtool.load(fixture("pipeline_4stage_8p/rank_4/19_validate_0078.ir.xz"))).table
+    at = {n.line: n for n in t.dump.nodes()}
+    # line 6860 `%615(new_grads) = PrimFunc_Mul(%612, %357)` scales the accumulated gradient (`%612 = Load` of
+    # `accu_grads.layers.5.w2`) and 6874 `%617(new_grads) = PrimFunc_Mul(%612, Tensor(... value=0))` zeroes its
+    # buffer, both `Default/pp_grad_reducer-PipelineGradReducer/Mul-op12` / `-op13`
+    assert [(at[x].op, t("phase", at[x])) for x in (6860, 6874)] == [("Mul", "optimizer")] * 2
+    t = analyze(irtool.load(fixture("data_parallel_8p/rank_0/19_validate_0072.ir.xz"))).table
+    at = {n.line: n for n in t.dump.nodes()}
+    # line 984 `%56(new_grad) = AllReduce(%55)` sums a gradient (backward by its category, R1); line 993
+    # `%57(new_grad) = PrimFunc_Mul(%56, Tensor(shape=[], dtype=Float32, value=0.125))` takes the mean over 8 ranks
+    assert (t("phase", at[984]), t("phase", at[993])) == ("backward", "optimizer")
+
+
 def test_a_graph_called_only_from_backward_graphs_is_backward() -> None:
     # pipeline_4stage_lazy_8p rank_0 validate: the GPT cell's bprop graph @2537_..._◂742_..._GPT_construct_11503
     # (line 3791) runs only where its 8 closure calls print `is_bp: Bool(1)` (line 6511 for micro 0, 6565, ...); in it,
