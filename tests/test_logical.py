@@ -642,7 +642,8 @@ def test_every_job_field_is_decided_by_one_pass() -> None:
     from dataclasses import fields
 
     from irtool.parallel.facts import PASSES
-    from irtool.parallel.job import FOLD_PASSES, JOB_PASSES, Job, JobFold
+    from irtool.parallel.job import FOLD_PASSES, JOB_PASSES, Evidence, Job, JobFold
+
 
     provided = [f for p in FOLD_PASSES for f in p.provides if not f.startswith("_")]
     assert sorted(provided) == sorted(f.name for f in fields(Job))
@@ -651,4 +652,4 @@ def test_every_job_field_is_decided_by_one_pass() -> None:
         assert set(p.needs) <= decided, p.name
         decided.update(p.provides)
     assert all(p in PASSES for p in JOB_PASSES)
-    assert JobFold().job().pipeline_stages.value == 1  # no rank: one stage, nothing else known
+    assert JobFold().job().pipeline_stages == Evidence(None, "no rank read")  # no rank: nothing known, not 1 stage

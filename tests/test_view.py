@@ -209,14 +209,19 @@ def test_a_large_graph_comes_as_an_overview_and_parts(tmp_path: Path, monkeypatc
     reads, param = _reads(ctx, list(nodes.values()))
     assert (facts["%604"][1], facts["%603"][1], reads(nodes["%604"])) == (None, 1, "reads layer 1")
     assert ({facts["%392"][1], facts["%255"][1]}, reads(nodes["%393"])) == ({0, 1}, None)
+    # one reading no operator of a layer goes with the layer those it reads read: line 7171 `%610 = PrimFunc_Cast(%609,
+    # I64(43))` of line 7168 `%609 = Depend(Tensor(...), %608)`, line 7163 `%608 = PrimFunc_AssignAdd(%para43_accu_grads
+    # .1.attention.wq.weight, ...)` (the 68 MB dump's 2 016 such `Cast`s were in 17 runs of dump lines)
+    assert (facts["%610"][1], facts["%609"][1], facts["%608"][1], reads(nodes["%610"])) == (None, None, 1, "reads layer 1")
     # ... and when a layer's are too many still (the 68 MB dump's 128-150, one per micro batch of each weight), with
     # those of the weight they wait for: %603's own parameter; `grep -c 'AssignAdd(%para[0-9]*_accu_grads.1.attention.wq
-    # .weight'` -> 2 (micro batches), so 2 `Depend`s, at a limit of 30 (36 read layer 1: 16 weights, 4 of no one)
+    # .weight'` -> 2 (micro batches), so 2 `Depend`s, at a limit of 30; a group per weight of layer 1 (`grep -oE
+    # '^%para[0-9]+_accu_grads\.1\.' | sort -u`: 16)
     assert param(nodes["%604"]) == param(nodes["%603"]) == "reads accu_grads.1.attention.wq.weight"
     monkeypatch.setattr(graphs, "MAX_CHILDREN", 30)
     levels = graphs.subgraph_graph(ctx, loaded.dump.entry, by_layer=True)["groupNodeAttributes"]
     group = "forward/no layer/Default/Depend (86)/reads layer 1"
-    assert levels[group]["operators"] == "36"
+    assert int(levels[group]["operators"]) > 30
     weights = {ns.rpartition("/")[2]: a["operators"] for ns, a in levels.items() if ns.startswith(group + "/")}
     assert len(weights) == 16 and weights["reads accu_grads.1.attention.wq.weight"] == "2"
     assert {levels[f"{group}/{w}"]["level"] for w in weights} == {"parameter read"}
@@ -1334,8 +1339,10 @@ def test_cost_overlays_in_model_explorer(semi_page: object) -> None:
     assert {k for k in kept if not k.startswith("%para")} <= drawn
     # the counts on the boxes are of the phases shown: the graph's operators of the forward and the optimizer, none
     # of the 6 gradient AllReduces (all backward); each root's phase row its phases left on
-    counts = page.evaluate(f"{GRAPH}.groupNodeAttributes")
     shown_ops = sum(_attrs(n).get("phase") in ("forward", "optimizer") for n in graph["nodes"])
+    # the counts follow the graph's relayout (a loaded machine saw them a frame late): waited for, then read
+    _wait_for(page, f"() => ({GRAPH}.groupNodeAttributes[''] || {{}}).operators === '{shown_ops}'")
+    counts = page.evaluate(f"{GRAPH}.groupNodeAttributes")
     assert counts[""]["operators"] == str(shown_ops) and "gradient aggregation" not in counts[""], counts[""]
     assert counts["Default"]["phase"] == graph["groupNodeAttributes"]["Default"]["phase"] == "forward 139, optimizer 15"
     _shot(page, "phases")

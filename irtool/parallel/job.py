@@ -97,7 +97,7 @@ class RankJob:
     @property
     def placed(self) -> int | None:
         """The stage every command files the rank under (`records.placed_stage`): None, unknown, never 0."""
-        return placed_stage(self.stage, self.hops)
+        return placed_stage(self.stage, self.hops, self.split)
 
 
 def stage_span(comm: list[CommNode], rank: int | None, stage: int | None, name: str) -> Evidence:
@@ -701,6 +701,8 @@ def _stage_size_seen(f: JobFold, d: dict[str, Any]) -> Evidence:
 
 def _stage_count(f: JobFold, d: dict[str, Any]) -> Evidence:
     world, size = d["_world_seen"], d["_stage_size_seen"]
+    if f.first is None:
+        return _unknown("no rank read")
     if not f.staged:
         return Evidence(1, "no pipeline Send/Receive: one stage") if f.split else _unknown(_BEFORE_SPLIT)
     if f.last is not None:

@@ -604,7 +604,8 @@ def subgraph_graph(ctx: _Context, name: str, graph_id: str | None = None, by_lay
 
 def _reads(ctx: _Context, nodes: list[Node]) -> tuple[Reads, Reads]:
     """Two functions of an operator: `reads layer N` when the operators it reads (by data or only for order: a
-    `Depend` of the gradient accumulation's `AssignAdd`) are all in layer N (the `layer` fact), and `reads P` when
+    `Depend` of the gradient accumulation's `AssignAdd`) are all in layer N (the `layer` fact; reading none in a
+    layer: the layers those it reads read, the `Cast` of that `Depend`), and `reads P` when
     it reads one parameter, P (that `AssignAdd` its `accu_grads.0.attention.wq.weight`), or reads none and the
     operators it reads read one between them (the `Depend`); else None."""
     by_key = {n.key: n for n in nodes}
@@ -612,10 +613,15 @@ def _reads(ctx: _Context, nodes: list[Node]) -> tuple[Reads, Reads]:
     def refs(node: Node) -> Iterator[Any]:
         return (ref for inp in node.inputs for ref in ((inp.ref,) if inp.ref else inp.nested))
 
+    def layers(node: Node) -> set[int]:
+        return {k for ref in refs(node) if ref.kind == "node" and ref.name in by_key
+                if (k := ctx.layer(by_key[ref.name])) is not None}
+
     def layer(node: Node) -> str | None:
-        layers = {ctx.layer(by_key[ref.name]) for ref in refs(node) if ref.kind == "node" and ref.name in by_key}
-        layers.discard(None)
-        return f"reads layer {layers.pop()}" if len(layers) == 1 else None
+        # reading no operator of a layer, the layers those it reads read (a gradient's `Cast` of such a `Depend`)
+        found = layers(node) or {k for ref in refs(node) if ref.kind == "node" and ref.name in by_key
+                                 for k in layers(by_key[ref.name])}
+        return f"reads layer {found.pop()}" if len(found) == 1 else None
 
     def param(node: Node) -> str | None:
         params = {r.name for r in refs(node) if r.kind == "param"} or {
