@@ -41,7 +41,7 @@ class Unreadable:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per argument or type read: no dict each
 class Ref:
     """A reference inside a node's arguments: `%3`, `%para3_w`, `@graph`, `$(@graph:para3_w)`."""
 
@@ -49,7 +49,7 @@ class Ref:
     name: str  # "%3", "%para3_w", "@g", "$(@g:para3_w)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per argument or type read: no dict each
 class Input:
     """One argument of a node, by position: a reference, or a constant kept as its text."""
 
@@ -59,7 +59,7 @@ class Input:
     nested: tuple[Ref, ...] = ()  # references inside a constant tuple or call, e.g. `(%1, %2)`
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per argument or type read: no dict each
 class TypeInfo:
     """One abstract type as printed, e.g. `<Tensor[Float32], (16, 32)>`.
 

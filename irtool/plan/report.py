@@ -72,8 +72,10 @@ def _answer(plans: list[Plan], fit: list[Plan]) -> str:
 def blocks(b: Basis, plans: list[Plan], limit: int | None = 25) -> list[Block]:
     ok = [p for p in plans if not p.refused]
     fit = [p for p in ok if p.fits is not False]
-    head = (f"Plan for {b.path}: compiled dp {b.dp} x mp {b.mp} x pp {b.pp}, {b.micro} micro batches, global batch "
-            f"{b.global_batch}, {b.layers} layers; {len(plans)} candidate{'s' if len(plans) != 1 else ''}: "
+    head = (f"Plan for {b.path}: compiled dp {b.dp} x mp {b.mp} x pp {b.pp}, {b.micro} micro batch"
+            f"{'es' if b.micro != 1 else ''}, global batch {b.global_batch}, {b.layers} layer"
+            f"{'s' if b.layers != 1 else ''}; "
+            f"{len(plans)} candidate{'s' if len(plans) != 1 else ''}: "
             + (f"{len(fit)} fit, {len(ok) - len(fit)} do not" if any(p.fits is not None for p in ok) else
                f"{len(ok)} predicted") + f", {len(plans) - len(ok)} refused (estimates on "
             f"{b.hardware or 'no hardware profile'}; * the compiled configuration)")
