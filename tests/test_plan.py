@@ -200,6 +200,19 @@ def test_a_layout_it_does_not_plan_is_refused_in_one_line() -> None:
     assert r.exit_code == 2 and "cannot plan: model chunks per stage 2" in r.output
 
 
+@reads("auto_parallel_8p")
+def test_a_weight_split_by_more_than_mp_is_refused_not_divided_by_zero() -> None:
+    """auto_parallel_8p (mp 4, from the search): `head.w` is (64, 5) on a rank (line 40) of (64, 10)
+    (`origin_input_shapes`, line 1015), split 2 on dimension 1. Under mp 1 that split would be 2 x 1 / 4: no
+    whole number, so such a candidate is refused with its reason (it raised ZeroDivisionError), the others
+    planned; and the headline says "1 micro batch", not "1 micro batches"."""
+    r = CliRunner().invoke(main, ["plan", str(FIX / "auto_parallel_8p")])
+    assert r.exit_code == 0, r.output
+    assert "compiled dp 2 x mp 4 x pp 1, 1 micro batch, " in r.output
+    refused = [line for line in r.output.splitlines() if line.lstrip().startswith("dp8 mp1 pp1 m1 ")]
+    assert refused and "head.w (64, 10): dimension 1 split 2 under mp 4, which does not scale to mp 1" in refused[0]
+
+
 def test_refusals(basis: P.Basis) -> None:
     why = {c: P.refusals(basis, c, 8) for c in (
         P.Candidate(2, 2, 2, 4, True, True, 8, offset=None),
@@ -210,7 +223,7 @@ def test_refusals(basis: P.Basis) -> None:
     texts = list(why.values())
     assert texts[0] == []
     assert "4 layers, fewer than 8 stages" in texts[1]
-    assert "1 micro batches, fewer than 2 stages" in texts[2]
+    assert "1 micro batch, fewer than 2 stages" in texts[2]
     assert any("attention heads 8 not divisible by mp 3" in w for w in texts[3])
     assert any("FFN size 1408 not divisible by mp 3" in w for w in texts[3])
     assert any("not the 8 devices" in w for w in texts[3])

@@ -411,7 +411,7 @@ def refusals(b: Basis, c: Candidate, devices: int) -> list[str]:
     if n < c.pp:
         why.append(f"{n} layers, fewer than {c.pp} stages")
     if c.micro < c.pp:
-        why.append(f"{c.micro} micro batches, fewer than {c.pp} stages")
+        why.append(f"{c.micro} micro batch{'es' if c.micro != 1 else ''}, fewer than {c.pp} stages")
     if c.global_batch % (c.dp * c.micro):
         why.append(f"global batch {c.global_batch} not divisible by dp x micro batches = {c.dp * c.micro}")
     if c.offset is not None and (len(c.offset) != c.pp or any(len(g) < 1 for g in stage_layers(c, n))
@@ -426,7 +426,11 @@ def refusals(b: Basis, c: Candidate, devices: int) -> list[str]:
         why.append("recompute on from a compile without recompute: the checkpoints are not predicted")
     for p in _weights(b):
         for d, (w, s) in enumerate(zip(p.whole or (), p.split or ())):
-            if s > 1 and (s * c.mp) % b.mp == 0 and w % (s * c.mp // b.mp):
+            if s > 1 and (s * c.mp) % b.mp:  # split by more than mp (an auto-parallel search's layout)
+                why.append(f"{p.name} {p.whole}: dimension {d} split {s} under mp {b.mp}, which does not scale "
+                           f"to mp {c.mp}")
+                return why
+            if s > 1 and w % (s * c.mp // b.mp):
                 why.append(f"{p.name} {p.whole}: dimension {d} ({w}) not divisible by mp {c.mp}")
                 return why
     return why
