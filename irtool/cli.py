@@ -262,6 +262,7 @@ def summarize(path: str, fmt: str, lenient: bool, deep: bool, stage: int | None,
                         measure = bind(cost_mod.measure_rank, lenient=lenient, hardware=hardware)
                         costs.update(zip(missing, map_ranks(measure, list(missing.values()), jobs, progress,
                                                             scheduler)))
+                    folder.costs = costs  # the folder's rows say the peak of the rank measured for its stage too
                 balance = cost_mod.dir_cost(costs, folder.job, sel.stage, limit_bytes)
                 cost = cost_mod.dir_json(balance, folder.job, cost_mod.hardware_json(hardware, hardware_spec is None))
                 if trace is not None:

@@ -60,11 +60,12 @@ def test_every_fixture_is_bundled():
     # dryrun_llama_dp2mp2pp2_rc1 4 and dryrun_llama_dp1mp4pp2_m8_rc1 4 (ranks 0, 4), dryrun_llama_dp1mp2pp4_l8 8 (ranks
     # 0, 2, 4, 6). Issue 37 then added a compile that fails before the pipeline split, zbv_stage_order_fail_8p 1, and
     # optimizer level 2 under gradient accumulation without a pipeline, grad_accu_opt_level2_8p 1, and the GPipe
-    # scheduler of the interleaved pipeline, pipeline_interleaved_gpipe_8p 1.
+    # scheduler of the interleaved pipeline, pipeline_interleaved_gpipe_8p 1, and the sharded accumulation under a
+    # pipeline, mindformers_llama_dp2mp2pp2_gas 1, and the inference result broadcast, inference_pp_4p_m2_broadcast 2.
     assert len(DUMPS) == 191 + 153 + 144 + 6 + 1 + 6 + 14 + 1 + 8 + 4 + 4 + 4 + 4 + 6 + 2 + 8 + 2 + 1 + 2 + 4 + 4 + 4 \
-        + 2 + 2 + 4 + 4 + 4 + 2 + 2 + 2 + 4 + 2 + 8 + 4 + 4 + 8 + 1 + 1 + 1
+        + 2 + 2 + 4 + 4 + 4 + 2 + 2 + 2 + 4 + 2 + 8 + 4 + 4 + 8 + 1 + 1 + 1 + 1 + 2
     assert len({p.relative_to(p.parents[2]).parts[0] for p in DUMPS}) == \
-        18 + 15 + 16 + 1 + 1 + 1 + 4 + 1 + 3 + 2 + 3 + 2 + 2 + 1 + 1 + 1 + 3 + 2 + 1 + 3 + 3 + 1 + 4 + 1 + 1 + 1
+        18 + 15 + 16 + 1 + 1 + 1 + 4 + 1 + 3 + 2 + 3 + 2 + 2 + 1 + 1 + 1 + 3 + 2 + 1 + 3 + 3 + 1 + 4 + 1 + 1 + 1 + 1 + 1
 
 
 def _comm_lines(path: Path) -> int:

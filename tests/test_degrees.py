@@ -35,7 +35,11 @@ def _job(path: str) -> dict:
     # (line 7545). No MatMul weight is split (mp 1): it read dp 1 x mp 2. Its token dispatcher's expert group
     # "d4735e3a...c51f90" (sha256 of "2": the one rank 2, ep 1) prints the world's `rank_list: (0, ..., 7)`; its
     # AlltoAll (line 7160, moving nothing) says `rank_size: I64(1)`, its AlltoAllVs (7248, 7280) no size: ep 1 (it read 8).
-    ("mindformers_deepseek3_dp2pp4", {"world_size": 8, "pipeline_stages": 4, "dp": 2, "mp": 1, "ep": 1}),
+    # Hidden size 256: rank_0 line 2047 `PrimFunc_Embedding(%1, %para58_▸CR_embedding.word_embeddings.weight, ...)` with
+    # no in_strategy reads the table `(1024, 256)` by `masked_input` (the vocabulary-parallel rows); it was unknown (no
+    # Gather); the vocabulary is not: this rank's rows of a split no strategy prints.
+    ("mindformers_deepseek3_dp2pp4", {"world_size": 8, "pipeline_stages": 4, "dp": 2, "mp": 1, "ep": 1,
+                                      "hidden_size": 256, "vocab_size": None}),
 ])
 def test_a_reduction_over_the_batch_is_not_tensor_parallelism(path: str, want: dict) -> None:
     job = _job(str(FIXTURES / path))

@@ -73,6 +73,10 @@ def test_the_deepest_marker_fails_not_the_last_printed_in_a_pipeline_stage() -> 
     # line 907: `: (<Tensor[Float32], (4, 32)>, <Ref[Tensor[Int32]], (32, 16)>) -> (<null>)`
     assert [(i.what, i.dtype, i.shape) for i in r.inputs] == [("x", "Float32", (4, 32)), ("w", "Int32", (32, 16))]
     assert r.stack_note == "20/29 (Ignored 9 internal frames)" and len(r.traceback) == 13
+    # type inference failed before the pipeline split (no communication in the file: grep -cE 'AllReduce|Send|
+    # Receive' 0): the 2 stages and 2 micro batches of make.py are not in it, neither "pp 1" nor "1 micro batch"
+    job = irtool.analyze(dump).job
+    assert (job.split, job.micro.known, job.stage) == (False, False, None)
 
 
 def test_a_marker_takes_the_next_node_whichever_way_the_block_is_read(tmp_path: Path) -> None:
@@ -254,7 +258,7 @@ def test_after_the_parallel_pass_a_misfit_is_read_from_the_origin_shapes(tmp_pat
         (86, "qkv", 1, (64, 190), (1, 4), ((1, 190, 4),))]
 
 
-def test_a_compile_that_stops_before_the_pipeline_split_leaves_the_pipeline_unknown() -> None:
+def test_a_compile_that_stops_before_the_pipeline_split_leaves_the_pipeline_unknown(tmp_path: Path) -> None:
     # zbv_stage_order_fail_8p: MindSpore refused the zero_bubble_v stage order in its parallel pass (manifest) and its
     # last dump is 10_dataset_repeat_opt, a pass before the pipeline split and the parallel pass: no `Send`, `Receive`
     # or `micro: I64` anywhere (grep -c: 0), shapes whole: line 15 `%para4_blocks.0.w1: <Ref[Tensor[Float32]], (64,
@@ -265,6 +269,9 @@ def test_a_compile_that_stops_before_the_pipeline_split_leaves_the_pipeline_unkn
     assert job["ffn_size"]["value"] == 256  # the whole width, not 256 x the split 2
     assert [job[k]["value"] for k in ("world_size", "pipeline_stages", "micro_batches", "chunks")] == [None] * 4
     assert (job["optimizer"]["value"], job["stage_unknown"], job["stage_ranks"]) == ("Momentum", [0], {})
+    # every command files the rank under no stage (render said "using rank 0 (stage 0)")
+    drawn = run_cli("render", "--pass", "dataset_repeat", str(Path(path).parents[1]), "-o", str(tmp_path / "g.svg"))
+    assert "using rank 0 (stage unknown)" in drawn.stderr
     # bootstrap of a 2-stage pipeline with 4 micro batches (pipeline_2stage_8p: no Send/Receive until its
     # 11_pipeline_split, which has 4) and no optimizer inlined yet: neither one stage nor inference
     boot = run_cli("summarize", fixture("pipeline_2stage_8p/rank_0/00_bootstrap_0000.ir.xz")).stdout.splitlines()

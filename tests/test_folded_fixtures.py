@@ -73,7 +73,7 @@ def test_folded_segments_are_said_as_segments(folder: str, said: str) -> None:
 
 def test_folded_micro_batches_in_flight_per_segment() -> None:
     # pipeline_folded_8p: 4 micro batches (make.py), each stage runs both its segments forward before any backward (the
-    # order its validate's dependencies fix: F0.c0 .. F3.c0 F0.c1 .. F3.c1 B0.c1 ..): at the most, all 4 micro batches
+    # order its validate's dependencies fix: F0.s0 .. F3.s0 F0.s1 .. F3.s1 B0.s1 ..): at the most, all 4 micro batches
     # are held on segment 0 and all 4 on segment 1. A folded pipeline's parts are segments (`segment: I64(1)` on its
     # Sends, no `chunk`), said so as the job line says them, never "chunk"
     out = CliRunner().invoke(main, ["summarize", "--cost", str(FIXTURES / "pipeline_folded_8p")]).output.splitlines()
@@ -81,6 +81,9 @@ def test_folded_micro_batches_in_flight_per_segment() -> None:
         line = next(x for x in out if x.startswith(f"  stage {s}: micro batches in flight: "))
         assert line.startswith(f"  stage {s}: micro batches in flight: 4 on segment 0, 4 on segment 1 (")
         assert "a micro batch on one segment holds 1/2 of its activations" in line and " chunk" not in line
+        # its units labelled by segment (`.s1`), as the text says them, never as a chunk (`.c1`)
+        assert "order this dump fixes (F0.s0 F1.s0 F2.s0 F3.s0 F0.s1 F1.s1 F2.s1 F3.s1 B0.s1 B1.s1 B2.s1 B3.s1 B0.s0" in line
+        assert ".c0" not in line and ".c1" not in line
     assert "Advice: cannot advise: 2 segments per stage: a split per segment is not searched" in out
     # the schedule: all 8 units forward (4 micro batches on 2 segments) before any backward
     assert sum(x.startswith("every forward before any backward, 2 segments: GPipe", 9) for x in out) == 2

@@ -227,3 +227,12 @@ def test_a_mindformers_kv_cache_inference_pipeline_is_advised_by_its_layers_work
     r = CliRunner().invoke(main, ["summarize", "--cost", str(FIXTURES / KV), "--format", "json"])
     advice = json.loads(r.stdout)["cost"]["advice"]
     assert advice["cannot"] is None and advice["advised"]["layers_per_stage"] == [[0, 1], [2, 3]]
+
+
+def test_the_result_broadcast_is_pipeline_traffic() -> None:
+    # inference_pp_4p_m2_broadcast (pipeline_result_broadcast=True): rank 0 line 235 `AllReduce(%10) {instance name:
+    # PARALLEL_RESULT_BROADCAST}` on `group_ranks: "0-2"` (one rank per stage), (16, 32) Float32 = 2,048 B: the last
+    # stage's output returned on every stage. With the 2 Sends of 1,024 B (rank 0) and 2 Receives (rank 2): 8,192 B
+    out = CliRunner().invoke(main, ["summarize", str(FIXTURES / "inference_pp_4p_m2_broadcast")]).stdout
+    assert "Communication: 10 nodes run 14 times a step, 16,384 B: pipeline 8,192 B (6), operator-forward 8,192 B (4)" \
+        in out and "Unknown or unpaired: none" in out

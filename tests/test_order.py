@@ -222,9 +222,10 @@ def test_folded_pipeline_runs_every_forward_first() -> None:
     # then the backwards from the last segment back
     o = _order("pipeline_folded_8p/rank_0/19_validate_0078.ir.xz")
     assert o.fixed and o.chunks == [0, 1]
-    assert " ".join(o.work) == ("F0.c0 F1.c0 F2.c0 F3.c0 F0.c1 F1.c1 F2.c1 F3.c1 "
-                                "B0.c1 B1.c1 B2.c1 B3.c1 B0.c0 B1.c0 B2.c0 B3.c0")
-    # its Sends print `segment`, no `chunk` (make.py: pipeline_segments=2): segments, not interleaved chunks
+    # its Sends print `segment`, no `chunk` (make.py: pipeline_segments=2): segments, not interleaved chunks, so its
+    # units are labelled by segment (`F0.s1`: micro batch 0's forward on segment 1)
+    assert " ".join(o.work) == ("F0.s0 F1.s0 F2.s0 F3.s0 F0.s1 F1.s1 F2.s1 F3.s1 "
+                                "B0.s1 B1.s1 B2.s1 B3.s1 B0.s0 B1.s0 B2.s0 B3.s0")
     assert o.schedule.startswith("every forward before any backward, 2 segments") and o.in_flight == 4
 
 

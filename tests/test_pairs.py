@@ -82,12 +82,14 @@ def test_render_draws_one_arrow_per_pair_to_its_receive(folder: str, pairs: int,
     arrows = [(a, b) for a, b, color in edges if color in ("#1f5fbf", "#bf1f1f")]
     assert len(arrows) == drawn
     assert len({b for _, b in arrows}) == drawn  # no Receive with two arrows
-    unit = re.compile(r"([FB])(\d+)(?:\.c(\d))? (Send|Receive) (?:to|from) stage (\d+) \(rank (\d+)\)")
+    # `.c1` on an interleaved stage's chunk 1, `.s1` on a folded stage's segment 1 (pipeline_folded_8p alone)
+    unit = re.compile(r"([FB])(\d+)(?:\.([cs])\d)? (Send|Receive) (?:to|from) stage (\d+) \(rank (\d+)\)")
     for a, b in arrows:
         send, receive = unit.fullmatch(nodes[a]["label"]), unit.fullmatch(nodes[b]["label"])
         assert send and receive and send[4] == "Send" and receive[4] == "Receive"
         assert _tag(nodes[a]) == _tag(nodes[b])  # the same sr_tag ...
         assert send.group(1, 2) == receive.group(1, 2)  # ... forward or backward, micro batch ...
+        assert {send[3], receive[3]} <= ({None, "s"} if folder == "pipeline_folded_8p" else {None, "c"})
         assert (a.split("_")[0], b.split("_")[0]) == (f"r{receive[6]}", f"r{send[6]}")  # ... and each other's peer
     if folder == "pipeline_4stage_lazy_8p":
         # every Send/Receive prints `chunk: I64(0)` (rank_0 validate), and each stage runs that one chunk: a box says

@@ -129,6 +129,22 @@ def test_flash_sp_exchange_inherits_the_backward_phase() -> None:
     assert (comm[1088].rule, comm[1088].phase) == ("R9", "backward")
 
 
+def test_a_gradient_reducers_work_is_the_optimizers_never_forward() -> None:
+    """MindSpore's gradient reducers run between the backward and the update (`grads = self.pp_grad_reducer(grads)`,
+    make.py:73), once per step: their work is filed with the optimizer's, never as forward work."""
+    t = analyze(irtool.load(fixture("pipeline_4stage_8p/rank_4/19_validate_0078.ir.xz"))).table
+    at = {n.line: n for n in t.dump.nodes()}
+    # line 6860 `%615(new_grads) = PrimFunc_Mul(%612, %357)` scales the accumulated gradient (`%612 = Load` of
+    # `accu_grads.layers.5.w2`) and 6874 `%617(new_grads) = PrimFunc_Mul(%612, Tensor(... value=0))` zeroes its
+    # buffer, both `Default/pp_grad_reducer-PipelineGradReducer/Mul-op12` / `-op13`
+    assert [(at[x].op, t("phase", at[x])) for x in (6860, 6874)] == [("Mul", "optimizer")] * 2
+    t = analyze(irtool.load(fixture("data_parallel_8p/rank_0/19_validate_0072.ir.xz"))).table
+    at = {n.line: n for n in t.dump.nodes()}
+    # line 984 `%56(new_grad) = AllReduce(%55)` sums a gradient (backward by its category, R1); line 993
+    # `%57(new_grad) = PrimFunc_Mul(%56, Tensor(shape=[], dtype=Float32, value=0.125))` takes the mean over 8 ranks
+    assert (t("phase", at[984]), t("phase", at[993])) == ("backward", "optimizer")
+
+
 def test_a_graph_called_only_from_backward_graphs_is_backward() -> None:
     # pipeline_4stage_lazy_8p rank_0 validate: the GPT cell's bprop graph @2537_..._◂742_..._GPT_construct_11503
     # (line 3791) runs only where its 8 closure calls print `is_bp: Bool(1)` (line 6511 for micro 0, 6565, ...); in it,
@@ -519,8 +535,28 @@ def test_optimizer_level2_reduce_scatters_into_the_sharded_accumulation() -> Non
     assert (by_line[1570].parameter, by_line[1570].bytes) == ("embed.w", 16 * 128 * 4)
     assert (by_line[3197].parameter, by_line[3197].group_ranks) == ("blocks.2.w2", (0, 2, 4, 6))
     assert not [c for c in facts.comm if c.category == "other"]
+    # a kernel graph drops the instance name and keeps the primal attributes: `forward_node_name: "_VirtualAssignAdd_
+    # 25319"` still says it (line 1570)
+    node = next(n for n, c in facts.table.column("comm").items() if c.line == 1570)
+    assert node.primal_attrs["forward_node_name"] == "_VirtualAssignAdd_25319"
+    assert classify(node, "", node.primitive_attrs, node.primal_attrs) == ("optimizer-parallel", "R3a")
     out = CliRunner().invoke(main, ["summarize", "--cost", str(fixture("grad_accu_opt_level2_8p"))]).output
     # nothing orders the micro steps (no Depend between them; was "cannot play the step out: the dump does not fix
     # the order of stage None"), yet one stage waits for no other: any order takes the same time
     assert out.startswith("Step: ") and "None" not in out.splitlines()[0]
     assert "Optimizer sharding: all ranks: 10 parameters over groups of 4, 8 ranks" in out
+    # the traffic table names the stage as the folder's other tables do (it said "Stage — traffic")
+    assert "\nStage 0 (no pipeline) traffic: " in out and "Stage 0 (no pipeline): sum over 1 rank (0)" in out
+
+
+def test_level2_accumulation_under_a_pipeline_names_its_parameter_through_a_depend() -> None:
+    # mindformers_llama_dp2mp2pp2_gas rank_0 (gradient_accumulation_shard True): 15 `_grad_accumulation_shard_grad_
+    # VirtualAssignAdd` ReduceScatters (grep -c 15) where mindformers_llama_dp2mp2pp2 has 15 `Grad__MicroStepAllGather`
+    # ones; line 10383 `%112(dout) = ReduceScatter(%111)`, read by line 10390 `PrimFunc_AssignAdd(%103, %112, ...)`,
+    # `%103` = line 10232 `Depend(%para141_▸accu_grads.model.layers.1.feed_forward.w2.weight, %0)`
+    facts = analyze(irtool.load(fixture("mindformers_llama_dp2mp2pp2_gas/rank_0/19_validate_0089.ir.xz")))
+    level2 = {c.line: c for c in facts.comm if c.rule == "R3a"}
+    assert len(level2) == 15 and {c.category for c in level2.values()} == {"optimizer-parallel"}
+    assert level2[10383].parameter == "model.layers.1.feed_forward.w2.weight"
+    # each parameter once: its AllGather and its reduce-scatter (15 parameters, as without the sharded accumulation)
+    assert len({c.parameter for c in facts.comm if c.category == "optimizer-parallel"}) == 15

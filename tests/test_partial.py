@@ -353,3 +353,42 @@ def test_no_stage_selects_a_rank_of_unknown_stage() -> None:
     cost = json.loads(_cli("summarize", begin, "--cost", "--format", "json").stdout)["cost"]
     assert cost["stage"] is None and cost["memory"]["micro_batches_in_flight"] is None
     assert cost["memory"]["in_flight_how"] == "unknown: this pass does not fix the order and the rank's stage is unknown"
+    # nor planned as stage 0: its place in the pipeline scales everything the plan works out
+    res = _cli("plan", PIPE, "--pass", "step_parallel_begin")
+    assert res.exit_code == 2 and res.stderr.splitlines()[-1] == (
+        f"irtool: {PIPE}/rank_0/step_parallel_begin_0018.ir.xz: cannot plan: the rank's pipeline stage is unknown (its "
+        "Send/Receive do not say it); plan from a pass that decides it (step_parallel_end or later)")
+
+
+def test_cost_of_a_folder_whose_lowest_rank_of_a_stage_is_unreadable(tmp_path: Path) -> None:
+    """p2: rank 4, the lowest of stage 1, cut; rank 5 (ranks 4-7 share stage 1's collective groups: `group_rank_ids`
+    (4, 5, 6, 7) of its AllReduce) does not begin its stage by the groups it shares with rank 4, so its stage is
+    measured on it afterwards. Its peak is said alike in the cost's row, the stage's row and rank 5's own row (they
+    said `null` where the cost's row had it), and stage 1 is not said absent."""
+    folder, *_ = _partial(tmp_path, "p2")
+    res = _cli("summarize", folder, "--cost", "--format", "json")
+    assert res.exit_code == 2, res.output
+    doc = json.loads(res.stdout)
+    cost = doc["cost"]
+    assert [(s["stage"], s["rank"]) for s in cost["stages"]] == [(0, 0), (1, 5)] and cost["stages_absent"] == []
+    peak = cost["stages"][1]["peak_bytes"]
+    assert peak and doc["stages"][1]["ranks"] == [5, 6, 7]
+    assert (doc["stages"][1]["peak_rank"], doc["stages"][1]["peak_bytes"]) == (5, peak)
+    assert [r["peak_bytes"] for r in doc["ranks"] if r["rank"] in (5, 6, 7)] == [peak, None, None]
+
+
+def test_a_lone_middle_rank_is_one_stage_read_of_an_unknown_number(tmp_path: Path) -> None:
+    """pipeline_4stage_8p's rank 2 alone, at step_parallel_end: its Receives print `src_rank: I64(0)` and its Sends
+    `dest_rank: I64(2)` in their primal attributes (stage 0 before it, stage 2 after: it is stage 1), its Sends go to
+    global rank 4 (`dest_rank: I64(4)`), no group names the world's ranks: a middle stage of a pipeline whose stage
+    count this rank does not tell. One stage read is not "one stage": nothing to balance, said so, no advice."""
+    (tmp_path / "rank_2").mkdir()
+    shutil.copy(FIXTURES / "pipeline_4stage_8p" / "rank_2" / "step_parallel_end_0019.ir.xz", tmp_path / "rank_2")
+    res = _cli("summarize", tmp_path, "--pass", "step_parallel_end", "--cost", "--format", "json")
+    assert res.exit_code == 0, res.output
+    cost = json.loads(res.stdout)["cost"]
+    assert [(s["stage"], s["rank"]) for s in cost["stages"]] == [(1, 2)] and cost["stage_count"]["value"] is None
+    assert cost["sentence"] == "one stage read of an unknown number"
+    assert cost["advice"]["cannot"] == "1 stage read of an unknown number"
+    text = _cli("summarize", tmp_path, "--pass", "step_parallel_end", "--cost").stdout.splitlines()
+    assert text[0] == "Balance: one stage read of an unknown number" and "one stage: nothing" not in "\n".join(text)

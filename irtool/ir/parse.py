@@ -280,7 +280,7 @@ class LineLexer(Lexer):
             while (m := fast(chunk, pos)) is not None:
                 start, end = m.span(4)  # the text after the argument list's `(`
                 after = m.end()
-                ref, name, callee, types, scope, rest = m.group(1, 2, 3, 5, 6, 7)
+                ref, callee, types, scope, rest = m.group(1, 3, 5, 6, 7)  # the debug name is read from the text
                 if not (count("(", start, end) + 1 == count(")", start, end)
                         and count("[", start, end) == count("]", start, end)
                         and count("{", start, end) == count("}", start, end)
@@ -300,7 +300,7 @@ class LineLexer(Lexer):
                 scope = _scope_of(scope) if scope else None
                 sources, notes = (rest_runs.get(rest) or memo.rest_run(rest)) if rest else ((), ())
                 types = (type_runs.get(types) or memo.type_run(types)) if types else ()
-                run.append(Node("", int(ref[1:]), name or "", callee, op, chunk[pos + 2:end], start - pos - 2, number,
+                run.append(Node("", int(ref[1:]), callee, op, chunk[pos + 2:end], start - pos - 2, number,
                                 types, scope, sources, notes))
                 number += len(types) + (scope is not None) + len(sources) + len(notes)  # the lines under it
                 pos = after
@@ -583,7 +583,7 @@ class Builder(Transformer):
                     _unknown(tok.src, number, line)
                 notes.append(line.strip())
         if tok.type == "RETURN_BLOCK":  # `Return(`; before 2.1 `Primitive::Return{prim_type=1}(`
-            nid, name, callee, op, start = None, "Return", "Return", "Return", text.index("(") + 1
+            nid, callee, op, start = None, "Return", "Return", text.index("(") + 1
         else:
             m = _head_regex().match(text)
             if not m:
@@ -591,7 +591,7 @@ class Builder(Transformer):
             if len(m.group(1)) > MAX_DIGITS + 1:
                 return self._bad(tok, 4, f"a node number of at most {MAX_DIGITS} digits",
                                  f"{len(m.group(1)) - 1} digits", None)
-            nid, name, callee = int(m.group(1)[1:]), m.group(2) or "", m.group(3)
+            nid, callee = int(m.group(1)[1:]), m.group(3)
             start = m.end()
             # A parameter printed with the function it holds (`Parameter_9[@FuncUnion(@a, @b)]`)
             # is called as a value, like a graph, node or free variable (`_op_of`). A function of
@@ -612,7 +612,7 @@ class Builder(Transformer):
         if problem:
             col, expected, found = problem
             return self._bad(tok, col + 2, expected, found, None)  # col is 1-based in `text`
-        return Node("", nid, name, callee, op, text, start, tok.line, tuple(tok.types), scope,
+        return Node("", nid, callee, op, text, start, tok.line, tuple(tok.types), scope,
                     tuple(tok.sources), tuple(notes))
 
     # --- analyze_fail.ir: the failure log, the stack markers

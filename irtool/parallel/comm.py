@@ -8,7 +8,7 @@ from dataclasses import replace
 from ..ir import Node
 from .dynamic import VARIABLE_ALL_TO_ALL, sent_elements
 from .groups import group_name, group_table
-from .links import NodeIndex, param_of, param_through, walk_to_strategy
+from .links import NodeIndex, param_through, walk_to_strategy
 from .peer import global_peer, group_members
 from .records import CommNode, FileKind, Group, Strategy
 from .rules import EXCHANGES, GATHERS, MIRRORS, P2P
@@ -143,8 +143,10 @@ def _p2p(t: NodeFacts, c: CommNode, node: Node, pa: dict, pr: dict, kind: FileKi
 
 def _accumulated(node: Node, index: NodeIndex) -> str | None:
     """The accumulation buffer a gradient is added into: optimizer level 2/3 reduce-scatters each micro step's gradient
-    and adds it to its shard, `AssignAdd(%para_accu_grads.w, ReduceScatter(...))` (R3a), naming no parameter itself."""
-    return next((p.lstrip("▸") for u in index.users(node) if u.op == "AssignAdd" and (p := param_of(u))), None)
+    and adds it to its shard, `AssignAdd(%para_accu_grads.w, ReduceScatter(...))` (R3a), naming no parameter itself;
+    in a lazy-inline graph the buffer comes in ordered, `AssignAdd(Depend(%para_▸accu_grads.w, ...), ...)`."""
+    return next((p.lstrip("▸") for u in index.users(node) if u.op == "AssignAdd" and (p := param_through(u, index))),
+                None)
 
 
 def _serves(c: CommNode, node: Node, pa: dict, pr: dict, index: NodeIndex, fwd: Node | None) -> None:

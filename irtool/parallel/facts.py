@@ -81,7 +81,7 @@ from .records import FileKind, Phase, Strategy
 from .roles import param_roles
 from .rules import COMM_OPS, KERNEL_PASSES, borrowed_name, classify, file_kind, moves_no_data, pipeline_split_done
 from .runs import graph_runs, node_runs
-from .scope import in_gradients
+from .scope import in_grad_reducer, in_gradients
 from .sizes import type_bytes
 from .slicing import marked_outputs
 from .stage import stage_info
@@ -103,6 +103,12 @@ PLUMBING = frozenset({
 
 def _file_kind(t: NodeFacts) -> tuple[FileKind, bool]:
     name = pass_name(t.dump.path or "")
+    if name == "analyze_fail":
+        # a failed compile's stack names no pass: what the parallel pass leaves (its communication) says which side of
+        # it the compile stopped; without any, type inference failed before the pipeline split (a 2-stage pipeline's
+        # analyze_fail_pipeline_type read "pp 1, 1 micro batch")
+        after = any(n.op in COMM_OPS for n in t.dump.nodes())
+        return ("post" if after else "pre"), after
     return file_kind(name), pipeline_split_done(name)
 
 
@@ -311,7 +317,8 @@ def category_phase(category: tuple[str, str] | None) -> Phase | None:
 def evidence_phase(n: Node, copy: bool, bprop: bool = False) -> Phase | None:
     """The phase the node's own evidence other than its category decides (§3): backward evidence first (a
     recomputed copy in a bprop, `Gradients/recompute_Default/.../Grad_LayerNorm/TupleGetItem`, is backward
-    work), then the copy, then the optimizer's scope."""
+    work), then the copy, then the optimizer's scope or a gradient reducer's (`scope.in_grad_reducer`: the gradients
+    scaled once per step after the last backward, read by the update alone, as the optimizer's own work)."""
     scope = n.scope or ""
     if (in_gradients(scope) or n.mentions("forward_unique_id") or n.mentions("forward_node_name")
             or ((n.instance_name or "").startswith("grad") and not borrowed_name(n))
@@ -319,7 +326,7 @@ def evidence_phase(n: Node, copy: bool, bprop: bool = False) -> Phase | None:
         return "backward"  # backward: `is_bp` on it
     if copy:
         return "recompute"
-    if "ptim" in scope and _OPTIMIZER_SCOPE.search(scope):  # the text first: every scope is searched
+    if ("ptim" in scope and _OPTIMIZER_SCOPE.search(scope)) or in_grad_reducer(scope):  # text first: every scope
         return "optimizer"
     return None
 
@@ -659,12 +666,12 @@ PASSES: tuple[Pass, ...] = (
                                       "runs", "printed_chunk", "silent", "groups", "strategy", "rows", "node_index",
                                       "by_key"),
          "column", comm_records),
-    Pass("stage", ("stage_info",), ("file_kind", "comm", "silent"), "dump", stage_info),
+    Pass("stage", ("stage_info",), ("file_kind", "split_done", "comm", "silent"), "dump", stage_info),
     Pass("streams", ("stream",), (), "node", stream_of),
     Pass("kernels", ("kernels",), ("kernel", "kind", "stream", "micro", "phase"), "dump", kernels),
     Pass("stage chunks", ("stage_chunks",), ("micro", "kind", "phase", "chunk"), "dump", stage_chunks),
-    Pass("units of work", ("unit",), ("stage_chunks", "micro", "kind", "phase", "chunk"), "column", units),
     Pass("folded", ("folded",), ("comm",), "dump", stage_folded),
+    Pass("units of work", ("unit",), ("stage_chunks", "micro", "kind", "phase", "chunk", "folded"), "column", units),
     Pass("order", ("order",), ("kernel", "by_key", "kind", "unit", "stage_chunks", "comm", "stage_info", "folded"), "dump",
          build_order),
     Pass("layer flow", ("layer_flow",), ("parameters", "phase", "forward", "by_key"), "dump", layer_flow),

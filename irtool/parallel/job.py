@@ -97,7 +97,7 @@ class RankJob:
     @property
     def placed(self) -> int | None:
         """The stage every command files the rank under (`records.placed_stage`): None, unknown, never 0."""
-        return placed_stage(self.stage, self.hops)
+        return placed_stage(self.stage, self.hops, self.split)
 
 
 def stage_span(comm: list[CommNode], rank: int | None, stage: int | None, name: str) -> Evidence:

@@ -35,6 +35,7 @@ run's peaks), operator workspace, what the runtime and HCCL reserve outside the 
 from __future__ import annotations
 
 import math
+from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
 from heapq import heapify, heappop, heappush
@@ -90,10 +91,10 @@ class _Trace:
     and the first step of the optimizer."""
 
     keys: tuple[Share, ...]
-    share: tuple[int, ...]
-    size: tuple[int, ...]
-    born: tuple[int, ...]
-    ends: tuple[int, ...]
+    share: array  # per block (arrays of ints: a rank's cost record keeps its trace, 15 000 blocks and more)
+    size: array
+    born: array
+    ends: array
     optimizer: int
 
     def points(self) -> list[dict[Share, int]]:
@@ -260,8 +261,11 @@ class _Walk:
         self.graphs = {g.name: g for g in t.dump.subgraphs}
         self.size: list[int | None] = []  # per block
         self.role: list[str] = []
-        self.allocs: list[tuple[int, ...] | list[int]] = []  # per step
-        self.uses: list[list[int]] = []
+        # per step: the first block it makes (it makes those up to the next step's first), and where its blocks read
+        # begin in `used` (they end where the next step's begin): flat arrays, not a list per step
+        self.starts = array("q")
+        self.use_at = array("q")
+        self.used = array("q")
         self.where: list[tuple[Node, Node]] = []  # per step: the kernel, and the top-level node it runs under
         self.params: dict[str, tuple[int, ...]] = {}
         self.pending_send: list[int] = []  # blocks of the last Send, kept until the next
@@ -270,6 +274,8 @@ class _Walk:
         self.waits: dict[int, list[int]] = {}  # a collective's first output -> its inputs, until read
         self.code: dict[Node, tuple] = {}  # node -> its instruction (`compile`)
         self.kernels: dict[Node, _Kernel] = {}
+        # a type line -> the output type, its blocks and elements (a layer's kernels print the same types in each layer)
+        self.types: dict[str | None, tuple[TypeInfo | None, tuple[int | None, ...], int | None]] = {}
         self.phase: dict[Node, str | None] = {}  # of every node a step runs
         # per block: made from the step's input, its whole tensor's pieces and its elements (`Share`)
         self.reads: list[bool] = []
@@ -328,7 +334,7 @@ class _Walk:
                 args_ = [env.get(r) for r in c[2]] + [env.get(r, params.get(r)) for r in c[3]]
                 first = self.value(c[4], env)
                 if op == _IN_PLACE_OP:
-                    self.step(n, top or n, (), [a for a in args_ if a is not first])
+                    self.step(n, top or n, len(self.size), [a for a in args_ if a is not first])
                     env[c[1]] = first
                 else:
                     env[c[1]] = first if first is not None else self.kernel(n, top or n, args_)
@@ -404,9 +410,9 @@ class _Walk:
             if kept is not None:
                 return self.replay(kept, flat, top)
             return self.run_graph(graph, args, top, depth)
-        first, steps, pending = len(self.size), len(self.allocs), self.pending_send
+        first, steps, uses, pending = len(self.size), len(self.starts), len(self.used), self.pending_send
         result = self.run_graph(graph, args, top, depth)
-        self.calls[key] = _Call.record(self, first, steps, pending, flat, result)
+        self.calls[key] = _Call.record(self, first, steps, uses, pending, flat, result)
         return result
 
     def form(self, args: tuple[_Value, ...]) -> tuple[tuple, list[int]] | None:
@@ -426,14 +432,7 @@ class _Walk:
                 flat.append(b)
             return (i, reads[b], pieces[b], elems[b])
 
-        def enc(v: _Value) -> Any:
-            if v is None or type(v) is tuple:
-                return v if not v else tuple(map(code, v))
-            if isinstance(v, _Seq):
-                return ("seq", tuple(map(enc, v.items)))
-            return ("closure", v.graph, tuple(map(enc, v.bound)))
-
-        key = tuple(map(enc, args))
+        key = tuple(_encode(a, code) for a in args)  # (a module function: no cycle of closures left to collect)
         if self.waits and any(b in self.waits for b in flat):
             return None
         return key, flat
@@ -449,8 +448,10 @@ class _Walk:
         self.reads += c.reads
         self.pieces += c.pieces
         self.elems += c.elems
-        self.allocs += [tuple(range(lo + s, hi + s)) for lo, hi in c.allocs]
-        self.uses += [[x + s if x >= 0 else ext[~x] for x in u] for u in c.uses]
+        u = len(self.used)
+        self.starts.extend([x + s for x in c.starts])
+        self.use_at.extend([x + u for x in c.use_at])
+        self.used.extend([x + s if x >= 0 else ext[~x] for x in c.used])
         self.where += [(n, top) for n in c.nodes]
         for k, held in c.waits:
             self.waits[k + s] = [x + s if x >= 0 else ext[~x] for x in held]
@@ -460,13 +461,16 @@ class _Walk:
         t = self.t
         phase = self.phase[n] = t("phase", n)
         role = "communication" if t("kind", n) == "communication" else _PHASE_ROLE.get(phase, "temporary")
-        ty = n.output_type
-        sizes = _out_sizes(ty)
-        k = self.kernels[n] = _Kernel(tuple(None if s is None else block(s) for s in sizes), [role] * len(sizes),
-                                      [phase] * len(sizes),
-                                      role == "communication" and n.op not in ("Send", "Receive") and bool(sizes),
-                                      n.op, n.op == "Receive" or any(r in self.inputs for r in n.param_refs),
-                                      elements(ty.shape) if ty is not None and ty.kind != "Tuple" else None,
+        line = n.type_lines[0] if n.type_lines else None
+        typed = self.types.get(line)
+        if typed is None:
+            ty = n.output_type
+            typed = self.types[line] = (ty, tuple(None if s is None else block(s) for s in _out_sizes(ty)),
+                                        elements(ty.shape) if ty is not None and ty.kind != "Tuple" else None)
+        ty, blocks, elems = typed
+        k = self.kernels[n] = _Kernel(blocks, [role] * len(blocks), [phase] * len(blocks),
+                                      role == "communication" and n.op not in ("Send", "Receive") and bool(blocks),
+                                      n.op, n.op == "Receive" or any(r in self.inputs for r in n.param_refs), elems,
                                       _pieces(n, t("strategy", n), ty))
         return k
 
@@ -478,15 +482,15 @@ class _Walk:
         self.phase_of_block += k.phases
         out = tuple(range(start, len(self.size)))
         self.mark(k, args)
-        self.step(n, top, out, args)
+        self.step(n, top, start, args)
         if k.held:  # its inputs are released when the first kernel reading its result waits for it
             held: list[int] = []
             for a in args:
                 _blocks(a, held)
             self.waits[out[0]] = held
         elif k.op in ("Send", "Receive"):  # a Send's buffers are kept until the next Send or Receive runs
-            if self.pending_send:
-                self.uses[-1].extend(self.pending_send)
+            if self.pending_send:  # read by this step, the last
+                self.used.extend(self.pending_send)
             held = []
             if k.op == "Send":
                 for a in args:
@@ -510,7 +514,8 @@ class _Walk:
         self.pieces += [pieces] * len(k.blocks)
         self.elems += [k.elems] * len(k.blocks)
 
-    def step(self, n: Node, top: Node, out: tuple[int, ...], args: list[_Value]) -> None:
+    def step(self, n: Node, top: Node, start: int, args: list[_Value]) -> None:
+        """A step running kernel `n` (under `top`), making the blocks from `start` on, reading `args`."""
         used: list[int] = []
         for a in args:
             if type(a) is tuple:
@@ -520,8 +525,9 @@ class _Walk:
         if self.waits:
             for b in [b for b in used if b in self.waits]:
                 used.extend(self.waits.pop(b))
-        self.allocs.append(out)
-        self.uses.append(used)
+        self.starts.append(start)
+        self.use_at.append(len(self.used))
+        self.used.extend(used)
         self.where.append((n, top))
 
 
@@ -538,17 +544,19 @@ class _Call:
     reads: list[bool]
     pieces: list[int | None]
     elems: list[int | None]
-    allocs: list[tuple[int, int]]  # per step: the range of blocks it makes
-    uses: list[list[int]]
+    starts: list[int]  # per step: its first block's offset (`_Walk.starts`)
+    use_at: list[int]  # per step: where its blocks read begin in `used`
+    used: list[int]
     nodes: list[Node]
     waits: list[tuple[int, list[int]]]  # collectives whose inputs still wait after the call
     result: Any
 
     @classmethod
-    def record(cls, w: _Walk, first: int, steps: int, pending: list[int], flat: list[int],
+    def record(cls, w: _Walk, first: int, steps: int, uses: int, pending: list[int], flat: list[int],
                result: _Value) -> _Call | None:
-        """The steps from `steps` on, the blocks from `first` on (`flat`: the call's argument blocks; `pending`: the
-        Send's buffers before it, which a Send or Receive in it would release); None when it cannot be replayed."""
+        """The steps from `steps` on (what they read from `uses` on in `_Walk.used`), the blocks from `first` on
+        (`flat`: the call's argument blocks; `pending`: the Send's buffers before it, which a Send or Receive in it
+        would release); None when it cannot be replayed."""
         static, arg = w.static, {b: i for i, b in enumerate(flat)}
         index: dict[int, int] = {}
         ext: list[tuple[bool, int]] = []
@@ -575,8 +583,8 @@ class _Call:
             return None
         call = cls(ext, w.size[first:], w.role[first:], w.phase_of_block[first:], w.reads[first:],
                    w.pieces[first:], w.elems[first:],
-                   [(a[0] - first, a[-1] + 1 - first) if a else (0, 0) for a in w.allocs[steps:]],
-                   [[code(b) for b in u] for u in w.uses[steps:]], [n for n, _ in w.where[steps:]],
+                   [x - first for x in w.starts[steps:]], [x - uses for x in w.use_at[steps:]],
+                   [code(b) for b in w.used[uses:]], [n for n, _ in w.where[steps:]],
                    [(k - first, [code(b) for b in v]) for k, v in w.waits.items() if k >= first],
                    _encode(result, code))
         return None if outside else call
@@ -731,36 +739,36 @@ def walk(t: NodeFacts, curve: bool = False) -> Lifetimes:
     tail: list[int] = list(w.pending_send)
     _blocks(result, tail)
     if tail:  # graph outputs and the last Send's buffers live to the end of the step
-        w.allocs.append([])
-        w.uses.append(tail)
         w.where.append(w.where[-1] if w.where else (None, None))  # type: ignore[arg-type]
+        w.starts.append(len(w.size))
+        w.use_at.append(len(w.used))
+        w.used.extend(tail)
     margin = MARGIN["kernel" if kernel_graph else "front-end"]
     return _sweep(t, w, how, (complete, margin), notes, curve)
 
 
 def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes: list[str],
            curve: bool) -> Lifetimes:
-    nsteps = len(w.allocs)
+    nsteps = len(w.starts)
     nparams = w.static
-    size, role, allocs = w.size, w.role, w.allocs
-    last = [-1] * len(size)
-    born = [-1] * len(size)
-    for s, (made, used) in enumerate(zip(allocs, w.uses)):
-        for b in made:
-            born[b] = s
-        for b in used:
-            last[b] = s
-    frees: list[list[int]] = [[] for _ in range(nsteps)]
+    size, role, used = w.size, w.role, w.used
+    bounds = [*w.starts, len(size)]  # step s makes the blocks from bounds[s] to bounds[s + 1]
+    at = [*w.use_at, len(used)]
+    born = [-1] * nparams + [s for s in range(nsteps) for _ in range(bounds[s + 1] - bounds[s])]
+    end = born[:]  # the step after which each block is freed: its last reader's, else its own
     backward_read: set[int] = set()
     late = {"backward", "recompute"}
     phase, block_phase = w.phase, w.phase_of_block
-    for (n, _), used in zip(w.where, w.uses):
+    for s, (n, _) in enumerate(w.where):
+        read = used[at[s]:at[s + 1]]
+        for b in read:
+            end[b] = s
         if n is not None and phase[n] in late:
-            backward_read.update(b for b in used if block_phase[b] == "forward")
+            backward_read.update(b for b in read if block_phase[b] == "forward")
     for b in range(nparams, len(size)):
         if role[b] == "temporary" and b in backward_read:
             role[b] = "activation"
-        frees[max(last[b], born[b])].append(b)
+    by_end = sorted(range(nparams, len(size)), key=end.__getitem__)
     role_index = {r: i for i, r in enumerate(LIVE_ROLES)}
     ri = [role_index[r] for r in role]
     live = [0] * len(LIVE_ROLES)
@@ -771,7 +779,7 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
         else:
             live[ri[b]] += size[b]
     params = total = sum(live)
-    peak, peak_unknown, at, at_live = total, unknown, -1, list(live)
+    peak, peak_unknown, at_step, at_live = total, unknown, -1, list(live)
     series: list[tuple[int, ...]] | None = [] if curve else None
     starts = _unit_starts(t, w)
     optimizer = next((s for s, u in starts if u == "optimizer"), nsteps)
@@ -781,9 +789,10 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
     parts: list[tuple[int, ...] | None] = [None, None]
     rec = role_index["recompute"]
     most_rec = -1  # where the recomputed copies are the most
+    freed, nfree = 0, len(by_end)
     for s in range(nsteps):
         rec_before = most[rec]
-        for b in allocs[s]:
+        for b in range(bounds[s], bounds[s + 1]):
             z = size[b]
             if z is None:
                 unknown += 1
@@ -794,7 +803,7 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
                 if live[r] > most[r]:
                     most[r] = live[r]
         if total > peak:
-            peak, peak_unknown, at, at_live = total, unknown, s, list(live)
+            peak, peak_unknown, at_step, at_live = total, unknown, s, list(live)
         part = int(s >= optimizer)
         if total > tops[part]:
             tops[part], parts[part] = total, tuple(live)
@@ -802,20 +811,21 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
             most_rec = s
         if series is not None:
             series.append(tuple(live))
-        for b in frees[s]:
-            z = size[b]
+        while freed < nfree and end[by_end[freed]] == s:
+            z = size[by_end[freed]]
+            freed += 1
             if z is None:
                 unknown -= 1
             else:
-                live[ri[b]] -= z
+                live[ri[by_end[freed - 1]]] -= z
                 total -= z
     where = None
-    if at >= 0:
-        n, top = w.where[at]
+    if at_step >= 0:
+        n, top = w.where[at_step]
         key = _unit(t, top)
-        where = PeakAt(at, n.uid, n.op, n.line, n.scope, key[0], key[1])
+        where = PeakAt(at_step, n.uid, n.op, n.line, n.scope, key[0], key[1])
     by_role = {r: at_live[i] for i, r in enumerate(LIVE_ROLES) if at_live[i]}
-    trace = _trace(w, born, last, optimizer)
+    trace = _trace(w, born, end, optimizer)
     recompute: dict[Share, int] = {}
     for k, n, s, e in zip(trace.share, trace.size, trace.born, trace.ends):
         if trace.keys[k][0] == "recompute" and s <= most_rec <= e:
@@ -825,13 +835,13 @@ def _sweep(t: NodeFacts, w: _Walk, how: str, complete: tuple[bool, float], notes
                      recompute, trace)
 
 
-def _trace(w: _Walk, born: list[int], last: list[int], optimizer: int) -> _Trace:
+def _trace(w: _Walk, born: list[int], end: list[int], optimizer: int) -> _Trace:
     """The blocks after the static ones (of a known, non-zero size) by Share, with their lives."""
     keys: dict[Share, int] = {}
     blocks = [b for b in range(w.static, len(w.size)) if w.size[b]]
-    share = tuple(keys.setdefault((w.role[b], w.reads[b], w.pieces[b]), len(keys)) for b in blocks)
-    return _Trace(tuple(keys), share, tuple(w.size[b] or 0 for b in blocks), tuple(born[b] for b in blocks),
-                  tuple(max(last[b], born[b]) for b in blocks), optimizer)
+    share = array("q", [keys.setdefault((w.role[b], w.reads[b], w.pieces[b]), len(keys)) for b in blocks])
+    return _Trace(tuple(keys), share, array("q", [w.size[b] or 0 for b in blocks]), array("q", [born[b] for b in blocks]),
+                  array("q", [end[b] for b in blocks]), optimizer)
 
 
 def _unit(t: NodeFacts, n: Node) -> tuple[str | None, int | None]:

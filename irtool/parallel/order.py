@@ -33,10 +33,22 @@ if TYPE_CHECKING:
 UnitKey = tuple[str, "int | None", "int | None"]  # (F or B, micro batch, chunk; None with one chunk)
 
 
+class Segment(int):
+    """A folded pipeline's segment where a unit's chunk is one (`units`, the `folded` pass): the same number, equal
+    and hashed as it, said as a segment wherever a unit is labelled (`part_suffix`)."""
+
+    __slots__ = ()
+
+
+def part_suffix(chunk: int | None) -> str:
+    """`.c1` on an interleaved stage's chunk 1, `.s1` on a folded stage's segment 1 (`Segment`), '' with one."""
+    return "" if chunk is None else f".{'s' if isinstance(chunk, Segment) else 'c'}{chunk}"
+
+
 def unit_label(key: UnitKey) -> str:
-    """`F3`, or `B0.c1` on chunk 1 of an interleaved or folded stage."""
+    """`F3`; `B0.c1` on chunk 1 of an interleaved stage, `B0.s1` on segment 1 of a folded one."""
     phase, micro, chunk = key
-    return f"{phase}{'—' if micro is None else micro}" + ("" if chunk is None else f".c{chunk}")
+    return f"{phase}{'—' if micro is None else micro}" + part_suffix(chunk)
 
 
 def hop_units(t: NodeFacts) -> dict[str, UnitKey | None]:
@@ -219,6 +231,7 @@ def units(t: NodeFacts) -> dict[Node, UnitKey]:
     (`unit_nodes`), the lifetime walk and the timing put each node's bytes and seconds in its unit."""
     chunks = t.get("stage_chunks")
     own = {k: {c for c in cs if c is not None} for k, cs in _work(t).items()} if chunks else {}
+    part = Segment if chunks and t.get("folded") else int  # a folded stage's chunks are its segments
     out: dict[Node, UnitKey] = {}
     for n, micro in t.column("micro").items():
         phase = t("phase", n)
@@ -234,7 +247,7 @@ def units(t: NodeFacts) -> dict[Node, UnitKey]:
             if len(mine) != 1:
                 continue
             c = next(iter(mine))
-        out[n] = (letter, micro, c)
+        out[n] = (letter, micro, part(c))
     return out
 
 

@@ -238,10 +238,11 @@ class Group:
         return _as_dict(self)
 
 
-def placed_stage(stage: int | None, hops: int) -> int | None:
+def placed_stage(stage: int | None, hops: int, split: bool = True) -> int | None:
     """A rank's stage as every command files it (`StageInfo.placed`): the stage its dump decides; stage 0 for a dump
-    without pipeline Send/Receive (`hops`); None, unknown, for a pipelined dump that does not decide it."""
-    return stage if stage is not None or hops else 0
+    without pipeline Send/Receive (`hops`) past the pipeline split (`split`: before it no Send/Receive is inserted
+    yet); None, unknown, for a pipelined dump that does not decide it."""
+    return stage if stage is not None or hops or not split else 0
 
 
 @dataclass
@@ -253,12 +254,13 @@ class StageInfo:
     how: list[str]
     peer_stages: list[int]
     hops: int = 0  # pipeline Send/Receive, whatever the pass (before step_parallel_end they carry no stage)
+    split: bool = True  # the pass is past the pipeline split (the `split_done` fact)
 
     @property
     def placed(self) -> int | None:
         """The stage every command files this rank under: its own when the dump decides it, stage 0 when the dump
         has no pipeline Send/Receive (MindSpore's default of one stage), else unknown (None), never stage 0."""
-        return placed_stage(self.stage, self.hops)
+        return placed_stage(self.stage, self.hops, self.split)
 
 
 @dataclass

@@ -117,6 +117,10 @@ def classify(node: Node, inst: str, pa: dict, pr: dict, kernel: bool = False) ->
         return "context-parallel", "R9"
     if op in P2P:
         return ("pipeline", "R5") if PIPE_KEYS & set(pr) else ("other", "R5b")
+    if inst == "PARALLEL_RESULT_BROADCAST":
+        # `pipeline_result_broadcast=True` (inference): the last stage's output summed over one rank of each stage,
+        # the others adding zeros, so that every stage returns it: traffic between the stages, not within one
+        return "pipeline", "R5r"
     if node.cnode_attrs.get("recompute_allgather") is True or inst == "recompute_slice_allgather":
         # a layer output kept sliced until its recompute (MindFormers' recompute_slice_activation) gathered back to
         # the layout the recompute reads: MindSpore marks the gather `recompute_allgather`, in validate and in the

@@ -31,6 +31,13 @@ WRAPPER_CELLS = frozenset({
     "MFTrainOneStepCell", "_VirtualCellWrapper", "_MicroBatchInterleaved",
 })
 
+# MindSpore's gradient reducers (mindspore/nn/wrap/grad_reducer.py), the cells a training step passes its gradients
+# through between the backward and the optimizer (`grads = self.pp_grad_reducer(grads)`, then `self.optimizer(grads)`):
+# data parallelism's mean of the reduced gradients, a pipeline's accumulated gradients scaled and their buffers zeroed
+# (`accu_grads.*`). Gradient work run once per step after the last micro batch's backward, for the update alone: the
+# phase pass files it with the optimizer's (never forward); a reducer's AllReduce is backward by its category.
+GRAD_REDUCERS = frozenset({"DistributedGradReducer", "PipelineGradReducer"})
+
 
 @dataclass(frozen=True)
 class Scope:
@@ -75,6 +82,11 @@ def in_gradients(scope: str) -> bool:
     """The scope is under MindSpore's `Gradients` root (what its autodiff made; the phase pass reads it as
     backward evidence, `render` folds and names such boxes apart)."""
     return scope.startswith(GRADIENTS) or scope == GRADIENTS[:-1]
+
+
+def in_grad_reducer(scope: str) -> bool:
+    """The scope is a gradient reducer's (`GRAD_REDUCERS`): `Default/pp_grad_reducer-PipelineGradReducer/Mul-op13`."""
+    return "GradReducer" in scope and any(p.split("-", 1)[-1] in GRAD_REDUCERS for p in scope.split("/"))
 
 
 def without_gradients(scope: str) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .records import CommNode, FileKind, StageInfo
@@ -33,7 +34,7 @@ def stage_info(t: NodeFacts) -> StageInfo:
     silent = t.get("silent")
     pairs = [(n, c) for n, c in t.column("comm").items() if n not in silent]
     primal = {c.node: n.primal_attrs for n, c in pairs if c.op in ("Send", "Receive")}
-    return stage_of(t.get("file_kind"), [c for _, c in pairs], primal)
+    return replace(stage_of(t.get("file_kind"), [c for _, c in pairs], primal), split=t.get("split_done"))
 
 
 def stage_of(kind: FileKind, comm: list[CommNode], primal: dict[str, dict]) -> StageInfo:

@@ -10,6 +10,7 @@ RULE_WORDS = {
     "R4": "gradient AllReduce of a replicated parameter (grad_mirror)",
     "R5": "pipeline Send/Receive (pipeline marks)",
     "R5b": "Send/Receive without pipeline marks",
+    "R5r": "the last stage's result broadcast to every stage (pipeline_result_broadcast)",
     "R6": "redistribution between two strategies (redistribution_op)",
     "R6k": "layout conversion of the forward graph (kernel graph)",
     "R6s": "a layer output kept sliced until its recompute, gathered back (recompute_allgather)",

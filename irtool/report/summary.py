@@ -270,7 +270,9 @@ class DirSummary:
         measured = self.measured  # `--cost`: each rank says its peak beside its stage
 
         def row(r: RankDigest) -> dict[str, Any]:
-            peak = {"peak_bytes": None if r.cost is None else r.cost.peak_bytes} if measured else {}
+            # the rank's walk: its own, or its stage's measured on it afterwards (no rank below it was readable)
+            c = r.cost or next((c for c in self.costs.values() if c.rank == r.rank and r.rank is not None), None)
+            peak = {"peak_bytes": None if c is None else c.peak_bytes} if measured else {}
             return {"rank": r.rank, "file": r.path, "stage": self.job.folder_stage(r.stage), **peak, "counts": r.counts,
                     "comm_totals": r.totals.as_dict(), "send_receive": [e.as_dict() for e in r.pairs],
                     "groups": r.groups, "warnings": [w.as_dict() for w in r.warnings],

@@ -23,7 +23,17 @@ from ..dumpdir import Unreadable
 from ..parallel import CommNode, ParallelFacts
 from ..parallel.balance import in_flight
 from ..parallel.job import Job
-from ..parallel.order import StageOrder, Unit, UnitKey, hop_key, hop_units, stage_order, unit_label, unit_nodes
+from ..parallel.order import (
+    StageOrder,
+    Unit,
+    UnitKey,
+    hop_key,
+    hop_units,
+    part_suffix,
+    stage_order,
+    unit_label,
+    unit_nodes,
+)
 from ..parallel.pairs import pair_ranks
 from ..present import DASH, cell, rank_list, shape_text
 from ..present.cost import in_flight_figure
@@ -81,7 +91,7 @@ def _unit_text(key: UnitKey | None) -> str:
     if key is None:
         return "unit unknown"
     phase, micro, chunk = key
-    return unit_label(key) if micro is not None else phase + ("" if chunk is None else f".c{chunk}") + ", micro unknown"
+    return unit_label(key) if micro is not None else phase + part_suffix(chunk) + ", micro unknown"
 
 
 def _hop_text(r: StageRank, c: CommNode, place: int | None) -> str:
