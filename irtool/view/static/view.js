@@ -995,6 +995,8 @@
   }
 
   function adjust() {
+    // the part waited for shown (laid out whichever way the worker's answer came): nothing waited for
+    if (waitingFor && panes().some((p, pane) => shown(pane)[0] === waitingFor)) waiting(null);
     panes().forEach((p, pane) => {
       const r = renderer(pane);
       if (!r || !r.appService) return;
